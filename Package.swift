@@ -1,0 +1,48 @@
+// swift-tools-version:6.0
+// Parley: a real-time audio-room media relay for Linux.
+//
+// Targets point inward: wire formats ← auth ← relay core ← relay runtime ← executables.
+// C libraries come from Debian through `.systemLibrary` targets; `CParleySys` is our own tiny C shim
+// for the glibc calls Swift cannot see without `_GNU_SOURCE` (recvmmsg/sendmmsg).
+import PackageDescription
+
+let package = Package(
+    name: "Parley",
+    products: [
+        .executable(name: "parley-relay", targets: ["parley-relay"]),
+        .executable(name: "parley", targets: ["parley"]),
+        .executable(name: "forward-bench", targets: ["forward-bench"]),
+    ],
+    targets: [
+        // C libraries from Debian.
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+        .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
+        .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        .target(name: "CParleySys"),
+
+        // Wire formats: RTP, RTCP, header extensions, sequence math, the signalling protocol. Pure, no Foundation.
+        .target(name: "ParleyWire"),
+        // Signed tokens (JWT HS256), HMAC, cookies, random bytes through libsodium.
+        .target(name: "ParleyAuth", dependencies: ["CSodium"]),
+        // Syscalls: sockets, addresses, batched datagram I/O, the monotonic clock.
+        .target(name: "ParleyNet", dependencies: ["CParleySys"]),
+        // The relay's pure core: rooms, members, signalling sessions, forwarding, NACK, stats. No sockets, no clocks.
+        .target(name: "ParleyRelayCore", dependencies: ["ParleyWire", "ParleyAuth"]),
+        // The relay runtime: config, worker loops that drive the core over real sockets.
+        .target(name: "ParleyRelay", dependencies: ["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire"]),
+        // The client's pure core: the join handshake, reliable signalling, keepalives, resume.
+        .target(name: "ParleyClientCore", dependencies: ["ParleyWire"]),
+
+        .executableTarget(name: "parley-relay", dependencies: ["ParleyRelay"]),
+        .executableTarget(name: "parley", dependencies: ["ParleyClientCore", "ParleyNet", "ParleyAuth", "ParleyWire"]),
+
+        .target(name: "CAllocCounter", path: "Benchmarks/CAllocCounter"),
+        .executableTarget(name: "forward-bench", dependencies: ["ParleyRelayCore", "ParleyWire", "ParleyAuth", "CAllocCounter"],
+                          path: "Benchmarks/forward-bench"),
+
+        .testTarget(name: "ParleyWireTests", dependencies: ["ParleyWire"]),
+        .testTarget(name: "ParleyAuthTests", dependencies: ["ParleyAuth"]),
+        .testTarget(name: "ParleyRelayCoreTests", dependencies: ["ParleyRelayCore", "ParleyClientCore", "ParleyWire", "ParleyAuth"]),
+        .testTarget(name: "ParleyIntegrationTests", dependencies: ["ParleyWire", "ParleyNet", "ParleyAuth"]),
+    ]
+)

@@ -1,0 +1,22 @@
+#ifndef CPARLEYSYS_H
+#define CPARLEYSYS_H
+// The few glibc calls Swift cannot see without _GNU_SOURCE, wrapped once. Everything else goes through Glibc.
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+
+/// One datagram slot for the batched calls: mirrors `struct mmsghdr` without needing _GNU_SOURCE in Swift.
+struct parley_mmsg {
+    struct msghdr msg_hdr;
+    unsigned int msg_len;
+};
+
+/// recvmmsg(2) with MSG_DONTWAIT; returns the count or -errno.
+int parley_recvmmsg(int fd, struct parley_mmsg *msgs, unsigned int count);
+/// sendmmsg(2) with MSG_DONTWAIT; returns the count sent or -errno.
+int parley_sendmmsg(int fd, struct parley_mmsg *msgs, unsigned int count);
+/// Sets SO_RCVBUF/SO_SNDBUF, trying SO_*BUFFORCE first (root), returns 0 or -errno.
+int parley_set_socket_buffers(int fd, int bytes);
+
+#endif
