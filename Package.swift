@@ -25,7 +25,7 @@ let package = Package(
         // Signed tokens (JWT HS256), HMAC, cookies, random bytes through libsodium.
         .target(name: "ParleyAuth", dependencies: ["CSodium"]),
         // Syscalls: sockets, addresses, batched datagram I/O, the monotonic clock.
-        .target(name: "ParleyNet", dependencies: ["CParleySys"]),
+        .target(name: "ParleyNet", dependencies: ["CParleySys", "ParleyWire"]),
         // The relay's pure core: rooms, members, signalling sessions, forwarding, NACK, stats. No sockets, no clocks.
         .target(name: "ParleyRelayCore", dependencies: ["ParleyWire", "ParleyAuth"]),
         // The relay runtime: config, worker loops that drive the core over real sockets.

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <sys/socket.h>
 #include <string.h>
+#include <sys/eventfd.h>
 
 _Static_assert(sizeof(struct parley_mmsg) == sizeof(struct mmsghdr), "parley_mmsg must mirror mmsghdr");
 
@@ -25,4 +26,9 @@ int parley_set_socket_buffers(int fd, int bytes) {
     if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof bytes) != 0 &&
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes) != 0) rc = -errno;
     return rc;
+}
+
+int parley_eventfd(void) {
+    int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    return fd < 0 ? -errno : fd;
 }

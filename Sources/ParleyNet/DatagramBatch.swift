@@ -1,0 +1,113 @@
+import Glibc
+import CParleySys
+import ParleyWire
+
+/// Batched datagram I/O with every buffer, `mmsghdr`, `iovec` and address allocated once at creation:
+/// `receive` fills up to `capacity` slots with one recvmmsg; `append`+`flush` send with sendmmsg.
+/// Zero allocations per datagram. Owned by one thread.
+public final class DatagramBatch {
+    /// Slots per call.
+    public let capacity: Int
+    /// Bytes per receive slot.
+    public let slotSize: Int
+    private let socket: UDPSocket
+    private let receiveBuffers: UnsafeMutableRawPointer
+    private let receiveHeaders: UnsafeMutablePointer<parley_mmsg>
+    private let receiveIOV: UnsafeMutablePointer<iovec>
+    private let receiveNames: UnsafeMutablePointer<sockaddr_storage>
+    private let sendHeaders: UnsafeMutablePointer<parley_mmsg>
+    private let sendIOV: UnsafeMutablePointer<iovec>
+    private let sendNames: UnsafeMutablePointer<sockaddr_storage>
+    /// Datagrams received by the last `receive()`.
+    public private(set) var receivedCount = 0
+    /// Datagrams queued for the next `flush()`.
+    public private(set) var queuedCount = 0
+    /// Datagrams the kernel refused to send (buffer full, unreachable).
+    public private(set) var sendFailures = 0
+
+    /// Allocates every slot for `socket`.
+    public init(socket: UDPSocket, capacity: Int = 64, slotSize: Int = 1536) {
+        self.socket = socket
+        self.capacity = capacity
+        self.slotSize = slotSize
+        receiveBuffers = UnsafeMutableRawPointer.allocate(byteCount: capacity * slotSize, alignment: 16)
+        receiveHeaders = .allocate(capacity: capacity)
+        receiveIOV = .allocate(capacity: capacity)
+        receiveNames = .allocate(capacity: capacity)
+        sendHeaders = .allocate(capacity: capacity)
+        sendIOV = .allocate(capacity: capacity)
+        sendNames = .allocate(capacity: capacity)
+        for i in 0..<capacity {
+            receiveIOV[i] = iovec(iov_base: receiveBuffers + i * slotSize, iov_len: slotSize)
+            sendIOV[i] = iovec()
+            receiveNames[i] = sockaddr_storage()
+            sendNames[i] = sockaddr_storage()
+        }
+    }
+
+    deinit {
+        receiveBuffers.deallocate()
+        receiveHeaders.deallocate()
+        receiveIOV.deallocate()
+        receiveNames.deallocate()
+        sendHeaders.deallocate()
+        sendIOV.deallocate()
+        sendNames.deallocate()
+    }
+
+    /// Receives up to `capacity` datagrams without blocking; returns how many (0 when none waits).
+    public func receive() -> Int {
+        for i in 0..<capacity {
+            var h = msghdr()
+            h.msg_name = UnsafeMutableRawPointer(receiveNames + i)
+            h.msg_namelen = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            h.msg_iov = receiveIOV + i
+            h.msg_iovlen = 1
+            receiveHeaders[i] = parley_mmsg(msg_hdr: h, msg_len: 0)
+        }
+        let n = parley_recvmmsg(socket.fd, receiveHeaders, UInt32(capacity))
+        receivedCount = max(0, Int(n))
+        return receivedCount
+    }
+
+    /// The bytes of received datagram `i` (valid until the next `receive()`).
+    public func datagram(_ i: Int) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: receiveBuffers + i * slotSize, count: Int(receiveHeaders[i].msg_len))
+    }
+
+    /// The sender of received datagram `i`.
+    public func sender(_ i: Int) -> PeerAddress? {
+        PeerAddress(storage: UnsafeRawPointer(receiveNames + i))
+    }
+
+    /// Queues one datagram (the bytes must stay valid until `flush()`); flushes first when the batch is full.
+    public func append(_ bytes: UnsafeRawBufferPointer, to address: PeerAddress) {
+        if queuedCount == capacity { flush() }
+        let i = queuedCount
+        sendIOV[i] = iovec(iov_base: UnsafeMutableRawPointer(mutating: bytes.baseAddress), iov_len: bytes.count)
+        let length = address.write(to: UnsafeMutableRawPointer(sendNames + i), ipv4Socket: socket.isIPv4)
+        var h = msghdr()
+        h.msg_name = UnsafeMutableRawPointer(sendNames + i)
+        h.msg_namelen = length
+        h.msg_iov = sendIOV + i
+        h.msg_iovlen = 1
+        sendHeaders[i] = parley_mmsg(msg_hdr: h, msg_len: 0)
+        queuedCount += 1
+    }
+
+    /// Sends every queued datagram with as few sendmmsg calls as the kernel allows.
+    public func flush() {
+        var sent = 0
+        while sent < queuedCount {
+            let n = parley_sendmmsg(socket.fd, sendHeaders + sent, UInt32(queuedCount - sent))
+            if n <= 0 {
+                // The datagram at `sent` was refused (ENOBUFS/EAGAIN/ECONNREFUSED...): count it and skip it.
+                sendFailures += 1
+                sent += 1
+            } else {
+                sent += Int(n)
+            }
+        }
+        queuedCount = 0
+    }
+}

@@ -1,0 +1,63 @@
+/// The settings the relay core works by. Times are nanoseconds of the monotonic clock unless named otherwise.
+public struct RelayCoreConfig: Sendable {
+    /// Members allowed in one room.
+    public var maxMembersPerRoom = 100
+    /// Rooms allowed on the whole relay.
+    public var maxRooms = 1000
+    /// A room with no members closes after this long.
+    public var emptyRoomTimeout: Int64 = 300 * 1_000_000_000
+    /// A member not heard from for this long is removed.
+    public var memberTimeout: Int64 = 15 * 1_000_000_000
+    /// How often members are told to send a ping.
+    public var keepaliveInterval: Int64 = 5 * 1_000_000_000
+    /// Speakers forwarded to each listener at a time.
+    public var maxForwardedSpeakers = 3
+    /// Speaker lists are pushed to a room at most this often.
+    public var speakerUpdateInterval: Int64 = 200_000_000
+    /// A member stays in the announced speaker list this long after its last speech packet.
+    public var speakingHold: Int64 = 600_000_000
+    /// A forwarded speaker silent this long gives up its slot to anyone who starts speaking.
+    public var speakerReleaseAfter: Int64 = 1_500_000_000
+    /// A forwarded speaker keeps its slot at least this long against a louder newcomer.
+    public var speakerMinimumDwell: Int64 = 500_000_000
+    /// A newcomer must be this many dB louder (smoothed) than the quietest forwarded speaker to take its slot.
+    public var speakerHysteresisDecibels: Float = 6
+    /// RFC 6464 level (−dBov) at or below which a packet counts as speech.
+    public var speechLevelThreshold: UInt8 = 60
+    /// The RTP header extension id carrying the RFC 6464 audio level.
+    public var audioLevelExtensionID: UInt8 = 1
+    /// Packets kept per publisher for answering NACKs (128 × 20 ms = 2.56 s).
+    public var nackHistorySlots = 128
+    /// How often the relay sends each publisher a receiver report.
+    public var receiverReportInterval: Int64 = 1_000_000_000
+    /// A join cookie is valid this many seconds.
+    public var cookieLifetimeSeconds: Int64 = 60
+    /// Joins with a valid cookie a worker processes per second (token bucket; the rest are dropped as a flood).
+    public var joinsPerSecond: Double = 500
+    /// Cookie answers (retries) a worker sends per second to unverified addresses.
+    public var retriesPerSecond: Double = 5000
+    /// The mode of rooms created without one: "forward" or "mix".
+    public var defaultRoomMode = "forward"
+    /// The longest datagram accepted.
+    public var maxDatagramSize = 1500
+
+    /// Defaults as documented.
+    public init() {}
+}
+
+/// Monotonic and wall-clock time of one moment, as the core takes it.
+public struct Moment: Sendable, Equatable {
+    /// Monotonic nanoseconds.
+    public var monotonic: Int64
+    /// Milliseconds since the Unix epoch.
+    public var unixMilliseconds: Int64
+
+    /// A moment.
+    public init(monotonic: Int64, unixMilliseconds: Int64) {
+        self.monotonic = monotonic
+        self.unixMilliseconds = unixMilliseconds
+    }
+
+    /// Seconds since the Unix epoch.
+    public var unixSeconds: Int64 { unixMilliseconds / 1000 }
+}

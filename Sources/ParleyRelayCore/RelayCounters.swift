@@ -1,0 +1,59 @@
+/// Why a datagram was dropped. Each reason is counted and logged at a limited rate.
+public enum DropReason: Int, CaseIterable, Sendable {
+    case oversize, unknownProtocol, malformedRTP, malformedRTCP, malformedSignalling, unknownSender
+    case ssrcMismatch, notPublisher, muted, connectionMismatch, unexpectedMessage, joinFlood, badCookie
+    case resumeRejected, noSubscribers
+
+    /// The metric label.
+    public var label: String {
+        switch self {
+        case .oversize: "oversize"
+        case .unknownProtocol: "unknown_protocol"
+        case .malformedRTP: "malformed_rtp"
+        case .malformedRTCP: "malformed_rtcp"
+        case .malformedSignalling: "malformed_signalling"
+        case .unknownSender: "unknown_sender"
+        case .ssrcMismatch: "ssrc_mismatch"
+        case .notPublisher: "not_publisher"
+        case .muted: "muted"
+        case .connectionMismatch: "connection_mismatch"
+        case .unexpectedMessage: "unexpected_message"
+        case .joinFlood: "join_flood"
+        case .badCookie: "bad_cookie"
+        case .resumeRejected: "resume_rejected"
+        case .noSubscribers: "no_subscribers"
+        }
+    }
+}
+
+/// A worker's counters: plain integers owned by its loop (read by others only through snapshots).
+public struct RelayCounters: Sendable, Equatable {
+    /// Datagrams and bytes received.
+    public var packetsIn: UInt64 = 0, bytesIn: UInt64 = 0
+    /// Datagrams and bytes queued to send.
+    public var packetsOut: UInt64 = 0, bytesOut: UInt64 = 0
+    /// RTP packets forwarded (one per listener).
+    public var forwarded: UInt64 = 0
+    /// Drops by `DropReason.rawValue`.
+    public var drops = [UInt64](repeating: 0, count: DropReason.allCases.count)
+    /// Joins accepted.
+    public var joinsAccepted: UInt64 = 0
+    /// Joins refused, by refusal code.
+    public var joinsRefused: [UInt16: UInt64] = [:]
+    /// Cookie answers sent.
+    public var retriesSent: UInt64 = 0
+    /// NACKed packets resent from history, and those no longer held.
+    public var nacksAnswered: UInt64 = 0, nacksMissed: UInt64 = 0
+    /// Signalling messages retransmitted.
+    public var signallingRetransmissions: UInt64 = 0
+    /// Members removed for silence.
+    public var timeouts: UInt64 = 0
+    /// Resumes accepted.
+    public var resumes: UInt64 = 0
+
+    /// Zeroed counters.
+    public init() {}
+
+    /// The count for one reason.
+    public func drops(_ reason: DropReason) -> UInt64 { drops[reason.rawValue] }
+}

@@ -1,0 +1,53 @@
+import ParleyAuth
+import Synchronization
+
+/// What every worker of one relay shares: configuration, the token verifier, the cookie secret, the
+/// relay-wide room budget and id counters. Immutable apart from atomics, so it is safely `Sendable`.
+public final class RelayShared: Sendable {
+    /// Core settings.
+    public let config: RelayCoreConfig
+    /// Verifies join tokens.
+    public let verifier: TokenVerifier
+    /// Mints and checks join cookies.
+    public let cookies: JoinCookie
+    /// Number of worker loops.
+    public let workerCount: Int
+    /// The UDP port of each worker, by index (index 0 is the public port).
+    public let workerPorts: [UInt16]
+    private let roomCount = Atomic<Int>(0)
+    private let memberIDs = Atomic<UInt32>(0)
+
+    /// Shared state for `workerCount` workers.
+    public init(config: RelayCoreConfig, verifier: TokenVerifier, cookieSecret: [UInt8], workerPorts: [UInt16]) {
+        self.config = config
+        self.verifier = verifier
+        self.cookies = JoinCookie(secret: cookieSecret, lifetimeSeconds: config.cookieLifetimeSeconds)
+        self.workerCount = max(1, workerPorts.count)
+        self.workerPorts = workerPorts.isEmpty ? [0] : workerPorts
+    }
+
+    /// Reserves a room against `maxRooms`; false when the relay is full.
+    public func tryReserveRoom() -> Bool {
+        while true {
+            let current = roomCount.load(ordering: .relaxed)
+            guard current < config.maxRooms else { return false }
+            if roomCount.compareExchange(expected: current, desired: current + 1, ordering: .relaxed).exchanged { return true }
+        }
+    }
+
+    /// Returns a room's reservation.
+    public func releaseRoom() { roomCount.subtract(1, ordering: .relaxed) }
+
+    /// Rooms open on the relay.
+    public var openRooms: Int { roomCount.load(ordering: .relaxed) }
+
+    /// A member id unique for the relay's lifetime.
+    public func nextMemberID() -> UInt32 { memberIDs.add(1, ordering: .relaxed).newValue }
+
+    /// The worker that owns a room: FNV-1a of its name, modulo the worker count.
+    public func worker(forRoom name: String) -> Int {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in name.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return Int(hash % UInt64(workerCount))
+    }
+}

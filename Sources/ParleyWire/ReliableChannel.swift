@@ -1,0 +1,149 @@
+/// Reliable, ordered delivery of signalling messages over datagrams: per-direction sequence numbers from 1,
+/// a cumulative acknowledgement in every datagram, a small receive window for reordering, and retransmission
+/// with an RTO from measured round trips (RFC 6298, Karn's rule) doubling on each retry.
+///
+/// Pure state: the owner passes `now` (monotonic nanoseconds), sends what `transmissions(now:)` returns with
+/// the current `ackNumber`, and feeds every received datagram to `receive`.
+public struct ReliableChannel: Sendable {
+    /// Timing and window limits.
+    public struct Limits: Sendable {
+        /// RTO before any round trip is measured.
+        public var initialRTO: Int64 = 250_000_000
+        /// Smallest RTO.
+        public var minRTO: Int64 = 100_000_000
+        /// Largest RTO after backoff.
+        public var maxRTO: Int64 = 4_000_000_000
+        /// Messages in flight before later ones wait.
+        public var sendWindow = 32
+        /// How far ahead of the next expected sequence the receiver buffers.
+        public var receiveWindow: UInt32 = 64
+        /// Attempts per message before the channel is declared failed.
+        public var maxAttempts = 12
+        /// Default limits.
+        public init() {}
+    }
+
+    /// A message to (re)transmit now with this sequence number.
+    public struct Transmission: Sendable, Equatable {
+        /// The sequence number the datagram carries.
+        public var sequence: UInt32
+        /// The message.
+        public var message: SignalMessage
+        /// True when this is a retransmission.
+        public var isRetransmission: Bool
+    }
+
+    private struct InFlight: Sendable {
+        var sequence: UInt32
+        var message: SignalMessage
+        var sentAt: Int64
+        var deadline: Int64
+        var attempts: Int
+    }
+
+    /// Limits in force.
+    public let limits: Limits
+    private var nextSequence: UInt32 = 1
+    private var inFlight: [InFlight] = []
+    private var waiting: [SignalMessage] = []
+    private var expected: UInt32 = 1
+    private var outOfOrder: [UInt32: SignalMessage] = [:]
+    private var smoothedRTT: Int64 = 0
+    private var rttVariance: Int64 = 0
+    private var rto: Int64
+
+    /// Messages retransmitted so far.
+    public private(set) var retransmissions = 0
+    /// True once a message went unacknowledged for `maxAttempts` attempts.
+    public private(set) var failed = false
+    /// True when the peer sent a reliable message that no outgoing datagram has acknowledged yet.
+    public private(set) var ackOwed = false
+
+    /// A fresh channel.
+    public init(limits: Limits = Limits()) {
+        self.limits = limits
+        self.rto = limits.initialRTO
+    }
+
+    /// The acknowledgement to put in every outgoing datagram: the highest sequence received in order.
+    public var ackNumber: UInt32 { expected &- 1 }
+    /// Messages sent but not yet acknowledged, plus those waiting for the window.
+    public var pendingCount: Int { inFlight.count + waiting.count }
+    /// The current retransmission timeout in nanoseconds.
+    public var currentRTO: Int64 { rto }
+    /// The smoothed round-trip time in nanoseconds (0 before the first sample).
+    public var roundTripTime: Int64 { smoothedRTT }
+
+    /// Queues a reliable message; it goes out on the next `transmissions(now:)`.
+    public mutating func enqueue(_ message: SignalMessage) {
+        waiting.append(message)
+    }
+
+    /// What to send now: new messages that fit in the window, and retransmissions whose timer expired.
+    /// Sending any datagram acknowledges what was received, so the caller clears the owed ack with `ackSent()`.
+    public mutating func transmissions(now: Int64) -> [Transmission] {
+        var out: [Transmission] = []
+        for i in inFlight.indices where inFlight[i].deadline <= now {
+            inFlight[i].attempts += 1
+            if inFlight[i].attempts > limits.maxAttempts { failed = true; continue }
+            let backoff = min(limits.maxRTO, rto << min(inFlight[i].attempts - 1, 16))
+            inFlight[i].deadline = now + backoff
+            retransmissions += 1
+            out.append(Transmission(sequence: inFlight[i].sequence, message: inFlight[i].message, isRetransmission: true))
+        }
+        while !waiting.isEmpty && inFlight.count < limits.sendWindow {
+            let message = waiting.removeFirst()
+            let sequence = nextSequence
+            nextSequence &+= 1
+            inFlight.append(InFlight(sequence: sequence, message: message, sentAt: now, deadline: now + rto, attempts: 1))
+            out.append(Transmission(sequence: sequence, message: message, isRetransmission: false))
+        }
+        return out
+    }
+
+    /// The earliest time a retransmission falls due, or nil when nothing is in flight.
+    public var nextDeadline: Int64? { inFlight.map(\.deadline).min() }
+
+    /// Records that a datagram carrying `ackNumber` went out.
+    public mutating func ackSent() { ackOwed = false }
+
+    /// Takes a received datagram's acknowledgement and, for a reliable message, its sequence number.
+    /// Returns the messages now deliverable in order (empty for duplicates or messages that arrived early).
+    public mutating func receive(sequence: UInt32, ack: UInt32, message: SignalMessage, now: Int64) -> [SignalMessage] {
+        acknowledge(upTo: ack, now: now)
+        guard sequence != 0 else { return [message] }
+        ackOwed = true
+        if sequence == expected {
+            var delivered = [message]
+            expected &+= 1
+            while let next = outOfOrder.removeValue(forKey: expected) {
+                delivered.append(next)
+                expected &+= 1
+            }
+            return delivered
+        }
+        if sequence &- expected < limits.receiveWindow, sequence &- expected < 0x8000_0000 {
+            outOfOrder[sequence] = message
+        }
+        return []
+    }
+
+    private mutating func acknowledge(upTo ack: UInt32, now: Int64) {
+        guard ack != 0, ack < nextSequence else { return }
+        while let first = inFlight.first, first.sequence <= ack {
+            if first.attempts == 1 { sampleRTT(now - first.sentAt) }
+            inFlight.removeFirst()
+        }
+    }
+
+    private mutating func sampleRTT(_ sample: Int64) {
+        if smoothedRTT == 0 {
+            smoothedRTT = sample
+            rttVariance = sample / 2
+        } else {
+            rttVariance = (3 * rttVariance + abs(smoothedRTT - sample)) / 4
+            smoothedRTT = (7 * smoothedRTT + sample) / 8
+        }
+        rto = min(limits.maxRTO, max(limits.minRTO, smoothedRTT + 4 * rttVariance))
+    }
+}

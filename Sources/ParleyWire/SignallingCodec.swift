@@ -1,0 +1,321 @@
+/// Field tags of signalling version 1 (the `tag` byte of each TLV).
+enum SignalTag: UInt8 {
+    case token = 1, room = 2, cookie = 3, nonce = 4, flags = 5, keyShare = 6, memberID = 7, ssrc = 8, port = 9
+    case sessionSecret = 10, mode = 11, identity = 12, memberCount = 13, keepalive = 14, timeout = 15
+    case timestamp = 16, proof = 17, code = 18, reason = 19, pageIndex = 20, pageCount = 21, member = 22
+    case eventKind = 23, speaker = 24, to = 25, messageID = 26, fragmentIndex = 27, fragmentCount = 28
+    case chunk = 29, direct = 30, delivered = 31, muted = 32
+}
+
+/// Writes big-endian integers and TLVs into a caller-owned buffer.
+struct SignalWriter {
+    let buffer: UnsafeMutableRawBufferPointer
+    var offset = 0
+    var overflow = false
+
+    init(_ buffer: UnsafeMutableRawBufferPointer) { self.buffer = buffer }
+
+    mutating func u8(_ v: UInt8) {
+        guard offset + 1 <= buffer.count else { overflow = true; return }
+        buffer[offset] = v
+        offset += 1
+    }
+    mutating func u16(_ v: UInt16) { u8(UInt8(v >> 8)); u8(UInt8(truncatingIfNeeded: v)) }
+    mutating func u32(_ v: UInt32) { u16(UInt16(v >> 16)); u16(UInt16(truncatingIfNeeded: v)) }
+    mutating func u64(_ v: UInt64) { u32(UInt32(v >> 32)); u32(UInt32(truncatingIfNeeded: v)) }
+    mutating func bytes<C: Collection>(_ c: C) where C.Element == UInt8 {
+        guard offset + c.count <= buffer.count else { overflow = true; return }
+        for b in c { buffer[offset] = b; offset += 1 }
+    }
+
+    mutating func field(_ tag: SignalTag, _ value: [UInt8]) { u8(tag.rawValue); u16(UInt16(truncatingIfNeeded: value.count)); bytes(value) }
+    mutating func field(_ tag: SignalTag, string: String) { field(tag, Array(string.utf8)) }
+    mutating func field(_ tag: SignalTag, u8 v: UInt8) { u8(tag.rawValue); u16(1); u8(v) }
+    mutating func field(_ tag: SignalTag, u16 v: UInt16) { u8(tag.rawValue); u16(2); u16(v) }
+    mutating func field(_ tag: SignalTag, u32 v: UInt32) { u8(tag.rawValue); u16(4); u32(v) }
+    mutating func field(_ tag: SignalTag, u64 v: UInt64) { u8(tag.rawValue); u16(8); u64(v) }
+}
+
+/// Reads the TLV fields of one signalling datagram.
+struct SignalFields {
+    let bytes: UnsafeRawBufferPointer
+    /// (tag, value range) in datagram order.
+    var entries: [(UInt8, Range<Int>)] = []
+
+    init(_ bytes: UnsafeRawBufferPointer, from start: Int) throws(WireError) {
+        self.bytes = bytes
+        var i = start
+        while i < bytes.count {
+            guard i + 3 <= bytes.count else { throw .truncated }
+            let tag = bytes[i]
+            let length = Int(bytes[i + 1]) << 8 | Int(bytes[i + 2])
+            guard i + 3 + length <= bytes.count else { throw .truncated }
+            entries.append((tag, (i + 3)..<(i + 3 + length)))
+            i += 3 + length
+        }
+    }
+
+    func range(_ tag: SignalTag) -> Range<Int>? {
+        for (t, r) in entries where t == tag.rawValue { return r }
+        return nil
+    }
+    func all(_ tag: SignalTag) -> [Range<Int>] { entries.filter { $0.0 == tag.rawValue }.map(\.1) }
+
+    func data(_ tag: SignalTag, maxCount: Int = 4096) throws(WireError) -> [UInt8] {
+        guard let r = range(tag) else { throw .badField }
+        guard r.count <= maxCount else { throw .badLength }
+        return Array(bytes[r])
+    }
+    func optionalData(_ tag: SignalTag, maxCount: Int = 4096) throws(WireError) -> [UInt8] {
+        guard range(tag) != nil else { return [] }
+        return try data(tag, maxCount: maxCount)
+    }
+    func string(_ tag: SignalTag, maxCount: Int = 4096) throws(WireError) -> String {
+        let raw = try data(tag, maxCount: maxCount)
+        return try Self.decodeUTF8(raw)
+    }
+    func optionalString(_ tag: SignalTag, maxCount: Int = 4096) throws(WireError) -> String {
+        guard range(tag) != nil else { return "" }
+        return try string(tag, maxCount: maxCount)
+    }
+    static func decodeUTF8(_ raw: [UInt8]) throws(WireError) -> String {
+        guard let s = String(validating: raw, as: UTF8.self) else { throw .badField }
+        return s
+    }
+    func integer(_ tag: SignalTag, size: Int) throws(WireError) -> UInt64 {
+        guard let r = range(tag) else { throw .badField }
+        guard r.count == size else { throw .badLength }
+        var v: UInt64 = 0
+        for i in r { v = v << 8 | UInt64(bytes[i]) }
+        return v
+    }
+    func u8(_ tag: SignalTag) throws(WireError) -> UInt8 { UInt8(try integer(tag, size: 1)) }
+    func u16(_ tag: SignalTag) throws(WireError) -> UInt16 { UInt16(try integer(tag, size: 2)) }
+    func u32(_ tag: SignalTag) throws(WireError) -> UInt32 { UInt32(try integer(tag, size: 4)) }
+    func u64(_ tag: SignalTag) throws(WireError) -> UInt64 { try integer(tag, size: 8) }
+    func bool(_ tag: SignalTag) throws(WireError) -> Bool {
+        guard range(tag) != nil else { return false }
+        return try u8(tag) != 0
+    }
+}
+
+extension MemberEntry {
+    /// memberID (4) ssrc (4) flags (1) identity length (1) identity, name length (1) name.
+    var encoded: [UInt8] {
+        let id = Array(identity.utf8.prefix(255)), nm = Array(name.utf8.prefix(255))
+        var out: [UInt8] = []
+        out.reserveCapacity(11 + id.count + nm.count)
+        for shift in stride(from: 24, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: memberID >> UInt32(shift))) }
+        for shift in stride(from: 24, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: ssrc >> UInt32(shift))) }
+        out.append(flags.rawValue)
+        out.append(UInt8(id.count)); out += id
+        out.append(UInt8(nm.count)); out += nm
+        return out
+    }
+
+    init(decoding b: UnsafeRawBufferPointer, _ r: Range<Int>) throws(WireError) {
+        guard r.count >= 11 else { throw .truncated }
+        var i = r.lowerBound
+        func u32() -> UInt32 { defer { i += 4 }; return UInt32(b[i]) << 24 | UInt32(b[i + 1]) << 16 | UInt32(b[i + 2]) << 8 | UInt32(b[i + 3]) }
+        let memberID = u32(), ssrc = u32()
+        let flags = MemberFlags(rawValue: b[i]); i += 1
+        let idLen = Int(b[i]); i += 1
+        guard i + idLen + 1 <= r.upperBound else { throw .truncated }
+        let identity = try SignalFields.decodeUTF8(Array(b[i..<(i + idLen)])); i += idLen
+        let nameLen = Int(b[i]); i += 1
+        guard i + nameLen == r.upperBound else { throw .badLength }
+        let name = try SignalFields.decodeUTF8(Array(b[i..<(i + nameLen)]))
+        self.init(memberID: memberID, ssrc: ssrc, flags: flags, identity: identity, name: name)
+    }
+}
+
+extension SignalDatagram {
+    /// Parses a signalling datagram, checking magic, version, type and every field it needs.
+    public init(parsing bytes: UnsafeRawBufferPointer) throws(WireError) {
+        guard bytes.count >= Signalling.headerSize else { throw .truncated }
+        guard bytes.count <= Signalling.maxDatagramSize else { throw .badLength }
+        guard bytes[0] == Signalling.magic, bytes[1] == Signalling.version else { throw .badVersion }
+        func u32(_ i: Int) -> UInt32 { UInt32(bytes[i]) << 24 | UInt32(bytes[i + 1]) << 16 | UInt32(bytes[i + 2]) << 8 | UInt32(bytes[i + 3]) }
+        let type = bytes[2]
+        let f = try SignalFields(bytes, from: Signalling.headerSize)
+        let message: SignalMessage
+        switch type {
+        case 0x01:
+            message = .join(JoinRequest(token: try f.string(.token), room: try f.string(.room, maxCount: 128),
+                                        cookie: try f.optionalData(.cookie, maxCount: 64), nonce: try f.data(.nonce, maxCount: 32),
+                                        muted: try f.bool(.muted), keyShare: try f.optionalData(.keyShare, maxCount: 64)))
+        case 0x02: message = .leave
+        case 0x03: message = .ping(timestamp: try f.u64(.timestamp))
+        case 0x04: message = .setMuted(try f.u8(.muted) != 0)
+        case 0x05: message = .sendText(to: try f.optionalString(.to, maxCount: 128), fragment: try Self.fragment(f))
+        case 0x06: message = .resume(timestamp: try f.u64(.timestamp), proof: try f.data(.proof, maxCount: 32))
+        case 0x07: message = .ack
+        case 0x81: message = .retry(cookie: try f.data(.cookie, maxCount: 64))
+        case 0x82:
+            message = .welcome(Welcome(
+                nonce: try f.data(.nonce, maxCount: 32), memberID: try f.u32(.memberID), ssrc: try f.u32(.ssrc),
+                port: try f.u16(.port), sessionSecret: try f.data(.sessionSecret, maxCount: 64), room: try f.string(.room, maxCount: 128),
+                mode: try f.string(.mode, maxCount: 16), identity: try f.string(.identity, maxCount: 128),
+                memberCount: try f.u32(.memberCount), keepaliveMilliseconds: try f.u32(.keepalive),
+                timeoutMilliseconds: try f.u32(.timeout), flags: MemberFlags(rawValue: try f.u8(.flags)),
+                keyShare: try f.optionalData(.keyShare, maxCount: 64)))
+        case 0x83:
+            guard let code = RefusalCode(rawValue: try f.u16(.code)) else { throw .badField }
+            message = .refused(code: code, reason: try f.optionalString(.reason, maxCount: 512))
+        case 0x84:
+            var members: [MemberEntry] = []
+            for r in f.all(.member) { members.append(try MemberEntry(decoding: bytes, r)) }
+            message = .memberPage(index: try f.u16(.pageIndex), count: try f.u16(.pageCount), members: members)
+        case 0x85:
+            guard let kind = MemberEventKind(rawValue: try f.u8(.eventKind)), let r = f.range(.member) else { throw .badField }
+            message = .memberEvent(kind: kind, member: try MemberEntry(decoding: bytes, r), reason: try f.optionalString(.reason, maxCount: 512))
+        case 0x86:
+            var speakers: [SpeakerEntry] = []
+            for r in f.all(.speaker) {
+                guard r.count == 9 else { throw .badLength }
+                let i = r.lowerBound
+                speakers.append(SpeakerEntry(memberID: u32(i), ssrc: u32(i + 4), level: bytes[i + 8] & 0x7F))
+            }
+            message = .speakers(speakers)
+        case 0x87:
+            message = .text(fromMemberID: try f.u32(.memberID), fromIdentity: try f.string(.identity, maxCount: 128),
+                            direct: try f.bool(.direct), fragment: try Self.fragment(f))
+        case 0x88:
+            message = .textStatus(messageID: try f.u32(.messageID), delivered: try f.bool(.delivered),
+                                  reason: try f.optionalString(.reason, maxCount: 512))
+        case 0x89:
+            guard let code = GoodbyeCode(rawValue: try f.u16(.code)) else { throw .badField }
+            message = .goodbye(code: code, reason: try f.optionalString(.reason, maxCount: 512))
+        case 0x8A: message = .pong(timestamp: try f.u64(.timestamp))
+        case 0x8B: message = .resumed
+        default: throw .unknownType
+        }
+        self.init(connectionID: u32(4), sequence: u32(8), ack: u32(12), message: message)
+        if message.isReliable != (sequence != 0) { throw .badField }
+    }
+
+    private static func fragment(_ f: SignalFields) throws(WireError) -> TextFragment {
+        let fragment = TextFragment(messageID: try f.u32(.messageID), index: try f.u8(.fragmentIndex),
+                                    count: try f.u8(.fragmentCount), chunk: try f.data(.chunk, maxCount: Signalling.maxTextFragmentBytes))
+        let maxFragments = (Signalling.maxTextBytes + Signalling.maxTextFragmentBytes - 1) / Signalling.maxTextFragmentBytes
+        guard fragment.count >= 1, Int(fragment.count) <= maxFragments, fragment.index < fragment.count else { throw .badField }
+        return fragment
+    }
+
+    /// Serializes into `buffer`, returning the bytes written; `bufferTooSmall` if it does not fit
+    /// (callers pass a buffer of `Signalling.maxDatagramSize`).
+    public func serialize(into buffer: UnsafeMutableRawBufferPointer) throws(WireError) -> Int {
+        var w = SignalWriter(buffer)
+        w.u8(Signalling.magic); w.u8(Signalling.version); w.u8(message.typeCode); w.u8(0)
+        w.u32(connectionID); w.u32(sequence); w.u32(ack)
+        switch message {
+        case .join(let j):
+            w.field(.token, string: j.token); w.field(.room, string: j.room)
+            if !j.cookie.isEmpty { w.field(.cookie, j.cookie) }
+            w.field(.nonce, j.nonce)
+            if j.muted { w.field(.muted, u8: 1) }
+            if !j.keyShare.isEmpty { w.field(.keyShare, j.keyShare) }
+        case .leave, .ack, .resumed: break
+        case .ping(let t), .pong(let t): w.field(.timestamp, u64: t)
+        case .setMuted(let m): w.field(.muted, u8: m ? 1 : 0)
+        case .sendText(let to, let fragment):
+            if !to.isEmpty { w.field(.to, string: to) }
+            Self.write(fragment, &w)
+        case .resume(let t, let proof): w.field(.timestamp, u64: t); w.field(.proof, proof)
+        case .retry(let cookie): w.field(.cookie, cookie)
+        case .welcome(let x):
+            w.field(.nonce, x.nonce); w.field(.memberID, u32: x.memberID); w.field(.ssrc, u32: x.ssrc)
+            w.field(.port, u16: x.port); w.field(.sessionSecret, x.sessionSecret); w.field(.room, string: x.room)
+            w.field(.mode, string: x.mode); w.field(.identity, string: x.identity); w.field(.memberCount, u32: x.memberCount)
+            w.field(.keepalive, u32: x.keepaliveMilliseconds); w.field(.timeout, u32: x.timeoutMilliseconds)
+            w.field(.flags, u8: x.flags.rawValue)
+            if !x.keyShare.isEmpty { w.field(.keyShare, x.keyShare) }
+        case .refused(let code, let reason):
+            w.field(.code, u16: code.rawValue)
+            if !reason.isEmpty { w.field(.reason, string: reason) }
+        case .memberPage(let index, let count, let members):
+            w.field(.pageIndex, u16: index); w.field(.pageCount, u16: count)
+            for m in members { w.field(.member, m.encoded) }
+        case .memberEvent(let kind, let member, let reason):
+            w.field(.eventKind, u8: kind.rawValue); w.field(.member, member.encoded)
+            if !reason.isEmpty { w.field(.reason, string: reason) }
+        case .speakers(let list):
+            for s in list {
+                w.u8(SignalTag.speaker.rawValue); w.u16(9); w.u32(s.memberID); w.u32(s.ssrc); w.u8(s.level & 0x7F)
+            }
+        case .text(let from, let identity, let direct, let fragment):
+            w.field(.memberID, u32: from); w.field(.identity, string: identity)
+            if direct { w.field(.direct, u8: 1) }
+            Self.write(fragment, &w)
+        case .textStatus(let id, let delivered, let reason):
+            w.field(.messageID, u32: id); w.field(.delivered, u8: delivered ? 1 : 0)
+            if !reason.isEmpty { w.field(.reason, string: reason) }
+        case .goodbye(let code, let reason):
+            w.field(.code, u16: code.rawValue)
+            if !reason.isEmpty { w.field(.reason, string: reason) }
+        }
+        guard !w.overflow, w.offset <= Signalling.maxDatagramSize else { throw .bufferTooSmall }
+        return w.offset
+    }
+
+    private static func write(_ fragment: TextFragment, _ w: inout SignalWriter) {
+        w.field(.messageID, u32: fragment.messageID); w.field(.fragmentIndex, u8: fragment.index)
+        w.field(.fragmentCount, u8: fragment.count); w.field(.chunk, fragment.chunk)
+    }
+
+    /// Serializes into a new array (tests and tools; the relay serializes into its own buffers).
+    public func serialized() throws(WireError) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: Signalling.maxDatagramSize)
+        let result: Result<Int, WireError> = out.withUnsafeMutableBytes { b in Result { () throws(WireError) in try serialize(into: b) } }
+        out.removeSubrange(try result.get()...)
+        return out
+    }
+
+    /// Parses from an array (tests and tools).
+    public init(parsing bytes: [UInt8]) throws(WireError) {
+        let result: Result<SignalDatagram, WireError> = bytes.withUnsafeBytes { b in Result { () throws(WireError) in try SignalDatagram(parsing: b) } }
+        self = try result.get()
+    }
+}
+
+extension TextFragment {
+    /// Splits a text into fragments of at most `Signalling.maxTextFragmentBytes`, never inside a UTF-8 sequence.
+    /// Returns nil for an empty text or one longer than `Signalling.maxTextBytes`.
+    public static func split(_ text: String, messageID: UInt32) -> [TextFragment]? {
+        let bytes = Array(text.utf8)
+        guard !bytes.isEmpty, bytes.count <= Signalling.maxTextBytes else { return nil }
+        var chunks: [[UInt8]] = []
+        var start = 0
+        while start < bytes.count {
+            var end = min(start + Signalling.maxTextFragmentBytes, bytes.count)
+            while end < bytes.count && end > start && (bytes[end] & 0xC0) == 0x80 { end -= 1 }  // continuation byte
+            chunks.append(Array(bytes[start..<end]))
+            start = end
+        }
+        return chunks.enumerated().map {
+            TextFragment(messageID: messageID, index: UInt8($0.offset), count: UInt8(chunks.count), chunk: $0.element)
+        }
+    }
+}
+
+/// Reassembles text fragments that arrive in order (the reliable channel guarantees order).
+public struct TextReassembler: Sendable {
+    private var messageID: UInt32 = 0
+    private var parts: [UInt8] = []
+    private var expected: UInt8 = 0
+
+    /// An empty reassembler.
+    public init() {}
+
+    /// Adds a fragment; returns the whole text when its last fragment arrives, nil before (or for a stray
+    /// fragment or invalid UTF-8, which discards the partial text).
+    public mutating func add(_ f: TextFragment) -> String? {
+        if f.index == 0 { messageID = f.messageID; parts = []; expected = 0 }
+        guard f.messageID == messageID, f.index == expected else { parts = []; expected = 0; return nil }
+        parts += f.chunk
+        expected += 1
+        guard expected == f.count else { return nil }
+        defer { parts = []; expected = 0 }
+        return String(validating: parts, as: UTF8.self)
+    }
+}
