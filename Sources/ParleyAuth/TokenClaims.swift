@@ -1,0 +1,78 @@
+/// JWT claims. JSON field names: sub, name, room, exp, nbf, iat, grants {join,publish,subscribe,admin,create},
+/// mode (optional room mode "forward"/"mix"). Absent optionals are omitted when encoding.
+public struct TokenClaims: Equatable, Sendable, Codable {
+    /// Who the token is for ("sub"); 1...128 UTF-8 bytes, no control characters.
+    public var identity: String
+    /// Display name ("name").
+    public var name: String?
+    /// nil = any room (admin tokens), else the one room this token joins ("room").
+    public var room: String?
+    /// "exp", seconds since the Unix epoch; the token is refused from this instant on.
+    public var expiresAt: Int64
+    /// "nbf", seconds since the Unix epoch; the token is refused before this instant.
+    public var notBefore: Int64?
+    /// "iat", seconds since the Unix epoch; informational.
+    public var issuedAt: Int64?
+    /// What the token permits ("grants").
+    public var grants: Grants
+    /// Optional requested room mode ("forward" or "mix") for rooms this token creates.
+    public var mode: String?
+
+    /// Claims for one token.
+    public init(identity: String, name: String? = nil, room: String?, expiresAt: Int64, notBefore: Int64? = nil,
+                issuedAt: Int64? = nil, grants: Grants = Grants(), mode: String? = nil) {
+        self.identity = identity
+        self.name = name
+        self.room = room
+        self.expiresAt = expiresAt
+        self.notBefore = notBefore
+        self.issuedAt = issuedAt
+        self.grants = grants
+        self.mode = mode
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case identity = "sub", name, room, expiresAt = "exp", notBefore = "nbf", issuedAt = "iat", grants, mode
+    }
+
+    /// Decodes the claims; `sub` and `exp` are required, `grants` defaults to `Grants.empty`.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        identity = try container.decode(String.self, forKey: .identity)
+        name = try container.decodeIfPresent(String.self, forKey: .name)
+        room = try container.decodeIfPresent(String.self, forKey: .room)
+        expiresAt = try container.decodeSeconds(forKey: .expiresAt)
+        notBefore = try container.decodeSecondsIfPresent(forKey: .notBefore)
+        issuedAt = try container.decodeSecondsIfPresent(forKey: .issuedAt)
+        grants = try container.decodeIfPresent(Grants.self, forKey: .grants) ?? .empty
+        mode = try container.decodeIfPresent(String.self, forKey: .mode)
+    }
+}
+
+extension KeyedDecodingContainer {
+    /// Decodes an integer timestamp. JSONDecoder reports a number that is not a representable Int64
+    /// (1.5, 1e30) with an internal error that loses the coding path; rethrow it as a type mismatch naming the key.
+    fileprivate func decodeSecondsIfPresent(forKey key: Key) throws -> Int64? {
+        do {
+            return try decodeIfPresent(Int64.self, forKey: key)
+        } catch let error as DecodingError {
+            guard case .dataCorrupted(let context) = error, context.codingPath.isEmpty else { throw error }
+            throw Self.notSeconds(at: codingPath + [key], underlying: error)
+        } catch {
+            throw Self.notSeconds(at: codingPath + [key], underlying: error)
+        }
+    }
+
+    private static func notSeconds(at path: [any CodingKey], underlying: any Error) -> DecodingError {
+        .typeMismatch(Int64.self, DecodingError.Context(codingPath: path, debugDescription: "not an integer number of seconds",
+                                                       underlyingError: underlying))
+    }
+
+    /// Decodes a required integer timestamp, naming the key when it is missing or not an Int64.
+    fileprivate func decodeSeconds(forKey key: Key) throws -> Int64 {
+        guard let seconds = try decodeSecondsIfPresent(forKey: key) else {
+            throw DecodingError.keyNotFound(key, DecodingError.Context(codingPath: codingPath, debugDescription: "required"))
+        }
+        return seconds
+    }
+}

@@ -1,0 +1,70 @@
+/// Verifies tokens against the configured API keys, with constant-time signature comparison.
+///
+/// Order of checks: size, three parts, base64url of header and claims, header JSON, `alg` (so "none" is refused
+/// as an algorithm whatever its signature), `kid`, signature (constant time; a wrong length is a bad signature),
+/// and only then the claims JSON, name rules, `exp` and `nbf`.
+public struct TokenVerifier: Sendable {
+    /// Longest token accepted, in bytes.
+    public static let maximumTokenBytes = 4096
+
+    private let secrets: [String: [UInt8]]
+    /// Seconds of clock skew tolerated on `exp` and `nbf`.
+    public let leewaySeconds: Int64
+
+    /// A verifier for `keys` (apiKey -> apiSecret), tolerating `leewaySeconds` of clock skew.
+    public init(keys: [String: String], leewaySeconds: Int64 = 5) {
+        precondition(leewaySeconds >= 0, "leeway must not be negative")
+        self.secrets = keys.mapValues { Array($0.utf8) }
+        self.leewaySeconds = leewaySeconds
+    }
+
+    /// Checks structure, alg, kid, signature (constant time, before parsing claims JSON further than needed), exp, nbf.
+    public func verify(_ token: String, now: Int64) throws(TokenError) -> TokenClaims {
+        guard token.utf8.count <= Self.maximumTokenBytes else {
+            throw .malformed("token is longer than \(Self.maximumTokenBytes) bytes")
+        }
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3 else { throw .malformed("token does not have three dot-separated parts") }
+        guard let headerBytes = Base64URL.decode(parts[0]), !headerBytes.isEmpty else {
+            throw .malformed("header is not base64url")
+        }
+        guard let claimsBytes = Base64URL.decode(parts[1]), !claimsBytes.isEmpty else {
+            throw .malformed("claims are not base64url")
+        }
+
+        let header = try TokenJSON.decode(TokenHeader.self, from: headerBytes, part: "header")
+        guard let alg = header.alg else { throw .malformed("header alg is missing") }
+        guard alg == "HS256" else { throw .unsupportedAlgorithm(alg) }
+        guard let kid = header.kid else { throw .malformed("header kid is missing") }
+        guard let secret = secrets[kid] else { throw .unknownKey(kid) }
+        guard let signature = Base64URL.decode(parts[2]) else { throw .malformed("signature is not base64url") }
+
+        let signingInput = Array(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
+        let expected = Crypto.hmacSHA256(key: secret, message: signingInput)
+        guard Crypto.constantTimeEqual(expected, signature) else { throw .badSignature }
+
+        let claims = try TokenJSON.decode(TokenClaims.self, from: claimsBytes, part: "claims")
+        if let problem = TokenNameRules.problem(with: claims.identity, field: "sub") { throw .malformed(problem) }
+        if let room = claims.room, let problem = TokenNameRules.problem(with: room, field: "room") {
+            throw .malformed(problem)
+        }
+        // Saturating arithmetic: an exp near Int64.max must not wrap around into the past.
+        guard now < Self.adding(claims.expiresAt, leewaySeconds) else { throw .expired }
+        if let notBefore = claims.notBefore, now < Self.adding(notBefore, -leewaySeconds) { throw .notYetValid }
+        return claims
+    }
+
+    /// verify + room match (when the token names a room) + required grant.
+    public func verify(_ token: String, now: Int64, room: String, requiring grant: KeyPath<Grants, Bool>,
+                       grantName: String) throws(TokenError) -> TokenClaims {
+        let claims = try verify(token, now: now)
+        if let tokenRoom = claims.room, tokenRoom != room { throw .wrongRoom(expected: room, got: tokenRoom) }
+        guard claims.grants[keyPath: grant] else { throw .missingGrant(grantName) }
+        return claims
+    }
+
+    private static func adding(_ a: Int64, _ b: Int64) -> Int64 {
+        let (sum, overflow) = a.addingReportingOverflow(b)
+        return overflow ? (b > 0 ? .max : .min) : sum
+    }
+}
