@@ -31,10 +31,10 @@ let package = Package(
         // The relay runtime: config, worker loops that drive the core over real sockets.
         .target(name: "ParleyRelay", dependencies: ["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire"]),
         // The client's pure core: the join handshake, reliable signalling, keepalives, resume.
-        .target(name: "ParleyClientCore", dependencies: ["ParleyWire"]),
+        .target(name: "ParleyClientCore", dependencies: ["ParleyWire", "ParleyAuth"]),
 
         .executableTarget(name: "parley-relay", dependencies: ["ParleyRelay"]),
-        .executableTarget(name: "parley", dependencies: ["ParleyClientCore", "ParleyNet", "ParleyAuth", "ParleyWire"]),
+        .executableTarget(name: "parley", dependencies: ["ParleyClientCore", "ParleyNet", "ParleyAuth", "ParleyWire", "COpus"]),
 
         .target(name: "CAllocCounter", path: "Benchmarks/CAllocCounter"),
         .executableTarget(name: "forward-bench", dependencies: ["ParleyRelayCore", "ParleyWire", "ParleyAuth", "CAllocCounter"],

@@ -2,7 +2,7 @@
 public enum DropReason: Int, CaseIterable, Sendable {
     case oversize, unknownProtocol, malformedRTP, malformedRTCP, malformedSignalling, unknownSender
     case ssrcMismatch, notPublisher, muted, connectionMismatch, unexpectedMessage, joinFlood, badCookie
-    case resumeRejected, noSubscribers
+    case resumeRejected, tokenReplay
 
     /// The metric label.
     public var label: String {
@@ -21,7 +21,7 @@ public enum DropReason: Int, CaseIterable, Sendable {
         case .joinFlood: "join_flood"
         case .badCookie: "bad_cookie"
         case .resumeRejected: "resume_rejected"
-        case .noSubscribers: "no_subscribers"
+        case .tokenReplay: "token_replay"
         }
     }
 }

@@ -262,7 +262,7 @@ public enum SignalMessage: Equatable, Sendable {
     case text(fromMemberID: UInt32, fromIdentity: String, direct: Bool, fragment: TextFragment)
     /// 0x88 Whether a text was delivered (reliable).
     case textStatus(messageID: UInt32, delivered: Bool, reason: String)
-    /// 0x89 The session is over (reliable, and repeated if unacknowledged).
+    /// 0x89 The session is over (unreliable: the relay forgets the member as it sends this).
     case goodbye(code: GoodbyeCode, reason: String)
     /// 0x8A Answer to a ping, echoing its timestamp (unreliable).
     case pong(timestamp: UInt64)
@@ -296,7 +296,7 @@ public enum SignalMessage: Equatable, Sendable {
     /// Whether this message travels reliably (gets a sequence number, is acknowledged and retransmitted).
     public var isReliable: Bool {
         switch self {
-        case .join, .ping, .resume, .ack, .retry, .refused, .pong: false
+        case .join, .ping, .resume, .ack, .retry, .refused, .pong, .goodbye: false
         default: true
         }
     }

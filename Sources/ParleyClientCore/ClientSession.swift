@@ -1,0 +1,241 @@
+import ParleyAuth
+import ParleyWire
+
+/// A member's side of Parley signalling as a pure state machine: join (with the cookie round trip), reliable
+/// messages, keepalives, resume from a new address, leave. The caller's loop sends `drainOutgoing()` to
+/// `destination`, feeds signalling datagrams to `handle`, and calls `tick` every few tens of milliseconds.
+public final class ClientSession {
+    /// Where the session stands.
+    public enum State: Equatable, Sendable {
+        /// Join sent, waiting for the welcome.
+        case joining
+        /// In the room.
+        case joined
+        /// Nothing heard from the relay for a while: proving the session from (possibly) a new address.
+        case resuming
+        /// Over; the reason is shown to the person.
+        case ended(String)
+    }
+
+    /// What the session tells its owner.
+    public enum Event: Equatable, Sendable {
+        case welcomed(Welcome)
+        case memberList([MemberEntry])
+        case member(MemberEventKind, MemberEntry, reason: String)
+        case speakers([SpeakerEntry])
+        case text(from: String, direct: Bool, text: String)
+        case textStatus(messageID: UInt32, delivered: Bool, reason: String)
+        case refused(RefusalCode, String)
+        case goodbye(GoodbyeCode, String)
+        case resumed
+        case roundTrip(nanoseconds: Int64)
+    }
+
+    /// The relay's public address (first contact).
+    public let server: PeerAddress
+    /// Where datagrams go now: the public address until welcomed, then the worker port it named.
+    public private(set) var destination: PeerAddress
+    /// State.
+    public private(set) var state: State = .joining
+    /// The welcome, once received.
+    public private(set) var welcome: Welcome?
+    /// The room's members as last known (excluding this member), by member id.
+    public private(set) var members: [UInt32: MemberEntry] = [:]
+    /// Datagrams retransmitted by this side.
+    public var retransmissions: Int { channel.retransmissions }
+
+    private let token: String
+    private let room: String
+    private let nonce: [UInt8]
+    private let joinMuted: Bool
+    private var cookie: [UInt8] = []
+    private var channel = ReliableChannel()
+    private var outgoing: [[UInt8]] = []
+    private var lastJoinSent: Int64 = .min / 2
+    private var joinAttempts = 0
+    private var lastPing: Int64 = 0
+    private var lastHeard: Int64
+    private var lastResume: Int64 = .min / 2
+    private var nextMessageID: UInt32 = 1
+    private var texts: [UInt32: TextReassembler] = [:]
+    private var pageBuffer: [MemberEntry] = []
+    private let unixMilliseconds: () -> Int64
+
+    /// A session that will join `room` at `server` with `token`.
+    public init(server: PeerAddress, token: String, room: String, muted: Bool = false, now: Int64,
+                unixMilliseconds: @escaping () -> Int64) {
+        self.server = server
+        self.destination = server
+        self.token = token
+        self.room = room
+        self.joinMuted = muted
+        self.nonce = Crypto.randomBytes(16)
+        self.lastHeard = now
+        self.unixMilliseconds = unixMilliseconds
+    }
+
+    /// Datagrams to send to `destination`, oldest first.
+    public func drainOutgoing() -> [[UInt8]] {
+        defer { outgoing.removeAll(keepingCapacity: true) }
+        return outgoing
+    }
+
+    private var connectionID: UInt32 { welcome?.memberID != nil ? connection : 0 }
+    private var connection: UInt32 = 0
+
+    private func send(_ message: SignalMessage) {
+        let d = SignalDatagram(connectionID: connection, sequence: 0, ack: channel.ackNumber, message: message)
+        if let bytes = try? d.serialized() { outgoing.append(bytes) }
+        channel.ackSent()
+    }
+
+    private func pump(now: Int64) {
+        let due = channel.transmissions(now: now)
+        for t in due {
+            let d = SignalDatagram(connectionID: connection, sequence: t.sequence, ack: channel.ackNumber, message: t.message)
+            if let bytes = try? d.serialized() { outgoing.append(bytes) }
+        }
+        if !due.isEmpty { channel.ackSent() } else if channel.ackOwed { send(.ack) }
+    }
+
+    private func sendJoin(now: Int64) {
+        lastJoinSent = now
+        joinAttempts += 1
+        send(.join(JoinRequest(token: token, room: room, cookie: cookie, nonce: nonce, muted: joinMuted)))
+    }
+
+    /// Periodic work: join retries, keepalives, retransmissions, resume when the relay went quiet, giving up.
+    public func tick(now: Int64) -> [Event] {
+        switch state {
+        case .ended:
+            return []
+        case .joining:
+            if now - lastJoinSent >= 500_000_000 {
+                if joinAttempts >= 10 {
+                    state = .ended("no answer from the relay at \(server)")
+                    return []
+                }
+                sendJoin(now: now)
+            }
+        case .joined, .resuming:
+            guard let welcome else { return [] }
+            let keepalive = Int64(welcome.keepaliveMilliseconds) * 1_000_000
+            let timeout = Int64(welcome.timeoutMilliseconds) * 1_000_000
+            let quiet = now - lastHeard
+            if quiet > timeout + 5_000_000_000 {
+                state = .ended("lost contact with the relay")
+                return []
+            }
+            if now - lastPing >= keepalive || (quiet > 3_000_000_000 && now - lastPing >= 1_000_000_000) {
+                lastPing = now
+                send(.ping(timestamp: UInt64(now)))
+            }
+            // Quiet for longer than two pings' worth: our address may have changed (NAT rebinding): resume.
+            if quiet > min(keepalive, 3_000_000_000) + 1_000_000_000, now - lastResume >= 1_000_000_000 {
+                state = .resuming
+                lastResume = now
+                let ts = UInt64(unixMilliseconds())
+                send(.resume(timestamp: ts, proof: ResumeProof.make(secret: welcome.sessionSecret, connectionID: connection, timestamp: ts)))
+            }
+            pump(now: now)
+        }
+        return []
+    }
+
+    /// Starts over from a new local address at once (the owner knows its address changed).
+    public func resumeNow(now: Int64) {
+        guard let welcome, state == .joined || state == .resuming else { return }
+        state = .resuming
+        lastResume = now
+        let ts = UInt64(unixMilliseconds())
+        send(.resume(timestamp: ts, proof: ResumeProof.make(secret: welcome.sessionSecret, connectionID: connection, timestamp: ts)))
+    }
+
+    /// Takes a signalling datagram from the relay.
+    public func handle(_ bytes: UnsafeRawBufferPointer, now: Int64) -> [Event] {
+        guard let datagram = try? SignalDatagram(parsing: bytes) else { return [] }
+        if case .ended = state { return [] }
+        lastHeard = now
+        var events: [Event] = []
+        for message in channel.receive(sequence: datagram.sequence, ack: datagram.ack, message: datagram.message, now: now) {
+            switch message {
+            case .retry(let c):
+                guard state == .joining else { continue }
+                cookie = c
+                sendJoin(now: now)
+            case .welcome(let w):
+                guard w.nonce == nonce, welcome == nil else { continue }
+                welcome = w
+                connection = datagram.connectionID
+                destination = PeerAddress(high: server.high, low: server.low, port: w.port)
+                state = .joined
+                lastPing = now
+                events.append(.welcomed(w))
+                if w.memberCount == 0 { events.append(.memberList([])) }
+            case .refused(let code, let reason):
+                if state == .joining || state == .resuming {
+                    state = .ended(reason)
+                    events.append(.refused(code, reason))
+                }
+            case .memberPage(let index, let count, let entries):
+                if index == 0 { pageBuffer = [] }
+                pageBuffer += entries
+                if index + 1 == count {
+                    for e in pageBuffer { members[e.memberID] = e }
+                    events.append(.memberList(pageBuffer))
+                    pageBuffer = []
+                }
+            case .memberEvent(let kind, let entry, let reason):
+                if kind == .left { members[entry.memberID] = nil } else if entry.memberID != welcome?.memberID { members[entry.memberID] = entry }
+                events.append(.member(kind, entry, reason: reason))
+            case .speakers(let list):
+                events.append(.speakers(list))
+            case .text(let fromID, let identity, let direct, let fragment):
+                if let text = texts[fromID, default: TextReassembler()].add(fragment) {
+                    events.append(.text(from: identity, direct: direct, text: text))
+                }
+            case .textStatus(let id, let delivered, let reason):
+                events.append(.textStatus(messageID: id, delivered: delivered, reason: reason))
+            case .goodbye(let code, let reason):
+                state = .ended(reason)
+                events.append(.goodbye(code, reason))
+            case .pong(let timestamp):
+                events.append(.roundTrip(nanoseconds: now - Int64(bitPattern: timestamp)))
+            case .resumed:
+                if state == .resuming { state = .joined }
+                events.append(.resumed)
+            default:
+                break
+            }
+        }
+        if state != .joining, case .ended = state {} else { pump(now: now) }
+        return events
+    }
+
+    /// Mutes or unmutes this member.
+    public func setMuted(_ muted: Bool, now: Int64) {
+        channel.enqueue(.setMuted(muted))
+        pump(now: now)
+    }
+
+    /// Sends a text to the room (`to` empty) or to one identity; returns its message id, nil if empty or over 4 KB.
+    public func sendText(_ text: String, to: String = "", now: Int64) -> UInt32? {
+        let id = nextMessageID
+        guard let fragments = TextFragment.split(text, messageID: id) else { return nil }
+        nextMessageID &+= 1
+        for f in fragments { channel.enqueue(.sendText(to: to, fragment: f)) }
+        pump(now: now)
+        return id
+    }
+
+    /// Leaves now: the relay removes the member on receipt.
+    public func leave(now: Int64) {
+        guard state == .joined || state == .resuming else {
+            state = .ended("left")
+            return
+        }
+        channel.enqueue(.leave)
+        pump(now: now)
+        state = .ended("left")
+    }
+}

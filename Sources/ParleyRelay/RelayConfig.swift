@@ -1,0 +1,117 @@
+import Foundation
+import ParleyAuth
+import ParleyRelayCore
+import ParleyWire
+
+/// Everything `parley-relay` is configured with: defaults, then a JSON file, then `PARLEY_*` environment
+/// variables, then command-line flags, each overriding the one before.
+public struct RelayConfig: Sendable {
+    /// The public UDP address (worker 0's port; workers 1… bind the following ports).
+    public var udp = PeerAddress(ipv4: 127, 0, 0, 1, port: 7400)
+    /// The HTTP API address (served from the HTTP API issue on).
+    public var http = PeerAddress(ipv4: 127, 0, 0, 1, port: 7480)
+    /// Worker loops; 0 = one per core.
+    public var workers = 0
+    /// API key → secret.
+    public var apiKeys: [String: String] = [DevDefaults.apiKey: DevDefaults.apiSecret]
+    /// Log threshold.
+    public var logLevel = LogLevel.info
+    /// Core settings (limits, timers, forwarding).
+    public var core = RelayCoreConfig()
+
+    /// Dev defaults.
+    public init() {}
+
+    /// True when the public dev credentials are in use.
+    public var usesDevCredentials: Bool { apiKeys[DevDefaults.apiKey] == DevDefaults.apiSecret }
+
+    /// The worker count in force (`workers`, or the number of cores).
+    public var effectiveWorkers: Int {
+        workers > 0 ? workers : max(1, ProcessInfo.processInfo.activeProcessorCount)
+    }
+
+    /// The keys a JSON config file and `PARLEY_*` variables may set (variables are the upper-case names).
+    public static let keys = ["udp", "http", "workers", "api_key", "api_secret", "log_level", "max_members_per_room",
+                              "max_rooms", "empty_room_timeout_s", "member_timeout_s", "keepalive_interval_s",
+                              "max_forwarded_speakers", "speaker_update_interval_ms", "speech_level_threshold",
+                              "audio_level_extension_id", "default_room_mode", "joins_per_second"]
+
+    /// Applies one key's value; throws a message naming the key on a bad value.
+    public mutating func set(_ key: String, _ value: String) throws(ConfigError) {
+        func int(_ range: ClosedRange<Int>) throws(ConfigError) -> Int {
+            guard let v = Int(value), range.contains(v) else { throw ConfigError("\(key) must be an integer in \(range.lowerBound)...\(range.upperBound), got \"\(value)\"") }
+            return v
+        }
+        switch key {
+        case "udp":
+            guard let a = PeerAddress(parsing: value) else { throw ConfigError("udp must be HOST:PORT (e.g. 127.0.0.1:7400), got \"\(value)\"") }
+            udp = a
+        case "http":
+            guard let a = PeerAddress(parsing: value) else { throw ConfigError("http must be HOST:PORT (e.g. 127.0.0.1:7480), got \"\(value)\"") }
+            http = a
+        case "workers": workers = try int(0...256)
+        case "api_key":
+            let secret = apiKeys.values.first ?? DevDefaults.apiSecret
+            apiKeys = [value: secret]
+        case "api_secret":
+            guard value.utf8.count >= 16 else { throw ConfigError("api_secret must be at least 16 bytes") }
+            let key = apiKeys.keys.first ?? DevDefaults.apiKey
+            apiKeys = [key: value]
+        case "log_level":
+            guard let l = LogLevel(name: value) else { throw ConfigError("log_level must be debug, info, warning or error, got \"\(value)\"") }
+            logLevel = l
+        case "max_members_per_room": core.maxMembersPerRoom = try int(1...100_000)
+        case "max_rooms": core.maxRooms = try int(1...10_000_000)
+        case "empty_room_timeout_s": core.emptyRoomTimeout = Int64(try int(0...86_400)) * 1_000_000_000
+        case "member_timeout_s": core.memberTimeout = Int64(try int(1...3600)) * 1_000_000_000
+        case "keepalive_interval_s": core.keepaliveInterval = Int64(try int(1...600)) * 1_000_000_000
+        case "max_forwarded_speakers": core.maxForwardedSpeakers = try int(1...64)
+        case "speaker_update_interval_ms": core.speakerUpdateInterval = Int64(try int(20...10_000)) * 1_000_000
+        case "speech_level_threshold": core.speechLevelThreshold = UInt8(try int(0...127))
+        case "audio_level_extension_id": core.audioLevelExtensionID = UInt8(try int(1...14))
+        case "default_room_mode":
+            guard value == "forward" || value == "mix" else { throw ConfigError("default_room_mode must be forward or mix, got \"\(value)\"") }
+            core.defaultRoomMode = value
+        case "joins_per_second": core.joinsPerSecond = Double(try int(1...1_000_000))
+        default: throw ConfigError("unknown setting \"\(key)\" (known: \(Self.keys.joined(separator: ", ")))")
+        }
+    }
+
+    /// Reads a JSON object of settings (numbers, strings; `api_keys` as an object of key → secret).
+    public mutating func load(file path: String) throws(ConfigError) {
+        guard let data = FileManager.default.contents(atPath: path) else { throw ConfigError("cannot read config file \(path)") }
+        let object: Any
+        do { object = try JSONSerialization.jsonObject(with: data) } catch { throw ConfigError("config file \(path) is not valid JSON") }
+        guard let dict = object as? [String: Any] else { throw ConfigError("config file \(path) must hold a JSON object") }
+        for key in dict.keys.sorted() {
+            let value = dict[key]!
+            if key == "api_keys" {
+                guard let keys = value as? [String: String], !keys.isEmpty, keys.values.allSatisfy({ $0.utf8.count >= 16 }) else {
+                    throw ConfigError("api_keys must be an object of key → secret (secrets at least 16 bytes)")
+                }
+                apiKeys = keys
+                continue
+            }
+            let text: String
+            if let s = value as? String { text = s } else if let n = value as? NSNumber { text = n.stringValue } else {
+                throw ConfigError("\(key) in \(path) must be a string or a number")
+            }
+            try set(key, text)
+        }
+    }
+
+    /// Applies `PARLEY_<KEY>` variables.
+    public mutating func load(environment: [String: String]) throws(ConfigError) {
+        for key in Self.keys {
+            if let value = environment["PARLEY_" + key.uppercased()] { try set(key, value) }
+        }
+    }
+}
+
+/// A configuration problem, said in one line.
+public struct ConfigError: Error, CustomStringConvertible, Sendable {
+    /// The message.
+    public var description: String
+    /// An error with a message.
+    public init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,79 @@
+import Foundation
+import ParleyAuth
+import ParleyNet
+import ParleyRelayCore
+import ParleyWire
+
+/// A running relay: binds the public port and one port per further worker, starts the worker threads, and
+/// stops them on SIGINT/SIGTERM after every member has been told.
+public final class RelayServer {
+    /// The configuration in force.
+    public let config: RelayConfig
+    /// The ports bound, worker 0 (public) first.
+    public let ports: [UInt16]
+    private let workers: [Worker]
+    private let log: LogSink
+
+    /// Binds every socket; throws with a one-line message when a port is taken.
+    public init(config: RelayConfig, log: LogSink) throws(ConfigError) {
+        self.config = config
+        self.log = log
+        let count = config.effectiveWorkers
+        var sockets: [UDPSocket] = []
+        do {
+            let publicSocket = try UDPSocket(bindingTo: config.udp)
+            sockets.append(publicSocket)
+            let basePort = publicSocket.localAddress?.port ?? config.udp.port
+            for k in 1..<max(1, count) {
+                var address = config.udp
+                address.port = config.udp.port == 0 ? 0 : basePort &+ UInt16(k)
+                sockets.append(try UDPSocket(bindingTo: address))
+            }
+        } catch {
+            throw ConfigError("cannot open UDP port: \(error)")
+        }
+        ports = sockets.map { $0.localAddress?.port ?? 0 }
+        let verifier = TokenVerifier(keys: config.apiKeys)
+        let shared = RelayShared(config: config.core, verifier: verifier, cookieSecret: Crypto.randomBytes(32), workerPorts: ports)
+        var built: [Worker] = []
+        do {
+            for (k, socket) in sockets.enumerated() {
+                built.append(try Worker(index: k, socket: socket, publicSocket: sockets[0], shared: shared, log: log))
+            }
+        } catch {
+            throw ConfigError("cannot create worker: \(error)")
+        }
+        for w in built { w.peers = built.map(\.inbox) }
+        workers = built
+    }
+
+    /// Runs until SIGINT or SIGTERM; returns the exit status (0).
+    public func run(onReady: () -> Void) -> Int32 {
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGINT)
+        sigaddset(&signals, SIGTERM)
+        pthread_sigmask(SIG_BLOCK, &signals, nil)  // inherited by every worker thread; only sigwait sees them
+
+        var threads: [Thread] = []
+        let done = DispatchGroup()
+        for w in workers {
+            done.enter()
+            let t = Thread {
+                w.run()
+                done.leave()
+            }
+            t.name = "parley-worker-\(w.index)"
+            t.start()
+            threads.append(t)
+        }
+        onReady()
+        var received: Int32 = 0
+        sigwait(&signals, &received)
+        log.write(.info, "received \(received == SIGINT ? "SIGINT" : "SIGTERM"): telling every member the relay is going away")
+        for w in workers { w.stop() }
+        done.wait()
+        log.write(.info, "stopped")
+        return 0
+    }
+}

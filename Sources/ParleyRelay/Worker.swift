@@ -1,0 +1,125 @@
+import Foundation
+import ParleyNet
+import ParleyRelayCore
+import ParleyWire
+import Synchronization
+
+/// Joins handed from one worker to the worker that owns the room. The only lock between workers, and it is
+/// on the join path, never the per-packet path.
+final class WorkerInbox: Sendable {
+    private let queue = Mutex<[(datagram: [UInt8], from: PeerAddress)]>([])
+    let wakeup: WakeupSignal
+
+    init() throws(SystemError) { wakeup = try WakeupSignal() }
+
+    func post(_ datagram: [UInt8], from: PeerAddress) {
+        queue.withLock { $0.append((datagram, from)) }
+        wakeup.signal()
+    }
+
+    func take() -> [(datagram: [UInt8], from: PeerAddress)] {
+        wakeup.drain()
+        return queue.withLock { q in
+            defer { q.removeAll(keepingCapacity: true) }
+            return q
+        }
+    }
+}
+
+/// One worker loop: owns a socket, a `RelayCore` and the rooms hashed to it; drives the core with batched I/O.
+final class Worker: @unchecked Sendable {
+    // Invariant: `core`, `batch` and the loop state are touched only by the worker's own thread (inside `run`);
+    // other threads use only `inbox` and `stopping`, which are thread-safe.
+    let index: Int
+    let socket: UDPSocket
+    let publicSocket: UDPSocket
+    let inbox: WorkerInbox
+    let shared: RelayShared
+    let log: LogSink
+    let stopping: Atomic<Bool>
+    var peers: [WorkerInbox] = []
+    /// Busy CPU nanoseconds of this worker's thread (for metrics).
+    let busyNanoseconds = Atomic<Int64>(0)
+
+    init(index: Int, socket: UDPSocket, publicSocket: UDPSocket, shared: RelayShared, log: LogSink) throws(SystemError) {
+        self.index = index
+        self.socket = socket
+        self.publicSocket = publicSocket
+        self.inbox = try WorkerInbox()
+        self.shared = shared
+        self.log = log
+        self.stopping = Atomic(false)
+    }
+
+    func stop() {
+        stopping.store(true, ordering: .releasing)
+        inbox.wakeup.signal()
+    }
+
+    static func moment() -> Moment {
+        Moment(monotonic: Clock.monotonicNanoseconds(), unixMilliseconds: Int64(Clock.unixMilliseconds()))
+    }
+
+    /// The loop; returns after `stop()` once every member has been told.
+    func run() {
+        let core = RelayCore(shared: shared, workerIndex: index, log: log)
+        let batch = DatagramBatch(socket: socket, capacity: 64)
+        var nextTick = Clock.monotonicNanoseconds()
+        while true {
+            let now = Clock.monotonicNanoseconds()
+            let wait: Int64 = core.hasMembers ? max(0, nextTick - now) : 1_000_000_000
+            _ = Poll.readable([socket.fd, inbox.wakeup.fd], timeoutMilliseconds: Int32(min(wait / 1_000_000 + (wait % 1_000_000 > 0 ? 1 : 0), 1000)))
+            let busyStart = Clock.monotonicNanoseconds()
+            if stopping.load(ordering: .acquiring) {
+                core.shutdown(now: Self.moment())
+                send(core.output, batch: batch)
+                core.outputSent()
+                return
+            }
+            for handoff in inbox.take() {
+                handoff.datagram.withUnsafeBytes { core.handleHandedOffJoin($0, from: handoff.from, now: Self.moment()) }
+            }
+            // Drain the socket in batches, flushing output between batches (entries point into receive buffers).
+            for _ in 0..<16 {
+                let n = batch.receive()
+                if n == 0 { break }
+                let moment = Self.moment()
+                for i in 0..<n {
+                    guard let from = batch.sender(i) else { continue }
+                    core.handle(batch.datagram(i), from: from, now: moment)
+                }
+                send(core.output, batch: batch)
+                dispatchHandoffs(core)
+                core.outputSent()
+                if n < batch.capacity { break }
+            }
+            let after = Clock.monotonicNanoseconds()
+            if after >= nextTick || !core.hasMembers {
+                core.tick(now: Self.moment())
+                send(core.output, batch: batch)
+                dispatchHandoffs(core)
+                core.outputSent()
+                nextTick = after + core.tickInterval
+            }
+            busyNanoseconds.add(Clock.monotonicNanoseconds() - busyStart, ordering: .relaxed)
+        }
+    }
+
+    private func send(_ output: OutputQueue, batch: DatagramBatch) {
+        for i in 0..<output.count {
+            let d = output[i]
+            if d.viaPublicPort && index != 0 {
+                publicSocket.send(d.bytes, to: d.to)
+            } else {
+                batch.append(d.bytes, to: d.to)
+            }
+        }
+        batch.flush()
+    }
+
+    private func dispatchHandoffs(_ core: RelayCore) {
+        for h in core.handoffs where h.worker < peers.count {
+            peers[h.worker].post(h.datagram, from: h.from)
+        }
+    }
+}

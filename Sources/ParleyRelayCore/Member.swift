@@ -1,0 +1,138 @@
+import ParleyWire
+
+/// Traffic counters of one member, as the HTTP API will show them.
+public struct MemberStats: Sendable, Equatable {
+    /// RTP/RTCP packets and bytes received from the member.
+    public var packetsIn: UInt64 = 0, bytesIn: UInt64 = 0
+    /// Packets and bytes sent to the member (forwarded media and retransmissions).
+    public var packetsOut: UInt64 = 0, bytesOut: UInt64 = 0
+    /// NACKs the member sent, and packets resent to it in answer.
+    public var nacksReceived: UInt64 = 0, retransmittedToMember: UInt64 = 0
+    /// Zeroed stats.
+    public init() {}
+}
+
+/// One member of a room, owned by the worker that owns the room.
+final class Member {
+    let id: UInt32
+    let connectionID: UInt32
+    let ssrc: UInt32
+    let identity: String
+    let name: String
+    let canPublish: Bool
+    let canSubscribe: Bool
+    let sessionSecret: [UInt8]
+    let joinNonce: [UInt8]
+    let joinedAtUnixMilliseconds: Int64
+    let token: String
+    unowned let room: Room
+    var address: PeerAddress
+    /// Signalling goes out of the public port until the member's first datagram reaches its worker's port.
+    var viaPublicPort: Bool
+    var muted: Bool
+    var lastHeard: Int64
+    var lastResumeTimestamp: UInt64 = 0
+    var channel = ReliableChannel()
+    var texts = TextReassembler()
+    var stats = MemberStats()
+    var receiveStats = RTPReceiveStatistics(clockRate: 48_000)
+    var history: PacketHistory?
+    /// Middle 32 bits of the NTP time of the member's last sender report, and when it arrived.
+    var lastSenderReport: (ntpMiddle: UInt32, at: Int64)?
+    var lastReceiverReport: Int64 = 0
+
+    init(id: UInt32, connectionID: UInt32, ssrc: UInt32, identity: String, name: String, canPublish: Bool,
+         canSubscribe: Bool, sessionSecret: [UInt8], joinNonce: [UInt8], joinedAt: Int64, token: String, room: Room,
+         address: PeerAddress, viaPublicPort: Bool, muted: Bool, now: Int64) {
+        self.id = id
+        self.connectionID = connectionID
+        self.ssrc = ssrc
+        self.identity = identity
+        self.name = name
+        self.canPublish = canPublish
+        self.canSubscribe = canSubscribe
+        self.sessionSecret = sessionSecret
+        self.joinNonce = joinNonce
+        self.joinedAtUnixMilliseconds = joinedAt
+        self.token = token
+        self.room = room
+        self.address = address
+        self.viaPublicPort = viaPublicPort
+        self.muted = muted
+        self.lastHeard = now
+    }
+
+    var flags: MemberFlags {
+        var f: MemberFlags = []
+        if muted { f.insert(.muted) }
+        if canPublish { f.insert(.publisher) }
+        if canSubscribe { f.insert(.subscriber) }
+        return f
+    }
+
+    var entry: MemberEntry { MemberEntry(memberID: id, ssrc: ssrc, flags: flags, identity: identity, name: name) }
+}
+
+/// One room: its members, its speaker selection, and its speaker-announcement schedule.
+final class Room {
+    let name: String
+    let mode: String
+    let createdAtUnixMilliseconds: Int64
+    var members: [Member] = []
+    var selector: SpeakerSelector
+    var emptySince: Int64?
+    var lastSpeakerPush: Int64 = .min / 2
+    var speakerPushDue: Int64?
+    var announcedSpeakers: [SpeakerEntry] = []
+
+    init(name: String, mode: String, createdAt: Int64, selector: SpeakerSelector) {
+        self.name = name
+        self.mode = mode
+        self.createdAtUnixMilliseconds = createdAt
+        self.selector = selector
+    }
+
+    func member(identity: String) -> Member? { members.first { $0.identity == identity } }
+}
+
+/// A read-only view of a member for reports and tests.
+public struct MemberSnapshot: Sendable, Equatable {
+    /// Member id.
+    public var id: UInt32
+    /// Identity.
+    public var identity: String
+    /// Display name.
+    public var name: String
+    /// Its SSRC.
+    public var ssrc: UInt32
+    /// Its latched address.
+    public var address: PeerAddress
+    /// Muted.
+    public var muted: Bool
+    /// Forwarded right now.
+    public var forwarded: Bool
+    /// Smoothed level (RFC 6464 scale).
+    public var level: UInt8
+    /// Joined at (Unix ms).
+    public var joinedAtUnixMilliseconds: Int64
+    /// Traffic.
+    public var stats: MemberStats
+    /// Packets lost from this member's stream (RFC 3550 cumulative).
+    public var packetsLost: Int64
+    /// Interarrival jitter of this member's stream in RTP units.
+    public var jitter: UInt32
+}
+
+/// A read-only view of a room.
+public struct RoomSnapshot: Sendable, Equatable {
+    /// Name.
+    public var name: String
+    /// "forward" or "mix".
+    public var mode: String
+    /// Created at (Unix ms).
+    public var createdAtUnixMilliseconds: Int64
+    /// Members.
+    public var members: [MemberSnapshot]
+    /// Member ids currently forwarded.
+    public var forwardedSpeakers: [UInt32]
+}

@@ -1,0 +1,208 @@
+import ParleyAuth
+import ParleyWire
+
+extension RelayCore {
+    func handleSignalling(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment, viaPublicPort: Bool) {
+        let datagram: SignalDatagram
+        do {
+            datagram = try SignalDatagram(parsing: bytes)
+        } catch {
+            return drop(.malformedSignalling, from: from, now: now)
+        }
+        if let member = byAddress[from] {
+            if case .join = datagram.message {
+                // A client that restarted on the same address may join afresh (handled below).
+            } else if datagram.connectionID != member.connectionID {
+                return drop(.connectionMismatch, from: from, now: now)
+            }
+            return handleMemberSignal(member, datagram, bytes: bytes, now: now, viaPublicPort: viaPublicPort)
+        }
+        switch datagram.message {
+        case .join(let request):
+            handleJoinRequest(request, bytes: bytes, from: from, now: now, viaPublicPort: viaPublicPort)
+        case .resume(let timestamp, let proof):
+            handleResume(connectionID: datagram.connectionID, timestamp: timestamp, proof: proof, received: bytes.count,
+                         from: from, now: now, viaPublicPort: viaPublicPort)
+        default:
+            drop(.unknownSender, from: from, now: now)
+        }
+    }
+
+    /// A join from an address not yet verified: answer with a cookie, or pass it to the room's worker.
+    func handleJoinRequest(_ request: JoinRequest, bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment, viaPublicPort: Bool) {
+        guard shared.cookies.verify(request.cookie, for: from, unixSeconds: now.unixSeconds) else {
+            if !request.cookie.isEmpty { counters.drops[DropReason.badCookie.rawValue] &+= 1 }
+            guard retryBucket.take(now: now.monotonic) else { return drop(.joinFlood, from: from, now: now) }
+            // Unverified address: never answer with more bytes than arrived.
+            sendSignal(.retry(cookie: shared.cookies.mint(for: from, unixSeconds: now.unixSeconds)), to: from,
+                       connectionID: 0, viaPublicPort: viaPublicPort, limit: bytes.count)
+            counters.retriesSent &+= 1
+            return
+        }
+        let owner = shared.worker(forRoom: request.room)
+        if owner != workerIndex {
+            handoffs.append((owner, Array(bytes), from))
+            return
+        }
+        admit(request, from: from, now: now, viaPublicPort: viaPublicPort)
+    }
+
+    /// A join another worker verified the cookie of and passed here because this worker owns the room.
+    public func handleHandedOffJoin(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
+        guard let datagram = try? SignalDatagram(parsing: bytes), case .join(let request) = datagram.message else {
+            return drop(.malformedSignalling, from: from, now: now)
+        }
+        if let existing = byAddress[from] {
+            if existing.joinNonce == request.nonce { return }
+            removeMember(existing, reason: "rejoined", goodbye: nil, now: now)
+        }
+        admit(request, from: from, now: now, viaPublicPort: true)
+    }
+
+    func refuse(_ code: RefusalCode, _ reason: String, to address: PeerAddress, now: Moment, viaPublicPort: Bool) {
+        counters.joinsRefused[code.rawValue, default: 0] &+= 1
+        if log.threshold <= .info { log.write(.info, "join from \(address) refused: \(reason)") }
+        sendSignal(.refused(code: code, reason: reason), to: address, connectionID: 0, viaPublicPort: viaPublicPort)
+    }
+
+    func admit(_ request: JoinRequest, from: PeerAddress, now: Moment, viaPublicPort: Bool) {
+        guard joinBucket.take(now: now.monotonic) else { return drop(.joinFlood, from: from, now: now) }
+        guard !shuttingDown else {
+            return refuse(.shuttingDown, "the relay is shutting down", to: from, now: now, viaPublicPort: viaPublicPort)
+        }
+        guard !request.room.isEmpty, !request.room.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            return refuse(.badRequest, "room names must be 1–128 bytes without control characters", to: from, now: now, viaPublicPort: viaPublicPort)
+        }
+        let claims: TokenClaims
+        do {
+            claims = try shared.verifier.verify(request.token, now: now.unixSeconds, room: request.room,
+                                                requiring: \.join, grantName: "join")
+        } catch {
+            return refuse(RefusalCode(error), error.reason, to: from, now: now, viaPublicPort: viaPublicPort)
+        }
+        var room = rooms[request.room]
+        if room == nil {
+            guard claims.grants.create else {
+                return refuse(.roomNotFound, "room \(request.room) does not exist and the token may not create it",
+                              to: from, now: now, viaPublicPort: viaPublicPort)
+            }
+            let mode = claims.mode ?? config.defaultRoomMode
+            guard mode == "forward" || mode == "mix" else {
+                return refuse(.badRequest, "unknown room mode \(mode)", to: from, now: now, viaPublicPort: viaPublicPort)
+            }
+            guard shared.tryReserveRoom() else {
+                return refuse(.tooManyRooms, "the relay has reached its room limit", to: from, now: now, viaPublicPort: viaPublicPort)
+            }
+            let created = Room(name: request.room, mode: mode, createdAt: now.unixMilliseconds,
+                               selector: SpeakerSelector(capacity: config.maxForwardedSpeakers, speechThreshold: config.speechLevelThreshold,
+                                                         releaseAfter: config.speakerReleaseAfter, minimumDwell: config.speakerMinimumDwell,
+                                                         hysteresis: config.speakerHysteresisDecibels))
+            rooms[request.room] = created
+            if log.threshold <= .info { log.write(.info, "room \(request.room) opened (mode \(mode), worker \(workerIndex))") }
+            room = created
+        }
+        guard let room else { return }
+        if let previous = room.member(identity: claims.identity) {
+            // The same token from a second address while its session lives is a replay: the owner moves with
+            // resume, and a restarted client presents a fresh token.
+            if previous.token == request.token, previous.address != from { return drop(.tokenReplay, from: from, now: now) }
+            removeMember(previous, reason: "replaced by a new session", goodbye: .replaced, now: now)
+        }
+        guard room.members.count < config.maxMembersPerRoom else {
+            return refuse(.roomFull, "room \(room.name) is full (\(config.maxMembersPerRoom) members)", to: from, now: now, viaPublicPort: viaPublicPort)
+        }
+
+        var connectionID: UInt32
+        repeat { connectionID = Crypto.randomUInt32() } while connectionID == 0 || byConnection[connectionID] != nil
+        var ssrc: UInt32
+        repeat { ssrc = Crypto.randomUInt32() } while ssrc == 0 || ssrc == relaySSRC || bySSRC[ssrc] != nil
+        let member = Member(id: shared.nextMemberID(), connectionID: connectionID, ssrc: ssrc, identity: claims.identity,
+                            name: claims.name ?? "", canPublish: claims.grants.publish, canSubscribe: claims.grants.subscribe,
+                            sessionSecret: Crypto.randomBytes(32), joinNonce: request.nonce, joinedAt: now.unixMilliseconds,
+                            token: request.token, room: room, address: from, viaPublicPort: viaPublicPort, muted: request.muted, now: now.monotonic)
+        if member.canPublish { member.history = PacketHistory(slots: config.nackHistorySlots) }
+        let others = room.members
+        room.members.append(member)
+        room.emptySince = nil
+        byAddress[from] = member
+        byConnection[connectionID] = member
+        bySSRC[ssrc] = member
+
+        let port = shared.workerPorts[min(workerIndex, shared.workerPorts.count - 1)]
+        enqueue(.welcome(Welcome(nonce: request.nonce, memberID: member.id, ssrc: ssrc, port: port,
+                                 sessionSecret: member.sessionSecret, room: room.name, mode: room.mode, identity: member.identity,
+                                 memberCount: UInt32(others.count),
+                                 keepaliveMilliseconds: UInt32(config.keepaliveInterval / 1_000_000),
+                                 timeoutMilliseconds: UInt32(config.memberTimeout / 1_000_000), flags: member.flags)), to: member)
+        let pages = Self.memberPages(others.map(\.entry))
+        for (i, page) in pages.enumerated() {
+            enqueue(.memberPage(index: UInt16(i), count: UInt16(pages.count), members: page), to: member)
+        }
+        if !room.announcedSpeakers.isEmpty { enqueue(.speakers(room.announcedSpeakers), to: member) }
+        pump(member, now: now)
+        broadcast(.memberEvent(kind: .joined, member: member.entry, reason: ""), in: room, except: member, now: now)
+        counters.joinsAccepted &+= 1
+        if log.threshold <= .info {
+            log.write(.info, "\(member.identity) joined \(room.name) from \(from) (member \(member.id), ssrc \(ssrc), \(room.members.count) in room)")
+        }
+    }
+
+    /// Splits member entries into pages whose datagrams fit in `Signalling.maxDatagramSize`.
+    static func memberPages(_ entries: [MemberEntry]) -> [[MemberEntry]] {
+        guard !entries.isEmpty else { return [] }
+        let budget = Signalling.maxDatagramSize - Signalling.headerSize - 2 * 5
+        var pages: [[MemberEntry]] = [[]]
+        var used = 0
+        for e in entries {
+            let size = 3 + 11 + min(255, e.identity.utf8.count) + min(255, e.name.utf8.count)
+            if used + size > budget, !pages[pages.count - 1].isEmpty {
+                pages.append([])
+                used = 0
+            }
+            pages[pages.count - 1].append(e)
+            used += size
+        }
+        return pages
+    }
+
+    func handleResume(connectionID: UInt32, timestamp: UInt64, proof: [UInt8], received: Int, from: PeerAddress,
+                      now: Moment, viaPublicPort: Bool) {
+        let skew = Int64(bitPattern: timestamp) - now.unixMilliseconds
+        guard let member = byConnection[connectionID], abs(skew) <= 60_000, timestamp > member.lastResumeTimestamp,
+              ResumeProof.verify(proof, secret: member.sessionSecret, connectionID: connectionID, timestamp: timestamp) else {
+            drop(.resumeRejected, from: from, now: now)
+            // Tell the sender to join afresh, in no more bytes than it sent.
+            sendSignal(.refused(code: .unknownSession, reason: "unknown session"), to: from, connectionID: connectionID,
+                       viaPublicPort: viaPublicPort, limit: received)
+            return
+        }
+        member.lastResumeTimestamp = timestamp
+        if byAddress[member.address] === member { byAddress[member.address] = nil }
+        if let other = byAddress[from] { removeMember(other, reason: "address taken over", goodbye: nil, now: now) }
+        let old = member.address
+        member.address = from
+        member.viaPublicPort = viaPublicPort
+        member.lastHeard = now.monotonic
+        byAddress[from] = member
+        counters.resumes &+= 1
+        enqueue(.resumed, to: member)
+        pump(member, now: now)
+        if log.threshold <= .info { log.write(.info, "\(member.identity) resumed in \(member.room.name): \(old) → \(from)") }
+    }
+}
+
+extension RefusalCode {
+    /// The refusal that reports a token error.
+    init(_ error: TokenError) {
+        switch error {
+        case .malformed: self = .tokenMalformed
+        case .unsupportedAlgorithm: self = .tokenAlgorithm
+        case .unknownKey: self = .tokenUnknownKey
+        case .badSignature: self = .tokenBadSignature
+        case .expired: self = .tokenExpired
+        case .notYetValid: self = .tokenNotYetValid
+        case .wrongRoom: self = .tokenWrongRoom
+        case .missingGrant: self = .tokenMissingGrant
+        }
+    }
+}

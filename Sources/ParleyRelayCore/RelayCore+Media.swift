@@ -1,0 +1,112 @@
+import ParleyWire
+
+extension RelayCore {
+    /// The per-packet path: latch check, stats, history, speaker selection, fan-out. No allocation.
+    func handleRTP(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
+        guard let member = byAddress[from] else { return drop(.unknownSender, from: from, now: now) }
+        let packet: RTPPacketView
+        do {
+            packet = try RTPPacketView(parsing: bytes)
+        } catch {
+            return drop(.malformedRTP, from: from, now: now)
+        }
+        guard packet.ssrc == member.ssrc else { return drop(.ssrcMismatch, from: from, now: now) }
+        guard member.canPublish else { return drop(.notPublisher, from: from, now: now) }
+        member.lastHeard = now.monotonic
+        member.viaPublicPort = false
+        member.stats.packetsIn &+= 1
+        member.stats.bytesIn &+= UInt64(bytes.count)
+        member.receiveStats.record(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp,
+                                   arrivalTimeNanoseconds: now.monotonic)
+        member.history?.store(sequence: packet.sequenceNumber, bytes)
+        guard !member.muted else { return drop(.muted, from: from, now: now) }
+
+        let room = member.room
+        let level: UInt8
+        if let audio = packet.audioLevel(id: config.audioLevelExtensionID) {
+            level = audio.level
+        } else {
+            // No RFC 6464 level (plain RTP tools): a full-size packet counts as speech, a DTX one as silence.
+            level = packet.payloadCount > 10 ? 40 : 127
+        }
+        if room.selector.observe(member.id, level: level, now: now.monotonic) { scheduleSpeakerPush(room, now: now) }
+        guard room.selector.isForwarded(member.id) else { return }
+
+        let size = UInt64(bytes.count)
+        for listener in room.members where listener !== member && listener.canSubscribe {
+            output.append(bytes, to: listener.address)
+            listener.stats.packetsOut &+= 1
+            listener.stats.bytesOut &+= size
+            counters.forwarded &+= 1
+            counters.packetsOut &+= 1
+            counters.bytesOut &+= size
+        }
+    }
+
+    func handleRTCP(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
+        guard let member = byAddress[from] else { return drop(.unknownSender, from: from, now: now) }
+        member.lastHeard = now.monotonic
+        member.viaPublicPort = false
+        member.stats.packetsIn &+= 1
+        member.stats.bytesIn &+= UInt64(bytes.count)
+        var packets = rtcpPackets(in: bytes)
+        do {
+            while let packet = try packets.next() {
+                switch packet.packetType {
+                case 200:
+                    let report = try SenderReport(parsing: packet)
+                    if report.ssrc == member.ssrc {
+                        member.lastSenderReport = (UInt32(truncatingIfNeeded: report.ntpTimestamp >> 16), now.monotonic)
+                    }
+                case 205 where packet.countOrFormat == 1:
+                    let nack = try GenericNACKView(parsing: packet)
+                    member.stats.nacksReceived &+= 1
+                    answer(nack, requester: member, now: now)
+                default:
+                    break
+                }
+            }
+        } catch {
+            drop(.malformedRTCP, from: from, now: now)
+        }
+    }
+
+    /// Resends NACKed packets from the source's history (at most 64 per NACK, to bound amplification).
+    func answer(_ nack: GenericNACKView, requester: Member, now: Moment) {
+        guard let source = bySSRC[nack.mediaSSRC], source.room === requester.room, source !== requester,
+              let history = source.history else { return }
+        var budget = 64
+        nack.forEachLostSequence { sequence in
+            guard budget > 0 else { return }
+            budget -= 1
+            guard let packet = history.packet(sequence: sequence) else {
+                counters.nacksMissed &+= 1
+                return
+            }
+            let space = output.reserve(packet.count)
+            space.copyMemory(from: packet)
+            output.commit(space, length: packet.count, to: requester.address)
+            counters.nacksAnswered &+= 1
+            counters.packetsOut &+= 1
+            counters.bytesOut &+= UInt64(packet.count)
+            requester.stats.retransmittedToMember &+= 1
+        }
+    }
+
+    /// Sends a receiver report about the member's stream (RFC 3550 §6.4.2).
+    func sendReceiverReport(to member: Member, now: Moment) {
+        member.lastReceiverReport = now.monotonic
+        var lsr: UInt32 = 0, dlsr: UInt32 = 0
+        if let sr = member.lastSenderReport {
+            lsr = sr.ntpMiddle
+            dlsr = UInt32(truncatingIfNeeded: (now.monotonic - sr.at) * 65_536 / 1_000_000_000)
+        }
+        let block = member.receiveStats.makeReportBlock(ssrc: member.ssrc, lastSR: lsr, delaySinceLastSR: dlsr)
+        let report = ReceiverReport(ssrc: relaySSRC, reports: [block])
+        let space = output.reserve(report.serializedSize)
+        guard let n = try? report.serialize(into: space) else { return }
+        output.commit(space, length: n, to: member.address)
+        counters.packetsOut &+= 1
+        counters.bytesOut &+= UInt64(n)
+    }
+}

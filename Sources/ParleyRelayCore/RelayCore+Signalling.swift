@@ -1,0 +1,124 @@
+import ParleyAuth
+import ParleyWire
+
+extension RelayCore {
+    func handleMemberSignal(_ member: Member, _ datagram: SignalDatagram, bytes: UnsafeRawBufferPointer, now: Moment, viaPublicPort: Bool) {
+        member.lastHeard = now.monotonic
+        if !viaPublicPort { member.viaPublicPort = false }
+        let delivered = member.channel.receive(sequence: datagram.sequence, ack: datagram.ack, message: datagram.message,
+                                               now: now.monotonic)
+        for message in delivered {
+            guard byConnection[member.connectionID] === member else { return }  // removed while handling
+            switch message {
+            case .join(let request):
+                if request.nonce == member.joinNonce { continue }  // a repeat: the welcome is on its way
+                removeMember(member, reason: "rejoined", goodbye: nil, now: now)
+                handleJoinRequest(request, bytes: bytes, from: member.address, now: now, viaPublicPort: viaPublicPort)
+                return
+            case .leave:
+                removeMember(member, reason: "left", goodbye: .left, now: now)
+                return
+            case .ping(let timestamp):
+                sendSignal(.pong(timestamp: timestamp), to: member.address, connectionID: member.connectionID,
+                           ack: member.channel.ackNumber, viaPublicPort: member.viaPublicPort)
+                member.channel.ackSent()
+            case .setMuted(let muted):
+                setMuted(member, muted, now: now)
+            case .sendText(let to, let fragment):
+                if let text = member.texts.add(fragment) { deliverText(text, from: member, to: to, messageID: fragment.messageID, now: now) }
+            case .resume:
+                enqueue(.resumed, to: member)
+            case .ack:
+                break
+            default:
+                drop(.unexpectedMessage, from: member.address, now: now)
+            }
+        }
+        if byConnection[member.connectionID] === member { pump(member, now: now) }
+    }
+
+    /// Mutes or unmutes a member and tells the room (the member included).
+    public func setMuted(memberID: UInt32, _ muted: Bool, now: Moment) -> Bool {
+        guard let m = byConnection.values.first(where: { $0.id == memberID }) else { return false }
+        setMuted(m, muted, now: now)
+        return true
+    }
+
+    func setMuted(_ member: Member, _ muted: Bool, now: Moment) {
+        guard member.muted != muted else { return }
+        member.muted = muted
+        let room = member.room
+        if muted, room.selector.remove(member.id) { scheduleSpeakerPush(room, now: now) }
+        broadcast(.memberEvent(kind: muted ? .muted : .unmuted, member: member.entry, reason: ""), in: room, now: now)
+    }
+
+    func deliverText(_ text: String, from member: Member, to identity: String, messageID: UInt32, now: Moment) {
+        let room = member.room
+        let recipients = identity.isEmpty ? room.members.filter { $0 !== member } : room.members.filter { $0.identity == identity }
+        let fragments = TextFragment.split(text, messageID: messageID) ?? []
+        for r in recipients {
+            for f in fragments {
+                enqueue(.text(fromMemberID: member.id, fromIdentity: member.identity, direct: !identity.isEmpty, fragment: f), to: r)
+            }
+            pump(r, now: now)
+        }
+        let reason = recipients.isEmpty ? (identity.isEmpty ? "nobody else is in the room" : "\(identity) is not in the room") : ""
+        enqueue(.textStatus(messageID: messageID, delivered: !recipients.isEmpty, reason: reason), to: member)
+    }
+
+    /// Removes a member: tells it why (when `goodbye` is set) and tells the room it left.
+    func removeMember(_ member: Member, reason: String, goodbye: GoodbyeCode?, now: Moment) {
+        if let code = goodbye {
+            sendSignal(.goodbye(code: code, reason: reason), to: member.address, connectionID: member.connectionID,
+                       ack: member.channel.ackNumber, viaPublicPort: member.viaPublicPort)
+        }
+        if byAddress[member.address] === member { byAddress[member.address] = nil }
+        byConnection[member.connectionID] = nil
+        bySSRC[member.ssrc] = nil
+        let room = member.room
+        room.members.removeAll { $0 === member }
+        if room.selector.remove(member.id) { scheduleSpeakerPush(room, now: now) }
+        broadcast(.memberEvent(kind: .left, member: member.entry, reason: reason), in: room, now: now)
+        if room.members.isEmpty { room.emptySince = now.monotonic }
+        if log.threshold <= .info { log.write(.info, "\(member.identity) left \(room.name): \(reason)") }
+    }
+
+    /// Removes a member by id (kick); false when it is not on this worker.
+    public func kick(memberID: UInt32, reason: String, now: Moment) -> Bool {
+        guard let m = byConnection.values.first(where: { $0.id == memberID }) else { return false }
+        removeMember(m, reason: reason, goodbye: .kicked, now: now)
+        return true
+    }
+
+    // MARK: Speakers
+
+    func speakerEntries(_ room: Room, now: Moment) -> [SpeakerEntry] {
+        room.selector.speaking(now: now.monotonic, hold: config.speakingHold).compactMap { s in
+            guard let m = room.members.first(where: { $0.id == s.member }) else { return nil }
+            return SpeakerEntry(memberID: m.id, ssrc: m.ssrc, level: s.level)
+        }
+    }
+
+    /// Pushes the room's speaker list now if it changed and the rate limit allows, else schedules it.
+    func scheduleSpeakerPush(_ room: Room, now: Moment) {
+        let current = speakerEntries(room, now: now)
+        let sameMembers = current.map(\.memberID) == room.announcedSpeakers.map(\.memberID)
+        let levelsMoved = zip(current, room.announcedSpeakers).contains { abs(Int($0.level) - Int($1.level)) >= 10 }
+        guard !sameMembers || levelsMoved else {
+            room.speakerPushDue = nil
+            return
+        }
+        if now.monotonic - room.lastSpeakerPush >= config.speakerUpdateInterval {
+            pushSpeakers(room, current, now: now)
+        } else if room.speakerPushDue == nil {
+            room.speakerPushDue = room.lastSpeakerPush + config.speakerUpdateInterval
+        }
+    }
+
+    func pushSpeakers(_ room: Room, _ entries: [SpeakerEntry], now: Moment) {
+        room.announcedSpeakers = entries
+        room.lastSpeakerPush = now.monotonic
+        room.speakerPushDue = nil
+        broadcast(.speakers(entries), in: room, now: now)
+    }
+}

@@ -1,0 +1,184 @@
+import ParleyAuth
+import ParleyWire
+
+/// The relay's logic for one worker loop: the rooms it owns, their members, signalling sessions and
+/// forwarding. Pure: it never touches a socket or a clock. The loop feeds it each received datagram with the
+/// time, calls `tick` periodically, and sends everything in `output` afterwards.
+///
+/// Not thread-safe: one worker thread owns it.
+public final class RelayCore {
+    /// Settings and relay-wide state.
+    public let shared: RelayShared
+    /// This worker's index.
+    public let workerIndex: Int
+    /// Datagrams to send after each call.
+    public let output = OutputQueue()
+    /// Joins that belong to another worker's room: (worker, datagram, sender). The loop posts them there.
+    public private(set) var handoffs: [(worker: Int, datagram: [UInt8], from: PeerAddress)] = []
+    /// Counters.
+    public private(set) var counters = RelayCounters()
+    /// The SSRC the relay uses for its own RTCP on this worker.
+    public let relaySSRC: UInt32
+
+    let log: LogSink
+    var config: RelayCoreConfig { shared.config }
+    var rooms: [String: Room] = [:]
+    var byAddress: [PeerAddress: Member] = [:]
+    var byConnection: [UInt32: Member] = [:]
+    var bySSRC: [UInt32: Member] = [:]
+    var joinBucket: TokenBucket
+    var retryBucket: TokenBucket
+    var lastHousekeeping: Int64 = .min / 2
+    var dropLogWindow = [Int64](repeating: .min / 2, count: DropReason.allCases.count)
+    var shuttingDown = false
+    let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
+
+    /// A core for worker `workerIndex`.
+    public init(shared: RelayShared, workerIndex: Int, log: LogSink) {
+        self.shared = shared
+        self.workerIndex = workerIndex
+        self.log = log
+        self.relaySSRC = Crypto.randomUInt32() | 1
+        joinBucket = TokenBucket(ratePerSecond: shared.config.joinsPerSecond, burst: shared.config.joinsPerSecond * 2)
+        retryBucket = TokenBucket(ratePerSecond: shared.config.retriesPerSecond, burst: shared.config.retriesPerSecond)
+    }
+
+    deinit { scratch.deallocate() }
+
+    /// Members on this worker.
+    public var memberCount: Int { byConnection.count }
+    /// Rooms on this worker.
+    public var roomCount: Int { rooms.count }
+    /// Whether any member is connected (the loop ticks often only then).
+    public var hasMembers: Bool { !byConnection.isEmpty }
+
+    /// Clears `output` and `handoffs` after the loop sent them.
+    public func outputSent() {
+        output.reset()
+        handoffs.removeAll(keepingCapacity: true)
+    }
+
+    // MARK: Datagram dispatch
+
+    /// Handles one received datagram. `viaPublicPort` is true when it arrived on the relay's public port
+    /// (or was handed over from the worker that owns that port).
+    public func handle(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment, viaPublicPort: Bool = false) {
+        counters.packetsIn &+= 1
+        counters.bytesIn &+= UInt64(bytes.count)
+        guard bytes.count > 0 else { return drop(.unknownProtocol, from: from, now: now) }
+        guard bytes.count <= config.maxDatagramSize else { return drop(.oversize, from: from, now: now) }
+        let first = bytes[0]
+        if first == Signalling.magic {
+            handleSignalling(bytes, from: from, now: now, viaPublicPort: viaPublicPort)
+        } else if first & 0xC0 == 0x80 {
+            if isRTCP(bytes) {
+                handleRTCP(bytes, from: from, now: now)
+            } else {
+                handleRTP(bytes, from: from, now: now)
+            }
+        } else {
+            drop(.unknownProtocol, from: from, now: now)
+        }
+    }
+
+    func drop(_ reason: DropReason, from: PeerAddress, now: Moment) {
+        counters.drops[reason.rawValue] &+= 1
+        // At most one line per reason every 10 s, so a flood cannot flood the log.
+        if log.threshold <= .info, now.monotonic - dropLogWindow[reason.rawValue] >= 10_000_000_000 {
+            dropLogWindow[reason.rawValue] = now.monotonic
+            log.write(.info, "dropped \(reason.label) from \(from) (count \(counters.drops[reason.rawValue]); further drops of this kind logged at most every 10 s)")
+        }
+    }
+
+    // MARK: Sending
+
+    /// Sends one unreliable signalling message to `address`; `limit` caps its size (anti-amplification).
+    func sendSignal(_ message: SignalMessage, to address: PeerAddress, connectionID: UInt32, ack: UInt32 = 0,
+                    viaPublicPort: Bool, limit: Int = Signalling.maxDatagramSize) {
+        sendDatagram(SignalDatagram(connectionID: connectionID, sequence: 0, ack: ack, message: message),
+                     to: address, viaPublicPort: viaPublicPort, limit: limit)
+    }
+
+    func sendDatagram(_ datagram: SignalDatagram, to address: PeerAddress, viaPublicPort: Bool, limit: Int = Signalling.maxDatagramSize) {
+        let space = output.reserve(Signalling.maxDatagramSize)
+        guard let n = try? datagram.serialize(into: space) else {
+            log.write(.error, "could not serialize \(datagram.message.typeCode) for \(address)")
+            return
+        }
+        guard n <= limit else { return }
+        output.commit(space, length: n, to: address, viaPublicPort: viaPublicPort)
+        counters.packetsOut &+= 1
+        counters.bytesOut &+= UInt64(n)
+    }
+
+    /// Queues a reliable message to a member (sent by the next `pump`).
+    func enqueue(_ message: SignalMessage, to member: Member) {
+        member.channel.enqueue(message)
+    }
+
+    /// Sends what the member's reliable channel has due, or a bare ack if one is owed.
+    func pump(_ member: Member, now: Moment) {
+        let due = member.channel.transmissions(now: now.monotonic)
+        for t in due {
+            if t.isRetransmission { counters.signallingRetransmissions &+= 1 }
+            sendDatagram(SignalDatagram(connectionID: member.connectionID, sequence: t.sequence, ack: member.channel.ackNumber,
+                                        message: t.message), to: member.address, viaPublicPort: member.viaPublicPort)
+        }
+        if !due.isEmpty {
+            member.channel.ackSent()
+        } else if member.channel.ackOwed {
+            sendSignal(.ack, to: member.address, connectionID: member.connectionID, ack: member.channel.ackNumber,
+                       viaPublicPort: member.viaPublicPort)
+            member.channel.ackSent()
+        }
+    }
+
+    /// Queues a message to every member of a room except `except`, and pumps them.
+    func broadcast(_ message: SignalMessage, in room: Room, except: Member? = nil, now: Moment) {
+        for m in room.members where m !== except {
+            enqueue(message, to: m)
+            pump(m, now: now)
+        }
+    }
+
+    // MARK: Snapshots
+
+    /// Rooms and members as they stand (for the HTTP API and tests).
+    public func snapshot() -> [RoomSnapshot] {
+        rooms.values.sorted { $0.name < $1.name }.map { room in
+            RoomSnapshot(name: room.name, mode: room.mode, createdAtUnixMilliseconds: room.createdAtUnixMilliseconds,
+                         members: room.members.map { m in
+                             let s = room.selector.state(of: m.id)
+                             return MemberSnapshot(id: m.id, identity: m.identity, name: m.name, ssrc: m.ssrc, address: m.address,
+                                                   muted: m.muted, forwarded: s.forwarded,
+                                                   level: UInt8(max(0, min(127, (127 - s.loudness).rounded()))),
+                                                   joinedAtUnixMilliseconds: m.joinedAtUnixMilliseconds, stats: m.stats,
+                                                   packetsLost: m.receiveStats.cumulativeLost, jitter: m.receiveStats.jitter)
+                         },
+                         forwardedSpeakers: room.selector.forwarded)
+        }
+    }
+}
+
+/// A token bucket: `take()` succeeds while tokens remain, refilled at `ratePerSecond` up to `burst`.
+struct TokenBucket {
+    let ratePerSecond: Double
+    let burst: Double
+    var tokens: Double
+    var last: Int64 = 0
+
+    init(ratePerSecond: Double, burst: Double) {
+        self.ratePerSecond = ratePerSecond
+        self.burst = max(1, burst)
+        self.tokens = max(1, burst)
+    }
+
+    mutating func take(now: Int64) -> Bool {
+        let elapsed = Double(max(0, now - last)) / 1e9
+        last = now
+        tokens = min(burst, tokens + elapsed * ratePerSecond)
+        guard tokens >= 1 else { return false }
+        tokens -= 1
+        return true
+    }
+}
