@@ -14,9 +14,9 @@ public final class RelayCore {
     /// Datagrams to send after each call.
     public let output = OutputQueue()
     /// Joins that belong to another worker's room: (worker, datagram, sender). The loop posts them there.
-    public private(set) var handoffs: [(worker: Int, datagram: [UInt8], from: PeerAddress)] = []
+    public internal(set) var handoffs: [(worker: Int, datagram: [UInt8], from: PeerAddress)] = []
     /// Counters.
-    public private(set) var counters = RelayCounters()
+    public internal(set) var counters = RelayCounters()
     /// The SSRC the relay uses for its own RTCP on this worker.
     public let relaySSRC: UInt32
 

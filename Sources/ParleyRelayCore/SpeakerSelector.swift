@@ -59,8 +59,9 @@ public struct SpeakerSelector: Sendable {
     public mutating func observe(_ member: UInt32, level: UInt8, now: Int64) -> Bool {
         let loud = Float(127 - min(level, 127))
         var s = states[member] ?? State()
-        // Fast attack, slow release: ~3 packets to rise, ~10 to fall.
-        s.loudness += (loud > s.loudness ? 0.35 : 0.1) * (loud - s.loudness)
+        // Instant attack, slow release (~10 packets to fall): a talker ranks at its level from its first word,
+        // and a word's pause does not drop it; the dwell and margin below keep the choice from flapping.
+        s.loudness = loud > s.loudness ? loud : s.loudness + 0.1 * (loud - s.loudness)
         let speech = level <= speechThreshold
         if speech { s.lastSpeech = now }
         states[member] = s

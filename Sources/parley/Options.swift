@@ -1,0 +1,52 @@
+import Foundation
+import ParleyNet
+
+/// Command-line parsing shared by the subcommands: `--flag value` and boolean `--flag`.
+struct Options {
+    var positional: [String] = []
+    var values: [String: String] = [:]
+    var switches: Set<String> = []
+
+    /// Parses `arguments` given which flags take values and which are switches; exits 2 on anything else.
+    init(_ arguments: [String], valued: Set<String>, switches allowed: Set<String>, usage: String) {
+        var rest = arguments[...]
+        while let arg = rest.popFirst() {
+            if arg == "-h" || arg == "--help" {
+                writeLine(usage)
+                exit(0)
+            } else if arg.hasPrefix("--") {
+                let name = String(arg.dropFirst(2))
+                if valued.contains(name) {
+                    guard let v = rest.popFirst() else { fail("--\(name) needs a value\n\(usage)") }
+                    values[name] = v
+                } else if allowed.contains(name) {
+                    switches.insert(name)
+                } else {
+                    fail("unknown option \(arg)\n\(usage)")
+                }
+            } else {
+                positional.append(arg)
+            }
+        }
+    }
+
+    func has(_ name: String) -> Bool { switches.contains(name) }
+    subscript(_ name: String) -> String? { values[name] }
+}
+
+/// Prints `parley: message` to standard error and exits with `code`.
+func fail(_ message: String, code: Int32 = 2) -> Never {
+    writeLine("parley: \(message)", fd: 2)
+    exit(code)
+}
+
+/// Parses `90`, `90s`, `15m`, `1h`, `2d` into seconds.
+func parseDuration(_ text: String) -> Int64? {
+    let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
+    if let last = text.last, let unit = units[last] {
+        guard let n = Int64(text.dropLast()), n > 0 else { return nil }
+        return n * unit
+    }
+    guard let n = Int64(text), n > 0 else { return nil }
+    return n
+}
