@@ -1,0 +1,191 @@
+import ParleyAuth
+import ParleyClientCore
+import ParleyWire
+@testable import ParleyRelayCore
+
+/// A deterministic world for the relay core: a manual clock, one or more cores (workers), and clients
+/// (real `ClientSession`s) at addresses of our choosing. Datagrams move only when `exchange()` runs.
+final class FakeNetwork {
+    static let apiSecret = "test-secret-0123456789abcdef"
+    static let startUnixMilliseconds: Int64 = 1_800_000_000_000
+
+    var monotonic: Int64 = 1_000_000_000
+    var now: Moment { Moment(monotonic: monotonic, unixMilliseconds: Self.startUnixMilliseconds + monotonic / 1_000_000) }
+    let shared: RelayShared
+    let cores: [RelayCore]
+    let log = MemoryLogSink(threshold: .debug)
+    var clients: [FakeClient] = []
+    /// Every datagram a core sent, in order: (worker, bytes, to, viaPublicPort).
+    var sent: [(worker: Int, bytes: [UInt8], to: PeerAddress, viaPublic: Bool)] = []
+    /// Datagrams to addresses no client holds (e.g. a client's old address after a move).
+    var undelivered: [(bytes: [UInt8], to: PeerAddress)] = []
+
+    init(config: RelayCoreConfig = RelayCoreConfig(), workers: Int = 1) {
+        var ports: [UInt16] = []
+        for k in 0..<workers { ports.append(7400 + UInt16(k)) }
+        let shared = RelayShared(config: config, verifier: TokenVerifier(keys: ["devkey": Self.apiSecret]),
+                                 cookieSecret: Array(repeating: 7, count: 32), workerPorts: ports)
+        let log = self.log
+        self.shared = shared
+        cores = (0..<workers).map { RelayCore(shared: shared, workerIndex: $0, log: log) }
+    }
+
+    var core: RelayCore { cores[0] }
+    var publicAddress: PeerAddress { PeerAddress(ipv4: 10, 0, 0, 1, port: 7400) }
+
+    func token(_ identity: String, room: String = "lobby", grants: Grants = Grants(), expiresIn: Int64 = 3600,
+               notBefore: Int64? = nil, mode: String? = nil, secret: String = FakeNetwork.apiSecret) -> String {
+        TokenSigner(apiKey: "devkey", apiSecret: secret).mint(
+            TokenClaims(identity: identity, name: identity.capitalized, room: room, expiresAt: now.unixSeconds + expiresIn,
+                        notBefore: notBefore, grants: grants, mode: mode))
+    }
+
+    @discardableResult
+    func addClient(_ identity: String, room: String = "lobby", port: UInt16? = nil, token: String? = nil, muted: Bool = false) -> FakeClient {
+        let address = PeerAddress(ipv4: 192, 168, 1, UInt8(clients.count + 2), port: port ?? UInt16(5000 + clients.count))
+        let session = ClientSession(server: publicAddress, token: token ?? self.token(identity, room: room), room: room,
+                                    muted: muted, now: monotonic, unixMilliseconds: { [unowned self] in self.now.unixMilliseconds })
+        let client = FakeClient(identity: identity, address: address, session: session)
+        clients.append(client)
+        return client
+    }
+
+    /// Datagrams the cores queued, copied out right after each call (forwarded entries point into the
+    /// received buffer, which is valid only until the next receive — as in the real loop).
+    var inFlight: [(worker: Int, bytes: [UInt8], to: PeerAddress, viaPublic: Bool)] = []
+
+    /// Feeds one datagram to the core that owns `port` (the public port is worker 0's).
+    func deliverToRelay(_ bytes: [UInt8], from: PeerAddress, port: UInt16) {
+        let worker = Int(port - 7400)
+        bytes.withUnsafeBytes { cores[worker].handle($0, from: from, now: now) }
+        collect(worker)
+    }
+
+    func collect(_ worker: Int) {
+        let core = cores[worker]
+        for i in 0..<core.output.count {
+            let d = core.output[i]
+            inFlight.append((worker, Array(d.bytes), d.to, d.viaPublicPort))
+        }
+        for h in core.handoffs {
+            h.datagram.withUnsafeBytes { cores[h.worker].handleHandedOffJoin($0, from: h.from, now: now) }
+            collect(h.worker)
+        }
+        core.outputSent()
+    }
+
+    /// Moves datagrams until nothing is left in flight (clients' queued output, cores' output, handoffs).
+    func exchange(maxRounds: Int = 50) {
+        for _ in 0..<maxRounds {
+            var moved = false
+            for c in clients where c.online {
+                for d in c.session.drainOutgoing() {
+                    moved = true
+                    c.sentToRelay.append(d)
+                    if c.dropOutgoing { continue }
+                    deliverToRelay(d, from: c.address, port: c.session.destination.port)
+                }
+                for d in c.pendingMedia {
+                    moved = true
+                    deliverToRelay(d, from: c.address, port: c.session.destination.port)
+                }
+                c.pendingMedia.removeAll()
+            }
+            for k in cores.indices { collect(k) }
+            let batch = inFlight
+            inFlight.removeAll()
+            for d in batch {
+                moved = true
+                sent.append(d)
+                if let c = clients.first(where: { $0.address == d.to && $0.online }) {
+                    c.receive(d.bytes, now: monotonic)
+                } else {
+                    undelivered.append((d.bytes, d.to))
+                }
+            }
+            if !moved { return }
+        }
+    }
+
+    /// Advances the clock in `stepMilliseconds` steps, ticking clients and cores, exchanging after each.
+    func advance(milliseconds: Int64, stepMilliseconds: Int64 = 20, each: (() -> Void)? = nil) {
+        var left = milliseconds
+        while left > 0 {
+            let step = min(stepMilliseconds, left)
+            monotonic += step * 1_000_000
+            left -= step
+            each?()
+            for c in clients where c.online { c.events += c.session.tick(now: monotonic) }
+            for (k, core) in cores.enumerated() { core.tick(now: now); collect(k) }
+            exchange()
+        }
+    }
+
+    /// Joins every client not yet joined.
+    func joinAll() {
+        for c in clients { c.events += c.session.tick(now: monotonic) }
+        exchange()
+    }
+}
+
+/// One simulated member.
+final class FakeClient {
+    let identity: String
+    var address: PeerAddress
+    let session: ClientSession
+    var online = true
+    var dropOutgoing = false
+    var events: [ClientSession.Event] = []
+    var sentToRelay: [[UInt8]] = []
+    var pendingMedia: [[UInt8]] = []
+    /// RTP received: ssrc → sequence numbers.
+    var media: [UInt32: [UInt16]] = [:]
+    var rtcp: [[UInt8]] = []
+    private var sequence: UInt16 = 65_500
+    private var timestamp: UInt32 = 4_294_960_000
+
+    init(identity: String, address: PeerAddress, session: ClientSession) {
+        self.identity = identity
+        self.address = address
+        self.session = session
+    }
+
+    var ssrc: UInt32 { session.welcome?.ssrc ?? 0 }
+    var memberID: UInt32 { session.welcome?.memberID ?? 0 }
+
+    func receive(_ bytes: [UInt8], now: Int64) {
+        bytes.withUnsafeBytes { b in
+            if b[0] == Signalling.magic {
+                events += session.handle(b, now: now)
+            } else if isRTCP(b) {
+                rtcp.append(bytes)
+            } else if let p = try? RTPPacketView(parsing: b) {
+                media[p.ssrc, default: []].append(p.sequenceNumber)
+            }
+        }
+    }
+
+    /// Builds one RTP packet with an RFC 6464 level (0 loud … 127 silent).
+    func rtp(level: UInt8, ssrc: UInt32? = nil, payload: Int = 60) -> [UInt8] {
+        let header = RTPHeader(marker: false, payloadType: 111, sequenceNumber: sequence, timestamp: timestamp,
+                               ssrc: ssrc ?? self.ssrc, extensions: [.audioLevel(id: 1, AudioLevel(voice: level < 127, level: level))])
+        sequence &+= 1
+        timestamp &+= 960
+        var out = [UInt8](repeating: 0, count: header.serializedSize + payload)
+        _ = out.withUnsafeMutableBytes { try! header.serialize(into: $0) }
+        for i in header.serializedSize..<out.count { out[i] = UInt8(truncatingIfNeeded: i) }
+        return out
+    }
+
+    /// Queues one RTP packet for the next exchange.
+    func speak(level: UInt8) { pendingMedia.append(rtp(level: level)) }
+
+    var memberEvents: [(MemberEventKind, String, String)] {
+        events.compactMap { if case .member(let k, let m, let r) = $0 { return (k, m.identity, r) } else { return nil } }
+    }
+    var lastSpeakers: [SpeakerEntry]? {
+        for e in events.reversed() { if case .speakers(let s) = e { return s } }
+        return nil
+    }
+    var speakerUpdates: Int { events.filter { if case .speakers = $0 { true } else { false } }.count }
+}

@@ -1,0 +1,195 @@
+import ParleyAuth
+import ParleyClientCore
+import ParleyWire
+import Testing
+@testable import ParleyRelayCore
+
+@Suite("Selective forwarding, speaker announcements, NACK, drops")
+struct ForwardingTests {
+    /// Every 20 ms each speaker in `levels` sends a packet at its level.
+    func talk(_ net: FakeNetwork, _ levels: [(FakeClient, UInt8)], milliseconds: Int64) {
+        net.advance(milliseconds: milliseconds, stepMilliseconds: 20) {
+            for (c, level) in levels { c.speak(level: level) }
+        }
+    }
+
+    @Test("each listener gets at most the N loudest speakers; a speaker never hears itself")
+    func topN() {
+        let net = FakeNetwork()  // N = 3
+        let speakers = (0..<5).map { net.addClient("s\($0)") }
+        let listener = net.addClient("listener")
+        net.joinAll()
+        talk(net, speakers.enumerated().map { ($0.element, UInt8(20 + $0.offset)) }, milliseconds: 400)
+        #expect(listener.media.count == 3)
+        for s in speakers { #expect(s.media[s.ssrc] == nil) }
+        let forwarded = Set(listener.media.keys)
+        #expect(forwarded.count == 3)
+        // Every member (speakers included) hears at most 3 streams.
+        for s in speakers { #expect(s.media.count <= 3) }
+    }
+
+    @Test("a speaker who starts talking into free slots is forwarded from its first packet and announced within 150 ms")
+    func startIsFast() throws {
+        let net = FakeNetwork()
+        let alice = net.addClient("alice"), bob = net.addClient("bob")
+        net.joinAll()
+        net.advance(milliseconds: 500)
+        let before = bob.speakerUpdates
+        let start = net.monotonic
+        alice.speak(level: 25)
+        net.exchange()
+        #expect(bob.media[alice.ssrc]?.count == 1)
+        var announcedAt: Int64?
+        net.advance(milliseconds: 200, stepMilliseconds: 10) {
+            if announcedAt == nil, bob.speakerUpdates > before { announcedAt = net.monotonic }
+            alice.speak(level: 25)
+        }
+        if announcedAt == nil, bob.speakerUpdates > before { announcedAt = start }
+        let latency = try #require(announcedAt) - start
+        #expect(latency <= 150_000_000)
+        #expect(bob.lastSpeakers?.map(\.memberID) == [alice.memberID])
+    }
+
+    @Test("speaker lists are pushed at most every 200 ms")
+    func pushRateLimit() {
+        let net = FakeNetwork()
+        let speakers = (0..<3).map { net.addClient("s\($0)") }
+        let listener = net.addClient("listener")
+        net.joinAll()
+        var pushTimes: [Int64] = []
+        var seen = listener.speakerUpdates
+        // Speakers take turns in short bursts so the speaking set changes constantly.
+        var t = 0
+        net.advance(milliseconds: 3_000, stepMilliseconds: 20) {
+            let who = speakers[(t / 10) % 3]
+            who.speak(level: 20)
+            t += 1
+            if listener.speakerUpdates > seen { pushTimes.append(net.monotonic); seen = listener.speakerUpdates }
+        }
+        #expect(pushTimes.count >= 3)
+        for (a, b) in zip(pushTimes, pushTimes.dropFirst()) { #expect(b - a >= 200_000_000 - 20_000_000) }
+    }
+
+    @Test("hysteresis: a slightly louder newcomer does not displace a speaker; a much louder one does after the dwell")
+    func hysteresis() {
+        var config = RelayCoreConfig()
+        config.maxForwardedSpeakers = 1
+        let net = FakeNetwork(config: config)
+        let holder = net.addClient("holder"), newcomer = net.addClient("newcomer"), listener = net.addClient("listener")
+        net.joinAll()
+        talk(net, [(holder, 40)], milliseconds: 600)
+        talk(net, [(holder, 40), (newcomer, 37)], milliseconds: 1_000)  // 3 dB louder: not enough
+        #expect(listener.media[newcomer.ssrc] == nil)
+        talk(net, [(holder, 40), (newcomer, 20)], milliseconds: 200)     // 20 dB louder: takes the slot
+        #expect((listener.media[newcomer.ssrc]?.count ?? 0) > 0)
+        let holderCount = listener.media[holder.ssrc]?.count ?? 0
+        talk(net, [(holder, 40), (newcomer, 20)], milliseconds: 400)
+        #expect(listener.media[holder.ssrc]?.count == holderCount)  // no flapping back
+    }
+
+    @Test("a forwarded speaker silent for long gives its slot to anyone who speaks")
+    func silentHolderReleased() {
+        var config = RelayCoreConfig()
+        config.maxForwardedSpeakers = 1
+        let net = FakeNetwork(config: config)
+        let holder = net.addClient("holder"), quiet = net.addClient("quiet"), listener = net.addClient("listener")
+        net.joinAll()
+        talk(net, [(holder, 10)], milliseconds: 600)
+        talk(net, [(holder, 127)], milliseconds: 1_600)  // DTX/silence
+        talk(net, [(holder, 127), (quiet, 50)], milliseconds: 100)
+        #expect((listener.media[quiet.ssrc]?.count ?? 0) > 0)
+    }
+
+    @Test("the relay answers a NACK from its history and counts what it no longer holds")
+    func nack() throws {
+        let net = FakeNetwork()
+        let alice = net.addClient("alice"), bob = net.addClient("bob")
+        net.joinAll()
+        talk(net, [(alice, 20)], milliseconds: 200)
+        let got = try #require(bob.media[alice.ssrc])
+        let wanted = [got[2], got[3], got[5]]
+        let nack = GenericNACK(senderSSRC: bob.ssrc, mediaSSRC: alice.ssrc, lost: wanted + [got[0] &- 1000])
+        var bytes = [UInt8](repeating: 0, count: nack.serializedSize)
+        _ = try bytes.withUnsafeMutableBytes { try nack.serialize(into: $0) }
+        bob.pendingMedia.append(bytes)
+        net.exchange()
+        let again = try #require(bob.media[alice.ssrc])
+        #expect(Array(again.suffix(3)) == wanted)
+        #expect(net.core.counters.nacksAnswered == 3)
+        #expect(net.core.counters.nacksMissed == 1)
+        #expect(net.core.snapshot()[0].members.first { $0.identity == "bob" }?.stats.nacksReceived == 1)
+    }
+
+    @Test("the relay sends each publisher receiver reports about its stream")
+    func receiverReports() throws {
+        let net = FakeNetwork()
+        let alice = net.addClient("alice")
+        net.addClient("bob")
+        net.joinAll()
+        net.advance(milliseconds: 2_500, stepMilliseconds: 20) { alice.speak(level: 30) }
+        #expect(alice.rtcp.count >= 2)
+        let report = try alice.rtcp.last!.withUnsafeBytes { b in
+            var it = rtcpPackets(in: b)
+            return try ReceiverReport(parsing: try #require(try it.next()))
+        }
+        #expect(report.reports.first?.ssrc == alice.ssrc)
+        #expect(report.reports.first?.fractionLost == 0)
+    }
+
+    @Test("RTP from an unknown address or with another member's SSRC is dropped and counted")
+    func spoofing() {
+        let net = FakeNetwork()
+        let alice = net.addClient("alice"), bob = net.addClient("bob")
+        net.joinAll()
+        let forged = alice.rtp(level: 10, ssrc: bob.ssrc)
+        alice.pendingMedia.append(forged)
+        net.exchange()
+        net.deliverToRelay(bob.rtp(level: 10), from: PeerAddress(ipv4: 6, 6, 6, 6, port: 6), port: 7400)
+        #expect(alice.media.isEmpty && bob.media.isEmpty)
+        #expect(net.core.counters.drops(.ssrcMismatch) == 1)
+        #expect(net.core.counters.drops(.unknownSender) == 1)
+    }
+
+    static let garbage: [(String, [UInt8])] = [
+        ("empty", []),
+        ("one byte RTP", [0x80]),
+        ("truncated RTP header", [0x80, 0x6F, 0, 1, 0, 0]),
+        ("CSRC count past end", [0x8F, 0x6F, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1]),
+        ("extension length past end", [0x90, 0x6F, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0xBE, 0xDE, 0xFF, 0xFF]),
+        ("RTCP length past end", [0x81, 0xCD, 0x00, 0x09, 0, 0, 0, 1]),
+        ("unknown first byte", [0x17, 0xFE, 0xFD, 0x00]),
+        ("signalling bad version", [0x50, 0x09] + [UInt8](repeating: 0, count: 14)),
+        ("signalling unknown type", [0x50, 0x01, 0x7E, 0] + [UInt8](repeating: 0, count: 12)),
+        ("signalling TLV overrun", [0x50, 0x01, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0xFF, 0xFF]),
+        ("oversize", [UInt8](repeating: 0x80, count: 1600)),
+    ]
+
+    @Test("malformed datagrams from a member are dropped by reason and never disturb the room", arguments: 0..<11)
+    func malformed(index: Int) {
+        let net = FakeNetwork()
+        let alice = net.addClient("alice"), bob = net.addClient("bob")
+        net.joinAll()
+        let (label, bytes) = Self.garbage[index]
+        alice.pendingMedia.append(bytes)
+        net.exchange()
+        let dropped = DropReason.allCases.reduce(0) { $0 + net.core.counters.drops($1) }
+        #expect(dropped == 1, "\(label)")
+        alice.speak(level: 20)
+        net.exchange()
+        #expect(bob.media[alice.ssrc]?.count == 1, "\(label)")
+        #expect(net.core.memberCount == 2)
+    }
+
+    @Test("a flood of joins is answered at a bounded rate and the drops are counted")
+    func joinFlood() throws {
+        var config = RelayCoreConfig()
+        config.retriesPerSecond = 100
+        let net = FakeNetwork(config: config)
+        let join = try SignalDatagram(connectionID: 0, sequence: 0, ack: 0, message: .join(JoinRequest(
+            token: "x", room: "r", nonce: [UInt8](repeating: 1, count: 16)))).serialized()
+        for i in 0..<1_000 { net.deliverToRelay(join, from: PeerAddress(ipv4: UInt32(0x0A00_0000 + i), port: 9), port: 7400) }
+        #expect(net.core.counters.retriesSent == 100)
+        #expect(net.core.counters.drops(.joinFlood) == 900)
+        #expect(net.log.lines.filter { $0.contains("join_flood") }.count == 1)
+    }
+}
