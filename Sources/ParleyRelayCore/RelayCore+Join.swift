@@ -132,7 +132,7 @@ extension RelayCore {
         enqueue(.welcome(Welcome(nonce: request.nonce, memberID: member.id, ssrc: ssrc, port: port,
                                  sessionSecret: member.sessionSecret, room: room.name, mode: room.mode, identity: member.identity,
                                  memberCount: UInt32(others.count),
-                                 keepaliveMilliseconds: UInt32(config.keepaliveInterval / 1_000_000),
+                                 keepaliveMilliseconds: UInt32(min(config.keepaliveInterval, config.memberTimeout / 3) / 1_000_000),
                                  timeoutMilliseconds: UInt32(config.memberTimeout / 1_000_000), flags: member.flags)), to: member)
         let pages = Self.memberPages(others.map(\.entry))
         for (i, page) in pages.enumerated() {

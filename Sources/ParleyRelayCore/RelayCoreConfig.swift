@@ -8,7 +8,7 @@ public struct RelayCoreConfig: Sendable {
     public var emptyRoomTimeout: Int64 = 300 * 1_000_000_000
     /// A member not heard from for this long is removed.
     public var memberTimeout: Int64 = 15 * 1_000_000_000
-    /// How often members are told to send a ping.
+    /// How often members are told to send a ping (never more than a third of `memberTimeout`).
     public var keepaliveInterval: Int64 = 5 * 1_000_000_000
     /// Speakers forwarded to each listener at a time.
     public var maxForwardedSpeakers = 3

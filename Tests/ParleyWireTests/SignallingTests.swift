@@ -1,0 +1,180 @@
+import Testing
+@testable import ParleyWire
+
+@Suite("Signalling v1: header, fields, every message, malformed input")
+struct SignallingTests {
+    static let member = MemberEntry(memberID: 7, ssrc: 0xDEAD_BEEF, flags: [.publisher, .subscriber], identity: "alice", name: "Alice Ä")
+
+    static let messages: [SignalMessage] = [
+        .join(JoinRequest(token: "a.b.c", room: "lobby", cookie: [1, 2, 3], nonce: [UInt8](repeating: 9, count: 16), muted: true)),
+        .join(JoinRequest(token: "a.b.c", room: "lobby", nonce: [UInt8](repeating: 9, count: 16), keyShare: [UInt8](repeating: 4, count: 32))),
+        .leave, .ping(timestamp: 0x0102_0304_0506_0708), .setMuted(true), .setMuted(false),
+        .sendText(to: "", fragment: TextFragment(messageID: 1, index: 0, count: 1, chunk: Array("hi".utf8))),
+        .sendText(to: "bob", fragment: TextFragment(messageID: 2, index: 1, count: 2, chunk: [0xC3, 0xA9])),
+        .resume(timestamp: 99, proof: [UInt8](repeating: 0xAA, count: 32)), .ack,
+        .retry(cookie: [UInt8](repeating: 5, count: 20)),
+        .welcome(Welcome(nonce: [UInt8](repeating: 9, count: 16), memberID: 7, ssrc: 0xDEAD_BEEF, port: 7401,
+                         sessionSecret: [UInt8](repeating: 3, count: 32), room: "lobby", mode: "forward", identity: "alice",
+                         memberCount: 2, keepaliveMilliseconds: 5000, timeoutMilliseconds: 15_000, flags: [.publisher])),
+        .refused(code: .tokenExpired, reason: "the token has expired"), .refused(code: .roomFull, reason: ""),
+        .memberPage(index: 0, count: 2, members: [member, MemberEntry(memberID: 8, ssrc: 1, flags: [.muted], identity: "b", name: "")]),
+        .memberPage(index: 1, count: 2, members: []),
+        .memberEvent(kind: .left, member: member, reason: "timed out"), .memberEvent(kind: .muted, member: member, reason: ""),
+        .speakers([SpeakerEntry(memberID: 7, ssrc: 1, level: 30), SpeakerEntry(memberID: 8, ssrc: 2, level: 127)]), .speakers([]),
+        .text(fromMemberID: 7, fromIdentity: "alice", direct: true, fragment: TextFragment(messageID: 3, index: 0, count: 1, chunk: [0x41])),
+        .textStatus(messageID: 3, delivered: false, reason: "bob is not in the room"), .textStatus(messageID: 4, delivered: true, reason: ""),
+        .goodbye(code: .relayShutdown, reason: "the relay is shutting down"), .pong(timestamp: 1), .resumed,
+    ]
+
+    @Test("every message survives a round trip", arguments: messages)
+    func roundTrip(message: SignalMessage) throws {
+        let datagram = SignalDatagram(connectionID: 0x1234_5678, sequence: message.isReliable ? 42 : 0, ack: 17, message: message)
+        let bytes = try datagram.serialized()
+        #expect(bytes.count <= Signalling.maxDatagramSize)
+        #expect(try SignalDatagram(parsing: bytes) == datagram)
+    }
+
+    @Test("the header is laid out as documented")
+    func headerBytes() throws {
+        let bytes = try SignalDatagram(connectionID: 0x0102_0304, sequence: 5, ack: 6, message: .setMuted(true)).serialized()
+        #expect(bytes == [
+            0x50, 0x01, 0x04, 0x00,   // magic 'P', version 1, type 0x04 setMuted, flags
+            0x01, 0x02, 0x03, 0x04,   // connection id
+            0x00, 0x00, 0x00, 0x05,   // sequence
+            0x00, 0x00, 0x00, 0x06,   // ack
+            0x20, 0x00, 0x01, 0x01,   // field 32 (muted), length 1, value 1
+        ])
+    }
+
+    @Test("unknown fields are skipped, so later versions can add them")
+    func unknownFieldsSkipped() throws {
+        var bytes = try SignalDatagram(connectionID: 1, sequence: 0, ack: 0, message: .ping(timestamp: 7)).serialized()
+        bytes += [0xF0, 0x00, 0x03, 1, 2, 3]
+        #expect(try SignalDatagram(parsing: bytes).message == .ping(timestamp: 7))
+    }
+
+    static let malformed: [(String, [UInt8], WireError)] = [
+        ("empty", [], .truncated),
+        ("short header", [0x50, 0x01, 0x03, 0x00, 0, 0, 0, 0], .truncated),
+        ("bad magic", [0x51, 0x01, 0x07, 0] + [UInt8](repeating: 0, count: 12), .badVersion),
+        ("version 2", [0x50, 0x02, 0x07, 0] + [UInt8](repeating: 0, count: 12), .badVersion),
+        ("unknown type", [0x50, 0x01, 0x40, 0] + [UInt8](repeating: 0, count: 12), .unknownType),
+        ("field header cut", [0x50, 0x01, 0x07, 0] + [UInt8](repeating: 0, count: 12) + [0x10, 0x00], .truncated),
+        ("field value past end", [0x50, 0x01, 0x03, 0] + [UInt8](repeating: 0, count: 12) + [0x10, 0x00, 0x08, 1, 2], .truncated),
+        ("ping without timestamp", [0x50, 0x01, 0x03, 0] + [UInt8](repeating: 0, count: 12), .badField),
+        ("timestamp of 4 bytes", [0x50, 0x01, 0x03, 0] + [UInt8](repeating: 0, count: 12) + [0x10, 0x00, 0x04, 1, 2, 3, 4], .badLength),
+        ("reliable message without sequence", [0x50, 0x01, 0x02, 0] + [UInt8](repeating: 0, count: 12), .badField),
+        ("unreliable message with sequence", [0x50, 0x01, 0x07, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0], .badField),
+        ("invalid UTF-8 room", [0x50, 0x01, 0x01, 0] + [UInt8](repeating: 0, count: 12)
+            + [0x01, 0x00, 0x01, 0x41, 0x02, 0x00, 0x02, 0xC3, 0x28, 0x04, 0x00, 0x01, 0x00], .badField),
+        ("unknown refusal code", [0x50, 0x01, 0x83, 0] + [UInt8](repeating: 0, count: 12) + [0x12, 0x00, 0x02, 0xFF, 0xFF], .badField),
+        ("fragment index past count", [0x50, 0x01, 0x05, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0]
+            + [0x1A, 0, 4, 0, 0, 0, 1, 0x1B, 0, 1, 2, 0x1C, 0, 1, 2, 0x1D, 0, 1, 0x41], .badField),
+        ("oversize", [0x50, 0x01, 0x07, 0] + [UInt8](repeating: 0, count: 1200), .badLength),
+    ]
+
+    @Test("malformed datagrams are refused with the right error", arguments: 0..<15)
+    func malformedInput(index: Int) {
+        let (label, bytes, error) = Self.malformed[index]
+        #expect(throws: error, "\(label)") { try SignalDatagram(parsing: bytes) }
+    }
+
+    @Test("a datagram that would exceed 1,200 bytes is not serialized")
+    func tooLarge() {
+        let entries = (0..<20).map { MemberEntry(memberID: UInt32($0), ssrc: 1, flags: [], identity: String(repeating: "x", count: 60), name: "") }
+        #expect(throws: WireError.bufferTooSmall) {
+            try SignalDatagram(connectionID: 1, sequence: 1, ack: 0, message: .memberPage(index: 0, count: 1, members: entries)).serialized()
+        }
+    }
+
+    @Test("texts split on character boundaries and reassemble; empty and over-4 KB texts are refused")
+    func textFragments() throws {
+        let text = String(repeating: "ab€", count: 800)  // 4000 bytes, 3-byte characters
+        let parts = try #require(TextFragment.split(text, messageID: 9))
+        #expect(parts.count == 5)
+        #expect(parts.allSatisfy { String(validating: $0.chunk, as: UTF8.self) != nil })
+        var r = TextReassembler()
+        var out: String?
+        for p in parts { out = r.add(p) ?? out }
+        #expect(out == text)
+        #expect(TextFragment.split("", messageID: 1) == nil)
+        #expect(TextFragment.split(String(repeating: "x", count: 4097), messageID: 1) == nil)
+        // A stray middle fragment is discarded.
+        var r2 = TextReassembler()
+        #expect(r2.add(parts[2]) == nil)
+        #expect(r2.add(parts[4]) == nil)
+    }
+
+    @Test("first-byte demultiplexing tells signalling from RTP/RTCP, STUN and DTLS")
+    func demux() {
+        #expect(Signalling.isSignalling(0x50))
+        for first: UInt8 in [0x00, 0x01, 0x14, 0x17, 0x80, 0x90, 0xBF] { #expect(!Signalling.isSignalling(first)) }
+    }
+}
+
+@Suite("Reliable channel: order, acks, retransmission with backoff")
+struct ReliableChannelTests {
+    @Test("messages are delivered once and in order, across reordering and duplicates")
+    func ordering() {
+        var rx = ReliableChannel()
+        #expect(rx.receive(sequence: 2, ack: 0, message: .leave, now: 0).isEmpty)
+        #expect(rx.receive(sequence: 1, ack: 0, message: .setMuted(true), now: 0) == [.setMuted(true), .leave])
+        #expect(rx.receive(sequence: 1, ack: 0, message: .setMuted(true), now: 0).isEmpty)
+        #expect(rx.ackNumber == 2)
+        #expect(rx.ackOwed)
+        #expect(rx.receive(sequence: 0, ack: 0, message: .ack, now: 0) == [.ack])
+        // Far beyond the window: ignored.
+        #expect(rx.receive(sequence: 1000, ack: 0, message: .leave, now: 0).isEmpty)
+        #expect(rx.receive(sequence: 3, ack: 0, message: .resumed, now: 0) == [.resumed])
+    }
+
+    @Test("unacknowledged messages are resent with a doubling timeout until the peer acknowledges them")
+    func retransmission() {
+        var tx = ReliableChannel()
+        tx.enqueue(.setMuted(true))
+        #expect(tx.transmissions(now: 0).map(\.sequence) == [1])
+        #expect(tx.transmissions(now: 200_000_000).isEmpty)
+        let first = tx.transmissions(now: 250_000_000)
+        #expect(first.map(\.isRetransmission) == [true])
+        #expect(tx.transmissions(now: 700_000_000).isEmpty)       // next after 2 × 250 ms
+        #expect(tx.transmissions(now: 750_000_000).count == 1)
+        _ = tx.receive(sequence: 0, ack: 1, message: .ack, now: 800_000_000)
+        #expect(tx.pendingCount == 0)
+        #expect(tx.retransmissions == 2)
+        #expect(tx.nextDeadline == nil)
+    }
+
+    @Test("the timeout follows measured round trips (Karn: only first transmissions are sampled)")
+    func rto() {
+        var tx = ReliableChannel()
+        for i in 0..<10 {
+            let t = Int64(i) * 1_000_000_000
+            tx.enqueue(.leave)
+            _ = tx.transmissions(now: t)
+            _ = tx.receive(sequence: 0, ack: UInt32(i + 1), message: .ack, now: t + 40_000_000)
+        }
+        #expect(tx.roundTripTime == 40_000_000)
+        #expect(tx.currentRTO == 100_000_000)  // clamped to the minimum
+    }
+
+    @Test("a message never acknowledged fails the channel after the last attempt")
+    func failure() {
+        var tx = ReliableChannel()
+        tx.enqueue(.leave)
+        var t: Int64 = 0
+        while !tx.failed && t < 120_000_000_000 {
+            _ = tx.transmissions(now: t)
+            t += 50_000_000
+        }
+        #expect(tx.failed)
+    }
+
+    @Test("the send window holds back messages beyond 32 in flight")
+    func window() {
+        var tx = ReliableChannel()
+        for _ in 0..<40 { tx.enqueue(.leave) }
+        #expect(tx.transmissions(now: 0).count == 32)
+        _ = tx.receive(sequence: 0, ack: 10, message: .ack, now: 1)
+        #expect(tx.transmissions(now: 2).count == 8)
+    }
+}
