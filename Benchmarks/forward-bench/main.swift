@@ -1,1 +1,68 @@
-print("forward-bench")
+// forward-bench: the per-packet cost of parse + route in `RelayCore`, in ns per received and per forwarded
+// packet and in allocations per forwarded packet (goal: zero), against a baseline of the bare work measured
+// in the same run. Members join through the core's real signalling; a manual clock stands in for time.
+//
+//   swift build -c release --product forward-bench && .build/release/forward-bench [--json]
+import ParleyRelayCore
+import ParleyWire
+
+let options = Options.parseOrExit(CommandLine.arguments.dropFirst())
+let config = RelayCoreConfig()
+var problems: [String] = []
+
+// The shape asked for: warm up, then time `runs` passes of the core and of the baseline over the same packets.
+let scenario = Scenario(shape: Shape(rooms: options.rooms, membersPerRoom: options.members, speakersPerRoom: options.speakers))
+let train = PacketTrain(capacity: max(options.packets, options.warmup))
+train.load(options.warmup, from: &scenario.streams)
+_ = scenario.run(train)
+let baseline = BaselineRouter(scenario)  // built after warm-up: it forwards the speakers the core selected
+_ = baseline.run(train)
+
+var coreRuns: [PacketFigures] = []
+var baselineRuns: [PacketFigures] = []
+var ticks = TickFigures()
+for _ in 0..<options.runs {
+    train.load(options.packets, from: &scenario.streams)
+    Allocations.counting(true)
+    let core = scenario.run(train)
+    let bare = baseline.run(train)
+    Allocations.counting(false)
+    coreRuns.append(core.packets)
+    baselineRuns.append(bare)
+    ticks.add(core.ticks)
+    if core.packets.forwarded != bare.forwarded {
+        problems.append("core forwarded \(core.packets.forwarded) datagrams, baseline \(bare.forwarded)")
+    }
+}
+let counters = scenario.core.counters
+if scenario.core.memberCount != scenario.clients.count { problems.append("members lost: \(scenario.core.memberCount) of \(scenario.clients.count) remain") }
+for reason in DropReason.allCases where counters.drops(reason) > 0 {
+    problems.append("\(counters.drops(reason)) datagrams dropped as \(reason.label)")
+}
+
+// Selection: one speaker more than the forwarded slots, in one room. Its packets are received, counted and
+// observed, then dropped by selection; count the allocations made while handling them alone.
+let slots = config.maxForwardedSpeakers
+let selection = Scenario(shape: Shape(rooms: 1, membersPerRoom: max(options.members, slots + 2), speakersPerRoom: slots + 1))
+let extra = slots  // the last speaker to join, last in the round-robin: the slots are taken when it first speaks
+train.load(options.warmup, from: &selection.streams)
+_ = selection.run(train)
+if selection.forwardedSpeakers.contains(selection.streams[extra].address) { problems.append("the extra speaker was forwarded") }
+train.load(options.packets, from: &selection.streams)
+Allocations.counting(true)
+let selectionRun = selection.run(train, watchedSpeaker: extra)
+Allocations.counting(false)
+let extraPackets = (options.packets + slots - extra) / (slots + 1)
+let expectedForwarded = (options.packets - extraPackets) * (selection.shape.membersPerRoom - 1)
+if selectionRun.packets.forwarded != expectedForwarded {
+    problems.append("selection room forwarded \(selectionRun.packets.forwarded) datagrams, expected \(expectedForwarded)")
+}
+
+let results = Results(options: options, core: coreRuns, baseline: baselineRuns, ticks: ticks, droppedPackets: extraPackets,
+                      droppedAllocations: selectionRun.watchedAllocations, droppedSpeakerIndex: extra, slots: slots,
+                      problems: problems)
+if !options.jsonOnly {
+    print(results.table)
+    print("")
+}
+print(results.json)

@@ -1,0 +1,120 @@
+import Glibc
+
+/// Prints `message` to standard error and exits: a scenario that cannot be set up has no figures to give.
+func fail(_ message: String) -> Never {
+    printToStandardError("forward-bench: \(message)")
+    exit(1)
+}
+
+/// Writes a line to file descriptor 2 (glibc's `stderr` is a global Swift 6 will not touch unchecked).
+func printToStandardError(_ line: String) {
+    var text = line + "\n"
+    text.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+}
+
+/// `value` with `digits` decimals, without Foundation.
+func fixed(_ value: Double, _ digits: Int) -> String {
+    guard value.isFinite else { return "null" }
+    var scale = 1
+    for _ in 0..<digits { scale *= 10 }
+    let scaled = Int((value * Double(scale)).rounded())
+    let sign = scaled < 0 ? "-" : ""
+    let whole = "\(abs(scaled) / scale)"
+    guard digits > 0 else { return sign + whole }
+    let fraction = "\(abs(scaled) % scale)"
+    return sign + whole + "." + String(repeating: "0", count: digits - fraction.count) + fraction
+}
+
+/// `text` right-aligned in `width` columns.
+func column(_ text: String, _ width: Int) -> String {
+    String(repeating: " ", count: max(0, width - text.count)) + text
+}
+
+/// The run with the median ns per forwarded packet (the lower middle one for an even count).
+func median(_ runs: [PacketFigures]) -> PacketFigures {
+    runs.sorted { $0.nanosecondsPerForwarded < $1.nanosecondsPerForwarded }[(runs.count - 1) / 2]
+}
+
+/// Allocations per forwarded packet over all runs together.
+func allocationsPerForwarded(_ runs: [PacketFigures]) -> Double {
+    Double(runs.reduce(0) { $0 + $1.allocations }) / Double(max(1, runs.reduce(0) { $0 + $1.forwarded }))
+}
+
+/// Every figure the program reports.
+struct Results {
+    var options: Options
+    var core: [PacketFigures]
+    var baseline: [PacketFigures]
+    var ticks: TickFigures
+    /// The selection scenario: a speaker beyond the forwarded slots.
+    var droppedPackets: Int
+    var droppedAllocations: UInt64
+    var droppedSpeakerIndex: Int
+    var slots: Int
+    /// Problems the run's self-checks found (empty when all is as expected).
+    var problems: [String]
+
+    var ratio: Double { median(core).nanosecondsPerForwarded / median(baseline).nanosecondsPerForwarded }
+    var nanosecondsPerTick: Double { Double(ticks.nanoseconds) / Double(max(1, ticks.ticks)) }
+    var allocationsPerTick: Double { Double(ticks.allocations) / Double(max(1, ticks.ticks)) }
+    var droppedAllocationsPerPacket: Double { Double(droppedAllocations) / Double(max(1, droppedPackets)) }
+
+    /// One line of JSON.
+    var json: String {
+        let c = median(core), b = median(baseline)
+        let fields: [(String, String)] = [
+            ("rooms", "\(options.rooms)"), ("members", "\(options.members)"), ("speakers", "\(options.speakers)"),
+            ("runs", "\(options.runs)"),
+            ("packets_in", "\(c.packetsIn)"), ("packets_forwarded", "\(c.forwarded)"),
+            ("ns_per_packet_in", fixed(c.nanosecondsPerPacketIn, 1)),
+            ("ns_per_forwarded_packet", fixed(c.nanosecondsPerForwarded, 2)),
+            ("allocations_per_forwarded_packet", fixed(allocationsPerForwarded(core), 4)),
+            ("baseline_ns_per_forwarded_packet", fixed(b.nanosecondsPerForwarded, 2)),
+            ("ratio_to_baseline", fixed(ratio, 2)),
+            ("allocations_per_tick", fixed(allocationsPerTick, 2)),
+            ("ns_per_tick", fixed(nanosecondsPerTick, 0)),
+            ("allocations_per_unforwarded_packet", fixed(droppedAllocationsPerPacket, 4)),
+            ("checks_passed", problems.isEmpty ? "true" : "false"),
+        ]
+        return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
+    }
+
+    /// The human-readable table.
+    var table: String {
+        let o = options
+        let c = median(core), b = median(baseline)
+        var lines: [String] = []
+        lines.append("forward-bench: RelayCore parse + route, \(o.rooms) rooms × \(o.members) members, \(o.speakers) speakers per room")
+        lines.append("\(o.packets) packets per run, \(o.runs) runs (median shown), \(o.warmup) packets warm-up; " +
+                     "manual clock +20 ms / \(o.rooms * o.speakers) streams per packet, tick every 20 ms")
+        lines.append("")
+        let widths = [34, 14, 14, 14, 18]
+        func row(_ cells: [String]) -> String {
+            cells.enumerated().map { i, cell in i == 0 ? cell.padding(widths[0]) : column(cell, widths[i]) }.joined()
+        }
+        lines.append(row(["", "ns/packet in", "ns/forwarded", "forwarded/in", "allocs/forwarded"]))
+        lines.append(row(["RelayCore.handle (+ outputSent)", fixed(c.nanosecondsPerPacketIn, 1), fixed(c.nanosecondsPerForwarded, 2),
+                          fixed(Double(c.forwarded) / Double(c.packetsIn), 2), fixed(allocationsPerForwarded(core), 4)]))
+        lines.append(row(["baseline: parse, lookup, queue", fixed(b.nanosecondsPerPacketIn, 1), fixed(b.nanosecondsPerForwarded, 2),
+                          fixed(Double(b.forwarded) / Double(b.packetsIn), 2), fixed(allocationsPerForwarded(baseline), 4)]))
+        lines.append(row(["core / baseline", fixed(c.nanosecondsPerPacketIn / b.nanosecondsPerPacketIn, 2) + "×",
+                          fixed(ratio, 2) + "×", "", ""]))
+        lines.append("")
+        let perRun = zip(core, baseline).map { "\(fixed($0.nanosecondsPerForwarded, 2)) | \(fixed($1.nanosecondsPerForwarded, 2))" }
+        lines.append("ns/forwarded per run (core | baseline): " + perRun.joined(separator: ",  "))
+        lines.append("per run: \(c.packetsIn) packets in, \(c.forwarded) forwarded")
+        lines.append("")
+        lines.append("RelayCore.tick (not in the figures above): \(ticks.ticks / max(1, o.runs)) ticks per run, " +
+                     "\(fixed(nanosecondsPerTick, 0)) ns/tick, \(fixed(allocationsPerTick, 2)) allocs/tick")
+        lines.append("received but not forwarded (speaker \(droppedSpeakerIndex + 1) in a room of \(slots) slots): " +
+                     "\(fixed(droppedAllocationsPerPacket, 4)) allocs/packet over \(droppedPackets) packets")
+        lines.append(problems.isEmpty ? "checks: passed (all members kept, no drops, core and baseline queued the same datagrams)"
+                                      : "checks FAILED:\n  " + problems.joined(separator: "\n  "))
+        return lines.joined(separator: "\n")
+    }
+}
+
+extension String {
+    /// Left-aligned in `width` columns.
+    func padding(_ width: Int) -> String { self + String(repeating: " ", count: max(0, width - count)) }
+}
