@@ -25,7 +25,7 @@ final class Member {
     let joinNonce: [UInt8]
     let joinedAtUnixMilliseconds: Int64
     let token: String
-    unowned let room: Room
+    let room: Room  // strong: a member leaves `room.members` when removed, which breaks the cycle
     var address: PeerAddress
     /// Signalling goes out of the public port until the member's first datagram reaches its worker's port.
     var viaPublicPort: Bool

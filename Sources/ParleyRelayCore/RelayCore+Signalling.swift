@@ -101,18 +101,30 @@ extension RelayCore {
 
     /// Pushes the room's speaker list now if it changed and the rate limit allows, else schedules it.
     func scheduleSpeakerPush(_ room: Room, now: Moment) {
-        let current = speakerEntries(room, now: now)
-        let sameMembers = current.map(\.memberID) == room.announcedSpeakers.map(\.memberID)
-        let levelsMoved = zip(current, room.announcedSpeakers).contains { abs(Int($0.level) - Int($1.level)) >= 10 }
-        guard !sameMembers || levelsMoved else {
+        guard speakersChanged(room, now: now) else {
             room.speakerPushDue = nil
             return
         }
         if now.monotonic - room.lastSpeakerPush >= config.speakerUpdateInterval {
-            pushSpeakers(room, current, now: now)
+            pushSpeakers(room, speakerEntries(room, now: now), now: now)
         } else if room.speakerPushDue == nil {
             room.speakerPushDue = room.lastSpeakerPush + config.speakerUpdateInterval
         }
+    }
+
+    /// Whether the speaking set (or a level, by 10 dB or more) differs from what the room was last told.
+    /// Allocation-free: runs every housekeeping pass for every room with speakers.
+    func speakersChanged(_ room: Room, now: Moment) -> Bool {
+        var speaking = 0
+        for id in room.selector.forwarded {
+            let s = room.selector.state(of: id)
+            guard let last = s.lastSpeech, now.monotonic - last <= config.speakingHold else { continue }
+            speaking += 1
+            guard let announced = room.announcedSpeakers.first(where: { $0.memberID == id }) else { return true }
+            let level = Int(max(0, min(127, (127 - s.loudness).rounded())))
+            if abs(level - Int(announced.level)) >= 10 { return true }
+        }
+        return speaking != room.announcedSpeakers.count
     }
 
     func pushSpeakers(_ room: Room, _ entries: [SpeakerEntry], now: Moment) {
