@@ -152,6 +152,31 @@ public final class UDPSocket: @unchecked Sendable {
     }
 }
 
+/// Waits on a fixed set of descriptors with poll(2), its `pollfd` array allocated once (the loops call it
+/// for every wakeup, so it must not allocate).
+public final class Poller {
+    private let fds: UnsafeMutablePointer<pollfd>
+    private let count: Int
+
+    /// A poller over `descriptors`.
+    public init(_ descriptors: [Int32]) {
+        count = descriptors.count
+        fds = .allocate(capacity: count)
+        for (i, fd) in descriptors.enumerated() { fds[i] = pollfd(fd: fd, events: Int16(POLLIN), revents: 0) }
+    }
+
+    deinit { fds.deallocate() }
+
+    /// Waits until a descriptor is readable or `timeoutMilliseconds` pass (-1 = forever), retrying EINTR.
+    public func wait(timeoutMilliseconds: Int32) {
+        var rc: Int32
+        repeat { rc = poll(fds, nfds_t(count), timeoutMilliseconds) } while rc < 0 && errno == EINTR
+    }
+
+    /// Whether descriptor `i` was readable (or in error) after the last `wait`.
+    public func isReadable(_ i: Int) -> Bool { fds[i].revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 }
+}
+
 /// Waits for descriptors to become readable (poll(2)), retrying EINTR.
 public enum Poll {
     /// Returns, per descriptor, whether it is readable; waits at most `timeoutMilliseconds` (-1 = forever).

@@ -17,10 +17,12 @@ final class WorkerInbox: Sendable {
         wakeup.signal()
     }
 
+    /// The joins waiting (empty, without allocating, when there are none).
     func take() -> [(datagram: [UInt8], from: PeerAddress)] {
         wakeup.drain()
         return queue.withLock { q in
-            defer { q.removeAll(keepingCapacity: true) }
+            if q.isEmpty { return [] }
+            defer { q = [] }
             return q
         }
     }
@@ -64,11 +66,12 @@ final class Worker: @unchecked Sendable {
     func run() {
         let core = RelayCore(shared: shared, workerIndex: index, log: log)
         let batch = DatagramBatch(socket: socket, capacity: 64)
+        let poller = Poller([socket.fd, inbox.wakeup.fd])
         var nextTick = Clock.monotonicNanoseconds()
         while true {
             let now = Clock.monotonicNanoseconds()
             let wait: Int64 = core.hasMembers ? max(0, nextTick - now) : 1_000_000_000
-            _ = Poll.readable([socket.fd, inbox.wakeup.fd], timeoutMilliseconds: Int32(min(wait / 1_000_000 + (wait % 1_000_000 > 0 ? 1 : 0), 1000)))
+            poller.wait(timeoutMilliseconds: Int32(min(wait / 1_000_000 + (wait % 1_000_000 > 0 ? 1 : 0), 1000)))
             let busyStart = Clock.monotonicNanoseconds()
             if stopping.load(ordering: .acquiring) {
                 core.shutdown(now: Self.moment())
@@ -76,7 +79,7 @@ final class Worker: @unchecked Sendable {
                 core.outputSent()
                 return
             }
-            for handoff in inbox.take() {
+            for handoff in poller.isReadable(1) ? inbox.take() : [] {
                 handoff.datagram.withUnsafeBytes { core.handleHandedOffJoin($0, from: handoff.from, now: Self.moment()) }
             }
             // Drain the socket in batches, flushing output between batches (entries point into receive buffers).
