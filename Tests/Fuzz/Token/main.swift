@@ -1,0 +1,65 @@
+// libFuzzer target for token verification (Sources/ParleyAuth), two paths per input:
+//  1. the input as a whole token string, verified as-is (almost always refused: must never crash);
+//  2. the input as the claims JSON, minted with the dev key's header and a correct HMAC-SHA-256, so the
+//     signature passes and the claims JSON decoding, name rules and time checks behind it get fuzzed.
+//
+// Compiled by Tests/Fuzz/run.sh together with Sources/ParleyAuth/*.swift into one module (no `import ParleyAuth`),
+// with `-I Sources/CSodium` for the CSodium module map and `-lsodium`. Invariant violations trap through `precondition`.
+
+private let devKey = "devkey"
+private let devSecret = "parley-dev-secret-do-not-use-in-production"
+private let now: Int64 = 1_800_000_000
+private let verifier = TokenVerifier(keys: [devKey: devSecret])
+private let signer = TokenSigner(apiKey: devKey, apiSecret: devSecret)
+private let encodedHeader = Base64URL.encode(Array(#"{"alg":"HS256","kid":"devkey","typ":"JWT"}"#.utf8))
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let input = Array(UnsafeBufferPointer(start: data, count: size))
+
+    // Path 1: the input is the token.
+    let token = String(decoding: input, as: UTF8.self)
+    check(verifier.verifyResult(token))
+    _ = try? verifier.verify(token, now: now, room: "lobby", requiring: \.join, grantName: "join")
+
+    // Path 2: the input is the claims JSON, correctly signed.
+    let signingInput = encodedHeader + "." + Base64URL.encode(input)
+    let signature = Crypto.hmacSHA256(key: Array(devSecret.utf8), message: Array(signingInput.utf8))
+    let minted = signingInput + "." + Base64URL.encode(signature)
+    let result = verifier.verifyResult(minted)
+    check(result)
+    if case .failure(.badSignature) = result { preconditionFailure("a correctly signed token failed its signature check") }
+    if case .failure(.unknownKey) = result { preconditionFailure("the dev key was not found") }
+    if case .failure(.unsupportedAlgorithm) = result { preconditionFailure("HS256 was refused") }
+    _ = try? verifier.verify(minted, now: now, room: "lobby", requiring: \.publish, grantName: "publish")
+
+    // Claims that verified re-mint (deterministic, sorted-key JSON) into a token that verifies to the same claims.
+    if case .success(let claims) = result {
+        let again = signer.mint(claims)
+        precondition(signer.mint(claims) == again, "minting is not deterministic")
+        switch verifier.verifyResult(again) {
+        case .success(let back): precondition(back == claims, "claims changed through mint → verify")
+        case .failure(let error): preconditionFailure("re-minted claims were refused: \(error)")
+        }
+    }
+    return 0
+}
+
+private func check(_ result: Result<TokenClaims, TokenError>) {
+    switch result {
+    case .success(let claims):
+        precondition(TokenNameRules.problem(with: claims.identity, field: "sub") == nil, "accepted a bad identity")
+        if let room = claims.room { precondition(TokenNameRules.problem(with: room, field: "room") == nil, "accepted a bad room") }
+        precondition(claims.expiresAt > now - verifier.leewaySeconds, "accepted an expired token")
+        if let notBefore = claims.notBefore { precondition(notBefore <= now + verifier.leewaySeconds, "accepted a token before nbf") }
+    case .failure(let error):
+        precondition(!error.reason.isEmpty && error.code.hasPrefix("token_"), "error without a description")
+    }
+}
+
+extension TokenVerifier {
+    /// `verify(_:now:)` at the fixed `now`, as a `Result`.
+    fileprivate func verifyResult(_ token: String) -> Result<TokenClaims, TokenError> {
+        Result { () throws(TokenError) in try verify(token, now: now) }
+    }
+}
