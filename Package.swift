@@ -12,12 +12,15 @@ let package = Package(
         .executable(name: "parley-relay", targets: ["parley-relay"]),
         .executable(name: "parley", targets: ["parley"]),
         .executable(name: "forward-bench", targets: ["forward-bench"]),
+        .executable(name: "jitter-bench", targets: ["jitter-bench"]),
+        .executable(name: "opus-bench", targets: ["opus-bench"]),
     ],
     targets: [
         // C libraries from Debian.
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        .systemLibrary(name: "CSpeexDSP", pkgConfig: "speexdsp", providers: [.apt(["libspeexdsp-dev"])]),
         .target(name: "CParleySys"),
 
         // Wire formats: RTP, RTCP, header extensions, sequence math, the signalling protocol. Pure, no Foundation.
@@ -26,6 +29,8 @@ let package = Package(
         .target(name: "ParleyAuth", dependencies: ["CSodium"]),
         // Syscalls: sockets, addresses, batched datagram I/O, the monotonic clock.
         .target(name: "ParleyNet", dependencies: ["CParleySys", "ParleyWire"]),
+        // Audio: the Opus wrapper, the adaptive jitter buffer, receive streams (decode, PLC, FEC, time-stretch), the mixer.
+        .target(name: "ParleyMedia", dependencies: ["COpus", "ParleyWire"]),
         // The relay's pure core: rooms, members, signalling sessions, forwarding, NACK, stats. No sockets, no clocks.
         .target(name: "ParleyRelayCore", dependencies: ["ParleyWire", "ParleyAuth"]),
         // The relay runtime: config, worker loops that drive the core over real sockets.
@@ -40,7 +45,11 @@ let package = Package(
         .executableTarget(name: "forward-bench", dependencies: ["ParleyRelayCore", "ParleyWire", "ParleyAuth", "CAllocCounter"],
                           path: "Benchmarks/forward-bench"),
 
+        .executableTarget(name: "jitter-bench", dependencies: ["ParleyMedia", "CSpeexDSP"], path: "Benchmarks/jitter-bench"),
+        .executableTarget(name: "opus-bench", dependencies: ["ParleyMedia", "COpus"], path: "Benchmarks/opus-bench"),
+
         .testTarget(name: "ParleyWireTests", dependencies: ["ParleyWire"]),
+        .testTarget(name: "ParleyMediaTests", dependencies: ["ParleyMedia", "ParleyWire"]),
         .testTarget(name: "ParleyAuthTests", dependencies: ["ParleyAuth"]),
         .testTarget(name: "ParleyRelayCoreTests", dependencies: ["ParleyRelayCore", "ParleyClientCore", "ParleyWire", "ParleyAuth"]),
         .testTarget(name: "ParleyIntegrationTests", dependencies: ["ParleyWire", "ParleyNet", "ParleyAuth"]),
