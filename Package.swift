@@ -32,7 +32,7 @@ let package = Package(
         // Audio: the Opus wrapper, the adaptive jitter buffer, receive streams (decode, PLC, FEC, time-stretch), the mixer.
         .target(name: "ParleyMedia", dependencies: ["COpus", "ParleyWire"]),
         // The relay's pure core: rooms, members, signalling sessions, forwarding, NACK, stats. No sockets, no clocks.
-        .target(name: "ParleyRelayCore", dependencies: ["ParleyWire", "ParleyAuth"]),
+        .target(name: "ParleyRelayCore", dependencies: ["ParleyWire", "ParleyAuth", "ParleyMedia"]),
         // The relay runtime: config, worker loops that drive the core over real sockets.
         .target(name: "ParleyRelay", dependencies: ["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire"]),
         // The client's pure core: the join handshake, reliable signalling, keepalives, resume.
@@ -51,7 +51,7 @@ let package = Package(
         .testTarget(name: "ParleyWireTests", dependencies: ["ParleyWire"]),
         .testTarget(name: "ParleyMediaTests", dependencies: ["ParleyMedia", "ParleyWire"]),
         .testTarget(name: "ParleyAuthTests", dependencies: ["ParleyAuth"]),
-        .testTarget(name: "ParleyRelayCoreTests", dependencies: ["ParleyRelayCore", "ParleyClientCore", "ParleyWire", "ParleyAuth"]),
+        .testTarget(name: "ParleyRelayCoreTests", dependencies: ["ParleyRelayCore", "ParleyClientCore", "ParleyWire", "ParleyAuth", "ParleyMedia"]),
         .testTarget(name: "ParleyIntegrationTests", dependencies: ["ParleyWire", "ParleyNet", "ParleyAuth"]),
     ]
 )

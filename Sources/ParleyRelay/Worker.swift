@@ -70,7 +70,9 @@ final class Worker: @unchecked Sendable {
         var nextTick = Clock.monotonicNanoseconds()
         while true {
             let now = Clock.monotonicNanoseconds()
-            let wait: Int64 = core.hasMembers ? max(0, nextTick - now) : 1_000_000_000
+            var wakeAt = core.hasMembers ? nextTick : now + 1_000_000_000
+            if let mixDue = core.nextMixDeadline, mixDue < wakeAt { wakeAt = mixDue }
+            let wait = max(0, wakeAt - now)
             poller.wait(timeoutMilliseconds: Int32(min(wait / 1_000_000 + (wait % 1_000_000 > 0 ? 1 : 0), 1000)))
             let busyStart = Clock.monotonicNanoseconds()
             if stopping.load(ordering: .acquiring) {
@@ -95,6 +97,11 @@ final class Worker: @unchecked Sendable {
                 dispatchHandoffs(core)
                 core.outputSent()
                 if n < batch.capacity { break }
+            }
+            if let mixDue = core.nextMixDeadline, mixDue <= Clock.monotonicNanoseconds() {
+                core.runMixes(now: Self.moment())
+                send(core.output, batch: batch)
+                core.outputSent()
             }
             let after = Clock.monotonicNanoseconds()
             if after >= nextTick || !core.hasMembers {

@@ -40,6 +40,8 @@ final class Member {
     /// Middle 32 bits of the NTP time of the member's last sender report, and when it arrived.
     var lastSenderReport: (ntpMiddle: UInt32, at: Int64)?
     var lastReceiverReport: Int64 = 0
+    /// Sequence number of the next mixed packet this member receives (mix mode).
+    var mixSequence = UInt16.random(in: 0...UInt16.max)
 
     init(id: UInt32, connectionID: UInt32, ssrc: UInt32, identity: String, name: String, canPublish: Bool,
          canSubscribe: Bool, sessionSecret: [UInt8], joinNonce: [UInt8], joinedAt: Int64, token: String, room: Room,
@@ -84,6 +86,8 @@ final class Room {
     var lastSpeakerPush: Int64 = .min / 2
     var speakerPushDue: Int64?
     var announcedSpeakers: [SpeakerEntry] = []
+    /// The mixer, in mix mode.
+    var mix: MixEngine?
 
     init(name: String, mode: String, createdAt: Int64, selector: SpeakerSelector) {
         self.name = name

@@ -97,7 +97,17 @@ extension RelayCore {
                                selector: SpeakerSelector(capacity: config.maxForwardedSpeakers, speechThreshold: config.speechLevelThreshold,
                                                          releaseAfter: config.speakerReleaseAfter, minimumDwell: config.speakerMinimumDwell,
                                                          hysteresis: config.speakerHysteresisDecibels))
+            if mode == "mix" {
+                do {
+                    created.mix = try MixEngine(ssrc: Crypto.randomUInt32() | 1, timestampBase: Crypto.randomUInt32(), config: config)
+                } catch {
+                    shared.releaseRoom()
+                    log.write(.error, "cannot create the mixer for \(request.room): \(error.message)")
+                    return refuse(.badRequest, "the relay could not start a mixer", to: from, now: now, viaPublicPort: viaPublicPort)
+                }
+            }
             rooms[request.room] = created
+            if created.mix != nil { mixRooms.append(created) }
             if log.threshold <= .info { log.write(.info, "room \(request.room) opened (mode \(mode), worker \(workerIndex))") }
             room = created
         }
@@ -124,6 +134,7 @@ extension RelayCore {
         let others = room.members
         room.members.append(member)
         room.emptySince = nil
+        room.mix?.start(now: now.monotonic)
         byAddress[from] = member
         byConnection[connectionID] = member
         bySSRC[ssrc] = member

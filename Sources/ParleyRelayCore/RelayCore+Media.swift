@@ -30,6 +30,10 @@ extension RelayCore {
             level = packet.payloadCount > 10 ? 40 : 127
         }
         if room.selector.observe(member.id, level: level, now: now.monotonic) { scheduleSpeakerPush(room, now: now) }
+        if let mix = room.mix {
+            mix.insert(packet, from: member, arrival: now.monotonic)
+            return
+        }
         guard room.selector.isForwarded(member.id) else { return }
 
         let size = UInt64(bytes.count)
@@ -91,6 +95,32 @@ extension RelayCore {
             counters.bytesOut &+= UInt64(packet.count)
             requester.stats.retransmittedToMember &+= 1
         }
+    }
+
+    /// Runs the mixes of every mix-mode room whose deadline has passed.
+    public func runMixes(now: Moment) {
+        for room in mixRooms {
+            guard let mix = room.mix, let due = mix.nextDeadline, due <= now.monotonic else { continue }
+            mix.run(room: room, now: now.monotonic) { bytes, listener in
+                let space = output.reserve(bytes.count)
+                space.copyMemory(from: bytes)
+                output.commit(space, length: bytes.count, to: listener.address)
+                listener.stats.packetsOut &+= 1
+                listener.stats.bytesOut &+= UInt64(bytes.count)
+                counters.packetsOut &+= 1
+                counters.bytesOut &+= UInt64(bytes.count)
+                counters.mixedPacketsSent &+= 1
+            }
+        }
+    }
+
+    /// The earliest mix deadline of any mix room with members (the loop wakes for it), or nil.
+    public var nextMixDeadline: Int64? {
+        var earliest: Int64?
+        for room in mixRooms {
+            if let d = room.mix?.nextDeadline, earliest == nil || d < earliest! { earliest = d }
+        }
+        return earliest
     }
 
     /// Sends a receiver report about the member's stream (RFC 3550 §6.4.2).

@@ -79,7 +79,11 @@ extension RelayCore {
         room.members.removeAll { $0 === member }
         if room.selector.remove(member.id) { scheduleSpeakerPush(room, now: now) }
         broadcast(.memberEvent(kind: .left, member: member.entry, reason: reason), in: room, now: now)
-        if room.members.isEmpty { room.emptySince = now.monotonic }
+        room.mix?.remove(member)
+        if room.members.isEmpty {
+            room.emptySince = now.monotonic
+            room.mix?.stop()
+        }
         if log.threshold <= .info { log.write(.info, "\(member.identity) left \(room.name): \(reason)") }
     }
 

@@ -34,6 +34,7 @@ extension RelayCore {
         }
         for room in closing {
             rooms[room.name] = nil
+            mixRooms.removeAll { $0 === room }
             shared.releaseRoom()
             if log.threshold <= .info { log.write(.info, "room \(room.name) closed after \(config.emptyRoomTimeout / 1_000_000_000) s empty") }
         }
@@ -56,5 +57,6 @@ extension RelayCore {
         bySSRC.removeAll()
         for _ in rooms.values { shared.releaseRoom() }
         rooms.removeAll()
+        mixRooms.removeAll()
     }
 }

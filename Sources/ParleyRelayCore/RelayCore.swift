@@ -23,6 +23,8 @@ public final class RelayCore {
     let log: LogSink
     var config: RelayCoreConfig { shared.config }
     var rooms: [String: Room] = [:]
+    /// The mix-mode rooms among `rooms` (kept apart so the loop's deadline scan touches only them).
+    var mixRooms: [Room] = []
     var byAddress: [PeerAddress: Member] = [:]
     var byConnection: [UInt32: Member] = [:]
     var bySSRC: [UInt32: Member] = [:]

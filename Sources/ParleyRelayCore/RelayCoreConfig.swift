@@ -38,6 +38,14 @@ public struct RelayCoreConfig: Sendable {
     public var retriesPerSecond: Double = 5000
     /// The mode of rooms created without one: "forward" or "mix".
     public var defaultRoomMode = "forward"
+    /// Mix mode: Opus complexity of the mix encoders.
+    public var mixComplexity = 5
+    /// Mix mode: bit rate of each mix.
+    public var mixBitrate = 32_000
+    /// Mix mode: the floor of each publisher's jitter-buffer target delay.
+    public var mixMinimumJitterDelayMilliseconds = 20
+    /// Mix mode: the RTP header extension id of the RFC 6465 CSRC audio levels.
+    public var csrcAudioLevelExtensionID: UInt8 = 3
     /// The longest datagram accepted.
     public var maxDatagramSize = 1500
 

@@ -48,6 +48,8 @@ public struct RelayCounters: Sendable, Equatable {
     public var signallingRetransmissions: UInt64 = 0
     /// Members removed for silence.
     public var timeouts: UInt64 = 0
+    /// Mixed packets sent (mix mode, one per listener per 20 ms while someone speaks).
+    public var mixedPacketsSent: UInt64 = 0
     /// Resumes accepted.
     public var resumes: UInt64 = 0
 

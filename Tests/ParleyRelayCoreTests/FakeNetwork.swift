@@ -116,7 +116,11 @@ final class FakeNetwork {
             left -= step
             each?()
             for c in clients where c.online { c.events += c.session.tick(now: monotonic) }
-            for (k, core) in cores.enumerated() { core.tick(now: now); collect(k) }
+            for (k, core) in cores.enumerated() {
+                core.tick(now: now)
+                core.runMixes(now: now)
+                collect(k)
+            }
             exchange()
         }
     }

@@ -1,0 +1,190 @@
+import ParleyMedia
+import ParleyWire
+
+/// One publisher's input to a room's mix: its receive stream, its last frame, and — while it speaks — the encoder
+/// and limiter of its minus-one mix (what it hears: everyone but itself).
+final class MixInput {
+    let stream: AudioReceiveStream
+    let pcm: UnsafeMutablePointer<Int16>
+    var contributing = false
+    var minusOneEncoder: OpusEncoder?
+    var minusOneLimiter = MixLimiter()
+
+    init(stream: AudioReceiveStream, frameSamples: Int) {
+        self.stream = stream
+        pcm = .allocate(capacity: frameSamples)
+        pcm.initialize(repeating: 0, count: frameSamples)
+    }
+
+    deinit { pcm.deallocate() }
+}
+
+/// The mix-mode engine of one room. Every 20 ms, on absolute deadlines of the monotonic clock, it pulls a frame from
+/// each publisher's jitter buffer, mixes the speakers, and encodes one shared mix for everyone not speaking plus one
+/// minus-one mix per speaker. Nobody speaking: no mixing and no encoding. Each listener receives one RTP stream (the
+/// room's mix SSRC, its own sequence numbers) with the contributors in the CSRC list and their levels in the RFC 6465
+/// extension. The RTP header of each distinct mix is serialized once; per listener only the sequence number is patched.
+final class MixEngine {
+    static let frameSamples = 960
+    static let frameNanoseconds: Int64 = 20_000_000
+    let ssrc: UInt32
+    let config: RelayCoreConfig
+    /// The next mix deadline (monotonic ns); nil while the room has no members.
+    var nextDeadline: Int64?
+    private var frameIndex: UInt32 = 0
+    private let timestampBase: UInt32
+    private let bus = AudioMixBus(frameSamples: frameSamples)
+    private let sharedEncoder: OpusEncoder
+    private var sharedLimiter = MixLimiter()
+    private var inputs: [UInt32: MixInput] = [:]
+    private let mixPCM = UnsafeMutablePointer<Int16>.allocate(capacity: frameSamples)
+    private let packet = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 16)
+    private var contributors: [Member] = []
+    private var listeners: [Member] = []
+    /// Mixes produced, distinct encodes done, and deadlines skipped because the worker fell behind.
+    private(set) var mixes = 0, encodes = 0, skippedDeadlines = 0
+
+    init(ssrc: UInt32, timestampBase: UInt32, config: RelayCoreConfig) throws(OpusError) {
+        self.ssrc = ssrc
+        self.timestampBase = timestampBase
+        self.config = config
+        sharedEncoder = try Self.makeEncoder(config)
+        mixPCM.initialize(repeating: 0, count: Self.frameSamples)
+        contributors.reserveCapacity(16)
+        listeners.reserveCapacity(64)
+    }
+
+    deinit {
+        mixPCM.deallocate()
+        packet.deallocate()
+    }
+
+    static func makeEncoder(_ config: RelayCoreConfig) throws(OpusError) -> OpusEncoder {
+        let e = try OpusEncoder(sampleRate: 48_000, channels: 1, application: .voip)
+        try e.setComplexity(Int32(config.mixComplexity))
+        try e.setBitrate(Int32(config.mixBitrate))
+        try e.setInbandFEC(true)
+        try e.setExpectedPacketLoss(percent: 10)
+        return e
+    }
+
+    /// Starts the clock when the first member arrives.
+    func start(now: Int64) {
+        if nextDeadline == nil { nextDeadline = now + Self.frameNanoseconds }
+    }
+
+    /// Stops the clock when the room empties: an empty room costs nothing.
+    func stop() { nextDeadline = nil }
+
+    /// Queues a publisher's packet into its jitter buffer.
+    func insert(_ packet: RTPPacketView, from member: Member, arrival: Int64) {
+        guard let input = input(for: member) else { return }
+        input.stream.insert(packet, arrival: arrival)
+    }
+
+    /// Forgets a member that left.
+    func remove(_ member: Member) { inputs[member.id] = nil }
+
+    private func input(for member: Member) -> MixInput? {
+        if let i = inputs[member.id] { return i }
+        var jc = JitterBufferConfig()
+        jc.minimumDelayMilliseconds = config.mixMinimumJitterDelayMilliseconds
+        guard let stream = try? AudioReceiveStream(jitterConfig: jc) else { return nil }
+        let i = MixInput(stream: stream, frameSamples: Self.frameSamples)
+        inputs[member.id] = i
+        return i
+    }
+
+    /// Runs every mix whose deadline has passed (at most 3 back to back; further behind, it skips ahead).
+    func run(room: Room, now: Int64, send: (UnsafeRawBufferPointer, Member) -> Void) {
+        guard var deadline = nextDeadline else { return }
+        var done = 0
+        while deadline <= now && done < 3 {
+            mix(room: room, deadline: deadline, send: send)
+            deadline += Self.frameNanoseconds
+            frameIndex &+= 1
+            done += 1
+        }
+        if deadline <= now {
+            let behind = (now - deadline) / Self.frameNanoseconds + 1
+            skippedDeadlines += Int(behind)
+            deadline += behind * Self.frameNanoseconds
+            frameIndex &+= UInt32(truncatingIfNeeded: behind)
+        }
+        nextDeadline = deadline
+    }
+
+    private func mix(room: Room, deadline: Int64, send: (UnsafeRawBufferPointer, Member) -> Void) {
+        bus.clear()
+        contributors.removeAll(keepingCapacity: true)
+        for m in room.members where m.canPublish {
+            guard let input = inputs[m.id] else { continue }
+            let outcome = input.stream.pull(now: deadline, into: input.pcm)
+            input.contributing = outcome != .silence && !m.muted
+            if input.contributing {
+                bus.add(input.pcm)
+                contributors.append(m)
+            }
+        }
+        mixes += 1
+        guard !contributors.isEmpty else { return }  // nobody speaking: no encode work
+
+        listeners.removeAll(keepingCapacity: true)
+        for m in room.members where m.canSubscribe && !(inputs[m.id]?.contributing ?? false) { listeners.append(m) }
+        if !listeners.isEmpty {
+            bus.mix(into: mixPCM, limiter: &sharedLimiter)
+            encodeAndSend(sharedEncoder, excluding: nil, room: room, to: listeners, send: send)
+        }
+        // Each speaker hears the others (a lone speaker hears nothing, so nothing is encoded for it).
+        guard contributors.count > 1 else { return }
+        for speaker in contributors where speaker.canSubscribe {
+            guard let input = inputs[speaker.id] else { continue }
+            if input.minusOneEncoder == nil { input.minusOneEncoder = try? Self.makeEncoder(config) }
+            guard let encoder = input.minusOneEncoder else { continue }
+            bus.mix(excluding: input.pcm, into: mixPCM, limiter: &input.minusOneLimiter)
+            listeners.removeAll(keepingCapacity: true)
+            listeners.append(speaker)
+            encodeAndSend(encoder, excluding: speaker, room: room, to: listeners, send: send)
+        }
+    }
+
+    private func encodeAndSend(_ encoder: OpusEncoder, excluding: Member?, room: Room, to targets: [Member],
+                               send: (UnsafeRawBufferPointer, Member) -> Void) {
+        // Header: V=2, X=1 (RFC 6465 levels), CC = contributors heard (≤ 15), PT 111, seq patched per listener.
+        var csrcCount = 0
+        for c in contributors where c !== excluding && csrcCount < 15 { csrcCount += 1 }
+        guard csrcCount > 0 else { return }
+        let extensionWords = (1 + csrcCount + 3) / 4  // one-byte element header + one level per CSRC, padded
+        let headerSize = 12 + 4 * csrcCount + 4 + 4 * extensionWords
+        let p = packet.baseAddress!
+        p.storeBytes(of: UInt8(0x80 | 0x10 | UInt8(csrcCount)), toByteOffset: 0, as: UInt8.self)
+        p.storeBytes(of: UInt8(111), toByteOffset: 1, as: UInt8.self)
+        p.storeBytes(of: (timestampBase &+ frameIndex &* UInt32(Self.frameSamples)).bigEndian, toByteOffset: 4, as: UInt32.self)
+        p.storeBytes(of: ssrc.bigEndian, toByteOffset: 8, as: UInt32.self)
+        var offset = 12
+        var levelsOffset = 12 + 4 * csrcCount + 4 + 1
+        var written = 0
+        for c in contributors where c !== excluding && written < 15 {
+            p.storeBytes(of: c.ssrc.bigEndian, toByteOffset: offset, as: UInt32.self)
+            let loudness = room.selector.state(of: c.id).loudness
+            p.storeBytes(of: UInt8(max(0, min(127, (127 - loudness).rounded()))), toByteOffset: levelsOffset, as: UInt8.self)
+            offset += 4
+            levelsOffset += 1
+            written += 1
+        }
+        // RFC 8285 one-byte header: 0xBEDE, length in words; element: id (4 bits) | length-1 (4 bits), then levels.
+        p.storeBytes(of: UInt16(0xBEDE).bigEndian, toByteOffset: offset, as: UInt16.self)
+        p.storeBytes(of: UInt16(extensionWords).bigEndian, toByteOffset: offset + 2, as: UInt16.self)
+        p.storeBytes(of: UInt8(config.csrcAudioLevelExtensionID << 4 | UInt8(max(0, csrcCount - 1))), toByteOffset: offset + 4, as: UInt8.self)
+        for pad in levelsOffset..<headerSize { p.storeBytes(of: UInt8(0), toByteOffset: pad, as: UInt8.self) }
+        let pcm = UnsafeBufferPointer(start: UnsafePointer(mixPCM), count: Self.frameSamples)
+        let body = UnsafeMutableRawBufferPointer(start: p + headerSize, count: packet.count - headerSize)
+        guard let n = try? encoder.encode(pcm, frameSize: Self.frameSamples, into: body), n > 0 else { return }
+        encodes += 1
+        for listener in targets {
+            p.storeBytes(of: listener.mixSequence.bigEndian, toByteOffset: 2, as: UInt16.self)
+            listener.mixSequence &+= 1
+            send(UnsafeRawBufferPointer(start: p, count: headerSize + n), listener)
+        }
+    }
+}
