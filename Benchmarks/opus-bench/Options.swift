@@ -15,7 +15,7 @@ struct Options {
         usage: opus-bench [--complexity N] [--frames N] [--rounds N] [--json]
           Measures µs of thread CPU time per 20 ms frame (48 kHz mono, 32 kbit/s, FEC on, VOIP) to encode and to
           decode through ParleyMedia's OpusEncoder/OpusDecoder and through direct libopus calls on raw handles,
-          alternating the two in every round; reports the medians and wrapper/direct ratios.
+          interleaving the two in blocks of 50 frames; reports the medians and wrapper/direct ratios.
         """
 
     /// Parses `arguments` (without the program name); prints the usage and exits on anything it does not understand.

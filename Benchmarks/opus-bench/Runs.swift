@@ -5,6 +5,9 @@ import ParleyMedia
 let frameSize = 960
 /// The output buffer every encode writes into (libopus's recommended maximum).
 let maxPacket = 4_000
+/// Frames per timed block. Wrapper and direct blocks alternate (A B B A …), so load from other processes on this
+/// shared machine, which drifts over seconds, falls on both paths alike.
+let blockFrames = 50
 
 /// The packets of one encode run, back to back in one buffer, so decode runs read them without allocating.
 struct PacketTrain {
@@ -45,87 +48,87 @@ func makeDirectEncoder(complexity: Int32) -> OpaquePointer {
     return encoder
 }
 
-/// Encodes `frames` frames of `signal` (repeating it) through the wrapper into `train`; returns thread CPU ns.
-func encodeWrapped(_ signal: [Int16], frames: Int, complexity: Int32, into train: inout PacketTrain) throws(OpusError) -> Int64 {
+/// Thread CPU nanoseconds spent by each path in one round.
+struct RoundTimes {
+    var wrapper: Int64 = 0
+    var direct: Int64 = 0
+}
+
+/// One round of encoding `frames` frames of `signal` (repeating it) through a fresh wrapper encoder into `wrapped` and a
+/// fresh raw encoder into `direct`, block by block, alternating which path goes first.
+func encodeRound(_ signal: [Int16], frames: Int, complexity: Int32, wrapped: inout PacketTrain, direct: inout PacketTrain) throws -> RoundTimes {
     let encoder = try makeWrappedEncoder(complexity: complexity)
+    let raw = makeDirectEncoder(complexity: complexity)
+    defer { opus_encoder_destroy(raw) }
     let signalFrames = signal.count / frameSize
-    var result: Result<Int64, OpusError> = .success(0)
-    signal.withUnsafeBufferPointer { pcm in
-        train.bytes.withUnsafeMutableBytes { out in
-            train.offsets.withUnsafeMutableBufferPointer { offsets in
-                let start = threadCPUNanoseconds()
-                var at = 0
-                do throws(OpusError) {
-                    for f in 0..<frames {
-                        let input = UnsafeBufferPointer(rebasing: pcm[((f % signalFrames) * frameSize)..<((f % signalFrames + 1) * frameSize)])
-                        at += try encoder.encode(input, frameSize: frameSize, into: UnsafeMutableRawBufferPointer(rebasing: out[at..<(at + maxPacket)]))
-                        offsets[f + 1] = at
+    var times = RoundTimes()
+    try signal.withUnsafeBufferPointer { pcm in
+        try wrapped.bytes.withUnsafeMutableBytes { wrappedOut in
+            try direct.bytes.withUnsafeMutableBytes { directOut in
+                var wrappedAt = 0, directAt = 0
+                for (block, first) in stride(from: 0, to: frames, by: blockFrames).enumerated() {
+                    let range = first..<min(frames, first + blockFrames)
+                    for wrapperTurn in block % 2 == 0 ? [true, false] : [false, true] {
+                        let start = threadCPUNanoseconds()
+                        if wrapperTurn {
+                            for f in range {
+                                let s = (f % signalFrames) * frameSize
+                                let input = UnsafeBufferPointer(rebasing: pcm[s..<(s + frameSize)])
+                                wrappedAt += try encoder.encode(input, frameSize: frameSize, into: UnsafeMutableRawBufferPointer(rebasing: wrappedOut[wrappedAt..<(wrappedAt + maxPacket)]))
+                                wrapped.offsets[f + 1] = wrappedAt
+                            }
+                            times.wrapper += threadCPUNanoseconds() - start
+                        } else {
+                            let base = directOut.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                            for f in range {
+                                let n = opus_encode(raw, pcm.baseAddress! + (f % signalFrames) * frameSize, Int32(frameSize), base + directAt, Int32(maxPacket))
+                                precondition(n > 0, "opus_encode: \(n)")
+                                directAt += Int(n)
+                                direct.offsets[f + 1] = directAt
+                            }
+                            times.direct += threadCPUNanoseconds() - start
+                        }
                     }
-                    result = .success(threadCPUNanoseconds() - start)
-                } catch { result = .failure(error) }
-            }
-        }
-    }
-    return try result.get()
-}
-
-/// The same encode with `opus_encode` on a raw handle.
-func encodeDirect(_ signal: [Int16], frames: Int, complexity: Int32, into train: inout PacketTrain) -> Int64 {
-    let encoder = makeDirectEncoder(complexity: complexity)
-    defer { opus_encoder_destroy(encoder) }
-    let signalFrames = signal.count / frameSize
-    return signal.withUnsafeBufferPointer { pcm in
-        train.bytes.withUnsafeMutableBytes { out in
-            train.offsets.withUnsafeMutableBufferPointer { offsets in
-                let base = out.baseAddress!.assumingMemoryBound(to: UInt8.self)
-                let start = threadCPUNanoseconds()
-                var at = 0
-                for f in 0..<frames {
-                    let n = opus_encode(encoder, pcm.baseAddress! + (f % signalFrames) * frameSize, Int32(frameSize), base + at, Int32(maxPacket))
-                    precondition(n > 0, "opus_encode: \(n)")
-                    at += Int(n)
-                    offsets[f + 1] = at
                 }
-                return threadCPUNanoseconds() - start
             }
         }
     }
+    return times
 }
 
-/// Decodes every packet of `train` through the wrapper into `pcm`; returns thread CPU ns.
-func decodeWrapped(_ train: PacketTrain, into pcm: inout [Int16]) throws(OpusError) -> Int64 {
+/// One round of decoding every packet of `train` through a fresh wrapper decoder and a fresh raw decoder,
+/// block by block, alternating which path goes first.
+func decodeRound(_ train: PacketTrain, into pcm: inout [Int16]) throws -> RoundTimes {
     let decoder = try OpusDecoder(sampleRate: 48_000, channels: 1)
-    var result: Result<Int64, OpusError> = .success(0)
-    train.bytes.withUnsafeBytes { bytes in
-        pcm.withUnsafeMutableBufferPointer { out in
-            let start = threadCPUNanoseconds()
-            do throws(OpusError) {
-                for f in 0..<(train.offsets.count - 1) {
-                    let n = try decoder.decode(UnsafeRawBufferPointer(rebasing: bytes[train.offsets[f]..<train.offsets[f + 1]]), into: out)
-                    precondition(n == frameSize)
-                }
-                result = .success(threadCPUNanoseconds() - start)
-            } catch { result = .failure(error) }
-        }
-    }
-    return try result.get()
-}
-
-/// The same decode with `opus_decode` on a raw handle.
-func decodeDirect(_ train: PacketTrain, into pcm: inout [Int16]) -> Int64 {
     var error: Int32 = 0
-    guard let decoder = opus_decoder_create(48_000, 1, &error), error == OPUS_OK else { fatalError("opus_decoder_create: \(error)") }
-    defer { opus_decoder_destroy(decoder) }
-    return train.bytes.withUnsafeBytes { bytes in
-        pcm.withUnsafeMutableBufferPointer { out in
+    guard let raw = opus_decoder_create(48_000, 1, &error), error == OPUS_OK else { fatalError("opus_decoder_create: \(error)") }
+    defer { opus_decoder_destroy(raw) }
+    let frames = train.offsets.count - 1
+    var times = RoundTimes()
+    try train.bytes.withUnsafeBytes { bytes in
+        try pcm.withUnsafeMutableBufferPointer { out in
             let base = bytes.baseAddress!.assumingMemoryBound(to: UInt8.self)
-            let start = threadCPUNanoseconds()
-            for f in 0..<(train.offsets.count - 1) {
-                let at = train.offsets[f]
-                let n = opus_decode(decoder, base + at, Int32(train.offsets[f + 1] - at), out.baseAddress!, Int32(out.count), 0)
-                precondition(n == Int32(frameSize), "opus_decode: \(n)")
+            for (block, first) in stride(from: 0, to: frames, by: blockFrames).enumerated() {
+                let range = first..<min(frames, first + blockFrames)
+                for wrapperTurn in block % 2 == 0 ? [true, false] : [false, true] {
+                    let start = threadCPUNanoseconds()
+                    if wrapperTurn {
+                        for f in range {
+                            let n = try decoder.decode(UnsafeRawBufferPointer(rebasing: bytes[train.offsets[f]..<train.offsets[f + 1]]), into: out)
+                            precondition(n == frameSize)
+                        }
+                        times.wrapper += threadCPUNanoseconds() - start
+                    } else {
+                        for f in range {
+                            let at = train.offsets[f]
+                            let n = opus_decode(raw, base + at, Int32(train.offsets[f + 1] - at), out.baseAddress!, Int32(out.count), 0)
+                            precondition(n == Int32(frameSize), "opus_decode: \(n)")
+                        }
+                        times.direct += threadCPUNanoseconds() - start
+                    }
+                }
             }
-            return threadCPUNanoseconds() - start
         }
     }
+    return times
 }

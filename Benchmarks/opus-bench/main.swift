@@ -1,8 +1,9 @@
 // opus-bench: what the ParleyMedia Opus wrapper costs over calling libopus directly.
 //
 // Both paths encode the same pre-generated 10 s speech-like signal (repeated to --frames frames) with the same
-// settings, and decode the same packets; each round runs wrapper and direct once, alternating which goes first
-// (A B, B A, …) so drift and noise on this shared machine hit both. Medians over the rounds are reported.
+// settings, and decode the same packets. Each round runs both paths over all frames with fresh codec states,
+// interleaved in blocks of 50 frames (A B B A …) so drift and noise on this shared machine hit both alike; the
+// per-frame medians over the rounds are reported, and the two bitstreams must be identical.
 import Glibc
 import ParleyMedia
 
@@ -14,28 +15,18 @@ var pcm = [Int16](repeating: 0, count: 5_760)  // 120 ms: any packet fits
 
 do {
     // Warm up both paths (code, caches, page faults in the packet buffers).
-    _ = try encodeWrapped(signal, frames: min(options.frames, 100), complexity: options.complexity, into: &wrappedTrain)
-    _ = encodeDirect(signal, frames: min(options.frames, 100), complexity: options.complexity, into: &directTrain)
+    _ = try encodeRound(signal, frames: options.frames, complexity: options.complexity, wrapped: &wrappedTrain, direct: &directTrain)
 
     var encodeWrappedUs: [Double] = [], encodeDirectUs: [Double] = []
     var decodeWrappedUs: [Double] = [], decodeDirectUs: [Double] = []
     let perFrame = { (ns: Int64) in Double(ns) / 1_000 / Double(options.frames) }
-    for round in 0..<options.rounds {
-        let wrapperFirst = round % 2 == 0
-        for path in wrapperFirst ? [true, false] : [false, true] {
-            if path {
-                encodeWrappedUs.append(perFrame(try encodeWrapped(signal, frames: options.frames, complexity: options.complexity, into: &wrappedTrain)))
-            } else {
-                encodeDirectUs.append(perFrame(encodeDirect(signal, frames: options.frames, complexity: options.complexity, into: &directTrain)))
-            }
-        }
-        for path in wrapperFirst ? [true, false] : [false, true] {
-            if path {
-                decodeWrappedUs.append(perFrame(try decodeWrapped(directTrain, into: &pcm)))
-            } else {
-                decodeDirectUs.append(perFrame(decodeDirect(directTrain, into: &pcm)))
-            }
-        }
+    for _ in 0..<options.rounds {
+        let encode = try encodeRound(signal, frames: options.frames, complexity: options.complexity, wrapped: &wrappedTrain, direct: &directTrain)
+        encodeWrappedUs.append(perFrame(encode.wrapper))
+        encodeDirectUs.append(perFrame(encode.direct))
+        let decode = try decodeRound(directTrain, into: &pcm)
+        decodeWrappedUs.append(perFrame(decode.wrapper))
+        decodeDirectUs.append(perFrame(decode.direct))
     }
     let identical = wrappedTrain.checksum == directTrain.checksum
         && wrappedTrain.offsets[options.frames] == directTrain.offsets[options.frames]
@@ -60,7 +51,7 @@ do {
     if !options.jsonOnly {
         let bytes = Double(directTrain.offsets[options.frames]) / Double(options.frames)
         print("opus-bench: 48 kHz mono, 20 ms frames, VOIP, 32 kbit/s, FEC on (10 % loss), complexity \(options.complexity)")
-        print("  \(options.frames) frames per run (\(f(bytes, 1)) B/packet), \(options.rounds) rounds alternating wrapper/direct, median µs of thread CPU per frame")
+        print("  \(options.frames) frames per run (\(f(bytes, 1)) B/packet), \(options.rounds) rounds interleaving wrapper/direct every \(blockFrames) frames, median µs of thread CPU per frame")
         print("  identical packets from both paths: yes")
         print("")
         print("            wrapper     direct    ratio   (per-round wrapper | direct)")
