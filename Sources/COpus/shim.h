@@ -7,3 +7,12 @@ static inline int parley_opus_set_inband_fec(OpusEncoder *e, opus_int32 v) { ret
 static inline int parley_opus_set_packet_loss_perc(OpusEncoder *e, opus_int32 v) { return opus_encoder_ctl(e, OPUS_SET_PACKET_LOSS_PERC(v)); }
 static inline int parley_opus_set_dtx(OpusEncoder *e, opus_int32 v) { return opus_encoder_ctl(e, OPUS_SET_DTX(v)); }
 static inline int parley_opus_set_signal(OpusEncoder *e, opus_int32 v) { return opus_encoder_ctl(e, OPUS_SET_SIGNAL(v)); }
+static inline int parley_opus_set_vbr(OpusEncoder *e, opus_int32 v) { return opus_encoder_ctl(e, OPUS_SET_VBR(v)); }
+static inline int parley_opus_set_bandwidth(OpusEncoder *e, opus_int32 v) { return opus_encoder_ctl(e, OPUS_SET_BANDWIDTH(v)); }
+static inline int parley_opus_set_max_bandwidth(OpusEncoder *e, opus_int32 v) { return opus_encoder_ctl(e, OPUS_SET_MAX_BANDWIDTH(v)); }
+static inline int parley_opus_get_lookahead(OpusEncoder *e, opus_int32 *v) { return opus_encoder_ctl(e, OPUS_GET_LOOKAHEAD(v)); }
+static inline int parley_opus_encoder_get_final_range(OpusEncoder *e, opus_uint32 *v) { return opus_encoder_ctl(e, OPUS_GET_FINAL_RANGE(v)); }
+static inline int parley_opus_encoder_reset(OpusEncoder *e) { return opus_encoder_ctl(e, OPUS_RESET_STATE); }
+static inline int parley_opus_decoder_get_final_range(OpusDecoder *d, opus_uint32 *v) { return opus_decoder_ctl(d, OPUS_GET_FINAL_RANGE(v)); }
+static inline int parley_opus_decoder_get_last_packet_duration(OpusDecoder *d, opus_int32 *v) { return opus_decoder_ctl(d, OPUS_GET_LAST_PACKET_DURATION(v)); }
+static inline int parley_opus_decoder_reset(OpusDecoder *d) { return opus_decoder_ctl(d, OPUS_RESET_STATE); }
