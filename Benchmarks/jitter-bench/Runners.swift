@@ -61,8 +61,9 @@ func runParley(_ trace: Trace, config: JitterBufferConfig) -> (Scorer, JitterSta
 }
 
 /// libspeexdsp's JitterBuffer at its defaults (step 960) on `trace`: get + tick per pull, as speex's docs and
-/// its `speex_jitter_get` helper do.
-func runSpeex(_ trace: Trace) -> Scorer {
+/// its `speex_jitter_get` helper do; optionally `jitter_buffer_update_delay` before each tick (it makes no
+/// difference on the shared traces).
+func runSpeex(_ trace: Trace, speexUpdateDelay: Bool = false) -> Scorer {
     var score = Scorer(trace: trace, impl: "speex")
     let order = arrivalOrder(trace)
     guard let jb = jitter_buffer_init(960) else { fatalError("jitter_buffer_init failed") }
@@ -96,6 +97,13 @@ func runSpeex(_ trace: Trace) -> Scorer {
             score.slot(.concealed, dueSeq: due); due += 1
         } else if result == JITTER_BUFFER_INSERTION {
             score.slot(.expanded, dueSeq: due)
+        }
+        if speexUpdateDelay {
+            out.withUnsafeMutableBufferPointer { o in
+                var packet = JitterBufferPacket(data: o.baseAddress, len: UInt32(o.count), timestamp: 0, span: 0,
+                                                sequence: 0, user_data: 0)
+                _ = jitter_buffer_update_delay(jb, &packet, nil)
+            }
         }
         jitter_buffer_tick(jb)
     }

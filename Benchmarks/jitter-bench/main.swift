@@ -2,6 +2,7 @@
 //
 //   jitter-bench --trace FILE [--trace FILE ...] [--synth PROFILE[:SEED[:SKEW]] ...] [--impl parley|speex|both] [--json]
 //                [--quantile Q] [--forget F] [--no-fec]
+//                [--speex-update-delay]
 //
 // Profiles for --synth: mild, moderate, harsh (the shared traces' models), wifi, cellular, calm.
 import Foundation
@@ -10,6 +11,7 @@ import ParleyMedia
 var traces: [Trace] = []
 var impl = "both"
 var json = false
+var speexUpdateDelay = false
 var config = JitterBufferConfig()
 var args = CommandLine.arguments.dropFirst()
 func usage() -> Never {
@@ -32,6 +34,7 @@ while let a = args.popFirst() {
     case "--quantile": config.delayQuantile = Double(args.popFirst() ?? "") ?? config.delayQuantile
     case "--forget": config.forgetFactor = Double(args.popFirst() ?? "") ?? config.forgetFactor
     case "--no-fec": config.inbandFEC = false
+    case "--speex-update-delay": speexUpdateDelay = true
     default: usage()
     }
 }
@@ -46,6 +49,6 @@ for trace in traces {
         }
     }
     if impl == "speex" || impl == "both" {
-        print(runSpeex(trace).json())
+        print(runSpeex(trace, speexUpdateDelay: speexUpdateDelay).json())
     }
 }

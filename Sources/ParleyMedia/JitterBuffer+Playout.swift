@@ -6,7 +6,7 @@ extension JitterBuffer {
     public func pull(now: Int64) -> JitterDecision {
         if targetIsStale {
             let lo = Double(config.minimumDelayMilliseconds), hi = Double(config.maximumDelayMilliseconds)
-            targetMilliseconds = min(max(estimator.target(), lo), max(lo, hi))
+            targetMilliseconds = min(max(unclampedTarget, lo), max(lo, hi))
             targetIsStale = false
         }
         stats.targetDelayMilliseconds = targetMilliseconds
@@ -84,7 +84,7 @@ extension JitterBuffer {
                 stats.accelerated += 1
                 return .accelerate(store.frame(due), store.frame(successor))
             }
-            if !lastWasStretch, p < targetMilliseconds - expandHysteresis {
+            if !lastWasStretch, p < targetMilliseconds {
                 stats.expanded += 1
                 return .expand
             }

@@ -9,9 +9,10 @@ import ParleyWire
 /// is its transit above the floor. A frame with timestamp `ts` pulled at `now` has playout delay
 /// `p = now − ts/clockRate − floor`, and it is on time exactly when its relative delay is at most `p`.
 /// The target delay `T` is a high quantile of relative delay with forgetting (`JitterDelayEstimator`); with
-/// in-band FEC the sample for frame n is `min(r[n], r[n+1] + frame)`, the delay at which n plays or is rebuilt
-/// from n+1's FEC. Talkspurts start at the first pull with `p ≥ T` (silence-time adjustment); during speech
-/// `.accelerate` runs when `p − frame ≥ T + hysteresis` and `.expand` when `p < T − hysteresis`.
+/// in-band FEC it is the larger of the `onTimeQuantile` of `r[n]` and the `delayQuantile` of
+/// `min(r[n], r[n+1] + frame)`, the delay at which n plays or is rebuilt from n+1's FEC. Talkspurts start at the
+/// first pull with `p ≥ T` (silence-time adjustment); during speech `.accelerate` runs when
+/// `p − frame ≥ T + hysteresis` and `.expand` when `p < T`.
 ///
 /// Sequence numbers and timestamps are unwrapped to 64 bits, so 65535→0 and 2³²−1→0 are ordinary steps.
 /// A new SSRC restarts at once; a jump of more than `restartJumpSeconds` in sequence or timeline restarts when
@@ -24,7 +25,10 @@ public final class JitterBuffer {
 
     let config: JitterBufferConfig
     let store: JitterPacketStore
+    /// Quantile of relative delay `r[n]` (`onTimeQuantile` with FEC, `delayQuantile` without).
     var estimator: JitterDelayEstimator
+    /// With FEC: quantile `delayQuantile` of `min(r[n], r[n+1] + frame)`.
+    var recoverableEstimator: JitterDelayEstimator
     var floor = JitterTransitFloor()
     private var sequenceUnwrapper = SequenceUnwrapper()
     private var timestampUnwrapper = TimestampUnwrapper()
@@ -54,27 +58,35 @@ public final class JitterBuffer {
     /// Jump in sequence numbers or timeline, in seconds, taken as a sender restart.
     let restartJumpSeconds: Int64 = 5
     /// Hysteresis (ms) around the target before accelerating or expanding.
+    /// Expansion starts as soon as the delay is below the target (lateness begins there); acceleration waits
+    /// until a frame less would still leave this margin, so the two never alternate.
     let accelerateHysteresis = 5.0
-    let expandHysteresis = 5.0
 
     /// A buffer with fixed storage for `config.capacity` packets of `config.maxPayloadBytes`.
     public init(config: JitterBufferConfig = JitterBufferConfig()) {
         self.config = config
         store = JitterPacketStore(capacity: config.capacity, maxPayloadBytes: config.maxPayloadBytes)
-        estimator = JitterBuffer.makeEstimator(config)
+        estimator = JitterBuffer.makeEstimator(config, quantile: config.inbandFEC ? config.onTimeQuantile : config.delayQuantile)
+        recoverableEstimator = JitterBuffer.makeEstimator(config, quantile: config.delayQuantile)
         recentTransit = Array(repeating: (.min, 0), count: 32)
         fates = Array(repeating: (.min, .none), count: 512)
     }
 
-    private static func makeEstimator(_ config: JitterBufferConfig) -> JitterDelayEstimator {
+    private static func makeEstimator(_ config: JitterBufferConfig, quantile: Double) -> JitterDelayEstimator {
         JitterDelayEstimator(ceilingMilliseconds: max(config.maximumDelayMilliseconds, 1),
-                             quantile: config.delayQuantile, forgetFactor: config.forgetFactor)
+                             quantile: quantile, forgetFactor: config.forgetFactor)
+    }
+
+    /// The target before clamping: the larger of the on-time and the FEC-recoverable quantiles.
+    var unclampedTarget: Double {
+        config.inbandFEC ? max(estimator.target(), recoverableEstimator.target()) : estimator.target()
     }
 
     /// Forgets all packets, playout state, the delay estimate and the counters, as if newly created.
     public func reset() {
         restart()
-        estimator = JitterBuffer.makeEstimator(config)
+        estimator = JitterBuffer.makeEstimator(config, quantile: config.inbandFEC ? config.onTimeQuantile : config.delayQuantile)
+        recoverableEstimator = JitterBuffer.makeEstimator(config, quantile: config.delayQuantile)
         stats = JitterStats()
         targetIsStale = true
     }
@@ -206,8 +218,8 @@ public final class JitterBuffer {
         return nil
     }
 
-    /// Feeds the estimator: with FEC, the sample for frame n−1 is `min(r[n−1], r[n] + frame)` (taken when n
-    /// arrives; if n−1 has not arrived it can only play by FEC, so `r[n] + frame`); without FEC, `r[n]`.
+    /// Feeds the estimators: `r[n]`; with FEC also, for frame n−1, `min(r[n−1], r[n] + frame)` (taken when n
+    /// arrives; if n−1 has not arrived it can only play by FEC, so `r[n] + frame`).
     private func addDelaySample(sequence: Int64, transit: Int64) {
         let f = floor.value
         let r = Double(transit - f) / 1e6
@@ -216,10 +228,9 @@ public final class JitterBuffer {
             let previous = recentTransit[Int(UInt64(bitPattern: sequence - 1) % UInt64(recentTransit.count))]
             var sample = r + frameMilliseconds
             if previous.sequence == sequence - 1 { sample = min(sample, Double(previous.transit - f) / 1e6) }
-            estimator.add(sample)
-        } else {
-            estimator.add(r)
+            recoverableEstimator.add(sample)
         }
+        estimator.add(r)
         targetIsStale = true
     }
 }

@@ -20,9 +20,13 @@ public struct JitterBufferConfig: Sendable {
     /// later of each frame and its successor one frame earlier (see `JitterDelayEstimator`). When false, `.fec` is
     /// never returned and the target covers every frame on its own.
     public var inbandFEC: Bool = true
-    /// Fraction of frames the target delay aims to have on time (or FEC-recoverable): the quantile of the relative
-    /// delay distribution used as the target. 0.98 tolerates about 2 % late-or-unrecoverable frames.
+    /// Fraction of frames the target delay aims to have playable: on time, or (with `inbandFEC`) rebuildable from
+    /// the next frame's FEC. The quantile of the relative delay distribution used as the target; 0.98 tolerates
+    /// about 2 % of frames lost to lateness.
     public var delayQuantile: Double = 0.98
+    /// With `inbandFEC`: fraction of frames the target keeps on time on their own, so FEC (lower quality than the
+    /// primary encoding) covers lateness only in the tail. The target is the larger of both quantiles.
+    public var onTimeQuantile: Double = 0.95
     /// Per-packet forgetting factor of the delay histogram (0.998 ≈ a memory of 500 packets, 10 s at 20 ms).
     public var forgetFactor: Double = 0.998
 

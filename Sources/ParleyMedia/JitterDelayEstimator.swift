@@ -30,7 +30,9 @@ struct JitterDelayEstimator {
 
     @inline(__always) private func bucket(_ ms: Double) -> Int {
         guard ms > 0 else { return 0 }
-        return min(Int(ms.rounded(.up)), buckets.count - 1)
+        guard ms < Double(buckets.count - 1) else { return buckets.count - 1 }
+        let whole = Int(ms)          // truncation, then up: no libm on the per-packet path
+        return Double(whole) < ms ? whole + 1 : whole
     }
 
     /// Adds one relative delay sample (ms).
