@@ -25,7 +25,7 @@ func pullTimes(_ trace: Trace, _ order: [Int]) -> StrideThrough<Double> {
 
 /// Parley's `JitterBuffer` on `trace`.
 func runParley(_ trace: Trace, config: JitterBufferConfig) -> (Scorer, JitterStats) {
-    var score = Scorer(trace: trace, impl: "parley")
+    var score = Scorer(trace: trace, impl: config.inbandFEC ? "parley" : "parley-nofec")
     let order = arrivalOrder(trace)
     let jb = ParleyMedia.JitterBuffer(config: config)
     let payload = [UInt8](repeating: 0xA5, count: 60)

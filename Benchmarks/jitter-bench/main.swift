@@ -1,7 +1,7 @@
 // jitter-bench: replays network traces through Parley's JitterBuffer and libspeexdsp's JitterBuffer side by side.
 //
 //   jitter-bench --trace FILE [--trace FILE ...] [--synth PROFILE[:SEED[:SKEW]] ...] [--impl parley|speex|both] [--json]
-//                [--quantile Q] [--forget F] [--no-fec]
+//                [--quantile Q] [--on-time-quantile Q] [--forget F] [--no-fec]
 //                [--speex-update-delay]
 //
 // Profiles for --synth: mild, moderate, harsh (the shared traces' models), wifi, cellular, calm.
@@ -32,6 +32,7 @@ while let a = args.popFirst() {
     case "--impl": impl = args.popFirst() ?? "both"
     case "--json": json = true
     case "--quantile": config.delayQuantile = Double(args.popFirst() ?? "") ?? config.delayQuantile
+    case "--on-time-quantile": config.onTimeQuantile = Double(args.popFirst() ?? "") ?? config.onTimeQuantile
     case "--forget": config.forgetFactor = Double(args.popFirst() ?? "") ?? config.forgetFactor
     case "--no-fec": config.inbandFEC = false
     case "--speex-update-delay": speexUpdateDelay = true

@@ -26,9 +26,10 @@ public struct JitterBufferConfig: Sendable {
     public var delayQuantile: Double = 0.98
     /// With `inbandFEC`: fraction of frames the target keeps on time on their own, so FEC (lower quality than the
     /// primary encoding) covers lateness only in the tail. The target is the larger of both quantiles.
-    public var onTimeQuantile: Double = 0.95
-    /// Per-packet forgetting factor of the delay histogram (0.998 ≈ a memory of 500 packets, 10 s at 20 ms).
-    public var forgetFactor: Double = 0.998
+    public var onTimeQuantile: Double = 0.97
+    /// Per-packet forgetting factor of the delay histograms (NetEQ's 0.9993 ≈ a memory of 1 400 packets, 28 s at
+    /// 20 ms): long enough that a rare delay spike holds too little weight to move the quantile.
+    public var forgetFactor: Double = 0.9993
 
     /// The defaults: 48 kHz, 20 ms frames, 64 slots of 1500 bytes, target between 0 and 1000 ms, FEC on.
     public init() {}
