@@ -20,19 +20,18 @@ extension JitterBuffer {
 
     /// Between talkspurts: start the next one at the first pull where its first packet's playout delay reaches the
     /// target (silence-time adjustment: this both shrinks and grows the delay without time-stretching). Packets
-    /// already a frame past the target are dropped as late.
+    /// already a frame past the target are dropped as late. A nearly full store starts at once.
     private func pullSilent(now: Int64) -> JitterDecision {
         let frame = frameMilliseconds
         while let candidate = store.lowest(atOrAbove: nextSequence) {
             let p = playoutDelay(candidate.timestamp, now: now)
-            let nearlyFull = store.count >= store.capacity * 3 / 4
-            if p >= targetMilliseconds + frame && !nearlyFull {
+            if p >= targetMilliseconds + frame {
                 store.remove(candidate.sequence)
                 setFate(candidate.sequence, .skipped)
                 stats.lateDropped += 1
                 continue
             }
-            guard p >= targetMilliseconds || nearlyFull else { break }
+            guard p >= targetMilliseconds || store.count >= store.capacity * 3 / 4 else { break }
             nextSequence = candidate.sequence
             playTimestamp = candidate.timestamp
             mode = .speech
@@ -94,6 +93,12 @@ extension JitterBuffer {
         }
 
         // The due frame is missing: lost, or late.
+        if store.count >= store.capacity * 3 / 4 {
+            // Far behind (the playout side stalled, or the buffer overflowed past the due frame): drop what is
+            // already a frame past the target and restart the talkspurt at the target.
+            mode = .silent
+            return pullSilent(now: now)
+        }
         concealRun += 1
         if concealRun > maximumConcealRun {
             mode = .silent

@@ -104,4 +104,21 @@ struct JitterBufferPlayoutTests {
         #expect(!h.playedSequences.contains(60))
         #expect(h.playedSequences.count == 119)
     }
+
+    @Test func stalledPlayoutCatchesUpToTheTarget() {
+        // The playout side stops pulling for 3 s while 150 packets arrive (more than the 64 slots hold).
+        let h = JitterHarness()
+        h.send(stream(count: 600))
+        h.run(pulls: 100)
+        h.stall(3_000 * ms)
+        h.run(pulls: 10)
+        let s = h.buffer.stats
+        #expect(s.overflowDropped + s.lateDropped >= 150 - 64)
+        #expect(h.delays.last! <= s.targetDelayMilliseconds + 25)
+        h.run(untilPlayed: 600 - s.overflowDropped - s.lateDropped, limit: 1_000)
+        let played = h.playedSequences
+        #expect(played == played.sorted())
+        #expect(played.last == 599)
+        #expect(h.concealments <= 2)
+    }
 }

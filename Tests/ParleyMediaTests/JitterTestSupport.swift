@@ -99,6 +99,9 @@ final class JitterHarness {
         }
     }
 
+    /// Moves the clock without pulling (the playout side stalled).
+    func stall(_ nanoseconds: Int64) { now += nanoseconds }
+
     /// Packets still on the network.
     var inFlight: Int { pending.count }
 
