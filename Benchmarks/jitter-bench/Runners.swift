@@ -24,30 +24,38 @@ func pullTimes(_ trace: Trace, _ order: [Int]) -> StrideThrough<Double> {
 }
 
 /// Parley's `JitterBuffer` on `trace`.
-func runParley(_ trace: Trace, config: JitterBufferConfig) -> (Scorer, JitterStats) {
+///
+/// `wrap` offsets sequence numbers by 65 000 and timestamps by 2³² − 10 s, so both wrap early in the run: the
+/// figures must not change.
+func runParley(_ trace: Trace, config: JitterBufferConfig, wrap: Bool = false) -> (Scorer, JitterStats) {
     var score = Scorer(trace: trace, impl: config.inbandFEC ? "parley" : "parley-nofec")
     let order = arrivalOrder(trace)
     let jb = ParleyMedia.JitterBuffer(config: config)
     let payload = [UInt8](repeating: 0xA5, count: 60)
     var next = 0, due = 0
+    let seqOffset16: UInt16 = wrap ? 65_000 : 0
     payload.withUnsafeBytes { bytes in
         for t in pullTimes(trace, order) {
             while next < order.count, let a = trace.packets[order[next]].arrivalMs, a <= t {
                 let p = trace.packets[order[next]]
-                jb.insert(sequenceNumber: UInt16(truncatingIfNeeded: p.seq), timestamp: rtpTimestamp(p.sendMs),
+                let seqOffset = wrap ? 65_000 : 0
+                let tsOffset: UInt32 = wrap ? UInt32.max - 480_000 : 0
+                jb.insert(sequenceNumber: UInt16(truncatingIfNeeded: p.seq + seqOffset),
+                          timestamp: rtpTimestamp(p.sendMs) &+ tsOffset,
                           ssrc: 0x5EED, marker: false, payload: bytes, arrival: nanoseconds(a))
                 next += 1
             }
             switch jb.pull(now: nanoseconds(t)) {
             case .play(let f):
-                let i = index(of: f.sequenceNumber, near: due)
+                let i = index(of: f.sequenceNumber &- seqOffset16, near: due)
                 score.played(i, at: t); score.slot(.played, dueSeq: i); due = i + 1
             case .accelerate(let a, let b):
-                let i = index(of: a.sequenceNumber, near: due), j = index(of: b.sequenceNumber, near: due)
+                let i = index(of: a.sequenceNumber &- seqOffset16, near: due)
+                let j = index(of: b.sequenceNumber &- seqOffset16, near: due)
                 score.played(i, at: t); score.played(j, at: t); score.slot(.played, dueSeq: i)
                 score.accelerated(); due = j + 1
             case .fec(let n):
-                let i = index(of: n.sequenceNumber, near: due) - 1
+                let i = index(of: n.sequenceNumber &- seqOffset16, near: due) - 1
                 score.slot(.fec, dueSeq: i); due = i + 1
             case .conceal, .silence:
                 // No DTX in the traces: silence after the first played frame is a gap in the audio.

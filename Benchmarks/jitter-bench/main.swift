@@ -2,7 +2,7 @@
 //
 //   jitter-bench --trace FILE [--trace FILE ...] [--synth PROFILE[:SEED[:SKEW]] ...] [--impl parley|speex|both] [--json]
 //                [--quantile Q] [--on-time-quantile Q] [--forget F] [--no-fec]
-//                [--speex-update-delay]
+//                [--speex-update-delay] [--wrap]
 //
 // Profiles for --synth: mild, moderate, harsh (the shared traces' models), wifi, cellular, calm.
 import Foundation
@@ -12,6 +12,7 @@ var traces: [Trace] = []
 var impl = "both"
 var json = false
 var speexUpdateDelay = false
+var wrap = false
 var config = JitterBufferConfig()
 var args = CommandLine.arguments.dropFirst()
 func usage() -> Never {
@@ -36,6 +37,7 @@ while let a = args.popFirst() {
     case "--forget": config.forgetFactor = Double(args.popFirst() ?? "") ?? config.forgetFactor
     case "--no-fec": config.inbandFEC = false
     case "--speex-update-delay": speexUpdateDelay = true
+    case "--wrap": wrap = true
     default: usage()
     }
 }
@@ -43,10 +45,13 @@ if traces.isEmpty { usage() }
 
 for trace in traces {
     if impl == "parley" || impl == "both" {
-        let (score, stats) = runParley(trace, config: config)
+        let clock = ContinuousClock()
+        var result: (Scorer, JitterStats)?
+        let elapsed = clock.measure { result = runParley(trace, config: config, wrap: wrap) }
+        let (score, stats) = result!
         print(score.json())
         if !json {
-            print("  parley stats: inserted \(stats.inserted) late \(stats.lateDropped) played \(stats.played) accel \(stats.accelerated) expand \(stats.expanded) concealed \(stats.concealedFrames) events \(stats.concealmentEvents) fec \(stats.fecRecovered) jitter-induced \(stats.jitterInducedConcealedFrames) target \(stats.targetDelayMilliseconds) ms")
+            print("  parley stats: inserted \(stats.inserted) late \(stats.lateDropped) played \(stats.played) accel \(stats.accelerated) expand \(stats.expanded) concealed \(stats.concealedFrames) events \(stats.concealmentEvents) fec \(stats.fecRecovered) jitter-induced \(stats.jitterInducedConcealedFrames) target \(stats.targetDelayMilliseconds) ms; whole replay \(elapsed)")
         }
     }
     if impl == "speex" || impl == "both" {
