@@ -54,6 +54,12 @@ extension JitterBuffer {
         let p = playoutDelay(playTimestamp, now: now)
         stats.currentDelayMilliseconds = p
 
+        if p > targetMilliseconds + maximumExcessMilliseconds {
+            // Far above the target (a stall, or a timeline that moved under us): accelerating a frame at a time
+            // would take seconds; drop what is a frame past the target and restart the talkspurt at it.
+            mode = .silent
+            return pullSilent(now: now)
+        }
         if let due = store.slot(next) {
             if due.timestamp - playTimestamp >= frameSamples / 2 {
                 // The sender paused (timestamps jumped, sequence did not): a new talkspurt, start it at the target.

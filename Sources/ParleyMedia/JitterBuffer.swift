@@ -58,6 +58,9 @@ public final class JitterBuffer {
     /// Jump in sequence numbers or timeline, in seconds, taken as a sender restart.
     let restartJumpSeconds: Int64 = 5
     /// Hysteresis (ms) around the target before accelerating or expanding.
+    /// Excess over the target (ms) beyond which the buffer drops late audio and restarts at the target rather
+    /// than accelerating a frame at a time.
+    let maximumExcessMilliseconds = 400.0
     /// Expansion starts as soon as the delay is below the target (lateness begins there); acceleration waits
     /// until a frame less would still leave this margin, so the two never alternate.
     let accelerateHysteresis = 5.0
@@ -138,7 +141,9 @@ public final class JitterBuffer {
     // MARK: Insert
 
     /// Accepts one received packet. Copies `payload` into a slot; drops duplicates and late packets (counting
-    /// them); detects sender restarts; feeds the delay estimator (late packets included).
+    /// them); detects sender restarts; feeds the delay estimator (late packets included). `marker` is accepted
+    /// but not needed: a talkspurt start is recognised by its timestamp gap, which also covers senders that do
+    /// not set the marker. A 1–2 byte payload is DTX.
     public func insert(sequenceNumber: UInt16, timestamp: UInt32, ssrc: UInt32, marker: Bool,
                        payload: UnsafeRawBufferPointer, arrival: Int64) {
         if let current = self.ssrc, current != ssrc {

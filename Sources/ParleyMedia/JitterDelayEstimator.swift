@@ -86,6 +86,10 @@ struct JitterTransitFloor {
         if isEmpty {
             bucketStart[current] = arrival
         } else if arrival - bucketStart[current] >= bucketNanoseconds {
+            if arrival - bucketStart[current] >= bucketNanoseconds * Int64(minima.count) {
+                // Nothing arrived for a whole window (a long DTX pause): older minima are stale.
+                for i in minima.indices { minima[i] = .max }
+            }
             current = (current + 1) % minima.count
             minima[current] = .max
             bucketStart[current] = arrival
