@@ -74,6 +74,12 @@ struct Scorer {
             }
         }
         endRun()
+        // Interruptions no jitter buffer can avoid: runs of 8+ packets (≥ 150 ms) lost in the network.
+        var lossInterruptions = 0, lossRun = 0
+        for p in trace.packets {
+            if p.arrivalMs == nil { lossRun += 1 } else { if lossRun >= 8 { lossInterruptions += 1 }; lossRun = 0 }
+        }
+        if lossRun >= 8 { lossInterruptions += 1 }
         let slotsCount = Double(max(output.count, 1))
         let minutes = slotsCount * 20 / 60_000
         func mean(_ a: [Double]) -> Double { a.isEmpty ? 0 : a.reduce(0, +) / Double(a.count) }
@@ -101,6 +107,7 @@ struct Scorer {
             ("concealed_rate", f(Double(concealed) / slotsCount)),
             ("fec_rate", f(Double(fec) / slotsCount)),
             ("jico_rate_fec_as_conceal", f(Double(jico + fecNotLost) / slotsCount)),
+            ("loss_interruptions", "\(lossInterruptions)"),
             ("output_frames", "\(output.count)"),
         ]
         return "{" + fields.map { "\"\($0.0)\": \($0.1)" }.joined(separator: ", ") + "}"
