@@ -1,0 +1,241 @@
+// The adaptive jitter buffer: state, insert path and restart detection. The playout side is in
+// JitterBuffer+Playout.swift. Pure: never reads a clock; `arrival` and `now` are monotonic nanoseconds.
+import ParleyWire
+
+/// The adaptive jitter buffer. Pure: never reads a clock; `now`/`arrival` are monotonic nanoseconds.
+///
+/// Timing model. Every packet's *transit* is `arrival − timestamp/clockRate` on the receiver's clock; the
+/// fastest transit of the last few seconds is the floor (`JitterTransitFloor`), and a packet's *relative delay*
+/// is its transit above the floor. A frame with timestamp `ts` pulled at `now` has playout delay
+/// `p = now − ts/clockRate − floor`, and it is on time exactly when its relative delay is at most `p`.
+/// The target delay `T` is a high quantile of relative delay with forgetting (`JitterDelayEstimator`); with
+/// in-band FEC it is the larger of the `onTimeQuantile` of `r[n]` and the `delayQuantile` of
+/// `min(r[n], r[n+1] + frame)`, the delay at which n plays or is rebuilt from n+1's FEC. Talkspurts start at the
+/// first pull with `p ≥ T` (silence-time adjustment); during speech `.accelerate` runs when
+/// `p − frame ≥ T + hysteresis` and `.expand` when `p < T`.
+///
+/// Sequence numbers and timestamps are unwrapped to 64 bits, so 65535→0 and 2³²−1→0 are ordinary steps.
+/// A new SSRC restarts at once; a jump of more than `restartJumpSeconds` in sequence or timeline restarts when
+/// two consecutive packets agree on the new timeline (a single stray packet is ignored).
+public final class JitterBuffer {
+    /// Silence/concealment states of the playout side.
+    enum Mode { case silent, speech }
+    /// What happened to a sequence number at playout, for late/duplicate/jitter-induced accounting.
+    enum Fate: UInt8 { case none, played, concealed, recovered, skipped }
+
+    let config: JitterBufferConfig
+    let store: JitterPacketStore
+    /// Quantile of relative delay `r[n]` (`onTimeQuantile` with FEC, `delayQuantile` without).
+    var estimator: JitterDelayEstimator
+    /// With FEC: quantile `delayQuantile` of `min(r[n], r[n+1] + frame)`.
+    var recoverableEstimator: JitterDelayEstimator
+    var floor = JitterTransitFloor()
+    private var sequenceUnwrapper = SequenceUnwrapper()
+    private var timestampUnwrapper = TimestampUnwrapper()
+    private var ssrc: UInt32?
+    private var timestampOrigin: Int64 = 0
+    private var highestSequence: Int64?
+    private var restartProbe: (sequence: UInt16, timestamp: UInt32)?
+    private var recentTransit: [(sequence: Int64, transit: Int64)]
+    private var fates: [(sequence: Int64, fate: Fate)]
+
+    var mode = Mode.silent
+    /// Next extended sequence number to play (nil before the first talkspurt).
+    var nextSequence: Int64?
+    /// Timestamp (relative to the stream's first) of the next output frame; meaningful in `.speech`.
+    var playTimestamp: Int64 = 0
+    var concealRun = 0
+    var inOutage = false
+    var lastWasStretch = false
+    var targetMilliseconds: Double = 0
+    var targetIsStale = true
+
+    /// Counters since init or `reset()`.
+    public internal(set) var stats = JitterStats()
+
+    /// Frames of continuous concealment after which the buffer stops concealing and waits as in silence.
+    let maximumConcealRun = 50
+    /// Jump in sequence numbers or timeline, in seconds, taken as a sender restart.
+    let restartJumpSeconds: Int64 = 5
+    /// Hysteresis (ms) around the target before accelerating or expanding.
+    /// Excess over the target (ms) beyond which the buffer drops late audio and restarts at the target rather
+    /// than accelerating a frame at a time.
+    let maximumExcessMilliseconds = 400.0
+    /// Expansion starts as soon as the delay is below the target (lateness begins there); acceleration waits
+    /// until a frame less would still leave this margin, so the two never alternate.
+    let accelerateHysteresis = 5.0
+
+    /// A buffer with fixed storage for `config.capacity` packets of `config.maxPayloadBytes`.
+    public init(config: JitterBufferConfig = JitterBufferConfig()) {
+        self.config = config
+        store = JitterPacketStore(capacity: config.capacity, maxPayloadBytes: config.maxPayloadBytes)
+        estimator = JitterBuffer.makeEstimator(config, quantile: config.inbandFEC ? config.onTimeQuantile : config.delayQuantile)
+        recoverableEstimator = JitterBuffer.makeEstimator(config, quantile: config.delayQuantile)
+        recentTransit = Array(repeating: (.min, 0), count: 32)
+        fates = Array(repeating: (.min, .none), count: 512)
+    }
+
+    private static func makeEstimator(_ config: JitterBufferConfig, quantile: Double) -> JitterDelayEstimator {
+        JitterDelayEstimator(ceilingMilliseconds: max(config.maximumDelayMilliseconds, 1),
+                             quantile: quantile, forgetFactor: config.forgetFactor)
+    }
+
+    /// The target before clamping: the larger of the on-time and the FEC-recoverable quantiles.
+    var unclampedTarget: Double {
+        config.inbandFEC ? max(estimator.target(), recoverableEstimator.target()) : estimator.target()
+    }
+
+    /// Forgets all packets, playout state, the delay estimate and the counters, as if newly created.
+    public func reset() {
+        restart()
+        estimator = JitterBuffer.makeEstimator(config, quantile: config.inbandFEC ? config.onTimeQuantile : config.delayQuantile)
+        recoverableEstimator = JitterBuffer.makeEstimator(config, quantile: config.delayQuantile)
+        stats = JitterStats()
+        targetIsStale = true
+    }
+
+    /// Sender restart: forgets packets, the timeline and the floor; keeps the delay histogram and the counters.
+    private func restart() {
+        store.removeAll()
+        floor.clear()
+        sequenceUnwrapper = SequenceUnwrapper()
+        timestampUnwrapper = TimestampUnwrapper()
+        ssrc = nil
+        highestSequence = nil
+        restartProbe = nil
+        for i in recentTransit.indices { recentTransit[i] = (.min, 0) }
+        for i in fates.indices { fates[i] = (.min, .none) }
+        mode = .silent
+        nextSequence = nil
+        concealRun = 0
+        inOutage = false
+        lastWasStretch = false
+    }
+
+    // MARK: Time conversions
+
+    /// Nanoseconds of `samples` at the clock rate.
+    @inline(__always) func nanoseconds(_ samples: Int64) -> Int64 {
+        samples * 1_000_000_000 / Int64(config.clockRate)
+    }
+
+    /// Frame duration in ms.
+    var frameMilliseconds: Double { Double(config.frameSamples) * 1000 / Double(config.clockRate) }
+
+    /// Playout delay (ms) of a frame with relative timestamp `timestamp` pulled at `now`.
+    @inline(__always) func playoutDelay(_ timestamp: Int64, now: Int64) -> Double {
+        Double(now - nanoseconds(timestamp) - floor.value) / 1e6
+    }
+
+    // MARK: Fates
+
+    func setFate(_ sequence: Int64, _ fate: Fate) {
+        fates[Int(UInt64(bitPattern: sequence) % UInt64(fates.count))] = (sequence, fate)
+    }
+
+    private func fate(_ sequence: Int64) -> Fate {
+        let f = fates[Int(UInt64(bitPattern: sequence) % UInt64(fates.count))]
+        return f.sequence == sequence ? f.fate : .none
+    }
+
+    // MARK: Insert
+
+    /// Accepts one received packet. Copies `payload` into a slot; drops duplicates and late packets (counting
+    /// them); detects sender restarts; feeds the delay estimator (late packets included). `marker` is accepted
+    /// but not needed: a talkspurt start is recognised by its timestamp gap, which also covers senders that do
+    /// not set the marker. A 1–2 byte payload is DTX.
+    public func insert(sequenceNumber: UInt16, timestamp: UInt32, ssrc: UInt32, marker: Bool,
+                       payload: UnsafeRawBufferPointer, arrival: Int64) {
+        if let current = self.ssrc, current != ssrc {
+            restart()
+            stats.resets += 1
+        }
+        guard let (sequence, time) = locate(sequenceNumber, timestamp, arrival: arrival) else { return }
+        self.ssrc = ssrc
+
+        // Duplicates: held, or already played.
+        if store.contains(sequence) || fate(sequence) == .played {
+            stats.duplicates += 1
+            return
+        }
+        let transit = arrival - nanoseconds(time)
+        floor.add(transit: transit, arrival: arrival)
+        addDelaySample(sequence: sequence, transit: transit)
+        highestSequence = max(highestSequence ?? sequence, sequence)
+
+        if let next = nextSequence, sequence < next {
+            let halfFrame = Int64(config.frameSamples / 2)
+            if mode == .speech && time >= playTimestamp - halfFrame {
+                // Not late in time: the sender resumed after a pause without DTX, reusing the next sequence
+                // numbers. Re-anchor on it as a new talkspurt.
+                mode = .silent
+                inOutage = false
+                concealRun = 0
+                nextSequence = sequence
+            } else {
+                stats.lateDropped += 1
+                if fate(sequence) == .concealed { stats.jitterInducedConcealedFrames += 1 }
+                return
+            }
+        }
+        let slot = JitterSlot(sequence: sequence, timestamp: time, rtpSequence: sequenceNumber,
+                              rtpTimestamp: timestamp, length: 0, arrival: arrival)
+        switch store.store(slot, payload: payload) {
+        case .stored: stats.inserted += 1
+        case .duplicate: stats.duplicates += 1
+        case .tooOld: stats.overflowDropped += 1
+        case .evicted: stats.inserted += 1; stats.overflowDropped += 1
+        }
+    }
+
+    /// Unwraps the packet's numbers onto this stream's 64-bit lines, or returns nil for a packet far off the
+    /// timeline that is not (yet) confirmed as a restart. Restarts when two consecutive packets confirm a jump.
+    private func locate(_ sequenceNumber: UInt16, _ timestamp: UInt32, arrival: Int64) -> (Int64, Int64)? {
+        guard let highest = highestSequence else {
+            let s = sequenceUnwrapper.unwrap(sequenceNumber)
+            timestampOrigin = timestampUnwrapper.unwrap(timestamp)
+            return (s, 0)
+        }
+        var su = sequenceUnwrapper, tu = timestampUnwrapper
+        let s = su.unwrap(sequenceNumber)
+        let t = tu.unwrap(timestamp) - timestampOrigin
+        let jumpNanoseconds = restartJumpSeconds * 1_000_000_000
+        let framesPerJump = restartJumpSeconds * Int64(config.clockRate / max(config.frameSamples, 1))
+        let offTimeline = !floor.isEmpty && abs(arrival - nanoseconds(t) - floor.value) > jumpNanoseconds
+        if abs(s - highest) <= framesPerJump && !offTimeline {
+            restartProbe = nil
+            sequenceUnwrapper = su
+            timestampUnwrapper = tu
+            return (s, t)
+        }
+        if let probe = restartProbe {
+            let ds = sequenceNumber &- probe.sequence
+            let dt = timestamp &- probe.timestamp
+            if ds >= 1 && ds <= 8 && dt < UInt32(config.clockRate) {
+                restart()
+                stats.resets += 1
+                let s0 = sequenceUnwrapper.unwrap(sequenceNumber)
+                timestampOrigin = timestampUnwrapper.unwrap(timestamp)
+                return (s0, 0)
+            }
+        }
+        restartProbe = (sequenceNumber, timestamp)
+        return nil
+    }
+
+    /// Feeds the estimators: `r[n]`; with FEC also, for frame n−1, `min(r[n−1], r[n] + frame)` (taken when n
+    /// arrives; if n−1 has not arrived it can only play by FEC, so `r[n] + frame`).
+    private func addDelaySample(sequence: Int64, transit: Int64) {
+        let f = floor.value
+        let r = Double(transit - f) / 1e6
+        recentTransit[Int(UInt64(bitPattern: sequence) % UInt64(recentTransit.count))] = (sequence, transit)
+        if config.inbandFEC {
+            let previous = recentTransit[Int(UInt64(bitPattern: sequence - 1) % UInt64(recentTransit.count))]
+            var sample = r + frameMilliseconds
+            if previous.sequence == sequence - 1 { sample = min(sample, Double(previous.transit - f) / 1e6) }
+            recoverableEstimator.add(sample)
+        }
+        estimator.add(r)
+        targetIsStale = true
+    }
+}

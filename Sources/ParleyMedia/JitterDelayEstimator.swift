@@ -1,0 +1,111 @@
+// NetEQ-style delay estimation: a histogram of relative arrival delay with exponential forgetting, and its quantile.
+
+/// A histogram of relative delays (ms, 1 ms buckets up to a ceiling) whose old samples fade by a forgetting
+/// factor per new sample; the target delay is a high quantile of it (NetEQ's DelayManager).
+///
+/// Forgetting is done lazily: each new sample is added with a weight `1/f` larger than the previous one and the
+/// whole histogram is rescaled when the weights grow large, so an update is O(1) and a quantile query O(buckets).
+/// The first samples use a weaker forgetting (`1 − 1/(n+1)`, an equal-weight average) so the estimate settles
+/// quickly from a cold start, as NetEQ's start-up forget factor does.
+struct JitterDelayEstimator {
+    private var buckets: [Double]
+    private var total: Double = 0
+    private var weight: Double = 1
+    private var samples = 0
+    let forgetFactor: Double
+    let quantile: Double
+
+    /// - Parameters: `ceilingMilliseconds` is the largest delay represented (larger samples land in the top bucket).
+    init(ceilingMilliseconds: Int, quantile: Double, forgetFactor: Double,
+         priorMilliseconds: Double = 60, priorWeight: Double = 5) {
+        buckets = Array(repeating: 0, count: max(ceilingMilliseconds, 1) + 1)
+        self.quantile = min(max(quantile, 0.5), 0.9999)
+        self.forgetFactor = min(max(forgetFactor, 0.9), 0.99999)
+        // A weak prior so the very first pulls do not target zero delay.
+        let b = bucket(priorMilliseconds)
+        buckets[b] = priorWeight
+        total = priorWeight
+        samples = Int(priorWeight)
+    }
+
+    @inline(__always) private func bucket(_ ms: Double) -> Int {
+        guard ms > 0 else { return 0 }
+        guard ms < Double(buckets.count - 1) else { return buckets.count - 1 }
+        let whole = Int(ms)          // truncation, then up: no libm on the per-packet path
+        return Double(whole) < ms ? whole + 1 : whole
+    }
+
+    /// Adds one relative delay sample (ms).
+    mutating func add(_ milliseconds: Double) {
+        samples += 1
+        let f = min(forgetFactor, 1 - 1 / Double(samples + 1))
+        weight /= f
+        buckets[bucket(milliseconds)] += weight
+        total += weight
+        if weight > 1e200 {
+            for i in buckets.indices { buckets[i] /= weight }
+            total /= weight
+            weight = 1
+        }
+    }
+
+    /// The smallest delay (ms) that covers `quantile` of the weighted samples.
+    func target() -> Double {
+        let allowed = (1 - quantile) * total
+        var above = 0.0
+        var i = buckets.count - 1
+        while i > 0 {
+            above += buckets[i]
+            if above > allowed { return Double(i) }
+            i -= 1
+        }
+        return 0
+    }
+}
+
+/// The fastest transit (arrival − send time, in ns on the receiver's clock) seen over the last few seconds:
+/// the reference that relative delays are measured from. A sliding minimum over `bucketCount` buckets of
+/// `bucketNanoseconds` of arrival time follows a drifting clock (skew) and a changed base delay within the window.
+struct JitterTransitFloor {
+    private var minima: [Int64]
+    private var bucketStart: [Int64]
+    private var current = 0
+    let bucketNanoseconds: Int64
+
+    init(bucketCount: Int = 4, bucketNanoseconds: Int64 = 1_000_000_000) {
+        minima = Array(repeating: .max, count: bucketCount)
+        bucketStart = Array(repeating: .min, count: bucketCount)
+        self.bucketNanoseconds = bucketNanoseconds
+    }
+
+    /// True before the first sample.
+    var isEmpty: Bool { bucketStart[current] == .min }
+
+    /// Adds a transit sample taken at `arrival`.
+    mutating func add(transit: Int64, arrival: Int64) {
+        if isEmpty {
+            bucketStart[current] = arrival
+        } else if arrival - bucketStart[current] >= bucketNanoseconds {
+            if arrival - bucketStart[current] >= bucketNanoseconds * Int64(minima.count) {
+                // Nothing arrived for a whole window (a long DTX pause): older minima are stale.
+                for i in minima.indices { minima[i] = .max }
+            }
+            current = (current + 1) % minima.count
+            minima[current] = .max
+            bucketStart[current] = arrival
+        }
+        minima[current] = min(minima[current], transit)
+    }
+
+    /// The minimum transit over the window (0 when empty).
+    var value: Int64 {
+        let m = minima.min() ?? .max
+        return m == .max ? 0 : m
+    }
+
+    /// Forgets everything.
+    mutating func clear() {
+        for i in minima.indices { minima[i] = .max; bucketStart[i] = .min }
+        current = 0
+    }
+}
