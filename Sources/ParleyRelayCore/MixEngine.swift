@@ -120,7 +120,10 @@ final class MixEngine {
         for m in room.members where m.canPublish {
             guard let input = inputs[m.id] else { continue }
             let outcome = input.stream.pull(now: deadline, into: input.pcm)
-            input.contributing = outcome != .silence && !m.muted
+            // A contributor is playing audio and has spoken recently (RFC 6464 level): the comfort-noise frames an
+            // encoder sends before DTX settles, or steady background noise, do not cost a mix.
+            let spokeRecently = room.selector.state(of: m.id).lastSpeech.map { deadline - $0 <= config.speakingHold } ?? false
+            input.contributing = outcome != .silence && !m.muted && spokeRecently
             if input.contributing {
                 bus.add(input.pcm)
                 contributors.append(m)
