@@ -165,7 +165,7 @@ enum JoinCommand {
             flush()
         }
         for (ssrc, count) in received.sorted(by: { $0.key < $1.key }) {
-            say("received ssrc \(ssrc) from \(names[ssrc] ?? "unknown"): \(count.packets) packets, \(count.bytes) bytes")
+            say("received ssrc \(ssrc) from \(names[ssrc] ?? (session.welcome?.mode == "mix" ? "the room mix" : "unknown")): \(count.packets) packets, \(count.bytes) bytes")
         }
         if rtcpReceived > 0 { say("received \(rtcpReceived) RTCP packets") }
         return exitCode

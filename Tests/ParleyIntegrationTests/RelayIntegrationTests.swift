@@ -41,6 +41,28 @@ struct RelayIntegrationTests {
         #expect(relay.stderr.contains("dave left \(room): timed out"))
     }
 
+    @Test("mix mode: a listener receives one mixed stream at 50 packets a second while two members speak")
+    func mixRoom() throws {
+        let (relay, server) = try startRelay()
+        defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+        let room = "mix-\(UInt32.random(in: 0...UInt32.max))"
+        let a = try Spawned("parley", ["join", room, "--mode", "mix", "--identity", "a", "--server", server, "--tone", "440", "--duration", "5"])
+        let b = try Spawned("parley", ["join", room, "--mode", "mix", "--identity", "b", "--server", server, "--tone", "700", "--duration", "5"])
+        #expect(a.waitFor(seconds: 5) { $0.contains("mode mix") })
+        #expect(b.waitFor(seconds: 5) { $0.contains("mode mix") })
+        let c = try Spawned("parley", ["join", room, "--identity", "c", "--server", server, "--listen-only", "--duration", "3"])
+        #expect(c.wait(seconds: 10) == 0)
+        let received = c.lines.filter { $0.hasPrefix("received ssrc") }
+        #expect(received.count == 1, "\(received)")
+        let line = received.first ?? ""
+        #expect(line.contains("from the room mix"))
+        let packets = Int(line.split(separator: " ").drop(while: { !$0.hasSuffix(":") }).dropFirst().first ?? "") ?? 0
+        #expect(packets >= 130, "\(packets) mixed packets in ~3 s")
+        #expect(a.wait(seconds: 8) == 0 && b.wait(seconds: 8) == 0)
+        // Each speaker hears a mix too (the other one), from the same mixer SSRC.
+        #expect(a.lines.contains { $0.contains("from the room mix") })
+    }
+
     @Test("SIGTERM: members are told the relay is going away and the relay exits 0")
     func shutdown() throws {
         let (relay, server) = try startRelay(workers: 1)
