@@ -31,12 +31,14 @@ let package = Package(
         .target(name: "ParleyNet", dependencies: ["CParleySys", "ParleyWire"]),
         // Audio: the Opus wrapper, the adaptive jitter buffer, receive streams (decode, PLC, FEC, time-stretch), the mixer.
         .target(name: "ParleyMedia", dependencies: ["COpus", "ParleyWire"]),
+        // Audio devices and files for the client: ALSA capture/playback, WAV read/write, resampling, speexdsp DSP.
+        .target(name: "ParleyAudioIO", dependencies: ["CALSA", "CSpeexDSP"]),
         // The relay's pure core: rooms, members, signalling sessions, forwarding, NACK, stats. No sockets, no clocks.
         .target(name: "ParleyRelayCore", dependencies: ["ParleyWire", "ParleyAuth", "ParleyMedia"]),
         // The relay runtime: config, worker loops that drive the core over real sockets.
         .target(name: "ParleyRelay", dependencies: ["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire"]),
         // The client's pure core: the join handshake, reliable signalling, keepalives, resume.
-        .target(name: "ParleyClientCore", dependencies: ["ParleyWire", "ParleyAuth"]),
+        .target(name: "ParleyClientCore", dependencies: ["ParleyWire", "ParleyAuth", "ParleyMedia"]),
 
         .executableTarget(name: "parley-relay", dependencies: ["ParleyRelay"]),
         .executableTarget(name: "parley", dependencies: ["ParleyClientCore", "ParleyNet", "ParleyAuth", "ParleyWire", "COpus"]),
@@ -50,6 +52,7 @@ let package = Package(
 
         .testTarget(name: "ParleyWireTests", dependencies: ["ParleyWire"]),
         .testTarget(name: "ParleyMediaTests", dependencies: ["ParleyMedia", "ParleyWire"]),
+        .testTarget(name: "ParleyAudioIOTests", dependencies: ["ParleyAudioIO"]),
         .testTarget(name: "ParleyAuthTests", dependencies: ["ParleyAuth"]),
         .testTarget(name: "ParleyRelayCoreTests", dependencies: ["ParleyRelayCore", "ParleyClientCore", "ParleyWire", "ParleyAuth", "ParleyMedia"]),
         .testTarget(name: "ParleyIntegrationTests", dependencies: ["ParleyWire", "ParleyNet", "ParleyAuth"]),
