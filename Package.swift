@@ -41,7 +41,7 @@ let package = Package(
         .target(name: "ParleyClientCore", dependencies: ["ParleyWire", "ParleyAuth", "ParleyMedia"]),
 
         .executableTarget(name: "parley-relay", dependencies: ["ParleyRelay"]),
-        .executableTarget(name: "parley", dependencies: ["ParleyClientCore", "ParleyNet", "ParleyAuth", "ParleyWire", "COpus"]),
+        .executableTarget(name: "parley", dependencies: ["ParleyClientCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyMedia", "ParleyAudioIO"]),
 
         .target(name: "CAllocCounter", path: "Benchmarks/CAllocCounter"),
         .executableTarget(name: "forward-bench", dependencies: ["ParleyRelayCore", "ParleyWire", "ParleyAuth", "CAllocCounter"],

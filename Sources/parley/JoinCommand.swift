@@ -4,170 +4,285 @@ import ParleyNet
 import ParleyWire
 import Synchronization
 
-/// Set by SIGINT/SIGTERM; the loop leaves the room and exits.
+/// Set by SIGINT/SIGTERM; the loop leaves and exits.
 let interrupted = Atomic<Bool>(false)
 
 /// A nonisolated home for the C signal handler (it runs on whatever thread the signal lands on).
 enum SignalHandlers {
     static let stop: @convention(c) (Int32) -> Void = { _ in interrupted.store(true, ordering: .relaxed) }
+
+    static func install() {
+        signal(SIGINT, stop)
+        signal(SIGTERM, stop)
+    }
 }
 
-/// `parley join`: the minimal test client of the relay issue — joins, prints one line per event, optionally
-/// sends an Opus tone, counts what it receives per SSRC, leaves.
+/// Opens a UDP socket for talking to `server`, or exits with a one-line error.
+func openSocket(for server: PeerAddress) -> UDPSocket {
+    do {
+        return try UDPSocket(bindingTo: server.isIPv4 ? PeerAddress(ipv4: 0, port: 0) : PeerAddress(high: 0, low: 0, port: 0))
+    } catch {
+        fail("cannot open a UDP socket: \(error)", code: 1)
+    }
+}
+
+/// `parley join`: talk in a room. Captures and plays through ALSA (or WAV files / a tone when headless), shows who is
+/// in the room and who is speaking, sends texts, mutes, reconnects by itself when the relay restarts or the network drops.
 enum JoinCommand {
     static let usage = """
     usage: parley join ROOM --identity NAME [--server HOST:PORT] [--token T] [--name N] [--duration SECONDS]
-                       [--mute] [--listen-only] [--tone HZ] [--amplitude 0..1] [--mode forward|mix] [--say TEXT]
+                       [--mute] [--listen-only] [--mode forward|mix] [--say TEXT] [--no-tui] [audio options]
+    \(AudioOptions.usage)
 
-    Joins ROOM on the relay (default 127.0.0.1:7400) and prints one line per event. Without --token it mints
-    one from PARLEY_API_KEY / PARLEY_API_SECRET (dev defaults when unset). --tone sends a sine tone as Opus
-    (20 ms frames, RFC 6464 levels); --listen-only joins without the publish grant. --say sends a text to the
-    room once joined. Ctrl-C leaves. On exit it prints one "received" line per SSRC heard.
+    Joins ROOM on the relay (default 127.0.0.1:7400). Without --token it mints one from PARLEY_API_KEY /
+    PARLEY_API_SECRET (dev defaults when unset). Keys in the live view: m mute/unmute, t type a message to the room,
+    q leave. Without a terminal (or with --no-tui) it prints one line per event. Ctrl-C leaves (and finalises --output).
+    Exit: 0 left, 1 local error (device, file), 2 usage, 3 refused by the relay, 4 removed by the relay, 5 relay unreachable.
     """
 
-    struct StreamCount { var packets = 0; var bytes = 0 }
-
     static func run(_ arguments: [String]) -> Int32 {
-        let o = Options(arguments, valued: ["identity", "server", "token", "name", "duration", "tone", "amplitude", "mode", "say"],
-                        switches: ["mute", "listen-only", "no-tui"], usage: usage)
+        let o = Options(arguments, valued: AudioOptions.valued.union(["identity", "server", "token", "name", "duration", "mode", "say"]),
+                        switches: AudioOptions.switches.union(["mute", "listen-only", "no-tui"]), usage: usage)
         guard let room = o.positional.first else { fail("join needs a ROOM\n\(usage)") }
         guard let identity = o["identity"], !identity.isEmpty else { fail("join needs --identity\n\(usage)") }
         guard let server = PeerAddress(parsing: o["server"] ?? "127.0.0.1:7400") else { fail("--server must be HOST:PORT") }
         let duration = o["duration"].map { Double($0) ?? -1 } ?? 0
         guard duration >= 0 else { fail("--duration must be a number of seconds") }
-        let tone = o["tone"].map { Double($0) ?? -1 }
-        if let tone, !(20...20_000).contains(tone) { fail("--tone must be a frequency in 20...20000 Hz") }
-        let amplitude = Double(o["amplitude"] ?? "0.3") ?? -1
-        guard (0...1).contains(amplitude) else { fail("--amplitude must be in 0...1") }
-        let token = o["token"] ?? mintToken(identity: identity, name: o["name"], room: room, ttlSeconds: 3600,
-                                            publish: !o.has("listen-only"), admin: false, mode: o["mode"])
-
-        let socket: UDPSocket
-        do {
-            socket = try UDPSocket(bindingTo: server.isIPv4 ? PeerAddress(ipv4: 0, port: 0) : PeerAddress(high: 0, low: 0, port: 0))
-        } catch {
-            fail("cannot open a UDP socket: \(error)", code: 1)
+        if let mode = o["mode"], mode != "forward", mode != "mix" { fail("--mode must be forward or mix") }
+        let listenOnly = o.has("listen-only")
+        let audio = AudioOptions(o)
+        let media = MediaEngine(audio: audio, listenOnly: listenOnly, muted: o.has("mute"))
+        let ui = TerminalUI(noTUI: o.has("no-tui"))
+        SignalHandlers.install()
+        let token = { o["token"] ?? mintToken(identity: identity, name: o["name"], room: room, ttlSeconds: 3600,
+                                                publish: !listenOnly, admin: false, mode: o["mode"]) }
+        let call = RoomCall(room: room, identity: identity, server: server, token: token, media: media, ui: ui,
+                            duration: duration, say: o["say"], reconnect: true)
+        let code = call.run()
+        media.finish()
+        ui.close()
+        for (ssrc, count) in media.receivedBySSRC.sorted(by: { $0.key < $1.key }) {
+            writeLine("received ssrc \(ssrc) from \(call.names[ssrc] ?? (call.mode == "mix" ? "the room mix" : "unknown")): \(count) packets")
         }
-        signal(SIGINT, SignalHandlers.stop)
-        signal(SIGTERM, SignalHandlers.stop)
+        return code
+    }
+}
 
+/// One stay in a room (a `join`, or the room of an answered call): the signalling session, the media loop, the view.
+final class RoomCall {
+    let room: String
+    let identity: String
+    let server: PeerAddress
+    let token: () -> String
+    let media: MediaEngine
+    let ui: TerminalUI
+    let duration: Double
+    let say: String?
+    let reconnect: Bool
+    /// SSRC → identity, from the member list and events.
+    private(set) var names: [UInt32: String] = [:]
+    private(set) var mode = "forward"
+    private var members: [UInt32: MemberEntry] = [:]
+    private var speaking: [SpeakerEntry] = []
+    private var myMemberID: UInt32 = 0
+    /// Set from outside (a call hung up by the other side) to leave at the next tick.
+    var leaveRequested = false
+    /// Called every tick with the time (calls use it to drive their presence session).
+    var onTick: ((Int64) -> Void)?
+    /// Extra key handling (calls: `h` hangs up); returns true when the key was used.
+    var onKey: ((UInt8) -> Bool)?
+
+    init(room: String, identity: String, server: PeerAddress, token: @escaping () -> String, media: MediaEngine, ui: TerminalUI,
+         duration: Double, say: String?, reconnect: Bool) {
+        self.room = room
+        self.identity = identity
+        self.server = server
+        self.token = token
+        self.media = media
+        self.ui = ui
+        self.duration = duration
+        self.say = say
+        self.reconnect = reconnect
+    }
+
+    /// Runs until leaving; returns the exit code.
+    func run() -> Int32 {
+        let socket = openSocket(for: server)
         let start = Clock.monotonicNanoseconds()
-        let session = ClientSession(server: server, token: token, room: room, muted: o.has("mute"), now: start,
-                                    unixMilliseconds: { Int64(Clock.unixMilliseconds()) })
-        var names: [UInt32: String] = [:]  // ssrc → identity
-        var received: [UInt32: StreamCount] = [:]
-        var rtcpReceived = 0
-        let source = tone.map { ToneSource(frequency: $0, amplitude: amplitude) }
-        var sequence = UInt16.random(in: 0...UInt16.max)
-        var timestamp = UInt32.random(in: 0...UInt32.max)
-        var nextFrame: Int64 = 0
+        var backoff: Int64 = 1_000_000_000
+        var everJoined = false
         var said = false
-        var exitCode: Int32 = 0
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
-        let packet = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 16)
-        defer { buffer.deallocate(); packet.deallocate() }
-
-        func flush() {
-            for d in session.drainOutgoing() { socket.send(d, to: session.destination) }
-        }
-        func say(_ line: String) { writeLine(line) }
-
-        _ = session.tick(now: start)
-        flush()
-        loop: while true {
-            let now = Clock.monotonicNanoseconds()
-            if interrupted.load(ordering: .relaxed) || (duration > 0 && Double(now - start) / 1e9 >= duration) {
-                session.leave(now: now)
-                flush()
-                say("left \(room)")
-                break
-            }
-            let wait = nextFrame > 0 ? max(0, (nextFrame - now) / 1_000_000) : 20
-            _ = Poll.readable([socket.fd], timeoutMilliseconds: Int32(min(wait, 20)))
-            while let (n, from) = socket.receive(into: buffer) {
-                guard n > 0, from.high == server.high, from.low == server.low else { continue }
-                let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
-                if bytes[0] == Signalling.magic {
-                    for event in session.handle(bytes, now: Clock.monotonicNanoseconds()) {
-                        switch event {
-                        case .welcomed(let w):
-                            say("joined \(w.room) as \(w.identity) (member \(w.memberID), ssrc \(w.ssrc), port \(w.port), mode \(w.mode), \(w.memberCount) others)")
-                            nextFrame = Clock.monotonicNanoseconds()
-                        case .memberList(let list):
-                            for m in list { names[m.ssrc] = m.identity }
-                            say("members: " + (list.isEmpty ? "(nobody else)" : list.map { $0.identity + ($0.flags.contains(.muted) ? " (muted)" : "") }.joined(separator: ", ")))
-                        case .member(let kind, let m, let reason):
-                            names[m.ssrc] = m.identity
-                            switch kind {
-                            case .joined: say("\(m.identity) joined")
-                            case .left: say("\(m.identity) left" + (reason.isEmpty ? "" : ": \(reason)"))
-                            case .muted: say("\(m.identity) muted")
-                            case .unmuted: say("\(m.identity) unmuted")
-                            }
-                        case .speakers(let list):
-                            let me = session.welcome?.memberID
-                            say("speaking: " + (list.isEmpty ? "(nobody)" : list.map { s in
-                                let who = s.memberID == me ? identity : (session.members[s.memberID]?.identity ?? "member \(s.memberID)")
-                                return "\(who) (-\(s.level) dBov)"
-                            }.joined(separator: ", ")))
-                        case .text(let from, let direct, let text):
-                            say("\(direct ? "direct text" : "text") from \(from): \(text)")
-                        case .textStatus(let id, let delivered, let reason):
-                            say("text \(id) " + (delivered ? "delivered" : "failed: \(reason)"))
-                        case .refused(let code, let reason):
-                            writeLine("parley: the relay refused to let us join: \(reason) (code \(code.rawValue))", fd: 2)
-                            exitCode = 3
-                            break loop
-                        case .goodbye(_, let reason):
-                            say("the relay ended the session: \(reason)")
-                            exitCode = 4
-                            break loop
-                        case .resumed:
-                            say("resumed from a new address")
-                        case .roundTrip:
-                            break
-                        }
-                    }
-                } else if isRTCP(bytes) {
-                    rtcpReceived += 1
-                } else if let rtp = try? RTPPacketView(parsing: bytes) {
-                    received[rtp.ssrc, default: StreamCount()].packets += 1
-                    received[rtp.ssrc, default: StreamCount()].bytes += n
-                }
-            }
-            let now2 = Clock.monotonicNanoseconds()
-            _ = session.tick(now: now2)
-            if case .ended(let reason) = session.state {
-                writeLine("parley: \(reason)", fd: 2)
-                exitCode = 5
-                break
-            }
-            if session.state == .joined, !said, let text = o["say"] {
-                said = true
-                if let id = session.sendText(text, now: now2) { say("sent text \(id)") }
-            }
-            if let source, session.state == .joined, let w = session.welcome, w.flags.contains(.publisher), nextFrame > 0 {
-                while now2 >= nextFrame {
-                    let header = RTPHeader(marker: false, payloadType: 111, sequenceNumber: sequence, timestamp: timestamp, ssrc: w.ssrc,
-                                           extensions: [.audioLevel(id: 1, AudioLevel(voice: true, level: 0))])
-                    let headerSize = header.serializedSize
-                    let (count, level) = source.next(into: UnsafeMutableRawBufferPointer(rebasing: packet[headerSize...]))
-                    var leveled = header
-                    leveled.extensions = [.audioLevel(id: 1, AudioLevel(voice: level < 127, level: level))]
-                    if count > 0, let written = try? leveled.serialize(into: packet) {
-                        socket.send(UnsafeRawBufferPointer(rebasing: packet[0..<(written + count)]), to: session.destination)
-                    }
-                    sequence &+= 1
-                    timestamp &+= 960
-                    nextFrame += 20_000_000
-                }
-            }
+        defer { buffer.deallocate() }
+        let poller = Poller(ui.interactive ? [socket.fd, 0] : [socket.fd])
+        while true {
+            let session = ClientSession(server: server, token: token(), room: room, muted: media.muted, now: Clock.monotonicNanoseconds(),
+                                        unixMilliseconds: { Int64(Clock.unixMilliseconds()) })
+            var nextTick = Clock.monotonicNanoseconds()
+            var rtt: Int64 = 20_000_000
+            func flush() { for d in session.drainOutgoing() { socket.send(d, to: session.destination) } }
+            _ = session.tick(now: nextTick)
             flush()
+            var outcome: Int32?
+            loop: while true {
+                let now = Clock.monotonicNanoseconds()
+                if interrupted.load(ordering: .relaxed) || leaveRequested || (duration > 0 && Double(now - start) / 1e9 >= duration)
+                    || (media.inputEnded && !media.listenOnly && duration == 0) {
+                    session.leave(now: now)
+                    flush()
+                    ui.event("left \(room)")
+                    return 0
+                }
+                poller.wait(timeoutMilliseconds: Int32(max(0, min(20, (nextTick - now) / 1_000_000))))
+                while let (n, from) = socket.receive(into: buffer) {
+                    guard n > 0, from.high == server.high, from.low == server.low else { continue }
+                    let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
+                    let arrival = Clock.monotonicNanoseconds()
+                    if bytes[0] == Signalling.magic {
+                        for event in session.handle(bytes, now: arrival) {
+                            if case .roundTrip(let ns) = event { rtt = ns }
+                            if let code = handle(event, session: session) { outcome = code; break loop }
+                        }
+                    } else {
+                        media.receive(bytes, now: arrival)
+                    }
+                }
+                while let key = ui.key() { if handleKey(key, session: session) { outcome = 0; session.leave(now: now); flush(); break loop } }
+                let tickNow = Clock.monotonicNanoseconds()
+                if tickNow >= nextTick {
+                    let joined = session.state == .joined
+                    do {
+                        try media.tick(now: tickNow, joined: joined, roundTrip: rtt) { socket.send($0, to: session.destination) }
+                    } catch {
+                        ui.close()
+                        fail(error.message, code: 1)
+                    }
+                    nextTick += 20_000_000
+                    if tickNow - nextTick > 200_000_000 { nextTick = tickNow + 20_000_000 }  // stalled: don't catch up
+                    _ = session.tick(now: tickNow)
+                    onTick?(tickNow)
+                    if joined, !said, let say {
+                        said = true
+                        if let id = session.sendText(say, now: tickNow) { ui.event("sent text \(id)") }
+                    }
+                    updateStatus(session)
+                }
+                flush()
+                if case .ended(let reason) = session.state {
+                    if !everJoined && session.welcome == nil {
+                        ui.close()
+                        fail("cannot reach the relay at \(server): \(reason)", code: 5)
+                    }
+                    ui.event("connection lost: \(reason)")
+                    outcome = nil
+                    break loop
+                }
+                if session.state == .joined { everJoined = true; backoff = 1_000_000_000 }
+                ui.draw(now: tickNow)
+            }
+            if let outcome { return outcome }
+            guard reconnect else { return 5 }
+            ui.event("reconnecting in \(backoff / 1_000_000_000) s")
+            let until = Clock.monotonicNanoseconds() + backoff
+            while Clock.monotonicNanoseconds() < until {
+                if interrupted.load(ordering: .relaxed) { return 0 }
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+            backoff = min(backoff * 2, 30_000_000_000)
         }
-        for (ssrc, count) in received.sorted(by: { $0.key < $1.key }) {
-            say("received ssrc \(ssrc) from \(names[ssrc] ?? (session.welcome?.mode == "mix" ? "the room mix" : "unknown")): \(count.packets) packets, \(count.bytes) bytes")
+    }
+
+    /// Reacts to a session event; returns an exit code when the stay is over.
+    private func handle(_ event: ClientSession.Event, session: ClientSession) -> Int32? {
+        switch event {
+        case .welcomed(let w):
+            mode = w.mode
+            myMemberID = w.memberID
+            names[w.ssrc] = identity
+            media.start(ssrc: w.ssrc)
+            ui.event("joined \(w.room) as \(w.identity) (member \(w.memberID), ssrc \(w.ssrc), port \(w.port), mode \(w.mode), \(w.memberCount) others)")
+        case .memberList(let list):
+            for m in list { names[m.ssrc] = m.identity; members[m.memberID] = m }
+            ui.event("members: " + (list.isEmpty ? "(nobody else)" : list.map { $0.identity + ($0.flags.contains(.muted) ? " (muted)" : "") }.joined(separator: ", ")))
+        case .member(let kind, let m, let reason):
+            names[m.ssrc] = m.identity
+            switch kind {
+            case .joined: members[m.memberID] = m; ui.event("\(m.identity) joined")
+            case .left: members[m.memberID] = nil; ui.event("\(m.identity) left" + (reason.isEmpty ? "" : ": \(reason)"))
+            case .muted: members[m.memberID] = m; ui.event("\(m.identity) muted")
+            case .unmuted: members[m.memberID] = m; ui.event("\(m.identity) unmuted")
+            }
+        case .speakers(let list):
+            speaking = list
+            ui.event("speaking: " + (list.isEmpty ? "(nobody)" : list.map { "\(who($0.memberID)) (-\($0.level) dBov)" }.joined(separator: ", ")))
+        case .text(let from, let direct, let text):
+            ui.event("\(direct ? "direct text" : "text") from \(from): \(text)")
+        case .textStatus(let id, let delivered, let reason):
+            ui.event("text \(id) " + (delivered ? "delivered" : "failed: \(reason)"))
+        case .refused(let code, let reason):
+            ui.close()
+            writeLine("parley: the relay refused to let us join: \(reason) (code \(code.rawValue))", fd: 2)
+            return 3
+        case .goodbye(let code, let reason):
+            ui.event("the relay ended the session: \(reason)")
+            switch code {
+            case .relayShutdown where reconnect, .timedOut where reconnect: return nil
+            case .left: return 0
+            default: return 4
+            }
+        case .resumed:
+            ui.event("resumed from a new address")
+        case .roundTrip:
+            break
         }
-        if rtcpReceived > 0 { say("received \(rtcpReceived) RTCP packets") }
-        return exitCode
+        return nil
+    }
+
+    private func who(_ memberID: UInt32) -> String {
+        memberID == myMemberID ? identity : (members[memberID]?.identity ?? "member \(memberID)")
+    }
+
+    /// Live-view keys; returns true to leave.
+    private func handleKey(_ key: UInt8, session: ClientSession) -> Bool {
+        let now = Clock.monotonicNanoseconds()
+        if var text = ui.typing {
+            switch key {
+            case 10, 13:
+                if !text.isEmpty, let id = session.sendText(text, now: now) { ui.event("you: \(text) (text \(id))") }
+                ui.typing = nil
+            case 27: ui.typing = nil
+            case 127, 8: if !text.isEmpty { text.removeLast() }; ui.typing = text
+            default:
+                if key >= 32 { text.unicodeScalars.append(Unicode.Scalar(key)); ui.typing = text }
+            }
+            ui.touch()
+            return false
+        }
+        if onKey?(key) == true { return false }
+        switch key {
+        case UInt8(ascii: "q"): return true
+        case UInt8(ascii: "m"):
+            media.muted.toggle()
+            session.setMuted(media.muted, now: now)
+            ui.event(media.muted ? "you are muted" : "you are unmuted")
+        case UInt8(ascii: "t"): ui.typing = ""; ui.touch()
+        default: break
+        }
+        return false
+    }
+
+    private func updateStatus(_ session: ClientSession) {
+        guard ui.interactive else { return }
+        let audible = Set(media.audibleSSRCs)
+        var lines = ["parley · room \(room) · \(identity)\(media.muted ? " (muted)" : "") · mic \(media.listenOnly ? "off" : "-\(media.inputLevel) dBov")"
+                     + " · \(session.state == .joined ? "connected" : "connecting")"]
+        let speakingIDs = Set(speaking.map(\.memberID))
+        for m in members.values.sorted(by: { $0.identity < $1.identity }) {
+            let talking = speakingIDs.contains(m.memberID) || audible.contains(m.ssrc)
+            lines.append("  \(talking ? "🔊" : "  ") \(m.identity)\(m.flags.contains(.muted) ? " (muted)" : "")")
+        }
+        let x = media.xruns
+        lines.append("  sent \(media.packetsSent) · received \(media.packetsReceived) · concealed \(media.concealedFrames) · NACKs \(media.nacksSent) · xruns \(x.over)/\(x.under)")
+        ui.status = lines
     }
 }

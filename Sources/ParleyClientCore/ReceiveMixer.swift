@@ -1,0 +1,76 @@
+import ParleyMedia
+import ParleyWire
+
+/// The client's receive path: one jitter buffer and decoder per incoming SSRC (or the relay's one mixed stream),
+/// mixed locally into the 20 ms frame the device plays. Streams silent for 10 s are dropped. Owned by one thread.
+public final class ReceiveMixer {
+    /// One incoming stream.
+    public final class Stream {
+        /// Its SSRC.
+        public let ssrc: UInt32
+        /// Jitter buffer + decoder.
+        public let audio: AudioReceiveStream
+        /// Which packets to NACK.
+        public var nacks = NackTracker()
+        /// When a packet last arrived.
+        public var lastPacket: Int64
+        /// What the last pull produced.
+        public var lastOutcome: AudioReceiveStream.Outcome = .silence
+        let pcm: UnsafeMutablePointer<Int16>
+
+        init(ssrc: UInt32, audio: AudioReceiveStream, now: Int64) {
+            self.ssrc = ssrc
+            self.audio = audio
+            self.lastPacket = now
+            pcm = .allocate(capacity: audio.frameSamples)
+            pcm.initialize(repeating: 0, count: audio.frameSamples)
+        }
+
+        deinit { pcm.deallocate() }
+    }
+
+    /// Streams by SSRC.
+    public private(set) var streams: [UInt32: Stream] = [:]
+    private let bus = AudioMixBus(frameSamples: 960)
+    private var limiter = MixLimiter()
+    private let config: JitterBufferConfig
+
+    /// A mixer whose streams use `config`.
+    public init(jitterConfig: JitterBufferConfig = JitterBufferConfig()) {
+        config = jitterConfig
+    }
+
+    /// Takes one RTP packet.
+    public func receive(_ packet: RTPPacketView, now: Int64) {
+        var stream = streams[packet.ssrc]
+        if stream == nil {
+            guard let audio = try? AudioReceiveStream(jitterConfig: config) else { return }
+            stream = Stream(ssrc: packet.ssrc, audio: audio, now: now)
+            streams[packet.ssrc] = stream
+        }
+        guard let stream else { return }
+        stream.lastPacket = now
+        stream.nacks.received(packet.sequenceNumber, now: now)
+        stream.audio.insert(packet, arrival: now)
+    }
+
+    /// Mixes the next 20 ms of every stream into `out` (960 samples); returns the SSRCs that played audio.
+    @discardableResult
+    public func pull(now: Int64, into out: UnsafeMutablePointer<Int16>) -> Int {
+        bus.clear()
+        var playing = 0
+        var stale: [UInt32] = []
+        for (ssrc, s) in streams {
+            s.lastOutcome = s.audio.pull(now: now, into: s.pcm)
+            if s.lastOutcome != .silence {
+                bus.add(s.pcm)
+                playing += 1
+            } else if now - s.lastPacket > 10_000_000_000 {
+                stale.append(ssrc)
+            }
+        }
+        for ssrc in stale { streams[ssrc] = nil }
+        bus.mix(into: out, limiter: &limiter)
+        return playing
+    }
+}

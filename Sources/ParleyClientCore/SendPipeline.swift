@@ -1,0 +1,72 @@
+import ParleyMedia
+import ParleyWire
+
+/// The send path after capture and voice processing: Opus (FEC on, DTX when silent) → RTP with the RFC 6464 audio
+/// level, the marker bit on the first packet of each talkspurt. Buffers allocated once.
+public final class SendPipeline {
+    /// Samples per 20 ms frame at 48 kHz.
+    public static let frameSamples = 960
+    private let encoder: OpusEncoder
+    private let packet = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 16)
+    private var sequence = UInt16.random(in: 0...UInt16.max)
+    private var timestamp = UInt32.random(in: 0...UInt32.max)
+    private var talking = false
+    /// The SSRC packets carry (the relay assigns it).
+    public var ssrc: UInt32
+    /// The RTP payload type.
+    public let payloadType: UInt8
+    /// The RTP header extension id of the audio level.
+    public let levelExtensionID: UInt8
+    /// Frames encoded, and those that were DTX (not sent).
+    public private(set) var framesEncoded = 0, framesSuppressed = 0
+
+    /// An Opus VOIP encoder at `bitrate`, `complexity`, FEC for `expectedLossPercent`, DTX on.
+    public init(ssrc: UInt32, bitrate: Int32 = 32_000, complexity: Int32 = 5, expectedLossPercent: Int32 = 10,
+                payloadType: UInt8 = 111, levelExtensionID: UInt8 = 1) throws(OpusError) {
+        encoder = try OpusEncoder(sampleRate: 48_000, channels: 1, application: .voip)
+        try encoder.setBitrate(bitrate)
+        try encoder.setComplexity(complexity)
+        try encoder.setInbandFEC(true)
+        try encoder.setExpectedPacketLoss(percent: expectedLossPercent)
+        try encoder.setDTX(true)
+        self.ssrc = ssrc
+        self.payloadType = payloadType
+        self.levelExtensionID = levelExtensionID
+    }
+
+    deinit { packet.deallocate() }
+
+    /// Encodes one 20 ms frame; returns the RTP packet to send (valid until the next call), or nil during DTX.
+    /// `muted` frames advance the timestamp but send nothing.
+    public func packetize(_ frame: UnsafeBufferPointer<Int16>, level: UInt8, voice: Bool, muted: Bool = false) -> UnsafeRawBufferPointer? {
+        defer { timestamp &+= UInt32(Self.frameSamples) }
+        guard !muted else {
+            talking = false
+            return nil
+        }
+        // Header: V=2, X=1, PT, marker at a talkspurt start; one-byte extension block with the level (RFC 6464).
+        let headerSize = 12 + 8
+        let body = UnsafeMutableRawBufferPointer(rebasing: packet[headerSize...])
+        guard let n = try? encoder.encode(frame, frameSize: Self.frameSamples, into: body) else { return nil }
+        framesEncoded += 1
+        if n <= 2 {  // DTX: nothing worth sending; the next real frame starts a talkspurt
+            framesSuppressed += 1
+            talking = false
+            return nil
+        }
+        let p = packet.baseAddress!
+        p.storeBytes(of: UInt8(0x90), toByteOffset: 0, as: UInt8.self)
+        p.storeBytes(of: (talking ? 0 : 0x80) | payloadType, toByteOffset: 1, as: UInt8.self)
+        p.storeBytes(of: sequence.bigEndian, toByteOffset: 2, as: UInt16.self)
+        p.storeBytes(of: timestamp.bigEndian, toByteOffset: 4, as: UInt32.self)
+        p.storeBytes(of: ssrc.bigEndian, toByteOffset: 8, as: UInt32.self)
+        p.storeBytes(of: UInt16(0xBEDE).bigEndian, toByteOffset: 12, as: UInt16.self)
+        p.storeBytes(of: UInt16(1).bigEndian, toByteOffset: 14, as: UInt16.self)
+        p.storeBytes(of: levelExtensionID << 4, toByteOffset: 16, as: UInt8.self)  // length − 1 = 0: one byte
+        p.storeBytes(of: (voice ? 0x80 : 0) | min(level, 127), toByteOffset: 17, as: UInt8.self)
+        p.storeBytes(of: UInt16(0), toByteOffset: 18, as: UInt16.self)              // padding
+        talking = true
+        sequence &+= 1
+        return UnsafeRawBufferPointer(start: p, count: headerSize + n)
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+import ParleyAudioIO
+import ParleyClientCore
+import ParleyMedia
+import ParleyNet
+import ParleyWire
+
+/// The client's media, one 20 ms tick at a time: capture → voice processing → Opus/RTP → relay, and relay →
+/// jitter buffers → mix → playback; NACKs for gaps that can still be filled before play-out.
+final class MediaEngine {
+    let capture: CaptureSource
+    var captureState: CaptureSource
+    let playback: PlaybackSink
+    let processor: VoiceProcessor?
+    let receiver: ReceiveMixer
+    var sender: SendPipeline?
+    var muted: Bool
+    let listenOnly: Bool
+    private let frame = UnsafeMutableBufferPointer<Int16>.allocate(capacity: 960)
+    private let played = UnsafeMutableBufferPointer<Int16>.allocate(capacity: 960)
+    private let nackBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 16)
+    private var lastCheckpoint: Int64 = 0
+    private let audio: AudioOptions
+    /// Counters for the live view and the summary.
+    private(set) var packetsSent = 0, packetsReceived = 0, bytesReceived = 0, nacksSent = 0
+    private(set) var inputEnded = false
+    /// Level of the last captured frame (RFC 6464: 0 loud … 127 silent), for the live view.
+    private(set) var inputLevel: UInt8 = 127
+    /// Per SSRC: packets received.
+    private(set) var receivedBySSRC: [UInt32: Int] = [:]
+
+    init(audio: AudioOptions, listenOnly: Bool, muted: Bool) {
+        self.audio = audio
+        self.listenOnly = listenOnly
+        self.muted = muted
+        capture = audio.openCapture(listenOnly: listenOnly)
+        captureState = capture
+        playback = audio.openPlayback()
+        var options = VoiceProcessor.Options()
+        options.denoise = audio.denoise
+        options.agc = audio.agc
+        options.echoCancel = audio.echoCancel
+        processor = listenOnly ? nil : try? VoiceProcessor(options: options)
+        var jc = JitterBufferConfig()
+        jc.minimumDelayMilliseconds = 0
+        receiver = ReceiveMixer(jitterConfig: jc)
+        frame.initialize(repeating: 0)
+        played.initialize(repeating: 0)
+    }
+
+    deinit {
+        frame.deallocate()
+        played.deallocate()
+        nackBuffer.deallocate()
+    }
+
+    /// Starts sending with the SSRC the relay assigned.
+    func start(ssrc: UInt32) {
+        guard !listenOnly else { return }
+        if let sender { sender.ssrc = ssrc; return }
+        do {
+            sender = try SendPipeline(ssrc: ssrc, bitrate: audio.bitrate, complexity: audio.complexity)
+        } catch {
+            fail("cannot start the Opus encoder: \(error.message)", code: 1)
+        }
+    }
+
+    /// Takes an RTP or RTCP datagram from the relay.
+    func receive(_ bytes: UnsafeRawBufferPointer, now: Int64) {
+        if isRTCP(bytes) { return }
+        guard let packet = try? RTPPacketView(parsing: bytes) else { return }
+        packetsReceived += 1
+        bytesReceived += bytes.count
+        receivedBySSRC[packet.ssrc, default: 0] += 1
+        receiver.receive(packet, now: now)
+    }
+
+    /// One 20 ms tick: capture and send (when joined), then play what arrived; sends NACKs that are still useful.
+    func tick(now: Int64, joined: Bool, roundTrip: Int64, send: (UnsafeRawBufferPointer) -> Void) throws(AudioIOError) {
+        if !listenOnly {
+            if !(try captureState.next(into: frame)) { inputEnded = true }
+            let voice = processor?.process(frame, playedReference: audio.echoCancel ? UnsafeBufferPointer(played) : nil) ?? true
+            inputLevel = audioLevel(UnsafeBufferPointer(frame))
+            if joined, let sender, let packet = sender.packetize(UnsafeBufferPointer(frame), level: inputLevel, voice: voice, muted: muted) {
+                send(packet)
+                packetsSent += 1
+            }
+        }
+        receiver.pull(now: now, into: played.baseAddress!)
+        try playback.play(UnsafeBufferPointer(played))
+        if joined { sendNacks(now: now, roundTrip: roundTrip, send: send) }
+        if now - lastCheckpoint >= 1_000_000_000 {
+            lastCheckpoint = now
+            try playback.checkpoint()
+        }
+    }
+
+    private func sendNacks(now: Int64, roundTrip: Int64, send: (UnsafeRawBufferPointer) -> Void) {
+        let rtt = max(roundTrip, 5_000_000)
+        for stream in receiver.streams.values {
+            let delay = Int64(stream.audio.jitter.stats.targetDelayMilliseconds * 1_000_000) + 20_000_000
+            let lost = stream.nacks.due(now: now, roundTrip: rtt, playoutDelay: delay)
+            guard !lost.isEmpty else { continue }
+            let nack = GenericNACK(senderSSRC: sender?.ssrc ?? 0, mediaSSRC: stream.ssrc, lost: lost)
+            guard let n = try? nack.serialize(into: nackBuffer) else { continue }
+            send(UnsafeRawBufferPointer(rebasing: nackBuffer[0..<n]))
+            nacksSent += 1
+        }
+    }
+
+    /// Who is audible right now (SSRCs whose last frame played audio).
+    var audibleSSRCs: [UInt32] { receiver.streams.values.filter { $0.lastOutcome == .speech }.map(\.ssrc) }
+
+    /// Concealed frames so far over all streams.
+    var concealedFrames: Int { receiver.streams.values.reduce(0) { $0 + $1.audio.jitter.stats.concealedFrames } }
+
+    /// Device xruns so far.
+    var xruns: (over: Int, under: Int) {
+        var over = 0, under = 0
+        if case .device(let d) = capture { over = d.overruns }
+        if case .device(let d) = playback { under = d.underruns }
+        return (over, under)
+    }
+
+    /// Finalises the output file (valid WAV even after Ctrl-C).
+    func finish() {
+        do { try playback.finish() } catch { writeLine("parley: \(error.message)", fd: 2) }
+    }
+}
