@@ -1,0 +1,80 @@
+import Glibc
+import ParleyRelayCore
+
+/// How the speakers talk.
+enum TalkPattern: String {
+    /// Every speaker talks all the time (the issue's shape: three speaking at once).
+    case continuous
+    /// Each speaker talks 6 s of every 10 s, the speakers staggered, with DTX during the pauses.
+    case pauses
+}
+
+/// The command line: the shape of the load and how long to measure it.
+struct Options {
+    /// Mix-mode rooms on the one worker.
+    var rooms = 10
+    /// Members per room (speakers included).
+    var members = 10
+    /// Members per room that send audio.
+    var speakers = 3
+    /// Simulated seconds measured.
+    var seconds = 30
+    /// Simulated seconds before measuring (jitter buffers, encoders and queues settle).
+    var warmupSeconds = 2
+    /// Opus complexity of the relay's mix encoders (and of the floor's).
+    var complexity = 5
+    /// How the speakers talk.
+    var talkPattern = TalkPattern.continuous
+    /// Print only the JSON line.
+    var jsonOnly = false
+
+    static let usage = """
+        usage: mix-bench [--rooms R] [--members N] [--speakers S] [--seconds T] [--warmup W] [--complexity C]
+                         [--talk-pattern continuous|pauses] [--json]
+          Measures how many mix-mode rooms one RelayCore (one worker, one core) sustains: R rooms of N members,
+          S of them speaking real Opus, driven on a manual clock for T simulated seconds after W seconds of warm-up.
+          Thread CPU time of the core's calls only. Baseline in the same run: the bare libopus work of the same
+          rooms (S decodes + S+1 encodes per room per 20 ms) with no relay logic.
+          Defaults: --rooms 10 --members 10 --speakers 3 --seconds 30 --warmup 2 --complexity 5 --talk-pattern continuous
+        """
+
+    /// Parses `arguments` (without the program name); prints the usage and exits on anything it does not understand.
+    static func parseOrExit(_ arguments: some Sequence<String>) -> Options {
+        var options = Options()
+        var rest = arguments.makeIterator()
+        while let flag = rest.next() {
+            if flag == "--json" { options.jsonOnly = true; continue }
+            if flag == "-h" || flag == "--help" { print(usage); exit(0) }
+            guard let text = rest.next() else { exitWithUsage("\(flag) needs a value") }
+            if flag == "--talk-pattern" {
+                guard let pattern = TalkPattern(rawValue: text) else { exitWithUsage("--talk-pattern is continuous or pauses") }
+                options.talkPattern = pattern
+                continue
+            }
+            guard let value = Int(text), value >= 0 else { exitWithUsage("\(flag) needs a non-negative integer") }
+            switch flag {
+            case "--rooms": options.rooms = value
+            case "--members": options.members = value
+            case "--speakers": options.speakers = value
+            case "--seconds": options.seconds = value
+            case "--warmup": options.warmupSeconds = value
+            case "--complexity": options.complexity = value
+            default: exitWithUsage("unknown option \(flag)")
+            }
+        }
+        let limits = RelayCoreConfig()  // the defaults the benchmark runs with
+        if options.rooms < 1 { exitWithUsage("--rooms must be at least 1") }
+        if options.rooms > limits.maxRooms { exitWithUsage("--rooms is at most \(limits.maxRooms) (maxRooms)") }
+        if options.members < 2 { exitWithUsage("--members must be at least 2 (a speaker and a listener)") }
+        if options.members > limits.maxMembersPerRoom { exitWithUsage("--members is at most \(limits.maxMembersPerRoom) (maxMembersPerRoom)") }
+        if options.speakers < 1 || options.speakers > min(options.members, 15) { exitWithUsage("--speakers is 1...min(--members, 15)") }
+        if options.seconds < 1 { exitWithUsage("--seconds must be at least 1") }
+        if options.complexity > 10 { exitWithUsage("--complexity is 0...10") }
+        return options
+    }
+
+    private static func exitWithUsage(_ problem: String) -> Never {
+        printToStandardError("mix-bench: \(problem)\n\(usage)")
+        exit(2)
+    }
+}
