@@ -24,14 +24,19 @@ public struct MixLimiter: Sendable {
         let target = min(needed, 1, gain * release)
         // Attack: the whole block at the lower gain at once; release: ramp up from the old gain across the block.
         let from = target < gain ? target : gain
+        gain = target
+        if from == 1, target == 1 {
+            // Unity gain (the common case): saturate only; a loop the compiler vectorises.
+            for i in 0..<count { out[i] = Int16(clamping: sum[i]) }
+            return
+        }
         let step = count > 1 ? (target - from) / Float(count - 1) : 0
         var g = from
         for i in 0..<count {
-            let v = Float(sum[i]) * g
-            out[i] = Int16(max(-32_768, min(32_767, v.rounded())))
+            let v = max(-32_768, min(32_767, Float(sum[i]) * g))
+            out[i] = Int16(v + (v < 0 ? -0.5 : 0.5))  // round half away from zero; the clamp keeps it in range
             g += step
         }
-        gain = target
     }
 }
 
