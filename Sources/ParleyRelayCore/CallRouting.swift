@@ -34,11 +34,11 @@ extension RelayCore {
     }
 
     func answerCall(by callee: Presence, callID: UInt32, accept: Bool, now: Moment) {
-        guard let call = callee.call, call.callee === callee, call.id == callID else {
+        guard let call = callee.call, call.matches(callee, callID: callID) else {
             // Cancelled or timed out meanwhile: the callee learns the call is over.
             return sendPresence(.callStatus(CallStatus(callID: callID, state: .ended, reason: "the call is over")), to: callee, now: now)
         }
-        guard call.room == nil else { return }  // a repeated answer
+        guard call.callee === callee, call.room == nil else { return }  // the caller answering, or a repeated answer
         let caller = call.caller
         guard accept else {
             finishCall(call, .declined, detail: "declined by \(callee.identity)", now: now)

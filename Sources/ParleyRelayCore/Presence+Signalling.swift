@@ -100,9 +100,11 @@ extension RelayCore {
         for p in expired where presence.byConnection[p.connectionID] === p {
             removePresence(p, reason: "timed out", goodbye: .timedOut, now: now)
         }
-        for call in presence.calls.values.sorted(by: { $0.id < $1.id }) {
-            if let deadline = call.ringDeadline, deadline <= now.monotonic { ringTimedOut(call, now: now) }
+        var due: [Call] = []  // allocates only when a ring times out
+        for call in presence.calls.values {
+            if let deadline = call.ringDeadline, deadline <= now.monotonic { due.append(call) }
         }
+        for call in due.sorted(by: { $0.id < $1.id }) { ringTimedOut(call, now: now) }
     }
 
     /// Tells every presence session the relay is going away (twice) and forgets them and their calls.

@@ -182,4 +182,24 @@ struct CallPresenceTests {
         #expect(world.core.presenceSnapshot().isEmpty && world.core.callSnapshot().isEmpty)
         #expect(world.core.recentCallEvents.last?.endReason == .connectionLost)
     }
+
+    @Test("a presence client that hears nothing gives up: no answer to register, or lost contact ending its calls")
+    func clientGivesUp() throws {
+        let world = CallWorld()
+        let alice = world.addPresence("alice"), bob = world.addPresence("bob")
+        let ghost = world.addPresence("ghost")
+        ghost.deaf = true
+        world.registerAll()
+        world.advance(milliseconds: 6_000)
+        #expect(ghost.events.last == .ended("no answer from the relay at \(world.net.publicAddress)"))
+        #expect(ghost.sentToRelay.count == 10)
+
+        let (aliceID, _) = try #require(world.ring(alice, bob))
+        alice.deaf = true
+        world.advance(milliseconds: 21_000)
+        #expect(alice.session.state == .ended("lost contact with the relay"))
+        #expect(alice.events.suffix(2) == [.ended("lost contact with the relay"),
+                                           .callStatus(callID: aliceID, state: .ended, reason: "connection lost", room: nil, token: nil)])
+        #expect(alice.session.calls.isEmpty)
+    }
 }

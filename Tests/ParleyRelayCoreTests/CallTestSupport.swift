@@ -10,6 +10,8 @@ final class FakePresenceClient {
     let session: PresenceSession
     /// Offline: sends nothing and hears nothing.
     var online = true
+    /// Deaf: still sends, hears nothing.
+    var deaf = false
     var events: [PresenceSession.Event] = []
     var sentToRelay: [[UInt8]] = []
 
@@ -92,7 +94,7 @@ final class CallWorld {
             for d in net.undelivered {
                 if let p = presences.first(where: { $0.address == d.to }) {
                     moved = true
-                    if p.online { p.receive(d.bytes, now: net.monotonic) }
+                    if p.online && !p.deaf { p.receive(d.bytes, now: net.monotonic) }
                 } else {
                     kept.append(d)
                 }
