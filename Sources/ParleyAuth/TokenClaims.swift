@@ -1,5 +1,6 @@
 /// JWT claims. JSON field names: sub, name, room, exp, nbf, iat, grants {join,publish,subscribe,admin,create},
-/// mode (optional room mode "forward"/"mix"). Absent optionals are omitted when encoding.
+/// mode (optional room mode "forward"/"mix"), call (optional; true on the relay-minted tokens of a private call room).
+/// Absent optionals are omitted when encoding.
 public struct TokenClaims: Equatable, Sendable, Codable {
     /// Who the token is for ("sub"); 1...128 UTF-8 bytes, no control characters.
     public var identity: String
@@ -17,10 +18,13 @@ public struct TokenClaims: Equatable, Sendable, Codable {
     public var grants: Grants
     /// Optional requested room mode ("forward" or "mix") for rooms this token creates.
     public var mode: String?
+    /// "call": true on tokens for a private call room (`call-…`), which the relay mints when a call is answered;
+    /// such rooms admit only tokens carrying it. Absent on every other token.
+    public var call: Bool?
 
     /// Claims for one token.
     public init(identity: String, name: String? = nil, room: String?, expiresAt: Int64, notBefore: Int64? = nil,
-                issuedAt: Int64? = nil, grants: Grants = Grants(), mode: String? = nil) {
+                issuedAt: Int64? = nil, grants: Grants = Grants(), mode: String? = nil, call: Bool? = nil) {
         self.identity = identity
         self.name = name
         self.room = room
@@ -29,10 +33,11 @@ public struct TokenClaims: Equatable, Sendable, Codable {
         self.issuedAt = issuedAt
         self.grants = grants
         self.mode = mode
+        self.call = call
     }
 
     private enum CodingKeys: String, CodingKey {
-        case identity = "sub", name, room, expiresAt = "exp", notBefore = "nbf", issuedAt = "iat", grants, mode
+        case identity = "sub", name, room, expiresAt = "exp", notBefore = "nbf", issuedAt = "iat", grants, mode, call
     }
 
     /// Decodes the claims; `sub` and `exp` are required, `grants` defaults to `Grants.empty`.
@@ -46,6 +51,7 @@ public struct TokenClaims: Equatable, Sendable, Codable {
         issuedAt = try container.decodeSecondsIfPresent(forKey: .issuedAt)
         grants = try container.decodeIfPresent(Grants.self, forKey: .grants) ?? .empty
         mode = try container.decodeIfPresent(String.self, forKey: .mode)
+        call = try container.decodeIfPresent(Bool.self, forKey: .call)
     }
 }
 

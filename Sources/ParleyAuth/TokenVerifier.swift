@@ -63,6 +63,16 @@ public struct TokenVerifier: Sendable {
         return claims
     }
 
+    /// The configured API key ids, sorted.
+    public var keyIDs: [String] { secrets.keys.sorted() }
+
+    /// A signer for one of the configured keys (the relay mints call-room tokens with it); nil for an unknown key.
+    public func signer(forKey kid: String) -> TokenSigner? {
+        guard let secret = secrets[kid] else { return nil }
+        // The secret came from a String's UTF-8, so decoding it gives that String back.
+        return TokenSigner(apiKey: kid, apiSecret: String(decoding: secret, as: UTF8.self))
+    }
+
     private static func adding(_ a: Int64, _ b: Int64) -> Int64 {
         let (sum, overflow) = a.addingReportingOverflow(b)
         return overflow ? (b > 0 ? .max : .min) : sum

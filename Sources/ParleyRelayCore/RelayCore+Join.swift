@@ -9,6 +9,9 @@ extension RelayCore {
         } catch {
             return drop(.malformedSignalling, from: from, now: now)
         }
+        if let p = presence.byAddress[from] {
+            return handlePresenceSignal(p, datagram, bytes: bytes, now: now, viaPublicPort: viaPublicPort)
+        }
         if let member = byAddress[from] {
             if case .join = datagram.message {
                 // A client that restarted on the same address may join afresh (handled below).
@@ -20,6 +23,11 @@ extension RelayCore {
         switch datagram.message {
         case .join(let request):
             handleJoinRequest(request, bytes: bytes, from: from, now: now, viaPublicPort: viaPublicPort)
+        case .register(let request):
+            handleRegisterRequest(request, bytes: bytes, from: from, now: now, viaPublicPort: viaPublicPort)
+        case .resume(let timestamp, let proof) where presence.byConnection[datagram.connectionID] != nil:
+            handlePresenceResume(connectionID: datagram.connectionID, timestamp: timestamp, proof: proof, received: bytes.count,
+                                 from: from, now: now, viaPublicPort: viaPublicPort)
         case .resume(let timestamp, let proof):
             handleResume(connectionID: datagram.connectionID, timestamp: timestamp, proof: proof, received: bytes.count,
                          from: from, now: now, viaPublicPort: viaPublicPort)
@@ -48,8 +56,11 @@ extension RelayCore {
     }
 
     /// A join another worker verified the cookie of and passed here because this worker owns the room.
+    /// (Also takes registers, which always go to worker 0.)
     public func handleHandedOffJoin(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
-        guard let datagram = try? SignalDatagram(parsing: bytes), case .join(let request) = datagram.message else {
+        guard let datagram = try? SignalDatagram(parsing: bytes) else { return drop(.malformedSignalling, from: from, now: now) }
+        if case .register(let request) = datagram.message { return handleHandedOffRegister(request, from: from, now: now) }
+        guard case .join(let request) = datagram.message else {
             return drop(.malformedSignalling, from: from, now: now)
         }
         if let existing = byAddress[from] {
@@ -79,6 +90,9 @@ extension RelayCore {
                                                 requiring: \.join, grantName: "join")
         } catch {
             return refuse(RefusalCode(error), error.reason, to: from, now: now, viaPublicPort: viaPublicPort)
+        }
+        if let (code, reason) = CallRoom.refusal(claims, room: request.room) {
+            return refuse(code, reason, to: from, now: now, viaPublicPort: viaPublicPort)
         }
         var room = rooms[request.room]
         if room == nil {
@@ -118,12 +132,14 @@ extension RelayCore {
             if previous.token == request.token, previous.address != from { return drop(.tokenReplay, from: from, now: now) }
             removeMember(previous, reason: "replaced by a new session", goodbye: .replaced, now: now)
         }
-        guard room.members.count < config.maxMembersPerRoom else {
-            return refuse(.roomFull, "room \(room.name) is full (\(config.maxMembersPerRoom) members)", to: from, now: now, viaPublicPort: viaPublicPort)
+        let capacity = CallRoom.isCallRoom(room.name) ? CallRoom.capacity : config.maxMembersPerRoom
+        guard room.members.count < capacity else {
+            return refuse(.roomFull, "room \(room.name) is full (\(capacity) members)", to: from, now: now, viaPublicPort: viaPublicPort)
         }
 
         var connectionID: UInt32
         repeat { connectionID = Crypto.randomUInt32() } while connectionID == 0 || byConnection[connectionID] != nil
+            || presence.byConnection[connectionID] != nil
         var ssrc: UInt32
         repeat { ssrc = Crypto.randomUInt32() } while ssrc == 0 || ssrc == relaySSRC || bySSRC[ssrc] != nil
         let member = Member(id: shared.nextMemberID(), connectionID: connectionID, ssrc: ssrc, identity: claims.identity,

@@ -5,6 +5,7 @@ extension RelayCore {
     /// receiver reports, closing rooms left empty. The loop calls it every `tickInterval` while members exist,
     /// and at least once a second otherwise.
     public func tick(now: Moment) {
+        tickPresence(now: now)
         var expired: [Member] = []
         for member in byConnection.values {
             if member.channel.pendingCount > 0 || member.channel.ackOwed { pump(member, now: now) }
@@ -46,6 +47,7 @@ extension RelayCore {
     /// Tells every member the relay is going away (twice, as nothing will retransmit it) and forgets them all.
     public func shutdown(now: Moment) {
         shuttingDown = true
+        shutdownPresence(now: now)
         for member in byConnection.values {
             for _ in 0..<2 {
                 sendSignal(.goodbye(code: .relayShutdown, reason: "the relay is shutting down"), to: member.address,

@@ -28,6 +28,8 @@ public final class RelayCore {
     var byAddress: [PeerAddress: Member] = [:]
     var byConnection: [UInt32: Member] = [:]
     var bySSRC: [UInt32: Member] = [:]
+    /// Online identities and their calls (used on worker 0 only; see `Presence*.swift`, `Call*.swift`).
+    let presence: PresenceDirectory
     var joinBucket: TokenBucket
     var retryBucket: TokenBucket
     var lastHousekeeping: Int64 = .min / 2
@@ -41,6 +43,7 @@ public final class RelayCore {
         self.workerIndex = workerIndex
         self.log = log
         self.relaySSRC = Crypto.randomUInt32() | 1
+        self.presence = PresenceDirectory(eventCapacity: shared.config.callEventCapacity)
         joinBucket = TokenBucket(ratePerSecond: shared.config.joinsPerSecond, burst: shared.config.joinsPerSecond * 2)
         retryBucket = TokenBucket(ratePerSecond: shared.config.retriesPerSecond, burst: shared.config.retriesPerSecond)
     }
@@ -51,8 +54,8 @@ public final class RelayCore {
     public var memberCount: Int { byConnection.count }
     /// Rooms on this worker.
     public var roomCount: Int { rooms.count }
-    /// Whether any member is connected (the loop ticks often only then).
-    public var hasMembers: Bool { !byConnection.isEmpty }
+    /// Whether any member or presence session is connected (the loop ticks often only then).
+    public var hasMembers: Bool { !byConnection.isEmpty || !presence.byConnection.isEmpty }
 
     /// Clears `output` and `handoffs` after the loop sent them.
     public func outputSent() {

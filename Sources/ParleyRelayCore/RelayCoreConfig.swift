@@ -49,6 +49,17 @@ public struct RelayCoreConfig: Sendable {
     /// The longest datagram accepted.
     public var maxDatagramSize = 1500
 
+    // MARK: Presence and calls (`Presence*.swift`, `Call*.swift`)
+
+    /// A call not answered within this long ends: the caller hears `noAnswer`.
+    public var ringTimeout: Int64 = 30 * 1_000_000_000
+    /// Lifetime of the join tokens the relay mints for a call room, in seconds.
+    public var callTokenLifetimeSeconds: Int64 = 3600
+    /// The API key (id) the relay signs call-room tokens with; nil = the first configured key in sorted order.
+    public var callTokenKey: String?
+    /// Recent call events kept for the HTTP API (oldest overwritten first).
+    public var callEventCapacity = 256
+
     /// Defaults as documented.
     public init() {}
 }

@@ -52,6 +52,8 @@ public struct RelayCounters: Sendable, Equatable {
     public var mixedPacketsSent: UInt64 = 0
     /// Resumes accepted.
     public var resumes: UInt64 = 0
+    /// Presence sessions registered; calls rung (callee online and free); calls answered.
+    public var presenceRegistered: UInt64 = 0, callsStarted: UInt64 = 0, callsAnswered: UInt64 = 0
 
     /// Zeroed counters.
     public init() {}

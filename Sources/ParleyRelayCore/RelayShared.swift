@@ -14,6 +14,9 @@ public final class RelayShared: Sendable {
     public let workerCount: Int
     /// The UDP port of each worker, by index (index 0 is the public port).
     public let workerPorts: [UInt16]
+    /// Mints the join tokens of call rooms with `config.callTokenKey` (or the first configured key); nil when
+    /// the verifier has no such key, and then calls fail at the answer.
+    public let callSigner: TokenSigner?
     private let roomCount = Atomic<Int>(0)
     private let memberIDs = Atomic<UInt32>(0)
 
@@ -24,6 +27,7 @@ public final class RelayShared: Sendable {
         self.cookies = JoinCookie(secret: cookieSecret, lifetimeSeconds: config.cookieLifetimeSeconds)
         self.workerCount = max(1, workerPorts.count)
         self.workerPorts = workerPorts.isEmpty ? [0] : workerPorts
+        self.callSigner = (config.callTokenKey ?? verifier.keyIDs.first).flatMap { verifier.signer(forKey: $0) }
     }
 
     /// Reserves a room against `maxRooms`; false when the relay is full.

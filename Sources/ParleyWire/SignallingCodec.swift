@@ -5,6 +5,8 @@ enum SignalTag: UInt8 {
     case timestamp = 16, proof = 17, code = 18, reason = 19, pageIndex = 20, pageCount = 21, member = 22
     case eventKind = 23, speaker = 24, to = 25, messageID = 26, fragmentIndex = 27, fragmentCount = 28
     case chunk = 29, direct = 30, delivered = 31, muted = 32
+    /// Presence and calls (`SignallingCallCodec.swift`).
+    case callID = 33, accept = 34, name = 35, callState = 36
 }
 
 /// Writes big-endian integers and TLVs into a caller-owned buffer.
@@ -188,6 +190,7 @@ extension SignalDatagram {
             message = .goodbye(code: code, reason: try f.optionalString(.reason, maxCount: 512))
         case 0x8A: message = .pong(timestamp: try f.u64(.timestamp))
         case 0x8B: message = .resumed
+        case 0x08, 0x09, 0x0A, 0x0B, 0x8C, 0x8D: message = try Self.callMessage(type: type, f)
         default: throw .unknownType
         }
         self.init(connectionID: u32(4), sequence: u32(8), ack: u32(12), message: message)
@@ -253,6 +256,8 @@ extension SignalDatagram {
         case .goodbye(let code, let reason):
             w.field(.code, u16: code.rawValue)
             if !reason.isEmpty { w.field(.reason, string: reason) }
+        case .register, .callInvite, .callAnswer, .callHangup, .incomingCall, .callStatus:
+            Self.writeCall(message, &w)
         }
         guard !w.overflow, w.offset <= Signalling.maxDatagramSize else { throw .bufferTooSmall }
         return w.offset

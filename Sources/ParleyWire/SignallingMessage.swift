@@ -125,6 +125,8 @@ public enum RefusalCode: UInt16, Equatable, Sendable {
     case roomNotFound = 20, roomFull = 21, tooManyRooms = 22
     case unknownSession = 30
     case shuttingDown = 40
+    /// A `call-` room is private: only the two parties, with the tokens the relay minted for the call, may join it.
+    case privateRoom = 23
 }
 
 /// Why the relay ended a member's session. The numeric values are part of the protocol.
@@ -227,7 +229,7 @@ public struct TextFragment: Equatable, Sendable {
     }
 }
 
-/// Every message of signalling version 1. Type codes below 0x80 go from member to relay; the rest from relay to member.
+/// Every message of signalling version 1 (presence and call messages in `SignallingCall.swift`). Type codes below 0x80 go from member to relay; the rest from relay to member.
 public enum SignalMessage: Equatable, Sendable {
     // Member → relay
     /// 0x01 Join a room (unreliable: repeated by the client until answered).
@@ -244,6 +246,14 @@ public enum SignalMessage: Equatable, Sendable {
     case resume(timestamp: UInt64, proof: [UInt8])
     /// 0x07 Acknowledgement only (unreliable).
     case ack
+    /// 0x08 Go online without a room (unreliable: repeated by the client until answered); answered like a join.
+    case register(RegisterRequest)
+    /// 0x09 Call an online identity; `callID` is the caller's choice, unique among its open calls (reliable).
+    case callInvite(callID: UInt32, to: String)
+    /// 0x0A Accept or decline a ringing call (reliable).
+    case callAnswer(callID: UInt32, accept: Bool)
+    /// 0x0B Hang up: cancels a ringing call, declines an incoming one, ends an answered one (reliable).
+    case callHangup(callID: UInt32)
 
     // Relay → member
     /// 0x81 Prove you own your address: repeat the join with this cookie (unreliable, never larger than the join).
@@ -268,6 +278,10 @@ public enum SignalMessage: Equatable, Sendable {
     case pong(timestamp: UInt64)
     /// 0x8B A resume was accepted; the flow continues from the sender's new address (reliable).
     case resumed
+    /// 0x8C Someone is calling this presence session; answer with `callAnswer(callID)` (reliable).
+    case incomingCall(callID: UInt32, fromIdentity: String, fromName: String)
+    /// 0x8D A call's state changed (reliable).
+    case callStatus(CallStatus)
 
     /// The message's type code.
     public var typeCode: UInt8 {
@@ -279,6 +293,10 @@ public enum SignalMessage: Equatable, Sendable {
         case .sendText: 0x05
         case .resume: 0x06
         case .ack: 0x07
+        case .register: 0x08
+        case .callInvite: 0x09
+        case .callAnswer: 0x0A
+        case .callHangup: 0x0B
         case .retry: 0x81
         case .welcome: 0x82
         case .refused: 0x83
@@ -290,13 +308,15 @@ public enum SignalMessage: Equatable, Sendable {
         case .goodbye: 0x89
         case .pong: 0x8A
         case .resumed: 0x8B
+        case .incomingCall: 0x8C
+        case .callStatus: 0x8D
         }
     }
 
     /// Whether this message travels reliably (gets a sequence number, is acknowledged and retransmitted).
     public var isReliable: Bool {
         switch self {
-        case .join, .ping, .resume, .ack, .retry, .refused, .pong, .goodbye: false
+        case .join, .register, .ping, .resume, .ack, .retry, .refused, .pong, .goodbye: false
         default: true
         }
     }
