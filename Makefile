@@ -5,7 +5,7 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 
 # Packages by use. RUN: building and running the relay and client. TEST: plus what the tests drive.
 DEBS_RUN  := pkg-config libopus-dev libasound2-dev libsodium-dev libspeexdsp-dev
-DEBS_TEST := $(DEBS_RUN)
+DEBS_TEST := $(DEBS_RUN) espeak-ng
 DEBS_FUZZ := $(DEBS_RUN)
 
 SWIFT_FLAGS ?=

@@ -142,6 +142,11 @@ public final class ClientSession {
         return []
     }
 
+    /// Counts media from the relay as a sign of life (it only reaches us when the relay has our current address).
+    public func noteTraffic(now: Int64) {
+        if state == .joined { lastHeard = now }
+    }
+
     /// Starts over from a new local address at once (the owner knows its address changed).
     public func resumeNow(now: Int64) {
         guard let welcome, state == .joined || state == .resuming else { return }

@@ -20,15 +20,15 @@ public final class SendPipeline {
     /// Frames encoded, and those that were DTX (not sent).
     public private(set) var framesEncoded = 0, framesSuppressed = 0
 
-    /// An Opus VOIP encoder at `bitrate`, `complexity`, FEC for `expectedLossPercent`, DTX on.
-    public init(ssrc: UInt32, bitrate: Int32 = 32_000, complexity: Int32 = 5, expectedLossPercent: Int32 = 10,
+    /// An Opus VOIP encoder at `bitrate`, `complexity`, FEC for `expectedLossPercent`, DTX when `dtx`.
+    public init(ssrc: UInt32, bitrate: Int32 = 32_000, complexity: Int32 = 5, expectedLossPercent: Int32 = 10, dtx: Bool = true,
                 payloadType: UInt8 = 111, levelExtensionID: UInt8 = 1) throws(OpusError) {
         encoder = try OpusEncoder(sampleRate: 48_000, channels: 1, application: .voip)
         try encoder.setBitrate(bitrate)
         try encoder.setComplexity(complexity)
         try encoder.setInbandFEC(true)
         try encoder.setExpectedPacketLoss(percent: expectedLossPercent)
-        try encoder.setDTX(true)
+        try encoder.setDTX(dtx)
         self.ssrc = ssrc
         self.payloadType = payloadType
         self.levelExtensionID = levelExtensionID

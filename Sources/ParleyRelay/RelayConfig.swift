@@ -34,7 +34,8 @@ public struct RelayConfig: Sendable {
     public static let keys = ["udp", "http", "workers", "api_key", "api_secret", "log_level", "max_members_per_room",
                               "max_rooms", "empty_room_timeout_s", "member_timeout_s", "keepalive_interval_s",
                               "max_forwarded_speakers", "speaker_update_interval_ms", "speech_level_threshold",
-                              "audio_level_extension_id", "default_room_mode", "joins_per_second"]
+                              "audio_level_extension_id", "default_room_mode", "joins_per_second", "ring_timeout_s",
+                              "mix_complexity", "mix_bitrate"]
 
     /// Applies one key's value; throws a message naming the key on a bad value.
     public mutating func set(_ key: String, _ value: String) throws(ConfigError) {
@@ -73,6 +74,9 @@ public struct RelayConfig: Sendable {
             guard value == "forward" || value == "mix" else { throw ConfigError("default_room_mode must be forward or mix, got \"\(value)\"") }
             core.defaultRoomMode = value
         case "joins_per_second": core.joinsPerSecond = Double(try int(1...1_000_000))
+        case "ring_timeout_s": core.ringTimeout = Int64(try int(1...600)) * 1_000_000_000
+        case "mix_complexity": core.mixComplexity = try int(0...10)
+        case "mix_bitrate": core.mixBitrate = try int(6_000...510_000)
         default: throw ConfigError("unknown setting \"\(key)\" (known: \(Self.keys.joined(separator: ", ")))")
         }
     }

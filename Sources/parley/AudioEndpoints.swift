@@ -78,14 +78,15 @@ enum PlaybackSink {
 struct AudioOptions {
     static let valued: Set<String> = ["device", "capture-device", "playback-device", "input", "output", "tone", "amplitude",
                                        "bitrate", "complexity"]
-    static let switches: Set<String> = ["loop", "echo-cancel", "denoise", "no-denoise", "agc", "no-playback"]
+    static let switches: Set<String> = ["loop", "echo-cancel", "denoise", "no-denoise", "agc", "no-playback", "dtx", "no-dtx"]
     static let usage = """
       audio: [--device PCM | --capture-device PCM --playback-device PCM] [--input FILE.wav [--loop]] [--output FILE.wav]
              [--tone HZ [--amplitude 0..1]] [--echo-cancel] [--denoise|--no-denoise] [--agc] [--no-playback]
-             [--bitrate BPS] [--complexity 0..10]
+             [--bitrate BPS] [--complexity 0..10] [--dtx|--no-dtx]
              Without --input/--tone the microphone is the ALSA capture device (default "default"); without --output the
              ALSA playback device plays. --input replaces capture (any WAV, resampled), --output records what you hear
-             (48 kHz mono WAV), --no-playback discards it. Noise suppression is on for a microphone, off for files/tones.
+             (48 kHz mono WAV), --no-playback discards it. Noise suppression is on for a microphone, off for files/tones;
+             DTX (nothing sent in silence) is on except for --tone (Opus takes a steady tone for background noise).
     """
 
     var captureDevice = "default"
@@ -99,6 +100,7 @@ struct AudioOptions {
     var denoise: Bool
     var agc = false
     var noPlayback = false
+    var dtx: Bool
     var bitrate: Int32 = 32_000
     var complexity: Int32 = 5
 
@@ -129,6 +131,7 @@ struct AudioOptions {
         denoise = o.has("denoise") || (!o.has("no-denoise") && o["input"] == nil && o["tone"] == nil)
         agc = o.has("agc")
         noPlayback = o.has("no-playback")
+        dtx = o.has("dtx") || (!o.has("no-dtx") && o["tone"] == nil)
     }
 
     /// Opens the capture side (nil source = listen-only); exits with a one-line error on failure.

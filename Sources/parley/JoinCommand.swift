@@ -145,12 +145,13 @@ final class RoomCall {
                         }
                     } else {
                         media.receive(bytes, now: arrival)
+                        session.noteTraffic(now: arrival)
                     }
                 }
                 while let key = ui.key() { if handleKey(key, session: session) { outcome = 0; session.leave(now: now); flush(); break loop } }
                 let tickNow = Clock.monotonicNanoseconds()
                 if tickNow >= nextTick {
-                    let joined = session.state == .joined
+                    let joined = session.state == .joined || session.state == .resuming
                     do {
                         try media.tick(now: tickNow, joined: joined, roundTrip: rtt) { socket.send($0, to: session.destination) }
                     } catch {

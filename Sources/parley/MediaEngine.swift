@@ -40,7 +40,9 @@ final class MediaEngine {
         options.denoise = audio.denoise
         options.agc = audio.agc
         options.echoCancel = audio.echoCancel
-        processor = listenOnly ? nil : try? VoiceProcessor(options: options)
+        options.vad = false  // speexdsp's VAD is a placeholder ("replaced by a hack"); voice comes from the level
+        let anyProcessing = audio.denoise || audio.agc || audio.echoCancel
+        processor = listenOnly || !anyProcessing ? nil : try? VoiceProcessor(options: options)
         var jc = JitterBufferConfig()
         jc.minimumDelayMilliseconds = 0
         receiver = ReceiveMixer(jitterConfig: jc)
@@ -59,7 +61,7 @@ final class MediaEngine {
         guard !listenOnly else { return }
         if let sender { sender.ssrc = ssrc; return }
         do {
-            sender = try SendPipeline(ssrc: ssrc, bitrate: audio.bitrate, complexity: audio.complexity)
+            sender = try SendPipeline(ssrc: ssrc, bitrate: audio.bitrate, complexity: audio.complexity, dtx: audio.dtx)
         } catch {
             fail("cannot start the Opus encoder: \(error.message)", code: 1)
         }
@@ -79,8 +81,9 @@ final class MediaEngine {
     func tick(now: Int64, joined: Bool, roundTrip: Int64, send: (UnsafeRawBufferPointer) -> Void) throws(AudioIOError) {
         if !listenOnly {
             if !(try captureState.next(into: frame)) { inputEnded = true }
-            let voice = processor?.process(frame, playedReference: audio.echoCancel ? UnsafeBufferPointer(played) : nil) ?? true
+            _ = processor?.process(frame, playedReference: audio.echoCancel ? UnsafeBufferPointer(played) : nil)
             inputLevel = audioLevel(UnsafeBufferPointer(frame))
+            let voice = inputLevel <= 60
             if joined, let sender, let packet = sender.packetize(UnsafeBufferPointer(frame), level: inputLevel, voice: voice, muted: muted) {
                 send(packet)
                 packetsSent += 1

@@ -1,13 +1,18 @@
 // parley: the Parley client. Subcommands: token (mint a join token), join (a room).
 import Foundation
+import ParleyAudioIO
 import ParleyNet
 
 let usage = """
 usage: parley <command> [options]
 
 commands:
-  token   mint a join token            (parley token --help)
-  join    join a room and talk/listen  (parley join --help)
+  token    mint a join token                      (parley token --help)
+  join     join a room and talk/listen            (parley join --help)
+  listen   stay online for one-to-one calls       (parley listen --help)
+  call     call someone who is online             (parley call --help)
+  message  send a direct text to someone online   (parley message --help)
+  devices  list ALSA PCM devices
 """
 
 var args = Array(CommandLine.arguments.dropFirst())
@@ -19,6 +24,12 @@ args.removeFirst()
 switch command {
 case "token": exit(TokenCommand.run(args))
 case "join": exit(JoinCommand.run(args))
+case "listen": exit(CallCommands.listen(args))
+case "call": exit(CallCommands.call(args))
+case "message": exit(CallCommands.message(args))
+case "devices":
+    for d in AlsaDevice.list() { writeLine("\(d.name)\t\(d.description)") }
+    exit(0)
 case "-h", "--help", "help": writeLine(usage); exit(0)
 default: fail("unknown command \(command)\n\(usage)")
 }

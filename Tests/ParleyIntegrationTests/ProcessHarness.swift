@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 
+/// Every test that starts real processes, one at a time: they share two cores, and real-time audio clients
+/// starved of CPU would measure the machine, not Parley.
+@Suite(.serialized) struct ProcessTests {}
+
 /// Runs the package's own executables as real processes and collects what they print.
 final class Spawned: @unchecked Sendable {
     // Invariant: `out` and `err` are appended only under `lock` by the pipes' handlers.

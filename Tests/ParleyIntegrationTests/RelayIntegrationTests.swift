@@ -2,100 +2,105 @@ import Foundation
 import Testing
 
 /// Real processes on loopback: `parley-relay` and `parley join` test clients.
-@Suite("Relay and clients as real processes on loopback", .serialized)
-struct RelayIntegrationTests {
-    @Test("two speak, one listens: the listener gets exactly the two streams; a killed client is timed out and announced")
-    func roomOfFour() throws {
-        let (relay, server) = try startRelay(environment: ["PARLEY_MEMBER_TIMEOUT_S": "2"])
-        defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
-        let room = "it-\(UInt32.random(in: 0...UInt32.max))"
-        let dave = try Spawned("parley", ["join", room, "--identity", "dave", "--server", server, "--duration", "30"])
-        #expect(dave.waitFor(seconds: 5) { $0.contains("joined \(room)") })
-        let alice = try Spawned("parley", ["join", room, "--identity", "alice", "--server", server, "--tone", "440", "--duration", "7"])
-        #expect(alice.waitFor(seconds: 5) { $0.contains("joined \(room)") })
-        let bob = try Spawned("parley", ["join", room, "--identity", "bob", "--server", server, "--tone", "660",
-                                         "--amplitude", "0.1", "--duration", "7", "--say", "hello from bob"])
-        #expect(alice.waitFor(seconds: 5) { $0.contains("joined \(room)") })
-        #expect(bob.waitFor(seconds: 5) { $0.contains("joined \(room)") })
-        let carol = try Spawned("parley", ["join", room, "--identity", "carol", "--server", server, "--listen-only", "--duration", "3"])
-        #expect(carol.waitFor(seconds: 5) { $0.contains("joined \(room)") })
-        dave.signal(SIGKILL)  // no leave: the relay must notice the silence
+extension ProcessTests {
+    @Suite("Relay and clients as real processes on loopback")
+    struct RelayIntegrationTests {
+        @Test("two speak, one listens: the listener gets exactly the two streams; a killed client is timed out and announced")
+        func roomOfFour() throws {
+            let (relay, server) = try startRelay(environment: ["PARLEY_MEMBER_TIMEOUT_S": "2"])
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            let room = "it-\(UInt32.random(in: 0...UInt32.max))"
+            let dave = try Spawned("parley", ["join", room, "--identity", "dave", "--server", server, "--duration", "30", "--listen-only", "--no-playback"])
+            #expect(dave.waitFor(seconds: 5) { $0.contains("joined \(room)") })
+            let alice = try Spawned("parley", ["join", room, "--identity", "alice", "--server", server, "--tone", "440", "--duration", "7", "--no-playback"])
+            #expect(alice.waitFor(seconds: 5) { $0.contains("joined \(room)") })
+            let bob = try Spawned("parley", ["join", room, "--identity", "bob", "--server", server, "--tone", "660",
+                                             "--amplitude", "0.1", "--duration", "7", "--say", "hello from bob", "--no-playback"])
+            #expect(alice.waitFor(seconds: 5) { $0.contains("joined \(room)") })
+            #expect(bob.waitFor(seconds: 5) { $0.contains("joined \(room)") })
+            let carol = try Spawned("parley", ["join", room, "--identity", "carol", "--server", server, "--listen-only", "--duration", "3", "--no-playback"])
+            #expect(carol.waitFor(seconds: 5) { $0.contains("joined \(room)") })
+            dave.signal(SIGKILL)  // no leave: the relay must notice the silence
 
-        #expect(carol.wait(seconds: 10) == 0)
-        let received = carol.lines.filter { $0.hasPrefix("received ssrc") }
-        #expect(received.count == 2, "carol heard: \(received)")
-        for who in ["alice", "bob"] {
-            let line = received.first { $0.contains("from \(who):") } ?? ""
-            let packets = Int(line.split(separator: " ").drop(while: { !$0.hasSuffix(":") }).dropFirst().first ?? "") ?? 0
-            #expect(packets >= 100, "carol got \(packets) packets from \(who) in ~3 s (50/s sent)")
+            #expect(carol.wait(seconds: 10) == 0)
+            let received = carol.lines.filter { $0.hasPrefix("received ssrc") }
+            #expect(received.count == 2, "carol heard: \(received)")
+            for who in ["alice", "bob"] {
+                let line = received.first { $0.contains("from \(who):") } ?? ""
+                let packets = Int(line.split(separator: " ").drop(while: { !$0.hasSuffix(":") }).dropFirst().first ?? "") ?? 0
+                #expect(packets >= 100, "carol got \(packets) packets from \(who) in ~3 s (50/s sent)")
+            }
+            #expect(carol.stdout.contains("members: "))
+            #expect(carol.stdout.contains("speaking: "))
+
+            #expect(alice.waitFor(seconds: 6) { $0.contains("dave left: timed out") }, "alice saw: \(alice.stdout)")
+            #expect(alice.stdout.contains("carol joined") && alice.stdout.contains("carol left: left"))
+            #expect(alice.stdout.contains("text from bob: hello from bob"))
+            #expect(bob.stdout.contains("delivered"))
+            #expect(alice.wait(seconds: 10) == 0)
+            #expect(bob.wait(seconds: 10) == 0)
+            #expect(relay.stderr.contains("dave left \(room): timed out"))
         }
-        #expect(carol.stdout.contains("members: "))
-        #expect(carol.stdout.contains("speaking: "))
 
-        #expect(alice.waitFor(seconds: 6) { $0.contains("dave left: timed out") }, "alice saw: \(alice.stdout)")
-        #expect(alice.stdout.contains("carol joined") && alice.stdout.contains("carol left: left"))
-        #expect(alice.stdout.contains("text from bob: hello from bob"))
-        #expect(bob.stdout.contains("delivered"))
-        #expect(alice.wait(seconds: 10) == 0)
-        #expect(bob.wait(seconds: 10) == 0)
-        #expect(relay.stderr.contains("dave left \(room): timed out"))
-    }
+        @Test("mix mode: a listener receives one mixed stream at 50 packets a second while two members speak")
+        func mixRoom() throws {
+            let (relay, server) = try startRelay()
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            let room = "mix-\(UInt32.random(in: 0...UInt32.max))"
+            let a = try Spawned("parley", ["join", room, "--mode", "mix", "--identity", "a", "--server", server, "--tone", "440", "--duration", "5", "--no-playback"])
+            let b = try Spawned("parley", ["join", room, "--mode", "mix", "--identity", "b", "--server", server, "--tone", "700", "--duration", "5", "--no-playback"])
+            #expect(a.waitFor(seconds: 5) { $0.contains("mode mix") })
+            #expect(b.waitFor(seconds: 5) { $0.contains("mode mix") })
+            let c = try Spawned("parley", ["join", room, "--identity", "c", "--server", server, "--listen-only", "--duration", "3", "--no-playback"])
+            #expect(c.wait(seconds: 10) == 0)
+            let received = c.lines.filter { $0.hasPrefix("received ssrc") }
+            #expect(received.count == 1, "\(received)")
+            let line = received.first ?? ""
+            #expect(line.contains("from the room mix"))
+            let packets = Int(line.split(separator: " ").drop(while: { !$0.hasSuffix(":") }).dropFirst().first ?? "") ?? 0
+            #expect(packets >= 130, "\(packets) mixed packets in ~3 s")
+            #expect(a.wait(seconds: 8) == 0 && b.wait(seconds: 8) == 0)
+            // Each speaker hears a mix too (the other one), from the same mixer SSRC.
+            #expect(a.lines.contains { $0.contains("from the room mix") })
+        }
 
-    @Test("mix mode: a listener receives one mixed stream at 50 packets a second while two members speak")
-    func mixRoom() throws {
-        let (relay, server) = try startRelay()
-        defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
-        let room = "mix-\(UInt32.random(in: 0...UInt32.max))"
-        let a = try Spawned("parley", ["join", room, "--mode", "mix", "--identity", "a", "--server", server, "--tone", "440", "--duration", "5"])
-        let b = try Spawned("parley", ["join", room, "--mode", "mix", "--identity", "b", "--server", server, "--tone", "700", "--duration", "5"])
-        #expect(a.waitFor(seconds: 5) { $0.contains("mode mix") })
-        #expect(b.waitFor(seconds: 5) { $0.contains("mode mix") })
-        let c = try Spawned("parley", ["join", room, "--identity", "c", "--server", server, "--listen-only", "--duration", "3"])
-        #expect(c.wait(seconds: 10) == 0)
-        let received = c.lines.filter { $0.hasPrefix("received ssrc") }
-        #expect(received.count == 1, "\(received)")
-        let line = received.first ?? ""
-        #expect(line.contains("from the room mix"))
-        let packets = Int(line.split(separator: " ").drop(while: { !$0.hasSuffix(":") }).dropFirst().first ?? "") ?? 0
-        #expect(packets >= 130, "\(packets) mixed packets in ~3 s")
-        #expect(a.wait(seconds: 8) == 0 && b.wait(seconds: 8) == 0)
-        // Each speaker hears a mix too (the other one), from the same mixer SSRC.
-        #expect(a.lines.contains { $0.contains("from the room mix") })
-    }
+        @Test("SIGTERM: members are told the relay is going away, the relay exits 0, the client reconnects")
+        func shutdown() throws {
+            let (relay, server) = try startRelay(workers: 1)
+            let alice = try Spawned("parley", ["join", "bye", "--identity", "alice", "--server", server, "--duration", "20", "--listen-only", "--no-playback"])
+            #expect(alice.waitFor(seconds: 5) { $0.contains("joined bye") })
+            relay.signal(SIGTERM)
+            #expect(relay.wait(seconds: 5) == 0)
+            // The client is told, then tries to come back by itself.
+            #expect(alice.waitFor(seconds: 5) { $0.contains("reconnecting in 1 s") }, "\(alice.stdout)")
+            #expect(alice.stdout.contains("the relay ended the session: the relay is shutting down"))
+            alice.signal(SIGINT)
+            #expect(alice.wait(seconds: 5) == 0)
+        }
 
-    @Test("SIGTERM: members are told the relay is going away and the relay exits 0")
-    func shutdown() throws {
-        let (relay, server) = try startRelay(workers: 1)
-        let alice = try Spawned("parley", ["join", "bye", "--identity", "alice", "--server", server, "--duration", "20"])
-        #expect(alice.waitFor(seconds: 5) { $0.contains("joined bye") })
-        relay.signal(SIGTERM)
-        #expect(relay.wait(seconds: 5) == 0)
-        #expect(alice.wait(seconds: 5) == 4)
-        #expect(alice.stdout.contains("the relay ended the session: the relay is shutting down"))
-    }
+        @Test("a refused token is shown with the relay's reason and a non-zero exit")
+        func refusedToken() throws {
+            let (relay, server) = try startRelay(workers: 1)
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            let token = try Spawned("parley", ["token", "--identity", "mallory", "--room", "elsewhere"],
+                                    environment: ["PARLEY_API_SECRET": "not-the-relays-secret-at-all"])
+            #expect(token.wait(seconds: 5) == 0)
+            let jwt = token.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(jwt.split(separator: ".").count == 3)
+            let join = try Spawned("parley", ["join", "elsewhere", "--identity", "mallory", "--server", server, "--token", jwt, "--listen-only", "--no-playback"])
+            #expect(join.wait(seconds: 8) == 3)
+            #expect(join.stderr.contains("refused"))
+            #expect(join.stderr.contains("signature"))
+        }
 
-    @Test("a refused token is shown with the relay's reason and a non-zero exit")
-    func refusedToken() throws {
-        let (relay, server) = try startRelay(workers: 1)
-        defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
-        let token = try Spawned("parley", ["token", "--identity", "mallory", "--room", "elsewhere"],
-                                environment: ["PARLEY_API_SECRET": "not-the-relays-secret-at-all"])
-        #expect(token.wait(seconds: 5) == 0)
-        let jwt = token.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        #expect(jwt.split(separator: ".").count == 3)
-        let join = try Spawned("parley", ["join", "elsewhere", "--identity", "mallory", "--server", server, "--token", jwt])
-        #expect(join.wait(seconds: 8) == 3)
-        #expect(join.stderr.contains("refused"))
-        #expect(join.stderr.contains("signature"))
-    }
-
-    @Test("bad command lines get one clear line and exit 2")
-    func badArguments() throws {
-        let relay = try Spawned("parley-relay", ["--udp", "nonsense"])
-        #expect(relay.wait(seconds: 5) == 2)
-        #expect(relay.stderr.contains("udp must be HOST:PORT"))
-        let client = try Spawned("parley", ["join"])
-        #expect(client.wait(seconds: 5) == 2)
-        #expect(client.stderr.contains("join needs a ROOM"))
+        @Test("bad command lines get one clear line and exit 2")
+        func badArguments() throws {
+            let relay = try Spawned("parley-relay", ["--udp", "nonsense"])
+            #expect(relay.wait(seconds: 5) == 2)
+            #expect(relay.stderr.contains("udp must be HOST:PORT"))
+            let client = try Spawned("parley", ["join"])
+            #expect(client.wait(seconds: 5) == 2)
+            #expect(client.stderr.contains("join needs a ROOM"))
+        }
     }
 }

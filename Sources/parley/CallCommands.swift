@@ -1,0 +1,294 @@
+import Foundation
+import ParleyClientCore
+import ParleyNet
+import ParleyWire
+
+/// `parley listen` and `parley call`: stay online for one-to-one calls (presence), ring, answer, place calls, hang
+/// up. An answered call is a private two-member room joined with the token the relay minted; presence stays alive
+/// during the call so hang-ups from the other side arrive at once.
+final class PresenceClient {
+    let server: PeerAddress
+    let session: PresenceSession
+    let socket: UDPSocket
+    let ui: TerminalUI
+    private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
+
+    init(server: PeerAddress, token: String, ui: TerminalUI) {
+        self.server = server
+        self.ui = ui
+        socket = openSocket(for: server)
+        session = PresenceSession(server: server, token: token, now: Clock.monotonicNanoseconds(),
+                                  unixMilliseconds: { Int64(Clock.unixMilliseconds()) })
+    }
+
+    deinit { buffer.deallocate() }
+
+    func flush() { for d in session.drainOutgoing() { socket.send(d, to: session.destination) } }
+
+    /// Receives what is waiting and runs the session's timers; returns the events.
+    func poll(now: Int64) -> [PresenceSession.Event] {
+        var events: [PresenceSession.Event] = []
+        while let (n, from) = socket.receive(into: buffer) {
+            guard n > 0, from.high == server.high, from.low == server.low else { continue }
+            events += session.handle(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), now: now)
+        }
+        events += session.tick(now: now)
+        flush()
+        return events
+    }
+
+    /// Waits up to `milliseconds` for a datagram.
+    func wait(milliseconds: Int32) {
+        _ = Poll.readable(ui.interactive ? [socket.fd, 0] : [socket.fd], timeoutMilliseconds: milliseconds)
+    }
+}
+
+enum CallCommands {
+    static let listenUsage = """
+    usage: parley listen --identity NAME [--server HOST:PORT] [--token T] [--auto-answer [--answer-after S] | --auto-reject]
+                         [--hangup-after S] [--duration S] [--no-tui] [audio options]
+    \(AudioOptions.usage)
+
+    Stays online for calls. An incoming call rings (bell and a line): a answers, r rejects; in a call h hangs up;
+    q quits. Direct texts to you are shown. --auto-answer/--auto-reject/--hangup-after are for bots and tests.
+    """
+    static let callUsage = """
+    usage: parley call NAME --identity ME [--server HOST:PORT] [--token T] [--hangup-after S] [--no-tui] [audio options]
+    \(AudioOptions.usage)
+
+    Calls NAME and shows progress (ringing, answered, declined, no answer after 30 s, unavailable). h hangs up.
+    Exit: 0 the call took place, 6 declined, 7 no answer, 8 unavailable, 9 failed, 3 refused, 5 relay unreachable.
+    """
+    static let messageUsage = """
+    usage: parley message NAME TEXT --identity ME [--server HOST:PORT] [--token T]
+
+    Sends a direct text to NAME if NAME is online; prints delivered or failed (exit 0 / 10).
+    """
+
+    static let common: Set<String> = ["identity", "server", "token", "name", "duration", "hangup-after", "answer-after"]
+
+    static func parse(_ arguments: [String], usage: String, extraSwitches: Set<String> = []) -> (Options, String, PeerAddress, TerminalUI) {
+        let o = Options(arguments, valued: AudioOptions.valued.union(common), switches: AudioOptions.switches.union(["no-tui"]).union(extraSwitches), usage: usage)
+        guard let identity = o["identity"], !identity.isEmpty else { fail("needs --identity\n\(usage)") }
+        guard let server = PeerAddress(parsing: o["server"] ?? "127.0.0.1:7400") else { fail("--server must be HOST:PORT") }
+        return (o, identity, server, TerminalUI(noTUI: o.has("no-tui")))
+    }
+
+    static func presenceToken(_ o: Options, identity: String) -> String {
+        o["token"] ?? mintToken(identity: identity, name: o["name"], room: nil, ttlSeconds: 86_400, publish: true, admin: false, mode: nil)
+    }
+
+    /// Waits for the registration; exits on refusal or no answer.
+    static func register(_ p: PresenceClient) {
+        p.flush()
+        while true {
+            p.wait(milliseconds: 50)
+            for e in p.poll(now: Clock.monotonicNanoseconds()) {
+                switch e {
+                case .registered: return
+                case .refused(let code, let reason):
+                    p.ui.close()
+                    fail("the relay refused to register us: \(reason) (code \(code.rawValue))", code: 3)
+                case .ended(let reason):
+                    p.ui.close()
+                    fail("cannot reach the relay at \(p.server): \(reason)", code: 5)
+                default: break
+                }
+            }
+            if interrupted.load(ordering: .relaxed) { p.ui.close(); exit(0) }
+        }
+    }
+
+    /// Talks in an answered call's room until either side hangs up; returns when it is over.
+    static func talk(_ p: PresenceClient, callID: UInt32, peer: String, room: String, token: String, o: Options, identity: String,
+                     server: PeerAddress) {
+        let media = MediaEngine(audio: AudioOptions(o), listenOnly: false, muted: false)
+        let roomCall = RoomCall(room: room, identity: identity, server: server, token: { token }, media: media, ui: p.ui,
+                                duration: 0, say: nil, reconnect: false)
+        let hangupAfter = o["hangup-after"].flatMap(Double.init)
+        let start = Clock.monotonicNanoseconds()
+        var over = false
+        p.ui.keys = "h hang up · m mute/unmute · t type a message"
+        roomCall.onKey = { key in
+            guard key == UInt8(ascii: "h") else { return false }
+            p.session.hangUp(callID, now: Clock.monotonicNanoseconds())
+            p.flush()
+            p.ui.event("you hung up")
+            roomCall.leaveRequested = true
+            return true
+        }
+        roomCall.onTick = { now in
+            if let after = hangupAfter, !over, Double(now - start) / 1e9 >= after {
+                over = true
+                p.session.hangUp(callID, now: now)
+                p.flush()
+                p.ui.event("you hung up")
+                roomCall.leaveRequested = true
+            }
+            for e in p.poll(now: now) {
+                if case .callStatus(let id, let state, let reason, _, _) = e, id == callID, state == .ended || state == .failed {
+                    p.ui.event("call ended: \(reason)")
+                    over = true
+                    roomCall.leaveRequested = true
+                }
+                if case .text(let from, let text) = e { p.ui.event("direct text from \(from): \(text)") }
+            }
+        }
+        _ = roomCall.run()
+        media.finish()
+        if !over {  // we left the room some other way (q, Ctrl-C, lost contact): end the call for the other side too
+            p.session.hangUp(callID, now: Clock.monotonicNanoseconds())
+            p.flush()
+        }
+        p.ui.keys = "a answer · r reject · q quit"
+    }
+
+    static func listen(_ arguments: [String]) -> Int32 {
+        let (o, identity, server, ui) = parse(arguments, usage: listenUsage, extraSwitches: ["auto-answer", "auto-reject"])
+        SignalHandlers.install()
+        let p = PresenceClient(server: server, token: presenceToken(o, identity: identity), ui: ui)
+        register(p)
+        ui.keys = "a answer · r reject · q quit"
+        ui.status = ["parley · \(identity) · online, waiting for calls"]
+        ui.event("online as \(identity); waiting for calls")
+        let duration = o["duration"].flatMap(Double.init) ?? 0
+        let answerAfter = o["answer-after"].flatMap(Double.init) ?? 0
+        let start = Clock.monotonicNanoseconds()
+        var ringing: (id: UInt32, from: String, since: Int64)?
+        while true {
+            let now = Clock.monotonicNanoseconds()
+            if interrupted.load(ordering: .relaxed) || (duration > 0 && Double(now - start) / 1e9 >= duration) { break }
+            p.wait(milliseconds: 20)
+            for e in p.poll(now: Clock.monotonicNanoseconds()) {
+                switch e {
+                case .incomingCall(let id, let from, let name):
+                    ringing = (id, from, Clock.monotonicNanoseconds())
+                    ui.bell()
+                    ui.event("incoming call from \(from)\(name.isEmpty ? "" : " (\(name))")" + (ui.interactive ? " — a answers, r rejects" : ""))
+                    if o.has("auto-reject") {
+                        p.session.answer(id, accept: false, now: Clock.monotonicNanoseconds())
+                        ui.event("rejected the call from \(from)")
+                        ringing = nil
+                    }
+                case .callStatus(let id, let state, let reason, let room, let token):
+                    if state == .answered, let room, let token {
+                        let peer = p.session.calls[id]?.peer ?? ringing?.from ?? "?"
+                        ringing = nil
+                        ui.event("in a call with \(peer)")
+                        talk(p, callID: id, peer: peer, room: room, token: token, o: o, identity: identity, server: server)
+                        ui.event("waiting for calls")
+                    } else if state == .ended, ringing?.id == id {
+                        ui.event("missed call from \(ringing!.from): \(reason)")
+                        ringing = nil
+                    }
+                case .text(let from, let text): ui.event("direct text from \(from): \(text)")
+                case .goodbye(_, let reason), .ended(let reason):
+                    ui.close()
+                    fail("offline: \(reason)", code: 5)
+                default: break
+                }
+            }
+            if let r = ringing, o.has("auto-answer"), Double(Clock.monotonicNanoseconds() - r.since) / 1e9 >= answerAfter {
+                p.session.answer(r.id, accept: true, now: Clock.monotonicNanoseconds())
+                ui.event("answered the call from \(r.from)")
+                ringing = nil
+            }
+            while let key = ui.key() {
+                switch key {
+                case UInt8(ascii: "a"): if let r = ringing { p.session.answer(r.id, accept: true, now: now); ui.event("answering \(r.from)"); ringing = nil }
+                case UInt8(ascii: "r"): if let r = ringing { p.session.answer(r.id, accept: false, now: now); ui.event("rejected the call from \(r.from)"); ringing = nil }
+                case UInt8(ascii: "q"): interrupted.store(true, ordering: .relaxed)
+                default: break
+                }
+            }
+            p.flush()
+            ui.draw(now: Clock.monotonicNanoseconds())
+        }
+        p.session.leave(now: Clock.monotonicNanoseconds())
+        p.flush()
+        ui.close()
+        return 0
+    }
+
+    static func call(_ arguments: [String]) -> Int32 {
+        let (o, identity, server, ui) = parse(arguments, usage: callUsage)
+        guard let callee = o.positional.first else { fail("call needs the NAME to call\n\(callUsage)") }
+        SignalHandlers.install()
+        let p = PresenceClient(server: server, token: presenceToken(o, identity: identity), ui: ui)
+        register(p)
+        ui.keys = "h hang up"
+        ui.status = ["parley · \(identity) · calling \(callee)"]
+        guard let callID = p.session.call(callee, now: Clock.monotonicNanoseconds()) else { fail("cannot call \(callee)") }
+        p.flush()
+        ui.event("calling \(callee)")
+        var code: Int32 = 9
+        loop: while true {
+            if interrupted.load(ordering: .relaxed) {
+                p.session.hangUp(callID, now: Clock.monotonicNanoseconds())
+                p.flush()
+                ui.event("cancelled")
+                code = 0
+                break
+            }
+            p.wait(milliseconds: 20)
+            for e in p.poll(now: Clock.monotonicNanoseconds()) {
+                guard case .callStatus(let id, let state, let reason, let room, let token) = e, id == callID else {
+                    if case .ended(let reason) = e { ui.event("offline: \(reason)"); code = 5; break loop }
+                    continue
+                }
+                switch state {
+                case .ringing: ui.event("ringing \(callee)…")
+                case .answered:
+                    guard let room, let token else { continue }
+                    ui.event("answered")
+                    talk(p, callID: callID, peer: callee, room: room, token: token, o: o, identity: identity, server: server)
+                    code = 0
+                    break loop
+                case .declined: ui.event("declined" + (reason.isEmpty ? "" : ": \(reason)")); code = 6; break loop
+                case .noAnswer: ui.event("no answer"); code = 7; break loop
+                case .unavailable: ui.event("unavailable: \(reason)"); code = 8; break loop
+                case .ended: ui.event("call ended: \(reason)"); code = 0; break loop
+                case .failed: ui.event("call failed: \(reason)"); code = 9; break loop
+                }
+            }
+            while let key = ui.key() {
+                guard key == UInt8(ascii: "h") else { continue }
+                p.session.hangUp(callID, now: Clock.monotonicNanoseconds())
+                p.flush()
+                ui.event("cancelled")
+                code = 0
+                break loop
+            }
+            ui.draw(now: Clock.monotonicNanoseconds())
+        }
+        p.session.leave(now: Clock.monotonicNanoseconds())
+        p.flush()
+        ui.close()
+        return code
+    }
+
+    static func message(_ arguments: [String]) -> Int32 {
+        let (o, identity, server, ui) = parse(arguments, usage: messageUsage)
+        guard o.positional.count == 2 else { fail("message needs NAME and TEXT\n\(messageUsage)") }
+        let p = PresenceClient(server: server, token: presenceToken(o, identity: identity), ui: ui)
+        register(p)
+        guard let id = p.session.sendText(to: o.positional[0], o.positional[1], now: Clock.monotonicNanoseconds()) else {
+            fail("the text must be 1–4096 bytes")
+        }
+        p.flush()
+        let deadline = Clock.monotonicNanoseconds() + 5_000_000_000
+        while Clock.monotonicNanoseconds() < deadline {
+            p.wait(milliseconds: 20)
+            for e in p.poll(now: Clock.monotonicNanoseconds()) {
+                if case .textStatus(let mid, let delivered, let reason) = e, mid == id {
+                    ui.event(delivered ? "delivered" : "failed: \(reason)")
+                    p.session.leave(now: Clock.monotonicNanoseconds())
+                    p.flush()
+                    return delivered ? 0 : 10
+                }
+            }
+        }
+        ui.event("failed: no answer from the relay")
+        return 10
+    }
+}

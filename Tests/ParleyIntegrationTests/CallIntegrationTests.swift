@@ -1,0 +1,100 @@
+import Foundation
+import Testing
+
+/// One-to-one calls between real `parley listen` and `parley call` processes through a real relay.
+extension ProcessTests {
+    @Suite("Calls between real processes: every outcome")
+    struct CallIntegrationTests {
+        func relay() throws -> (Spawned, String) { try startRelay(environment: ["PARLEY_RING_TIMEOUT_S": "2"]) }
+        func name() -> String { "u\(UInt32.random(in: 0...UInt32.max))" }
+        let bot = ["--tone", "500", "--no-playback"]
+
+        @Test("answered, then the caller hangs up: both sides see it end")
+        func answeredCallerHangsUp() throws {
+            let (r, server) = try relay()
+            defer { r.signal(SIGTERM); r.wait(seconds: 5) }
+            let bob = name(), alice = name()
+            let callee = try Spawned("parley", ["listen", "--identity", bob, "--server", server, "--auto-answer", "--duration", "10"] + bot)
+            #expect(callee.waitFor(seconds: 5) { $0.contains("waiting for calls") })
+            let caller = try Spawned("parley", ["call", bob, "--identity", alice, "--server", server, "--hangup-after", "2"] + bot)
+            #expect(caller.wait(seconds: 10) == 0, "\(caller.stdout)\(caller.stderr)")
+            #expect(caller.stdout.contains("ringing") && caller.stdout.contains("answered") && caller.stdout.contains("you hung up"))
+            #expect(caller.stdout.contains("\(bob) joined") || caller.stdout.contains("members: \(bob)"))
+            #expect(callee.waitFor(seconds: 5) { $0.contains("call ended: hung up by \(alice)") }, "\(callee.stdout)")
+            #expect(callee.stdout.contains("incoming call from \(alice)"))
+            callee.signal(SIGINT)
+            #expect(callee.wait(seconds: 5) == 0)
+        }
+
+        @Test("answered, then the callee hangs up: the caller sees it end")
+        func answeredCalleeHangsUp() throws {
+            let (r, server) = try relay()
+            defer { r.signal(SIGTERM); r.wait(seconds: 5) }
+            let bob = name(), alice = name()
+            let callee = try Spawned("parley", ["listen", "--identity", bob, "--server", server, "--auto-answer", "--hangup-after", "2", "--duration", "10"] + bot)
+            #expect(callee.waitFor(seconds: 5) { $0.contains("waiting for calls") })
+            let caller = try Spawned("parley", ["call", bob, "--identity", alice, "--server", server] + bot)
+            #expect(caller.wait(seconds: 10) == 0, "\(caller.stdout)\(caller.stderr)")
+            #expect(caller.stdout.contains("call ended: hung up by \(bob)"), "\(caller.stdout)")
+            callee.signal(SIGINT)
+            callee.wait(seconds: 5)
+        }
+
+        @Test("rejected: the caller hears declined")
+        func rejected() throws {
+            let (r, server) = try relay()
+            defer { r.signal(SIGTERM); r.wait(seconds: 5) }
+            let bob = name(), alice = name()
+            let callee = try Spawned("parley", ["listen", "--identity", bob, "--server", server, "--auto-reject", "--duration", "10"] + bot)
+            #expect(callee.waitFor(seconds: 5) { $0.contains("waiting for calls") })
+            let caller = try Spawned("parley", ["call", bob, "--identity", alice, "--server", server] + bot)
+            #expect(caller.wait(seconds: 10) == 6)
+            #expect(caller.stdout.contains("declined"))
+            #expect(callee.stdout.contains("rejected the call from \(alice)"))
+            callee.signal(SIGINT)
+            callee.wait(seconds: 5)
+        }
+
+        @Test("no answer: the ring times out (2 s here, 30 s by default)")
+        func noAnswer() throws {
+            let (r, server) = try relay()
+            defer { r.signal(SIGTERM); r.wait(seconds: 5) }
+            let bob = name(), alice = name()
+            let callee = try Spawned("parley", ["listen", "--identity", bob, "--server", server, "--duration", "10"] + bot)
+            #expect(callee.waitFor(seconds: 5) { $0.contains("waiting for calls") })
+            let caller = try Spawned("parley", ["call", bob, "--identity", alice, "--server", server] + bot)
+            #expect(caller.wait(seconds: 10) == 7)
+            #expect(caller.stdout.contains("no answer"))
+            #expect(callee.waitFor(seconds: 3) { $0.contains("missed call from \(alice)") }, "\(callee.stdout)")
+            callee.signal(SIGINT)
+            callee.wait(seconds: 5)
+        }
+
+        @Test("unavailable: nobody of that name is online")
+        func unavailable() throws {
+            let (r, server) = try relay()
+            defer { r.signal(SIGTERM); r.wait(seconds: 5) }
+            let caller = try Spawned("parley", ["call", name(), "--identity", name(), "--server", server] + bot)
+            #expect(caller.wait(seconds: 10) == 8)
+            #expect(caller.stdout.contains("unavailable"))
+        }
+
+        @Test("direct texts: delivered to someone online, failed otherwise")
+        func directText() throws {
+            let (r, server) = try relay()
+            defer { r.signal(SIGTERM); r.wait(seconds: 5) }
+            let bob = name()
+            let callee = try Spawned("parley", ["listen", "--identity", bob, "--server", server, "--duration", "10"] + bot)
+            #expect(callee.waitFor(seconds: 5) { $0.contains("waiting for calls") })
+            let sent = try Spawned("parley", ["message", bob, "hello there", "--identity", name(), "--server", server])
+            #expect(sent.wait(seconds: 8) == 0)
+            #expect(sent.stdout.contains("delivered"))
+            #expect(callee.waitFor(seconds: 3) { $0.contains("hello there") })
+            let failed = try Spawned("parley", ["message", name(), "anyone?", "--identity", name(), "--server", server])
+            #expect(failed.wait(seconds: 8) == 10)
+            #expect(failed.stdout.contains("failed") && failed.stdout.contains("not online"))
+            callee.signal(SIGINT)
+            callee.wait(seconds: 5)
+        }
+    }
+}
