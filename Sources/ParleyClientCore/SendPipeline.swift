@@ -6,6 +6,8 @@ import ParleyWire
 public final class SendPipeline {
     /// Samples per 20 ms frame at 48 kHz.
     public static let frameSamples = 960
+    /// RTP header with the one-byte extension block carrying the level.
+    static let headerSize = 12 + 8
     private let encoder: OpusEncoder
     private let packet = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 16)
     private var sequence = UInt16.random(in: 0...UInt16.max)
@@ -17,17 +19,32 @@ public final class SendPipeline {
     public let payloadType: UInt8
     /// The RTP header extension id of the audio level.
     public let levelExtensionID: UInt8
+    /// The loss the encoder currently protects against with in-band FEC, in percent.
+    public private(set) var expectedLossPercent: Int32 = 0
+
+    /// Adapts in-band FEC to the loss the relay reports (RTCP receiver report, fraction lost /256): protection costs
+    /// bits, so a clean path gets none and a lossy one gets redundancy matched to its loss (smoothed, 0…25 %).
+    public func reportedLoss(fraction: UInt8) {
+        let percent = Double(fraction) * 100 / 256
+        smoothedLoss = percent > smoothedLoss ? percent : smoothedLoss * 0.8 + percent * 0.2
+        let wanted = Int32(min(25, smoothedLoss.rounded(.up)))
+        guard wanted != expectedLossPercent else { return }
+        if (try? encoder.setExpectedPacketLoss(percent: wanted)) != nil { expectedLossPercent = wanted }
+    }
+    private var smoothedLoss = 0.0
+
     /// Frames encoded, and those that were DTX (not sent).
     public private(set) var framesEncoded = 0, framesSuppressed = 0
 
     /// An Opus VOIP encoder at `bitrate`, `complexity`, FEC for `expectedLossPercent`, DTX when `dtx`.
-    public init(ssrc: UInt32, bitrate: Int32 = 32_000, complexity: Int32 = 5, expectedLossPercent: Int32 = 10, dtx: Bool = true,
+    public init(ssrc: UInt32, bitrate: Int32 = 32_000, complexity: Int32 = 10, expectedLossPercent: Int32 = 0, dtx: Bool = true,
                 payloadType: UInt8 = 111, levelExtensionID: UInt8 = 1) throws(OpusError) {
         encoder = try OpusEncoder(sampleRate: 48_000, channels: 1, application: .voip)
         try encoder.setBitrate(bitrate)
         try encoder.setComplexity(complexity)
         try encoder.setInbandFEC(true)
         try encoder.setExpectedPacketLoss(percent: expectedLossPercent)
+        self.expectedLossPercent = expectedLossPercent
         try encoder.setDTX(dtx)
         self.ssrc = ssrc
         self.payloadType = payloadType
@@ -44,19 +61,29 @@ public final class SendPipeline {
             talking = false
             return nil
         }
-        // Header: V=2, X=1, PT, marker at a talkspurt start; one-byte extension block with the level (RFC 6464).
-        let headerSize = 12 + 8
-        let body = UnsafeMutableRawBufferPointer(rebasing: packet[headerSize...])
+        let body = UnsafeMutableRawBufferPointer(rebasing: packet[Self.headerSize...])
         guard let n = try? encoder.encode(frame, frameSize: Self.frameSamples, into: body) else { return nil }
         framesEncoded += 1
-        if n <= 2 {  // DTX: nothing worth sending; the next real frame starts a talkspurt
-            framesSuppressed += 1
+        if n <= 2 {
+            // DTX. The first DTX frame after audio is sent (it tells the receiver's jitter buffer that silence, not
+            // loss, follows); the rest are not. The next real frame starts a talkspurt (marker bit).
+            guard talking else {
+                framesSuppressed += 1
+                return nil
+            }
             talking = false
-            return nil
+            return header(payloadBytes: n, marker: false, level: 127, voice: false)
         }
+        let marker = !talking
+        talking = true
+        return header(payloadBytes: n, marker: marker, level: level, voice: voice)
+    }
+
+    /// Writes the RTP header (V=2, X=1, one-byte extension block with the level) before `payloadBytes` of payload.
+    private func header(payloadBytes: Int, marker: Bool, level: UInt8, voice: Bool) -> UnsafeRawBufferPointer {
         let p = packet.baseAddress!
         p.storeBytes(of: UInt8(0x90), toByteOffset: 0, as: UInt8.self)
-        p.storeBytes(of: (talking ? 0 : 0x80) | payloadType, toByteOffset: 1, as: UInt8.self)
+        p.storeBytes(of: (marker ? 0x80 : 0) | payloadType, toByteOffset: 1, as: UInt8.self)
         p.storeBytes(of: sequence.bigEndian, toByteOffset: 2, as: UInt16.self)
         p.storeBytes(of: timestamp.bigEndian, toByteOffset: 4, as: UInt32.self)
         p.storeBytes(of: ssrc.bigEndian, toByteOffset: 8, as: UInt32.self)
@@ -65,8 +92,7 @@ public final class SendPipeline {
         p.storeBytes(of: levelExtensionID << 4, toByteOffset: 16, as: UInt8.self)  // length − 1 = 0: one byte
         p.storeBytes(of: (voice ? 0x80 : 0) | min(level, 127), toByteOffset: 17, as: UInt8.self)
         p.storeBytes(of: UInt16(0), toByteOffset: 18, as: UInt16.self)              // padding
-        talking = true
         sequence &+= 1
-        return UnsafeRawBufferPointer(start: p, count: headerSize + n)
+        return UnsafeRawBufferPointer(start: p, count: Self.headerSize + payloadBytes)
     }
 }

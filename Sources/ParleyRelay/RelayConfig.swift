@@ -35,7 +35,7 @@ public struct RelayConfig: Sendable {
                               "max_rooms", "empty_room_timeout_s", "member_timeout_s", "keepalive_interval_s",
                               "max_forwarded_speakers", "speaker_update_interval_ms", "speech_level_threshold",
                               "audio_level_extension_id", "default_room_mode", "joins_per_second", "ring_timeout_s",
-                              "mix_complexity", "mix_bitrate"]
+                              "mix_complexity", "mix_bitrate", "mix_expected_loss_percent"]
 
     /// Applies one key's value; throws a message naming the key on a bad value.
     public mutating func set(_ key: String, _ value: String) throws(ConfigError) {
@@ -77,6 +77,7 @@ public struct RelayConfig: Sendable {
         case "ring_timeout_s": core.ringTimeout = Int64(try int(1...600)) * 1_000_000_000
         case "mix_complexity": core.mixComplexity = try int(0...10)
         case "mix_bitrate": core.mixBitrate = try int(6_000...510_000)
+        case "mix_expected_loss_percent": core.mixExpectedLossPercent = try int(0...100)
         default: throw ConfigError("unknown setting \"\(key)\" (known: \(Self.keys.joined(separator: ", ")))")
         }
     }

@@ -64,7 +64,7 @@ final class MixEngine {
         try e.setComplexity(Int32(config.mixComplexity))
         try e.setBitrate(Int32(config.mixBitrate))
         try e.setInbandFEC(true)
-        try e.setExpectedPacketLoss(percent: 10)
+        try e.setExpectedPacketLoss(percent: Int32(config.mixExpectedLossPercent))
         return e
     }
 

