@@ -14,6 +14,7 @@ let package = Package(
         .executable(name: "forward-bench", targets: ["forward-bench"]),
         .executable(name: "jitter-bench", targets: ["jitter-bench"]),
         .executable(name: "opus-bench", targets: ["opus-bench"]),
+        .executable(name: "impair-proxy", targets: ["impair-proxy"]),
         .executable(name: "mix-bench", targets: ["mix-bench"]),
     ],
     targets: [
@@ -49,6 +50,7 @@ let package = Package(
                           path: "Benchmarks/forward-bench"),
 
         .executableTarget(name: "jitter-bench", dependencies: ["ParleyMedia", "CSpeexDSP"], path: "Benchmarks/jitter-bench"),
+        .executableTarget(name: "impair-proxy", dependencies: ["ParleyNet", "ParleyWire"], path: "Benchmarks/impair-proxy"),
         .executableTarget(name: "opus-bench", dependencies: ["ParleyMedia", "COpus"], path: "Benchmarks/opus-bench"),
         .executableTarget(name: "mix-bench", dependencies: ["ParleyRelayCore", "ParleyMedia", "ParleyWire", "ParleyAuth", "CAllocCounter"], path: "Benchmarks/mix-bench"),
 

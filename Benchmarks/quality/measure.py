@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Parley quality bench: mouth-to-ear latency and PESQ-WB through a real relay on loopback.
 
-  python3 Benchmarks/quality/measure.py [--modes forward,mix] [--json]
+  python3 Benchmarks/quality/measure.py [--modes forward,mix] [--profile clean|mild|moderate|harsh] [--json]
 
 Needs release builds (`make release`), espeak-ng, and PyPI's `pesq`, `numpy`, `scipy` (`pip install pesq numpy scipy`).
 
@@ -35,17 +35,28 @@ def read_wav(path):
     return x, rate
 
 
+PROFILE = "clean"
+
+
 def run_pair(mode, alice_input, seconds, workdir, extra=()):
-    """Relay + bob (records) + alice (sends alice_input); returns (bob's recording, alice capture start, bob playback start)."""
+    """Relay + bob (records) + alice (sends alice_input), through the impairment proxy unless the profile is clean;
+    returns (bob's recording, alice capture start, bob playback start)."""
     port = random.randint(20000, 40000)
-    relay = subprocess.Popen([os.path.join(BIN, "parley-relay"), "--udp", f"127.0.0.1:{port}", "--log-level", "warning"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    relay = subprocess.Popen([os.path.join(BIN, "parley-relay"), "--udp", f"127.0.0.1:{port}", "--workers", "2",
+                              "--log-level", "warning"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proxy = None
+    server = f"127.0.0.1:{port}"
+    if PROFILE != "clean":
+        proxy = subprocess.Popen([os.path.join(BIN, "impair-proxy"), "--listen", "127.0.0.2", "--upstream", "127.0.0.1",
+                                  "--ports", f"{port},{port + 1}", "--profile", PROFILE, "--seed", "7"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        server = f"127.0.0.2:{port}"
     try:
         time.sleep(0.5)
         env = dict(os.environ, PARLEY_TIMELINE="1")
         out = os.path.join(workdir, f"bob-{mode}.wav")
         room = f"q{random.randint(0, 1 << 30)}"
-        common = ["--server", f"127.0.0.1:{port}", "--mode", mode, "--no-tui"]
+        common = ["--server", server, "--mode", mode, "--no-tui"]
         bob = subprocess.Popen([os.path.join(BIN, "parley"), "join", room, "--identity", "bob", "--listen-only", "--output", out,
                                 "--duration", str(seconds)] + common, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         time.sleep(0.5)
@@ -59,6 +70,8 @@ def run_pair(mode, alice_input, seconds, workdir, extra=()):
         return recording, cap, play
     finally:
         relay.terminate(); relay.wait()
+        if proxy:
+            proxy.terminate(); proxy.wait()
 
 
 def click_onsets(x, threshold):
@@ -84,6 +97,8 @@ def latency(mode, workdir):
     rec, cap, play = run_pair(mode, path, seconds + 2, workdir, extra=["--no-dtx"])
     outs = click_onsets(rec, 3000)
     ins = click_onsets(x, 3000)
+    if os.environ.get("MEASURE_DEBUG"):
+        print("onsets in", ins[:5], "out", outs[:8], "cap", cap, "play", play, file=sys.stderr)
     lat = []
     for i in ins:
         mouth = cap - 20_000_000 + i * 1e9 / 48000
@@ -120,7 +135,16 @@ def pesq_wb(mode, workdir):
     if len(deg) < len(ref16):
         deg = np.concatenate([deg, np.zeros(len(ref16) - len(deg))])
     score = pesq(16000, ref16.astype(np.float32) / 32768, deg.astype(np.float32) / 32768, "wb")
-    result = {"mode": mode, "pesq_wb": round(float(score), 3), "alignment_ms": round(lag / 16, 1)}
+    # Longest run of 10 ms frames that are silent in the recording where the reference is loud (an interruption).
+    fr = 160
+    e_ref = np.sqrt(np.mean(ref16[: len(ref16) // fr * fr].reshape(-1, fr) ** 2, axis=1))
+    e_deg = np.sqrt(np.mean(deg[: len(deg) // fr * fr].reshape(-1, fr) ** 2, axis=1))
+    run = longest = 0
+    for a, b in zip(e_ref, e_deg):
+        run = run + 1 if (a > 1000 and b < 100) else 0
+        longest = max(longest, run)
+    result = {"mode": mode, "profile": PROFILE, "pesq_wb": round(float(score), 3), "alignment_ms": round(lag / 16, 1),
+              "longest_gap_ms": longest * 10}
     # Baseline on the same file, measured in the same run: Opus 32 kbit/s through ffmpeg (libopus, its defaults).
     if subprocess.run(["which", "ffmpeg"], capture_output=True).returncode == 0:
         opus, back = os.path.join(workdir, "ref.opus"), os.path.join(workdir, "ref-ffmpeg.wav")
@@ -140,8 +164,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--modes", default="forward,mix")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--profile", default="clean", choices=["clean", "mild", "moderate", "harsh"],
+                    help="network between clients and relay (impair-proxy); FEC and NACK are on in the client")
     args = ap.parse_args()
-    for b in ("parley", "parley-relay"):
+    global PROFILE
+    PROFILE = args.profile
+    for b in ("parley", "parley-relay", "impair-proxy"):
         if not os.access(os.path.join(BIN, b), os.X_OK):
             sys.exit(f"measure.py: {BIN}/{b} missing: run `make release` first")
     results = []
@@ -151,9 +179,9 @@ def main():
             r.update(pesq_wb(mode, d))
             results.append(r)
             if not args.json:
-                print(f"{mode:8} mouth-to-ear median {r['mouth_to_ear_ms_median']} ms (p95 {r['mouth_to_ear_ms_p95']}, "
+                print(f"{PROFILE:8} {mode:8} mouth-to-ear median {r['mouth_to_ear_ms_median']} ms (p95 {r['mouth_to_ear_ms_p95']}, "
                       f"min {r['mouth_to_ear_ms_min']}; {r['clicks_heard']}/{r['clicks_sent']} clicks)   PESQ-WB {r['pesq_wb']}"
-                      f" (ffmpeg Opus 32k on the same speech: {r.get('pesq_wb_ffmpeg_opus_32k')})")
+                      f" (ffmpeg Opus 32k on the same speech: {r.get('pesq_wb_ffmpeg_opus_32k')}); longest gap {r['longest_gap_ms']} ms")
     if args.json:
         for r in results:
             print(json.dumps(r))

@@ -1,0 +1,173 @@
+// impair-proxy: a seeded UDP proxy that delays, jitters, loses (Gilbert-Elliott bursts), reorders and duplicates
+// datagrams in both directions — netem for loopback, without netem.
+//
+//   impair-proxy --listen 127.0.0.2 --upstream 127.0.0.1 --ports 7400,7401 --profile moderate [--seed 1] [--duration S]
+//
+// Each listen port forwards to the same port on the upstream host. Every client address gets one upstream socket for
+// all ports, so the relay sees one address per client (its flow may move from the public port to a worker's); replies
+// go back out of the listen port that matches the port they came from. Profiles model the jitter-bench traces' networks:
+//   clean     no impairment
+//   mild      base 20 ms, jitter exponential mean 4 ms, random loss 0.5 %
+//   moderate  base 30 ms, jitter Lomax(15 ms, 3), Gilbert-Elliott loss ≈ 2 % in bursts, 0.5 % duplicates
+//   harsh     base 40 ms, jitter Lomax(30 ms, 2.5), Gilbert-Elliott loss ≈ 7 % in bursts, 1 % duplicates,
+//             delay spikes of 150–400 ms (p = 0.0007 per packet)
+import Foundation
+import ParleyNet
+import ParleyWire
+
+struct Profile {
+    var base = 0.0, jitterScale = 0.0, jitterShape = 0.0, exponentialMean = 0.0
+    var lossGood = 0.0, lossBad = 0.0, goodToBad = 0.0, badToGood = 1.0
+    var duplicate = 0.0, spikeProbability = 0.0
+
+    static func named(_ name: String) -> Profile? {
+        switch name {
+        case "clean": return Profile()
+        case "mild": return Profile(base: 20, exponentialMean: 4, lossGood: 0.005)
+        case "moderate": return Profile(base: 30, jitterScale: 15, jitterShape: 3, lossGood: 0.01, lossBad: 0.6, goodToBad: 0.004,
+                                        badToGood: 0.25, duplicate: 0.005)
+        case "harsh": return Profile(base: 40, jitterScale: 30, jitterShape: 2.5, lossGood: 0.05, lossBad: 1, goodToBad: 0.005,
+                                     badToGood: 0.2, duplicate: 0.01, spikeProbability: 0.0007)
+        default: return nil
+        }
+    }
+}
+
+/// SplitMix64: small, seeded, reproducible.
+struct Random {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func uniform() -> Double { Double(next() >> 11) / Double(1 << 53) }
+}
+
+/// One direction's channel state: Gilbert-Elliott loss and the delay model.
+struct Channel {
+    var profile: Profile
+    var bad = false
+    var spikeUntil = 0.0
+    var spikeExtra = 0.0
+
+    /// The delay in ms for a packet sent at `nowMs`, or nil to drop it.
+    mutating func delay(_ rng: inout Random, nowMs: Double) -> Double? {
+        bad = bad ? rng.uniform() >= profile.badToGood : rng.uniform() < profile.goodToBad
+        if rng.uniform() < (bad ? profile.lossBad : profile.lossGood) { return nil }
+        var d = profile.base
+        if profile.jitterShape > 0 {  // Lomax (Pareto II): scale · ((1 − u)^(−1/shape) − 1)
+            d += profile.jitterScale * (pow(1 - rng.uniform(), -1 / profile.jitterShape) - 1)
+        } else if profile.exponentialMean > 0 {
+            d += -profile.exponentialMean * log(1 - rng.uniform())
+        }
+        if nowMs >= spikeUntil, rng.uniform() < profile.spikeProbability {
+            let length = 150 + 250 * rng.uniform()
+            spikeUntil = nowMs + length
+            spikeExtra = length
+        }
+        if nowMs < spikeUntil { d += spikeExtra * (spikeUntil - nowMs) / max(1, spikeExtra) }
+        return min(d, 2000)
+    }
+}
+
+struct Pending {
+    var due: Int64
+    var bytes: [UInt8]
+    var socket: UDPSocket
+    var to: PeerAddress
+}
+
+func fail(_ message: String) -> Never {
+    writeLine("impair-proxy: \(message)", fd: 2)
+    exit(2)
+}
+
+var args = Array(CommandLine.arguments.dropFirst())
+var options: [String: String] = [:]
+while !args.isEmpty {
+    let flag = args.removeFirst()
+    guard flag.hasPrefix("--"), !args.isEmpty else { fail("usage: impair-proxy --listen IP --upstream IP --ports P[,P…] --profile NAME [--seed N] [--duration S]") }
+    options[String(flag.dropFirst(2))] = args.removeFirst()
+}
+guard let listenHost = options["listen"], let upstreamHost = options["upstream"], let portList = options["ports"],
+      let profile = Profile.named(options["profile"] ?? "clean") else {
+    fail("usage: impair-proxy --listen IP --upstream IP --ports P[,P…] --profile clean|mild|moderate|harsh [--seed N] [--duration S]")
+}
+let ports = portList.split(separator: ",").compactMap { UInt16($0) }
+var rng = Random(state: UInt64(options["seed"] ?? "1") ?? 1)
+let duration = Double(options["duration"] ?? "0") ?? 0
+var listeners: [UDPSocket] = []
+do {
+    for p in ports {
+        guard let a = PeerAddress(parsing: "\(listenHost):\(p)") else { fail("bad --listen address") }
+        listeners.append(try UDPSocket(bindingTo: a))
+    }
+} catch { fail("\(error)") }
+
+/// Per client: its upstream socket and one channel per direction.
+final class Flow {
+    let client: PeerAddress
+    let upstream: UDPSocket
+    var up: Channel
+    var down: Channel
+    init(client: PeerAddress, upstream: UDPSocket, profile: Profile) {
+        self.client = client; self.upstream = upstream
+        up = Channel(profile: profile); down = Channel(profile: profile)
+    }
+}
+var flows: [PeerAddress: Flow] = [:]
+var pending: [Pending] = []
+var forwarded = 0, dropped = 0, duplicated = 0
+let start = Clock.monotonicNanoseconds()
+let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
+signal(SIGPIPE, SIG_IGN)
+
+@MainActor func schedule(_ bytes: [UInt8], via socket: UDPSocket, to: PeerAddress, channel: inout Channel, now: Int64) {
+    let nowMs = Double(now - start) / 1e6
+    guard let d = channel.delay(&rng, nowMs: nowMs) else { dropped += 1; return }
+    pending.append(Pending(due: now + Int64(d * 1e6), bytes: bytes, socket: socket, to: to))
+    if rng.uniform() < channel.profile.duplicate {
+        duplicated += 1
+        pending.append(Pending(due: now + Int64((d + 1 + 5 * rng.uniform()) * 1e6), bytes: bytes, socket: socket, to: to))
+    }
+}
+
+writeLine("impair-proxy ready: \(listenHost):\(portList) → \(upstreamHost), profile \(options["profile"] ?? "clean"), seed \(rng.state)")
+while duration == 0 || Double(Clock.monotonicNanoseconds() - start) / 1e9 < duration {
+    let now = Clock.monotonicNanoseconds()
+    let next = pending.map(\.due).min()
+    let wait = next.map { max(0, ($0 - now) / 1_000_000) } ?? 100
+    var fds = listeners.map(\.fd)
+    for f in flows.values { fds.append(f.upstream.fd) }
+    _ = Poll.readable(fds, timeoutMilliseconds: Int32(min(wait, 100)))
+    let t = Clock.monotonicNanoseconds()
+    for (i, l) in listeners.enumerated() {
+        while let (n, from) = l.receive(into: buffer) {
+            var flow = flows[from]
+            if flow == nil {
+                guard let up = try? UDPSocket(bindingTo: PeerAddress(parsing: "\(upstreamHost):0")!) else { continue }
+                flow = Flow(client: from, upstream: up, profile: profile)
+                flows[from] = flow
+            }
+            let f = flow!
+            schedule(Array(buffer[0..<n]), via: f.upstream, to: PeerAddress(parsing: "\(upstreamHost):\(ports[i])")!, channel: &f.up, now: t)
+        }
+    }
+    for f in flows.values {
+        while let (n, from) = f.upstream.receive(into: buffer) {
+            guard let i = ports.firstIndex(of: from.port) else { continue }
+            schedule(Array(buffer[0..<n]), via: listeners[i], to: f.client, channel: &f.down, now: t)
+        }
+    }
+    let due = Clock.monotonicNanoseconds()
+    pending.sort { $0.due < $1.due }
+    while let first = pending.first, first.due <= due {
+        pending.removeFirst()
+        first.socket.send(first.bytes, to: first.to)
+        forwarded += 1
+    }
+}
+writeLine("impair-proxy: forwarded \(forwarded), dropped \(dropped), duplicated \(duplicated)")
