@@ -216,8 +216,12 @@ final class RoomCall {
             switch kind {
             case .joined: members[m.memberID] = m; ui.event("\(m.identity) joined")
             case .left: members[m.memberID] = nil; ui.event("\(m.identity) left" + (reason.isEmpty ? "" : ": \(reason)"))
-            case .muted: members[m.memberID] = m; ui.event("\(m.identity) muted")
-            case .unmuted: members[m.memberID] = m; ui.event("\(m.identity) unmuted")
+            case .muted:
+                if m.memberID != myMemberID { members[m.memberID] = m }
+                ui.event("\(m.identity) muted")
+            case .unmuted:
+                if m.memberID != myMemberID { members[m.memberID] = m }
+                ui.event("\(m.identity) unmuted")
             }
         case .speakers(let list):
             speaking = list
