@@ -130,7 +130,7 @@ public struct HTTPRouter: Sendable {
         let identity = try Self.validName(r.identity, field: "identity")
         if let name = r.name { _ = try Self.validName(name, field: "name") }
         if let room = r.room { _ = try Self.validName(room, field: "room") }
-        let grants = r.grants ?? Grants()
+        let grants = r.grants ?? Grants()  // given grants are taken as in a token: a missing one is false
         guard r.room != nil || grants.admin else { throw APIError(400, "invalid_field", "room is required unless grants.admin is true") }
         let ttl = r.ttl ?? 3600
         guard (1...7 * 86_400).contains(ttl) else { throw APIError(400, "invalid_field", "ttl must be 1–604800 seconds") }
@@ -216,7 +216,7 @@ public struct HTTPRouter: Sendable {
         decoder.keyDecodingStrategy = .convertFromSnakeCase
         do {
             return try decoder.decode(T.self, from: Data(body.isEmpty ? Array("{}".utf8) : body))
-        } catch let DecodingError.typeMismatch(expected, context) {
+        } catch let DecodingError.typeMismatch(expected, context) where !context.codingPath.isEmpty {
             throw APIError(400, "invalid_field", "\(Self.path(context)) must be \(Self.typeName(expected))")
         } catch let DecodingError.keyNotFound(key, _) {
             throw APIError(400, "invalid_field", "\(key.stringValue.snakeCased) is required")
@@ -225,7 +225,7 @@ public struct HTTPRouter: Sendable {
         } catch let DecodingError.dataCorrupted(context) where !context.codingPath.isEmpty {
             throw APIError(400, "invalid_field", "\(Self.path(context)) is not valid: \(context.debugDescription)")
         } catch {
-            throw APIError(400, "invalid_json", "the body is not a valid JSON object")
+            throw APIError(400, "invalid_json", "the body must be a JSON object")
         }
     }
 
