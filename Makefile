@@ -4,8 +4,8 @@ SHELL := /bin/bash
 export PATH := /opt/swift/usr/bin:$(PATH)
 
 # Packages by use. RUN: building and running the relay and client. TEST: plus what the tests drive.
-DEBS_RUN  := pkg-config libopus-dev libasound2-dev libsodium-dev libspeexdsp-dev
-DEBS_TEST := $(DEBS_RUN) espeak-ng
+DEBS_RUN  := pkg-config libopus-dev libasound2-dev libsodium-dev libspeexdsp-dev libmicrohttpd-dev
+DEBS_TEST := $(DEBS_RUN) espeak-ng curl ffmpeg gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
 DEBS_FUZZ := $(DEBS_RUN)
 
 SWIFT_FLAGS ?=

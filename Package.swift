@@ -23,6 +23,7 @@ let package = Package(
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(name: "CSpeexDSP", pkgConfig: "speexdsp", providers: [.apt(["libspeexdsp-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .target(name: "CParleySys"),
 
         // Wire formats: RTP, RTCP, header extensions, sequence math, the signalling protocol. Pure, no Foundation.
@@ -39,10 +40,12 @@ let package = Package(
         .target(name: "ParleyRelayCore", dependencies: ["ParleyWire", "ParleyAuth", "ParleyMedia"]),
         // The relay runtime: config, worker loops that drive the core over real sockets.
         .target(name: "ParleyRelay", dependencies: ["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire"]),
+        // The HTTP API: a pure router (JSON in/out, auth, validation), Prometheus metrics, libmicrohttpd at the edge.
+        .target(name: "ParleyHTTP", dependencies: ["CMicroHTTPD", "ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyNet", "ParleyWire"]),
         // The client's pure core: the join handshake, reliable signalling, keepalives, resume.
         .target(name: "ParleyClientCore", dependencies: ["ParleyWire", "ParleyAuth", "ParleyMedia"]),
 
-        .executableTarget(name: "parley-relay", dependencies: ["ParleyRelay"]),
+        .executableTarget(name: "parley-relay", dependencies: ["ParleyRelay", "ParleyHTTP", "ParleyAuth"]),
         .executableTarget(name: "parley", dependencies: ["ParleyClientCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyMedia", "ParleyAudioIO"]),
 
         .target(name: "CAllocCounter", path: "Benchmarks/CAllocCounter"),
@@ -59,6 +62,7 @@ let package = Package(
         .testTarget(name: "ParleyAudioIOTests", dependencies: ["ParleyAudioIO"]),
         .testTarget(name: "ParleyAuthTests", dependencies: ["ParleyAuth"]),
         .testTarget(name: "ParleyRelayCoreTests", dependencies: ["ParleyRelayCore", "ParleyClientCore", "ParleyWire", "ParleyAuth", "ParleyMedia"]),
+        .testTarget(name: "ParleyHTTPTests", dependencies: ["ParleyHTTP", "ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyWire"]),
         .testTarget(name: "ParleyIntegrationTests", dependencies: ["ParleyWire", "ParleyNet", "ParleyAuth", "ParleyAudioIO"]),
     ]
 )

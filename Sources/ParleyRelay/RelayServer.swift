@@ -12,6 +12,8 @@ public final class RelayServer {
     /// The ports bound, worker 0 (public) first.
     public let ports: [UInt16]
     private let workers: [Worker]
+    /// What the HTTP API reads and posts commands through.
+    public let api: RelayAPI
     private let log: LogSink
 
     /// Binds every socket; throws with a one-line message when a port is taken.
@@ -36,15 +38,17 @@ public final class RelayServer {
         let verifier = TokenVerifier(keys: config.apiKeys)
         let shared = RelayShared(config: config.core, verifier: verifier, cookieSecret: Crypto.randomBytes(32), workerPorts: ports)
         var built: [Worker] = []
+        let events = EventHub()
         do {
             for (k, socket) in sockets.enumerated() {
-                built.append(try Worker(index: k, socket: socket, publicSocket: sockets[0], shared: shared, log: log))
+                built.append(try Worker(index: k, socket: socket, publicSocket: sockets[0], shared: shared, log: log, events: events))
             }
         } catch {
             throw ConfigError("cannot create worker: \(error)")
         }
         for w in built { w.peers = built.map(\.inbox) }
         workers = built
+        api = RelayAPI(slots: built.map(\.published), inboxes: built.map(\.inbox), shared: shared, events: events)
     }
 
     /// Runs until SIGINT or SIGTERM; returns the exit status (0).
@@ -73,6 +77,7 @@ public final class RelayServer {
         log.write(.info, "received \(received == SIGINT ? "SIGINT" : "SIGTERM"): telling every member the relay is going away")
         for w in workers { w.stop() }
         done.wait()
+        api.events.wakeAll()
         log.write(.info, "stopped")
         return 0
     }

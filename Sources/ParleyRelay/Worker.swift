@@ -8,6 +8,8 @@ import Synchronization
 /// on the join path, never the per-packet path.
 final class WorkerInbox: Sendable {
     private let queue = Mutex<[(datagram: [UInt8], from: PeerAddress)]>([])
+    /// Commands from the HTTP API, with the box their answer goes into.
+    private let commands = Mutex<[(AdminCommand, ReplyBox)]>([])
     let wakeup: WakeupSignal
 
     init() throws(SystemError) { wakeup = try WakeupSignal() }
@@ -15,6 +17,20 @@ final class WorkerInbox: Sendable {
     func post(_ datagram: [UInt8], from: PeerAddress) {
         queue.withLock { $0.append((datagram, from)) }
         wakeup.signal()
+    }
+
+    func post(_ command: AdminCommand, reply: ReplyBox) {
+        commands.withLock { $0.append((command, reply)) }
+        wakeup.signal()
+    }
+
+    /// The API commands waiting (call after `take`, which drains the wakeup).
+    func takeCommands() -> [(AdminCommand, ReplyBox)] {
+        commands.withLock { q in
+            if q.isEmpty { return [] }
+            defer { q = [] }
+            return q
+        }
     }
 
     /// The joins waiting (empty, without allocating, when there are none).
@@ -42,8 +58,13 @@ final class Worker: @unchecked Sendable {
     var peers: [WorkerInbox] = []
     /// Busy CPU nanoseconds of this worker's thread (for metrics).
     let busyNanoseconds = Atomic<Int64>(0)
+    /// What this worker last published for the HTTP API (see `Worker+API.swift`).
+    let published: SnapshotSlot
+    let events: EventHub
 
-    init(index: Int, socket: UDPSocket, publicSocket: UDPSocket, shared: RelayShared, log: LogSink) throws(SystemError) {
+    init(index: Int, socket: UDPSocket, publicSocket: UDPSocket, shared: RelayShared, log: LogSink, events: EventHub) throws(SystemError) {
+        self.published = SnapshotSlot(worker: index)
+        self.events = events
         self.index = index
         self.socket = socket
         self.publicSocket = publicSocket
@@ -68,6 +89,7 @@ final class Worker: @unchecked Sendable {
         let batch = DatagramBatch(socket: socket, capacity: 64)
         let poller = Poller([socket.fd, inbox.wakeup.fd])
         var nextTick = Clock.monotonicNanoseconds()
+        var api = APIPublisher()
         while true {
             let now = Clock.monotonicNanoseconds()
             var wakeAt = core.hasMembers ? nextTick : now + 1_000_000_000
@@ -81,8 +103,18 @@ final class Worker: @unchecked Sendable {
                 core.outputSent()
                 return
             }
-            for handoff in poller.isReadable(1) ? inbox.take() : [] {
-                handoff.datagram.withUnsafeBytes { core.handleHandedOffJoin($0, from: handoff.from, now: Self.moment()) }
+            if poller.isReadable(1) {
+                for handoff in inbox.take() {
+                    handoff.datagram.withUnsafeBytes { core.handleHandedOffJoin($0, from: handoff.from, now: Self.moment()) }
+                }
+                let commands = inbox.takeCommands()
+                if !commands.isEmpty {
+                    let results = commands.map { $0.0.apply(to: core, now: Self.moment()) }
+                    send(core.output, batch: batch)
+                    core.outputSent()
+                    publish(core, &api, force: true)  // before answering, so the caller reads its own write
+                    for (c, r) in zip(commands, results) { c.1.fulfil(r) }
+                }
             }
             // Drain the socket in batches, flushing output between batches (entries point into receive buffers).
             for _ in 0..<16 {
@@ -99,7 +131,9 @@ final class Worker: @unchecked Sendable {
                 if n < batch.capacity { break }
             }
             if let mixDue = core.nextMixDeadline, mixDue <= Clock.monotonicNanoseconds() {
+                let mixStart = Clock.monotonicNanoseconds()
                 core.runMixes(now: Self.moment())
+                api.mixTime.observe(nanoseconds: Clock.monotonicNanoseconds() - mixStart)
                 send(core.output, batch: batch)
                 core.outputSent()
             }
@@ -111,6 +145,7 @@ final class Worker: @unchecked Sendable {
                 core.outputSent()
                 nextTick = after + core.tickInterval
             }
+            publish(core, &api, force: false)
             busyNanoseconds.add(Clock.monotonicNanoseconds() - busyStart, ordering: .relaxed)
         }
     }

@@ -88,6 +88,8 @@ final class Room {
     var announcedSpeakers: [SpeakerEntry] = []
     /// The mixer, in mix mode.
     var mix: MixEngine?
+    /// Limits set by the HTTP API at creation (nil = the relay's defaults).
+    var maxMembers: Int?, emptyTimeout: Int64?
 
     init(name: String, mode: String, createdAt: Int64, selector: SpeakerSelector) {
         self.name = name

@@ -104,25 +104,11 @@ extension RelayCore {
             guard mode == "forward" || mode == "mix" else {
                 return refuse(.badRequest, "unknown room mode \(mode)", to: from, now: now, viaPublicPort: viaPublicPort)
             }
-            guard shared.tryReserveRoom() else {
-                return refuse(.tooManyRooms, "the relay has reached its room limit", to: from, now: now, viaPublicPort: viaPublicPort)
+            let created: Room
+            switch openRoom(name: request.room, mode: mode, now: now) {
+            case .success(let r): created = r
+            case .failure(let f): return refuse(f.code, f.reason, to: from, now: now, viaPublicPort: viaPublicPort)
             }
-            let created = Room(name: request.room, mode: mode, createdAt: now.unixMilliseconds,
-                               selector: SpeakerSelector(capacity: config.maxForwardedSpeakers, speechThreshold: config.speechLevelThreshold,
-                                                         releaseAfter: config.speakerReleaseAfter, minimumDwell: config.speakerMinimumDwell,
-                                                         hysteresis: config.speakerHysteresisDecibels))
-            if mode == "mix" {
-                do {
-                    created.mix = try MixEngine(ssrc: Crypto.randomUInt32() | 1, timestampBase: Crypto.randomUInt32(), config: config)
-                } catch {
-                    shared.releaseRoom()
-                    log.write(.error, "cannot create the mixer for \(request.room): \(error.message)")
-                    return refuse(.badRequest, "the relay could not start a mixer", to: from, now: now, viaPublicPort: viaPublicPort)
-                }
-            }
-            rooms[request.room] = created
-            if created.mix != nil { mixRooms.append(created) }
-            if log.threshold <= .info { log.write(.info, "room \(request.room) opened (mode \(mode), worker \(workerIndex))") }
             room = created
         }
         guard let room else { return }
@@ -132,7 +118,7 @@ extension RelayCore {
             if previous.token == request.token, previous.address != from { return drop(.tokenReplay, from: from, now: now) }
             removeMember(previous, reason: "replaced by a new session", goodbye: .replaced, now: now)
         }
-        let capacity = CallRoom.isCallRoom(room.name) ? CallRoom.capacity : config.maxMembersPerRoom
+        let capacity = CallRoom.isCallRoom(room.name) ? CallRoom.capacity : room.maxMembers ?? config.maxMembersPerRoom
         guard room.members.count < capacity else {
             return refuse(.roomFull, "room \(room.name) is full (\(capacity) members)", to: from, now: now, viaPublicPort: viaPublicPort)
         }
@@ -169,6 +155,8 @@ extension RelayCore {
         pump(member, now: now)
         broadcast(.memberEvent(kind: .joined, member: member.entry, reason: ""), in: room, except: member, now: now)
         counters.joinsAccepted &+= 1
+        events.append(RelayEvent(kind: .memberJoined, room: room.name, identity: member.identity, detail: member.name,
+                                 unixMilliseconds: now.unixMilliseconds))
         if log.threshold <= .info {
             log.write(.info, "\(member.identity) joined \(room.name) from \(from) (member \(member.id), ssrc \(ssrc), \(room.members.count) in room)")
         }

@@ -50,6 +50,8 @@ extension RelayCore {
         let room = member.room
         if muted, room.selector.remove(member.id) { scheduleSpeakerPush(room, now: now) }
         broadcast(.memberEvent(kind: muted ? .muted : .unmuted, member: member.entry, reason: ""), in: room, now: now)
+        events.append(RelayEvent(kind: muted ? .memberMuted : .memberUnmuted, room: room.name, identity: member.identity,
+                                 unixMilliseconds: now.unixMilliseconds))
     }
 
     func deliverText(_ text: String, from member: Member, to identity: String, messageID: UInt32, now: Moment) {
@@ -80,6 +82,8 @@ extension RelayCore {
         if room.selector.remove(member.id) { scheduleSpeakerPush(room, now: now) }
         broadcast(.memberEvent(kind: .left, member: member.entry, reason: reason), in: room, now: now)
         room.mix?.remove(member)
+        events.append(RelayEvent(kind: .memberLeft, room: room.name, identity: member.identity, detail: reason,
+                                 unixMilliseconds: now.unixMilliseconds))
         if room.members.isEmpty {
             room.emptySince = now.monotonic
             room.mix?.stop()

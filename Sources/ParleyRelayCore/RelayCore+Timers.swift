@@ -29,15 +29,14 @@ extension RelayCore {
             } else if housekeeping, !room.announcedSpeakers.isEmpty || !room.selector.forwarded.isEmpty {
                 scheduleSpeakerPush(room, now: now)
             }
-            if let since = room.emptySince, room.members.isEmpty, now.monotonic - since >= config.emptyRoomTimeout {
+            if let since = room.emptySince, room.members.isEmpty, now.monotonic - since >= room.emptyTimeout ?? config.emptyRoomTimeout {
                 closing.append(room)
             }
         }
         for room in closing {
-            rooms[room.name] = nil
-            mixRooms.removeAll { $0 === room }
-            shared.releaseRoom()
-            if log.threshold <= .info { log.write(.info, "room \(room.name) closed after \(config.emptyRoomTimeout / 1_000_000_000) s empty") }
+            let timeout = room.emptyTimeout ?? config.emptyRoomTimeout
+            forgetRoom(room, reason: "empty for \(timeout / 1_000_000_000) s", now: now)
+            if log.threshold <= .info { log.write(.info, "room \(room.name) closed after \(timeout / 1_000_000_000) s empty") }
         }
     }
 

@@ -35,6 +35,9 @@ public final class RelayCore {
     var lastHousekeeping: Int64 = .min / 2
     var dropLogWindow = [Int64](repeating: .min / 2, count: DropReason.allCases.count)
     var shuttingDown = false
+    /// Room, member and mute events for the HTTP API's event stream (see `RelayCore+Admin.swift`).
+    var events = RelayEventLog(capacity: 1024)
+    var backendMessageID: UInt32 = 0
     let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
 
     /// A core for worker `workerIndex`.

@@ -1,7 +1,9 @@
 // parley-relay: the Parley media relay. Parses flags, builds the configuration, runs the server.
 import Foundation
+import ParleyHTTP
 import ParleyNet
 import ParleyRelay
+import ParleyAuth
 import ParleyRelayCore
 
 let usage = """
@@ -51,6 +53,15 @@ do {
     fail(error.description)
 }
 
+let router = HTTPRouter(backend: server.api, verifier: TokenVerifier(keys: config.apiKeys), signer: server.api.signer,
+                        config: config.core, metricsRequireAuth: config.metricsRequireAuth)
+let http: HTTPServer
+do {
+    http = try HTTPServer(address: config.http, router: router, events: server.api.events, log: log)
+} catch {
+    fail(error.description)
+}
+
 let status = server.run {
     let host = config.udp.description.split(separator: ":").dropLast().joined(separator: ":")
     let publicAddress = "\(host):\(server.ports[0])"
@@ -58,6 +69,8 @@ let status = server.run {
         log.write(.warning, "using the public dev credentials: api key \"devkey\", api secret \"\(config.apiKeys["devkey"] ?? "")\" — set your own for anything but development")
     }
     let ports = server.ports.map(String.init).joined(separator: ",")
-    writeLine("parley-relay ready on udp \(publicAddress) (\(server.ports.count) workers on ports \(ports)); join with: parley join ROOM --identity NAME --server \(publicAddress)")
+    let httpHost = config.http.description.split(separator: ":").dropLast().joined(separator: ":")
+    writeLine("parley-relay ready on udp \(publicAddress) (\(server.ports.count) workers on ports \(ports)), http \(httpHost):\(http.port); join with: parley join ROOM --identity NAME --server \(publicAddress)")
 }
+http.stop()
 exit(status)

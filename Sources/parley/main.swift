@@ -13,6 +13,10 @@ commands:
   call     call someone who is online             (parley call --help)
   message  send a direct text to someone online   (parley message --help)
   devices  list ALSA PCM devices
+  rooms    list, create or delete rooms (HTTP API)  (parley rooms --help)
+  members  list a room's members (HTTP API)
+  kick     kick a member (HTTP API)
+  mute     mute or unmute a member (HTTP API)
 """
 
 var args = Array(CommandLine.arguments.dropFirst())
@@ -27,6 +31,10 @@ case "join": exit(JoinCommand.run(args))
 case "listen": exit(CallCommands.listen(args))
 case "call": exit(CallCommands.call(args))
 case "message": exit(CallCommands.message(args))
+case "rooms": exit(ApiCommands.rooms(args))
+case "members": exit(ApiCommands.members(args))
+case "kick": exit(ApiCommands.kick(args))
+case "mute": exit(ApiCommands.mute(args))
 case "devices":
     for d in AlsaDevice.list() { writeLine("\(d.name)\t\(d.description)") }
     exit(0)

@@ -35,6 +35,7 @@ final class Spawned: @unchecked Sendable {
 
     /// The package's build folder (tests run from `.build/<config>/`), where `swift build` put the executables.
     static func binary(_ name: String) -> URL {
+        if name.hasPrefix("/") { return URL(fileURLWithPath: name) }  // a system tool (curl)
         if let dir = ProcessInfo.processInfo.environment["PARLEY_BIN_DIR"] { return URL(fileURLWithPath: dir).appendingPathComponent(name) }
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         return root.appendingPathComponent(".build/debug/\(name)")
@@ -73,7 +74,7 @@ final class Spawned: @unchecked Sendable {
 
 /// A relay on an ephemeral loopback port, with the timeouts shortened for tests.
 func startRelay(workers: Int = 2, environment: [String: String] = [:]) throws -> (Spawned, String) {
-    let relay = try Spawned("parley-relay", ["--udp", "127.0.0.1:0", "--workers", "\(workers)", "--log-level", "info"],
+    let relay = try Spawned("parley-relay", ["--udp", "127.0.0.1:0", "--http", "127.0.0.1:0", "--workers", "\(workers)", "--log-level", "info"],
                             environment: environment)
     guard relay.waitFor(seconds: 10, { $0.contains("ready on udp") }),
           let line = relay.lines.first(where: { $0.contains("ready on udp") }),

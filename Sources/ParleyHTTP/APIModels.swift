@@ -1,0 +1,132 @@
+import ParleyAuth
+import ParleyRelay
+import ParleyRelayCore
+
+/// JSON bodies of the HTTP API. Keys are snake_case on the wire (the coders convert).
+public enum API {
+    /// `{"error": {"code": "...", "message": "..."}}`.
+    public struct ErrorBody: Codable, Equatable, Sendable {
+        /// The error.
+        public var error: Detail
+        /// Code and message.
+        public struct Detail: Codable, Equatable, Sendable {
+            /// Machine-readable: `unauthorized`, `forbidden`, `not_found`, `invalid_json`, `invalid_field`, ...
+            public var code: String
+            /// For people.
+            public var message: String
+        }
+    }
+
+    /// `POST /v1/tokens`.
+    public struct TokenRequest: Codable, Sendable {
+        public var identity: String
+        public var name: String?
+        public var room: String?
+        /// Seconds (default 3600).
+        public var ttl: Int64?
+        public var grants: Grants?
+        public var mode: String?
+    }
+
+    /// A minted token.
+    public struct TokenResponse: Codable, Sendable, Equatable {
+        public var token: String
+        public var identity: String
+        public var room: String?
+        public var expiresAt: Int64
+    }
+
+    /// `POST /v1/rooms`.
+    public struct CreateRoomRequest: Codable, Sendable {
+        public var name: String
+        public var mode: String?
+        public var maxMembers: Int?
+        /// Seconds a room with no members stays open.
+        public var emptyTimeout: Int64?
+    }
+
+    /// `POST .../mute`.
+    public struct MuteRequest: Codable, Sendable {
+        public var muted: Bool?
+    }
+
+    /// `POST .../messages`.
+    public struct MessageRequest: Codable, Sendable {
+        public var text: String
+    }
+
+    /// A room as listed.
+    public struct Room: Codable, Sendable, Equatable {
+        public var name: String
+        public var mode: String
+        public var members: Int
+        /// Identities of the members forwarded (speaking) right now.
+        public var speakers: [String]
+        /// Unix milliseconds.
+        public var createdAt: Int64
+        public var maxMembers: Int
+        /// Seconds.
+        public var emptyTimeout: Int64
+        public var worker: Int
+    }
+
+    /// `GET /v1/rooms`.
+    public struct RoomList: Codable, Sendable, Equatable {
+        public var rooms: [Room]
+    }
+
+    /// A member as listed.
+    public struct Member: Codable, Sendable, Equatable {
+        public var identity: String
+        public var name: String
+        /// Unix milliseconds.
+        public var joinedAt: Int64
+        public var muted: Bool
+        public var speaking: Bool
+        /// Smoothed level, RFC 6464 −dBov (0 loudest, 127 silence).
+        public var level: Int
+        public var ssrc: UInt32
+        public var address: String
+        public var stats: Stats
+    }
+
+    /// A member's traffic.
+    public struct Stats: Codable, Sendable, Equatable {
+        public var packetsIn: UInt64, bytesIn: UInt64, packetsOut: UInt64, bytesOut: UInt64
+        public var packetsLost: Int64
+        /// Interarrival jitter in milliseconds.
+        public var jitterMs: Double
+        public var nacksReceived: UInt64, retransmitted: UInt64
+    }
+
+    /// `GET /v1/rooms/{name}/members`.
+    public struct MemberList: Codable, Sendable, Equatable {
+        public var room: String
+        public var members: [Member]
+    }
+
+    /// `{"ok": true}` and similar acknowledgements.
+    public struct Done: Codable, Sendable, Equatable {
+        public var ok: Bool
+        public var detail: String?
+    }
+
+    /// One event of `GET /v1/events`.
+    public struct Event: Codable, Sendable, Equatable {
+        public var type: String
+        public var room: String
+        public var identity: String?
+        public var detail: String?
+        /// Unix milliseconds.
+        public var at: Int64
+
+        /// The wire form of a relay event.
+        public init(_ e: RelayEvent) {
+            type = e.kind.rawValue
+            room = e.room
+            identity = e.identity.isEmpty ? nil : e.identity
+            detail = e.detail.isEmpty ? nil : e.detail
+            at = e.unixMilliseconds
+        }
+    }
+}

@@ -1,0 +1,42 @@
+/// One HTTP request as the router sees it: no sockets, the body complete.
+public struct HTTPRequest: Sendable {
+    /// `GET`, `POST`, ...
+    public var method: String
+    /// The path, percent-decoded, without the query.
+    public var path: String
+    /// The `Authorization` header, if any.
+    public var authorization: String?
+    /// The body.
+    public var body: [UInt8]
+
+    /// A request.
+    public init(method: String, path: String, authorization: String? = nil, body: [UInt8] = []) {
+        self.method = method
+        self.path = path
+        self.authorization = authorization
+        self.body = body
+    }
+}
+
+/// One HTTP response, or the signal to start the event stream.
+public struct HTTPResponse: Sendable, Equatable {
+    /// Status code.
+    public var status: Int
+    /// Content type.
+    public var contentType: String
+    /// Body.
+    public var body: [UInt8]
+    /// True for `GET /v1/events` once authorised: the server streams events instead of `body`.
+    public var isEventStream = false
+
+    /// A response.
+    public init(status: Int, contentType: String = "application/json", body: [UInt8], isEventStream: Bool = false) {
+        self.status = status
+        self.contentType = contentType
+        self.body = body
+        self.isEventStream = isEventStream
+    }
+
+    /// The body as text (tests, logs).
+    public var text: String { String(decoding: body, as: UTF8.self) }
+}

@@ -1,0 +1,284 @@
+import Foundation
+import ParleyAuth
+import ParleyRelay
+import ParleyRelayCore
+
+/// What the router needs from the relay: the workers' published snapshots and a way to run a command on
+/// the worker owning a room. `RelayAPI` is the real one; tests drive a `RelayCore` directly.
+public protocol APIBackend: Sendable {
+    /// Every worker's latest snapshot.
+    func snapshots() -> [WorkerSnapshot]
+    /// Runs a command on the owning worker; nil when it did not answer in time.
+    func execute(_ command: AdminCommand) -> AdminResult?
+}
+
+extension RelayAPI: APIBackend {}
+
+/// Maps (method, path, authorization, body) to (status, JSON). Pure apart from the backend: no sockets,
+/// no clock (`now` is passed in), so every route and every bad input is testable without a server.
+public struct HTTPRouter: Sendable {
+    /// The relay behind the API.
+    public let backend: any APIBackend
+    /// Checks `Authorization: Bearer` tokens.
+    public let verifier: TokenVerifier
+    /// Signs the tokens `POST /v1/tokens` mints (nil: the route answers 503).
+    public let signer: TokenSigner?
+    /// Relay defaults shown for rooms created without limits.
+    public let config: RelayCoreConfig
+    /// Whether `/metrics` needs an admin token.
+    public let metricsRequireAuth: Bool
+    /// Longest body accepted.
+    public static let maxBodyBytes = 64 * 1024
+    /// Longest room name, identity or display name, in bytes.
+    public static let maxNameBytes = 128
+
+    /// A router.
+    public init(backend: any APIBackend, verifier: TokenVerifier, signer: TokenSigner?, config: RelayCoreConfig,
+                metricsRequireAuth: Bool = false) {
+        self.backend = backend
+        self.verifier = verifier
+        self.signer = signer
+        self.config = config
+        self.metricsRequireAuth = metricsRequireAuth
+    }
+
+    /// Answers one request. `now` is Unix seconds (token checks and minting).
+    public func route(_ request: HTTPRequest, now: Int64) -> HTTPResponse {
+        do {
+            return try dispatch(request, now: now)
+        } catch {
+            return error.response
+        }
+    }
+
+    private func dispatch(_ request: HTTPRequest, now: Int64) throws(APIError) -> HTTPResponse {
+        let parts = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
+        let method = request.method
+        switch parts {
+        case ["healthz"]:
+            try allow(method, "GET")
+            return Self.json(API.Done(ok: true, detail: nil))
+        case ["metrics"]:
+            try allow(method, "GET")
+            if metricsRequireAuth { try authorise(request, now: now) }
+            return HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8",
+                                body: Array(PrometheusExporter.render(backend.snapshots(), config: config).utf8))
+        default:
+            break
+        }
+        guard parts.first == "v1" else { throw APIError(404, "not_found", "no such endpoint: \(request.path)") }
+        try authorise(request, now: now)
+        let rest = Array(parts.dropFirst())
+        switch (method, rest) {
+        case ("POST", ["tokens"]): return try mintToken(request.body, now: now)
+        case ("GET", ["events"]): return HTTPResponse(status: 200, contentType: "text/event-stream", body: [], isEventStream: true)
+        case ("GET", ["rooms"]): return Self.json(API.RoomList(rooms: rooms()))
+        case ("POST", ["rooms"]): return try createRoom(request.body)
+        case ("GET", let p) where p.count == 2 && p[0] == "rooms":
+            let name = try Self.validName(p[1], field: "room name")
+            guard let room = rooms().first(where: { $0.name == name }) else { throw Self.noRoom(name) }
+            return Self.json(room)
+        case ("DELETE", let p) where p.count == 2 && p[0] == "rooms":
+            return try run(.closeRoom(name: try Self.validName(p[1], field: "room name")))
+        case ("GET", let p) where p.count == 3 && p[0] == "rooms" && p[2] == "members":
+            let name = try Self.validName(p[1], field: "room name")
+            guard let (room, _) = findRoom(name) else { throw Self.noRoom(name) }
+            return Self.json(API.MemberList(room: name, members: room.members.map { Self.member($0, forwarded: room.forwardedSpeakers) }))
+        case ("DELETE", let p) where p.count == 4 && p[0] == "rooms" && p[2] == "members":
+            return try run(.kick(room: try Self.validName(p[1], field: "room name"), identity: try Self.validName(p[3], field: "identity")))
+        case ("POST", let p) where p.count == 5 && p[0] == "rooms" && p[2] == "members" && p[4] == "mute":
+            let body = try Self.decode(API.MuteRequest.self, request.body)
+            return try run(.mute(room: try Self.validName(p[1], field: "room name"), identity: try Self.validName(p[3], field: "identity"),
+                                 muted: body.muted ?? true))
+        case ("POST", let p) where p.count == 3 && p[0] == "rooms" && p[2] == "messages":
+            let body = try Self.decode(API.MessageRequest.self, request.body)
+            guard !body.text.isEmpty, body.text.utf8.count <= 4096 else { throw APIError(400, "invalid_field", "text must be 1–4096 bytes") }
+            return try run(.message(room: try Self.validName(p[1], field: "room name"), text: body.text))
+        default:
+            let known = rest.first == "rooms" || rest == ["tokens"] || rest == ["events"]
+            throw known ? APIError(405, "method_not_allowed", "\(method) is not allowed on \(request.path)")
+                        : APIError(404, "not_found", "no such endpoint: \(request.path)")
+        }
+    }
+
+    // MARK: Auth
+
+    private func authorise(_ request: HTTPRequest, now: Int64) throws(APIError) {
+        guard let header = request.authorization, header.hasPrefix("Bearer ") else {
+            throw APIError(401, "unauthorized", "send Authorization: Bearer <token with the admin grant> (parley token --admin --identity ops)")
+        }
+        let token = String(header.dropFirst("Bearer ".count)).trimmingCharacters(in: .whitespaces)
+        let claims: TokenClaims
+        do {
+            claims = try verifier.verify(token, now: now)
+        } catch {
+            throw APIError(401, "unauthorized", "bad token: \(error.reason)")
+        }
+        guard claims.grants.admin else { throw APIError(403, "forbidden", "the token of \(claims.identity) lacks the admin grant") }
+    }
+
+    private func allow(_ method: String, _ allowed: String) throws(APIError) {
+        guard method == allowed || (allowed == "GET" && method == "HEAD") else {
+            throw APIError(405, "method_not_allowed", "use \(allowed)")
+        }
+    }
+
+    // MARK: Routes
+
+    private func mintToken(_ body: [UInt8], now: Int64) throws(APIError) -> HTTPResponse {
+        let r = try Self.decode(API.TokenRequest.self, body)
+        let identity = try Self.validName(r.identity, field: "identity")
+        if let name = r.name { _ = try Self.validName(name, field: "name") }
+        if let room = r.room { _ = try Self.validName(room, field: "room") }
+        let grants = r.grants ?? Grants()  // given grants are taken as in a token: a missing one is false
+        guard r.room != nil || grants.admin else { throw APIError(400, "invalid_field", "room is required unless grants.admin is true") }
+        let ttl = r.ttl ?? 3600
+        guard (1...7 * 86_400).contains(ttl) else { throw APIError(400, "invalid_field", "ttl must be 1–604800 seconds") }
+        if let mode = r.mode, mode != "forward", mode != "mix" { throw APIError(400, "invalid_field", "mode must be forward or mix") }
+        guard let signer else { throw APIError(503, "unavailable", "the relay has no API key to sign with") }
+        let claims = TokenClaims(identity: identity, name: r.name, room: r.room, expiresAt: now + ttl, notBefore: now - 1,
+                                 issuedAt: now, grants: grants, mode: r.mode)
+        return Self.json(API.TokenResponse(token: signer.mint(claims), identity: identity, room: r.room, expiresAt: now + ttl), status: 201)
+    }
+
+    private func createRoom(_ body: [UInt8]) throws(APIError) -> HTTPResponse {
+        let r = try Self.decode(API.CreateRoomRequest.self, body)
+        let name = try Self.validName(r.name, field: "name")
+        if let mode = r.mode, mode != "forward", mode != "mix" { throw APIError(400, "invalid_field", "mode must be forward or mix") }
+        if let m = r.maxMembers, !(1...100_000).contains(m) { throw APIError(400, "invalid_field", "max_members must be 1–100000") }
+        if let t = r.emptyTimeout, !(0...86_400).contains(t) { throw APIError(400, "invalid_field", "empty_timeout must be 0–86400 seconds") }
+        _ = try run(.createRoom(name: name, mode: r.mode, maxMembers: r.maxMembers, emptyTimeout: r.emptyTimeout.map { $0 * 1_000_000_000 }))
+        guard let room = rooms().first(where: { $0.name == name }) else { throw APIError(503, "unavailable", "room \(name) vanished") }
+        return Self.json(room, status: 201)
+    }
+
+    private func run(_ command: AdminCommand) throws(APIError) -> HTTPResponse {
+        switch backend.execute(command) {
+        case .ok: return Self.json(API.Done(ok: true, detail: nil))
+        case .notFound(let why): throw APIError(404, "not_found", why)
+        case .conflict(let why): throw APIError(409, "conflict", why)
+        case .unavailable(let why): throw APIError(503, "unavailable", why)
+        case nil: throw APIError(503, "unavailable", "the relay did not answer in time")
+        }
+    }
+
+    // MARK: Read model
+
+    private func findRoom(_ name: String) -> (RoomSnapshot, WorkerSnapshot)? {
+        let worker = backend.snapshots()
+        for w in worker { if let r = w.rooms.first(where: { $0.name == name }) { return (r, w) } }
+        return nil
+    }
+
+    /// Every room of every worker, sorted by name.
+    func rooms() -> [API.Room] {
+        var out: [API.Room] = []
+        for w in backend.snapshots() {
+            out.reserveCapacity(out.count + w.rooms.count)
+            for r in w.rooms {
+                let limits = w.limits[r.name]
+                let speakers = r.forwardedSpeakers.compactMap { id in r.members.first { $0.id == id }?.identity }
+                out.append(API.Room(name: r.name, mode: r.mode, members: r.members.count, speakers: speakers,
+                                    createdAt: r.createdAtUnixMilliseconds,
+                                    maxMembers: limits?.maxMembers ?? config.maxMembersPerRoom,
+                                    emptyTimeout: (limits?.emptyTimeout ?? config.emptyRoomTimeout) / 1_000_000_000, worker: w.worker))
+            }
+        }
+        return out.sorted { $0.name < $1.name }
+    }
+
+    static func member(_ m: MemberSnapshot, forwarded: [UInt32]) -> API.Member {
+        API.Member(identity: m.identity, name: m.name, joinedAt: m.joinedAtUnixMilliseconds, muted: m.muted,
+                   speaking: forwarded.contains(m.id), level: Int(m.level), ssrc: m.ssrc, address: m.address.description,
+                   stats: API.Stats(packetsIn: m.stats.packetsIn, bytesIn: m.stats.bytesIn, packetsOut: m.stats.packetsOut,
+                                    bytesOut: m.stats.bytesOut, packetsLost: m.packetsLost,
+                                    jitterMs: (Double(m.jitter) / 48.0 * 100).rounded() / 100,
+                                    nacksReceived: m.stats.nacksReceived, retransmitted: m.stats.retransmittedToMember))
+    }
+
+    // MARK: JSON and validation
+
+    static func noRoom(_ name: String) -> APIError { APIError(404, "not_found", "room \(name) does not exist") }
+
+    /// A name the relay accepts: 1–128 bytes of UTF-8 without control characters.
+    static func validName(_ name: String, field: String) throws(APIError) -> String {
+        guard !name.isEmpty else { throw APIError(400, "invalid_field", "\(field) must not be empty") }
+        guard name.utf8.count <= maxNameBytes else { throw APIError(400, "invalid_field", "\(field) is longer than \(maxNameBytes) bytes") }
+        guard !name.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else {
+            throw APIError(400, "invalid_field", "\(field) contains control characters")
+        }
+        return name
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, _ body: [UInt8]) throws(APIError) -> T {
+        guard body.count <= maxBodyBytes else { throw APIError(413, "body_too_large", "the body is larger than \(maxBodyBytes) bytes") }
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        do {
+            return try decoder.decode(T.self, from: Data(body.isEmpty ? Array("{}".utf8) : body))
+        } catch let DecodingError.typeMismatch(expected, context) where !context.codingPath.isEmpty {
+            throw APIError(400, "invalid_field", "\(Self.path(context)) must be \(Self.typeName(expected))")
+        } catch let DecodingError.keyNotFound(key, _) {
+            throw APIError(400, "invalid_field", "\(key.stringValue.snakeCased) is required")
+        } catch let DecodingError.valueNotFound(expected, context) {
+            throw APIError(400, "invalid_field", "\(Self.path(context)) must be \(Self.typeName(expected)), not null")
+        } catch let DecodingError.dataCorrupted(context) where !context.codingPath.isEmpty {
+            throw APIError(400, "invalid_field", "\(Self.path(context)) is not valid: \(context.debugDescription)")
+        } catch {
+            throw APIError(400, "invalid_json", "the body must be a JSON object")
+        }
+    }
+
+    private static func path(_ context: DecodingError.Context) -> String {
+        context.codingPath.map(\.stringValue.snakeCased).joined(separator: ".")
+    }
+
+    private static func typeName(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Bool.Type: "true or false"
+        case is Int.Type, is Int64.Type, is UInt32.Type: "an integer"
+        default: "\(type)".lowercased()
+        }
+    }
+
+    /// Encodes `value` as snake_case JSON with sorted keys.
+    public static func json<T: Encodable>(_ value: T, status: Int = 200) -> HTTPResponse {
+        let encoder = JSONEncoder()
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
+        return HTTPResponse(status: status, body: Array(data) + [0x0A])
+    }
+}
+
+/// An API error: a status, a code and a message, answered as `{"error": {...}}`.
+public struct APIError: Error, Equatable, Sendable {
+    /// HTTP status.
+    public var status: Int
+    /// Machine-readable code.
+    public var code: String
+    /// For people.
+    public var message: String
+
+    /// An error.
+    public init(_ status: Int, _ code: String, _ message: String) {
+        self.status = status
+        self.code = code
+        self.message = message
+    }
+
+    /// The JSON response.
+    public var response: HTTPResponse { HTTPRouter.json(API.ErrorBody(error: .init(code: code, message: message)), status: status) }
+}
+
+extension String {
+    /// `maxMembers` → `max_members`.
+    var snakeCased: String {
+        var out = ""
+        for c in self {
+            if c.isUppercase { out += "_" + c.lowercased() } else { out.append(c) }
+        }
+        return out
+    }
+}

@@ -1,0 +1,74 @@
+import ParleyRelay
+import ParleyRelayCore
+import ParleyWire
+
+/// Renders the workers' snapshots as Prometheus text exposition (version 0.0.4).
+public enum PrometheusExporter {
+    /// Metric families, one `# HELP`/`# TYPE` pair each.
+    public static func render(_ workers: [WorkerSnapshot], config: RelayCoreConfig) -> String {
+        var out = ""
+        func family(_ name: String, _ type: String, _ help: String, _ samples: [(labels: String, value: String)]) {
+            out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
+            for s in samples { out += "\(name)\(s.labels.isEmpty ? "" : "{\(s.labels)}") \(s.value)\n" }
+        }
+        func total(_ key: (RelayCounters) -> UInt64) -> [(labels: String, value: String)] {
+            [("", String(workers.reduce(0) { $0 &+ key($1.counters) }))]
+        }
+        family("parley_rooms", "gauge", "Rooms open.", [("", String(workers.reduce(0) { $0 + $1.rooms.count }))])
+        family("parley_members", "gauge", "Members connected.", [("", String(workers.reduce(0) { $0 + $1.memberCount }))])
+        family("parley_presence_sessions", "gauge", "Presence sessions (parley listen).",
+               [("", String(workers.reduce(0) { $0 + $1.presence.count }))])
+        family("parley_calls_active", "gauge", "Calls ringing or in progress.", [("", String(workers.reduce(0) { $0 + $1.calls.count }))])
+        family("parley_packets_in_total", "counter", "Datagrams received.", total(\.packetsIn))
+        family("parley_bytes_in_total", "counter", "Bytes received.", total(\.bytesIn))
+        family("parley_packets_out_total", "counter", "Datagrams sent.", total(\.packetsOut))
+        family("parley_bytes_out_total", "counter", "Bytes sent.", total(\.bytesOut))
+        family("parley_packets_forwarded_total", "counter", "RTP packets forwarded (one per listener).", total(\.forwarded))
+        family("parley_mixed_packets_sent_total", "counter", "Mixed packets sent (mix mode).", total(\.mixedPacketsSent))
+        family("parley_drops_total", "counter", "Datagrams dropped, by reason.", DropReason.allCases.map { r in
+            ("reason=\"\(r.label)\"", String(workers.reduce(0) { $0 &+ $1.counters.drops(r) }))
+        })
+        family("parley_nacks_answered_total", "counter", "NACKed packets resent from history.", total(\.nacksAnswered))
+        family("parley_nacks_missed_total", "counter", "NACKed packets no longer held.", total(\.nacksMissed))
+        family("parley_joins_accepted_total", "counter", "Joins accepted.", total(\.joinsAccepted))
+        var refused: [UInt16: UInt64] = [:]
+        for w in workers { for (code, n) in w.counters.joinsRefused { refused[code, default: 0] &+= n } }
+        family("parley_joins_refused_total", "counter", "Joins refused, by reason.", refused.keys.sorted().map { code in
+            ("reason=\"\(refusalLabel(code))\"", String(refused[code] ?? 0))
+        })
+        family("parley_signalling_retransmissions_total", "counter", "Reliable signalling messages retransmitted.",
+               total(\.signallingRetransmissions))
+        family("parley_member_timeouts_total", "counter", "Members removed for silence.", total(\.timeouts))
+        family("parley_resumes_total", "counter", "Sessions resumed from a new address.", total(\.resumes))
+        family("parley_worker_busy_seconds_total", "counter", "CPU time each worker loop spent busy.", workers.map { w in
+            ("worker=\"\(w.worker)\"", seconds(w.busyNanoseconds))
+        })
+        // One histogram summed over the workers.
+        var mix = DurationHistogram()
+        for w in workers {
+            for i in mix.buckets.indices { mix.buckets[i] &+= w.mixTime.buckets[i] }
+            mix.sum += w.mixTime.sum
+            mix.count &+= w.mixTime.count
+        }
+        var cumulative: UInt64 = 0
+        var buckets: [(labels: String, value: String)] = []
+        for (i, bound) in DurationHistogram.bounds.enumerated() {
+            cumulative &+= mix.buckets[i]
+            buckets.append(("le=\"\(bound)\"", String(cumulative)))
+        }
+        buckets.append(("le=\"+Inf\"", String(mix.count)))
+        out += "# HELP parley_mix_seconds Time of one mix pass (decode, mix, encode every mix room due) per worker loop.\n"
+        out += "# TYPE parley_mix_seconds histogram\n"
+        for b in buckets { out += "parley_mix_seconds_bucket{\(b.labels)} \(b.value)\n" }
+        out += "parley_mix_seconds_sum \(mix.sum)\nparley_mix_seconds_count \(mix.count)\n"
+        return out
+    }
+
+    static func seconds(_ nanoseconds: Int64) -> String { String(Double(nanoseconds) / 1e9) }
+
+    /// `tokenExpired` → `token_expired`; unknown codes by number.
+    static func refusalLabel(_ code: UInt16) -> String {
+        guard let c = RefusalCode(rawValue: code) else { return "code_\(code)" }
+        return "\(c)".snakeCased
+    }
+}

@@ -1,0 +1,58 @@
+import Dispatch
+import ParleyRelayCore
+import Synchronization
+
+/// A command from the HTTP API to the worker that owns a room. Executed by that worker in its loop.
+public enum AdminCommand: Sendable, Equatable {
+    /// Create an empty room (nil = the relay's defaults; `emptyTimeout` in nanoseconds).
+    case createRoom(name: String, mode: String?, maxMembers: Int?, emptyTimeout: Int64?)
+    /// Close a room, telling every member why.
+    case closeRoom(name: String)
+    /// Kick a member out of a room.
+    case kick(room: String, identity: String)
+    /// Mute or unmute a member.
+    case mute(room: String, identity: String, muted: Bool)
+    /// Send a text to everyone in a room from the backend.
+    case message(room: String, text: String)
+
+    /// The room the command is about (which decides the worker).
+    public var room: String {
+        switch self {
+        case .createRoom(let name, _, _, _), .closeRoom(let name): name
+        case .kick(let room, _), .mute(let room, _, _), .message(let room, _): room
+        }
+    }
+
+    /// Runs the command on `core` (the owning worker's, on its thread).
+    public func apply(to core: RelayCore, now: Moment) -> AdminResult {
+        switch self {
+        case .createRoom(let name, let mode, let maxMembers, let emptyTimeout):
+            core.createRoom(name: name, mode: mode, maxMembers: maxMembers, emptyTimeout: emptyTimeout, now: now)
+        case .closeRoom(let name): core.closeRoom(name: name, reason: "closed by the backend", now: now)
+        case .kick(let room, let identity): core.kick(room: room, identity: identity, now: now)
+        case .mute(let room, let identity, let muted): core.setMuted(room: room, identity: identity, muted: muted, now: now)
+        case .message(let room, let text): core.sendText(room: room, text: text, now: now)
+        }
+    }
+}
+
+/// A one-shot answer from a worker to the waiting HTTP thread.
+public final class ReplyBox: Sendable {
+    private let value = Mutex<AdminResult?>(nil)
+    private let ready = DispatchSemaphore(value: 0)
+
+    /// An empty box.
+    public init() {}
+
+    /// Called once by the worker.
+    public func fulfil(_ result: AdminResult) {
+        value.withLock { $0 = result }
+        ready.signal()
+    }
+
+    /// The answer, or nil when none came within `seconds`.
+    public func wait(seconds: Double) -> AdminResult? {
+        guard ready.wait(timeout: .now() + seconds) == .success else { return nil }
+        return value.withLock { $0 }
+    }
+}

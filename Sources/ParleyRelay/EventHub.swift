@@ -1,0 +1,58 @@
+import Foundation
+import ParleyRelayCore
+
+/// The relay's recent events for the HTTP event stream: workers append, stream connections read from a
+/// sequence number on and wait (briefly) for more. Bounded: a slow reader skips what was overwritten.
+public final class EventHub: @unchecked Sendable {
+    // Invariant: `ring`, `nextSequence` are touched only while `condition` is locked.
+    private let condition = NSCondition()
+    private var ring: [RelayEvent] = []
+    private var nextSequence: UInt64 = 0
+    /// Events kept.
+    public let capacity: Int
+
+    /// A hub keeping `capacity` events.
+    public init(capacity: Int = 4096) { self.capacity = max(1, capacity) }
+
+    /// Appends events and wakes the waiting readers.
+    public func publish(_ events: [RelayEvent]) {
+        guard !events.isEmpty else { return }
+        condition.lock()
+        for e in events {
+            if ring.count == capacity { ring.removeFirst() }
+            ring.append(e)
+            nextSequence &+= 1
+        }
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// The sequence number the next event will get (a new reader starts here).
+    public var head: UInt64 {
+        condition.lock()
+        defer { condition.unlock() }
+        return nextSequence
+    }
+
+    /// Events from `sequence` on, waiting up to `seconds` for one when there are none; returns them and the
+    /// sequence to read from next.
+    public func events(from sequence: UInt64, waitingUpTo seconds: Double) -> (events: [RelayEvent], next: UInt64) {
+        condition.lock()
+        defer { condition.unlock() }
+        let deadline = Date().addingTimeInterval(seconds)
+        while nextSequence <= sequence {
+            if !condition.wait(until: deadline) { break }
+        }
+        let oldest = nextSequence - UInt64(ring.count)
+        let from = max(sequence, oldest)
+        guard from < nextSequence else { return ([], nextSequence) }
+        return (Array(ring[Int(from - oldest)...]), nextSequence)
+    }
+
+    /// Wakes every waiting reader (at shutdown).
+    public func wakeAll() {
+        condition.lock()
+        condition.broadcast()
+        condition.unlock()
+    }
+}

@@ -1,0 +1,38 @@
+import ParleyAuth
+import ParleyRelayCore
+import Synchronization
+
+/// The relay as the HTTP API sees it: the workers' published snapshots to read, their inboxes to post
+/// commands to, and the event hub. Thread-safe; never touches a `RelayCore`.
+public final class RelayAPI: Sendable {
+    private let slots: [SnapshotSlot]
+    private let inboxes: [WorkerInbox]
+    /// Settings and room → worker hashing.
+    public let shared: RelayShared
+    /// Events for the event stream.
+    public let events: EventHub
+    /// Signs the tokens `POST /v1/tokens` mints (the relay's first API key).
+    public let signer: TokenSigner?
+    /// Seconds a command waits for its worker before the API answers 503.
+    public let commandTimeout: Double
+
+    init(slots: [SnapshotSlot], inboxes: [WorkerInbox], shared: RelayShared, events: EventHub, commandTimeout: Double = 2) {
+        self.slots = slots
+        self.inboxes = inboxes
+        self.shared = shared
+        self.events = events
+        self.signer = shared.verifier.keyIDs.first.flatMap { shared.verifier.signer(forKey: $0) }
+        self.commandTimeout = commandTimeout
+    }
+
+    /// Every worker's latest snapshot, worker 0 first.
+    public func snapshots() -> [WorkerSnapshot] { slots.map { $0.load() } }
+
+    /// Posts `command` to the worker owning its room and waits for the answer; nil after `commandTimeout`.
+    public func execute(_ command: AdminCommand) -> AdminResult? {
+        let box = ReplyBox()
+        let worker = shared.worker(forRoom: command.room)
+        inboxes[min(worker, inboxes.count - 1)].post(command, reply: box)
+        return box.wait(seconds: commandTimeout)
+    }
+}

@@ -1,0 +1,73 @@
+/// One thing that happened on the relay, as the HTTP API's event stream reports it.
+public struct RelayEvent: Sendable, Equatable {
+    /// What happened. The raw values are the `type` of the event stream's JSON.
+    public enum Kind: String, Sendable, Equatable, CaseIterable {
+        case roomStarted = "room_started", roomClosed = "room_closed"
+        case memberJoined = "member_joined", memberLeft = "member_left"
+        case memberMuted = "member_muted", memberUnmuted = "member_unmuted"
+        case callStarted = "call_started", callAnswered = "call_answered", callEnded = "call_ended"
+    }
+
+    /// What happened.
+    public var kind: Kind
+    /// The room concerned (empty for calls not yet answered).
+    public var room: String
+    /// The member concerned (for calls: the caller).
+    public var identity: String
+    /// Free text: why a member left or a room closed, the callee and outcome of a call.
+    public var detail: String
+    /// When (Unix ms).
+    public var unixMilliseconds: Int64
+
+    /// An event.
+    public init(kind: Kind, room: String, identity: String = "", detail: String = "", unixMilliseconds: Int64) {
+        self.kind = kind
+        self.room = room
+        self.identity = identity
+        self.detail = detail
+        self.unixMilliseconds = unixMilliseconds
+    }
+
+    /// The relay event that reports a call event.
+    public init(_ call: CallEvent) {
+        let kind: Kind = switch call.kind {
+        case .started: .callStarted
+        case .answered: .callAnswered
+        case .ended: .callEnded
+        }
+        var detail = "callee \(call.callee)"
+        if let reason = call.endReason { detail += "; \(reason.rawValue)" }
+        if !call.detail.isEmpty { detail += "; \(call.detail)" }
+        self.init(kind: kind, room: call.room, identity: call.caller, detail: detail, unixMilliseconds: call.unixMilliseconds)
+    }
+}
+
+/// A bounded buffer of events not yet drained: when full, the oldest are dropped (and counted).
+public struct RelayEventLog: Sendable {
+    /// Events kept at most.
+    public let capacity: Int
+    private(set) var pending: [RelayEvent] = []
+    /// Events dropped because nobody drained them in time.
+    public private(set) var overwritten: UInt64 = 0
+    /// Bumped on every append: the worker rebuilds its published snapshot only when this moved (or members exist).
+    public private(set) var revision: UInt64 = 0
+
+    /// An empty log.
+    public init(capacity: Int) { self.capacity = max(1, capacity) }
+
+    mutating func append(_ event: RelayEvent) {
+        revision &+= 1
+        if pending.count >= capacity {
+            pending.removeFirst()
+            overwritten &+= 1
+        }
+        pending.append(event)
+    }
+
+    /// The events since the last drain, oldest first.
+    public mutating func drain() -> [RelayEvent] {
+        if pending.isEmpty { return [] }
+        defer { pending.removeAll(keepingCapacity: true) }
+        return pending
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import ParleyNet
+import Synchronization
+
+/// `parley rooms|members|kick|mute`: the relay's HTTP API from the command line (PARLEY_URL, default
+/// http://127.0.0.1:7480), with an admin token minted from PARLEY_API_KEY / PARLEY_API_SECRET.
+enum ApiCommands {
+    static let usage = """
+    usage: parley rooms [list]                         list rooms
+           parley rooms create NAME [--mode mix|forward] [--max-members N] [--empty-timeout SECONDS]
+           parley rooms delete NAME                    close a room (members are told why)
+           parley members ROOM                         list a room's members
+           parley kick ROOM IDENTITY
+           parley mute ROOM IDENTITY [--unmute]
+
+    Talks to the relay's HTTP API at PARLEY_URL (default http://127.0.0.1:7480) with an admin token
+    signed with PARLEY_API_KEY / PARLEY_API_SECRET (the dev defaults when unset).
+    """
+
+    static func rooms(_ arguments: [String]) -> Int32 {
+        let o = Options(arguments, valued: ["mode", "max-members", "empty-timeout"], switches: [], usage: usage)
+        switch o.positional.first ?? "list" {
+        case "list":
+            let list = request("GET", "/v1/rooms")["rooms"] as? [[String: Any]] ?? []
+            if list.isEmpty { writeLine("no rooms") }
+            for r in list {
+                let speakers = (r["speakers"] as? [String] ?? []).joined(separator: ",")
+                writeLine("\(r["name"] ?? "")\tmode \(r["mode"] ?? "")\tmembers \(r["members"] ?? 0)\tspeakers [\(speakers)]")
+            }
+        case "create":
+            guard o.positional.count == 2 else { fail("rooms create needs NAME\n\(usage)") }
+            var body: [String: Any] = ["name": o.positional[1]]
+            if let m = o["mode"] { body["mode"] = m }
+            if let m = o["max-members"] { body["max_members"] = Int(m) ?? m }
+            if let t = o["empty-timeout"] { body["empty_timeout"] = Int(t) ?? t }
+            let r = request("POST", "/v1/rooms", body)
+            writeLine("created \(r["name"] ?? "") (mode \(r["mode"] ?? ""))")
+        case "delete":
+            guard o.positional.count == 2 else { fail("rooms delete needs NAME\n\(usage)") }
+            _ = request("DELETE", "/v1/rooms/\(escape(o.positional[1]))")
+            writeLine("closed \(o.positional[1])")
+        default: fail("unknown rooms subcommand \(o.positional[0])\n\(usage)")
+        }
+        return 0
+    }
+
+    static func members(_ arguments: [String]) -> Int32 {
+        let o = Options(arguments, valued: [], switches: [], usage: usage)
+        guard o.positional.count == 1 else { fail("members needs ROOM\n\(usage)") }
+        let list = request("GET", "/v1/rooms/\(escape(o.positional[0]))/members")["members"] as? [[String: Any]] ?? []
+        if list.isEmpty { writeLine("no members") }
+        for m in list {
+            let stats = m["stats"] as? [String: Any] ?? [:]
+            writeLine("\(m["identity"] ?? "")\t\((m["muted"] as? Bool ?? false) ? "muted" : "unmuted")\t"
+                      + "\((m["speaking"] as? Bool ?? false) ? "speaking" : "quiet")\tpackets in \(stats["packets_in"] ?? 0)"
+                      + " lost \(stats["packets_lost"] ?? 0) jitter \(stats["jitter_ms"] ?? 0) ms")
+        }
+        return 0
+    }
+
+    static func kick(_ arguments: [String]) -> Int32 {
+        let o = Options(arguments, valued: [], switches: [], usage: usage)
+        guard o.positional.count == 2 else { fail("kick needs ROOM IDENTITY\n\(usage)") }
+        _ = request("DELETE", "/v1/rooms/\(escape(o.positional[0]))/members/\(escape(o.positional[1]))")
+        writeLine("kicked \(o.positional[1]) from \(o.positional[0])")
+        return 0
+    }
+
+    static func mute(_ arguments: [String]) -> Int32 {
+        let o = Options(arguments, valued: [], switches: ["unmute"], usage: usage)
+        guard o.positional.count == 2 else { fail("mute needs ROOM IDENTITY\n\(usage)") }
+        let muted = !o.has("unmute")
+        _ = request("POST", "/v1/rooms/\(escape(o.positional[0]))/members/\(escape(o.positional[1]))/mute", ["muted": muted])
+        writeLine("\(muted ? "muted" : "unmuted") \(o.positional[1]) in \(o.positional[0])")
+        return 0
+    }
+
+    static func escape(_ segment: String) -> String {
+        segment.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? segment
+    }
+
+    /// One API call; exits with a one-line message on any failure (unreachable relay, 4xx/5xx with its message).
+    static func request(_ method: String, _ path: String, _ body: [String: Any]? = nil) -> [String: Any] {
+        let base = ProcessInfo.processInfo.environment["PARLEY_URL"] ?? "http://127.0.0.1:7480"
+        guard let url = URL(string: base + path) else { fail("PARLEY_URL \(base) is not a URL") }
+        var r = URLRequest(url: url, timeoutInterval: 5)
+        r.httpMethod = method
+        r.setValue("Bearer " + mintToken(identity: "parley-cli", name: nil, room: nil, ttlSeconds: 300, publish: false, admin: true, mode: nil),
+                   forHTTPHeaderField: "Authorization")
+        if let body {
+            r.httpBody = try? JSONSerialization.data(withJSONObject: body)
+            r.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        let result = Mutex<(Data?, Int, String?)>((nil, 0, nil))
+        let done = DispatchSemaphore(value: 0)
+        URLSession.shared.dataTask(with: r) { data, response, error in
+            result.withLock { $0 = (data, (response as? HTTPURLResponse)?.statusCode ?? 0, error?.localizedDescription) }
+            done.signal()
+        }.resume()
+        done.wait()
+        let (data, status, error) = result.withLock { $0 }
+        if let error { fail("cannot reach the relay at \(base): \(error)", code: 1) }
+        let object = data.flatMap { try? JSONSerialization.jsonObject(with: $0) } as? [String: Any] ?? [:]
+        guard (200..<300).contains(status) else {
+            let e = object["error"] as? [String: Any]
+            fail("\(status) \(e?["code"] ?? "error"): \(e?["message"] ?? "")", code: 1)
+        }
+        return object
+    }
+}

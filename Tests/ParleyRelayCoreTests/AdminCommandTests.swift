@@ -1,0 +1,82 @@
+import ParleyAuth
+import ParleyClientCore
+import ParleyWire
+import Testing
+@testable import ParleyRelayCore
+
+@Suite("Admin commands from the HTTP API: create, close, kick, mute, backend texts, events")
+struct AdminCommandTests {
+    @Test("a room created empty admits joiners whose token may not create, honours max_members, and closes after its own empty timeout")
+    func createRoom() {
+        let net = FakeNetwork()
+        #expect(net.core.createRoom(name: "lobby", mode: "mix", maxMembers: 1, emptyTimeout: 2_000_000_000, now: net.now) == .ok)
+        #expect(net.core.createRoom(name: "lobby", mode: nil, maxMembers: nil, emptyTimeout: nil, now: net.now) == .conflict("room lobby already exists"))
+        #expect(net.core.snapshot().map(\.mode) == ["mix"])
+        let noCreate = Grants(join: true, publish: true, subscribe: true, admin: false, create: false)
+        let alice = net.addClient("alice", token: net.token("alice", grants: noCreate))
+        let bob = net.addClient("bob", token: net.token("bob", grants: noCreate))
+        net.joinAll()
+        #expect(alice.session.welcome != nil)
+        #expect(bob.events.contains { if case .refused(.roomFull, _) = $0 { true } else { false } })
+        alice.session.leave(now: net.monotonic)
+        net.exchange()
+        net.advance(milliseconds: 2_100, stepMilliseconds: 100)
+        #expect(net.core.roomCount == 0)
+        #expect(net.shared.openRooms == 0)
+        let kinds = net.core.drainEvents().map(\.kind)
+        #expect(kinds == [.roomStarted, .memberJoined, .memberLeft, .roomClosed])
+        #expect(net.core.drainEvents().isEmpty)
+    }
+
+    @Test("closing a room tells every member why (roomClosed) and returns its reservation")
+    func closeRoom() {
+        let net = FakeNetwork()
+        let alice = net.addClient("alice"), bob = net.addClient("bob")
+        net.joinAll()
+        #expect(net.core.closeRoom(name: "lobby", reason: "closed by the backend", now: net.now) == .ok)
+        net.exchange()
+        for c in [alice, bob] { #expect(c.events.contains(.goodbye(.roomClosed, "closed by the backend"))) }
+        #expect(net.core.roomCount == 0 && net.core.memberCount == 0 && net.shared.openRooms == 0)
+        #expect(net.core.closeRoom(name: "lobby", reason: "x", now: net.now) == .notFound("room lobby does not exist"))
+        #expect(net.core.drainEvents().last?.kind == .roomClosed)
+    }
+
+    @Test("kick and mute by room and identity; unknown rooms and members are not found")
+    func kickAndMute() {
+        let net = FakeNetwork()
+        let alice = net.addClient("alice"), bob = net.addClient("bob")
+        net.joinAll()
+        #expect(net.core.setMuted(room: "lobby", identity: "bob", muted: true, now: net.now) == .ok)
+        net.exchange()
+        #expect(alice.memberEvents.contains { $0.0 == .muted && $0.1 == "bob" })
+        #expect(net.core.snapshot()[0].members.first { $0.identity == "bob" }?.muted == true)
+        #expect(net.core.kick(room: "lobby", identity: "bob", now: net.now) == .ok)
+        net.exchange()
+        #expect(bob.events.contains(.goodbye(.kicked, "kicked by the backend")))
+        #expect(alice.memberEvents.last! == (.left, "bob", "kicked by the backend"))
+        #expect(net.core.kick(room: "lobby", identity: "bob", now: net.now) == .notFound("bob is not in room lobby"))
+        #expect(net.core.setMuted(room: "nowhere", identity: "alice", muted: true, now: net.now) == .notFound("room nowhere does not exist"))
+        let kinds = net.core.drainEvents().map(\.kind)
+        #expect(kinds.suffix(2) == [.memberMuted, .memberLeft])
+    }
+
+    @Test("a text from the backend reaches every member as from \"backend\"")
+    func backendText() {
+        let net = FakeNetwork()
+        let alice = net.addClient("alice"), bob = net.addClient("bob")
+        net.joinAll()
+        #expect(net.core.sendText(room: "lobby", text: "maintenance at noon", now: net.now) == .ok)
+        net.exchange()
+        for c in [alice, bob] { #expect(c.events.contains(.text(from: "backend", direct: false, text: "maintenance at noon"))) }
+        #expect(net.core.sendText(room: "lobby", text: "", now: net.now) != .ok)
+    }
+
+    @Test("the event log is bounded: the oldest events go first and are counted")
+    func boundedLog() {
+        var log = RelayEventLog(capacity: 3)
+        for i in 0..<5 { log.append(RelayEvent(kind: .memberJoined, room: "r", identity: "m\(i)", unixMilliseconds: 0)) }
+        #expect(log.drain().map(\.identity) == ["m2", "m3", "m4"])
+        #expect(log.overwritten == 2)
+        #expect(log.revision == 5)
+    }
+}
