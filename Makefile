@@ -5,13 +5,15 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 
 # Packages by use. RUN: building and running the relay and client. TEST: plus what the tests drive.
 DEBS_RUN  := pkg-config libopus-dev libasound2-dev libsodium-dev libspeexdsp-dev libmicrohttpd-dev
-DEBS_TEST := $(DEBS_RUN) espeak-ng curl ffmpeg gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
+DEBS_TEST := $(DEBS_RUN) espeak-ng curl
+# The quality bench: speech, the ffmpeg/libopus baseline; PyPI's pesq, numpy, scipy are installed by the target.
+DEBS_QUALITY := $(DEBS_RUN) espeak-ng ffmpeg
 DEBS_FUZZ := $(DEBS_RUN)
 
 SWIFT_FLAGS ?=
 RELAY_ARGS ?=
 
-.PHONY: run test build release deps-run deps-test fuzz bench clean
+.PHONY: run test build release deps-run deps-test fuzz bench quality clean
 
 define install_missing
 	@missing=""; for p in $(1); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; done; \
@@ -50,6 +52,14 @@ test: deps-test
 bench: deps-run
 	swift build -c release $(SWIFT_FLAGS) --product forward-bench
 	.build/release/forward-bench
+
+## make quality: mouth-to-ear latency and PESQ-WB through a real relay, on a clean and an impaired network.
+PROFILE ?= clean
+quality: deps-run
+	$(call install_missing,$(DEBS_QUALITY))
+	@python3 -c "import pesq, numpy, scipy" 2>/dev/null || pip install -q pesq numpy scipy
+	swift build -c release $(SWIFT_FLAGS)
+	python3 Benchmarks/quality/measure.py --profile $(PROFILE)
 
 ## make fuzz: one libFuzzer target per parser, FUZZ_SECONDS each (default 60).
 FUZZ_SECONDS ?= 60

@@ -15,7 +15,7 @@ command -v espeak-ng >/dev/null || { echo "demo: needs espeak-ng (apt-get instal
 
 espeak-ng -w "$out/alice-says.wav" "Hello Bob. This is Alice, talking to you through a Parley relay, with no sound card at all."
 port=$((20000 + RANDOM % 20000))
-.build/release/parley-relay --udp "127.0.0.1:$port" --log-level warning &
+.build/release/parley-relay --udp "127.0.0.1:$port" --http 127.0.0.1:0 --log-level warning &
 relay=$!
 trap 'kill $relay 2>/dev/null; wait $relay 2>/dev/null' EXIT
 sleep 0.5

@@ -42,7 +42,7 @@ def run_pair(mode, alice_input, seconds, workdir, extra=()):
     """Relay + bob (records) + alice (sends alice_input), through the impairment proxy unless the profile is clean;
     returns (bob's recording, alice capture start, bob playback start)."""
     port = random.randint(20000, 40000)
-    relay = subprocess.Popen([os.path.join(BIN, "parley-relay"), "--udp", f"127.0.0.1:{port}", "--workers", "2",
+    relay = subprocess.Popen([os.path.join(BIN, "parley-relay"), "--udp", f"127.0.0.1:{port}", "--http", "127.0.0.1:0", "--workers", "2",
                               "--log-level", "warning"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     proxy = None
     server = f"127.0.0.1:{port}"
