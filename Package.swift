@@ -15,6 +15,7 @@ let package = Package(
         .executable(name: "jitter-bench", targets: ["jitter-bench"]),
         .executable(name: "opus-bench", targets: ["opus-bench"]),
         .executable(name: "mix-bench", targets: ["mix-bench"]),
+        .executable(name: "parley-load", targets: ["parley-load"]),
     ],
     targets: [
         // C libraries from Debian.
@@ -51,6 +52,9 @@ let package = Package(
         .executableTarget(name: "jitter-bench", dependencies: ["ParleyMedia", "CSpeexDSP"], path: "Benchmarks/jitter-bench"),
         .executableTarget(name: "opus-bench", dependencies: ["ParleyMedia", "COpus"], path: "Benchmarks/opus-bench"),
         .executableTarget(name: "mix-bench", dependencies: ["ParleyRelayCore", "ParleyMedia", "ParleyWire", "ParleyAuth", "CAllocCounter"], path: "Benchmarks/mix-bench"),
+
+        .executableTarget(name: "parley-load", dependencies: ["ParleyClientCore", "ParleyWire", "ParleyNet", "ParleyAuth", "ParleyMedia", "CParleySys"],
+                          path: "Benchmarks/parley-load"),
 
         .testTarget(name: "ParleyWireTests", dependencies: ["ParleyWire"]),
         .testTarget(name: "ParleyMediaTests", dependencies: ["ParleyMedia", "ParleyWire"]),
