@@ -161,6 +161,7 @@ final class LoadRun {
             for m in members {
                 var reg: [UInt8] = Array("RAWREG".utf8) + withUnsafeBytes(of: UInt32(m.room).bigEndian) { Array($0) }
                 reg.withUnsafeBytes { _ = m.socket.send($0, to: m.destination) }
+                m.joinStarted = start
                 m.joinedAt = start
             }
             result.joined = members.count
@@ -239,7 +240,7 @@ final class LoadRun {
             var now = Clock.monotonicNanoseconds()
             if now >= nextTick && nextTick < end {
                 maxLateness = max(maxLateness, now - nextTick)
-                for s in speakers { send(s) ; windowExpected += fanout[s.index] }
+                for s in speakers where send(s) { windowExpected += fanout[s.index] }
                 nextTick += 20_000_000
                 now = Clock.monotonicNanoseconds()
             }
@@ -296,11 +297,12 @@ final class LoadRun {
 
     // MARK: Sending
 
-    private func send(_ s: Member) {
+    /// Sends the speaker's next frame unless it is a suppressed DTX frame; returns whether a packet left.
+    private func send(_ s: Member) -> Bool {
         let f = clip.frames[s.clipPosition]
         s.clipPosition = (s.clipPosition + 1) % clip.frames.count
         defer { s.timestamp &+= 960 }
-        guard f.sent else { return }
+        guard f.sent else { return false }
         let p = txBuffer
         p.storeBytes(of: UInt8(0x90), toByteOffset: 0, as: UInt8.self)
         p.storeBytes(of: (f.marker ? 0x80 : 0) | UInt8(111), toByteOffset: 1, as: UInt8.self)
@@ -322,6 +324,7 @@ final class LoadRun {
         s.sequence &+= 1
         s.packetsSent += 1
         windowSent += 1
+        return true
     }
 
     private func flushSignalling(_ m: Member) {

@@ -8,8 +8,24 @@ struct ProcessProbe {
     let pid: Int32
     private static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
 
-    /// User + system CPU seconds so far; nil when the process is gone.
+    /// CPU seconds so far, in ns resolution: the sum over the process's threads of /proc/<pid>/task/<tid>/schedstat's
+    /// first field (time on CPU); falls back to /proc/<pid>/stat utime + stime (10 ms ticks). Nil when the process is gone.
     func cpuSeconds() -> Double? {
+        if let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task"), !tasks.isEmpty {
+            var total = 0.0
+            var ok = true
+            for t in tasks {
+                guard let text = readProcFile("/proc/\(pid)/task/\(t)/schedstat"), let first = text.split(separator: " ").first,
+                      let ns = Double(first) else { ok = false; break }
+                total += ns
+            }
+            if ok { return total / 1e9 }
+        }
+        return statCPUSeconds()
+    }
+
+    /// User + system CPU seconds from /proc/<pid>/stat (clock ticks).
+    func statCPUSeconds() -> Double? {
         guard let text = readProcFile("/proc/\(pid)/stat"), let close = text.lastIndex(of: ")") else { return nil }
         // After "pid (comm) ": state is field 3; utime and stime are fields 14 and 15.
         let fields = text[text.index(after: close)...].split(separator: " ")
