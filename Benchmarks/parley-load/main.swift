@@ -86,6 +86,7 @@ if options.findMax {
     } else {
         writeLine("no step held")
     }
+    spawned?.stop()   // exit() skips the top-level defer
     exit(0)
 }
 
