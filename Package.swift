@@ -16,6 +16,7 @@ let package = Package(
         .executable(name: "opus-bench", targets: ["opus-bench"]),
         .executable(name: "impair-proxy", targets: ["impair-proxy"]),
         .executable(name: "mix-bench", targets: ["mix-bench"]),
+        .executable(name: "parley-load", targets: ["parley-load"]),
     ],
     targets: [
         // C libraries from Debian.
@@ -56,6 +57,9 @@ let package = Package(
         .executableTarget(name: "impair-proxy", dependencies: ["ParleyNet", "ParleyWire"], path: "Benchmarks/impair-proxy"),
         .executableTarget(name: "opus-bench", dependencies: ["ParleyMedia", "COpus"], path: "Benchmarks/opus-bench"),
         .executableTarget(name: "mix-bench", dependencies: ["ParleyRelayCore", "ParleyMedia", "ParleyWire", "ParleyAuth", "CAllocCounter"], path: "Benchmarks/mix-bench"),
+
+        .executableTarget(name: "parley-load", dependencies: ["ParleyClientCore", "ParleyWire", "ParleyNet", "ParleyAuth", "ParleyMedia", "CParleySys"],
+                          path: "Benchmarks/parley-load"),
 
         .testTarget(name: "ParleyWireTests", dependencies: ["ParleyWire"]),
         .testTarget(name: "ParleyMediaTests", dependencies: ["ParleyMedia", "ParleyWire"]),

@@ -1,0 +1,456 @@
+import Glibc
+import CParleySys
+import ParleyAuth
+import ParleyClientCore
+import ParleyNet
+import ParleyWire
+
+/// What one run (against the relay or the raw forwarder) measured.
+struct RunResult {
+    var label = ""
+    var members = 0, speakers = 0, joined = 0
+    var durationSeconds = 0.0
+    var packetsSent = 0, packetsExpected = 0, packetsReceived = 0
+    var duplicated = 0, outOfOrder = 0, late = 0
+    var latency = LatencyHistogram()
+    var joinMilliseconds: [Double] = []
+    var targetCPUSeconds = 0.0
+    var targetRSSMegabytes = 0.0
+    var generatorCPUSeconds = 0.0
+    var sendLatenessMaxMilliseconds = 0.0
+    var signallingReceived = 0
+    var refusals: [String] = []
+    var deliveryRatio: Double { packetsExpected == 0 ? 0 : Double(packetsReceived) / Double(packetsExpected) }
+    var lost: Int { max(0, packetsExpected - packetsReceived) }
+    var outPacketsPerSecond: Double { Double(packetsReceived) / durationSeconds }
+    var outPacketsPerCPUSecond: Double { targetCPUSeconds > 0 ? Double(packetsReceived) / targetCPUSeconds : 0 }
+    func joinQuantile(_ q: Double) -> Double {
+        guard !joinMilliseconds.isEmpty else { return 0 }
+        let s = joinMilliseconds.sorted()
+        return s[min(s.count - 1, Int((q * Double(s.count)).rounded(.up)) - 1 < 0 ? 0 : Int((q * Double(s.count)).rounded(.up)) - 1)]
+    }
+}
+
+/// Where the load goes.
+enum LoadTarget {
+    /// A Parley relay: members join through its signalling; `probe` reads its CPU and memory.
+    case relay(PeerAddress, ProcessProbe?)
+    /// The raw fan-out forwarder: members register with one datagram.
+    case raw(RawForwarder)
+}
+
+/// RTP packet layout the speakers send (RFC 3550 header, RFC 8285 one-byte extension block of 3 words):
+///
+///      0      1      2      3
+///   +------+------+------+------+
+///   | 0x90 |M|PT  |  sequence   |   0
+///   |        timestamp          |   4
+///   |          SSRC             |   8
+///   | 0xBE   0xDE | length = 3  |  12
+///   | 0x10 |V|lvl | 0x27 | send |  16   id 1 len 1: RFC 6464 level; id 2 len 8: send time,
+///   |   monotonic ns (8 bytes)  |  20   big-endian CLOCK_MONOTONIC ns, bytes 19..<27
+///   |  ...      ns      | pad 0 |  24
+///   |     Opus payload ...      |  28
+enum LoadPacket {
+    static let headerSize = 28
+    static let sendTimeOffset = 19
+    static let sendTimeExtensionID: UInt8 = 2
+}
+
+/// Drives every member from one thread: a poll loop over all member sockets with batched receives (recvmmsg per
+/// ready socket), speakers' packets sent on absolute 20 ms deadlines, signalling sessions ticked every 100 ms.
+final class LoadRun {
+    let options: Options
+    let clip: SpeechClip
+    private(set) var target: LoadTarget
+    let membersPerRoom: Int
+    let prefix: String
+    var members: [Member] = []
+    /// Room → its speakers' member indices, by speaker slot.
+    var roomSpeakers: [[Int]] = []
+    /// SSRC → member index of the speaker.
+    var speakerBySSRC: [UInt32: Int] = [:]
+    /// poll(2) set over every member socket, allocated once per run (Glibc does not export epoll to Swift).
+    private var pollSet: UnsafeMutablePointer<pollfd>
+    private let progress: Bool
+    private var result = RunResult()
+    private var window = LatencyHistogram()
+    private let mix: Bool
+    private let lateNanoseconds: Int64
+    private var windowSent = 0, windowExpected = 0, windowReceived = 0
+
+    // One receive batch, used for every socket in turn; allocated once.
+    private static let slots = 32, slotSize = 1536
+    private let rxBuffers = UnsafeMutableRawPointer.allocate(byteCount: LoadRun.slots * LoadRun.slotSize, alignment: 16)
+    private let rxHeaders = UnsafeMutablePointer<parley_mmsg>.allocate(capacity: LoadRun.slots)
+    private let rxIOV = UnsafeMutablePointer<iovec>.allocate(capacity: LoadRun.slots)
+    private let txBuffer = UnsafeMutableRawPointer.allocate(byteCount: 1536, alignment: 16)
+
+    init(options: Options, clip: SpeechClip, target: LoadTarget, membersPerRoom: Int, prefix: String, progress: Bool) throws {
+        self.options = options
+        self.clip = clip
+        self.target = target
+        self.membersPerRoom = membersPerRoom
+        self.prefix = prefix
+        self.progress = progress
+        self.mix = options.mode == "mix"
+        self.lateNanoseconds = Int64(options.lateMilliseconds * 1e6)
+        pollSet = .allocate(capacity: options.rooms * membersPerRoom)
+        let destination: PeerAddress
+        switch target {
+        case .relay(let a, _): destination = a
+        case .raw(let f): destination = f.address
+        }
+        for room in 0..<options.rooms {
+            var speakers: [Int] = []
+            for m in 0..<membersPerRoom {
+                let slot = m < options.speakers ? m : nil
+                let member = try Member(index: members.count, room: room, speakerSlot: slot, identity: "\(prefix)-r\(room)-m\(m)",
+                                        destination: destination)
+                if slot != nil { speakers.append(member.index) }
+                members.append(member)
+            }
+            roomSpeakers.append(speakers)
+        }
+        for i in 0..<LoadRun.slots { rxIOV[i] = iovec(iov_base: rxBuffers + i * LoadRun.slotSize, iov_len: LoadRun.slotSize) }
+    }
+
+    deinit {
+        pollSet.deallocate()
+        rxBuffers.deallocate(); rxHeaders.deallocate(); rxIOV.deallocate(); txBuffer.deallocate()
+    }
+
+    private var relayProbe: ProcessProbe? { if case .relay(_, let p) = target { return p }; return nil }
+    private var isRelay: Bool { if case .relay = target { return true }; return false }
+
+    private func targetCPU() -> Double {
+        switch target {
+        case .relay(_, let p): return p?.cpuSeconds() ?? 0
+        case .raw(let f): return Double(f.cpuNanoseconds.load(ordering: .relaxed)) / 1e9
+        }
+    }
+
+    // MARK: Phases
+
+    /// One run: join (or register), `durationSeconds` of media, leave. The same members and sockets serve every run.
+    func run(against target: LoadTarget, durationSeconds: Double) -> RunResult {
+        self.target = target
+        result = RunResult()
+        speakerBySSRC = [:]
+        for m in members {
+            m.session = nil; m.joinedAt = nil; m.refused = nil; m.packetsSent = 0; m.tallies = []
+            switch target {
+            case .relay(let a, _): m.destination = a
+            case .raw(let f): m.destination = f.address
+            }
+            pollSet[m.index] = pollfd(fd: m.socket.fd, events: Int16(POLLIN), revents: 0)
+        }
+        result.label = isRelay ? "parley (\(options.mode))" : "raw fan-out"
+        result.members = members.count
+        result.speakers = roomSpeakers.reduce(0) { $0 + $1.count }
+        join()
+        media(seconds: durationSeconds)
+        leave()
+        return result
+    }
+
+    private func join() {
+        let start = Clock.monotonicNanoseconds()
+        switch target {
+        case .raw:
+            for m in members {
+                var reg: [UInt8] = Array("RAWREG".utf8) + withUnsafeBytes(of: UInt32(m.room).bigEndian) { Array($0) }
+                reg.withUnsafeBytes { _ = m.socket.send($0, to: m.destination) }
+                m.joinStarted = start
+                m.joinedAt = start
+            }
+            result.joined = members.count
+            pump(until: start + 200_000_000)
+        case .relay(let server, _):
+            let signer = TokenSigner(apiKey: environment("PARLEY_API_KEY") ?? DevDefaults.apiKey,
+                                     apiSecret: environment("PARLEY_API_SECRET") ?? DevDefaults.apiSecret)
+            let unixNow = Clock.unixSeconds()
+            var next = 0
+            let rampNanoseconds = Int64(options.ramp * 1e9)
+            let deadline = start + rampNanoseconds + 15_000_000_000
+            var lastTick = start
+            while Clock.monotonicNanoseconds() < deadline {
+                let now = Clock.monotonicNanoseconds()
+                while next < members.count, now >= start + rampNanoseconds * Int64(next) / Int64(members.count) {
+                    let m = members[next]
+                    let claims = TokenClaims(identity: m.identity, room: "\(prefix)-r\(m.room)", expiresAt: unixNow + 3600,
+                                             issuedAt: unixNow, grants: Grants(), mode: options.mode)
+                    let session = ClientSession(server: server, token: signer.mint(claims), room: "\(prefix)-r\(m.room)", now: now,
+                                                unixMilliseconds: { Int64(Clock.unixMilliseconds()) })
+                    m.session = session
+                    m.joinStarted = now
+                    _ = session.tick(now: now)
+                    flushSignalling(m)
+                    next += 1
+                }
+                if now - lastTick >= 100_000_000 { tickSessions(now: now); lastTick = now }
+                if next == members.count && members.allSatisfy({ $0.joinedAt != nil || $0.refused != nil }) { break }
+                pump(until: min(now + 5_000_000, deadline))
+                if progress, (now - start) / 1_000_000_000 != (Clock.monotonicNanoseconds() - start) / 1_000_000_000 {
+                    writeLine(String(format: "  joining: %d/%d members", result.joined, members.count))
+                }
+            }
+            for m in members where m.joinedAt == nil && m.refused == nil { m.refused = "no welcome" }
+            result.refusals = members.compactMap { $0.refused.map { "\($0)" } }
+        }
+    }
+
+    private func media(seconds: Double) {
+        let capacity = Int(seconds * 50) + 200
+        // Speaker streams start at a talkspurt, spread over the clip; sequence numbers start near the wrap.
+        for (r, speakers) in roomSpeakers.enumerated() {
+            for (slot, i) in speakers.enumerated() {
+                let s = members[i]
+                s.clipPosition = clip.talkspurtStarts[(r * 7 + slot * 3) % clip.talkspurtStarts.count]
+                s.sequenceStart = UInt16(truncatingIfNeeded: 65_500 &+ i * 17)
+                s.sequence = s.sequenceStart
+                s.timestamp = UInt32(truncatingIfNeeded: i &* 7_919_000)
+                speakerBySSRC[s.ssrc] = i
+            }
+        }
+        for m in members {
+            if mix {
+                m.tallies = [StreamTally(capacity: capacity)]
+            } else {
+                m.tallies = roomSpeakers[m.room].map { i in
+                    var t = StreamTally(capacity: capacity)
+                    t.firstSequence = members[i].sequenceStart
+                    return t
+                }
+            }
+        }
+        let active = members.filter { $0.joinedAt != nil }
+        let speakers = active.filter { $0.speakerSlot != nil }
+        // Fan-out of each speaker: members of its room that joined, less itself.
+        var fanout = [Int](repeating: 0, count: members.count)
+        for s in speakers { fanout[s.index] = active.filter { $0.room == s.room && $0.index != s.index }.count }
+
+        let start = Clock.monotonicNanoseconds()
+        let end = start + Int64(seconds * 1e9)
+        let cpu0 = targetCPU(), gen0 = Clock.processCPUSeconds()
+        var nextTick = start, nextSecond = start + 1_000_000_000, lastSessionTick = start
+        var lastCPU = cpu0, lastGen = gen0
+        var maxLateness: Int64 = 0
+        while true {
+            var now = Clock.monotonicNanoseconds()
+            if now >= nextTick && nextTick < end {
+                maxLateness = max(maxLateness, now - nextTick)
+                for s in speakers where send(s) { windowExpected += fanout[s.index] }
+                nextTick += 20_000_000
+                now = Clock.monotonicNanoseconds()
+            }
+            if now - lastSessionTick >= 100_000_000 { tickSessions(now: now); lastSessionTick = now }
+            if now >= nextSecond {
+                let cpu = targetCPU(), gen = Clock.processCPUSeconds()
+                if progress {
+                    let loss = windowExpected > 0 && !mix ? max(0, 1 - Double(windowReceived) / Double(windowExpected)) * 100 : 0
+                    writeLine(String(format: "  %4.0f s  members %d/%d  in %6d pps  out %7d pps  loss %5.2f %%  p99 %6.2f ms  %@ CPU %5.1f %%  load-gen CPU %5.1f %%",
+                                     Double(now - start) / 1e9, result.joined, members.count, windowSent, windowReceived, loss,
+                                     window.quantileMilliseconds(0.99), isRelay ? "relay" : "raw", (cpu - lastCPU) * 100, (gen - lastGen) * 100))
+                }
+                lastCPU = cpu; lastGen = gen
+                windowSent = 0; windowExpected = 0; windowReceived = 0
+                window.reset()
+                nextSecond += 1_000_000_000
+            }
+            if now >= end + 500_000_000 { break }   // half a second after the last send for packets in flight
+            pump(until: min(nextTick < end ? nextTick : end + 500_000_000, nextSecond))
+        }
+        result.durationSeconds = seconds
+        result.targetCPUSeconds = targetCPU() - cpu0
+        result.generatorCPUSeconds = Clock.processCPUSeconds() - gen0
+        result.sendLatenessMaxMilliseconds = Double(maxLateness) / 1e6
+        if case .raw(let f) = target { result.generatorCPUSeconds -= result.targetCPUSeconds; _ = f }
+        result.targetRSSMegabytes = relayProbe?.rssMegabytes() ?? 0
+        result.packetsSent = speakers.reduce(0) { $0 + $1.packetsSent }
+        for m in active {
+            for (slot, t) in m.tallies.enumerated() {
+                if mix {
+                    result.packetsExpected += t.highestOffset + 1
+                } else {
+                    let s = members[roomSpeakers[m.room][slot]]
+                    if s.index != m.index && s.joinedAt != nil { result.packetsExpected += s.packetsSent }
+                }
+                result.packetsReceived += t.received
+                result.duplicated += t.duplicated
+                result.outOfOrder += t.outOfOrder
+                result.late += t.late
+            }
+        }
+        result.joinMilliseconds = active.map { Double($0.joinedAt! - $0.joinStarted) / 1e6 }
+    }
+
+    private func leave() {
+        let now = Clock.monotonicNanoseconds()
+        for m in members {
+            guard let s = m.session else { continue }
+            s.leave(now: now)
+            flushSignalling(m)
+        }
+        pump(until: now + 200_000_000)
+    }
+
+    // MARK: Sending
+
+    /// Sends the speaker's next frame unless it is a suppressed DTX frame; returns whether a packet left.
+    private func send(_ s: Member) -> Bool {
+        let f = clip.frames[s.clipPosition]
+        s.clipPosition = (s.clipPosition + 1) % clip.frames.count
+        defer { s.timestamp &+= 960 }
+        guard f.sent else { return false }
+        let p = txBuffer
+        p.storeBytes(of: UInt8(0x90), toByteOffset: 0, as: UInt8.self)
+        p.storeBytes(of: (f.marker ? 0x80 : 0) | UInt8(111), toByteOffset: 1, as: UInt8.self)
+        p.storeBytes(of: s.sequence.bigEndian, toByteOffset: 2, as: UInt16.self)
+        p.storeBytes(of: s.timestamp.bigEndian, toByteOffset: 4, as: UInt32.self)
+        p.storeBytes(of: s.ssrc.bigEndian, toByteOffset: 8, as: UInt32.self)
+        p.storeBytes(of: UInt16(0xBEDE).bigEndian, toByteOffset: 12, as: UInt16.self)
+        p.storeBytes(of: UInt16(3).bigEndian, toByteOffset: 14, as: UInt16.self)
+        p.storeBytes(of: UInt8(0x10), toByteOffset: 16, as: UInt8.self)
+        p.storeBytes(of: (f.voice ? 0x80 : 0) | f.level, toByteOffset: 17, as: UInt8.self)
+        p.storeBytes(of: LoadPacket.sendTimeExtensionID << 4 | 7, toByteOffset: 18, as: UInt8.self)
+        p.storeBytes(of: UInt8(0), toByteOffset: 27, as: UInt8.self)
+        clip.payloads.withUnsafeBytes { src in
+            (p + LoadPacket.headerSize).copyMemory(from: src.baseAddress! + f.offset, byteCount: f.count)
+        }
+        let sendTime = Clock.monotonicNanoseconds()
+        p.storeBytes(of: UInt64(sendTime).bigEndian, toByteOffset: LoadPacket.sendTimeOffset, as: UInt64.self)
+        s.socket.send(UnsafeRawBufferPointer(start: p, count: LoadPacket.headerSize + f.count), to: s.destination)
+        s.sequence &+= 1
+        s.packetsSent += 1
+        windowSent += 1
+        return true
+    }
+
+    private func flushSignalling(_ m: Member) {
+        guard let s = m.session else { return }
+        for d in s.drainOutgoing() { m.socket.send(d, to: s.destination) }
+    }
+
+    private func tickSessions(now: Int64) {
+        for m in members {
+            guard let s = m.session else { continue }
+            _ = s.tick(now: now)
+            flushSignalling(m)
+        }
+    }
+
+    // MARK: Receiving
+
+    /// Receives and accounts for everything that arrives until `deadline` (monotonic ns).
+    private func pump(until deadline: Int64) {
+        while true {
+            let now = Clock.monotonicNanoseconds()
+            let remaining = deadline - now
+            if remaining <= 0 { return }
+            let n = poll(pollSet, nfds_t(members.count), Int32(min(remaining / 1_000_000, 1000)))
+            if n <= 0 { if remaining < 1_000_000 { return } else { continue } }
+            var ready = Int(n)
+            for i in 0..<members.count where ready > 0 && pollSet[i].revents != 0 {
+                ready -= 1
+                drain(members[i])
+            }
+        }
+    }
+
+    private func drain(_ m: Member) {
+        while true {
+            for i in 0..<LoadRun.slots {
+                var h = msghdr()
+                h.msg_iov = rxIOV + i
+                h.msg_iovlen = 1
+                rxHeaders[i] = parley_mmsg(msg_hdr: h, msg_len: 0)
+            }
+            let n = Int(parley_recvmmsg(m.socket.fd, rxHeaders, UInt32(LoadRun.slots)))
+            if n <= 0 { return }
+            let arrival = Clock.monotonicNanoseconds()
+            for i in 0..<n {
+                let bytes = UnsafeRawBufferPointer(start: rxBuffers + i * LoadRun.slotSize, count: Int(rxHeaders[i].msg_len))
+                guard bytes.count >= 12 else { continue }
+                if bytes[0] == Signalling.magic {
+                    result.signallingReceived += 1
+                    handleSignalling(m, bytes, now: arrival)
+                } else if bytes[0] >> 6 == 2 && !(bytes[1] >= 192 && bytes[1] <= 223) {
+                    receiveRTP(m, bytes, arrival: arrival)
+                }
+            }
+            if n < LoadRun.slots { return }
+        }
+    }
+
+    private func handleSignalling(_ m: Member, _ bytes: UnsafeRawBufferPointer, now: Int64) {
+        guard let s = m.session else { return }
+        for event in s.handle(bytes, now: now) {
+            switch event {
+            case .welcomed(let w):
+                m.joinedAt = now
+                m.ssrc = w.ssrc
+                m.destination = s.destination
+                result.joined += 1
+            case .refused(_, let reason):
+                m.refused = reason
+            default:
+                break
+            }
+        }
+        flushSignalling(m)
+    }
+
+    private func receiveRTP(_ m: Member, _ bytes: UnsafeRawBufferPointer, arrival: Int64) {
+        m.session?.noteTraffic(now: arrival)
+        let sequence = UInt16(bytes[2]) << 8 | UInt16(bytes[3])
+        let timestamp = bytes.loadUnaligned(fromByteOffset: 4, as: UInt32.self).bigEndian
+        let ssrc = bytes.loadUnaligned(fromByteOffset: 8, as: UInt32.self).bigEndian
+        let latency: Int64
+        let slot: Int
+        if mix {
+            slot = 0
+            if m.tallies[0].firstSequence == nil {
+                m.tallies[0].firstSequence = sequence
+                m.tallies[0].firstArrival = arrival
+                m.tallies[0].firstTimestamp = timestamp
+            }
+            // No send time survives the mix: delay relative to the first packet, through the mix's RTP clock.
+            let t = m.tallies[0]
+            latency = arrival - t.firstArrival - Int64(Int32(bitPattern: timestamp &- t.firstTimestamp)) * 1_000_000 / 48
+        } else {
+            guard let speaker = speakerBySSRC[ssrc], let s = members[speaker].speakerSlot,
+                  let sent = Self.sendTime(bytes) else { return }
+            slot = s
+            latency = arrival - sent
+        }
+        guard m.tallies[slot].record(sequence: sequence) else { return }
+        if latency > lateNanoseconds { m.tallies[slot].late += 1 }
+        result.latency.add(latency)
+        window.add(latency)
+        windowReceived += 1
+    }
+
+    /// The send time from the one-byte header extension element with id 2 (8 bytes), walking the RFC 8285 block.
+    static func sendTime(_ b: UnsafeRawBufferPointer) -> Int64? {
+        guard b[0] & 0x10 != 0 else { return nil }
+        var offset = 12 + Int(b[0] & 0x0F) * 4
+        guard b.count >= offset + 4, b[offset] == 0xBE, b[offset + 1] == 0xDE else { return nil }
+        let end = offset + 4 + (Int(b[offset + 2]) << 8 | Int(b[offset + 3])) * 4
+        guard end <= b.count else { return nil }
+        offset += 4
+        while offset < end {
+            let head = b[offset]
+            if head == 0 { offset += 1; continue }
+            let id = head >> 4, length = Int(head & 0x0F) + 1
+            if id == 15 { return nil }
+            if id == LoadPacket.sendTimeExtensionID, length == 8, offset + 9 <= end {
+                return Int64(bitPattern: b.loadUnaligned(fromByteOffset: offset + 1, as: UInt64.self).bigEndian)
+            }
+            offset += 1 + length
+        }
+        return nil
+    }
+}
+
+func environment(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
