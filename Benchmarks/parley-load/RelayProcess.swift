@@ -87,7 +87,7 @@ final class SpawnedRelay {
         address = PeerAddress(ipv4: 127, 0, 0, 1, port: port)
         _ = consume probeSocket
         process.executableURL = binary
-        process.arguments = ["--udp", "127.0.0.1:\(port)", "--workers", "\(workers)", "--log-level", "warning"]
+        process.arguments = ["--udp", "127.0.0.1:\(port)", "--http", "127.0.0.1:0", "--workers", "\(workers)", "--log-level", "warning"]
         var env = ProcessInfo.processInfo.environment
         for (k, v) in extra { env[k] = v }
         process.environment = env
