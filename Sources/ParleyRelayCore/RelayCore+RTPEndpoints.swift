@@ -51,7 +51,8 @@ extension RelayCore {
         room.mix?.start(now: now.monotonic)
         byConnection[connectionID] = member
         bySSRC[ssrc] = member
-        waitingRTPEndpoints.append(member)
+        // A subscribe-only endpoint with a receive address needs no latch; everyone else waits for its first packet.
+        if publish || receiveAddress == nil { waitingRTPEndpoints.append(member) }
         broadcast(.memberEvent(kind: .joined, member: member.entry, reason: ""), in: room, except: member, now: now)
         events.append(RelayEvent(kind: .memberJoined, room: room.name, identity: identity, detail: member.name,
                                  unixMilliseconds: now.unixMilliseconds))
