@@ -82,15 +82,17 @@ struct RTPEndpointTests {
         let alice = net.addClient("alice")
         net.joinAll()
         _ = try create(net, "first", subscribe: false)
+        _ = try create(net, "listener", publish: false, receive: Self.sink)  // needs no latch: does not wait
         _ = try create(net, "second", subscribe: false)
         // A stranger reusing alice's SSRC latches nothing.
         PlainRTPSender(address: PeerAddress(ipv4: 172, 16, 0, 66, port: 1), ssrc: alice.ssrc).send(net)
-        #expect(net.core.snapshot()[0].members.filter { $0.address.port != 0 }.map(\.identity) == ["alice"])
+        #expect(net.core.snapshot()[0].members.filter { $0.address.port != 0 }.map(\.identity) == ["alice", "listener"])
         PlainRTPSender(address: Self.tool, ssrc: 11).send(net)
         PlainRTPSender(address: PeerAddress(ipv4: 172, 16, 0, 10, port: 40_000), ssrc: 22).send(net)
         let members = net.core.snapshot()[0].members
         #expect(members.first { $0.identity == "first" }?.ssrc == 11)
         #expect(members.first { $0.identity == "second" }?.ssrc == 22)
+        #expect(members.first { $0.identity == "listener" }?.address == Self.sink)
         // Nobody waits now: a third address is an unknown sender.
         let dropsBefore = net.core.counters.drops[DropReason.unknownSender.rawValue]
         PlainRTPSender(address: PeerAddress(ipv4: 172, 16, 0, 11, port: 40_000), ssrc: 33).send(net)
