@@ -55,6 +55,36 @@ public enum API {
         public var text: String
     }
 
+    /// `POST /v1/rooms/{name}/rtp-endpoints`.
+    public struct RTPEndpointRequest: Codable, Sendable {
+        public var identity: String
+        public var name: String?
+        /// Default true.
+        public var publish: Bool?
+        /// Default true.
+        public var subscribe: Bool?
+        /// `HOST:PORT` the relay sends the endpoint's media to (default: the address latched from its first packet).
+        public var receiveAddress: String?
+    }
+
+    /// A created plain-RTP endpoint.
+    public struct RTPEndpoint: Codable, Sendable, Equatable {
+        public var room: String
+        public var identity: String
+        /// The SSRC the relay assigned (the first packet's SSRC is taken instead if it differs).
+        public var ssrc: UInt32
+        public var payloadType: Int
+        /// `HOST:PORT` to send RTP to (the owning worker's port).
+        public var relayAddress: String
+        public var relayHost: String
+        public var relayPort: Int
+        public var receiveAddress: String?
+        public var publish: Bool
+        public var subscribe: Bool
+        /// Session description for ffmpeg/GStreamer.
+        public var sdp: String
+    }
+
     /// A room as listed.
     public struct Room: Codable, Sendable, Equatable {
         public var name: String

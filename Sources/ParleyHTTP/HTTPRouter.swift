@@ -2,6 +2,7 @@ import Foundation
 import ParleyAuth
 import ParleyRelay
 import ParleyRelayCore
+import ParleyWire
 
 /// What the router needs from the relay: the workers' published snapshots and a way to run a command on
 /// the worker owning a room. `RelayAPI` is the real one; tests drive a `RelayCore` directly.
@@ -10,6 +11,13 @@ public protocol APIBackend: Sendable {
     func snapshots() -> [WorkerSnapshot]
     /// Runs a command on the owning worker; nil when it did not answer in time.
     func execute(_ command: AdminCommand) -> AdminResult?
+    /// The host plain-RTP endpoints send to (the relay's UDP address).
+    var udpHost: String { get }
+}
+
+extension APIBackend {
+    /// Loopback unless the backend knows better.
+    public var udpHost: String { "127.0.0.1" }
 }
 
 extension RelayAPI: APIBackend {}
@@ -94,6 +102,11 @@ public struct HTTPRouter: Sendable {
             let body = try Self.decode(API.MessageRequest.self, request.body)
             guard !body.text.isEmpty, body.text.utf8.count <= 4096 else { throw APIError(400, "invalid_field", "text must be 1–4096 bytes") }
             return try run(.message(room: try Self.validName(p[1], field: "room name"), text: body.text))
+        case ("POST", let p) where p.count == 3 && p[0] == "rooms" && p[2] == "rtp-endpoints":
+            return try createRTPEndpoint(room: try Self.validName(p[1], field: "room name"), request.body)
+        case ("DELETE", let p) where p.count == 4 && p[0] == "rooms" && p[2] == "rtp-endpoints":
+            return try run(.removeRTPEndpoint(room: try Self.validName(p[1], field: "room name"),
+                                              identity: try Self.validName(p[3], field: "identity")))
         default:
             let known = rest.first == "rooms" || rest == ["tokens"] || rest == ["events"]
             throw known ? APIError(405, "method_not_allowed", "\(method) is not allowed on \(request.path)")
@@ -152,9 +165,42 @@ public struct HTTPRouter: Sendable {
         return Self.json(room, status: 201)
     }
 
+    private func createRTPEndpoint(room: String, _ body: [UInt8]) throws(APIError) -> HTTPResponse {
+        let r = try Self.decode(API.RTPEndpointRequest.self, body)
+        let identity = try Self.validName(r.identity, field: "identity")
+        if let name = r.name { _ = try Self.validName(name, field: "name") }
+        let publish = r.publish ?? true, subscribe = r.subscribe ?? true
+        guard publish || subscribe else { throw APIError(400, "invalid_field", "publish and subscribe must not both be false") }
+        var receive: PeerAddress?
+        if let text = r.receiveAddress {
+            guard let a = PeerAddress(parsing: text), a.port != 0, a.isIPv4 else {
+                throw APIError(400, "invalid_field", "receive_address must be IPV4:PORT with a port from 1 to 65535")
+            }
+            receive = a
+        }
+        let result = backend.execute(.addRTPEndpoint(room: room, identity: identity, name: r.name, publish: publish,
+                                                     subscribe: subscribe, receiveAddress: receive))
+        guard case .rtpEndpoint(let info)? = result else { return try answer(result) }
+        let host = backend.udpHost
+        // The SDP describes the stream from the tool's side: it receives on `m=`'s port, from the relay at `c=`.
+        let direction = publish && subscribe ? "sendrecv" : publish ? "sendonly" : "recvonly"
+        let mediaPort = info.receiveAddress?.port ?? info.port
+        let sdp = ["v=0", "o=- 0 0 IN IP4 127.0.0.1", "s=Parley \(room)", "c=IN IP4 \(host)", "t=0 0",
+                   "m=audio \(mediaPort) RTP/AVP \(info.payloadType)", "a=rtpmap:\(info.payloadType) opus/48000/2",
+                   "a=fmtp:\(info.payloadType) sprop-stereo=0", "a=\(direction)"].joined(separator: "\r\n") + "\r\n"
+        return Self.json(API.RTPEndpoint(room: room, identity: info.identity, ssrc: info.ssrc, payloadType: Int(info.payloadType),
+                                         relayAddress: "\(host):\(info.port)", relayHost: host, relayPort: Int(info.port),
+                                         receiveAddress: info.receiveAddress?.description, publish: publish, subscribe: subscribe,
+                                         sdp: sdp), status: 201)
+    }
+
     private func run(_ command: AdminCommand) throws(APIError) -> HTTPResponse {
-        switch backend.execute(command) {
-        case .ok: return Self.json(API.Done(ok: true, detail: nil))
+        try answer(backend.execute(command))
+    }
+
+    private func answer(_ result: AdminResult?) throws(APIError) -> HTTPResponse {
+        switch result {
+        case .ok, .rtpEndpoint: return Self.json(API.Done(ok: true, detail: nil))
         case .notFound(let why): throw APIError(404, "not_found", why)
         case .conflict(let why): throw APIError(409, "conflict", why)
         case .unavailable(let why): throw APIError(503, "unavailable", why)

@@ -15,8 +15,12 @@ public final class RelayAPI: Sendable {
     public let signer: TokenSigner?
     /// Seconds a command waits for its worker before the API answers 503.
     public let commandTimeout: Double
+    /// The host of the relay's UDP address, as told to plain-RTP endpoints (127.0.0.1 when bound to a wildcard).
+    public let udpHost: String
 
-    init(slots: [SnapshotSlot], inboxes: [WorkerInbox], shared: RelayShared, events: EventHub, commandTimeout: Double = 2) {
+    init(slots: [SnapshotSlot], inboxes: [WorkerInbox], shared: RelayShared, events: EventHub, commandTimeout: Double = 2,
+         udpHost: String = "127.0.0.1") {
+        self.udpHost = udpHost
         self.slots = slots
         self.inboxes = inboxes
         self.shared = shared

@@ -48,7 +48,9 @@ public final class RelayServer {
         }
         for w in built { w.peers = built.map(\.inbox) }
         workers = built
-        api = RelayAPI(slots: built.map(\.published), inboxes: built.map(\.inbox), shared: shared, events: events)
+        let host = config.udp.description.split(separator: ":").dropLast().joined(separator: ":")
+        api = RelayAPI(slots: built.map(\.published), inboxes: built.map(\.inbox), shared: shared, events: events,
+                       udpHost: host == "0.0.0.0" || host == "[::]" || host.isEmpty ? "127.0.0.1" : host)
     }
 
     /// Runs until SIGINT or SIGTERM; returns the exit status (0).

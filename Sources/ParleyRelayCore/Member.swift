@@ -16,7 +16,8 @@ public struct MemberStats: Sendable, Equatable {
 final class Member {
     let id: UInt32
     let connectionID: UInt32
-    let ssrc: UInt32
+    /// Assigned at join; an RTP endpoint takes the SSRC of its first packet (see `RelayCore+RTPEndpoints.swift`).
+    var ssrc: UInt32
     let identity: String
     let name: String
     let canPublish: Bool
@@ -42,6 +43,12 @@ final class Member {
     var lastReceiverReport: Int64 = 0
     /// Sequence number of the next mixed packet this member receives (mix mode).
     var mixSequence = UInt16.random(in: 0...UInt16.max)
+    /// A plain-RTP endpoint created by the HTTP API: no signalling, address latched from its first RTP packet.
+    var isRTPEndpoint = false
+    /// An RTP endpoint's latched source address (nil until its first packet).
+    var rtpSource: PeerAddress?
+    /// Whether `address` is somewhere to send media (false for an RTP endpoint until it latches or is given one).
+    var hasDestination = true
 
     init(id: UInt32, connectionID: UInt32, ssrc: UInt32, identity: String, name: String, canPublish: Bool,
          canSubscribe: Bool, sessionSecret: [UInt8], joinNonce: [UInt8], joinedAt: Int64, token: String, room: Room,

@@ -133,14 +133,14 @@ final class MixEngine {
         guard !contributors.isEmpty else { return }  // nobody speaking: no encode work
 
         listeners.removeAll(keepingCapacity: true)
-        for m in room.members where m.canSubscribe && !(inputs[m.id]?.contributing ?? false) { listeners.append(m) }
+        for m in room.members where m.canSubscribe && m.hasDestination && !(inputs[m.id]?.contributing ?? false) { listeners.append(m) }
         if !listeners.isEmpty {
             bus.mix(into: mixPCM, limiter: &sharedLimiter)
             encodeAndSend(sharedEncoder, excluding: nil, room: room, to: listeners, send: send)
         }
         // Each speaker hears the others (a lone speaker hears nothing, so nothing is encoded for it).
         guard contributors.count > 1 else { return }
-        for speaker in contributors where speaker.canSubscribe {
+        for speaker in contributors where speaker.canSubscribe && speaker.hasDestination {
             guard let input = inputs[speaker.id] else { continue }
             if input.minusOneEncoder == nil { input.minusOneEncoder = try? Self.makeEncoder(config) }
             guard let encoder = input.minusOneEncoder else { continue }

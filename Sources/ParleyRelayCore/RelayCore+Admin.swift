@@ -11,6 +11,8 @@ public enum AdminResult: Sendable, Equatable {
     case conflict(String)
     /// The relay cannot do it now (room limit reached, mixer failed, shutting down).
     case unavailable(String)
+    /// A plain-RTP endpoint was created (see `RelayCore+RTPEndpoints.swift`).
+    case rtpEndpoint(RTPEndpointInfo)
 }
 
 /// Why a room could not be opened: the refusal a joiner gets.

@@ -3,7 +3,9 @@ import ParleyWire
 extension RelayCore {
     /// The per-packet path: latch check, stats, history, speaker selection, fan-out. No allocation.
     func handleRTP(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
-        guard let member = byAddress[from] else { return drop(.unknownSender, from: from, now: now) }
+        guard let member = byAddress[from] ?? latchRTPEndpoint(bytes, from: from, now: now) else {
+            return drop(.unknownSender, from: from, now: now)
+        }
         let packet: RTPPacketView
         do {
             packet = try RTPPacketView(parsing: bytes)
@@ -37,7 +39,9 @@ extension RelayCore {
         guard room.selector.isForwarded(member.id) else { return }
 
         let size = UInt64(bytes.count)
-        for listener in room.members where listener !== member && listener.canSubscribe {
+        for listener in room.members where listener !== member && listener.canSubscribe && listener.hasDestination {
+            // A plain-RTP endpoint hears one stream: the first forwarded speaker other than itself.
+            if listener.isRTPEndpoint, firstForwarded(in: room, except: listener) != member.id { continue }
             output.append(bytes, to: listener.address)
             listener.stats.packetsOut &+= 1
             listener.stats.bytesOut &+= size

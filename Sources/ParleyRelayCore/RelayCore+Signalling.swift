@@ -70,7 +70,8 @@ extension RelayCore {
 
     /// Removes a member: tells it why (when `goodbye` is set) and tells the room it left.
     func removeMember(_ member: Member, reason: String, goodbye: GoodbyeCode?, now: Moment) {
-        if let code = goodbye {
+        if member.isRTPEndpoint { forgetRTPEndpoint(member) }
+        if let code = goodbye, !member.isRTPEndpoint {
             sendSignal(.goodbye(code: code, reason: reason), to: member.address, connectionID: member.connectionID,
                        ack: member.channel.ackNumber, viaPublicPort: member.viaPublicPort)
         }

@@ -9,7 +9,11 @@ extension RelayCore {
         var expired: [Member] = []
         for member in byConnection.values {
             if member.channel.pendingCount > 0 || member.channel.ackOwed { pump(member, now: now) }
-            if member.channel.failed || now.monotonic - member.lastHeard > config.memberTimeout {
+            let silent = now.monotonic - member.lastHeard > config.memberTimeout
+            if member.isRTPEndpoint {
+                // Publishing endpoints time out without RTP; subscribe-only ones stay until deleted.
+                if member.canPublish && silent { expired.append(member) }
+            } else if member.channel.failed || silent {
                 expired.append(member)
             } else if member.canPublish, member.receiveStats.packetsReceived > 0,
                       now.monotonic - member.lastReceiverReport >= config.receiverReportInterval {
@@ -47,7 +51,7 @@ extension RelayCore {
     public func shutdown(now: Moment) {
         shuttingDown = true
         shutdownPresence(now: now)
-        for member in byConnection.values {
+        for member in byConnection.values where !member.isRTPEndpoint {
             for _ in 0..<2 {
                 sendSignal(.goodbye(code: .relayShutdown, reason: "the relay is shutting down"), to: member.address,
                            connectionID: member.connectionID, ack: member.channel.ackNumber, viaPublicPort: member.viaPublicPort)
@@ -56,6 +60,7 @@ extension RelayCore {
         byAddress.removeAll()
         byConnection.removeAll()
         bySSRC.removeAll()
+        waitingRTPEndpoints.removeAll()
         for _ in rooms.values { shared.releaseRoom() }
         rooms.removeAll()
         mixRooms.removeAll()

@@ -38,6 +38,8 @@ public final class RelayCore {
     /// Room, member and mute events for the HTTP API's event stream (see `RelayCore+Admin.swift`).
     var events = RelayEventLog(capacity: 1024)
     var backendMessageID: UInt32 = 0
+    /// RTP endpoints waiting for their first packet, oldest first (see `RelayCore+RTPEndpoints.swift`).
+    var waitingRTPEndpoints: [Member] = []
     let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
 
     /// A core for worker `workerIndex`.
@@ -121,11 +123,13 @@ public final class RelayCore {
 
     /// Queues a reliable message to a member (sent by the next `pump`).
     func enqueue(_ message: SignalMessage, to member: Member) {
+        guard !member.isRTPEndpoint else { return }  // plain RTP: no signalling
         member.channel.enqueue(message)
     }
 
     /// Sends what the member's reliable channel has due, or a bare ack if one is owed.
     func pump(_ member: Member, now: Moment) {
+        guard !member.isRTPEndpoint else { return }
         let due = member.channel.transmissions(now: now.monotonic)
         for t in due {
             if t.isRetransmission { counters.signallingRetransmissions &+= 1 }

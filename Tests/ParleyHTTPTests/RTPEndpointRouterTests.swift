@@ -1,0 +1,82 @@
+import Foundation
+import ParleyAuth
+import ParleyHTTP
+import ParleyRelay
+import ParleyRelayCore
+import Testing
+
+@Suite("HTTP router: plain-RTP endpoints")
+struct RTPEndpointRouterTests {
+    let backend = CoreBackend()
+    var router: HTTPRouter {
+        HTTPRouter(backend: backend, verifier: TokenVerifier(keys: ["k": RouterTests.secret]),
+                   signer: TokenSigner(apiKey: "k", apiSecret: RouterTests.secret), config: RelayCoreConfig())
+    }
+
+    func call(_ method: String, _ path: String, _ body: String? = nil, admin: Bool = true) -> HTTPResponse {
+        router.route(HTTPRequest(method: method, path: path, authorization: "Bearer " + RouterTests.token(admin: admin),
+                                 body: Array((body ?? "").utf8)), now: RouterTests.now)
+    }
+    func json(_ r: HTTPResponse) -> [String: Any] { (try? JSONSerialization.jsonObject(with: Data(r.body))) as? [String: Any] ?? [:] }
+    func errorCode(_ r: HTTPResponse) -> String? { (json(r)["error"] as? [String: Any])?["code"] as? String }
+
+    @Test("POST creates an endpoint with address, SSRC, PT 111 and an SDP; it is listed as a member; DELETE removes it")
+    func lifecycle() throws {
+        #expect(call("POST", "/v1/rooms", #"{"name":"lobby"}"#).status == 201)
+        let r = call("POST", "/v1/rooms/lobby/rtp-endpoints", #"{"identity":"rec","publish":false,"subscribe":true,"receive_address":"127.0.0.1:45000"}"#)
+        #expect(r.status == 201, "\(String(decoding: r.body, as: UTF8.self))")
+        let body = json(r)
+        #expect(body["relay_address"] as? String == "127.0.0.1:7400")
+        #expect(body["relay_port"] as? Int == 7400)
+        #expect(body["payload_type"] as? Int == 111)
+        #expect(body["receive_address"] as? String == "127.0.0.1:45000")
+        #expect((body["ssrc"] as? Int ?? 0) != 0)
+        let sdp = try #require(body["sdp"] as? String)
+        #expect(sdp == "v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=Parley lobby\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n"
+                + "m=audio 45000 RTP/AVP 111\r\na=rtpmap:111 opus/48000/2\r\na=fmtp:111 sprop-stereo=0\r\na=recvonly\r\n")
+        let pub = json(call("POST", "/v1/rooms/lobby/rtp-endpoints", #"{"identity":"cam","subscribe":false}"#))
+        #expect((pub["sdp"] as? String)?.contains("m=audio 7400 RTP/AVP 111\r\n") == true)
+        #expect((pub["sdp"] as? String)?.contains("a=sendonly") == true)
+        let members = json(call("GET", "/v1/rooms/lobby/members"))["members"] as? [[String: Any]] ?? []
+        #expect(Set(members.compactMap { $0["identity"] as? String }) == ["rec", "cam"])
+        #expect(call("POST", "/v1/rooms/lobby/rtp-endpoints", #"{"identity":"cam"}"#).status == 409)
+        #expect(call("DELETE", "/v1/rooms/lobby/rtp-endpoints/cam").status == 200)
+        #expect(call("DELETE", "/v1/rooms/lobby/rtp-endpoints/cam").status == 404)
+        let after = json(call("GET", "/v1/rooms/lobby/members"))["members"] as? [[String: Any]] ?? []
+        #expect(after.compactMap { $0["identity"] as? String } == ["rec"])
+    }
+
+    @Test("validation", arguments: [
+        ("/v1/rooms/nowhere/rtp-endpoints", #"{"identity":"a"}"#, 404, "not_found"),
+        ("/v1/rooms/lobby/rtp-endpoints", #"{}"#, 400, "invalid_field"),
+        ("/v1/rooms/lobby/rtp-endpoints", #"{"identity":""}"#, 400, "invalid_field"),
+        ("/v1/rooms/lobby/rtp-endpoints", #"{"identity":"tab\there"}"#, 400, "invalid_field"),
+        ("/v1/rooms/lobby/rtp-endpoints", "{\"identity\":\"" + String(repeating: "a", count: 129) + "\"}", 400, "invalid_field"),
+        ("/v1/rooms/lobby/rtp-endpoints", #"{"identity":"a","publish":false,"subscribe":false}"#, 400, "invalid_field"),
+        ("/v1/rooms/lobby/rtp-endpoints", #"{"identity":"a","publish":"yes"}"#, 400, "invalid_field"),
+        ("/v1/rooms/lobby/rtp-endpoints", #"{"identity":"a","receive_address":"nowhere"}"#, 400, "invalid_field"),
+        ("/v1/rooms/lobby/rtp-endpoints", #"{"identity":"a","receive_address":"127.0.0.1"}"#, 400, "invalid_field"),
+        ("/v1/rooms/lobby/rtp-endpoints", #"{"identity":"a","receive_address":"127.0.0.1:0"}"#, 400, "invalid_field"),
+        ("/v1/rooms/lobby/rtp-endpoints", #"{"identity":"a","receive_address":"127.0.0.1:70000"}"#, 400, "invalid_field"),
+        ("/v1/rooms/lobby/rtp-endpoints", #"{"identity":"a","receive_address":"[::1]:5000"}"#, 400, "invalid_field"),
+        ("/v1/rooms/lobby/rtp-endpoints", #"{"identity":"a","receive_address":5000}"#, 400, "invalid_field"),
+        ("/v1/rooms/lobby/rtp-endpoints", "not json", 400, "invalid_json"),
+    ] as [(String, String, Int, String)])
+    func validation(path: String, body: String, status: Int, code: String) {
+        #expect(call("POST", "/v1/rooms", #"{"name":"lobby"}"#).status == 201)
+        let r = call("POST", path, body)
+        #expect(r.status == status, "\(String(decoding: r.body, as: UTF8.self))")
+        #expect(errorCode(r) == code)
+    }
+
+    @Test("admin auth and methods")
+    func auth() {
+        #expect(call("POST", "/v1/rooms", #"{"name":"lobby"}"#).status == 201)
+        #expect(call("POST", "/v1/rooms/lobby/rtp-endpoints", #"{"identity":"a"}"#, admin: false).status == 403)
+        let none = router.route(HTTPRequest(method: "POST", path: "/v1/rooms/lobby/rtp-endpoints", authorization: nil,
+                                            body: Array(#"{"identity":"a"}"#.utf8)), now: RouterTests.now)
+        #expect(none.status == 401)
+        #expect(call("GET", "/v1/rooms/lobby/rtp-endpoints").status == 405)
+        #expect(call("DELETE", "/v1/rooms/nowhere/rtp-endpoints/a").status == 404)
+    }
+}

@@ -1,0 +1,137 @@
+import Foundation
+import ParleyAudioIO
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A UDP port nobody is bound to right now on 127.0.0.1.
+func freeUDPPort() -> UInt16 {
+    let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+    defer { close(fd) }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    addr.sin_port = 0
+    var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &addr) { p in
+        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) }
+    }
+    _ = withUnsafeMutablePointer(to: &addr) { p in
+        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
+    }
+    return UInt16(bigEndian: addr.sin_port)
+}
+
+/// Share of the signal at `frequency` (Goertzel power over energy), as in the mix-mode core tests.
+func goertzelShare(_ samples: ArraySlice<Int16>, frequency: Double, rate: Double = 48_000) -> Double {
+    let coefficient = 2 * cos(2 * Double.pi * frequency / rate)
+    var s1 = 0.0, s2 = 0.0, energy = 0.0
+    for x in samples {
+        let v = Double(x)
+        let s0 = v + coefficient * s1 - s2
+        s2 = s1
+        s1 = s0
+        energy += v * v
+    }
+    let power = s1 * s1 + s2 * s2 - coefficient * s1 * s2
+    return energy > 0 ? 2 * power / (Double(samples.count) * energy) : 0
+}
+
+/// The loudest one-second window (half-second steps) of a 48 kHz recording.
+func loudestSecond(_ samples: [Int16]) -> ArraySlice<Int16> {
+    guard samples.count > 48_000 else { return samples[...] }
+    var best = 0, bestEnergy = -1.0
+    for start in stride(from: 0, through: samples.count - 48_000, by: 24_000) {
+        let e = samples[start..<start + 48_000].reduce(0.0) { $0 + Double($1) * Double($1) }
+        if e > bestEnergy { bestEnergy = e; best = start }
+    }
+    return samples[best..<best + 48_000]
+}
+
+func jsonObject(_ text: String) -> [String: Any] {
+    (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
+}
+
+extension ProcessTests {
+    @Suite("Plain-RTP endpoints with ffmpeg and a real relay")
+    struct RTPEndpointProcessTests {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("parley-rtp-\(UInt32.random(in: 0...UInt32.max))").path
+
+        init() throws { try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) }
+
+        @Test("ffmpeg publishes a 600 Hz Opus tone into a forward-mode room over plain RTP; a Parley client records it")
+        func ffmpegPublishes() throws {
+            let (relay, server) = try startRelay()
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            let base = try #require(httpBase(of: relay))
+            let admin = try mint(["--admin", "--identity", "ops"])
+            let room = "rtp-fwd-\(UInt32.random(in: 0...UInt32.max))"
+            #expect(try curl("POST", base + "/v1/rooms", token: admin, body: #"{"name":"\#(room)","mode":"forward"}"#).status == 201)
+            let recorder = try Spawned("parley", ["join", room, "--identity", "rec", "--server", server, "--listen-only",
+                                                  "--output", "\(dir)/heard.wav", "--no-tui", "--duration", "8"])
+            #expect(recorder.waitFor(seconds: 5) { $0.contains("joined \(room)") }, "\(recorder.stdout)\(recorder.stderr)")
+            let created = try curl("POST", base + "/v1/rooms/\(room)/rtp-endpoints", token: admin,
+                                   body: #"{"identity":"ffmpeg","publish":true,"subscribe":false}"#)
+            #expect(created.status == 201, "\(created.body)")
+            let answer = jsonObject(created.body)
+            let port = try #require(answer["relay_port"] as? Int)
+            #expect(answer["payload_type"] as? Int == 111)
+            #expect(recorder.waitFor(seconds: 3) { $0.contains("ffmpeg joined") }, "\(recorder.stdout)")
+            let ffmpeg = try Spawned("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-re", "-f", "lavfi", "-i", "sine=frequency=600:duration=4",
+                                                         "-ac", "1", "-ar", "48000", "-c:a", "libopus", "-b:a", "32k", "-payload_type", "111",
+                                                         "-f", "rtp", "rtp://127.0.0.1:\(port)?localport=\(freeUDPPort())"])
+            #expect(ffmpeg.wait(seconds: 10) == 0, "\(ffmpeg.stderr)")
+            Thread.sleep(forTimeInterval: 0.5)
+            let members = try curl("GET", base + "/v1/rooms/\(room)/members", token: admin)
+            #expect(members.body.contains(#""identity":"ffmpeg""#) && members.body.contains("127.0.0.1:"), "\(members.body)")
+            #expect(recorder.wait(seconds: 8) == 0, "\(recorder.stderr)")
+            let heard = try WAVReader(path: "\(dir)/heard.wav").readAllMono48k()
+            let loud = loudestSecond(heard)
+            let share = goertzelShare(loud, frequency: 600)
+            #expect(share > 0.5, "600 Hz share \(share) of \(heard.count) samples")
+            #expect(try curl("DELETE", base + "/v1/rooms/\(room)/rtp-endpoints/ffmpeg", token: admin).status == 200)
+        }
+
+        @Test("a subscribe-only endpoint receives a mix-mode room's mix of two tones; ffmpeg reads it through the SDP")
+        func ffmpegSubscribesToMix() throws {
+            let (relay, server) = try startRelay()
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            let base = try #require(httpBase(of: relay))
+            let admin = try mint(["--admin", "--identity", "ops"])
+            let room = "rtp-mix-\(UInt32.random(in: 0...UInt32.max))"
+            #expect(try curl("POST", base + "/v1/rooms", token: admin, body: #"{"name":"\#(room)","mode":"mix"}"#).status == 201)
+            let receivePort = freeUDPPort()
+            let created = try curl("POST", base + "/v1/rooms/\(room)/rtp-endpoints", token: admin,
+                                   body: #"{"identity":"listener","publish":false,"subscribe":true,"receive_address":"127.0.0.1:\#(receivePort)"}"#)
+            #expect(created.status == 201, "\(created.body)")
+            let sdp = try #require(jsonObject(created.body)["sdp"] as? String)
+            #expect(sdp.contains("m=audio \(receivePort) RTP/AVP 111") && sdp.contains("a=recvonly"))
+            try sdp.write(toFile: "\(dir)/endpoint.sdp", atomically: true, encoding: .utf8)
+            let ffmpeg = try Spawned("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-protocol_whitelist", "file,udp,rtp",
+                                                         "-i", "\(dir)/endpoint.sdp", "-t", "4", "-ac", "1", "-y", "\(dir)/mix.wav"])
+            Thread.sleep(forTimeInterval: 0.5)
+            let a = try Spawned("parley", ["join", room, "--identity", "a", "--server", server, "--tone", "440", "--no-playback", "--no-tui", "--duration", "8"])
+            let b = try Spawned("parley", ["join", room, "--identity", "b", "--server", server, "--tone", "900", "--no-playback", "--no-tui", "--duration", "8"])
+            defer { a.signal(SIGTERM); b.signal(SIGTERM) }
+            #expect(ffmpeg.wait(seconds: 11) == 0, "\(ffmpeg.stderr)")
+            let mixed = try WAVReader(path: "\(dir)/mix.wav").readAllMono48k()
+            #expect(mixed.count >= 48_000 * 3, "\(mixed.count) samples")
+            // The mix's limiter keeps the level flat, so the loudest second says little: count the one-second windows
+            // (half-second steps) that hold both tones, each about half of the signal (a join's start can blur one window).
+            var both = 0, windows = 0, shares: [String] = []
+            for k in stride(from: 0, through: mixed.count - 48_000, by: 24_000) {
+                let w = mixed[k..<k + 48_000]
+                let low = goertzelShare(w, frequency: 440), high = goertzelShare(w, frequency: 900)
+                windows += 1
+                if low > 0.3 && high > 0.3 && low + high > 0.8 { both += 1 }
+                shares.append("\((low * 100).rounded())/\((high * 100).rounded())")
+            }
+            // Measured here: 5 of 6 windows about 50/50 (%), the sixth 7/50 where the second client's stream began.
+            #expect(both >= windows / 2 && both >= 3, "440/900 Hz shares per window (%): \(shares)")
+            a.wait(seconds: 5)
+            b.wait(seconds: 5)
+        }
+    }
+}
