@@ -13,7 +13,7 @@ DEBS_FUZZ := $(DEBS_RUN)
 SWIFT_FLAGS ?=
 RELAY_ARGS ?=
 
-.PHONY: run test build release deps-run deps-test fuzz bench quality clean
+.PHONY: run test build release deps-run deps-test fuzz bench quality bench-peer clean
 
 define install_missing
 	@missing=""; for p in $(1); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; done; \
@@ -60,6 +60,14 @@ quality: deps-run
 	@python3 -c "import pesq, numpy, scipy" 2>/dev/null || pip install -q pesq numpy scipy
 	swift build -c release $(SWIFT_FLAGS)
 	python3 Benchmarks/quality/measure.py --profile $(PROFILE)
+
+## make bench-peer: Janus AudioBridge and Parley side by side in mix mode, same room shapes and senders, one run.
+DEBS_PEER := $(DEBS_RUN) janus ffmpeg curl
+bench-peer: deps-run
+	$(call install_missing,$(DEBS_PEER))
+	swift build -c release $(SWIFT_FLAGS) --product parley-relay
+	swift build -c release $(SWIFT_FLAGS) --product parley
+	python3 Benchmarks/peer/bench-peer.py
 
 ## make fuzz: one libFuzzer target per parser, FUZZ_SECONDS each (default 60).
 FUZZ_SECONDS ?= 60
