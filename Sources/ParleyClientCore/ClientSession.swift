@@ -42,24 +42,19 @@ public final class ClientSession {
     /// The room's members as last known (excluding this member), by member id.
     public private(set) var members: [UInt32: MemberEntry] = [:]
     /// Datagrams retransmitted by this side.
-    public var retransmissions: Int { channel.retransmissions }
+    public var retransmissions: Int { link.channel.retransmissions }
 
     private let token: String
     private let room: String
     private let nonce: [UInt8]
     private let joinMuted: Bool
     private var cookie: [UInt8] = []
-    private var channel = ReliableChannel()
-    private var outgoing: [[UInt8]] = []
+    private var link: SignallingLink
     private var lastJoinSent: Int64 = .min / 2
     private var joinAttempts = 0
-    private var lastPing: Int64 = 0
-    private var lastHeard: Int64
-    private var lastResume: Int64 = .min / 2
     private var nextMessageID: UInt32 = 1
     private var texts: [UInt32: TextReassembler] = [:]
     private var pageBuffer: [MemberEntry] = []
-    private let unixMilliseconds: () -> Int64
 
     /// A session that will join `room` at `server` with `token`.
     public init(server: PeerAddress, token: String, room: String, muted: Bool = false, now: Int64,
@@ -70,38 +65,16 @@ public final class ClientSession {
         self.room = room
         self.joinMuted = muted
         self.nonce = Crypto.randomBytes(16)
-        self.lastHeard = now
-        self.unixMilliseconds = unixMilliseconds
+        self.link = SignallingLink(now: now, unixMilliseconds: unixMilliseconds)
     }
 
     /// Datagrams to send to `destination`, oldest first.
-    public func drainOutgoing() -> [[UInt8]] {
-        defer { outgoing.removeAll(keepingCapacity: true) }
-        return outgoing
-    }
-
-    private var connectionID: UInt32 { welcome?.memberID != nil ? connection : 0 }
-    private var connection: UInt32 = 0
-
-    private func send(_ message: SignalMessage) {
-        let d = SignalDatagram(connectionID: connection, sequence: 0, ack: channel.ackNumber, message: message)
-        if let bytes = try? d.serialized() { outgoing.append(bytes) }
-        channel.ackSent()
-    }
-
-    private func pump(now: Int64) {
-        let due = channel.transmissions(now: now)
-        for t in due {
-            let d = SignalDatagram(connectionID: connection, sequence: t.sequence, ack: channel.ackNumber, message: t.message)
-            if let bytes = try? d.serialized() { outgoing.append(bytes) }
-        }
-        if !due.isEmpty { channel.ackSent() } else if channel.ackOwed { send(.ack) }
-    }
+    public func drainOutgoing() -> [[UInt8]] { link.drain() }
 
     private func sendJoin(now: Int64) {
         lastJoinSent = now
         joinAttempts += 1
-        send(.join(JoinRequest(token: token, room: room, cookie: cookie, nonce: nonce, muted: joinMuted)))
+        link.send(.join(JoinRequest(token: token, room: room, cookie: cookie, nonce: nonce, muted: joinMuted)))
     }
 
     /// Periodic work: join retries, keepalives, retransmissions, resume when the relay went quiet, giving up.
@@ -119,50 +92,26 @@ public final class ClientSession {
             }
         case .joined, .resuming:
             guard let welcome else { return [] }
-            let keepalive = Int64(welcome.keepaliveMilliseconds) * 1_000_000
-            let timeout = Int64(welcome.timeoutMilliseconds) * 1_000_000
-            let quiet = now - lastHeard
-            if quiet > timeout + 5_000_000_000 {
-                state = .ended("lost contact with the relay")
-                return []
+            switch link.keepAlive(welcome, now: now) {
+            case .lost: state = .ended("lost contact with the relay")
+            case .resuming: state = .resuming
+            case .alive: break
             }
-            if now - lastPing >= keepalive || (quiet > 3_000_000_000 && now - lastPing >= 1_000_000_000) {
-                lastPing = now
-                send(.ping(timestamp: UInt64(now)))
-            }
-            // Quiet for longer than two pings' worth: our address may have changed (NAT rebinding): resume.
-            if quiet > min(keepalive, 3_000_000_000) + 1_000_000_000, now - lastResume >= 1_000_000_000 {
-                state = .resuming
-                lastResume = now
-                let ts = UInt64(unixMilliseconds())
-                send(.resume(timestamp: ts, proof: ResumeProof.make(secret: welcome.sessionSecret, connectionID: connection, timestamp: ts)))
-            }
-            pump(now: now)
         }
         return []
     }
 
     /// Counts media from the relay as a sign of life (it only reaches us when the relay has our current address).
     public func noteTraffic(now: Int64) {
-        if state == .joined { lastHeard = now }
-    }
-
-    /// Starts over from a new local address at once (the owner knows its address changed).
-    public func resumeNow(now: Int64) {
-        guard let welcome, state == .joined || state == .resuming else { return }
-        state = .resuming
-        lastResume = now
-        let ts = UInt64(unixMilliseconds())
-        send(.resume(timestamp: ts, proof: ResumeProof.make(secret: welcome.sessionSecret, connectionID: connection, timestamp: ts)))
+        if state == .joined { link.heard(now: now) }
     }
 
     /// Takes a signalling datagram from the relay.
     public func handle(_ bytes: UnsafeRawBufferPointer, now: Int64) -> [Event] {
         guard let datagram = try? SignalDatagram(parsing: bytes) else { return [] }
         if case .ended = state { return [] }
-        lastHeard = now
         var events: [Event] = []
-        for message in channel.receive(sequence: datagram.sequence, ack: datagram.ack, message: datagram.message, now: now) {
+        for message in link.receive(datagram, now: now) {
             switch message {
             case .retry(let c):
                 guard state == .joining else { continue }
@@ -171,10 +120,10 @@ public final class ClientSession {
             case .welcome(let w):
                 guard w.nonce == nonce, welcome == nil else { continue }
                 welcome = w
-                connection = datagram.connectionID
+                link.connection = datagram.connectionID
                 destination = PeerAddress(high: server.high, low: server.low, port: w.port)
                 state = .joined
-                lastPing = now
+                link.startKeepalive(now: now)
                 events.append(.welcomed(w))
                 if w.memberCount == 0 { events.append(.memberList([])) }
             case .refused(let code, let reason):
@@ -213,14 +162,13 @@ public final class ClientSession {
                 break
             }
         }
-        if state != .joining, case .ended = state {} else { pump(now: now) }
+        if state != .joining, case .ended = state {} else { link.pump(now: now) }
         return events
     }
 
     /// Mutes or unmutes this member.
     public func setMuted(_ muted: Bool, now: Int64) {
-        channel.enqueue(.setMuted(muted))
-        pump(now: now)
+        link.sendReliable(.setMuted(muted), now: now)
     }
 
     /// Sends a text to the room (`to` empty) or to one identity; returns its message id, nil if empty or over 4 KB.
@@ -228,8 +176,8 @@ public final class ClientSession {
         let id = nextMessageID
         guard let fragments = TextFragment.split(text, messageID: id) else { return nil }
         nextMessageID &+= 1
-        for f in fragments { channel.enqueue(.sendText(to: to, fragment: f)) }
-        pump(now: now)
+        for f in fragments { link.enqueue(.sendText(to: to, fragment: f)) }
+        link.pump(now: now)
         return id
     }
 
@@ -239,8 +187,7 @@ public final class ClientSession {
             state = .ended("left")
             return
         }
-        channel.enqueue(.leave)
-        pump(now: now)
+        link.sendReliable(.leave, now: now)
         state = .ended("left")
     }
 }

@@ -94,23 +94,17 @@ public final class PresenceSession {
     /// Calls in progress by id (finished calls are removed).
     public private(set) var calls: [UInt32: Call] = [:]
     /// Datagrams retransmitted by this side.
-    public var retransmissions: Int { channel.retransmissions }
+    public var retransmissions: Int { link.channel.retransmissions }
 
     private let token: String
     private let nonce: [UInt8]
     private var cookie: [UInt8] = []
-    private var connection: UInt32 = 0
-    private var channel = ReliableChannel()
-    private var outgoing: [[UInt8]] = []
+    private var link: SignallingLink
     private var lastRegisterSent: Int64 = .min / 2
     private var registerAttempts = 0
-    private var lastPing: Int64 = 0
-    private var lastHeard: Int64
-    private var lastResume: Int64 = .min / 2
     private var nextMessageID: UInt32 = 1
     private var nextCallID: UInt32 = 1
     private var texts: [UInt32: TextReassembler] = [:]
-    private let unixMilliseconds: () -> Int64
 
     /// A session that will put the token's identity online at `server`.
     public init(server: PeerAddress, token: String, now: Int64, unixMilliseconds: @escaping () -> Int64) {
@@ -118,50 +112,18 @@ public final class PresenceSession {
         self.destination = server
         self.token = token
         self.nonce = Crypto.randomBytes(16)
-        self.lastHeard = now
-        self.unixMilliseconds = unixMilliseconds
+        self.link = SignallingLink(now: now, unixMilliseconds: unixMilliseconds)
     }
 
     /// Datagrams to send to `destination`, oldest first.
-    public func drainOutgoing() -> [[UInt8]] {
-        defer { outgoing.removeAll(keepingCapacity: true) }
-        return outgoing
-    }
+    public func drainOutgoing() -> [[UInt8]] { link.drain() }
 
     private var isOnline: Bool { state == .registered || state == .resuming }
-
-    private func send(_ message: SignalMessage) {
-        let d = SignalDatagram(connectionID: connection, sequence: 0, ack: channel.ackNumber, message: message)
-        if let bytes = try? d.serialized() { outgoing.append(bytes) }
-        channel.ackSent()
-    }
-
-    private func pump(now: Int64) {
-        let due = channel.transmissions(now: now)
-        for t in due {
-            let d = SignalDatagram(connectionID: connection, sequence: t.sequence, ack: channel.ackNumber, message: t.message)
-            if let bytes = try? d.serialized() { outgoing.append(bytes) }
-        }
-        if !due.isEmpty { channel.ackSent() } else if channel.ackOwed { send(.ack) }
-    }
-
-    private func sendReliable(_ message: SignalMessage, now: Int64) {
-        channel.enqueue(message)
-        pump(now: now)
-    }
 
     private func sendRegister(now: Int64) {
         lastRegisterSent = now
         registerAttempts += 1
-        send(.register(RegisterRequest(token: token, cookie: cookie, nonce: nonce)))
-    }
-
-    private func sendResume(now: Int64) {
-        guard let welcome else { return }
-        state = .resuming
-        lastResume = now
-        let ts = UInt64(unixMilliseconds())
-        send(.resume(timestamp: ts, proof: ResumeProof.make(secret: welcome.sessionSecret, connectionID: connection, timestamp: ts)))
+        link.send(.register(RegisterRequest(token: token, cookie: cookie, nonce: nonce)))
     }
 
     /// Ends the session; active calls end with "connection lost".
@@ -190,39 +152,23 @@ public final class PresenceSession {
             }
         case .registered, .resuming:
             guard let welcome else { return [] }
-            let keepalive = Int64(welcome.keepaliveMilliseconds) * 1_000_000
-            let timeout = Int64(welcome.timeoutMilliseconds) * 1_000_000
-            let quiet = now - lastHeard
-            if quiet > timeout + 5_000_000_000 || channel.failed {
+            switch link.channel.failed ? .lost : link.keepAlive(welcome, now: now) {
+            case .lost:
                 let reason = "lost contact with the relay"
                 return end(reason, .ended(reason))
+            case .resuming: state = .resuming
+            case .alive: break
             }
-            if now - lastPing >= keepalive || (quiet > 3_000_000_000 && now - lastPing >= 1_000_000_000) {
-                lastPing = now
-                send(.ping(timestamp: UInt64(now)))
-            }
-            // Quiet for longer than two pings' worth: our address may have changed (NAT rebinding): resume.
-            if quiet > min(keepalive, 3_000_000_000) + 1_000_000_000, now - lastResume >= 1_000_000_000 {
-                sendResume(now: now)
-            }
-            pump(now: now)
         }
         return []
-    }
-
-    /// Proves the session from a new local address at once (the owner knows its address changed).
-    public func resumeNow(now: Int64) {
-        guard isOnline else { return }
-        sendResume(now: now)
     }
 
     /// Takes a signalling datagram from the relay.
     public func handle(_ bytes: UnsafeRawBufferPointer, now: Int64) -> [Event] {
         guard let datagram = try? SignalDatagram(parsing: bytes) else { return [] }
         if case .ended = state { return [] }
-        lastHeard = now
         var events: [Event] = []
-        for message in channel.receive(sequence: datagram.sequence, ack: datagram.ack, message: datagram.message, now: now) {
+        for message in link.receive(datagram, now: now) {
             if case .ended = state { break }
             switch message {
             case .retry(let c):
@@ -232,10 +178,10 @@ public final class PresenceSession {
             case .welcome(let w):
                 guard w.nonce == nonce, welcome == nil else { continue }
                 welcome = w
-                connection = datagram.connectionID
+                link.connection = datagram.connectionID
                 destination = PeerAddress(high: server.high, low: server.low, port: w.port)
                 state = .registered
-                lastPing = now
+                link.startKeepalive(now: now)
                 events.append(.registered(w))
             case .refused(let code, let reason):
                 if state == .registering || state == .resuming { events += end(reason, .refused(code, reason)) }
@@ -259,7 +205,7 @@ public final class PresenceSession {
                 break
             }
         }
-        if isOnline { pump(now: now) }
+        if isOnline { link.pump(now: now) }
         return events
     }
 
@@ -288,7 +234,7 @@ public final class PresenceSession {
         nextCallID = (nextCallID &+ 1) & ~Self.outgoingCallIDBit
         if nextCallID == 0 { nextCallID = 1 }
         calls[id] = Call(id: id, peer: identity, peerName: "", outgoing: true, phase: .calling)
-        sendReliable(.callInvite(callID: id, to: identity), now: now)
+        link.sendReliable(.callInvite(callID: id, to: identity), now: now)
         return id
     }
 
@@ -296,13 +242,13 @@ public final class PresenceSession {
     public func answer(_ callID: UInt32, accept: Bool, now: Int64) {
         guard isOnline, let call = calls[callID], call.phase == .incoming else { return }
         if accept { calls[callID]?.phase = .answering } else { calls[callID] = nil }
-        sendReliable(.callAnswer(callID: callID, accept: accept), now: now)
+        link.sendReliable(.callAnswer(callID: callID, accept: accept), now: now)
     }
 
     /// Hangs up (cancels, declines or ends) a call and forgets it; the relay tells the other party.
     public func hangUp(_ callID: UInt32, now: Int64) {
         guard calls.removeValue(forKey: callID) != nil, isOnline else { return }
-        sendReliable(.callHangup(callID: callID), now: now)
+        link.sendReliable(.callHangup(callID: callID), now: now)
     }
 
     /// Sends a direct text to an online identity; returns its message id, nil if empty, over 4 KB or not online.
@@ -311,8 +257,8 @@ public final class PresenceSession {
         let id = nextMessageID
         guard let fragments = TextFragment.split(text, messageID: id) else { return nil }
         nextMessageID &+= 1
-        for f in fragments { channel.enqueue(.sendText(to: identity, fragment: f)) }
-        pump(now: now)
+        for f in fragments { link.enqueue(.sendText(to: identity, fragment: f)) }
+        link.pump(now: now)
         return id
     }
 
@@ -322,8 +268,7 @@ public final class PresenceSession {
             state = .ended("left")
             return
         }
-        channel.enqueue(.leave)
-        pump(now: now)
+        link.sendReliable(.leave, now: now)
         state = .ended("left")
         calls.removeAll()
     }

@@ -38,12 +38,6 @@ extension RelayCore {
     }
 
     /// Mutes or unmutes a member and tells the room (the member included).
-    public func setMuted(memberID: UInt32, _ muted: Bool, now: Moment) -> Bool {
-        guard let m = byConnection.values.first(where: { $0.id == memberID }) else { return false }
-        setMuted(m, muted, now: now)
-        return true
-    }
-
     func setMuted(_ member: Member, _ muted: Bool, now: Moment) {
         guard member.muted != muted else { return }
         member.muted = muted
@@ -90,13 +84,6 @@ extension RelayCore {
             room.mix?.stop()
         }
         if log.threshold <= .info { log.write(.info, "\(member.identity) left \(room.name): \(reason)") }
-    }
-
-    /// Removes a member by id (kick); false when it is not on this worker.
-    public func kick(memberID: UInt32, reason: String, now: Moment) -> Bool {
-        guard let m = byConnection.values.first(where: { $0.id == memberID }) else { return false }
-        removeMember(m, reason: reason, goodbye: .kicked, now: now)
-        return true
     }
 
     // MARK: Speakers

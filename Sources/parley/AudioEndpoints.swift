@@ -42,7 +42,6 @@ enum CaptureSource {
         }
     }
 
-    var isSilent: Bool { if case .none = self { true } else { false } }
     var isDevice: Bool { if case .device = self { true } else { false } }
 }
 

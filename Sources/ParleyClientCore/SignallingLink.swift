@@ -1,0 +1,96 @@
+import ParleyAuth
+import ParleyWire
+
+/// The plumbing a member's signalling session shares with a presence session: the connection id, the reliable
+/// channel, the queue of datagrams to send, keepalive pings, and resuming from a new address when the relay goes
+/// quiet. Pure; the session that owns it decides what the messages mean.
+struct SignallingLink {
+    /// The relay-assigned connection id (0 before the welcome).
+    var connection: UInt32 = 0
+    private(set) var channel = ReliableChannel()
+    private var outgoing: [[UInt8]] = []
+    private var lastPing: Int64 = 0
+    private var lastHeard: Int64
+    private var lastResume: Int64 = .min / 2
+    private let unixMilliseconds: () -> Int64
+
+    /// What `keepAlive` found.
+    enum Liveness { case alive, resuming, lost }
+
+    init(now: Int64, unixMilliseconds: @escaping () -> Int64) {
+        lastHeard = now
+        self.unixMilliseconds = unixMilliseconds
+    }
+
+    /// Datagrams queued, oldest first; the queue is emptied.
+    mutating func drain() -> [[UInt8]] {
+        defer { outgoing.removeAll(keepingCapacity: true) }
+        return outgoing
+    }
+
+    /// Queues an unreliable message (it carries the current acknowledgement).
+    mutating func send(_ message: SignalMessage) {
+        let d = SignalDatagram(connectionID: connection, sequence: 0, ack: channel.ackNumber, message: message)
+        if let bytes = try? d.serialized() { outgoing.append(bytes) }
+        channel.ackSent()
+    }
+
+    /// Queues a reliable message and sends what is due.
+    mutating func sendReliable(_ message: SignalMessage, now: Int64) {
+        channel.enqueue(message)
+        pump(now: now)
+    }
+
+    /// Queues reliable messages without sending yet (call `pump`).
+    mutating func enqueue(_ message: SignalMessage) { channel.enqueue(message) }
+
+    /// Sends what the reliable channel has due, or a bare ack if one is owed.
+    mutating func pump(now: Int64) {
+        let due = channel.transmissions(now: now)
+        for t in due {
+            let d = SignalDatagram(connectionID: connection, sequence: t.sequence, ack: channel.ackNumber, message: t.message)
+            if let bytes = try? d.serialized() { outgoing.append(bytes) }
+        }
+        if !due.isEmpty { channel.ackSent() } else if channel.ackOwed { send(.ack) }
+    }
+
+    /// Takes a received datagram: the relay was heard; returns the messages now deliverable in order.
+    mutating func receive(_ datagram: SignalDatagram, now: Int64) -> [SignalMessage] {
+        lastHeard = now
+        return channel.receive(sequence: datagram.sequence, ack: datagram.ack, message: datagram.message, now: now)
+    }
+
+    /// Records a sign of life other than signalling (media from the relay).
+    mutating func heard(now: Int64) { lastHeard = now }
+
+    /// Starts the keepalive clock (at the welcome).
+    mutating func startKeepalive(now: Int64) { lastPing = now }
+
+    /// Pings every keepalive interval (every second once the relay has been quiet for 3 s); after a further second of
+    /// silence sends a resume (our address may have changed: NAT rebinding); sends what is due. `.lost` once nothing
+    /// was heard for the timeout plus 5 s.
+    mutating func keepAlive(_ welcome: Welcome, now: Int64) -> Liveness {
+        let keepalive = Int64(welcome.keepaliveMilliseconds) * 1_000_000
+        let timeout = Int64(welcome.timeoutMilliseconds) * 1_000_000
+        let quiet = now - lastHeard
+        if quiet > timeout + 5_000_000_000 { return .lost }
+        if now - lastPing >= keepalive || (quiet > 3_000_000_000 && now - lastPing >= 1_000_000_000) {
+            lastPing = now
+            send(.ping(timestamp: UInt64(now)))
+        }
+        var liveness = Liveness.alive
+        if quiet > min(keepalive, 3_000_000_000) + 1_000_000_000, now - lastResume >= 1_000_000_000 {
+            sendResume(secret: welcome.sessionSecret, now: now)
+            liveness = .resuming
+        }
+        pump(now: now)
+        return liveness
+    }
+
+    /// Proves the session from wherever we are now: HMAC of the connection id and the time with the session secret.
+    mutating func sendResume(secret: [UInt8], now: Int64) {
+        lastResume = now
+        let ts = UInt64(unixMilliseconds())
+        send(.resume(timestamp: ts, proof: ResumeProof.make(secret: secret, connectionID: connection, timestamp: ts)))
+    }
+}
