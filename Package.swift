@@ -50,13 +50,15 @@ let package = Package(
         .executableTarget(name: "parley", dependencies: ["ParleyClientCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyMedia", "ParleyAudioIO"]),
 
         .target(name: "CAllocCounter", path: "Benchmarks/CAllocCounter"),
-        .executableTarget(name: "forward-bench", dependencies: ["ParleyRelayCore", "ParleyWire", "ParleyAuth", "CAllocCounter"],
+        // What the in-process benchmarks share: clocks (a manual one for the core), allocation counts, output helpers.
+        .target(name: "BenchmarkSupport", dependencies: ["ParleyRelayCore", "CAllocCounter"], path: "Benchmarks/BenchmarkSupport"),
+        .executableTarget(name: "forward-bench", dependencies: ["BenchmarkSupport", "ParleyRelayCore", "ParleyWire", "ParleyAuth", "CAllocCounter"],
                           path: "Benchmarks/forward-bench"),
 
         .executableTarget(name: "jitter-bench", dependencies: ["ParleyMedia", "CSpeexDSP"], path: "Benchmarks/jitter-bench"),
         .executableTarget(name: "impair-proxy", dependencies: ["ParleyNet", "ParleyWire"], path: "Benchmarks/impair-proxy"),
         .executableTarget(name: "opus-bench", dependencies: ["ParleyMedia", "COpus"], path: "Benchmarks/opus-bench"),
-        .executableTarget(name: "mix-bench", dependencies: ["ParleyRelayCore", "ParleyMedia", "ParleyWire", "ParleyAuth", "CAllocCounter"], path: "Benchmarks/mix-bench"),
+        .executableTarget(name: "mix-bench", dependencies: ["BenchmarkSupport", "ParleyRelayCore", "ParleyMedia", "ParleyWire", "ParleyAuth", "CAllocCounter"], path: "Benchmarks/mix-bench"),
 
         .executableTarget(name: "parley-load", dependencies: ["ParleyClientCore", "ParleyWire", "ParleyNet", "ParleyAuth", "ParleyMedia", "CParleySys"],
                           path: "Benchmarks/parley-load"),

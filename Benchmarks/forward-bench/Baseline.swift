@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import ParleyRelayCore
 import ParleyWire
 

@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import ParleyWire
 
 /// One speaker's RTP stream: Opus-like packets (PT 111) every 20 ms with an RFC 6464 audio level.

@@ -1,3 +1,4 @@
+import BenchmarkSupport
 // forward-bench: the per-packet cost of parse + route in `RelayCore`, in ns per received and per forwarded
 // packet and in allocations per forwarded packet (goal: zero), against a baseline of the bare work measured
 // in the same run. Members join through the core's real signalling; a manual clock stands in for time.

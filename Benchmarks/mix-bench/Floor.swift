@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import COpus
 
 /// The C-equivalent floor of one mix room: per 20 ms, `opus_decode` of each speaker's packet and `opus_encode`

@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import Glibc
 
 /// Prints `message` to standard error and exits: a scenario that cannot be set up has no figures to give.
@@ -6,29 +7,6 @@ func fail(_ message: String) -> Never {
     exit(1)
 }
 
-/// Writes a line to file descriptor 2 (glibc's `stderr` is a global Swift 6 will not touch unchecked).
-func printToStandardError(_ line: String) {
-    var text = line + "\n"
-    text.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
-}
-
-/// `value` with `digits` decimals, without Foundation.
-func fixed(_ value: Double, _ digits: Int) -> String {
-    guard value.isFinite else { return "null" }
-    var scale = 1
-    for _ in 0..<digits { scale *= 10 }
-    let scaled = Int((value * Double(scale)).rounded())
-    let sign = scaled < 0 ? "-" : ""
-    let whole = "\(abs(scaled) / scale)"
-    guard digits > 0 else { return sign + whole }
-    let fraction = "\(abs(scaled) % scale)"
-    return sign + whole + "." + String(repeating: "0", count: digits - fraction.count) + fraction
-}
-
-/// `text` right-aligned in `width` columns.
-func column(_ text: String, _ width: Int) -> String {
-    String(repeating: " ", count: max(0, width - text.count)) + text
-}
 
 extension String {
     /// Left-aligned in `width` columns.

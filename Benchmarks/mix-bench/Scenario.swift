@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import Glibc
 import ParleyAuth
 import ParleyMedia

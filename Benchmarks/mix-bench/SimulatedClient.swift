@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import ParleyAuth
 import ParleyRelayCore
 import ParleyWire

@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import Glibc
 import ParleyMedia
 import ParleyWire

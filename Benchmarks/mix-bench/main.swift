@@ -1,3 +1,4 @@
+import BenchmarkSupport
 // mix-bench: how many mix-mode rooms one RelayCore (one worker, one core) sustains. R rooms of N members, S of
 // them speaking real Opus with RFC 6464 levels, all joined through the core's real signalling; a manual clock
 // stands in for time and the core is driven as the worker loop drives it (handle, runMixes at each deadline,
