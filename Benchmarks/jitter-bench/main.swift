@@ -3,9 +3,15 @@
 //   jitter-bench --trace FILE [--trace FILE ...] [--synth PROFILE[:SEED[:SKEW]] ...] [--impl parley|speex|both] [--json]
 //                [--quantile Q] [--on-time-quantile Q] [--forget F] [--no-fec]
 //                [--speex-update-delay] [--wrap]
+//   jitter-bench --trace FILE --speech WAV --out WAV [--bitrate BPS] [--expected-loss PERCENT]
+//
+// With --speech, the speech is sent through the trace by the client's real send and receive paths (Opus, FEC, DTX,
+// jitter buffer, PLC, time-stretching) on a virtual clock and the played audio written to --out (48 kHz mono), for
+// PESQ scoring (Benchmarks/quality/playout.py); the first trace is used.
 //
 // Profiles for --synth: mild, moderate, harsh (the shared traces' models), wifi, cellular, calm.
 import Foundation
+import ParleyAudioIO
 import ParleyMedia
 
 var traces: [Trace] = []
@@ -14,6 +20,8 @@ var json = false
 var speexUpdateDelay = false
 var wrap = false
 var config = JitterBufferConfig()
+var speechPath: String?, outPath: String?
+var bitrate: Int32 = 32_000, expectedLoss: Int32 = 0
 var args = CommandLine.arguments.dropFirst()
 func usage() -> Never {
     FileHandle.standardError.write("usage: jitter-bench --trace FILE [--synth PROFILE[:SEED[:SKEW]]] [--impl parley|speex|both] [--json] [--quantile Q] [--forget F] [--no-fec]\n".data(using: .utf8)!)
@@ -38,10 +46,31 @@ while let a = args.popFirst() {
     case "--no-fec": config.inbandFEC = false
     case "--speex-update-delay": speexUpdateDelay = true
     case "--wrap": wrap = true
+    case "--speech": speechPath = args.popFirst()
+    case "--out": outPath = args.popFirst()
+    case "--bitrate": bitrate = Int32(args.popFirst() ?? "") ?? bitrate
+    case "--expected-loss": expectedLoss = Int32(args.popFirst() ?? "") ?? expectedLoss
     default: usage()
     }
 }
 if traces.isEmpty { usage() }
+
+if let speechPath {
+    guard let outPath else { usage() }
+    do {
+        let speech = try WAVReader(path: speechPath).readAllMono48k()
+        let result = try playSpeech(speech, trace: traces[0], config: config, bitrate: bitrate, expectedLossPercent: expectedLoss)
+        let writer = try WAVWriter(path: outPath)
+        try result.pcm.withUnsafeBufferPointer { try writer.write($0) }
+        try writer.finish()
+        let s = result.stats
+        print("{\"trace\":\"\(traces[0].name)\",\"played\":\(s.played),\"concealed\":\(s.concealedFrames),\"fec\":\(s.fecRecovered),\"late\":\(s.lateDropped),\"accelerated\":\(s.accelerated),\"expanded\":\(s.expanded),\"target_ms\":\(s.targetDelayMilliseconds)}")
+    } catch {
+        FileHandle.standardError.write("jitter-bench: \(error)\n".data(using: .utf8)!)
+        exit(1)
+    }
+    exit(0)
+}
 
 for trace in traces {
     if impl == "parley" || impl == "both" {

@@ -55,10 +55,11 @@ def run_pair(mode, alice_input, seconds, workdir, extra=()):
         time.sleep(0.5)
         env = dict(os.environ, PARLEY_TIMELINE="1")
         out = os.path.join(workdir, f"bob-{mode}.wav")
+        bob_log = open(os.path.join(workdir, f"bob-{mode}.log"), "w")  # bob's receive statistics
         room = f"q{random.randint(0, 1 << 30)}"
         common = ["--server", server, "--mode", mode, "--no-tui"]
         bob = subprocess.Popen([os.path.join(BIN, "parley"), "join", room, "--identity", "bob", "--listen-only", "--output", out,
-                                "--duration", str(seconds)] + common, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                "--duration", str(seconds)] + common, env=env, stdout=bob_log, stderr=subprocess.PIPE, text=True)
         time.sleep(0.5)
         alice = subprocess.run([os.path.join(BIN, "parley"), "join", room, "--identity", "alice", "--input", alice_input,
                                 "--no-playback"] + list(extra) + common, env=env, capture_output=True, text=True, timeout=seconds + 10)
@@ -114,28 +115,31 @@ def latency(mode, workdir):
             "mouth_to_ear_ms_min": round(float(lat.min()), 1) if len(lat) else None}
 
 
-def pesq_wb(mode, workdir):
+SPEECH_TEXT = ("The birch canoe slid on the smooth planks. Glue the sheet to the dark blue background. "
+               "It is easy to tell the depth of a well. These days a chicken leg is a rare dish. "
+               "Rice is often served in round bowls. The juice of lemons makes fine punch.")
+
+
+def make_speech(path):
+    """The test speech (espeak-ng, Harvard sentences) as a WAV at espeak's rate."""
+    subprocess.run(["espeak-ng", "-s", "150", "-w", path, SPEECH_TEXT], check=True)
+
+
+def score(ref_path, rec, rec_rate=48000):
+    """PESQ-WB of a recording against the reference WAV, after aligning by cross-correlation; also the alignment and
+    the longest interruption (run of 10 ms frames silent in the recording where the reference is loud)."""
     from pesq import pesq
     from scipy.signal import resample_poly
-    ref_path = os.path.join(workdir, "speech.wav")
-    text = ("The birch canoe slid on the smooth planks. Glue the sheet to the dark blue background. "
-            "It is easy to tell the depth of a well. These days a chicken leg is a rare dish. "
-            "Rice is often served in round bowls. The juice of lemons makes fine punch.")
-    subprocess.run(["espeak-ng", "-s", "150", "-w", ref_path, text], check=True)
     ref, rate = read_wav(ref_path)
     ref16 = resample_poly(ref, 16000, rate)
-    seconds = int(len(ref) / rate) + 4
-    rec, _, _ = run_pair(mode, ref_path, seconds, workdir)
-    rec16 = resample_poly(rec, 1, 3)
-    # align by cross-correlation (FFT)
+    rec16 = resample_poly(rec, 16000, rec_rate)
     n = len(rec16) + len(ref16)
     corr = np.fft.irfft(np.fft.rfft(rec16, n) * np.conj(np.fft.rfft(ref16, n)), n)
     lag = int(np.argmax(corr[: len(rec16)]))
     deg = rec16[lag: lag + len(ref16)]
     if len(deg) < len(ref16):
         deg = np.concatenate([deg, np.zeros(len(ref16) - len(deg))])
-    score = pesq(16000, ref16.astype(np.float32) / 32768, deg.astype(np.float32) / 32768, "wb")
-    # Longest run of 10 ms frames that are silent in the recording where the reference is loud (an interruption).
+    value = pesq(16000, ref16.astype(np.float32) / 32768, deg.astype(np.float32) / 32768, "wb")
     fr = 160
     e_ref = np.sqrt(np.mean(ref16[: len(ref16) // fr * fr].reshape(-1, fr) ** 2, axis=1))
     e_deg = np.sqrt(np.mean(deg[: len(deg) // fr * fr].reshape(-1, fr) ** 2, axis=1))
@@ -143,20 +147,33 @@ def pesq_wb(mode, workdir):
     for a, b in zip(e_ref, e_deg):
         run = run + 1 if (a > 1000 and b < 100) else 0
         longest = max(longest, run)
-    result = {"mode": mode, "profile": PROFILE, "pesq_wb": round(float(score), 3), "alignment_ms": round(lag / 16, 1),
-              "longest_gap_ms": longest * 10}
+    return round(float(value), 3), round(lag / 16, 1), longest * 10
+
+
+def ffmpeg_baseline(ref_path, workdir, bitrate="32k"):
+    """PESQ-WB of the same file through ffmpeg's libopus (its defaults) at `bitrate`, or None without ffmpeg."""
+    if subprocess.run(["which", "ffmpeg"], capture_output=True).returncode != 0:
+        return None
+    opus, back = os.path.join(workdir, "ref.opus"), os.path.join(workdir, "ref-ffmpeg.wav")
+    subprocess.run(["ffmpeg", "-y", "-loglevel", "error", "-i", ref_path, "-ar", "48000", "-ac", "1", "-c:a", "libopus",
+                    "-b:a", bitrate, opus], check=True)
+    subprocess.run(["ffmpeg", "-y", "-loglevel", "error", "-i", opus, "-ar", "48000", "-ac", "1", back], check=True)
+    base, _ = read_wav(back)
+    return score(ref_path, base)[0]
+
+
+def pesq_wb(mode, workdir):
+    ref_path = os.path.join(workdir, "speech.wav")
+    make_speech(ref_path)
+    ref, rate = read_wav(ref_path)
+    seconds = int(len(ref) / rate) + 4
+    rec, _, _ = run_pair(mode, ref_path, seconds, workdir)
+    value, lag, gap = score(ref_path, rec)
+    result = {"mode": mode, "profile": PROFILE, "pesq_wb": value, "alignment_ms": lag, "longest_gap_ms": gap}
     # Baseline on the same file, measured in the same run: Opus 32 kbit/s through ffmpeg (libopus, its defaults).
-    if subprocess.run(["which", "ffmpeg"], capture_output=True).returncode == 0:
-        opus, back = os.path.join(workdir, "ref.opus"), os.path.join(workdir, "ref-ffmpeg.wav")
-        subprocess.run(["ffmpeg", "-y", "-loglevel", "error", "-i", ref_path, "-ar", "48000", "-ac", "1", "-c:a", "libopus",
-                        "-b:a", "32k", opus], check=True)
-        subprocess.run(["ffmpeg", "-y", "-loglevel", "error", "-i", opus, "-ar", "16000", "-ac", "1", back], check=True)
-        base, _ = read_wav(back)
-        base = base[: len(ref16)]
-        if len(base) < len(ref16):
-            base = np.concatenate([base, np.zeros(len(ref16) - len(base))])
-        result["pesq_wb_ffmpeg_opus_32k"] = round(float(pesq(16000, ref16.astype(np.float32) / 32768,
-                                                             base.astype(np.float32) / 32768, "wb")), 3)
+    base = ffmpeg_baseline(ref_path, workdir)
+    if base is not None:
+        result["pesq_wb_ffmpeg_opus_32k"] = base
     return result
 
 

@@ -37,7 +37,7 @@ public final class SendPipeline {
     public private(set) var framesEncoded = 0, framesSuppressed = 0
 
     /// An Opus VOIP encoder at `bitrate`, `complexity`, FEC for `expectedLossPercent`, DTX when `dtx`.
-    public init(ssrc: UInt32, bitrate: Int32 = 32_000, complexity: Int32 = 10, expectedLossPercent: Int32 = 0, dtx: Bool = true,
+    public init(ssrc: UInt32, bitrate: Int32 = 40_000, complexity: Int32 = 10, expectedLossPercent: Int32 = 0, dtx: Bool = true,
                 payloadType: UInt8 = 111, levelExtensionID: UInt8 = 1) throws(OpusError) {
         encoder = try OpusEncoder(sampleRate: 48_000, channels: 1, application: .voip)
         try encoder.setBitrate(bitrate)

@@ -2,13 +2,21 @@ import Glibc
 import ParleyWire
 
 /// One incoming Opus stream played out: its jitter buffer, its decoder, and what each jitter decision means in
-/// PCM — decode, Opus PLC, FEC recovery from the next packet, and time-compression of two frames into one when the
-/// buffer shrinks during speech. Used by the relay's mixer (one per publisher) and the client (one per SSRC).
-/// Buffers are allocated once; owned by one thread.
+/// PCM — decode, Opus PLC, FEC recovery from the next packet, and pitch-synchronous time-stretching (`TimeStretch`)
+/// when the buffer moves its delay during speech. Used by the relay's mixer (one per publisher) and the client
+/// (one per SSRC). Buffers are allocated once; owned by one thread.
+///
+/// Decoded audio goes through a small sync buffer: a stretch changes its length by a pitch period (2.5–15 ms), so
+/// up to a frame of decoded audio can wait there for the next pull. The jitter buffer's delay is the delay at which
+/// frames leave it (which is what protects against late packets); what waits in the sync buffer adds to the
+/// mouth-to-ear delay until the next silence, where the sync buffer is emptied.
+///
+///     sync: [ history (played, kept for lengthening) | pending (decoded, not yet played) | free ]
+///           0                                      start                              end
 public final class AudioReceiveStream {
     /// What a pull produced.
     public enum Outcome: Sendable, Equatable {
-        /// Decoded audio (played, FEC-recovered, time-compressed or preemptively expanded).
+        /// Decoded audio (played, FEC-recovered or time-stretched).
         case speech
         /// Packet-loss concealment.
         case concealed
@@ -21,7 +29,10 @@ public final class AudioReceiveStream {
     /// The jitter buffer.
     public let jitter: JitterBuffer
     private let decoder: OpusDecoder
-    private let pair: UnsafeMutablePointer<Int16>
+    private let sync: UnsafeMutablePointer<Int16>
+    private let historySamples: Int
+    private var start: Int
+    private var end: Int
     /// Decode errors (bad packets) so far; each is played as concealment.
     public private(set) var decodeErrors = 0
     /// The last outcome.
@@ -32,11 +43,15 @@ public final class AudioReceiveStream {
         frameSamples = jitterConfig.frameSamples
         jitter = JitterBuffer(config: jitterConfig)
         decoder = try OpusDecoder(sampleRate: Int32(jitterConfig.clockRate), channels: 1)
-        pair = .allocate(capacity: 2 * frameSamples)
-        pair.initialize(repeating: 0, count: 2 * frameSamples)
+        historySamples = TimeStretch.maximumPeriod + 2 * TimeStretch.window
+        let capacity = historySamples + 4 * frameSamples + TimeStretch.maximumPeriod
+        sync = .allocate(capacity: capacity)
+        sync.initialize(repeating: 0, count: capacity)
+        start = historySamples
+        end = historySamples
     }
 
-    deinit { pair.deallocate() }
+    deinit { sync.deallocate() }
 
     /// Queues one RTP packet's payload.
     public func insert(_ packet: RTPPacketView, arrival: Int64) {
@@ -44,39 +59,68 @@ public final class AudioReceiveStream {
                       marker: packet.marker, payload: packet.payload, arrival: arrival)
     }
 
+    /// Decoded samples waiting to be played.
+    public var pendingSamples: Int { end - start }
+
     /// Produces the next 20 ms into `out` (`frameSamples` samples).
     public func pull(now: Int64, into out: UnsafeMutablePointer<Int16>) -> Outcome {
-        let buffer = UnsafeMutableBufferPointer(start: out, count: frameSamples)
-        let outcome: Outcome
-        switch jitter.pull(now: now) {
-        case .play(let frame):
-            outcome = decode(frame.payload, into: buffer) ? (frame.payload.count <= 2 ? .silence : .speech) : conceal(into: buffer)
-        case .accelerate(let first, let second):
-            let a = UnsafeMutableBufferPointer(start: pair, count: frameSamples)
-            let b = UnsafeMutableBufferPointer(start: pair + frameSamples, count: frameSamples)
-            if decode(first.payload, into: a), decode(second.payload, into: b) {
-                TimeCompression.merge(a.baseAddress!, b.baseAddress!, into: out, count: frameSamples)
-                outcome = .speech
-            } else {
-                outcome = conceal(into: buffer)
+        var outcome = lastOutcome
+        var attempts = 0
+        while end - start < frameSamples {
+            attempts += 1
+            guard attempts <= 3 else {  // cannot happen: play, conceal and silence always produce a frame
+                (sync + end).update(repeating: 0, count: frameSamples)
+                end += frameSamples
+                break
             }
-        case .fec(let next):
-            if (try? decoder.decodeFEC(from: next.payload, frameSize: frameSamples, into: buffer)) == frameSamples {
-                outcome = .speech
-            } else {
-                outcome = conceal(into: buffer)
-            }
-        case .conceal:
-            outcome = conceal(into: buffer)
-        case .expand:
-            // Preemptive expansion during speech: Opus PLC continues the waveform naturally for one frame.
-            outcome = conceal(into: buffer) == .concealed ? .speech : .silence
-        case .silence:
-            buffer.update(repeating: 0)
-            outcome = .silence
+            outcome = produce(jitter.pull(now: now))
+        }
+        out.update(from: sync + start, count: frameSamples)
+        start += frameSamples
+        if start > historySamples {
+            let shift = start - historySamples
+            memmove(sync, sync + shift, (end - shift) * MemoryLayout<Int16>.stride)
+            start -= shift
+            end -= shift
         }
         lastOutcome = outcome
         return outcome
+    }
+
+    /// Appends the audio of one jitter decision to the sync buffer; returns what it was.
+    private func produce(_ decision: JitterDecision) -> Outcome {
+        let frame = UnsafeMutableBufferPointer(start: sync + end, count: frameSamples)
+        switch decision {
+        case .play(let f):
+            guard decode(f.payload, into: frame) else { return conceal(into: frame) }
+            end += frameSamples
+            return f.payload.count <= 2 ? .silence : .speech
+        case .accelerate(let first, let second):
+            let next = UnsafeMutableBufferPointer(start: sync + end + frameSamples, count: frameSamples)
+            guard decode(first.payload, into: frame), decode(second.payload, into: next) else { return conceal(into: frame) }
+            end += TimeStretch.shorten(sync + end, count: 2 * frameSamples)
+            return .speech
+        case .fec(let next):
+            guard (try? decoder.decodeFEC(from: next.payload, frameSize: frameSamples, into: frame)) == frameSamples else {
+                return conceal(into: frame)
+            }
+            end += frameSamples
+            return .speech
+        case .conceal:
+            return conceal(into: frame)
+        case .expand:
+            // Preemptive expansion during speech: repeat the last pitch period (nothing when the audio is not
+            // periodic; the next pull then plays the due frame).
+            end += TimeStretch.lengthen(sync, end: end)
+            return .speech
+        case .silence:
+            // Only what completes the frame: the sync buffer empties in silence, taking back any delay a stretch
+            // left waiting.
+            let zeros = frameSamples - (end - start)
+            (sync + end).update(repeating: 0, count: zeros)
+            end += zeros
+            return .silence
+        }
     }
 
     private func decode(_ payload: UnsafeRawBufferPointer, into buffer: UnsafeMutableBufferPointer<Int16>) -> Bool {
@@ -88,36 +132,10 @@ public final class AudioReceiveStream {
     }
 
     private func conceal(into buffer: UnsafeMutableBufferPointer<Int16>) -> Outcome {
+        end += frameSamples
         if (try? decoder.conceal(frameSize: frameSamples, into: buffer)) == frameSamples { return .concealed }
         buffer.update(repeating: 0)
         return .silence
     }
 }
 
-/// Time-compression of two consecutive frames into one (the jitter buffer's `accelerate`): the output starts as the
-/// first frame and ends as the second, so it joins both neighbours without a seam, with a 5 ms raised-cosine
-/// cross-fade placed where the two frames are most alike (highest normalised correlation).
-public enum TimeCompression {
-    /// Merges `a` and `b` (each `count` samples) into `out` (`count` samples).
-    public static func merge(_ a: UnsafePointer<Int16>, _ b: UnsafePointer<Int16>, into out: UnsafeMutablePointer<Int16>, count: Int) {
-        let fade = min(count / 4, 240)
-        var bestStart = (count - fade) / 2
-        var bestScore = -Double.infinity
-        for start in stride(from: 0, through: count - fade, by: 16) {
-            var ab = 0.0, aa = 0.0, bb = 0.0
-            for k in stride(from: 0, to: fade, by: 2) {
-                let x = Double(a[start + k]), y = Double(b[start + k])
-                ab += x * y; aa += x * x; bb += y * y
-            }
-            let score = aa > 0 && bb > 0 ? ab / (aa * bb).squareRoot() : 0
-            if score > bestScore { bestScore = score; bestStart = start }
-        }
-        for i in 0..<bestStart { out[i] = a[i] }
-        for k in 0..<fade {
-            let w = 0.5 - 0.5 * cos(Double.pi * Double(k) / Double(fade))
-            let v = Double(a[bestStart + k]) * (1 - w) + Double(b[bestStart + k]) * w
-            out[bestStart + k] = Int16(max(-32_768, min(32_767, v.rounded())))
-        }
-        for i in (bestStart + fade)..<count { out[i] = b[i] }
-    }
-}

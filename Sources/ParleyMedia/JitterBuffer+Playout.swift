@@ -78,8 +78,9 @@ extension JitterBuffer {
                 stats.silenceFrames += 1
                 return .silence
             }
-            let frame = frameMilliseconds
-            if !lastWasStretch, p - frame >= targetMilliseconds + accelerateHysteresis,
+            let excess = p - frameMilliseconds - targetMilliseconds
+            excessPulls = excess >= accelerateHysteresis ? excessPulls + 1 : 0
+            if !lastWasStretch, excess >= largeExcessMilliseconds || excessPulls >= persistentExcessPulls,
                let successor, !successor.isDTX, successor.timestamp - due.timestamp == duration {
                 let second = successor.sequence + 1
                 let afterSecond = store.slot(second).map { $0.timestamp - successor.timestamp }

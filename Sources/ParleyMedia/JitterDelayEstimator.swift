@@ -12,6 +12,12 @@ struct JitterDelayEstimator {
     private var total: Double = 0
     private var weight: Double = 1
     private var samples = 0
+    /// A start-up prior so the very first pulls do not target zero delay: a weight at `priorBucket` that is not a
+    /// sample and fades by `priorFade` per sample, so within ~10 packets the target is the data's own. (Kept in the
+    /// histogram, it would hold a high quantile at its value for ~1/(1 − quantile) samples: seconds.)
+    private var prior: Double
+    private let priorBucket: Int
+    private let priorFade = 0.85
     let forgetFactor: Double
     let quantile: Double
 
@@ -21,11 +27,8 @@ struct JitterDelayEstimator {
         buckets = Array(repeating: 0, count: max(ceilingMilliseconds, 1) + 1)
         self.quantile = min(max(quantile, 0.5), 0.9999)
         self.forgetFactor = min(max(forgetFactor, 0.9), 0.99999)
-        // A weak prior so the very first pulls do not target zero delay.
-        let b = bucket(priorMilliseconds)
-        buckets[b] = priorWeight
-        total = priorWeight
-        samples = Int(priorWeight)
+        priorBucket = min(max(Int(priorMilliseconds.rounded(.up)), 0), buckets.count - 1)
+        prior = priorWeight
     }
 
     @inline(__always) private func bucket(_ ms: Double) -> Int {
@@ -42,20 +45,23 @@ struct JitterDelayEstimator {
         weight /= f
         buckets[bucket(milliseconds)] += weight
         total += weight
+        prior *= priorFade
         if weight > 1e200 {
             for i in buckets.indices { buckets[i] /= weight }
             total /= weight
+            prior /= weight
             weight = 1
         }
     }
 
     /// The smallest delay (ms) that covers `quantile` of the weighted samples.
     func target() -> Double {
-        let allowed = (1 - quantile) * total
+        let allowed = (1 - quantile) * (total + prior)
         var above = 0.0
         var i = buckets.count - 1
         while i > 0 {
             above += buckets[i]
+            if i == priorBucket { above += prior }
             if above > allowed { return Double(i) }
             i -= 1
         }

@@ -49,14 +49,16 @@ struct JitterBufferAdaptationTests {
     func senderRestartResetsAndKeepsPlaying(ssrc: UInt32, sequence: UInt16, timestamp: UInt32) {
         let h = JitterHarness()
         h.send(stream(count: 150))
-        h.send(stream(count: 150, sequence: sequence, timestamp: timestamp, sendStart: 1_000 * ms + 3_000 * ms, ssrc: ssrc))
+        // The new stream starts 200 ms after the old one ends: a restart forgets what is still buffered, and the
+        // old stream may be playing up to a start-up prior (60 ms) late, which waits for a silence to be taken back.
+        h.send(stream(count: 150, sequence: sequence, timestamp: timestamp, sendStart: 1_000 * ms + 3_200 * ms, ssrc: ssrc))
         h.run(untilPlayed: ssrc == 2 ? 300 : 299, limit: 400)   // a jump costs its first packet (the probe)
         let s = h.buffer.stats
         #expect(s.resets == 1)
         let after = h.playedSequences.drop { $0 != sequence &+ 1 && $0 != sequence }
         #expect(after.count >= 148)
         #expect(Array(after) == (0..<after.count).map { after.first! &+ UInt16($0) })
-        #expect(s.concealedFrames <= 2)
+        #expect(s.concealedFrames <= 2 + 10)   // + the 200 ms between the streams (no DTX told the buffer)
     }
 
     @Test(arguments: [0.001, -0.001])
@@ -99,7 +101,9 @@ struct JitterBufferAdaptationTests {
         let relaxed = h.buffer.stats.targetDelayMilliseconds
         #expect(burst >= calm + 80)
         #expect(relaxed <= calm + 10)
-        #expect(h.delays.last! <= relaxed + 30)
+        // Without a silence the delay follows the relaxing target within a frame plus the hysteresis it may keep
+        // for five seconds (small excesses wait for a silence: stretching during speech costs quality).
+        #expect(h.delays.last! <= relaxed + 20 + 25)
         let s = h.buffer.stats
         #expect(s.expanded > 0 && s.accelerated > 0)
         #expect(Double(s.expanded + s.accelerated) / 7_000 < 0.02)
