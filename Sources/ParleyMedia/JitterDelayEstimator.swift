@@ -12,7 +12,7 @@ struct JitterDelayEstimator {
     private var total: Double = 0
     private var weight: Double = 1
     private var samples = 0
-    /// A start-up prior so the very first pulls do not target zero delay: a weight at `priorBucket` that is not a
+    /// A start-up prior so the very first pulls do not target zero delay (40 ms): a weight at `priorBucket` that is not a
     /// sample and fades by `priorFade` per sample, so within ~10 packets the target is the data's own. (Kept in the
     /// histogram, it would hold a high quantile at its value for ~1/(1 − quantile) samples: seconds.)
     private var prior: Double
@@ -23,7 +23,7 @@ struct JitterDelayEstimator {
 
     /// - Parameters: `ceilingMilliseconds` is the largest delay represented (larger samples land in the top bucket).
     init(ceilingMilliseconds: Int, quantile: Double, forgetFactor: Double,
-         priorMilliseconds: Double = 60, priorWeight: Double = 5) {
+         priorMilliseconds: Double = 40, priorWeight: Double = 5) {
         buckets = Array(repeating: 0, count: max(ceilingMilliseconds, 1) + 1)
         self.quantile = min(max(quantile, 0.5), 0.9999)
         self.forgetFactor = min(max(forgetFactor, 0.9), 0.99999)

@@ -102,7 +102,7 @@ struct JitterBufferAdaptationTests {
         #expect(burst >= calm + 80)
         #expect(relaxed <= calm + 10)
         // Without a silence the delay follows the relaxing target within a frame plus the hysteresis it may keep
-        // for five seconds (small excesses wait for a silence: stretching during speech costs quality).
+        // for two seconds (small excesses wait for a silence: stretching during speech costs quality).
         #expect(h.delays.last! <= relaxed + 20 + 25)
         let s = h.buffer.stats
         #expect(s.expanded > 0 && s.accelerated > 0)

@@ -75,37 +75,37 @@ struct PlayoutPolicyTests {
     }
 
     @Test func smallExcessWaitsForTheNextSilence() {
-        // The first talkspurt starts at the start-up prior (~60–70 ms) while the path has no jitter: at most the
-        // part of the excess above the large-excess bound is taken back during the 3 s talkspurt; the rest goes at
-        // the next talkspurt (after DTX), which starts at the target, without stretching.
+        // The first talkspurt starts at the start-up prior (~40–60 ms) while the path has no jitter: at most the
+        // part of the excess above the large-excess bound is taken back during the 1.5 s talkspurt; the rest goes
+        // at the next talkspurt (after DTX), which starts at the target, without stretching.
         let h = JitterHarness()
-        var packets = stream(count: 150)
-        var dtx = stream(count: 1, sequence: 150, timestamp: 150 * 960, sendStart: 1_000 * ms + 3_000 * ms)[0]
+        var packets = stream(count: 75)
+        var dtx = stream(count: 1, sequence: 75, timestamp: 75 * 960, sendStart: 1_000 * ms + 1_500 * ms)[0]
         dtx.payloadBytes = 1
         packets.append(dtx)
-        packets += stream(count: 100, sequence: 151, timestamp: 151 * 960 + 48_000, sendStart: 1_000 * ms + 4_020 * ms)
+        packets += stream(count: 100, sequence: 76, timestamp: 76 * 960 + 48_000, sendStart: 1_000 * ms + 2_520 * ms)
         h.send(packets)
-        h.run(pulls: 155)
+        h.run(pulls: 80)
         let accelerated = h.buffer.stats.accelerated
         #expect(accelerated <= 1)
         let target = h.buffer.stats.targetDelayMilliseconds
         #expect(target <= 5)
-        #expect(h.delays[60..<140].allSatisfy { $0 >= target + 20 + 5 })   // the excess waits
+        #expect(h.delays[20..<75].allSatisfy { $0 >= target + 20 + 5 })   // the excess waits
         h.run(pulls: 150)
         #expect(h.buffer.stats.accelerated == accelerated)
         #expect(h.delays.last! <= h.buffer.stats.targetDelayMilliseconds + 20)
         #expect(h.concealments == 0)
     }
 
-    @Test func persistentExcessIsTakenBackAfterFiveSecondsOfSpeech() {
-        // One long talkspurt with no silence: the start-up excess goes after five seconds, by acceleration.
+    @Test func persistentExcessIsTakenBackAfterTwoSecondsOfSpeech() {
+        // One long talkspurt with no silence: the start-up excess goes after two seconds, by acceleration.
         let h = JitterHarness()
         h.send(stream(count: 500))
-        h.run(pulls: 200)
+        h.run(pulls: 80)
         let early = h.buffer.stats.accelerated
         #expect(early <= 1)
         #expect(h.delays.last! >= h.buffer.stats.targetDelayMilliseconds + 25)
-        h.run(pulls: 200)
+        h.run(pulls: 300)
         #expect(h.buffer.stats.accelerated > early)
         #expect(h.delays.last! <= h.buffer.stats.targetDelayMilliseconds + 25)
         #expect(h.concealments == 0)
