@@ -37,6 +37,8 @@ public final class AudioReceiveStream {
     public private(set) var decodeErrors = 0
     /// The last outcome.
     public private(set) var lastOutcome: Outcome = .silence
+    /// Whether the last frame played was near-silent (told to the jitter buffer: shortening there is inaudible).
+    private var lastFrameQuiet = false
 
     /// A stream decoding 48 kHz mono Opus.
     public init(jitterConfig: JitterBufferConfig = JitterBufferConfig()) throws(OpusError) {
@@ -73,9 +75,10 @@ public final class AudioReceiveStream {
                 end += frameSamples
                 break
             }
-            outcome = produce(jitter.pull(now: now))
+            outcome = produce(jitter.pull(now: now, quiet: lastFrameQuiet))
         }
         out.update(from: sync + start, count: frameSamples)
+        lastFrameQuiet = TimeStretch.isQuiet(out, count: frameSamples)
         start += frameSamples
         if start > historySamples {
             let shift = start - historySamples

@@ -2,8 +2,10 @@
 
 extension JitterBuffer {
     /// The decision for the next 20 ms of output at `now` (monotonic ns). See `JitterDecision` for how each case
-    /// is counted.
-    public func pull(now: Int64) -> JitterDecision {
+    /// is counted. `quiet` says the audio just played was near-silent (a pause between words): a small excess
+    /// delay is then taken back at once, where shortening is inaudible, instead of waiting for the next silence.
+    public func pull(now: Int64, quiet: Bool = false) -> JitterDecision {
+        quietHint = quiet
         if targetIsStale {
             let lo = Double(config.minimumDelayMilliseconds), hi = Double(config.maximumDelayMilliseconds)
             targetMilliseconds = min(max(unclampedTarget, lo), max(lo, hi))
@@ -80,7 +82,8 @@ extension JitterBuffer {
             }
             let excess = p - frameMilliseconds - targetMilliseconds
             excessPulls = excess >= accelerateHysteresis ? excessPulls + 1 : 0
-            if !lastWasStretch, excess >= largeExcessMilliseconds || excessPulls >= persistentExcessPulls,
+            if !lastWasStretch,
+               excess >= largeExcessMilliseconds || excessPulls >= persistentExcessPulls || (quietHint && excess >= accelerateHysteresis),
                let successor, !successor.isDTX, successor.timestamp - due.timestamp == duration {
                 let second = successor.sequence + 1
                 let afterSecond = store.slot(second).map { $0.timestamp - successor.timestamp }

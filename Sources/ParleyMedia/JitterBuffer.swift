@@ -12,8 +12,8 @@ import ParleyWire
 /// in-band FEC it is the larger of the `onTimeQuantile` of `r[n]` and the `delayQuantile` of
 /// `min(r[n], r[n+1] + frame)`, the delay at which n plays or is rebuilt from n+1's FEC. Talkspurts start at the
 /// first pull with `p ≥ T` (silence-time adjustment); during speech `.accelerate` runs when `p − frame − T` is
-/// large or has stayed above a small hysteresis for two seconds (stretches during speech cost quality, so small
-/// excesses wait for the next silence), and `.expand` when `p < T` (lateness begins there).
+/// large, has stayed above a small hysteresis for five seconds, or the audio is in a pause between words (stretches
+/// during speech cost quality, so small excesses wait for a quiet moment), and `.expand` when `p < T` (lateness begins there).
 ///
 /// Sequence numbers and timestamps are unwrapped to 64 bits, so 65535→0 and 2³²−1→0 are ordinary steps.
 /// A new SSRC restarts at once; a jump of more than `restartJumpSeconds` in sequence or timeline restarts when
@@ -63,13 +63,16 @@ public final class JitterBuffer {
     let maximumExcessMilliseconds = 400.0
     /// Every stretch during speech moves the timeline under the listener, so the delay may sit in a band around
     /// the target and is brought back at the next silence (talkspurts start at the target). Acceleration runs
-    /// when a frame less would still leave `accelerateHysteresis` above the target and either that excess is
-    /// large (`largeExcessMilliseconds`) or it has lasted `persistentExcessPulls` pulls (2 s) without a silence.
+    /// when a frame less would still leave `accelerateHysteresis` above the target and that excess is large
+    /// (`largeExcessMilliseconds`), or has lasted `persistentExcessPulls` pulls (5 s) without a silence, or the
+    /// caller says the audio is near-silent (a pause between words, where shortening is inaudible).
     let accelerateHysteresis = 5.0
-    let largeExcessMilliseconds = 25.0
-    let persistentExcessPulls = 100
+    let largeExcessMilliseconds = 45.0
+    let persistentExcessPulls = 250
     /// Pulls in a row with the delay `accelerateHysteresis` above the target plus a frame.
     var excessPulls = 0
+    /// The caller's hint at this pull: the audio just played was near-silent (see `pull(now:quiet:)`).
+    var quietHint = false
     /// A buffer with fixed storage for `config.capacity` packets of `config.maxPayloadBytes`.
     public init(config: JitterBufferConfig = JitterBufferConfig()) {
         self.config = config

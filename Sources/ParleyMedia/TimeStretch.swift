@@ -44,6 +44,11 @@ public enum TimeStretch {
         return (best, bestScore)
     }
 
+    /// Whether `count` samples are near-silent (below about −40 dBFS).
+    public static func isQuiet(_ x: UnsafePointer<Int16>, count: Int) -> Bool {
+        meanSquare(x, count: count) < quietMeanSquare
+    }
+
     /// Mean square of `count` samples.
     static func meanSquare(_ x: UnsafePointer<Int16>, count: Int) -> Double {
         var sum = 0.0

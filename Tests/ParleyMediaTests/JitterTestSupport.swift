@@ -58,6 +58,8 @@ final class JitterHarness {
     private(set) var decisions: [Played] = []
     /// `currentDelayMilliseconds` after every pull.
     private(set) var delays: [Double] = []
+    /// What each pull tells the buffer about the audio just played (near-silent or not).
+    var quiet = false
 
     init(config: JitterBufferConfig = JitterBufferConfig(), start: Int64 = 1_000 * ms) {
         buffer = JitterBuffer(config: config)
@@ -83,7 +85,7 @@ final class JitterHarness {
                 i += 1
             }
             pending.removeFirst(i)
-            decisions.append(Played(buffer.pull(now: now)))
+            decisions.append(Played(buffer.pull(now: now, quiet: quiet)))
             delays.append(buffer.stats.currentDelayMilliseconds)
             now += pullPeriod
         }

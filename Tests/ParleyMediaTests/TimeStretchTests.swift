@@ -75,10 +75,11 @@ struct PlayoutPolicyTests {
     }
 
     @Test func smallExcessWaitsForTheNextSilence() {
-        // The first talkspurt starts at the start-up prior (~40–60 ms) while the path has no jitter: at most the
-        // part of the excess above the large-excess bound is taken back during the 1.5 s talkspurt; the rest goes
-        // at the next talkspurt (after DTX), which starts at the target, without stretching.
+        // The first talkspurt starts at the start-up prior (~40–60 ms) while the path has no jitter: during the
+        // 1.5 s talkspurt of loud audio the excess is not stretched away (at most the part above the large-excess
+        // bound); it goes at the next talkspurt (after DTX), which starts at the target, without stretching.
         let h = JitterHarness()
+        h.quiet = false
         var packets = stream(count: 75)
         var dtx = stream(count: 1, sequence: 75, timestamp: 75 * 960, sendStart: 1_000 * ms + 1_500 * ms)[0]
         dtx.payloadBytes = 1
@@ -97,15 +98,28 @@ struct PlayoutPolicyTests {
         #expect(h.concealments == 0)
     }
 
-    @Test func persistentExcessIsTakenBackAfterTwoSecondsOfSpeech() {
-        // One long talkspurt with no silence: the start-up excess goes after two seconds, by acceleration.
+    @Test func smallExcessGoesAtOnceInAPauseBetweenWords() {
+        // The same start-up excess, but the caller says the audio is near-silent: it is taken back within the
+        // first second, where shortening is inaudible.
         let h = JitterHarness()
+        h.quiet = true
+        h.send(stream(count: 100))
+        h.run(pulls: 60)
+        #expect(h.buffer.stats.accelerated >= 1)
+        #expect(h.delays.last! <= h.buffer.stats.targetDelayMilliseconds + 20 + 5)
+        #expect(h.concealments == 0)
+    }
+
+    @Test func persistentExcessIsTakenBackAfterFiveSecondsOfSpeech() {
+        // One long talkspurt with no silence: the start-up excess goes after five seconds, by acceleration.
+        let h = JitterHarness()
+        h.quiet = false
         h.send(stream(count: 500))
-        h.run(pulls: 80)
+        h.run(pulls: 200)
         let early = h.buffer.stats.accelerated
         #expect(early <= 1)
         #expect(h.delays.last! >= h.buffer.stats.targetDelayMilliseconds + 25)
-        h.run(pulls: 300)
+        h.run(pulls: 200)
         #expect(h.buffer.stats.accelerated > early)
         #expect(h.delays.last! <= h.buffer.stats.targetDelayMilliseconds + 25)
         #expect(h.concealments == 0)
