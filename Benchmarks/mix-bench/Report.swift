@@ -1,5 +1,6 @@
 import BenchmarkSupport
 import Glibc
+import ParleyRelayCore
 
 /// Prints `message` to standard error and exits: a scenario that cannot be set up has no figures to give.
 func fail(_ message: String) -> Never {
@@ -91,7 +92,7 @@ struct Results {
         let o = options, s = shape
         var lines: [String] = []
         lines.append("mix-bench: one RelayCore (one worker = one core), \(s.rooms) mix rooms × \(s.membersPerRoom) members, " +
-                     "\(s.speakersPerRoom) speaking (\(o.talkPattern.rawValue)); mix complexity \(o.complexity), 32 kbit/s")
+                     "\(s.speakersPerRoom) speaking (\(o.talkPattern.rawValue)); mix complexity \(o.complexity), \(RelayCoreConfig().mixBitrate / 1000) kbit/s")
         lines.append("\(o.seconds) s of audio measured after \(o.warmupSeconds) s warm-up, manual clock; thread CPU of core calls only, " +
                      "core and floor alternating in 1 s blocks; speakers' Opus: \(fixed(ringPayloadBytes, 1)) B/packet, " +
                      "\(fixed(ringDTXShare * 100, 1)) % DTX")

@@ -40,8 +40,9 @@ public struct RelayCoreConfig: Sendable {
     public var defaultRoomMode = "forward"
     /// Mix mode: Opus complexity of the mix encoders.
     public var mixComplexity = 5
-    /// Mix mode: bit rate of each mix.
-    public var mixBitrate = 32_000
+    /// Mix mode: bit rate of each mix (40 kbit/s: PESQ-WB 3.40 against 3.21 at 32 kbit/s through the mix on
+    /// espeak speech, for a few percent more encode time).
+    public var mixBitrate = 40_000
     /// Mix mode: the loss each mix encoder protects against with in-band FEC, in percent (FEC costs quality on a
     /// clean path: 10 % takes PESQ-WB from 3.4 to 2.9 on espeak speech at 32 kbit/s).
     public var mixExpectedLossPercent = 0
