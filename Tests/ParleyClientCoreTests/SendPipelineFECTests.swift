@@ -1,0 +1,83 @@
+// The send path's in-band FEC follows the loss the relay reports, and the NACK tracker's ask-while-useful rule.
+import Testing
+import ParleyClientCore
+
+@Suite("Send pipeline FEC adaptation")
+struct SendPipelineFECTests {
+    /// RTCP fraction lost (/256) for a loss in percent.
+    static func fraction(_ percent: Double) -> UInt8 { UInt8((percent * 256 / 100).rounded()) }
+
+    @Test func cleanPathGetsNoProtection() throws {
+        let pipeline = try SendPipeline(ssrc: 1)
+        for _ in 0..<10 { pipeline.reportedLoss(fraction: 0) }
+        #expect(pipeline.expectedLossPercent == 0)
+        pipeline.reportedLoss(fraction: Self.fraction(0.4))   // under 0.5 %: still none
+        #expect(pipeline.expectedLossPercent == 0)
+    }
+
+    @Test(arguments: [(1.0, Int32(1)), (2.3, 1), (5.0, 3), (10.0, 6), (50.0, 20)])
+    func lossyPathGetsProtectionBelowItsLoss(loss: Double, expected: Int32) throws {
+        let pipeline = try SendPipeline(ssrc: 1)
+        pipeline.reportedLoss(fraction: Self.fraction(loss))   // a rise is taken at once
+        #expect(pipeline.expectedLossPercent == expected)
+    }
+
+    @Test func protectionFallsSlowlyAfterTheLossStops() throws {
+        let pipeline = try SendPipeline(ssrc: 1)
+        pipeline.reportedLoss(fraction: Self.fraction(10))
+        #expect(pipeline.expectedLossPercent == 6)
+        pipeline.reportedLoss(fraction: 0)
+        #expect(pipeline.expectedLossPercent == 5)             // 8 % smoothed
+        for _ in 0..<30 { pipeline.reportedLoss(fraction: 0) }
+        #expect(pipeline.expectedLossPercent == 0)
+    }
+}
+
+@Suite("NACK tracker")
+struct NackTrackerTests {
+    let ms: Int64 = 1_000_000
+
+    @Test func gapIsAskedOnceAndAgainAfterARoundTripWhileItCanStillArrive() {
+        var t = NackTracker()
+        t.received(10, now: 0)
+        t.received(13, now: 20 * ms)                 // 11 and 12 missing
+        #expect(t.due(now: 20 * ms, roundTrip: 30 * ms, playoutDelay: 200 * ms) == [11, 12])
+        #expect(t.due(now: 30 * ms, roundTrip: 30 * ms, playoutDelay: 200 * ms).isEmpty)   // within a round trip
+        #expect(t.due(now: 50 * ms, roundTrip: 30 * ms, playoutDelay: 200 * ms) == [11, 12])
+        #expect(t.due(now: 90 * ms, roundTrip: 30 * ms, playoutDelay: 200 * ms).isEmpty)   // asked twice already
+        #expect(t.requested == 4)
+    }
+
+    @Test func retransmissionCountsAsRecoveredAndStopsTheAsking() {
+        var t = NackTracker()
+        t.received(1, now: 0)
+        t.received(3, now: 20 * ms)
+        #expect(t.due(now: 20 * ms, roundTrip: 30 * ms, playoutDelay: 200 * ms) == [2])
+        t.received(2, now: 50 * ms)
+        #expect(t.recovered == 1)
+        #expect(t.due(now: 100 * ms, roundTrip: 30 * ms, playoutDelay: 200 * ms).isEmpty)
+    }
+
+    @Test func packetThatCannotArriveInTimeIsNotAsked() {
+        var t = NackTracker()
+        t.received(1, now: 0)
+        t.received(3, now: 20 * ms)
+        // Play-out 40 ms after the gap was seen; a round trip of 60 ms would bring it too late.
+        #expect(t.due(now: 20 * ms, roundTrip: 60 * ms, playoutDelay: 40 * ms).isEmpty)
+        #expect(t.requested == 0)
+    }
+
+    @Test func gapsAcrossTheSequenceWrapAreAsked() {
+        var t = NackTracker()
+        t.received(65_534, now: 0)
+        t.received(1, now: 20 * ms)                   // 65535 and 0 missing
+        #expect(t.due(now: 20 * ms, roundTrip: 30 * ms, playoutDelay: 200 * ms) == [65_535, 0])
+    }
+
+    @Test func jumpOfMoreThan64IsNotARecoverableGap() {
+        var t = NackTracker()
+        t.received(100, now: 0)
+        t.received(300, now: 20 * ms)
+        #expect(t.due(now: 20 * ms, roundTrip: 30 * ms, playoutDelay: 200 * ms).isEmpty)
+    }
+}
