@@ -18,6 +18,7 @@ extension RelayCore {
         member.viaPublicPort = false
         member.stats.packetsIn &+= 1
         member.stats.bytesIn &+= UInt64(bytes.count)
+        if member.receiveStats.packetsReceived == 0 { noteTimerWork(at: now.monotonic) }  // receiver reports start
         member.receiveStats.record(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp,
                                    arrivalTimeNanoseconds: now.monotonic)
         member.history?.store(sequence: packet.sequenceNumber, bytes)
@@ -31,7 +32,10 @@ extension RelayCore {
             // No RFC 6464 level (plain RTP tools): a full-size packet counts as speech, a DTX one as silence.
             level = packet.payloadCount > 10 ? 40 : 127
         }
-        if room.selector.observe(member.id, level: level, now: now.monotonic) { scheduleSpeakerPush(room, now: now) }
+        if room.selector.observe(member.id, level: level, now: now.monotonic) {
+            scheduleSpeakerPush(room, now: now)
+            noteTimerWork(at: now.monotonic)
+        }
         if let mix = room.mix {
             mix.insert(packet, from: member, arrival: now.monotonic)
             return
