@@ -86,7 +86,9 @@ final class Worker: @unchecked Sendable {
     /// The loop; returns after `stop()` once every member has been told.
     func run() {
         let core = RelayCore(shared: shared, workerIndex: index, log: log)
-        let batch = DatagramBatch(socket: socket, capacity: 64)
+        // 64 datagrams in per recvmmsg; up to 1,024 out per sendmmsg, so a batch fanned out to ~10 listeners
+        // leaves in one call (the raw forwarder parley-load compares against batches the same way).
+        let batch = DatagramBatch(socket: socket, capacity: 64, sendCapacity: 1024)
         let poller = Poller([socket.fd, inbox.wakeup.fd])
         var api = APIPublisher()
         while true {
