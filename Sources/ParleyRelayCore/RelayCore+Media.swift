@@ -43,16 +43,18 @@ extension RelayCore {
         guard room.selector.isForwarded(member.id) else { return }
 
         let size = UInt64(bytes.count)
+        var sent: UInt64 = 0
         for listener in room.members where listener !== member && listener.canSubscribe && listener.hasDestination {
             // A plain-RTP endpoint hears one stream: the first forwarded speaker other than itself.
             if listener.isRTPEndpoint, firstForwarded(in: room, except: listener) != member.id { continue }
             output.append(bytes, to: listener.address)
             listener.stats.packetsOut &+= 1
             listener.stats.bytesOut &+= size
-            counters.forwarded &+= 1
-            counters.packetsOut &+= 1
-            counters.bytesOut &+= size
+            sent &+= 1
         }
+        counters.forwarded &+= sent
+        counters.packetsOut &+= sent
+        counters.bytesOut &+= sent &* size
     }
 
     func handleRTCP(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
