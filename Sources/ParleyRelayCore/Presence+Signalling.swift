@@ -94,7 +94,7 @@ extension RelayCore {
         guard !presence.byConnection.isEmpty else { return }
         var expired: [Presence] = []
         for p in presence.byConnection.values {
-            if p.channel.pendingCount > 0 || p.channel.ackOwed { pumpPresence(p, now: now) }
+            if p.channel.serviceDue <= now.monotonic { pumpPresence(p, now: now) }
             if p.channel.failed || now.monotonic - p.lastHeard > config.memberTimeout { expired.append(p) }
         }
         for p in expired where presence.byConnection[p.connectionID] === p {

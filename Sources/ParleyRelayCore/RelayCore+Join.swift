@@ -58,6 +58,7 @@ extension RelayCore {
     /// A join another worker verified the cookie of and passed here because this worker owns the room.
     /// (Also takes registers, which always go to worker 0.)
     public func handleHandedOffJoin(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
+        noteTimerWork(at: now.monotonic)
         guard let datagram = try? SignalDatagram(parsing: bytes) else { return drop(.malformedSignalling, from: from, now: now) }
         if case .register(let request) = datagram.message { return handleHandedOffRegister(request, from: from, now: now) }
         guard case .join(let request) = datagram.message else {

@@ -18,6 +18,7 @@ extension RelayCore {
         member.viaPublicPort = false
         member.stats.packetsIn &+= 1
         member.stats.bytesIn &+= UInt64(bytes.count)
+        if member.receiveStats.packetsReceived == 0 { noteTimerWork(at: now.monotonic) }  // receiver reports start
         member.receiveStats.record(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp,
                                    arrivalTimeNanoseconds: now.monotonic)
         member.history?.store(sequence: packet.sequenceNumber, bytes)
@@ -31,7 +32,10 @@ extension RelayCore {
             // No RFC 6464 level (plain RTP tools): a full-size packet counts as speech, a DTX one as silence.
             level = packet.payloadCount > 10 ? 40 : 127
         }
-        if room.selector.observe(member.id, level: level, now: now.monotonic) { scheduleSpeakerPush(room, now: now) }
+        if room.selector.observe(member.id, level: level, now: now.monotonic) {
+            scheduleSpeakerPush(room, now: now)
+            noteTimerWork(at: now.monotonic)
+        }
         if let mix = room.mix {
             mix.insert(packet, from: member, arrival: now.monotonic)
             return
@@ -39,16 +43,18 @@ extension RelayCore {
         guard room.selector.isForwarded(member.id) else { return }
 
         let size = UInt64(bytes.count)
+        var sent: UInt64 = 0
         for listener in room.members where listener !== member && listener.canSubscribe && listener.hasDestination {
             // A plain-RTP endpoint hears one stream: the first forwarded speaker other than itself.
             if listener.isRTPEndpoint, firstForwarded(in: room, except: listener) != member.id { continue }
             output.append(bytes, to: listener.address)
             listener.stats.packetsOut &+= 1
             listener.stats.bytesOut &+= size
-            counters.forwarded &+= 1
-            counters.packetsOut &+= 1
-            counters.bytesOut &+= size
+            sent &+= 1
         }
+        counters.forwarded &+= sent
+        counters.packetsOut &+= sent
+        counters.bytesOut &+= sent &* size
     }
 
     func handleRTCP(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {

@@ -89,6 +89,7 @@ extension RelayCore {
         }
         member.rtpSource = from
         byAddress[from] = member
+        noteTimerWork(at: now.monotonic)
         if !member.hasDestination {
             member.address = from
             member.hasDestination = true

@@ -2,13 +2,14 @@ import ParleyWire
 
 extension RelayCore {
     /// Periodic work: signalling retransmissions and owed acks, member timeouts, deferred speaker pushes,
-    /// receiver reports, closing rooms left empty. The loop calls it every `tickInterval` while members exist,
-    /// and at least once a second otherwise.
+    /// receiver reports, closing rooms left empty. Afterwards `timersDue` says when the next of these falls due.
+    /// The loop calls it once awake at or after `timersDue` (and no later than `tickInterval` after it) while
+    /// members exist, and at least once a second otherwise.
     public func tick(now: Moment) {
         tickPresence(now: now)
         var expired: [Member] = []
         for member in byConnection.values {
-            if member.channel.pendingCount > 0 || member.channel.ackOwed { pump(member, now: now) }
+            if member.channel.serviceDue <= now.monotonic { pump(member, now: now) }
             let silent = now.monotonic - member.lastHeard > config.memberTimeout
             if member.isRTPEndpoint {
                 // Publishing endpoints time out without RTP; subscribe-only ones stay until deleted.
@@ -24,7 +25,7 @@ extension RelayCore {
             counters.timeouts &+= 1
             removeMember(member, reason: "timed out", goodbye: .timedOut, now: now)
         }
-        let housekeeping = now.monotonic - lastHousekeeping >= 100_000_000
+        let housekeeping = now.monotonic - lastHousekeeping >= Self.housekeepingInterval
         if housekeeping { lastHousekeeping = now.monotonic }
         var closing: [Room] = []
         for room in rooms.values {
@@ -42,10 +43,56 @@ extension RelayCore {
             forgetRoom(room, reason: "empty for \(timeout / 1_000_000_000) s", now: now)
             if log.threshold <= .info { log.write(.info, "room \(room.name) closed after \(timeout / 1_000_000_000) s empty") }
         }
+        // Never in the past: a condition this tick could not clear is looked at again on the next wakeup, not in a spin.
+        timersDue = max(nextTimerWork(), now.monotonic &+ 1)
     }
 
-    /// How often the loop should call `tick` while members exist.
+    /// How often rooms with speakers are re-checked for a speaker list that went stale (a speaker fell silent).
+    static let housekeepingInterval: Int64 = 100_000_000
+
+    /// The longest the loop lets work wait past `timersDue`: it ticks on any wakeup at or after `timersDue`
+    /// (a packet batch usually comes first) and sets its poll timeout to `timersDue + tickInterval` at the latest.
     public var tickInterval: Int64 { 20_000_000 }
+
+    /// Records that `tick` may have work from `monotonic` on (something changed between ticks that the last
+    /// `tick`'s `timersDue` did not account for: a signalling message, a join, a speaker change, an API command).
+    public func noteTimerWork(at monotonic: Int64) {
+        if monotonic < timersDue { timersDue = monotonic }
+    }
+
+    /// The earliest time any of `tick`'s conditions becomes true, from the state as it stands (after a tick).
+    /// Early is harmless (a tick finds nothing to do); late would delay work, so every condition `tick` checks
+    /// is mirrored here.
+    func nextTimerWork() -> Int64 {
+        var due = Int64.max
+        for p in presence.byConnection.values {
+            due = min(due, p.channel.serviceDue, p.lastHeard &+ config.memberTimeout &+ 1)
+        }
+        for call in presence.calls.values {
+            if let deadline = call.ringDeadline { due = min(due, deadline) }
+        }
+        for member in byConnection.values {
+            due = min(due, member.channel.serviceDue)
+            if member.isRTPEndpoint {
+                if member.canPublish { due = min(due, member.lastHeard &+ config.memberTimeout &+ 1) }
+                continue
+            }
+            due = min(due, member.lastHeard &+ config.memberTimeout &+ 1)
+            if member.canPublish, member.receiveStats.packetsReceived > 0 {
+                due = min(due, member.lastReceiverReport &+ config.receiverReportInterval)
+            }
+        }
+        for room in rooms.values {
+            if let pushDue = room.speakerPushDue { due = min(due, pushDue) }
+            if !room.announcedSpeakers.isEmpty || !room.selector.forwarded.isEmpty {
+                due = min(due, lastHousekeeping &+ Self.housekeepingInterval)
+            }
+            if let since = room.emptySince, room.members.isEmpty {
+                due = min(due, since &+ (room.emptyTimeout ?? config.emptyRoomTimeout))
+            }
+        }
+        return due
+    }
 
     /// Tells every member the relay is going away (twice, as nothing will retransmit it) and forgets them all.
     public func shutdown(now: Moment) {

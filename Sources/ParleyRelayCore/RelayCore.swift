@@ -41,6 +41,8 @@ public final class RelayCore {
     /// RTP endpoints waiting for their first packet, oldest first (see `RelayCore+RTPEndpoints.swift`).
     var waitingRTPEndpoints: [Member] = []
     let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
+    /// The earliest monotonic time at which `tick` has work (see `RelayCore+Timers.swift`).
+    public internal(set) var timersDue: Int64 = .min
 
     /// A core for worker `workerIndex`.
     public init(shared: RelayShared, workerIndex: Int, log: LogSink) {
@@ -78,14 +80,15 @@ public final class RelayCore {
         guard bytes.count > 0 else { return drop(.unknownProtocol, from: from, now: now) }
         guard bytes.count <= config.maxDatagramSize else { return drop(.oversize, from: from, now: now) }
         let first = bytes[0]
+        if first & 0xC0 == 0x80, !isRTCP(bytes) {
+            // The media path marks the timers itself, only when it creates work for `tick`.
+            return handleRTP(bytes, from: from, now: now)
+        }
+        noteTimerWork(at: now.monotonic)
         if first == Signalling.magic {
             handleSignalling(bytes, from: from, now: now, viaPublicPort: viaPublicPort)
         } else if first & 0xC0 == 0x80 {
-            if isRTCP(bytes) {
-                handleRTCP(bytes, from: from, now: now)
-            } else {
-                handleRTP(bytes, from: from, now: now)
-            }
+            handleRTCP(bytes, from: from, now: now)
         } else {
             drop(.unknownProtocol, from: from, now: now)
         }

@@ -58,6 +58,11 @@ public struct ReliableChannel: Sendable {
     public private(set) var failed = false
     /// True when the peer sent a reliable message that no outgoing datagram has acknowledged yet.
     public private(set) var ackOwed = false
+    /// When the owner next has something to send for this channel: `Int64.min` while an ack is owed or a queued
+    /// message fits the window, else the earliest retransmission deadline, `Int64.max` when nothing is pending.
+    /// Stored and recomputed by every mutating method, so an owner scanning many channels each tick reads one field
+    /// and calls `transmissions(now:)` only where `serviceDue <= now` (elsewhere it would return nothing).
+    public private(set) var serviceDue: Int64 = .max
 
     /// A fresh channel.
     public init(limits: Limits = Limits()) {
@@ -77,6 +82,7 @@ public struct ReliableChannel: Sendable {
     /// Queues a reliable message; it goes out on the next `transmissions(now:)`.
     public mutating func enqueue(_ message: SignalMessage) {
         waiting.append(message)
+        refreshServiceDue()
     }
 
     /// What to send now: new messages that fit in the window, and retransmissions whose timer expired.
@@ -98,6 +104,7 @@ public struct ReliableChannel: Sendable {
             inFlight.append(InFlight(sequence: sequence, message: message, sentAt: now, deadline: now + rto, attempts: 1))
             out.append(Transmission(sequence: sequence, message: message, isRetransmission: false))
         }
+        refreshServiceDue()
         return out
     }
 
@@ -105,12 +112,16 @@ public struct ReliableChannel: Sendable {
     public var nextDeadline: Int64? { inFlight.map(\.deadline).min() }
 
     /// Records that a datagram carrying `ackNumber` went out.
-    public mutating func ackSent() { ackOwed = false }
+    public mutating func ackSent() {
+        ackOwed = false
+        refreshServiceDue()
+    }
 
     /// Takes a received datagram's acknowledgement and, for a reliable message, its sequence number.
     /// Returns the messages now deliverable in order (empty for duplicates or messages that arrived early).
     public mutating func receive(sequence: UInt32, ack: UInt32, message: SignalMessage, now: Int64) -> [SignalMessage] {
         acknowledge(upTo: ack, now: now)
+        defer { refreshServiceDue() }
         guard sequence != 0 else { return [message] }
         ackOwed = true
         if sequence == expected {
@@ -133,6 +144,16 @@ public struct ReliableChannel: Sendable {
         while let first = inFlight.first, first.sequence <= ack {
             if first.attempts == 1 { sampleRTT(now - first.sentAt) }
             inFlight.removeFirst()
+        }
+    }
+
+    private mutating func refreshServiceDue() {
+        if ackOwed || (!waiting.isEmpty && inFlight.count < limits.sendWindow) {
+            serviceDue = .min
+        } else {
+            var earliest = Int64.max
+            for f in inFlight where f.deadline < earliest { earliest = f.deadline }
+            serviceDue = earliest
         }
     }
 

@@ -19,6 +19,11 @@ final class FakeNetwork {
     var sent: [(worker: Int, bytes: [UInt8], to: PeerAddress, viaPublic: Bool)] = []
     /// Datagrams to addresses no client holds (e.g. a client's old address after a move).
     var undelivered: [(bytes: [UInt8], to: PeerAddress)] = []
+    /// Tick a core only when it has members and its `timersDue` has come (or it has none), as the worker loop
+    /// does, instead of at every step.
+    var tickOnlyWhenDue = false
+    /// `tick` calls made by `advance`.
+    var ticks = 0
 
     init(config: RelayCoreConfig = RelayCoreConfig(), workers: Int = 1) {
         var ports: [UInt16] = []
@@ -117,7 +122,10 @@ final class FakeNetwork {
             each?()
             for c in clients where c.online { c.events += c.session.tick(now: monotonic) }
             for (k, core) in cores.enumerated() {
-                core.tick(now: now)
+                if !tickOnlyWhenDue || !core.hasMembers || monotonic >= core.timersDue {
+                    core.tick(now: now)
+                    ticks += 1
+                }
                 core.runMixes(now: now)
                 collect(k)
             }

@@ -169,6 +169,33 @@ struct ReliableChannelTests {
         #expect(tx.failed)
     }
 
+    @Test("serviceDue: now while an ack is owed or a message waits with room in the window, else the next retransmission")
+    func serviceDue() {
+        var tx = ReliableChannel()
+        #expect(tx.serviceDue == .max)
+        tx.enqueue(.leave)
+        #expect(tx.serviceDue == .min)
+        _ = tx.transmissions(now: 1_000)
+        #expect(tx.serviceDue == 1_000 + 250_000_000)
+        #expect(tx.transmissions(now: 1_000 + 249_999_999).isEmpty)   // nothing before it
+        _ = tx.receive(sequence: 1, ack: 0, message: .setMuted(true), now: 2_000)
+        #expect(tx.serviceDue == .min)                                  // an ack is owed
+        tx.ackSent()
+        #expect(tx.serviceDue == 1_000 + 250_000_000)
+        _ = tx.transmissions(now: 250_001_000)                          // retransmitted: next after 2 × 250 ms
+        #expect(tx.serviceDue == 250_001_000 + 500_000_000)
+        _ = tx.receive(sequence: 0, ack: 1, message: .ack, now: 300_000_000)
+        #expect(tx.serviceDue == .max)
+
+        // A full window: waiting messages are not due until the first in flight times out.
+        var full = ReliableChannel()
+        for _ in 0..<33 { full.enqueue(.leave) }
+        #expect(full.transmissions(now: 0).count == 32)
+        #expect(full.serviceDue == 250_000_000)
+        _ = full.receive(sequence: 0, ack: 1, message: .ack, now: 10)
+        #expect(full.serviceDue == .min)                                // room again: the 33rd can go
+    }
+
     @Test("the send window holds back messages beyond 32 in flight")
     func window() {
         var tx = ReliableChannel()
