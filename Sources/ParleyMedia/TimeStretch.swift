@@ -11,7 +11,7 @@ public enum TimeStretch {
     /// Length of the compared windows (10 ms).
     static let window = 480
     /// Normalised correlation a period must reach before it is cut or repeated.
-    public static let minimumCorrelation = 0.6
+    public static let minimumCorrelation = 0.9
     /// Mean square below which audio counts as near-silent (about −40 dBFS): it can be shortened anywhere.
     static let quietMeanSquare = 330.0 * 330.0
 

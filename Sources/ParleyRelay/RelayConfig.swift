@@ -35,7 +35,7 @@ public struct RelayConfig: Sendable {
     /// The keys a JSON config file and `PARLEY_*` variables may set (variables are the upper-case names).
     public static let keys = ["udp", "http", "workers", "api_key", "api_secret", "log_level", "max_members_per_room",
                               "max_rooms", "empty_room_timeout_s", "member_timeout_s", "keepalive_interval_s",
-                              "max_forwarded_speakers", "speaker_update_interval_ms", "speech_level_threshold",
+                              "max_forwarded_speakers", "speaker_update_interval_ms", "speaker_level_update_interval_ms", "speech_level_threshold",
                               "audio_level_extension_id", "default_room_mode", "joins_per_second", "ring_timeout_s",
                               "mix_complexity", "mix_bitrate", "mix_expected_loss_percent", "metrics_require_auth"]
 
@@ -70,6 +70,7 @@ public struct RelayConfig: Sendable {
         case "keepalive_interval_s": core.keepaliveInterval = Int64(try int(1...600)) * 1_000_000_000
         case "max_forwarded_speakers": core.maxForwardedSpeakers = try int(1...64)
         case "speaker_update_interval_ms": core.speakerUpdateInterval = Int64(try int(20...10_000)) * 1_000_000
+        case "speaker_level_update_interval_ms": core.speakerLevelUpdateInterval = Int64(try int(20...60_000)) * 1_000_000
         case "speech_level_threshold": core.speechLevelThreshold = UInt8(try int(0...127))
         case "audio_level_extension_id": core.audioLevelExtensionID = UInt8(try int(1...14))
         case "default_room_mode":

@@ -95,32 +95,40 @@ extension RelayCore {
         }
     }
 
-    /// Pushes the room's speaker list now if it changed and the rate limit allows, else schedules it.
+    /// Pushes the room's speaker list now if it changed and the rate limit for that kind of change allows, else
+    /// schedules it (a change of who speaks is never held back by a pending level-only update).
     func scheduleSpeakerPush(_ room: Room, now: Moment) {
-        guard speakersChanged(room, now: now) else {
+        let change = speakerChange(room, now: now)
+        guard change != .none else {
             room.speakerPushDue = nil
             return
         }
-        if now.monotonic - room.lastSpeakerPush >= config.speakerUpdateInterval {
+        let due = room.lastSpeakerPush &+ (change == .speakers ? config.speakerUpdateInterval : config.speakerLevelUpdateInterval)
+        if now.monotonic >= due {
             pushSpeakers(room, speakerEntries(room, now: now), now: now)
-        } else if room.speakerPushDue == nil {
-            room.speakerPushDue = room.lastSpeakerPush + config.speakerUpdateInterval
+        } else {
+            room.speakerPushDue = min(room.speakerPushDue ?? .max, due)
         }
     }
 
-    /// Whether the speaking set (or a level, by 10 dB or more) differs from what the room was last told.
+    /// What differs between the room's speakers and what it was last told.
+    enum SpeakerChange { case none, levels, speakers }
+
+    /// Whether the speaking set, or only a level (by 10 dB or more), differs from what the room was last told.
     /// Allocation-free: runs every housekeeping pass for every room with speakers.
-    func speakersChanged(_ room: Room, now: Moment) -> Bool {
+    func speakerChange(_ room: Room, now: Moment) -> SpeakerChange {
         var speaking = 0
+        var levelMoved = false
         for id in room.selector.forwarded {
             let s = room.selector.state(of: id)
             guard let last = s.lastSpeech, now.monotonic - last <= config.speakingHold else { continue }
             speaking += 1
-            guard let announced = room.announcedSpeakers.first(where: { $0.memberID == id }) else { return true }
+            guard let announced = room.announcedSpeakers.first(where: { $0.memberID == id }) else { return .speakers }
             let level = Int(max(0, min(127, (127 - s.loudness).rounded())))
-            if abs(level - Int(announced.level)) >= 10 { return true }
+            if abs(level - Int(announced.level)) >= 10 { levelMoved = true }
         }
-        return speaking != room.announcedSpeakers.count
+        if speaking != room.announcedSpeakers.count { return .speakers }
+        return levelMoved ? .levels : .none
     }
 
     func pushSpeakers(_ room: Room, _ entries: [SpeakerEntry], now: Moment) {

@@ -12,8 +12,11 @@ public struct RelayCoreConfig: Sendable {
     public var keepaliveInterval: Int64 = 5 * 1_000_000_000
     /// Speakers forwarded to each listener at a time.
     public var maxForwardedSpeakers = 3
-    /// Speaker lists are pushed to a room at most this often.
+    /// Speaker lists are pushed to a room at most this often when someone starts or stops speaking.
     public var speakerUpdateInterval: Int64 = 200_000_000
+    /// …and at most this often when only a speaker's level moved (by 10 dB or more): levels are for display, and
+    /// each push is a reliable message (and an ack) per member.
+    public var speakerLevelUpdateInterval: Int64 = 1_000_000_000
     /// A member stays in the announced speaker list this long after its last speech packet.
     public var speakingHold: Int64 = 600_000_000
     /// A forwarded speaker silent this long gives up its slot to anyone who starts speaking.

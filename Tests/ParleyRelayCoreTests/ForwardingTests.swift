@@ -70,6 +70,42 @@ struct ForwardingTests {
         for (a, b) in zip(pushTimes, pushTimes.dropFirst()) { #expect(b - a >= 200_000_000 - 20_000_000) }
     }
 
+    @Test("a speaker whose level swings 30 dB every 100 ms updates the list at most once a second; a new speaker at once")
+    func levelOnlyUpdatesAreSlower() {
+        let net = FakeNetwork()
+        let alice = net.addClient("alice")
+        let bob = net.addClient("bob")
+        let carol = net.addClient("carol")
+        net.joinAll()
+        var t = 0
+        net.advance(milliseconds: 1_000, stepMilliseconds: 20) {   // alice is announced, and settles
+            alice.speak(level: 20); t += 1
+        }
+        let before = bob.speakerUpdates
+        var pushTimes: [Int64] = []
+        var seen = before
+        net.advance(milliseconds: 3_000, stepMilliseconds: 20) {
+            alice.speak(level: (t / 5) % 2 == 0 ? 10 : 40)        // loud and quiet syllables
+            t += 1
+            if bob.speakerUpdates > seen { pushTimes.append(net.monotonic); seen = bob.speakerUpdates }
+        }
+        #expect(!pushTimes.isEmpty)
+        #expect(pushTimes.count <= 4)
+        for (a, b) in zip(pushTimes, pushTimes.dropFirst()) { #expect(b - a >= 1_000_000_000 - 20_000_000) }
+        // A new speaker right after a level-only push is announced within the 200 ms interval, not a second.
+        let start = net.monotonic
+        var announcedAt: Int64?
+        net.advance(milliseconds: 400, stepMilliseconds: 20) {
+            alice.speak(level: 20)
+            carol.speak(level: 20)
+            if announcedAt == nil, bob.lastSpeakers?.contains(where: { $0.memberID == carol.memberID }) == true {
+                announcedAt = net.monotonic
+            }
+        }
+        let latency = (announcedAt ?? .max) - start
+        #expect(latency <= 220_000_000)
+    }
+
     @Test("hysteresis: a slightly louder newcomer does not displace a speaker; a much louder one does after the dwell")
     func hysteresis() {
         var config = RelayCoreConfig()
