@@ -12,6 +12,8 @@ public final class ReceiveMixer {
         public let audio: AudioReceiveStream
         /// Which packets to NACK.
         public var nacks = NackTracker()
+        /// RFC 3550 reception statistics, for receiver reports.
+        public var statistics = RTPReceiveStatistics(clockRate: 48_000)
         /// When a packet last arrived.
         public var lastPacket: Int64
         /// What the last pull produced.
@@ -50,8 +52,20 @@ public final class ReceiveMixer {
         }
         guard let stream else { return }
         stream.lastPacket = now
+        _ = stream.statistics.record(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp, arrivalTimeNanoseconds: now)
         stream.nacks.received(packet.sequenceNumber, now: now)
         stream.audio.insert(packet, arrival: now)
+    }
+
+    /// An RTCP receiver report from `reporter` with one block per stream (at most 31), fraction lost counted
+    /// since the previous report; nil with no streams. The relay sizes its mix encoders' FEC by these.
+    public func receiverReport(reporter: UInt32) -> ReceiverReport? {
+        guard !streams.isEmpty else { return nil }
+        var blocks: [ReportBlock] = []
+        for stream in streams.values.prefix(31) {
+            blocks.append(stream.statistics.makeReportBlock(ssrc: stream.ssrc, lastSR: 0, delaySinceLastSR: 0))
+        }
+        return ReceiverReport(ssrc: reporter, reports: blocks)
     }
 
     /// Mixes the next 20 ms of every stream into `out` (960 samples); returns the SSRCs that played audio.

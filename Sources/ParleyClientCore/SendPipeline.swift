@@ -22,24 +22,13 @@ public final class SendPipeline {
     /// The loss the encoder currently protects against with in-band FEC, in percent.
     public private(set) var expectedLossPercent: Int32 = 0
 
-    /// Adapts in-band FEC to the loss the relay reports (RTCP receiver report, fraction lost /256). Protection costs
-    /// bits the primary encoding loses: on the shared traces at 40 kbit/s (`Benchmarks/quality/playout.py`), 1 %
-    /// expected loss costs 0.24 PESQ-WB on a clean path and gains 0.4 on the moderate trace (2.3 % loss), and
-    /// settings above the loss bought less. So a path under 0.5 % loss (smoothed: up at once, down slowly) gets
-    /// none, and a lossy one about 0.6× its loss, at least 1 %, at most 20 %.
+    /// Adapts in-band FEC to the loss the relay reports (RTCP receiver report, fraction lost /256); see
+    /// `LossAdaptiveFEC` for the policy.
     public func reportedLoss(fraction: UInt8) {
-        let percent = Double(fraction) * 100 / 256
-        smoothedLoss = percent > smoothedLoss ? percent : smoothedLoss * 0.8 + percent * 0.2
-        let wanted = Self.protection(forLoss: smoothedLoss)
-        guard wanted != expectedLossPercent else { return }
-        if (try? encoder.setExpectedPacketLoss(percent: wanted)) != nil { expectedLossPercent = wanted }
+        guard fec.report(fractionLost: fraction) else { return }
+        if (try? encoder.setExpectedPacketLoss(percent: fec.expectedLossPercent)) != nil { expectedLossPercent = fec.expectedLossPercent }
     }
-
-    /// The expected-loss setting (percent) for a smoothed loss (percent).
-    static func protection(forLoss loss: Double) -> Int32 {
-        loss < 0.5 ? 0 : Int32(min(20, max(1, (loss * 0.6).rounded())))
-    }
-    private var smoothedLoss = 0.0
+    private var fec = LossAdaptiveFEC()
 
     /// Frames encoded, and those that were DTX (not sent).
     public private(set) var framesEncoded = 0, framesSuppressed = 0

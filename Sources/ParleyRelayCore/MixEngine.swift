@@ -43,12 +43,16 @@ final class MixEngine {
     private var listeners: [Member] = []
     /// Mixes produced, distinct encodes done, and deadlines skipped because the worker fell behind.
     private(set) var mixes = 0, encodes = 0, skippedDeadlines = 0
+    /// In-band FEC of every mix encoder, sized to the loss the room's listeners report for the mix.
+    private var fec = LossAdaptiveFEC()
+    /// The expected loss the mix encoders protect against: the configured floor, or more if listeners lose packets.
+    var expectedLossPercent: Int32 { max(Int32(config.mixExpectedLossPercent), fec.expectedLossPercent) }
 
     init(ssrc: UInt32, timestampBase: UInt32, config: RelayCoreConfig) throws(OpusError) {
         self.ssrc = ssrc
         self.timestampBase = timestampBase
         self.config = config
-        sharedEncoder = try Self.makeEncoder(config)
+        sharedEncoder = try Self.makeEncoder(config, expectedLossPercent: Int32(config.mixExpectedLossPercent))
         mixPCM.initialize(repeating: 0, count: Self.frameSamples)
         contributors.reserveCapacity(16)
         listeners.reserveCapacity(64)
@@ -59,13 +63,21 @@ final class MixEngine {
         packet.deallocate()
     }
 
-    static func makeEncoder(_ config: RelayCoreConfig) throws(OpusError) -> OpusEncoder {
+    static func makeEncoder(_ config: RelayCoreConfig, expectedLossPercent: Int32) throws(OpusError) -> OpusEncoder {
         let e = try OpusEncoder(sampleRate: 48_000, channels: 1, application: .voip)
         try e.setComplexity(Int32(config.mixComplexity))
         try e.setBitrate(Int32(config.mixBitrate))
         try e.setInbandFEC(true)
-        try e.setExpectedPacketLoss(percent: Int32(config.mixExpectedLossPercent))
+        try e.setExpectedPacketLoss(percent: expectedLossPercent)
         return e
+    }
+
+    /// A listener's receiver report about the mix (RTCP fraction lost, /256): resizes every mix encoder's FEC.
+    func listenerReported(fractionLost: UInt8) {
+        guard fec.report(fractionLost: fractionLost) else { return }
+        let percent = expectedLossPercent
+        try? sharedEncoder.setExpectedPacketLoss(percent: percent)
+        for input in inputs.values { try? input.minusOneEncoder?.setExpectedPacketLoss(percent: percent) }
     }
 
     /// Starts the clock when the first member arrives.
@@ -142,7 +154,7 @@ final class MixEngine {
         guard contributors.count > 1 else { return }
         for speaker in contributors where speaker.canSubscribe && speaker.hasDestination {
             guard let input = inputs[speaker.id] else { continue }
-            if input.minusOneEncoder == nil { input.minusOneEncoder = try? Self.makeEncoder(config) }
+            if input.minusOneEncoder == nil { input.minusOneEncoder = try? Self.makeEncoder(config, expectedLossPercent: expectedLossPercent) }
             guard let encoder = input.minusOneEncoder else { continue }
             bus.mix(excluding: input.pcm, into: mixPCM, limiter: &input.minusOneLimiter)
             listeners.removeAll(keepingCapacity: true)

@@ -72,6 +72,12 @@ extension RelayCore {
                     if report.ssrc == member.ssrc {
                         member.lastSenderReport = (UInt32(truncatingIfNeeded: report.ntpTimestamp >> 16), now.monotonic)
                     }
+                case 201:
+                    // A listener's report about the room's mix sizes the mix encoders' FEC.
+                    let report = try ReceiverReport(parsing: packet)
+                    if let mix = member.room.mix {
+                        for block in report.reports where block.ssrc == mix.ssrc { mix.listenerReported(fractionLost: block.fractionLost) }
+                    }
                 case 205 where packet.countOrFormat == 1:
                     let nack = try GenericNACKView(parsing: packet)
                     member.stats.nacksReceived &+= 1

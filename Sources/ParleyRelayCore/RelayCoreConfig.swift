@@ -46,8 +46,8 @@ public struct RelayCoreConfig: Sendable {
     /// Mix mode: bit rate of each mix (40 kbit/s: PESQ-WB 3.40 against 3.21 at 32 kbit/s through the mix on
     /// espeak speech, for a few percent more encode time).
     public var mixBitrate = 40_000
-    /// Mix mode: the loss each mix encoder protects against with in-band FEC, in percent (FEC costs quality on a
-    /// clean path: 10 % takes PESQ-WB from 3.4 to 2.9 on espeak speech at 32 kbit/s).
+    /// Mix mode: the least loss each mix encoder protects against with in-band FEC, in percent; listeners' receiver
+    /// reports about the mix raise it (`LossAdaptiveFEC`). FEC costs quality on a clean path, hence 0.
     public var mixExpectedLossPercent = 0
     /// Mix mode: the floor of each publisher's jitter-buffer target delay.
     public var mixMinimumJitterDelayMilliseconds = 20

@@ -20,6 +20,7 @@ final class MediaEngine {
     private let played = UnsafeMutableBufferPointer<Int16>.allocate(capacity: 960)
     private let nackBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 16)
     private var lastCheckpoint: Int64 = 0
+    private var lastReceiverReport: Int64 = 0
     private let audio: AudioOptions
     /// Counters for the live view and the summary.
     private(set) var packetsSent = 0, packetsReceived = 0, bytesReceived = 0, nacksSent = 0
@@ -114,6 +115,12 @@ final class MediaEngine {
             writeLine("timeline playback_start_ns \(now)", fd: 2)
         }
         if joined { sendNacks(now: now, roundTrip: roundTrip, send: send) }
+        if joined, now - lastReceiverReport >= 1_000_000_000 {
+            lastReceiverReport = now
+            if let report = receiver.receiverReport(reporter: sender?.ssrc ?? 0), let n = try? report.serialize(into: nackBuffer) {
+                send(UnsafeRawBufferPointer(rebasing: nackBuffer[0..<n]))
+            }
+        }
         if now - lastCheckpoint >= 1_000_000_000 {
             lastCheckpoint = now
             try playback.checkpoint()

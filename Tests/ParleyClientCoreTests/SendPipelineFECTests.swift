@@ -1,6 +1,7 @@
 // The send path's in-band FEC follows the loss the relay reports, and the NACK tracker's ask-while-useful rule.
 import Testing
 import ParleyClientCore
+import ParleyWire
 
 @Suite("Send pipeline FEC adaptation")
 struct SendPipelineFECTests {
@@ -79,5 +80,34 @@ struct NackTrackerTests {
         t.received(100, now: 0)
         t.received(300, now: 20 * ms)
         #expect(t.due(now: 20 * ms, roundTrip: 30 * ms, playoutDelay: 200 * ms).isEmpty)
+    }
+}
+
+@Suite("Receiver reports")
+struct ReceiverReportTests {
+    /// A minimal RTP packet (no extension, 3-byte payload).
+    static func rtp(sequence: UInt16, ssrc: UInt32) -> [UInt8] {
+        var bytes: [UInt8] = [0x80, 111, UInt8(sequence >> 8), UInt8(sequence & 0xFF)]
+        bytes += withUnsafeBytes(of: (UInt32(sequence) * 960).bigEndian, Array.init)
+        bytes += withUnsafeBytes(of: ssrc.bigEndian, Array.init)
+        bytes += [0xF8, 0xFF, 0xFE]
+        return bytes
+    }
+
+    @Test func reportCountsLossSinceTheLastReportPerStream() throws {
+        let mixer = ReceiveMixer()
+        #expect(mixer.receiverReport(reporter: 9) == nil)
+        for s: UInt16 in 0..<10 where s != 4 && s != 7 {      // 2 of 10 lost
+            try Self.rtp(sequence: s, ssrc: 0xAB).withUnsafeBytes { mixer.receive(try RTPPacketView(parsing: $0), now: Int64(s) * 20_000_000) }
+        }
+        let first = try #require(mixer.receiverReport(reporter: 9))
+        #expect(first.ssrc == 9)
+        #expect(first.reports.map(\.ssrc) == [0xAB])
+        #expect(first.reports[0].fractionLost == 51)            // 2/10 × 256
+        for s: UInt16 in 10..<20 {
+            try Self.rtp(sequence: s, ssrc: 0xAB).withUnsafeBytes { mixer.receive(try RTPPacketView(parsing: $0), now: Int64(s) * 20_000_000) }
+        }
+        let second = try #require(mixer.receiverReport(reporter: 9))
+        #expect(second.reports[0].fractionLost == 0)
     }
 }

@@ -102,6 +102,30 @@ struct MixModeTests {
             .map(\.bytes).filter { b in b.withUnsafeBytes { !isRTCP($0) } }
     }
 
+    @Test("listeners' receiver reports about the mix size its encoders' FEC; reports about other streams do not")
+    func mixFECFollowsListenerReports() throws {
+        let (net, c) = mixRoom(["alice"], listeners: ["carol"])
+        let alice = try ToneMember(c[0], frequency: 440)
+        net.advance(milliseconds: 400, stepMilliseconds: 20) { try? alice.send() }
+        let mixes = net.cores.compactMap { $0.rooms["mixroom"]?.mix }
+        let mix = try #require(mixes.first)
+        #expect(mix.expectedLossPercent == 0)
+        func report(ssrc: UInt32, fractionLost: UInt8) throws {
+            let block = ReportBlock(ssrc: ssrc, fractionLost: fractionLost, cumulativeLost: 0, highestSequence: 0, jitter: 0,
+                                    lastSR: 0, delaySinceLastSR: 0)
+            var bytes = [UInt8](repeating: 0, count: 100)
+            let n = try bytes.withUnsafeMutableBytes { try ReceiverReport(ssrc: 0, reports: [block]).serialize(into: $0) }
+            c[1].pendingMedia.append(Array(bytes[0..<n]))
+            net.advance(milliseconds: 20)
+        }
+        try report(ssrc: mix.ssrc &+ 1, fractionLost: 128)          // not the mix: ignored
+        #expect(mix.expectedLossPercent == 0)
+        try report(ssrc: mix.ssrc, fractionLost: 26)                // 10 % lost
+        #expect(mix.expectedLossPercent == 6)
+        for _ in 0..<30 { try report(ssrc: mix.ssrc, fractionLost: 0) }
+        #expect(mix.expectedLossPercent == 0)
+    }
+
     @Test("a listener hears both tones; each speaker hears the other's tone but never its own")
     func minusOne() throws {
         let (net, c) = mixRoom(["alice", "bob"], listeners: ["carol"])
