@@ -68,6 +68,9 @@ enum JoinCommand {
                                s.played, s.concealedFrames, s.concealmentEvents, s.fecRecovered, s.lateDropped, s.accelerated, s.expanded,
                                s.currentDelayMilliseconds, s.targetDelayMilliseconds)
             }
+            if let n = media.receiver.streams[ssrc]?.nacks, n.requested > 0 {
+                line += "; NACKed \(n.requested), recovered \(n.recovered)"
+            }
             writeLine(line)
         }
         return code
