@@ -75,7 +75,7 @@ public final class AudioReceiveStream {
                 end += frameSamples
                 break
             }
-            outcome = produce(jitter.pull(now: now, quiet: lastFrameQuiet))
+            outcome = produce(jitter.pull(now: now, quiet: lastFrameQuiet), quietHint: lastFrameQuiet)
         }
         out.update(from: sync + start, count: frameSamples)
         lastFrameQuiet = TimeStretch.isQuiet(out, count: frameSamples)
@@ -90,8 +90,10 @@ public final class AudioReceiveStream {
         return outcome
     }
 
-    /// Appends the audio of one jitter decision to the sync buffer; returns what it was.
-    private func produce(_ decision: JitterDecision) -> Outcome {
+    /// Appends the audio of one jitter decision to the sync buffer; returns what it was. After a quiet frame an
+    /// acceleration may have been asked for the pause: it then shortens only audio that is still quiet (a word may
+    /// be starting), never by a pitch-period cut; what it does not cut waits in the sync buffer.
+    private func produce(_ decision: JitterDecision, quietHint: Bool) -> Outcome {
         let frame = UnsafeMutableBufferPointer(start: sync + end, count: frameSamples)
         switch decision {
         case .play(let f):
@@ -101,7 +103,7 @@ public final class AudioReceiveStream {
         case .accelerate(let first, let second):
             let next = UnsafeMutableBufferPointer(start: sync + end + frameSamples, count: frameSamples)
             guard decode(first.payload, into: frame), decode(second.payload, into: next) else { return conceal(into: frame) }
-            end += TimeStretch.shorten(sync + end, count: 2 * frameSamples)
+            end += TimeStretch.shorten(sync + end, count: 2 * frameSamples, pitchCut: !quietHint)
             return .speech
         case .fec(let next):
             guard (try? decoder.decodeFEC(from: next.payload, frameSize: frameSamples, into: frame)) == frameSamples else {

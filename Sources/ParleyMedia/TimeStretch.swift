@@ -59,13 +59,14 @@ public enum TimeStretch {
     /// Shortens `x` (`count` samples, at least `maximumPeriod·2 + window + 240`) in place by one pitch period:
     /// `x[s..<s+T]` is cross-faded into `x[s+T..<s+2T]` and the rest moved up. Near-silent audio loses
     /// `count/2` samples instead (two frames merged into one). Returns the new length; `count` when the audio is
-    /// neither periodic nor quiet enough to cut without a seam.
-    public static func shorten(_ x: UnsafeMutablePointer<Int16>, count: Int) -> Int {
+    /// neither periodic nor quiet enough to cut without a seam, or is not quiet and `pitchCut` is false.
+    public static func shorten(_ x: UnsafeMutablePointer<Int16>, count: Int, pitchCut: Bool = true) -> Int {
         if meanSquare(x, count: count) < quietMeanSquare {
             let half = count / 2
             TimeCompression.merge(x, x + half, into: x, count: half)
             return half
         }
+        guard pitchCut else { return count }
         let start = 240
         let (t, c) = bestPeriod(x, start: start)
         guard c >= minimumCorrelation else { return count }

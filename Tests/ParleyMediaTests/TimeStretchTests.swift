@@ -31,6 +31,14 @@ struct TimeStretchTests {
         #expect(x[(n - 200)..<n].elementsEqual(expected[(n - 200)..<n]))
     }
 
+    @Test func withoutPitchCutsOnlyQuietAudioIsShortened() {
+        // An acceleration asked for a pause must not cut into a word that starts there.
+        var loud = Self.voiced(1_920)
+        #expect(loud.withUnsafeMutableBufferPointer { TimeStretch.shorten($0.baseAddress!, count: 1_920, pitchCut: false) } == 1_920)
+        var quiet = Self.voiced(1_920).map { $0 / 100 }
+        #expect(quiet.withUnsafeMutableBufferPointer { TimeStretch.shorten($0.baseAddress!, count: 1_920, pitchCut: false) } == 960)
+    }
+
     @Test func shorteningLeavesLoudNoiseAlone() {
         var random = TestRandom(state: 5)
         var x = (0..<1_920).map { _ in Int16((random.next() - 0.5) * 16_000) }
