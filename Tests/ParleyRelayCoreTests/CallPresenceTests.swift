@@ -63,9 +63,7 @@ struct CallPresenceTests {
     @Test("a second register for the same identity replaces the first, ending its call for the other party")
     func replaced() throws {
         let world = CallWorld()
-        let alice = world.addPresence("alice"), bob = world.addPresence("bob")
-        world.registerAll()
-        let (aliceID, _) = try #require(world.ring(alice, bob))
+        let (alice, bob, aliceID, _) = try world.aliceRingsBob()
         let newBob = world.addPresence("bob", token: world.token("bob", expiresIn: 7200))
         world.registerAll()
         #expect(newBob.session.state == .registered)
@@ -79,11 +77,8 @@ struct CallPresenceTests {
     @Test("a party whose presence times out during a call ends it for the other")
     func timeoutDuringCall() throws {
         let world = CallWorld()
-        let alice = world.addPresence("alice"), bob = world.addPresence("bob")
-        world.registerAll()
-        let (aliceID, bobID) = try #require(world.ring(alice, bob))
-        bob.session.answer(bobID, accept: true, now: world.net.monotonic)
-        world.exchange()
+        let (alice, bob, aliceID, bobID) = try world.aliceRingsBob()
+        world.answer(bob, bobID)
         world.advance(milliseconds: 20_000)
         #expect(world.core.callSnapshot().count == 1)  // keepalives hold an answered call
         bob.online = false
@@ -97,9 +92,7 @@ struct CallPresenceTests {
     @Test("leaving during a ringing call ends it for the other; the leaver's client forgets its calls")
     func leaveDuringCall() throws {
         let world = CallWorld()
-        let alice = world.addPresence("alice"), bob = world.addPresence("bob")
-        world.registerAll()
-        let (_, bobID) = try #require(world.ring(alice, bob))
+        let (alice, bob, _, bobID) = try world.aliceRingsBob()
         alice.session.leave(now: world.net.monotonic)
         world.exchange()
         #expect(bob.lastStatus(bobID)! == (.ended, "connection lost"))
@@ -109,11 +102,8 @@ struct CallPresenceTests {
     @Test("a presence session moving to a new address resumes and keeps its call")
     func resume() throws {
         let world = CallWorld()
-        let alice = world.addPresence("alice"), bob = world.addPresence("bob")
-        world.registerAll()
-        let (aliceID, bobID) = try #require(world.ring(alice, bob))
-        bob.session.answer(bobID, accept: true, now: world.net.monotonic)
-        world.exchange()
+        let (alice, bob, aliceID, bobID) = try world.aliceRingsBob()
+        world.answer(bob, bobID)
         bob.address = PeerAddress(ipv4: 198, 51, 100, 7, port: 61_000)
         world.advance(milliseconds: 6_000)
         #expect(bob.events.contains(.resumed) && bob.session.state == .registered)
@@ -148,11 +138,9 @@ struct CallPresenceTests {
         _ = alice.session.call("dave", now: world.net.monotonic)
         world.exchange()
         let (_, first) = try #require(world.ring(alice, bob))
-        bob.session.answer(first, accept: false, now: world.net.monotonic)
-        world.exchange()
+        world.answer(bob, first, accept: false)
         let (_, second) = try #require(world.ring(alice, bob))
-        bob.session.answer(second, accept: true, now: world.net.monotonic)
-        world.exchange()
+        world.answer(bob, second)
         bob.session.hangUp(second, now: world.net.monotonic)
         world.exchange()
         // 7 events into a log of 6: the oldest is overwritten.

@@ -1,6 +1,7 @@
 import ParleyAuth
 import ParleyClientCore
 import ParleyWire
+import Testing
 @testable import ParleyRelayCore
 
 /// One simulated online identity: a real `PresenceSession` at an address of our choosing.
@@ -117,6 +118,20 @@ final class CallWorld {
     }
 
     /// alice calls bob and bob's presence rings; returns (alice's call id, bob's call id).
+    /// The usual start of a call test: alice and bob online, alice ringing bob (their call ids).
+    func aliceRingsBob() throws -> (alice: FakePresenceClient, bob: FakePresenceClient, aliceID: UInt32, bobID: UInt32) {
+        let alice = addPresence("alice"), bob = addPresence("bob")
+        registerAll()
+        let (aliceID, bobID) = try #require(ring(alice, bob))
+        return (alice, bob, aliceID, bobID)
+    }
+
+    /// The callee answers (or declines) call `id`, and the world settles.
+    func answer(_ callee: FakePresenceClient, _ id: UInt32, accept: Bool = true) {
+        callee.session.answer(id, accept: accept, now: net.monotonic)
+        exchange()
+    }
+
     func ring(_ caller: FakePresenceClient, _ callee: FakePresenceClient) -> (UInt32, UInt32)? {
         guard let id = caller.session.call(callee.identity, now: net.monotonic) else { return nil }
         exchange()
