@@ -15,9 +15,9 @@ struct SpeechPlayout {
 }
 
 /// Encodes `speech` (48 kHz mono) frame by frame, sends frame k as trace packet k (lost when the trace lost it),
-/// and pulls 20 ms every 20 ms from the first arrival until the speech has been played out.
+/// and pulls 20 ms every 20 ms from `phaseMs` after the first arrival until the speech has been played out.
 func playSpeech(_ speech: [Int16], trace: Trace, config: JitterBufferConfig, bitrate: Int32,
-                expectedLossPercent: Int32) throws -> SpeechPlayout {
+                expectedLossPercent: Int32, phaseMs: Double = 0) throws -> SpeechPlayout {
     let frame = SendPipeline.frameSamples
     let frames = speech.count / frame
     guard frames > 0, trace.packets.count >= frames else {
@@ -37,7 +37,7 @@ func playSpeech(_ speech: [Int16], trace: Trace, config: JitterBufferConfig, bit
     let stream = try AudioReceiveStream(jitterConfig: config)
     var out = [Int16](repeating: 0, count: frames * frame + 2 * 48_000)
     var next = 0
-    let start = arrivals.first?.ms ?? 0
+    let start = (arrivals.first?.ms ?? 0) + phaseMs
     out.withUnsafeMutableBufferPointer { out in
         for pull in 0..<(out.count / frame) {
             let t = start + Double(pull) * 20

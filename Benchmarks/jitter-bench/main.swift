@@ -3,7 +3,7 @@
 //   jitter-bench --trace FILE [--trace FILE ...] [--synth PROFILE[:SEED[:SKEW]] ...] [--impl parley|speex|both] [--json]
 //                [--quantile Q] [--on-time-quantile Q] [--forget F] [--no-fec]
 //                [--speex-update-delay] [--wrap]
-//   jitter-bench --trace FILE --speech WAV --out WAV [--bitrate BPS] [--expected-loss PERCENT]
+//   jitter-bench --trace FILE --speech WAV --out WAV [--bitrate BPS] [--expected-loss PERCENT] [--phase MS]
 //
 // With --speech, the speech is sent through the trace by the client's real send and receive paths (Opus, FEC, DTX,
 // jitter buffer, PLC, time-stretching) on a virtual clock and the played audio written to --out (48 kHz mono), for
@@ -21,7 +21,7 @@ var speexUpdateDelay = false
 var wrap = false
 var config = JitterBufferConfig()
 var speechPath: String?, outPath: String?
-var bitrate: Int32 = 32_000, expectedLoss: Int32 = 0
+var bitrate: Int32 = 40_000, expectedLoss: Int32 = 0, phase = 0.0
 var args = CommandLine.arguments.dropFirst()
 func usage() -> Never {
     FileHandle.standardError.write("usage: jitter-bench --trace FILE [--synth PROFILE[:SEED[:SKEW]]] [--impl parley|speex|both] [--json] [--quantile Q] [--forget F] [--no-fec]\n".data(using: .utf8)!)
@@ -50,6 +50,7 @@ while let a = args.popFirst() {
     case "--out": outPath = args.popFirst()
     case "--bitrate": bitrate = Int32(args.popFirst() ?? "") ?? bitrate
     case "--expected-loss": expectedLoss = Int32(args.popFirst() ?? "") ?? expectedLoss
+    case "--phase": phase = Double(args.popFirst() ?? "") ?? phase
     default: usage()
     }
 }
@@ -59,7 +60,7 @@ if let speechPath {
     guard let outPath else { usage() }
     do {
         let speech = try WAVReader(path: speechPath).readAllMono48k()
-        let result = try playSpeech(speech, trace: traces[0], config: config, bitrate: bitrate, expectedLossPercent: expectedLoss)
+        let result = try playSpeech(speech, trace: traces[0], config: config, bitrate: bitrate, expectedLossPercent: expectedLoss, phaseMs: phase)
         let writer = try WAVWriter(path: outPath)
         try result.pcm.withUnsafeBufferPointer { try writer.write($0) }
         try writer.finish()

@@ -37,8 +37,10 @@ public final class AudioReceiveStream {
     public private(set) var decodeErrors = 0
     /// The last outcome.
     public private(set) var lastOutcome: Outcome = .silence
-    /// Whether the last frame played was near-silent (told to the jitter buffer: shortening there is inaudible).
-    private var lastFrameQuiet = false
+    /// Near-silent frames played in a row. Three or more (60 ms) is a pause, told to the jitter buffer: shortening
+    /// there is inaudible and, unlike a gap between two words, does not move the timeline within a phrase.
+    private var quietFrames = 0
+    private var inPause: Bool { quietFrames >= 3 }
 
     /// A stream decoding 48 kHz mono Opus.
     public init(jitterConfig: JitterBufferConfig = JitterBufferConfig()) throws(OpusError) {
@@ -75,10 +77,10 @@ public final class AudioReceiveStream {
                 end += frameSamples
                 break
             }
-            outcome = produce(jitter.pull(now: now, quiet: lastFrameQuiet), quietHint: lastFrameQuiet)
+            outcome = produce(jitter.pull(now: now, quiet: inPause), quietHint: inPause)
         }
         out.update(from: sync + start, count: frameSamples)
-        lastFrameQuiet = TimeStretch.isQuiet(out, count: frameSamples)
+        quietFrames = TimeStretch.isQuiet(out, count: frameSamples) ? quietFrames + 1 : 0
         start += frameSamples
         if start > historySamples {
             let shift = start - historySamples

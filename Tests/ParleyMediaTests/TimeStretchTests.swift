@@ -136,6 +136,41 @@ struct PlayoutPolicyTests {
 
 @Suite("Receive stream sync buffer")
 struct ReceiveStreamSyncBufferTests {
+    /// Plays `pattern` (true: a loud 200 Hz frame, false: digital silence), one packet per 20 ms on a path without
+    /// jitter, through a receive stream; returns the jitter buffer's acceleration count.
+    static func accelerations(_ pattern: [Bool]) throws -> Int {
+        let encoder = try OpusEncoder(sampleRate: 48_000, channels: 1, application: .voip)
+        try encoder.setBitrate(40_000)
+        let stream = try AudioReceiveStream()
+        let tone = TimeStretchTests.voiced(960)
+        let silence = [Int16](repeating: 0, count: 960)
+        var payload = [UInt8](repeating: 0, count: 1_500)
+        var out = [Int16](repeating: 0, count: 960)
+        for (k, loud) in pattern.enumerated() {
+            let n = try (loud ? tone : silence).withUnsafeBufferPointer { pcm in
+                try payload.withUnsafeMutableBytes { try encoder.encode(pcm, frameSize: 960, into: $0) }
+            }
+            var datagram: [UInt8] = [0x80, 111, UInt8(k >> 8), UInt8(k & 0xFF)]
+            datagram += withUnsafeBytes(of: UInt32(k * 960).bigEndian, Array.init)
+            datagram += [0, 0, 0, 1]
+            datagram += payload[..<n]
+            let arrival = Int64(k) * 20 * ms
+            try datagram.withUnsafeBytes { stream.insert(try RTPPacketView(parsing: $0), arrival: arrival) }
+            _ = out.withUnsafeMutableBufferPointer { stream.pull(now: arrival + 3 * ms, into: $0.baseAddress!) }
+        }
+        return stream.jitter.stats.accelerated
+    }
+
+    @Test func startUpExcessWaitsThroughGapsBetweenWordsAndGoesInAPause() throws {
+        // The first talkspurt starts at the start-up prior while the path has no jitter. Words 80 ms long with
+        // 40 ms gaps between them (3 s): a gap is not a pause, so nothing is cut within the phrase…
+        let phrase = (0..<150).map { $0 % 6 < 4 }
+        #expect(try Self.accelerations(phrase) == 0)
+        // …but a 120 ms pause after the first words is, and the excess goes there.
+        let withPause = Array(phrase[0..<28]) + Array(repeating: false, count: 6) + Array(phrase[28..<150])
+        #expect(try Self.accelerations(withPause) > 0)
+    }
+
     @Test func accelerationKeepsTheOutputContinuousAndSilenceEmptiesTheSyncBuffer() throws {
         // A voiced stream whose first 10 packets take 150 ms longer than the rest: once the fast packets arrive the
         // talkspurt is far above the target, so the stream accelerates (by whole pitch periods) without ever playing a
