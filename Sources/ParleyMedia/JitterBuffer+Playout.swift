@@ -2,8 +2,9 @@
 
 extension JitterBuffer {
     /// The decision for the next 20 ms of output at `now` (monotonic ns). See `JitterDecision` for how each case
-    /// is counted. `quiet` says the audio just played was near-silent (a pause between words): a small excess
-    /// delay is then taken back at once, where shortening is inaudible, instead of waiting for the next silence.
+    /// is counted. `quiet` says the listener is in a pause (`AudioReceiveStream` passes true after 60 ms of
+    /// near-silence): a small excess delay is then taken back at once, where shortening is inaudible, instead of
+    /// waiting for the next talkspurt.
     public func pull(now: Int64, quiet: Bool = false) -> JitterDecision {
         quietHint = quiet
         if targetIsStale {

@@ -65,13 +65,13 @@ public final class JitterBuffer {
     /// the target and is brought back at the next silence (talkspurts start at the target). Acceleration runs
     /// when a frame less would still leave `accelerateHysteresis` above the target and that excess is large
     /// (`largeExcessMilliseconds`), or has lasted `persistentExcessPulls` pulls (5 s) without a silence, or the
-    /// caller says the audio is near-silent (a pause between words, where shortening is inaudible).
+    /// caller says the listener is in a pause (where shortening is inaudible).
     let accelerateHysteresis = 5.0
     let largeExcessMilliseconds = 45.0
     let persistentExcessPulls = 250
     /// Pulls in a row with the delay `accelerateHysteresis` above the target plus a frame.
     var excessPulls = 0
-    /// The caller's hint at this pull: the audio just played was near-silent (see `pull(now:quiet:)`).
+    /// The caller's hint at this pull: the listener is in a pause (see `pull(now:quiet:)`).
     var quietHint = false
     /// A buffer with fixed storage for `config.capacity` packets of `config.maxPayloadBytes`.
     public init(config: JitterBufferConfig = JitterBufferConfig()) {
