@@ -24,7 +24,8 @@ var speechPath: String?, outPath: String?
 var bitrate: Int32 = 40_000, expectedLoss: Int32 = 0, phase = 0.0
 var args = CommandLine.arguments.dropFirst()
 func usage() -> Never {
-    FileHandle.standardError.write("usage: jitter-bench --trace FILE [--synth PROFILE[:SEED[:SKEW]]] [--impl parley|speex|both] [--json] [--quantile Q] [--forget F] [--no-fec]\n".data(using: .utf8)!)
+    FileHandle.standardError.write(("usage: jitter-bench --trace FILE [--synth PROFILE[:SEED[:SKEW]]] [--impl parley|speex|both] [--json] [--quantile Q] [--forget F] [--no-fec]\n"
+        + "       jitter-bench --trace FILE --speech WAV --out WAV [--bitrate BPS] [--expected-loss PERCENT] [--phase MS]\n").data(using: .utf8)!)
     exit(2)
 }
 while let a = args.popFirst() {
