@@ -65,7 +65,7 @@ let package = Package(
 
         .testTarget(name: "ParleyWireTests", dependencies: ["ParleyWire"]),
         .testTarget(name: "ParleyMediaTests", dependencies: ["ParleyMedia", "ParleyWire"]),
-        .testTarget(name: "ParleyClientCoreTests", dependencies: ["ParleyClientCore", "ParleyWire"]),
+        .testTarget(name: "ParleyClientCoreTests", dependencies: ["ParleyClientCore", "ParleyWire", "ParleyMedia"]),
         .testTarget(name: "ParleyAudioIOTests", dependencies: ["ParleyAudioIO"]),
         .testTarget(name: "ParleyAuthTests", dependencies: ["ParleyAuth"]),
         .testTarget(name: "ParleyRelayCoreTests", dependencies: ["ParleyRelayCore", "ParleyClientCore", "ParleyWire", "ParleyAuth", "ParleyMedia"]),

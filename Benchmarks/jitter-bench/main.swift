@@ -21,7 +21,7 @@ var speexUpdateDelay = false
 var wrap = false
 var config = JitterBufferConfig()
 var speechPath: String?, outPath: String?
-var bitrate: Int32 = 40_000, expectedLoss: Int32 = 0, phase = 0.0
+var bitrate: Int32 = 56_000, expectedLoss: Int32 = 0, phase = 0.0
 var args = CommandLine.arguments.dropFirst()
 func usage() -> Never {
     FileHandle.standardError.write(("usage: jitter-bench --trace FILE [--synth PROFILE[:SEED[:SKEW]]] [--impl parley|speex|both] [--json] [--quantile Q] [--forget F] [--no-fec]\n"

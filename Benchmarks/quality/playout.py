@@ -24,7 +24,7 @@ def clean_trace(path, packets=3000):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trace", action="append", help="jb-trace v1 CSV (repeatable)")
-    ap.add_argument("--bitrate", default="40000", help="the client default")
+    ap.add_argument("--bitrate", default="56000", help="the client default")
     ap.add_argument("--expected-loss", default="0", help="the encoder's in-band FEC setting, percent")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()

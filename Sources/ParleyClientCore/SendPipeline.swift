@@ -22,10 +22,10 @@ public final class SendPipeline {
     /// The loss the encoder currently protects against with in-band FEC, in percent.
     public private(set) var expectedLossPercent: Int32 = 0
 
-    /// Adapts in-band FEC to the loss the relay reports (RTCP receiver report, fraction lost /256); see
-    /// `LossAdaptiveFEC` for the policy.
-    public func reportedLoss(fraction: UInt8) {
-        guard fec.report(fractionLost: fraction) else { return }
+    /// Adapts in-band FEC to what the relay reports about this stream (RTCP receiver report block: fraction lost
+    /// /256, interarrival jitter in 48 kHz units); see `LossAdaptiveFEC` for the policy.
+    public func reportedLoss(fraction: UInt8, jitter: UInt32 = 0) {
+        guard fec.report(fractionLost: fraction, jitter: jitter) else { return }
         if (try? encoder.setExpectedPacketLoss(percent: fec.expectedLossPercent)) != nil { expectedLossPercent = fec.expectedLossPercent }
     }
     private var fec = LossAdaptiveFEC()
@@ -34,7 +34,7 @@ public final class SendPipeline {
     public private(set) var framesEncoded = 0, framesSuppressed = 0
 
     /// An Opus VOIP encoder at `bitrate`, `complexity`, FEC for `expectedLossPercent`, DTX when `dtx`.
-    public init(ssrc: UInt32, bitrate: Int32 = 40_000, complexity: Int32 = 10, expectedLossPercent: Int32 = 0, dtx: Bool = true,
+    public init(ssrc: UInt32, bitrate: Int32 = 56_000, complexity: Int32 = 10, expectedLossPercent: Int32 = 0, dtx: Bool = true,
                 payloadType: UInt8 = 111, levelExtensionID: UInt8 = 1) throws(OpusError) {
         encoder = try OpusEncoder(sampleRate: 48_000, channels: 1, application: .voip)
         try encoder.setBitrate(bitrate)

@@ -48,6 +48,9 @@ final class Member {
     /// Middle 32 bits of the NTP time of the member's last sender report, and when it arrived.
     var lastSenderReport: (ntpMiddle: UInt32, at: Int64)?
     var lastReceiverReport: Int64 = 0
+    /// The worst fraction lost (/256) and interarrival jitter that listeners reported about this member's stream
+    /// since the relay's last receiver report to it (forward mode; see `sendReceiverReport`).
+    var listenerLoss: UInt8 = 0, listenerJitter: UInt32 = 0
     /// Sequence number of the next mixed packet this member receives (mix mode).
     var mixSequence = UInt16.random(in: 0...UInt16.max)
     /// An RTP endpoint's latched source address (nil until its first packet).

@@ -72,9 +72,10 @@ final class MixEngine {
         return e
     }
 
-    /// A listener's receiver report about the mix (RTCP fraction lost, /256): resizes every mix encoder's FEC.
-    func listenerReported(fractionLost: UInt8) {
-        guard fec.report(fractionLost: fractionLost) else { return }
+    /// A listener's receiver report about the mix (RTCP fraction lost /256, interarrival jitter in 48 kHz units):
+    /// resizes every mix encoder's FEC.
+    func listenerReported(fractionLost: UInt8, jitter: UInt32 = 0) {
+        guard fec.report(fractionLost: fractionLost, jitter: jitter) else { return }
         let percent = expectedLossPercent
         try? sharedEncoder.setExpectedPacketLoss(percent: percent)
         for input in inputs.values { try? input.minusOneEncoder?.setExpectedPacketLoss(percent: percent) }

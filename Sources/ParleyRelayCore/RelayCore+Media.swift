@@ -76,7 +76,14 @@ extension RelayCore {
                     // A listener's report about the room's mix sizes the mix encoders' FEC.
                     let report = try ReceiverReport(parsing: packet)
                     if let mix = member.room.mix {
-                        for block in report.reports where block.ssrc == mix.ssrc { mix.listenerReported(fractionLost: block.fractionLost) }
+                        for block in report.reports where block.ssrc == mix.ssrc { mix.listenerReported(fractionLost: block.fractionLost, jitter: block.jitter) }
+                    } else {
+                        // Forwarded streams: remember the worst a listener saw, for the speaker's next report.
+                        for block in report.reports {
+                            guard let speaker = bySSRC[block.ssrc], speaker.room === member.room else { continue }
+                            speaker.listenerLoss = max(speaker.listenerLoss, block.fractionLost)
+                            speaker.listenerJitter = max(speaker.listenerJitter, block.jitter)
+                        }
                     }
                 case 205 where packet.countOrFormat == 1:
                     let nack = try GenericNACKView(parsing: packet)
@@ -147,7 +154,15 @@ extension RelayCore {
             lsr = sr.ntpMiddle
             dlsr = UInt32(truncatingIfNeeded: (now.monotonic - sr.at) * 65_536 / 1_000_000_000)
         }
-        let block = member.receiveStats.makeReportBlock(ssrc: member.ssrc, lastSR: lsr, delaySinceLastSR: dlsr)
+        var block = member.receiveStats.makeReportBlock(ssrc: member.ssrc, lastSR: lsr, delaySinceLastSR: dlsr)
+        // The speaker's in-band FEC has to cover its listeners' legs too (a packet lost between the relay and a
+        // listener is lost to that listener just the same), so the report carries the worst of the relay's own
+        // figures and what listeners reported since the last one — as mediasoup reports the worst remote fraction
+        // lost to Opus senders. Cumulative counts and the extended sequence stay the relay's own.
+        block.fractionLost = max(block.fractionLost, member.listenerLoss)
+        block.jitter = max(block.jitter, member.listenerJitter)
+        member.listenerLoss = 0
+        member.listenerJitter = 0
         let report = ReceiverReport(ssrc: relaySSRC, reports: [block])
         let space = output.reserve(report.serializedSize)
         guard let n = try? report.serialize(into: space) else { return }

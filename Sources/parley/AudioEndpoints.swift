@@ -101,7 +101,7 @@ struct AudioOptions {
     var agc = false
     var noPlayback = false
     var dtx: Bool
-    var bitrate: Int32 = 40_000
+    var bitrate: Int32 = 56_000
     var complexity: Int32 = 10
 
     init(_ o: Options) {

@@ -79,7 +79,7 @@ final class MediaEngine {
             var packets = rtcpPackets(in: bytes)
             while let p = try? packets.next() {
                 guard p.packetType == 201, let rr = try? ReceiverReport(parsing: p), let sender else { continue }
-                for block in rr.reports where block.ssrc == sender.ssrc { sender.reportedLoss(fraction: block.fractionLost) }
+                for block in rr.reports where block.ssrc == sender.ssrc { sender.reportedLoss(fraction: block.fractionLost, jitter: block.jitter) }
             }
             return
         }

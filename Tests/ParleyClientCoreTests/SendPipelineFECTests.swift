@@ -1,6 +1,7 @@
 // The send path's in-band FEC follows the loss the relay reports, and the NACK tracker's ask-while-useful rule.
 import Testing
 import ParleyClientCore
+import ParleyMedia
 import ParleyWire
 
 @Suite("Send pipeline FEC adaptation")
@@ -21,6 +22,25 @@ struct SendPipelineFECTests {
         let pipeline = try SendPipeline(ssrc: 1)
         pipeline.reportedLoss(fraction: Self.fraction(loss))   // a rise is taken at once
         #expect(pipeline.expectedLossPercent == expected)
+    }
+
+    /// Interarrival jitter (48 kHz units) for milliseconds.
+    static func jitter(_ ms: Double) -> UInt32 { UInt32(ms * 48) }
+
+    @Test(arguments: [(0.5, Int32(0)), (2.9, 0), (3.0, 1), (7.9, 1), (8.0, 2), (40.0, 2)])
+    func jitterWithoutLossGetsSomeProtection(ms: Double, expected: Int32) throws {
+        // Late packets are lost to the listener too; only the next packet's FEC rebuilds them.
+        let pipeline = try SendPipeline(ssrc: 1)
+        pipeline.reportedLoss(fraction: 0, jitter: Self.jitter(ms))
+        #expect(pipeline.expectedLossPercent == expected)
+    }
+
+    @Test func lossAndJitterTakeTheLargerProtection() throws {
+        let pipeline = try SendPipeline(ssrc: 1)
+        pipeline.reportedLoss(fraction: Self.fraction(10), jitter: Self.jitter(20))
+        #expect(pipeline.expectedLossPercent == 6)
+        #expect(LossAdaptiveFEC.protection(forLoss: 1, jitterMilliseconds: 20) == 2)
+        #expect(LossAdaptiveFEC.protection(forLoss: 0, jitterMilliseconds: 0) == 0)
     }
 
     @Test func protectionFallsSlowlyAfterTheLossStops() throws {

@@ -172,6 +172,43 @@ struct ForwardingTests {
         #expect(report.reports.first?.fractionLost == 0)
     }
 
+    @Test("a speaker's receiver report carries the worst loss and jitter its listeners reported, once")
+    func receiverReportsCarryListenersLoss() throws {
+        let net = FakeNetwork()
+        let alice = net.addClient("alice"), bob = net.addClient("bob"), carol = net.addClient("carol")
+        net.joinAll()
+        net.advance(milliseconds: 1_200, stepMilliseconds: 20) { alice.speak(level: 30) }
+        func listenerReports(_ client: FakeClient, fractionLost: UInt8, jitter: UInt32, about ssrc: UInt32) throws {
+            let block = ReportBlock(ssrc: ssrc, fractionLost: fractionLost, cumulativeLost: 3, highestSequence: 9, jitter: jitter,
+                                    lastSR: 0, delaySinceLastSR: 0)
+            var bytes = [UInt8](repeating: 0, count: 100)
+            let n = try bytes.withUnsafeMutableBytes { try ReceiverReport(ssrc: client.ssrc, reports: [block]).serialize(into: $0) }
+            client.pendingMedia.append(Array(bytes[0..<n]))
+        }
+        func lastReportToAlice() throws -> ReportBlock {
+            let report = try alice.rtcp.last!.withUnsafeBytes { b in
+                var it = rtcpPackets(in: b)
+                return try ReceiverReport(parsing: try #require(try it.next()))
+            }
+            return try #require(report.reports.first)
+        }
+        try listenerReports(bob, fractionLost: 13, jitter: 480, about: alice.ssrc)      // 5 %, 10 ms
+        try listenerReports(carol, fractionLost: 5, jitter: 960, about: alice.ssrc)     // 2 %, 20 ms
+        try listenerReports(carol, fractionLost: 200, jitter: 9_999, about: 0xDEAD)     // no such stream: ignored
+        let before = alice.rtcp.count
+        net.advance(milliseconds: 1_100, stepMilliseconds: 20) { alice.speak(level: 30) }
+        #expect(alice.rtcp.count > before)
+        let worst = try lastReportToAlice()
+        #expect(worst.ssrc == alice.ssrc)
+        #expect(worst.fractionLost == 13)
+        #expect(worst.jitter == 960)
+        #expect(worst.cumulativeLost == 0)            // the relay's own count: it lost nothing
+        net.advance(milliseconds: 1_100, stepMilliseconds: 20) { alice.speak(level: 30) }
+        let next = try lastReportToAlice()            // nothing reported since: the relay's own figures again
+        #expect(next.fractionLost == 0)
+        #expect(next.jitter < 480)
+    }
+
     @Test("RTP from an unknown address or with another member's SSRC is dropped and counted")
     func spoofing() {
         let net = FakeNetwork()
