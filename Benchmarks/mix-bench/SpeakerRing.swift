@@ -55,7 +55,7 @@ enum SyntheticVoice {
     }
 }
 
-/// One voice encoded once, before anything is timed: `frames` Opus packets (48 kHz mono, 20 ms, 40 kbit/s,
+/// One voice encoded once, before anything is timed: `frames` Opus packets (48 kHz mono, 20 ms, 56 kbit/s,
 /// complexity 5, FEC on at 10 % expected loss, DTX on — what a Parley client sends) with their RFC 6464 levels.
 /// Speakers replay it in a loop; each room starts at its own offset.
 final class SpeakerRing {
@@ -75,7 +75,7 @@ final class SpeakerRing {
         pcm = SyntheticVoice.make(voice: voice, of: voices, seconds: Double(seconds), pattern: pattern)
         let encoder = try OpusEncoder(sampleRate: 48_000, channels: 1, application: .voip)
         try encoder.setComplexity(5)
-        try encoder.setBitrate(40_000)
+        try encoder.setBitrate(56_000)
         try encoder.setInbandFEC(true)
         try encoder.setExpectedPacketLoss(percent: 10)
         try encoder.setDTX(true)

@@ -1,8 +1,9 @@
 import ParleyMedia
 
 /// Speech-like audio encoded once at start: talkspurts of voiced syllables (harmonics of a gliding pitch, 4–5 Hz
-/// syllable envelope) separated by silent pauses, through Opus VOIP 40 kbit/s with FEC and DTX as real clients send
-/// it. Each frame keeps its RFC 6464 level and whether it is sent (DTX frames after the first are not).
+/// syllable envelope) separated by silent pauses, through Opus VOIP 56 kbit/s (the client default) with FEC and DTX
+/// as real clients send it. Each frame keeps its RFC 6464 level and whether it is sent (DTX frames after the first
+/// are not).
 final class SpeechClip {
     struct Frame {
         var offset: Int
@@ -21,7 +22,7 @@ final class SpeechClip {
 
     init(seconds: Int = 12) throws {
         let encoder = try OpusEncoder(sampleRate: 48_000, channels: 1, application: .voip)
-        try encoder.setBitrate(40_000)
+        try encoder.setBitrate(56_000)
         try encoder.setComplexity(5)
         try encoder.setInbandFEC(true)
         try encoder.setExpectedPacketLoss(percent: 0)
