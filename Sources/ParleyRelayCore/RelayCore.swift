@@ -161,16 +161,17 @@ public final class RelayCore {
     /// Rooms and members as they stand (for the HTTP API and tests).
     public func snapshot() -> [RoomSnapshot] {
         rooms.values.sorted { $0.name < $1.name }.map { room in
-            RoomSnapshot(name: room.name, mode: room.mode, createdAtUnixMilliseconds: room.createdAtUnixMilliseconds,
-                         members: room.members.map { m in
-                             let s = room.selector.state(of: m.id)
-                             return MemberSnapshot(id: m.id, identity: m.identity, name: m.name, ssrc: m.ssrc, address: m.address,
-                                                   muted: m.muted, forwarded: s.forwarded,
-                                                   level: UInt8(max(0, min(127, (127 - s.loudness).rounded()))),
-                                                   joinedAtUnixMilliseconds: m.joinedAtUnixMilliseconds, stats: m.stats,
-                                                   packetsLost: m.receiveStats.cumulativeLost, jitter: m.receiveStats.jitter)
-                         },
-                         forwardedSpeakers: room.selector.forwarded)
+            room.fanOut.foldCounters()
+            return RoomSnapshot(name: room.name, mode: room.mode, createdAtUnixMilliseconds: room.createdAtUnixMilliseconds,
+                                members: room.members.map { m in
+                                    let s = room.selector.state(of: m.id)
+                                    return MemberSnapshot(id: m.id, identity: m.identity, name: m.name, ssrc: m.ssrc, address: m.address,
+                                                          muted: m.muted, forwarded: s.forwarded,
+                                                          level: UInt8(max(0, min(127, (127 - s.loudness).rounded()))),
+                                                          joinedAtUnixMilliseconds: m.joinedAtUnixMilliseconds, stats: m.stats,
+                                                          packetsLost: m.receiveStats.cumulativeLost, jitter: m.receiveStats.jitter)
+                                },
+                                forwardedSpeakers: room.selector.forwarded)
         }
     }
 }
