@@ -84,10 +84,11 @@ public final class RelayCore {
             // The media path marks the timers itself, only when it creates work for `tick`.
             return handleRTP(bytes, from: from, now: now)
         }
-        noteTimerWork(at: now.monotonic)
         if first == Signalling.magic {
+            // Marks the timers itself: an ack or ping from a member only moves that member's channel.
             handleSignalling(bytes, from: from, now: now, viaPublicPort: viaPublicPort)
         } else if first & 0xC0 == 0x80 {
+            // RTCP creates no work for `tick`: it answers NACKs at once and only moves `lastHeard` later.
             handleRTCP(bytes, from: from, now: now)
         } else {
             drop(.unknownProtocol, from: from, now: now)
