@@ -14,25 +14,28 @@ public final class DatagramBatch {
     /// Bytes per receive slot.
     public let slotSize: Int
     private let socket: UDPSocket
+    @usableFromInline let isIPv4: Bool
     private let receiveBuffers: UnsafeMutableRawPointer
     private let receiveHeaders: UnsafeMutablePointer<parley_mmsg>
     private let receiveIOV: UnsafeMutablePointer<iovec>
     private let receiveNames: UnsafeMutablePointer<sockaddr_storage>
-    private let sendHeaders: UnsafeMutablePointer<parley_mmsg>
-    private let sendIOV: UnsafeMutablePointer<iovec>
+    @usableFromInline let sendHeaders: UnsafeMutablePointer<parley_mmsg>
+    @usableFromInline let sendIOV: UnsafeMutablePointer<iovec>
     /// One `sockaddr_in6` per send entry (28 bytes, the largest address written), not a 128-byte
     /// `sockaddr_storage`: a batch of a thousand sends then spans a quarter of the cache lines.
-    private let sendNames: UnsafeMutablePointer<sockaddr_in6>
+    @usableFromInline let sendNames: UnsafeMutablePointer<sockaddr_in6>
     /// Datagrams received by the last `receive()`.
     public private(set) var receivedCount = 0
     /// Datagrams queued for the next `flush()`.
-    public private(set) var queuedCount = 0
+    public var queuedCount: Int { queued }
+    @usableFromInline var queued = 0
     /// Datagrams the kernel refused to send (buffer full, unreachable).
     public private(set) var sendFailures = 0
 
     /// Allocates every slot for `socket` (`sendCapacity` defaults to `capacity`).
     public init(socket: UDPSocket, capacity: Int = 64, sendCapacity: Int? = nil, slotSize: Int = 1536) {
         self.socket = socket
+        self.isIPv4 = socket.isIPv4
         self.capacity = capacity
         self.sendCapacity = sendCapacity ?? capacity
         self.slotSize = slotSize
@@ -47,9 +50,16 @@ public final class DatagramBatch {
             receiveIOV[i] = iovec(iov_base: receiveBuffers + i * slotSize, iov_len: slotSize)
             receiveNames[i] = sockaddr_storage()
         }
+        // Every send header points at its own iovec and address slot for good (sendmmsg reads the headers and
+        // writes only `msg_len`), so `append` fills in just the bytes, the length and the address.
         for i in 0..<self.sendCapacity {
             sendIOV[i] = iovec()
             sendNames[i] = sockaddr_in6()
+            var h = msghdr()
+            h.msg_name = UnsafeMutableRawPointer(sendNames + i)
+            h.msg_iov = sendIOV + i
+            h.msg_iovlen = 1
+            sendHeaders[i] = parley_mmsg(msg_hdr: h, msg_len: 0)
         }
     }
 
@@ -89,25 +99,22 @@ public final class DatagramBatch {
     }
 
     /// Queues one datagram (the bytes must stay valid until `flush()`); flushes first when the batch is full.
+    /// Inlinable: the worker loop calls it once per outgoing datagram, from another module.
+    @inlinable
     public func append(_ bytes: UnsafeRawBufferPointer, to address: PeerAddress) {
-        if queuedCount == sendCapacity { flush() }
-        let i = queuedCount
-        sendIOV[i] = iovec(iov_base: UnsafeMutableRawPointer(mutating: bytes.baseAddress), iov_len: bytes.count)
-        let length = address.write(to: UnsafeMutableRawPointer(sendNames + i), ipv4Socket: socket.isIPv4)
-        var h = msghdr()
-        h.msg_name = UnsafeMutableRawPointer(sendNames + i)
-        h.msg_namelen = length
-        h.msg_iov = sendIOV + i
-        h.msg_iovlen = 1
-        sendHeaders[i] = parley_mmsg(msg_hdr: h, msg_len: 0)
-        queuedCount += 1
+        if queued == sendCapacity { flush() }
+        let i = queued
+        sendIOV[i].iov_base = UnsafeMutableRawPointer(mutating: bytes.baseAddress)
+        sendIOV[i].iov_len = bytes.count
+        sendHeaders[i].msg_hdr.msg_namelen = address.write(to: UnsafeMutableRawPointer(sendNames + i), ipv4Socket: isIPv4)
+        queued += 1
     }
 
     /// Sends every queued datagram with as few sendmmsg calls as the kernel allows.
     public func flush() {
         var sent = 0
-        while sent < queuedCount {
-            let n = parley_sendmmsg(socket.fd, sendHeaders + sent, UInt32(queuedCount - sent))
+        while sent < queued {
+            let n = parley_sendmmsg(socket.fd, sendHeaders + sent, UInt32(queued - sent))
             if n <= 0 {
                 // The datagram at `sent` was refused (ENOBUFS/EAGAIN/ECONNREFUSED...): count it and skip it.
                 sendFailures += 1
@@ -116,6 +123,6 @@ public final class DatagramBatch {
                 sent += Int(n)
             }
         }
-        queuedCount = 0
+        queued = 0
     }
 }

@@ -65,6 +65,7 @@ extension PeerAddress {
     }
 
     /// Writes this address as a `sockaddr_in6` (IPv4 as mapped) or `sockaddr_in` when `ipv4Socket`; returns its length.
+    @inlinable
     public func write(to storage: UnsafeMutableRawPointer, ipv4Socket: Bool) -> socklen_t {
         if ipv4Socket {
             var sin = sockaddr_in()

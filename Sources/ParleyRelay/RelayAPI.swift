@@ -1,4 +1,5 @@
 import ParleyAuth
+import ParleyNet
 import ParleyRelayCore
 import Synchronization
 
@@ -29,8 +30,26 @@ public final class RelayAPI: Sendable {
         self.commandTimeout = commandTimeout
     }
 
-    /// Every worker's latest snapshot, worker 0 first.
-    public func snapshots() -> [WorkerSnapshot] { slots.map { $0.load() } }
+    /// Every worker's snapshot, worker 0 first, none older than `APIPublisher.interval` (200 ms): workers capture
+    /// snapshots only on demand, so a stale one is refreshed first (a round trip through the worker's inbox, waited
+    /// for at most `snapshotTimeout`; a worker that does not answer in time is shown as it last published).
+    public func snapshots() -> [WorkerSnapshot] {
+        let now = Clock.monotonicNanoseconds()
+        var waiting: [ReplyBox] = []
+        for (slot, inbox) in zip(slots, inboxes) where now - slot.capturedAt > APIPublisher.interval {
+            let box = ReplyBox()
+            inbox.requestSnapshot(reply: box)
+            waiting.append(box)
+        }
+        let deadline = now + Int64(snapshotTimeout * 1e9)
+        for box in waiting {
+            _ = box.wait(seconds: max(0, Double(deadline - Clock.monotonicNanoseconds()) / 1e9))
+        }
+        return slots.map { $0.load() }
+    }
+
+    /// Seconds a reader waits for stale snapshots to be refreshed.
+    public var snapshotTimeout: Double { min(commandTimeout, 0.5) }
 
     /// Posts `command` to the worker owning its room and waits for the answer; nil after `commandTimeout`.
     public func execute(_ command: AdminCommand) -> AdminResult? {

@@ -10,6 +10,8 @@ final class WorkerInbox: Sendable {
     private let queue = Mutex<[(datagram: [UInt8], from: PeerAddress)]>([])
     /// Commands from the HTTP API, with the box their answer goes into.
     private let commands = Mutex<[(AdminCommand, ReplyBox)]>([])
+    /// Readers waiting for a fresh snapshot (see `RelayAPI.snapshots`).
+    private let snapshotRequests = Mutex<[ReplyBox]>([])
     let wakeup: WakeupSignal
 
     init() throws(SystemError) { wakeup = try WakeupSignal() }
@@ -22,6 +24,21 @@ final class WorkerInbox: Sendable {
     func post(_ command: AdminCommand, reply: ReplyBox) {
         commands.withLock { $0.append((command, reply)) }
         wakeup.signal()
+    }
+
+    /// Asks the worker to publish a fresh snapshot; `reply` is fulfilled once it did.
+    func requestSnapshot(reply: ReplyBox) {
+        snapshotRequests.withLock { $0.append(reply) }
+        wakeup.signal()
+    }
+
+    /// The snapshot requests waiting (call after `take`, which drains the wakeup).
+    func takeSnapshotRequests() -> [ReplyBox] {
+        snapshotRequests.withLock { q in
+            if q.isEmpty { return [] }
+            defer { q = [] }
+            return q
+        }
     }
 
     /// The API commands waiting (call after `take`, which drains the wakeup).
@@ -116,8 +133,13 @@ final class Worker: @unchecked Sendable {
                     core.noteTimerWork(at: Clock.monotonicNanoseconds())
                     send(core.output, batch: batch)
                     core.outputSent()
-                    publish(core, &api, force: true)  // before answering, so the caller reads its own write
+                    publish(core, &api, capture: true)  // before answering, so the caller reads its own write
                     for (c, r) in zip(commands, results) { c.1.fulfil(r) }
+                }
+                let snapshotRequests = inbox.takeSnapshotRequests()
+                if !snapshotRequests.isEmpty {
+                    if commands.isEmpty { publish(core, &api, capture: true) }
+                    for r in snapshotRequests { r.fulfil(.ok) }
                 }
             }
             // Drain the socket in batches, flushing output between batches (entries point into receive buffers).
@@ -147,7 +169,7 @@ final class Worker: @unchecked Sendable {
                 dispatchHandoffs(core)
                 core.outputSent()
             }
-            publish(core, &api, force: false)
+            publish(core, &api, capture: false)
             busyNanoseconds.add(Clock.monotonicNanoseconds() - busyStart, ordering: .relaxed)
         }
     }

@@ -101,8 +101,11 @@ public struct WorkerSnapshot: Sendable {
 /// The slot one worker publishes its snapshot into; the HTTP threads copy it out under the lock (a
 /// reference-count bump: the arrays inside are shared, not copied).
 final class SnapshotSlot: Sendable {
-    private let value: Mutex<WorkerSnapshot>
-    init(worker: Int) { value = Mutex(WorkerSnapshot(worker: worker)) }
-    func store(_ snapshot: WorkerSnapshot) { value.withLock { $0 = snapshot } }
-    func load() -> WorkerSnapshot { value.withLock { $0 } }
+    private let value: Mutex<(snapshot: WorkerSnapshot, at: Int64)>
+    init(worker: Int) { value = Mutex((WorkerSnapshot(worker: worker), .min / 2)) }
+    /// Replaces the snapshot; `at` is when it was captured (monotonic ns).
+    func store(_ snapshot: WorkerSnapshot, at: Int64) { value.withLock { $0 = (snapshot, at) } }
+    func load() -> WorkerSnapshot { value.withLock { $0.snapshot } }
+    /// When the snapshot was captured (monotonic ns; far in the past before the first).
+    var capturedAt: Int64 { value.withLock { $0.at } }
 }

@@ -14,14 +14,15 @@ public struct MemberStats: Sendable, Equatable {
 
 /// One member of a room, owned by the worker that owns the room.
 final class Member {
-    // What the fan-out loop reads and writes for every listener of every forwarded packet comes first, so it
-    // shares the object's first cache lines instead of being spread over its ~600 bytes.
-    var address: PeerAddress
+    // What the room's fan-out table copies (see `FanOutTable`): changing it marks the table for a rebuild.
+    var address: PeerAddress { didSet { room.fanOut.invalidate() } }
     let canSubscribe: Bool
     /// Whether `address` is somewhere to send media (false for an RTP endpoint until it latches or is given one).
-    var hasDestination = true
+    var hasDestination = true { didSet { room.fanOut.invalidate() } }
     /// A plain-RTP endpoint created by the HTTP API: no signalling, address latched from its first RTP packet.
-    var isRTPEndpoint = false
+    var isRTPEndpoint = false { didSet { room.fanOut.invalidate() } }
+    /// Traffic counters. Forwarded media is counted in the room's fan-out table first: read these after
+    /// `room.fanOut.foldCounters()`.
     var stats = MemberStats()
 
     let id: UInt32
@@ -93,7 +94,10 @@ final class Room {
     let name: String
     let mode: String
     let createdAtUnixMilliseconds: Int64
-    var members: [Member] = []
+    /// Members in join order. Any change marks `fanOut` for a rebuild.
+    var members: [Member] = [] { didSet { fanOut.invalidate() } }
+    /// The listeners as the forwarding loop reads them, derived from `members`.
+    let fanOut = FanOutTable()
     var selector: SpeakerSelector
     var emptySince: Int64?
     var lastSpeakerPush: Int64 = .min / 2

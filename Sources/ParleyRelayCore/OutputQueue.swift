@@ -16,7 +16,7 @@ public struct OutgoingDatagram {
 /// into received buffers, so the loop flushes before it receives into those buffers again. Zero allocations in
 /// steady state; the entry array and arena grow only when a burst exceeds everything seen before.
 public final class OutputQueue {
-    private var entries: UnsafeMutablePointer<OutgoingDatagram>
+    @usableFromInline var entries: UnsafeMutablePointer<OutgoingDatagram>
     private var capacity: Int
     /// Datagrams queued.
     public private(set) var count = 0
@@ -37,7 +37,8 @@ public final class OutputQueue {
         for c in chunks { c.deallocate() }
     }
 
-    /// Entry `i`.
+    /// Entry `i` (inlinable: the worker loop reads every entry, from another module).
+    @inlinable
     public subscript(i: Int) -> OutgoingDatagram { entries[i] }
 
     /// Queues bytes that outlive this call (a received datagram, or arena bytes).

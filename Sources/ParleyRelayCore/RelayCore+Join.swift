@@ -10,6 +10,7 @@ extension RelayCore {
             return drop(.malformedSignalling, from: from, now: now)
         }
         if let p = presence.byAddress[from] {
+            noteTimerWork(at: now.monotonic)
             return handlePresenceSignal(p, datagram, bytes: bytes, now: now, viaPublicPort: viaPublicPort)
         }
         if let member = byAddress[from] {
@@ -20,6 +21,7 @@ extension RelayCore {
             }
             return handleMemberSignal(member, datagram, bytes: bytes, now: now, viaPublicPort: viaPublicPort)
         }
+        noteTimerWork(at: now.monotonic)
         switch datagram.message {
         case .join(let request):
             handleJoinRequest(request, bytes: bytes, from: from, now: now, viaPublicPort: viaPublicPort)

@@ -44,12 +44,17 @@ extension RelayCore {
 
         let size = UInt64(bytes.count)
         var sent: UInt64 = 0
-        for listener in room.members where listener !== member && listener.canSubscribe && listener.hasDestination {
+        let table = room.fanOut
+        table.refresh(from: room.members)
+        let entries = table.entries
+        for i in 0..<table.count {
+            let listener = entries + i
+            guard listener.pointee.memberID != member.id else { continue }
             // A plain-RTP endpoint hears one stream: the first forwarded speaker other than itself.
-            if listener.isRTPEndpoint, firstForwarded(in: room, except: listener) != member.id { continue }
-            output.append(bytes, to: listener.address)
-            listener.stats.packetsOut &+= 1
-            listener.stats.bytesOut &+= size
+            if listener.pointee.isRTPEndpoint, firstForwarded(in: room, except: listener.pointee.memberID) != member.id { continue }
+            output.append(bytes, to: listener.pointee.address)
+            listener.pointee.packetsOut &+= 1
+            listener.pointee.bytesOut &+= size
             sent &+= 1
         }
         counters.forwarded &+= sent

@@ -109,8 +109,8 @@ extension RelayCore {
 
     /// The first forwarded member of `room` other than `listener` (what a plain-RTP endpoint hears in forward mode).
     @inline(__always)
-    func firstForwarded(in room: Room, except listener: Member) -> UInt32? {
-        for id in room.selector.forwarded where id != listener.id { return id }
+    func firstForwarded(in room: Room, except listener: UInt32) -> UInt32? {
+        for id in room.selector.forwarded where id != listener { return id }
         return nil
     }
 }

@@ -7,6 +7,9 @@ extension RelayCore {
         if !viaPublicPort { member.viaPublicPort = false }
         let delivered = member.channel.receive(sequence: datagram.sequence, ack: datagram.ack, message: datagram.message,
                                                now: now.monotonic)
+        // Acks and pings (most of the signalling a room in steady state receives) change nothing `tick` looks at but
+        // this member's channel, whose next due time is marked after the pump below; anything else may.
+        if delivered.contains(where: { !$0.isAckOrPing }) { noteTimerWork(at: now.monotonic) }
         for message in delivered {
             guard byConnection[member.connectionID] === member else { return }  // removed while handling
             switch message {
@@ -34,7 +37,10 @@ extension RelayCore {
                 drop(.unexpectedMessage, from: member.address, now: now)
             }
         }
-        if byConnection[member.connectionID] === member { pump(member, now: now) }
+        if byConnection[member.connectionID] === member {
+            pump(member, now: now)
+            noteTimerWork(at: member.channel.serviceDue)
+        }
     }
 
     /// Mutes or unmutes a member and tells the room (the member included).
@@ -136,5 +142,15 @@ extension RelayCore {
         room.lastSpeakerPush = now.monotonic
         room.speakerPushDue = nil
         broadcast(.speakers(entries), in: room, now: now)
+    }
+}
+
+extension SignalMessage {
+    /// A bare acknowledgement or a keepalive ping: handling one touches nothing but the sender's channel.
+    var isAckOrPing: Bool {
+        switch self {
+        case .ack, .ping: return true
+        default: return false
+        }
     }
 }

@@ -7,6 +7,10 @@ extension RelayCore {
     /// members exist, and at least once a second otherwise.
     public func tick(now: Moment) {
         tickPresence(now: now)
+        // Periodic per-member and per-room checks run on one 100 ms grid, so a loaded worker ticks ~10 times a
+        // second rather than at every member's own due time (receiver reports fall due at scattered times).
+        let housekeeping = now.monotonic - lastHousekeeping >= Self.housekeepingInterval
+        if housekeeping { lastHousekeeping = now.monotonic }
         var expired: [Member] = []
         for member in byConnection.values {
             if member.channel.serviceDue <= now.monotonic { pump(member, now: now) }
@@ -16,7 +20,7 @@ extension RelayCore {
                 if member.canPublish && silent { expired.append(member) }
             } else if member.channel.failed || silent {
                 expired.append(member)
-            } else if member.canPublish, member.receiveStats.packetsReceived > 0,
+            } else if housekeeping, member.canPublish, member.receiveStats.packetsReceived > 0,
                       now.monotonic - member.lastReceiverReport >= config.receiverReportInterval {
                 sendReceiverReport(to: member, now: now)
             }
@@ -25,8 +29,6 @@ extension RelayCore {
             counters.timeouts &+= 1
             removeMember(member, reason: "timed out", goodbye: .timedOut, now: now)
         }
-        let housekeeping = now.monotonic - lastHousekeeping >= Self.housekeepingInterval
-        if housekeeping { lastHousekeeping = now.monotonic }
         var closing: [Room] = []
         for room in rooms.values {
             if let due = room.speakerPushDue, due <= now.monotonic {
@@ -47,7 +49,8 @@ extension RelayCore {
         timersDue = max(nextTimerWork(), now.monotonic &+ 1)
     }
 
-    /// How often rooms with speakers are re-checked for a speaker list that went stale (a speaker fell silent).
+    /// How often rooms with speakers are re-checked for a speaker list that went stale (a speaker fell silent),
+    /// and the grid receiver reports are sent on (each at the first housekeeping pass once its interval passed).
     static let housekeepingInterval: Int64 = 100_000_000
 
     /// The longest the loop lets work wait past `timersDue`: it ticks on any wakeup at or after `timersDue`
@@ -79,7 +82,9 @@ extension RelayCore {
             }
             due = min(due, member.lastHeard &+ config.memberTimeout &+ 1)
             if member.canPublish, member.receiveStats.packetsReceived > 0 {
-                due = min(due, member.lastReceiverReport &+ config.receiverReportInterval)
+                // Sent on the housekeeping grid: at the first pass once the interval has passed.
+                due = min(due, max(member.lastReceiverReport &+ config.receiverReportInterval,
+                                   lastHousekeeping &+ Self.housekeepingInterval))
             }
         }
         for room in rooms.values {

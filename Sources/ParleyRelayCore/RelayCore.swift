@@ -84,10 +84,11 @@ public final class RelayCore {
             // The media path marks the timers itself, only when it creates work for `tick`.
             return handleRTP(bytes, from: from, now: now)
         }
-        noteTimerWork(at: now.monotonic)
         if first == Signalling.magic {
+            // Marks the timers itself: an ack or ping from a member only moves that member's channel.
             handleSignalling(bytes, from: from, now: now, viaPublicPort: viaPublicPort)
         } else if first & 0xC0 == 0x80 {
+            // RTCP creates no work for `tick`: it answers NACKs at once and only moves `lastHeard` later.
             handleRTCP(bytes, from: from, now: now)
         } else {
             drop(.unknownProtocol, from: from, now: now)
@@ -161,16 +162,17 @@ public final class RelayCore {
     /// Rooms and members as they stand (for the HTTP API and tests).
     public func snapshot() -> [RoomSnapshot] {
         rooms.values.sorted { $0.name < $1.name }.map { room in
-            RoomSnapshot(name: room.name, mode: room.mode, createdAtUnixMilliseconds: room.createdAtUnixMilliseconds,
-                         members: room.members.map { m in
-                             let s = room.selector.state(of: m.id)
-                             return MemberSnapshot(id: m.id, identity: m.identity, name: m.name, ssrc: m.ssrc, address: m.address,
-                                                   muted: m.muted, forwarded: s.forwarded,
-                                                   level: UInt8(max(0, min(127, (127 - s.loudness).rounded()))),
-                                                   joinedAtUnixMilliseconds: m.joinedAtUnixMilliseconds, stats: m.stats,
-                                                   packetsLost: m.receiveStats.cumulativeLost, jitter: m.receiveStats.jitter)
-                         },
-                         forwardedSpeakers: room.selector.forwarded)
+            room.fanOut.foldCounters()
+            return RoomSnapshot(name: room.name, mode: room.mode, createdAtUnixMilliseconds: room.createdAtUnixMilliseconds,
+                                members: room.members.map { m in
+                                    let s = room.selector.state(of: m.id)
+                                    return MemberSnapshot(id: m.id, identity: m.identity, name: m.name, ssrc: m.ssrc, address: m.address,
+                                                          muted: m.muted, forwarded: s.forwarded,
+                                                          level: UInt8(max(0, min(127, (127 - s.loudness).rounded()))),
+                                                          joinedAtUnixMilliseconds: m.joinedAtUnixMilliseconds, stats: m.stats,
+                                                          packetsLost: m.receiveStats.cumulativeLost, jitter: m.receiveStats.jitter)
+                                },
+                                forwardedSpeakers: room.selector.forwarded)
         }
     }
 }

@@ -58,13 +58,9 @@ public struct SpeakerSelector: Sendable {
     /// Takes one packet's level (0 loudest … 127 silence); returns true when the forwarded set changed.
     public mutating func observe(_ member: UInt32, level: UInt8, now: Int64) -> Bool {
         let loud = Float(127 - min(level, 127))
-        var s = states[member] ?? State()
-        // Instant attack, slow release (~10 packets to fall): a talker ranks at its level from its first word,
-        // and a word's pause does not drop it; the dwell and margin below keep the choice from flapping.
-        s.loudness = loud > s.loudness ? loud : s.loudness + 0.1 * (loud - s.loudness)
         let speech = level <= speechThreshold
-        if speech { s.lastSpeech = now }
-        states[member] = s
+        // One hash lookup per packet: the state is updated in place.
+        let s = Self.update(&states[member, default: State()], loud: loud, speech: speech, now: now)
         guard speech, !s.forwarded else { return false }
 
         if forwarded.count < capacity {
@@ -91,6 +87,15 @@ public struct SpeakerSelector: Sendable {
             return true
         }
         return false
+    }
+
+    /// Instant attack, slow release (~10 packets to fall): a talker ranks at its level from its first word,
+    /// and a word's pause does not drop it; the dwell and margin in `observe` keep the choice from flapping.
+    @inline(__always)
+    private static func update(_ s: inout State, loud: Float, speech: Bool, now: Int64) -> State {
+        s.loudness = loud > s.loudness ? loud : s.loudness + 0.1 * (loud - s.loudness)
+        if speech { s.lastSpeech = now }
+        return s
     }
 
     /// Forgets a member (left or muted); returns true when it held a slot.

@@ -107,4 +107,51 @@ struct TimerScheduleTests {
         net.exchange()
         #expect(net.core.timersDue <= net.monotonic && net.core.timersDue < before)
     }
+
+    @Test("steady speech ticks on the 100 ms housekeeping grid: receiver reports wait for it; acks and pings wake nothing")
+    func housekeepingGrid() throws {
+        let net = FakeNetwork()
+        net.tickOnlyWhenDue = true
+        let alice = net.addClient("alice"), bob = net.addClient("bob"), carol = net.addClient("carol")
+        net.joinAll()
+        net.advance(milliseconds: 1_000)
+        var reports: [PeerAddress: [Int64]] = [:]
+        var seen = net.sent.count
+        let ticks = net.ticks
+        var step = 0
+        net.advance(milliseconds: 5_000) {
+            for d in net.sent[seen...] where d.bytes.withUnsafeBytes({ isRTCP($0) }) { reports[d.to, default: []].append(net.monotonic) }
+            seen = net.sent.count
+            step += 1
+            alice.speak(level: 30)
+            bob.speak(level: step % 40 < 20 ? 20 : 127)   // bob's bursts move the speaker list: pushes, then acks
+        }
+        // ~50 housekeeping passes plus the rate-limited speaker pushes; ticking at every ack would be ~250.
+        #expect(net.ticks - ticks <= 90)
+        #expect(carol.speakerUpdates >= 5)
+        for who in [alice, bob] {
+            let times = reports[who.address] ?? []
+            #expect(times.count >= 4)
+            for (a, b) in zip(times, times.dropFirst()) {
+                #expect(b - a >= 1_000_000_000 && b - a <= 1_000_000_000 + RelayCore.housekeepingInterval + 20_000_000)
+            }
+        }
+        // A bare ack or a ping from a member leaves the due time where the last tick put it; a mute brings it forward.
+        net.core.tick(now: net.now)
+        net.collect(0)
+        let due = net.core.timersDue
+        #expect(due > net.monotonic)
+        let member = try #require(net.core.byAddress[bob.address])
+        for message in [SignalMessage.ack, .ping(timestamp: 1)] {
+            var bytes = [UInt8](repeating: 0, count: Signalling.maxDatagramSize)
+            let n = try bytes.withUnsafeMutableBytes {
+                try SignalDatagram(connectionID: member.connectionID, sequence: 0, ack: 0, message: message).serialize(into: $0)
+            }
+            net.deliverToRelay(Array(bytes[..<n]), from: bob.address, port: 7400)
+            #expect(net.core.timersDue == due)
+        }
+        bob.session.setMuted(true, now: net.monotonic)
+        net.exchange()
+        #expect(net.core.timersDue <= net.monotonic)
+    }
 }

@@ -1,0 +1,99 @@
+import ParleyWire
+
+/// The listeners of one room as the per-packet fan-out reads them: a contiguous array of plain values
+/// (where to send, who it is, what it was sent), so forwarding one packet to N listeners touches no class object,
+/// takes no reference count and runs no exclusivity check per listener.
+///
+/// ```
+/// entries ─▶ ┌──────────────┬────────┬──────┬────────────┬──────────┐
+///            │ address (24) │ member │ kind │ packetsOut │ bytesOut │  one listener, 56 bytes
+///            ├──────────────┼────────┼──────┼────────────┼──────────┤
+///            │ …            │        │      │            │          │  `count` entries
+/// members ─▶ [Member] in the same order (only `rebuild` and `foldCounters` read it)
+/// ```
+///
+/// The table is derived from `Room.members` and each member's address, destination and subscribe grant. Whatever
+/// changes those calls `invalidate()` (`Room.members` and `Member.address`/`hasDestination` do it in `didSet`);
+/// the next forwarded packet rebuilds it (`refresh`). Per-listener out counters accumulate in the entries and are
+/// folded into `Member.stats` on every rebuild and whenever the stats are read (`foldCounters`), so the API
+/// sees exact figures. One worker thread owns it.
+final class FanOutTable {
+    /// One listener.
+    struct Entry {
+        /// Where its media goes.
+        var address: PeerAddress
+        /// Its member id (the speaker skips its own entry).
+        var memberID: UInt32
+        /// A plain-RTP endpoint hears only the first forwarded speaker other than itself.
+        var isRTPEndpoint: Bool
+        /// Forwarded to it since the last `foldCounters`.
+        var packetsOut: UInt64
+        /// Bytes of those packets.
+        var bytesOut: UInt64
+    }
+
+    /// The entries (valid until the next `refresh`).
+    private(set) var entries: UnsafeMutablePointer<Entry>
+    /// Entries in use.
+    private(set) var count = 0
+    private var capacity: Int
+    /// The member behind each entry, in order.
+    private var members: [Member] = []
+    /// True when `Room.members` or a listener's address changed since the last rebuild.
+    private(set) var isStale = true
+    /// Rebuilds so far (for tests).
+    private(set) var rebuilds = 0
+
+    /// An empty table.
+    init(capacity: Int = 16) {
+        self.capacity = max(1, capacity)
+        entries = .allocate(capacity: self.capacity)
+    }
+
+    deinit {
+        entries.deinitialize(count: count)
+        entries.deallocate()
+    }
+
+    /// Marks the table out of date; the next `refresh` rebuilds it.
+    @inline(__always)
+    func invalidate() { isStale = true }
+
+    /// Rebuilds the table from `roomMembers` when it is stale (allocation-free unless the room outgrew it).
+    @inline(__always)
+    func refresh(from roomMembers: [Member]) {
+        if isStale { rebuild(from: roomMembers) }
+    }
+
+    /// Adds each entry's counters to its member's stats and zeroes them.
+    func foldCounters() {
+        for i in 0..<count where entries[i].packetsOut != 0 {
+            members[i].stats.packetsOut &+= entries[i].packetsOut
+            members[i].stats.bytesOut &+= entries[i].bytesOut
+            entries[i].packetsOut = 0
+            entries[i].bytesOut = 0
+        }
+    }
+
+    private func rebuild(from roomMembers: [Member]) {
+        foldCounters()
+        entries.deinitialize(count: count)
+        count = 0
+        members.removeAll(keepingCapacity: true)
+        let listeners = roomMembers.lazy.filter { $0.canSubscribe && $0.hasDestination }
+        let needed = listeners.count
+        if needed > capacity {
+            entries.deallocate()
+            capacity = max(needed, capacity * 2)
+            entries = .allocate(capacity: capacity)
+        }
+        for m in listeners {
+            (entries + count).initialize(to: Entry(address: m.address, memberID: m.id, isRTPEndpoint: m.isRTPEndpoint,
+                                                   packetsOut: 0, bytesOut: 0))
+            members.append(m)
+            count += 1
+        }
+        isStale = false
+        rebuilds &+= 1
+    }
+}
