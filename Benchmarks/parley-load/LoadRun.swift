@@ -180,8 +180,9 @@ final class LoadRun {
                     let m = members[next]
                     let claims = TokenClaims(identity: m.identity, room: "\(prefix)-r\(m.room)", expiresAt: unixNow + 3600,
                                              issuedAt: unixNow, grants: Grants(), mode: options.mode)
-                    let session = ClientSession(server: server, token: signer.mint(claims), room: "\(prefix)-r\(m.room)", now: now,
-                                                unixMilliseconds: { Int64(Clock.unixMilliseconds()) })
+                    // Like the parley client, members tell speakers from the forwarded streams (no `speakers` messages).
+                    let session = ClientSession(server: server, token: signer.mint(claims), room: "\(prefix)-r\(m.room)",
+                                                speakersFromMedia: true, now: now, unixMilliseconds: { Int64(Clock.unixMilliseconds()) })
                     m.session = session
                     m.joinStarted = now
                     _ = session.tick(now: now)

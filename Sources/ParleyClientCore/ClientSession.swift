@@ -48,6 +48,7 @@ public final class ClientSession {
     private let room: String
     private let nonce: [UInt8]
     private let joinMuted: Bool
+    private let speakersFromMedia: Bool
     private var cookie: [UInt8] = []
     private var link: SignallingLink
     private var lastJoinSent: Int64 = .min / 2
@@ -56,14 +57,17 @@ public final class ClientSession {
     private var texts: [UInt32: TextReassembler] = [:]
     private var pageBuffer: [MemberEntry] = []
 
-    /// A session that will join `room` at `server` with `token`.
-    public init(server: PeerAddress, token: String, room: String, muted: Bool = false, now: Int64,
+    /// A session that will join `room` at `server` with `token`. With `speakersFromMedia` the member tells the relay
+    /// it works out who speaks from the streams it receives (`SpeakingTracker`), so a forward room sends it no
+    /// `speakers` messages.
+    public init(server: PeerAddress, token: String, room: String, muted: Bool = false, speakersFromMedia: Bool = false, now: Int64,
                 unixMilliseconds: @escaping () -> Int64) {
         self.server = server
         self.destination = server
         self.token = token
         self.room = room
         self.joinMuted = muted
+        self.speakersFromMedia = speakersFromMedia
         self.nonce = Crypto.randomBytes(16)
         self.link = SignallingLink(now: now, unixMilliseconds: unixMilliseconds)
     }
@@ -74,7 +78,8 @@ public final class ClientSession {
     private func sendJoin(now: Int64) {
         lastJoinSent = now
         joinAttempts += 1
-        link.send(.join(JoinRequest(token: token, room: room, cookie: cookie, nonce: nonce, muted: joinMuted)))
+        link.send(.join(JoinRequest(token: token, room: room, cookie: cookie, nonce: nonce, muted: joinMuted,
+                                    speakersFromMedia: speakersFromMedia)))
     }
 
     /// Periodic work: join retries, keepalives, retransmissions, resume when the relay went quiet, giving up.

@@ -52,6 +52,11 @@ final class Member {
     /// The worst fraction lost (/256) and interarrival jitter that listeners reported about this member's stream
     /// since the relay's last receiver report to it (forward mode; see `sendReceiverReport`).
     var listenerLoss: UInt8 = 0, listenerJitter: UInt32 = 0
+    /// Tells who speaks from the media it receives (join field 37): a forward room sends it no `speakers`.
+    var speakersFromMedia = false
+    /// Whether `speakers` messages go to this member: always in a mix room (one mixed stream does not say who
+    /// speaks as plainly), in a forward room unless it tells speakers from the forwarded streams itself.
+    var wantsSpeakerLists: Bool { !speakersFromMedia || room.mix != nil }
     /// Sequence number of the next mixed packet this member receives (mix mode).
     var mixSequence = UInt16.random(in: 0...UInt16.max)
     /// An RTP endpoint's latched source address (nil until its first packet).

@@ -136,6 +136,7 @@ extension RelayCore {
                             sessionSecret: Crypto.randomBytes(32), joinNonce: request.nonce, joinedAt: now.unixMilliseconds,
                             token: request.token, room: room, address: from, viaPublicPort: viaPublicPort, muted: request.muted, now: now.monotonic)
         if member.canPublish { member.history = PacketHistory(slots: config.nackHistorySlots) }
+        member.speakersFromMedia = request.speakersFromMedia
         let others = room.members
         room.members.append(member)
         room.emptySince = nil
@@ -154,7 +155,7 @@ extension RelayCore {
         for (i, page) in pages.enumerated() {
             enqueue(.memberPage(index: UInt16(i), count: UInt16(pages.count), members: page), to: member)
         }
-        if !room.announcedSpeakers.isEmpty { enqueue(.speakers(room.announcedSpeakers), to: member) }
+        if !room.announcedSpeakers.isEmpty, member.wantsSpeakerLists { enqueue(.speakers(room.announcedSpeakers), to: member) }
         pump(member, now: now)
         broadcast(.memberEvent(kind: .joined, member: member.entry, reason: ""), in: room, except: member, now: now)
         counters.joinsAccepted &+= 1

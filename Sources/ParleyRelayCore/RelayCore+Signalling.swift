@@ -141,7 +141,10 @@ extension RelayCore {
         room.announcedSpeakers = entries
         room.lastSpeakerPush = now.monotonic
         room.speakerPushDue = nil
-        broadcast(.speakers(entries), in: room, now: now)
+        for m in room.members where m.wantsSpeakerLists {
+            enqueue(.speakers(entries), to: m)
+            pump(m, now: now)
+        }
     }
 }
 

@@ -7,6 +7,8 @@ enum SignalTag: UInt8 {
     case chunk = 29, direct = 30, delivered = 31, muted = 32
     /// Presence and calls (`SignallingCallCodec.swift`).
     case callID = 33, accept = 34, name = 35, callState = 36
+    /// Join: the member tells who speaks from the forwarded media itself (no `speakers` messages in forward rooms).
+    case speakersFromMedia = 37
 }
 
 /// Writes big-endian integers and TLVs into a caller-owned buffer.
@@ -145,7 +147,8 @@ extension SignalDatagram {
         case 0x01:
             message = .join(JoinRequest(token: try f.string(.token), room: try f.string(.room, maxCount: 128),
                                         cookie: try f.optionalData(.cookie, maxCount: 64), nonce: try f.data(.nonce, maxCount: 32),
-                                        muted: try f.bool(.muted), keyShare: try f.optionalData(.keyShare, maxCount: 64)))
+                                        muted: try f.bool(.muted), keyShare: try f.optionalData(.keyShare, maxCount: 64),
+                                        speakersFromMedia: try f.bool(.speakersFromMedia)))
         case 0x02: message = .leave
         case 0x03: message = .ping(timestamp: try f.u64(.timestamp))
         case 0x04: message = .setMuted(try f.u8(.muted) != 0)
@@ -218,6 +221,7 @@ extension SignalDatagram {
             w.field(.nonce, j.nonce)
             if j.muted { w.field(.muted, u8: 1) }
             if !j.keyShare.isEmpty { w.field(.keyShare, j.keyShare) }
+            if j.speakersFromMedia { w.field(.speakersFromMedia, u8: 1) }
         case .leave, .ack, .resumed: break
         case .ping(let t), .pong(let t): w.field(.timestamp, u64: t)
         case .setMuted(let m): w.field(.muted, u8: m ? 1 : 0)

@@ -148,15 +148,20 @@ public struct JoinRequest: Equatable, Sendable {
     public var muted: Bool
     /// Reserved for key agreement (an X25519 public key in a later version); ignored by version 1 relays.
     public var keyShare: [UInt8]
+    /// The member tells who speaks from the media it receives (the forwarded streams and their RFC 6464 levels), so
+    /// in a forward room the relay sends it no `speakers` messages. Mix rooms send them regardless.
+    public var speakersFromMedia: Bool
 
     /// A join request.
-    public init(token: String, room: String, cookie: [UInt8] = [], nonce: [UInt8], muted: Bool = false, keyShare: [UInt8] = []) {
+    public init(token: String, room: String, cookie: [UInt8] = [], nonce: [UInt8], muted: Bool = false, keyShare: [UInt8] = [],
+                speakersFromMedia: Bool = false) {
         self.token = token
         self.room = room
         self.cookie = cookie
         self.nonce = nonce
         self.muted = muted
         self.keyShare = keyShare
+        self.speakersFromMedia = speakersFromMedia
     }
 }
 

@@ -125,7 +125,8 @@ final class RoomCall {
         defer { buffer.deallocate() }
         let poller = Poller(ui.interactive ? [socket.fd, 0] : [socket.fd])
         while true {
-            let session = ClientSession(server: server, token: token(), room: room, muted: media.muted, now: Clock.monotonicNanoseconds(),
+            let session = ClientSession(server: server, token: token(), room: room, muted: media.muted, speakersFromMedia: true,
+                                        now: Clock.monotonicNanoseconds(),
                                         unixMilliseconds: { Int64(Clock.unixMilliseconds()) })
             var nextTick = Clock.monotonicNanoseconds()
             var rtt: Int64 = 20_000_000
@@ -170,6 +171,7 @@ final class RoomCall {
                     nextTick += 20_000_000
                     if tickNow - nextTick > 200_000_000 { nextTick = tickNow + 20_000_000 }  // stalled: don't catch up
                     _ = session.tick(now: tickNow)
+                    if mode == "forward", let heard = media.speaking.update(now: tickNow) { showSpeakers(heard) }
                     onTick?(tickNow)
                     if joined, !said, let say {
                         said = true
@@ -218,7 +220,7 @@ final class RoomCall {
             names[m.ssrc] = m.identity
             switch kind {
             case .joined: members[m.memberID] = m; ui.event("\(m.identity) joined")
-            case .left: members[m.memberID] = nil; ui.event("\(m.identity) left" + (reason.isEmpty ? "" : ": \(reason)"))
+            case .left: members[m.memberID] = nil; media.speaking.forget(ssrc: m.ssrc); ui.event("\(m.identity) left" + (reason.isEmpty ? "" : ": \(reason)"))
             case .muted:
                 if m.memberID != myMemberID { members[m.memberID] = m }
                 ui.event("\(m.identity) muted")
@@ -226,7 +228,7 @@ final class RoomCall {
                 if m.memberID != myMemberID { members[m.memberID] = m }
                 ui.event("\(m.identity) unmuted")
             }
-        case .speakers(let list):
+        case .speakers(let list):  // mix rooms (forward rooms: `showSpeakers`, from the streams themselves)
             speaking = list
             ui.event("speaking: " + (list.isEmpty ? "(nobody)" : list.map { "\(who($0.memberID)) (-\($0.level) dBov)" }.joined(separator: ", ")))
         case .text(let from, let direct, let text):
@@ -250,6 +252,14 @@ final class RoomCall {
             break
         }
         return nil
+    }
+
+    /// A forward room's speakers as this client hears them (`SpeakingTracker`), shown as the relay's list would be.
+    private func showSpeakers(_ heard: [SpeakingTracker.Speaker]) {
+        speaking = heard.map { s in
+            SpeakerEntry(memberID: members.values.first { $0.ssrc == s.ssrc }?.memberID ?? 0, ssrc: s.ssrc, level: s.level)
+        }
+        ui.event("speaking: " + (heard.isEmpty ? "(nobody)" : heard.map { "\(names[$0.ssrc] ?? "ssrc \($0.ssrc)") (-\($0.level) dBov)" }.joined(separator: ", ")))
     }
 
     private func who(_ memberID: UInt32) -> String {

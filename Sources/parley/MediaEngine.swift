@@ -33,6 +33,8 @@ final class MediaEngine {
     private(set) var inputLevel: UInt8 = 127
     /// Per SSRC: packets received.
     private(set) var receivedBySSRC: [UInt32: Int] = [:]
+    /// Who speaks, from the levels of the received streams (forward rooms send no `speakers` to this client).
+    var speaking = SpeakingTracker()
 
     init(audio: AudioOptions, listenOnly: Bool, muted: Bool) {
         self.audio = audio
@@ -87,6 +89,7 @@ final class MediaEngine {
         packetsReceived += 1
         bytesReceived += bytes.count
         receivedBySSRC[packet.ssrc, default: 0] += 1
+        speaking.observe(ssrc: packet.ssrc, level: packet.audioLevel(id: 1)?.level, payloadBytes: packet.payloadCount, now: now)
         receiver.receive(packet, now: now)
     }
 

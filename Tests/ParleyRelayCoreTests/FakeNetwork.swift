@@ -46,10 +46,11 @@ final class FakeNetwork {
     }
 
     @discardableResult
-    func addClient(_ identity: String, room: String = "lobby", port: UInt16? = nil, token: String? = nil, muted: Bool = false) -> FakeClient {
+    func addClient(_ identity: String, room: String = "lobby", port: UInt16? = nil, token: String? = nil, muted: Bool = false,
+                   speakersFromMedia: Bool = false) -> FakeClient {
         let address = PeerAddress(ipv4: 192, 168, 1, UInt8(clients.count + 2), port: port ?? UInt16(5000 + clients.count))
         let session = ClientSession(server: publicAddress, token: token ?? self.token(identity, room: room), room: room,
-                                    muted: muted, now: monotonic, unixMilliseconds: { [unowned self] in self.now.unixMilliseconds })
+                                    muted: muted, speakersFromMedia: speakersFromMedia, now: monotonic, unixMilliseconds: { [unowned self] in self.now.unixMilliseconds })
         let client = FakeClient(identity: identity, address: address, session: session)
         clients.append(client)
         return client
@@ -152,6 +153,8 @@ final class FakeClient {
     var pendingMedia: [[UInt8]] = []
     /// RTP received: ssrc → sequence numbers.
     var media: [UInt32: [UInt16]] = [:]
+    /// RTP received, whole datagrams in arrival order.
+    var received: [[UInt8]] = []
     var rtcp: [[UInt8]] = []
     private var sequence: UInt16 = 65_500
     private var timestamp: UInt32 = 4_294_960_000
@@ -173,6 +176,7 @@ final class FakeClient {
                 rtcp.append(bytes)
             } else if let p = try? RTPPacketView(parsing: b) {
                 media[p.ssrc, default: []].append(p.sequenceNumber)
+                received.append(bytes)
             }
         }
     }

@@ -70,6 +70,40 @@ struct ForwardingTests {
         for (a, b) in zip(pushTimes, pushTimes.dropFirst()) { #expect(b - a >= 200_000_000 - 20_000_000) }
     }
 
+    @Test("a member that tells speakers from the media gets no speaker lists, and hears the same speakers the list names")
+    func speakersFromMedia() throws {
+        let net = FakeNetwork()
+        let alice = net.addClient("alice"), bob = net.addClient("bob"), carol = net.addClient("carol")
+        let told = net.addClient("told"), derives = net.addClient("derives", speakersFromMedia: true)
+        net.joinAll()
+        var tracker = SpeakingTracker()
+        var seen = 0
+        func hear(for ms: Int64, _ talkers: [(FakeClient, UInt8)]) {
+            net.advance(milliseconds: ms, stepMilliseconds: 20) {
+                for (c, level) in talkers { c.speak(level: level) }
+                for packet in derives.received.dropFirst(seen) {
+                    packet.withUnsafeBytes { b in
+                        guard let p = try? RTPPacketView(parsing: b) else { return }
+                        tracker.observe(ssrc: p.ssrc, level: p.audioLevel(id: 1)?.level, payloadBytes: p.payloadCount, now: net.monotonic)
+                    }
+                }
+                seen = derives.received.count
+                _ = tracker.update(now: net.monotonic)
+            }
+        }
+        hear(for: 1_000, [(alice, 20), (bob, 30)])
+        #expect(told.speakerUpdates >= 1)
+        #expect(Set((told.lastSpeakers ?? []).map(\.ssrc)) == [alice.ssrc, bob.ssrc])
+        #expect(Set(tracker.current.map(\.ssrc)) == [alice.ssrc, bob.ssrc])
+        hear(for: 1_000, [(alice, 127), (bob, 30), (carol, 25)])   // alice falls silent, carol starts
+        #expect(Set((told.lastSpeakers ?? []).map(\.ssrc)) == [bob.ssrc, carol.ssrc])
+        #expect(Set(tracker.current.map(\.ssrc)) == [bob.ssrc, carol.ssrc])
+        #expect(derives.speakerUpdates == 0)
+        net.addClient("late")
+        net.joinAll()
+        #expect(derives.memberEvents.contains { $0.0 == .joined && $0.1 == "late" })   // other signalling still flows
+    }
+
     @Test("a speaker whose level swings 30 dB every 100 ms updates the list at most once a second; a new speaker at once")
     func levelOnlyUpdatesAreSlower() {
         let net = FakeNetwork()

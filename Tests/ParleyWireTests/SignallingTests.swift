@@ -8,6 +8,7 @@ struct SignallingTests {
     static let messages: [SignalMessage] = [
         .join(JoinRequest(token: "a.b.c", room: "lobby", cookie: [1, 2, 3], nonce: [UInt8](repeating: 9, count: 16), muted: true)),
         .join(JoinRequest(token: "a.b.c", room: "lobby", nonce: [UInt8](repeating: 9, count: 16), keyShare: [UInt8](repeating: 4, count: 32))),
+        .join(JoinRequest(token: "a.b.c", room: "lobby", nonce: [UInt8](repeating: 9, count: 16), speakersFromMedia: true)),
         .leave, .ping(timestamp: 0x0102_0304_0506_0708), .setMuted(true), .setMuted(false),
         .sendText(to: "", fragment: TextFragment(messageID: 1, index: 0, count: 1, chunk: Array("hi".utf8))),
         .sendText(to: "bob", fragment: TextFragment(messageID: 2, index: 1, count: 2, chunk: [0xC3, 0xA9])),
