@@ -24,14 +24,14 @@ final class FloorRoom {
     private(set) var decodes = 0, encodes = 0
 
     /// A floor room over `rings` (one per speaker), starting `offset` frames in, as its relay room does.
-    init(rings: [SpeakerRing], offset: Int, hasListeners: Bool, complexity: Int32, bitrate: Int32) {
+    init(rings: [SpeakerRing], offset: Int, hasListeners: Bool, complexity: Int32, bitrate: Int32, expectedLossPercent: Int32) {
         func encoder() -> OpaquePointer {
             var error: Int32 = 0
             guard let e = opus_encoder_create(48_000, 1, OPUS_APPLICATION_VOIP, &error), error == OPUS_OK else { fail("opus_encoder_create: \(error)") }
             precondition(parley_opus_set_complexity(e, complexity) == OPUS_OK)
             precondition(parley_opus_set_bitrate(e, bitrate) == OPUS_OK)
             precondition(parley_opus_set_inband_fec(e, 1) == OPUS_OK)
-            precondition(parley_opus_set_packet_loss_perc(e, 10) == OPUS_OK)
+            precondition(parley_opus_set_packet_loss_perc(e, expectedLossPercent) == OPUS_OK)  // as the relay's mixes
             return e
         }
         decoders = rings.map { _ in
@@ -98,10 +98,11 @@ final class Floor {
     let rooms: [FloorRoom]
     private var frame = 0
 
-    init(shape: Shape, rings: [SpeakerRing], complexity: Int, bitrate: Int) {
+    init(shape: Shape, rings: [SpeakerRing], complexity: Int, bitrate: Int, expectedLossPercent: Int) {
         rooms = (0..<shape.rooms).map { r in
             FloorRoom(rings: Array(rings.prefix(shape.speakersPerRoom)), offset: r * 37,
-                      hasListeners: shape.membersPerRoom > shape.speakersPerRoom, complexity: Int32(complexity), bitrate: Int32(bitrate))
+                      hasListeners: shape.membersPerRoom > shape.speakersPerRoom, complexity: Int32(complexity), bitrate: Int32(bitrate),
+                      expectedLossPercent: Int32(expectedLossPercent))
         }
     }
 

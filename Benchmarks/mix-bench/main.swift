@@ -28,7 +28,8 @@ do {
 }
 
 let scenario = Scenario(shape: shape, config: config, rings: rings)
-let floor = Floor(shape: shape, rings: rings, complexity: options.complexity, bitrate: config.mixBitrate)
+let floor = Floor(shape: shape, rings: rings, complexity: options.complexity, bitrate: config.mixBitrate,
+                  expectedLossPercent: config.mixExpectedLossPercent)
 let spanOverhead = emptySpanNanoseconds()
 let droppedBefore = DropReason.allCases.map { scenario.core.counters.drops($0) }
 
