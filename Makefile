@@ -54,12 +54,14 @@ bench: deps-run
 	.build/release/forward-bench
 
 ## make quality: mouth-to-ear latency and PESQ-WB through a real relay, on a clean and an impaired network.
+## RUNS repeats each mode and prints the median (runs through the proxy vary): make quality PROFILE=moderate RUNS=5
 PROFILE ?= clean
+RUNS ?= 1
 quality: deps-run
 	$(call install_missing,$(DEBS_QUALITY))
 	@python3 -c "import pesq, numpy, scipy" 2>/dev/null || pip install -q pesq numpy scipy
 	swift build -c release $(SWIFT_FLAGS)
-	python3 Benchmarks/quality/measure.py --profile $(PROFILE)
+	python3 Benchmarks/quality/measure.py --profile $(PROFILE) --runs $(RUNS)
 
 ## make bench-peer: Janus AudioBridge and Parley side by side in mix mode, same room shapes and senders, one run.
 DEBS_PEER := $(DEBS_RUN) janus ffmpeg curl

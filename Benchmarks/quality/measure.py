@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Parley quality bench: mouth-to-ear latency and PESQ-WB through a real relay on loopback.
 
-  python3 Benchmarks/quality/measure.py [--modes forward,mix] [--profile clean|mild|moderate|harsh] [--json]
+  python3 Benchmarks/quality/measure.py [--modes forward,mix] [--profile clean|mild|moderate|harsh] [--runs N] [--json]
 
 Needs release builds (`make release`), espeak-ng, and PyPI's `pesq`, `numpy`, `scipy` (`pip install pesq numpy scipy`).
 
@@ -184,6 +184,8 @@ def main():
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--profile", default="clean", choices=["clean", "mild", "moderate", "harsh"],
                     help="network between clients and relay (impair-proxy); FEC and NACK are on in the client")
+    ap.add_argument("--runs", type=int, default=1,
+                    help="repeat each mode and summarise (median, min, max): runs through the proxy vary")
     args = ap.parse_args()
     global PROFILE
     PROFILE = args.profile
@@ -193,13 +195,30 @@ def main():
     results = []
     with tempfile.TemporaryDirectory() as d:
         for mode in args.modes.split(","):
-            r = latency(mode, d)
-            r.update(pesq_wb(mode, d))
-            results.append(r)
-            if not args.json:
-                print(f"{PROFILE:8} {mode:8} mouth-to-ear median {r['mouth_to_ear_ms_median']} ms (p95 {r['mouth_to_ear_ms_p95']}, "
-                      f"min {r['mouth_to_ear_ms_min']}; {r['clicks_heard']}/{r['clicks_sent']} clicks)   PESQ-WB {r['pesq_wb']}"
-                      f" (ffmpeg Opus 56k on the same speech: {r.get('pesq_wb_ffmpeg_opus_56k')}); longest gap {r['longest_gap_ms']} ms")
+            runs = []
+            for _ in range(max(1, args.runs)):
+                r = latency(mode, d)
+                r.update(pesq_wb(mode, d))
+                runs.append(r)
+                results.append(r)
+                if not args.json:
+                    print(f"{PROFILE:8} {mode:8} mouth-to-ear median {r['mouth_to_ear_ms_median']} ms (p95 {r['mouth_to_ear_ms_p95']}, "
+                          f"min {r['mouth_to_ear_ms_min']}; {r['clicks_heard']}/{r['clicks_sent']} clicks)   PESQ-WB {r['pesq_wb']}"
+                          f" (ffmpeg Opus 56k on the same speech: {r.get('pesq_wb_ffmpeg_opus_56k')}); longest gap {r['longest_gap_ms']} ms",
+                          flush=True)
+            if len(runs) > 1:
+                values = [r["pesq_wb"] for r in runs]
+                delays = [r["mouth_to_ear_ms_median"] for r in runs if r["mouth_to_ear_ms_median"] is not None]
+                summary = {"mode": mode, "profile": PROFILE, "runs": len(runs), "pesq_wb_median": float(np.median(values)),
+                           "pesq_wb_min": min(values), "pesq_wb_max": max(values),
+                           "mouth_to_ear_ms_median": float(np.median(delays)) if delays else None,
+                           "longest_gap_ms_max": max(r["longest_gap_ms"] for r in runs)}
+                if args.json:
+                    print(json.dumps(summary))
+                else:
+                    print(f"{PROFILE:8} {mode:8} {len(runs)} runs: PESQ-WB median {summary['pesq_wb_median']:.3f} "
+                          f"({summary['pesq_wb_min']}–{summary['pesq_wb_max']}), mouth-to-ear median {summary['mouth_to_ear_ms_median']} ms, "
+                          f"longest gap {summary['longest_gap_ms_max']} ms", flush=True)
     if args.json:
         for r in results:
             print(json.dumps(r))
