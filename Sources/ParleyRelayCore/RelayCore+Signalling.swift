@@ -141,10 +141,7 @@ extension RelayCore {
         room.announcedSpeakers = entries
         room.lastSpeakerPush = now.monotonic
         room.speakerPushDue = nil
-        for m in room.members where m.wantsSpeakerLists {
-            enqueue(.speakers(entries), to: m)
-            pump(m, now: now)
-        }
+        broadcast(.speakers(entries), in: room, including: { $0.wantsSpeakerLists }, now: now)
     }
 }
 

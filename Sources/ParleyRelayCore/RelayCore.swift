@@ -149,9 +149,10 @@ public final class RelayCore {
         }
     }
 
-    /// Queues a message to every member of a room except `except`, and pumps them.
-    func broadcast(_ message: SignalMessage, in room: Room, except: Member? = nil, now: Moment) {
-        for m in room.members where m !== except {
+    /// Queues a message to every member of a room except `except` (and those `including` leaves out), and pumps them.
+    func broadcast(_ message: SignalMessage, in room: Room, except: Member? = nil, including: (Member) -> Bool = { _ in true },
+                   now: Moment) {
+        for m in room.members where m !== except && including(m) {
             enqueue(message, to: m)
             pump(m, now: now)
         }
