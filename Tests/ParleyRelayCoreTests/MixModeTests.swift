@@ -126,6 +126,20 @@ struct MixModeTests {
         #expect(mix.expectedLossPercent == 0)
     }
 
+    @Test("a mix room sends speaker lists even to members that tell speakers from the media (one mixed stream)")
+    func speakerListsInMixRooms() throws {
+        let net = FakeNetwork()
+        let alice = net.addClient("alice", room: "mixroom", token: net.token("alice", room: "mixroom", mode: "mix"))
+        let carol = net.addClient("carol", room: "mixroom", token: net.token("carol", room: "mixroom", grants: Grants(publish: false), mode: "mix"),
+                                  speakersFromMedia: true)
+        net.joinAll()
+        #expect(carol.session.welcome?.mode == "mix")
+        let tone = try ToneMember(alice, frequency: 440)
+        net.advance(milliseconds: 600, stepMilliseconds: 20) { try? tone.send() }
+        #expect(carol.speakerUpdates >= 1)
+        #expect(carol.lastSpeakers?.map(\.ssrc) == [alice.ssrc])
+    }
+
     @Test("a listener hears both tones; each speaker hears the other's tone but never its own")
     func minusOne() throws {
         let (net, c) = mixRoom(["alice", "bob"], listeners: ["carol"])
