@@ -19,6 +19,8 @@ public final class SendPipeline {
     public let payloadType: UInt8
     /// The RTP header extension id of the audio level.
     public let levelExtensionID: UInt8
+    /// The id clients use for the RFC 6464 level unless told otherwise (the relay's default too).
+    public static let defaultLevelExtensionID: UInt8 = 1
     /// The loss the encoder currently protects against with in-band FEC, in percent.
     public private(set) var expectedLossPercent: Int32 = 0
 
@@ -35,7 +37,7 @@ public final class SendPipeline {
 
     /// An Opus VOIP encoder at `bitrate`, `complexity`, FEC for `expectedLossPercent`, DTX when `dtx`.
     public init(ssrc: UInt32, bitrate: Int32 = 56_000, complexity: Int32 = 10, expectedLossPercent: Int32 = 0, dtx: Bool = true,
-                payloadType: UInt8 = 111, levelExtensionID: UInt8 = 1) throws(OpusError) {
+                payloadType: UInt8 = 111, levelExtensionID: UInt8 = SendPipeline.defaultLevelExtensionID) throws(OpusError) {
         encoder = try OpusEncoder(sampleRate: 48_000, channels: 1, application: .voip)
         try encoder.setBitrate(bitrate)
         try encoder.setComplexity(complexity)

@@ -89,7 +89,7 @@ final class MediaEngine {
         packetsReceived += 1
         bytesReceived += bytes.count
         receivedBySSRC[packet.ssrc, default: 0] += 1
-        speaking.observe(ssrc: packet.ssrc, level: packet.audioLevel(id: 1)?.level, payloadBytes: packet.payloadCount, now: now)
+        speaking.observe(ssrc: packet.ssrc, level: packet.audioLevel(id: SendPipeline.defaultLevelExtensionID)?.level, payloadBytes: packet.payloadCount, now: now)
         receiver.receive(packet, now: now)
     }
 
