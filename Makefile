@@ -3,9 +3,10 @@
 SHELL := /bin/bash
 export PATH := /opt/swift/usr/bin:$(PATH)
 
-# Packages by use. RUN: building and running the relay and client. TEST: plus what the tests drive.
+# Packages by use, each list in one place. RUN: building and running the relay and client. TEST: plus every program a
+# test starts (Tests/ParleyIntegrationTests/ExternalProgram.swift names them; a test fails when one is missing here).
 DEBS_RUN  := pkg-config libopus-dev libasound2-dev libsodium-dev libspeexdsp-dev libmicrohttpd-dev
-DEBS_TEST := $(DEBS_RUN) espeak-ng curl
+DEBS_TEST := $(DEBS_RUN) espeak-ng curl ffmpeg
 # The quality bench: speech, the ffmpeg/libopus baseline; PyPI's pesq, numpy, scipy are installed by the target.
 DEBS_QUALITY := $(DEBS_RUN) espeak-ng ffmpeg
 DEBS_FUZZ := $(DEBS_RUN)

@@ -32,7 +32,7 @@ extension RelayCore {
                                                   hysteresis: config.speakerHysteresisDecibels))
         if mode == "mix" {
             do {
-                room.mix = try MixEngine(ssrc: Crypto.randomUInt32() | 1, timestampBase: Crypto.randomUInt32(), config: config)
+                room.mix = try MixEngine(ssrc: Self.randomSSRC(), timestampBase: Crypto.randomUInt32(), config: config)
             } catch {
                 shared.releaseRoom()
                 log.write(.error, "cannot create the mixer for \(name): \(error.message)")

@@ -129,8 +129,7 @@ extension RelayCore {
         var connectionID: UInt32
         repeat { connectionID = Crypto.randomUInt32() } while connectionID == 0 || byConnection[connectionID] != nil
             || presence.byConnection[connectionID] != nil
-        var ssrc: UInt32
-        repeat { ssrc = Crypto.randomUInt32() } while ssrc == 0 || ssrc == relaySSRC || bySSRC[ssrc] != nil
+        let ssrc = newMemberSSRC()
         let member = Member(id: shared.nextMemberID(), connectionID: connectionID, ssrc: ssrc, identity: claims.identity,
                             name: claims.name ?? "", canPublish: claims.grants.publish, canSubscribe: claims.grants.subscribe,
                             sessionSecret: Crypto.randomBytes(32), joinNonce: request.nonce, joinedAt: now.unixMilliseconds,

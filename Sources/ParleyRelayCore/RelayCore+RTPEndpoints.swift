@@ -36,8 +36,7 @@ extension RelayCore {
         var connectionID: UInt32
         repeat { connectionID = Crypto.randomUInt32() } while connectionID == 0 || byConnection[connectionID] != nil
             || presence.byConnection[connectionID] != nil
-        var ssrc: UInt32
-        repeat { ssrc = Crypto.randomUInt32() } while ssrc == 0 || ssrc == relaySSRC || bySSRC[ssrc] != nil
+        let ssrc = newMemberSSRC()
         let member = Member(id: shared.nextMemberID(), connectionID: connectionID, ssrc: ssrc, identity: identity,
                             name: displayName ?? "", canPublish: publish, canSubscribe: subscribe, sessionSecret: [],
                             joinNonce: [], joinedAt: now.unixMilliseconds, token: "", room: room,

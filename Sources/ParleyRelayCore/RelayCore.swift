@@ -49,13 +49,28 @@ public final class RelayCore {
         self.shared = shared
         self.workerIndex = workerIndex
         self.log = log
-        self.relaySSRC = Crypto.randomUInt32() | 1
+        self.relaySSRC = Self.randomSSRC()
         self.presence = PresenceDirectory(eventCapacity: shared.config.callEventCapacity)
         joinBucket = TokenBucket(ratePerSecond: shared.config.joinsPerSecond, burst: shared.config.joinsPerSecond * 2)
         retryBucket = TokenBucket(ratePerSecond: shared.config.retriesPerSecond, burst: shared.config.retriesPerSecond)
     }
 
     deinit { scratch.deallocate() }
+
+    /// A random SSRC in 1…2³¹−1. Every SSRC the relay hands out or sends with stays in the positive half of a
+    /// signed 32-bit integer: tools take an SSRC as a signed option (ffmpeg's `-ssrc` refuses 3879114235).
+    static func randomSSRC() -> UInt32 {
+        var ssrc: UInt32
+        repeat { ssrc = Crypto.randomUInt32() & 0x7FFF_FFFF } while ssrc == 0
+        return ssrc
+    }
+
+    /// A fresh SSRC for a new member: in 1…2³¹−1, not the relay's and not another member's of this worker.
+    func newMemberSSRC() -> UInt32 {
+        var ssrc: UInt32
+        repeat { ssrc = Self.randomSSRC() } while ssrc == relaySSRC || bySSRC[ssrc] != nil
+        return ssrc
+    }
 
     /// Members on this worker.
     public var memberCount: Int { byConnection.count }

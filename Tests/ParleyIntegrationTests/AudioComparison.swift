@@ -75,7 +75,7 @@ struct AudioComparison {
 /// Speech for tests, made now with espeak-ng (installed by `make test`).
 func makeSpeech(_ text: String, path: String) throws -> [Int16] {
     let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/espeak-ng")
+    p.executableURL = try ExternalProgram.espeakNG.url()
     p.arguments = ["-w", path, text]
     try p.run()
     p.waitUntilExit()

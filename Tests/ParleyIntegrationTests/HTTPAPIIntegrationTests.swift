@@ -12,7 +12,7 @@ func httpBase(of relay: Spawned) -> String? {
 @discardableResult
 func curl(_ method: String, _ url: String, token: String? = nil, body: String? = nil) throws -> (status: Int, body: String) {
     let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+    p.executableURL = try ExternalProgram.curl.url()
     var args = ["-s", "-X", method, "-w", "\n%{http_code}", "--max-time", "5", url]
     if let token { args += ["-H", "Authorization: Bearer \(token)"] }
     if let body { args += ["-H", "Content-Type: application/json", "--data-binary", body] }
@@ -78,18 +78,22 @@ extension ProcessTests {
             defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
             let base = try #require(httpBase(of: relay))
             let admin = try mint(["--admin", "--identity", "ops"])
-            let events = try Spawned("/usr/bin/curl", ["-sN", "--max-time", "12", "-H", "Authorization: Bearer \(admin)", base + "/v1/events"])
+            let events = try Spawned(.curl, ["-sN", "--max-time", "12", "-H", "Authorization: Bearer \(admin)", base + "/v1/events"])
             defer { events.signal(SIGTERM) }
-            Thread.sleep(forTimeInterval: 0.3)
+            // The stream opens with a comment line: once curl printed it, the reader is registered.
+            #expect(events.waitFor(seconds: 5) { $0.contains(": parley events") }, "\(events.stdout)")
             let room = "api-\(UInt32.random(in: 0...UInt32.max))"
             let alice = try Spawned("parley", ["join", room, "--identity", "alice", "--server", server, "--listen-only", "--no-playback", "--no-tui", "--duration", "10"])
             let bob = try Spawned("parley", ["join", room, "--identity", "bob", "--server", server, "--tone", "440", "--no-playback", "--no-tui", "--duration", "10"])
             #expect(alice.waitFor(seconds: 5) { $0.contains("bob joined") || $0.contains("members: bob") })
             #expect(bob.waitFor(seconds: 5) { $0.contains("joined \(room)") })
-            Thread.sleep(forTimeInterval: 0.5)  // a snapshot period
-
-            let members = try curl("GET", base + "/v1/rooms/\(room)/members", token: admin)
-            #expect(members.status == 200 && members.body.contains(#""identity":"alice""#) && members.body.contains(#""identity":"bob""#), "\(members.body)")
+            // API reads come from snapshots up to 200 ms old: ask until both show (or the deadline passes).
+            var members = (status: 0, body: "")
+            let listed = try eventually(seconds: 3) {
+                members = try curl("GET", base + "/v1/rooms/\(room)/members", token: admin)
+                return members.status == 200 && members.body.contains(#""identity":"alice""#) && members.body.contains(#""identity":"bob""#)
+            }
+            #expect(listed, "\(members.body)")
             #expect(try curl("POST", base + "/v1/rooms/\(room)/members/bob/mute", token: admin, body: #"{"muted":true}"#).status == 200)
             #expect(alice.waitFor(seconds: 3) { $0.contains("bob muted") }, "\(alice.stdout)")
             #expect(try curl("POST", base + "/v1/rooms/\(room)/messages", token: admin, body: #"{"text":"hello from ops"}"#).status == 200)

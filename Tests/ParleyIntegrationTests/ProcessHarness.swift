@@ -5,16 +5,30 @@ import Testing
 /// starved of CPU would measure the machine, not Parley.
 @Suite(.serialized) struct ProcessTests {}
 
-/// Runs the package's own executables as real processes and collects what they print.
+/// Runs the package's own executables, or an `ExternalProgram`, as real processes and collects what they print.
+/// Waiting is on facts (output seen, exit, pipes closed), each with a deadline; nothing waits by sleeping.
 final class Spawned: @unchecked Sendable {
-    // Invariant: `out` and `err` are appended only under `lock` by the pipes' handlers.
+    // Invariant: `out`, `err` and `openPipes` change only under `condition`, from the pipes' handlers, which
+    // broadcast after every change; waiters read them under the same lock.
     let process = Process()
-    private let lock = NSLock()
+    private let condition = NSCondition()
     private var out = Data()
     private var err = Data()
+    private var openPipes = 2
+    private var exited = false
 
-    init(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws {
-        process.executableURL = Spawned.binary(executable)
+    /// Starts one of the package's executables (from the build folder) by name.
+    convenience init(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws {
+        try self.init(url: Spawned.binary(executable), arguments, environment: environment)
+    }
+
+    /// Starts a program from a Debian package; throws `MissingProgram`, naming the package, when it is not installed.
+    convenience init(_ program: ExternalProgram, _ arguments: [String], environment: [String: String] = [:]) throws {
+        try self.init(url: program.url(), arguments, environment: environment)
+    }
+
+    private init(url: URL, _ arguments: [String], environment: [String: String]) throws {
+        process.executableURL = url
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         for (k, v) in environment { env[k] = v }
@@ -22,48 +36,64 @@ final class Spawned: @unchecked Sendable {
         let o = Pipe(), e = Pipe()
         process.standardOutput = o
         process.standardError = e
-        o.fileHandleForReading.readabilityHandler = { [weak self] h in
-            let d = h.availableData
-            self?.lock.withLock { self?.out.append(d) }
-        }
-        e.fileHandleForReading.readabilityHandler = { [weak self] h in
-            let d = h.availableData
-            self?.lock.withLock { self?.err.append(d) }
+        o.fileHandleForReading.readabilityHandler = { [weak self] h in self?.take(h, stdout: true) }
+        e.fileHandleForReading.readabilityHandler = { [weak self] h in self?.take(h, stdout: false) }
+        process.terminationHandler = { [weak self] _ in
+            guard let self else { return }
+            self.condition.withLock { self.exited = true; self.condition.broadcast() }
         }
         try process.run()
     }
 
+    private func take(_ handle: FileHandle, stdout: Bool) {
+        let d = handle.availableData
+        condition.withLock {
+            if d.isEmpty {
+                handle.readabilityHandler = nil
+                openPipes -= 1
+            } else if stdout {
+                out.append(d)
+            } else {
+                err.append(d)
+            }
+            condition.broadcast()
+        }
+    }
+
     /// The package's build folder (tests run from `.build/<config>/`), where `swift build` put the executables.
     static func binary(_ name: String) -> URL {
-        if name.hasPrefix("/") { return URL(fileURLWithPath: name) }  // a system tool (curl)
         if let dir = ProcessInfo.processInfo.environment["PARLEY_BIN_DIR"] { return URL(fileURLWithPath: dir).appendingPathComponent(name) }
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         return root.appendingPathComponent(".build/debug/\(name)")
     }
 
-    var stdout: String { lock.withLock { String(decoding: out, as: UTF8.self) } }
-    var stderr: String { lock.withLock { String(decoding: err, as: UTF8.self) } }
+    var stdout: String { condition.withLock { String(decoding: out, as: UTF8.self) } }
+    var stderr: String { condition.withLock { String(decoding: err, as: UTF8.self) } }
     var lines: [String] { stdout.split(separator: "\n").map(String.init) }
 
-    /// Waits until `predicate` holds on stdout or `seconds` pass; returns whether it held.
+    /// Waits until `predicate` holds on stdout or `seconds` pass; returns whether it held. Wakes on each new output.
     @discardableResult
     func waitFor(seconds: Double, _ predicate: (String) -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if predicate(stdout) { return true }
-            Thread.sleep(forTimeInterval: 0.02)
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            if predicate(String(decoding: out, as: UTF8.self)) { return true }
+            if openPipes == 0 || !condition.wait(until: deadline) { return predicate(String(decoding: out, as: UTF8.self)) }
         }
-        return predicate(stdout)
     }
 
-    /// Waits for the process to exit (killing it after `seconds`); returns its status.
+    /// Waits for the process to exit (terminating it after `seconds`) and for its output pipes to close; returns
+    /// its status.
     @discardableResult
     func wait(seconds: Double) -> Int32 {
         let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
-        if process.isRunning { process.terminate(); process.waitUntilExit() }
+        condition.withLock { while !exited && condition.wait(until: deadline) {} }
+        if process.isRunning { process.terminate() }
         process.waitUntilExit()
-        Thread.sleep(forTimeInterval: 0.05)  // let the pipe handlers drain
+        // A child that inherited the pipes may hold them open: give them a bounded moment, then go on.
+        let drained = Date().addingTimeInterval(2)
+        condition.withLock { while openPipes > 0 && condition.wait(until: drained) {} }
         return process.terminationStatus
     }
 

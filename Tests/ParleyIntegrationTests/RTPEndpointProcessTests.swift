@@ -6,6 +6,31 @@ import Testing
 import Glibc
 #endif
 
+/// Whether some process has bound UDP `port` on 127.0.0.1 (binding it here fails with EADDRINUSE).
+func udpPortIsBound(_ port: UInt16) -> Bool {
+    let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+    defer { close(fd) }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    addr.sin_port = port.bigEndian
+    let rc = withUnsafePointer(to: &addr) { p in
+        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    return rc != 0 && errno == EADDRINUSE
+}
+
+/// Checks `condition` every 20 ms until it holds or `seconds` pass; returns whether it held. For facts only a
+/// question can reveal (an API answer, a bound port); output of a spawned process has `Spawned.waitFor`.
+func eventually(seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if try condition() { return true }
+        Thread.sleep(forTimeInterval: 0.02)
+    }
+    return try condition()
+}
+
 /// A UDP port nobody is bound to right now on 127.0.0.1.
 func freeUDPPort() -> UInt16 {
     let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
@@ -79,13 +104,17 @@ extension ProcessTests {
             let port = try #require(answer["relay_port"] as? Int)
             #expect(answer["payload_type"] as? Int == 111)
             #expect(recorder.waitFor(seconds: 3) { $0.contains("ffmpeg joined") }, "\(recorder.stdout)")
-            let ffmpeg = try Spawned("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-re", "-f", "lavfi", "-i", "sine=frequency=600:duration=4",
-                                                         "-ac", "1", "-ar", "48000", "-c:a", "libopus", "-b:a", "32k", "-payload_type", "111",
-                                                         "-f", "rtp", "rtp://127.0.0.1:\(port)?localport=\(freeUDPPort())"])
+            let ffmpeg = try Spawned(.ffmpeg, ["-hide_banner", "-loglevel", "error", "-re", "-f", "lavfi", "-i", "sine=frequency=600:duration=4",
+                                           "-ac", "1", "-ar", "48000", "-c:a", "libopus", "-b:a", "32k", "-payload_type", "111",
+                                           "-f", "rtp", "rtp://127.0.0.1:\(port)?localport=\(freeUDPPort())"])
             #expect(ffmpeg.wait(seconds: 10) == 0, "\(ffmpeg.stderr)")
-            Thread.sleep(forTimeInterval: 0.5)
-            let members = try curl("GET", base + "/v1/rooms/\(room)/members", token: admin)
-            #expect(members.body.contains(#""identity":"ffmpeg""#) && members.body.contains("127.0.0.1:"), "\(members.body)")
+            // The endpoint latched ffmpeg's address: the member list shows it (API snapshots are up to 200 ms old).
+            var members = (status: 0, body: "")
+            let latched = try eventually(seconds: 3) {
+                members = try curl("GET", base + "/v1/rooms/\(room)/members", token: admin)
+                return members.body.contains(#""identity":"ffmpeg""#) && members.body.contains("127.0.0.1:")
+            }
+            #expect(latched, "\(members.body)")
             #expect(recorder.wait(seconds: 8) == 0, "\(recorder.stderr)")
             let heard = try WAVReader(path: "\(dir)/heard.wav").readAllMono48k()
             let loud = loudestSecond(heard)
@@ -109,9 +138,9 @@ extension ProcessTests {
             let sdp = try #require(jsonObject(created.body)["sdp"] as? String)
             #expect(sdp.contains("m=audio \(receivePort) RTP/AVP 111") && sdp.contains("a=recvonly"))
             try sdp.write(toFile: "\(dir)/endpoint.sdp", atomically: true, encoding: .utf8)
-            let ffmpeg = try Spawned("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-protocol_whitelist", "file,udp,rtp",
-                                                         "-i", "\(dir)/endpoint.sdp", "-t", "4", "-ac", "1", "-y", "\(dir)/mix.wav"])
-            Thread.sleep(forTimeInterval: 0.5)
+            let ffmpeg = try Spawned(.ffmpeg, ["-hide_banner", "-loglevel", "error", "-protocol_whitelist", "file,udp,rtp",
+                                               "-i", "\(dir)/endpoint.sdp", "-t", "4", "-ac", "1", "-y", "\(dir)/mix.wav"])
+            #expect(eventually(seconds: 5) { udpPortIsBound(receivePort) }, "ffmpeg did not bind 127.0.0.1:\(receivePort): \(ffmpeg.stderr)")
             let a = try Spawned("parley", ["join", room, "--identity", "a", "--server", server, "--tone", "440", "--no-playback", "--no-tui", "--duration", "8"])
             let b = try Spawned("parley", ["join", room, "--identity", "b", "--server", server, "--tone", "900", "--no-playback", "--no-tui", "--duration", "8"])
             defer { a.signal(SIGTERM); b.signal(SIGTERM) }

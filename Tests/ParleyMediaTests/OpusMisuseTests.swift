@@ -91,16 +91,17 @@ import ParleyMedia
         #expect(decoder.samples(in: empty) == nil)
     }
 
-    /// Malformed TOC sequences (RFC 6716 §3.2) that libopus must reject.
+    /// Malformed TOC sequences (RFC 6716 §3.2) that libopus must reject, with the sample count their header alone
+    /// claims (`samples(in:)` reads only the TOC and frame-count byte: nil where those are unreadable, zero or > 120 ms).
     @Test(arguments: [
-        [0x03, 0x00],              // code 3 (arbitrary frame count), M = 0 frames
-        [0x03],                    // code 3 without its frame-count byte
-        [0x01, 0xAA, 0xBB, 0xCC],  // code 1 (two equal frames) with an odd payload length (3 bytes)
-        [0x02, 0xFC],              // code 2 whose first frame's length (252) runs past the packet
-        [0xFB, 0x03, 0x00],        // code 3, CELT 20 ms, but 0 frames (61 × 20 ms also > 120 ms below)
-        [0xFB, 0x3D],              // code 3, 61 frames × 20 ms = 1.22 s > 120 ms
-    ] as [[UInt8]])
-    func malformedPacketIsRejected(bytes: [UInt8]) throws {
+        ([0x03, 0x00], nil),              // code 3 (arbitrary frame count), M = 0 frames
+        ([0x03], nil),                    // code 3 without its frame-count byte
+        ([0x01, 0xAA, 0xBB, 0xCC], 960),  // code 1 (two equal 10 ms SILK frames) with an odd payload length (3 bytes)
+        ([0x02, 0xFC], 960),              // code 2 (two 10 ms frames) whose first frame's length (252) runs past the packet
+        ([0xFB, 0x03, 0x00], 2_880),      // code 3, CELT 20 ms, M = 3 CBR frames sharing 1 byte (not a multiple of 3)
+        ([0xFB, 0x3D], nil),              // code 3, 61 frames × 20 ms = 1.22 s > 120 ms
+    ] as [([UInt8], Int?)])
+    func malformedPacketIsRejected(bytes: [UInt8], headerSamples: Int?) throws {
         let decoder = try OpusDecoder()
         var pcm = [Int16](repeating: 0, count: 5_760)
         expectError(OpusError.invalidPacketCode) {
@@ -108,7 +109,7 @@ import ParleyMedia
                 try pcm.withUnsafeMutableBufferPointer { o in try decoder.decode(b, into: o) }
             }
         }
-        #expect(bytes.withUnsafeBytes { decoder.samples(in: $0) } == nil || bytes.count > 1)
+        #expect(bytes.withUnsafeBytes { decoder.samples(in: $0) } == headerSamples)
     }
 
     /// Random bytes either decode (any TOC is some configuration) or throw; nothing crashes and the count is sane.
@@ -181,8 +182,41 @@ import ParleyMedia
         expectError(OpusError.badArgumentCode) { _ = try pcm.withUnsafeMutableBufferPointer { o in try stereo.conceal(frameSize: 960, into: o) } }
     }
 
-    @Test func resetsSucceed() throws {
-        try OpusEncoder().reset()
-        try OpusDecoder().reset()
+    /// A reset returns each coder to its fresh state: the same input then gives the same output as a new coder.
+    @Test func resetRestoresTheFreshState() throws {
+        let pcm = OpusTestSignal.speech(seconds: 0.2)
+        func encodeAll(_ encoder: OpusEncoder) throws -> [[UInt8]] {
+            var packets: [[UInt8]] = []
+            for start in stride(from: 0, to: pcm.count - 959, by: 960) {
+                var packet = [UInt8](repeating: 0, count: 1_500)
+                let n = try pcm.withUnsafeBufferPointer { p in
+                    try packet.withUnsafeMutableBytes { try encoder.encode(UnsafeBufferPointer(rebasing: p[start..<start + 960]), frameSize: 960, into: $0) }
+                }
+                packets.append(Array(packet[..<n]))
+            }
+            return packets
+        }
+        func decodeAll(_ decoder: OpusDecoder, _ packets: [[UInt8]]) throws -> [Int16] {
+            var out: [Int16] = []
+            var frame = [Int16](repeating: 0, count: 960)
+            for p in packets {
+                let n = try p.withUnsafeBytes { b in try frame.withUnsafeMutableBufferPointer { try decoder.decode(b, into: $0) } }
+                out += frame[..<n]
+            }
+            return out
+        }
+        let fresh = try encodeAll(OpusEncoder())
+        let encoder = try OpusEncoder()
+        let first = try encodeAll(encoder)
+        #expect(try encodeAll(encoder) != fresh, "an encoder that kept its state codes the same speech differently")
+        try encoder.reset()
+        #expect(try encodeAll(encoder) == fresh)
+        #expect(first == fresh)
+
+        let reference = try decodeAll(OpusDecoder(), fresh)
+        let decoder = try OpusDecoder()
+        _ = try decodeAll(decoder, fresh.reversed())
+        try decoder.reset()
+        #expect(try decodeAll(decoder, fresh) == reference)
     }
 }

@@ -52,6 +52,22 @@ struct RTPEndpointTests {
 
     func sentTo(_ net: FakeNetwork, _ address: PeerAddress) -> [[UInt8]] { net.sent.filter { $0.to == address }.map(\.bytes) }
 
+    @Test("every SSRC the relay assigns is in 1…2³¹−1, which ffmpeg's signed -ssrc option accepts")
+    func assignedSSRCsFitASignedInteger() throws {
+        var config = RelayCoreConfig()
+        config.maxMembersPerRoom = 300
+        let net = FakeNetwork(config: config)
+        room(net)
+        // Before the fix each SSRC fell in the upper half with probability ½: 256 of them all below 2³¹ by chance is 2⁻²⁵⁶.
+        var ssrcs: [UInt32] = []
+        for k in 0..<256 { ssrcs.append(try create(net, "tool\(k)", publish: false, receive: PeerAddress(ipv4: 172, 16, 1, 1, port: UInt16(1_000 + k))).ssrc) }
+        let alice = net.addClient("alice")
+        net.joinAll()
+        ssrcs.append(alice.ssrc)
+        #expect(ssrcs.allSatisfy { (1...UInt32(Int32.max)).contains($0) }, "\(ssrcs.filter { $0 > UInt32(Int32.max) })")
+        #expect(Set(ssrcs).count == ssrcs.count)
+    }
+
     @Test("an endpoint is a member: others see it join; its first packet latches its address and SSRC; its audio is forwarded")
     func latchAndPublish() throws {
         let net = FakeNetwork()

@@ -1,0 +1,73 @@
+import Foundation
+import Testing
+
+/// A program from a Debian package that an integration test starts.
+///
+/// `make test` installs every package named here: the list lives in the Makefile (`DEBS_TEST`), and
+/// `ExternalProgramTests` fails when a program below names a package that list lacks. A test that needs a missing
+/// program fails with `MissingProgram`, which names the package; it never skips.
+struct ExternalProgram: Sendable, CustomStringConvertible {
+    /// Absolute path of the executable.
+    let path: String
+    /// The Debian package that provides it.
+    let package: String
+
+    static let curl = ExternalProgram(path: "/usr/bin/curl", package: "curl")
+    static let ffmpeg = ExternalProgram(path: "/usr/bin/ffmpeg", package: "ffmpeg")
+    static let espeakNG = ExternalProgram(path: "/usr/bin/espeak-ng", package: "espeak-ng")
+
+    /// Every program the tests start.
+    static let all: [ExternalProgram] = [.curl, .ffmpeg, .espeakNG]
+
+    var description: String { path }
+
+    /// The executable's URL, or `MissingProgram` when it is not installed.
+    func url() throws -> URL {
+        guard FileManager.default.isExecutableFile(atPath: path) else { throw MissingProgram(program: self) }
+        return URL(fileURLWithPath: path)
+    }
+}
+
+/// A program a test needs is not installed.
+struct MissingProgram: Error, CustomStringConvertible {
+    let program: ExternalProgram
+    var description: String {
+        "\(program.path) is missing: install the Debian package \(program.package) (`make test` installs it: DEBS_TEST in the Makefile)"
+    }
+}
+
+@Suite("Programs the tests start come from make test")
+struct ExternalProgramTests {
+    /// The packages of `DEBS_RUN` and `DEBS_TEST` in the Makefile (`DEBS_TEST := $(DEBS_RUN) …`).
+    static func makefilePackages() throws -> Set<String> {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let makefile = try String(contentsOf: root.appendingPathComponent("Makefile"), encoding: .utf8)
+        var packages = Set<String>()
+        for line in makefile.split(separator: "\n") where line.hasPrefix("DEBS_RUN ") || line.hasPrefix("DEBS_TEST ") {
+            guard let value = line.split(separator: "=", maxSplits: 1).last else { continue }
+            for word in value.split(separator: " ") where !word.hasPrefix("$(") { packages.insert(String(word)) }
+        }
+        return packages
+    }
+
+    @Test("every program a test starts is in a package that make test installs")
+    func everyPackageIsInstalledByMakeTest() throws {
+        let packages = try Self.makefilePackages()
+        #expect(packages.contains("libopus-dev"), "the Makefile's DEBS_RUN was not read: \(packages.sorted())")
+        for program in ExternalProgram.all {
+            #expect(packages.contains(program.package), "\(program.path) comes from \(program.package), which DEBS_TEST lacks")
+        }
+    }
+
+    @Test("every program a test starts is installed here (make test installed it)")
+    func everyProgramIsInstalled() throws {
+        for program in ExternalProgram.all { _ = try program.url() }
+    }
+
+    @Test("a missing program is an error naming its package")
+    func missingProgramNamesThePackage() {
+        let absent = ExternalProgram(path: "/nonexistent/parley-no-such-program", package: "parley-no-such-package")
+        #expect(throws: MissingProgram.self) { try absent.url() }
+        #expect(MissingProgram(program: absent).description.contains("install the Debian package parley-no-such-package"))
+    }
+}
