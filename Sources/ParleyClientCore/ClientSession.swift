@@ -163,6 +163,8 @@ public final class ClientSession {
             case .resumed:
                 if state == .resuming { state = .joined }
                 events.append(.resumed)
+            case .pathChallenge(let challenge):
+                if let w = welcome { link.answer(challenge, secret: w.sessionSecret) }
             default:
                 break
             }

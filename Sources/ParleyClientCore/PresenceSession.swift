@@ -192,6 +192,8 @@ public final class PresenceSession {
             case .resumed:
                 if state == .resuming { state = .registered }
                 events.append(.resumed)
+            case .pathChallenge(let challenge):
+                if let w = welcome { link.answer(challenge, secret: w.sessionSecret) }
             case .incomingCall(let id, let from, let name):
                 calls[id] = Call(id: id, peer: from, peerName: name, outgoing: false, phase: .incoming)
                 events.append(.incomingCall(callID: id, from: from, name: name))

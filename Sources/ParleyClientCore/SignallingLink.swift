@@ -87,6 +87,11 @@ struct SignallingLink {
         return liveness
     }
 
+    /// Answers the relay's challenge to our (new) address with a proof made with the session secret.
+    mutating func answer(_ challenge: [UInt8], secret: [UInt8]) {
+        send(.pathResponse(challenge: challenge, proof: ResumeProof.pathResponse(secret: secret, connectionID: connection, challenge: challenge)))
+    }
+
     /// Proves the session from wherever we are now: HMAC of the connection id and the time with the session secret.
     mutating func sendResume(secret: [UInt8], now: Int64) {
         lastResume = now

@@ -41,7 +41,10 @@ final class Member {
     var viaPublicPort: Bool
     var muted: Bool
     var lastHeard: Int64
-    var lastResumeTimestamp: UInt64 = 0
+    /// Path validation (`PathChallenge`): the issue time of the last challenge this session answered (each is
+    /// single-use), and when it was last sent one (at most one per `RelayCore.pathChallengeInterval`).
+    var pathValidatedAt: Int64 = .min
+    var lastChallengeSent: Int64 = .min / 2
     var channel = ReliableChannel()
     var texts = TextReassembler()
     var receiveStats = RTPReceiveStatistics(clockRate: 48_000)

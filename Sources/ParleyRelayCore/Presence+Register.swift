@@ -73,29 +73,4 @@ extension RelayCore {
         counters.presenceRegistered &+= 1
         if log.threshold <= .info { log.write(.info, "\(p.identity) online from \(from) (presence \(p.id))") }
     }
-
-    /// A presence session moving to a new address, proven with its session secret (as a member's resume).
-    func handlePresenceResume(connectionID: UInt32, timestamp: UInt64, proof: [UInt8], received: Int, from: PeerAddress,
-                              now: Moment, viaPublicPort: Bool) {
-        let skew = Int64(bitPattern: timestamp) - now.unixMilliseconds
-        guard let p = presence.byConnection[connectionID], abs(skew) <= 60_000, timestamp > p.lastResumeTimestamp,
-              ResumeProof.verify(proof, secret: p.sessionSecret, connectionID: connectionID, timestamp: timestamp) else {
-            drop(.resumeRejected, from: from, now: now)
-            sendSignal(.refused(code: .unknownSession, reason: "unknown session"), to: from, connectionID: connectionID,
-                       viaPublicPort: viaPublicPort, limit: received)
-            return
-        }
-        p.lastResumeTimestamp = timestamp
-        if presence.byAddress[p.address] === p { presence.byAddress[p.address] = nil }
-        if let other = presence.byAddress[from] { removePresence(other, reason: "address taken over", goodbye: nil, now: now) }
-        let old = p.address
-        p.address = from
-        p.viaPublicPort = viaPublicPort
-        p.lastHeard = now.monotonic
-        presence.byAddress[from] = p
-        counters.resumes &+= 1
-        p.channel.enqueue(.resumed)
-        pumpPresence(p, now: now)
-        if log.threshold <= .info { log.write(.info, "\(p.identity) (presence) resumed: \(old) → \(from)") }
-    }
 }

@@ -32,8 +32,14 @@ extension RelayCore {
                 answerCall(by: p, callID: callID, accept: accept, now: now)
             case .callHangup(let callID):
                 hangUpCall(by: p, callID: callID, now: now)
-            case .resume:
-                p.channel.enqueue(.resumed)
+            case .resume(let timestamp, let proof):
+                if resumeIsProven(timestamp: timestamp, proof: proof, secret: p.sessionSecret, connectionID: p.connectionID, now: now) {
+                    p.channel.enqueue(.resumed)
+                } else {
+                    drop(.resumeRejected, from: p.address, now: now)
+                }
+            case .pathResponse:
+                break
             case .ack:
                 break
             default:

@@ -27,13 +27,18 @@ extension RelayCore {
             handleJoinRequest(request, bytes: bytes, from: from, now: now, viaPublicPort: viaPublicPort)
         case .register(let request):
             handleRegisterRequest(request, bytes: bytes, from: from, now: now, viaPublicPort: viaPublicPort)
-        case .resume(let timestamp, let proof) where presence.byConnection[datagram.connectionID] != nil:
-            handlePresenceResume(connectionID: datagram.connectionID, timestamp: timestamp, proof: proof, received: bytes.count,
-                                 from: from, now: now, viaPublicPort: viaPublicPort)
         case .resume(let timestamp, let proof):
             handleResume(connectionID: datagram.connectionID, timestamp: timestamp, proof: proof, received: bytes.count,
                          from: from, now: now, viaPublicPort: viaPublicPort)
+        case .pathResponse(let challenge, let proof):
+            handlePathResponse(connectionID: datagram.connectionID, challenge: challenge, proof: proof, from: from, now: now,
+                               viaPublicPort: viaPublicPort)
         default:
+            // A session's traffic from an address it has not proven (NAT rebinding): challenge the address, drop the datagram.
+            if datagram.connectionID != 0 {
+                _ = challengeUnknownAddress(connectionID: datagram.connectionID, from: from, received: bytes.count, now: now,
+                                            viaPublicPort: viaPublicPort)
+            }
             drop(.unknownSender, from: from, now: now)
         }
     }
@@ -181,31 +186,6 @@ extension RelayCore {
             used += size
         }
         return pages
-    }
-
-    func handleResume(connectionID: UInt32, timestamp: UInt64, proof: [UInt8], received: Int, from: PeerAddress,
-                      now: Moment, viaPublicPort: Bool) {
-        let skew = Int64(bitPattern: timestamp) - now.unixMilliseconds
-        guard let member = byConnection[connectionID], abs(skew) <= 60_000, timestamp > member.lastResumeTimestamp,
-              ResumeProof.verify(proof, secret: member.sessionSecret, connectionID: connectionID, timestamp: timestamp) else {
-            drop(.resumeRejected, from: from, now: now)
-            // Tell the sender to join afresh, in no more bytes than it sent.
-            sendSignal(.refused(code: .unknownSession, reason: "unknown session"), to: from, connectionID: connectionID,
-                       viaPublicPort: viaPublicPort, limit: received)
-            return
-        }
-        member.lastResumeTimestamp = timestamp
-        if byAddress[member.address] === member { byAddress[member.address] = nil }
-        if let other = byAddress[from] { removeMember(other, reason: "address taken over", goodbye: nil, now: now) }
-        let old = member.address
-        member.address = from
-        member.viaPublicPort = viaPublicPort
-        member.lastHeard = now.monotonic
-        byAddress[from] = member
-        counters.resumes &+= 1
-        enqueue(.resumed, to: member)
-        pump(member, now: now)
-        if log.threshold <= .info { log.write(.info, "\(member.identity) resumed in \(member.room.name): \(old) → \(from)") }
     }
 }
 

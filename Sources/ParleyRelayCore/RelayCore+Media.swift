@@ -4,6 +4,7 @@ extension RelayCore {
     /// The per-packet path: latch check, stats, history, speaker selection, fan-out. No allocation.
     func handleRTP(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
         guard let member = byAddress[from] ?? latchRTPEndpoint(bytes, from: from, now: now) else {
+            challengeRTPSender(bytes, from: from, now: now)
             return drop(.unknownSender, from: from, now: now)
         }
         let packet: RTPPacketView

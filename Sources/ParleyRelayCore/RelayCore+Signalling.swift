@@ -29,8 +29,15 @@ extension RelayCore {
                 setMuted(member, muted, now: now)
             case .sendText(let to, let fragment):
                 if let text = member.texts.add(fragment) { deliverText(text, from: member, to: to, messageID: fragment.messageID, now: now) }
-            case .resume:
-                enqueue(.resumed, to: member)
+            case .resume(let timestamp, let proof):
+                // From the member's own address: nothing moves, but the proof must hold like any other.
+                if resumeIsProven(timestamp: timestamp, proof: proof, secret: member.sessionSecret, connectionID: member.connectionID, now: now) {
+                    enqueue(.resumed, to: member)
+                } else {
+                    drop(.resumeRejected, from: member.address, now: now)
+                }
+            case .pathResponse:
+                break  // an answer to a challenge from the address the member already has: nothing to move
             case .ack:
                 break
             default:

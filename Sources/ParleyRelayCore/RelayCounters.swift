@@ -2,7 +2,7 @@
 public enum DropReason: Int, CaseIterable, Sendable {
     case oversize, unknownProtocol, malformedRTP, malformedRTCP, malformedSignalling, unknownSender
     case ssrcMismatch, notPublisher, muted, connectionMismatch, unexpectedMessage, joinFlood, badCookie
-    case resumeRejected, tokenReplay
+    case resumeRejected, tokenReplay, pathRejected
 
     /// The metric label.
     public var label: String {
@@ -22,6 +22,7 @@ public enum DropReason: Int, CaseIterable, Sendable {
         case .badCookie: "bad_cookie"
         case .resumeRejected: "resume_rejected"
         case .tokenReplay: "token_replay"
+        case .pathRejected: "path_rejected"
         }
     }
 }
@@ -52,6 +53,8 @@ public struct RelayCounters: Sendable, Equatable {
     public var mixedPacketsSent: UInt64 = 0
     /// Resumes accepted.
     public var resumes: UInt64 = 0
+    /// Path challenges sent to new addresses of sessions.
+    public var pathChallengesSent: UInt64 = 0
     /// Presence sessions registered; calls rung (callee online and free); calls answered.
     public var presenceRegistered: UInt64 = 0, callsStarted: UInt64 = 0, callsAnswered: UInt64 = 0
 

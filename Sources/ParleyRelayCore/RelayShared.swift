@@ -10,6 +10,8 @@ public final class RelayShared: Sendable {
     public let verifier: TokenVerifier
     /// Mints and checks join cookies.
     public let cookies: JoinCookie
+    /// Mints and checks the challenges that validate a session's new address.
+    public let pathChallenges: PathChallenge
     /// Number of worker loops.
     public let workerCount: Int
     /// The UDP port of each worker, by index (index 0 is the public port).
@@ -25,6 +27,7 @@ public final class RelayShared: Sendable {
         self.config = config
         self.verifier = verifier
         self.cookies = JoinCookie(secret: cookieSecret, lifetimeSeconds: config.cookieLifetimeSeconds)
+        self.pathChallenges = PathChallenge(secret: Crypto.hmacSHA256(key: cookieSecret, message: Array("parley path challenges".utf8)))
         self.workerCount = max(1, workerPorts.count)
         self.workerPorts = workerPorts.isEmpty ? [0] : workerPorts
         self.callSigner = (config.callTokenKey ?? verifier.keyIDs.first).flatMap { verifier.signer(forKey: $0) }

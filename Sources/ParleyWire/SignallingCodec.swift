@@ -9,6 +9,8 @@ enum SignalTag: UInt8 {
     case callID = 33, accept = 34, name = 35, callState = 36
     /// Join: the member tells who speaks from the forwarded media itself (no `speakers` messages in forward rooms).
     case speakersFromMedia = 37
+    /// Path validation: the relay's challenge to a new address.
+    case challenge = 38
 }
 
 /// Writes big-endian integers and TLVs into a caller-owned buffer.
@@ -155,6 +157,8 @@ extension SignalDatagram {
         case 0x05: message = .sendText(to: try f.optionalString(.to, maxCount: 128), fragment: try Self.fragment(f))
         case 0x06: message = .resume(timestamp: try f.u64(.timestamp), proof: try f.data(.proof, maxCount: 32))
         case 0x07: message = .ack
+        case 0x0C: message = .pathResponse(challenge: try f.data(.challenge, maxCount: 32), proof: try f.data(.proof, maxCount: 32))
+        case 0x8E: message = .pathChallenge(challenge: try f.data(.challenge, maxCount: 32))
         case 0x81: message = .retry(cookie: try f.data(.cookie, maxCount: 64))
         case 0x82:
             message = .welcome(Welcome(
@@ -230,6 +234,8 @@ extension SignalDatagram {
             Self.write(fragment, &w)
         case .resume(let t, let proof): w.field(.timestamp, u64: t); w.field(.proof, proof)
         case .retry(let cookie): w.field(.cookie, cookie)
+        case .pathChallenge(let c): w.field(.challenge, c)
+        case .pathResponse(let c, let proof): w.field(.challenge, c); w.field(.proof, proof)
         case .welcome(let x):
             w.field(.nonce, x.nonce); w.field(.memberID, u32: x.memberID); w.field(.ssrc, u32: x.ssrc)
             w.field(.port, u16: x.port); w.field(.sessionSecret, x.sessionSecret); w.field(.room, string: x.room)

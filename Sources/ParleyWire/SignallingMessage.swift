@@ -259,6 +259,9 @@ public enum SignalMessage: Equatable, Sendable {
     case callAnswer(callID: UInt32, accept: Bool)
     /// 0x0B Hang up: cancels a ringing call, declines an incoming one, ends an answered one (reliable).
     case callHangup(callID: UInt32)
+    /// 0x0C Answer to `pathChallenge`, from the address that received it: proof = HMAC-SHA-256(session secret,
+    /// "parley-path" ‖ connection id ‖ challenge) (unreliable).
+    case pathResponse(challenge: [UInt8], proof: [UInt8])
 
     // Relay → member
     /// 0x81 Prove you own your address: repeat the join with this cookie (unreliable, never larger than the join).
@@ -287,6 +290,9 @@ public enum SignalMessage: Equatable, Sendable {
     case incomingCall(callID: UInt32, fromIdentity: String, fromName: String)
     /// 0x8D A call's state changed (reliable).
     case callStatus(CallStatus)
+    /// 0x8E Prove that this new address is yours: answer `pathResponse` with the challenge (unreliable, never larger
+    /// than the datagram that caused it; nothing else goes to the address until it answers).
+    case pathChallenge(challenge: [UInt8])
 
     /// The message's type code.
     public var typeCode: UInt8 {
@@ -302,6 +308,7 @@ public enum SignalMessage: Equatable, Sendable {
         case .callInvite: 0x09
         case .callAnswer: 0x0A
         case .callHangup: 0x0B
+        case .pathResponse: 0x0C
         case .retry: 0x81
         case .welcome: 0x82
         case .refused: 0x83
@@ -315,13 +322,14 @@ public enum SignalMessage: Equatable, Sendable {
         case .resumed: 0x8B
         case .incomingCall: 0x8C
         case .callStatus: 0x8D
+        case .pathChallenge: 0x8E
         }
     }
 
     /// Whether this message travels reliably (gets a sequence number, is acknowledged and retransmitted).
     public var isReliable: Bool {
         switch self {
-        case .join, .register, .ping, .resume, .ack, .retry, .refused, .pong, .goodbye: false
+        case .join, .register, .ping, .resume, .ack, .pathResponse, .retry, .refused, .pong, .goodbye, .pathChallenge: false
         default: true
         }
     }

@@ -11,9 +11,16 @@ let interrupted = Atomic<Bool>(false)
 enum SignalHandlers {
     static let stop: @convention(c) (Int32) -> Void = { _ in interrupted.store(true, ordering: .relaxed) }
 
+    /// Installs the handler and unblocks both signals: a blocked mask is inherited across exec (a parent that blocks
+    /// them, as some test runners and supervisors do, would otherwise leave Ctrl-C and `kill` pending forever).
     static func install() {
         signal(SIGINT, stop)
         signal(SIGTERM, stop)
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGINT)
+        sigaddset(&set, SIGTERM)
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
     }
 }
 

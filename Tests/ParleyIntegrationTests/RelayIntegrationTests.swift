@@ -74,8 +74,9 @@ extension ProcessTests {
             // The client is told, then tries to come back by itself.
             #expect(alice.waitFor(seconds: 5) { $0.contains("reconnecting in 1 s") }, "\(alice.stdout)")
             #expect(alice.stdout.contains("the relay ended the session: the relay is shutting down"))
+            // The test runner's threads block SIGINT and SIGTERM, and children inherit the mask: the client unblocks them.
             alice.signal(SIGINT)
-            #expect(alice.wait(seconds: 5) == 0)
+            #expect(alice.wait(seconds: 5) == 0, "\(alice.stdout)\(alice.stderr)")
         }
 
         @Test("a refused token is shown with the relay's reason and a non-zero exit")

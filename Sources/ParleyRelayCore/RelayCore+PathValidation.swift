@@ -1,0 +1,127 @@
+import ParleyAuth
+import ParleyWire
+
+/// Moving a session to a new address (NAT rebinding, a new network) only after the new address proved it can receive
+/// and holds the session secret: a resume, or any traffic that names a session from an unknown address, gets a
+/// `pathChallenge` there; a `pathResponse` from that address with a proof made with the session secret moves the
+/// session (`PathChallenge` explains the challenge). Nothing else is sent to the new address before that.
+extension RelayCore {
+    /// At most one challenge per session per this many nanoseconds (a speaker's packets from a new address arrive
+    /// every 20 ms; one challenge per round trip is enough).
+    static let pathChallengeInterval: Int64 = 100_000_000
+    /// Bytes of a `pathChallenge` datagram: a smaller datagram (an ack, a ping) is not answered with one.
+    static let pathChallengeDatagramSize = (try? SignalDatagram(connectionID: 1, sequence: 0, ack: 0,
+        message: .pathChallenge(challenge: [UInt8](repeating: 0, count: PathChallenge.size))).serialized().count) ?? Signalling.maxDatagramSize
+
+    /// Whether a resume's proof holds for `secret` and its time is within a minute of ours.
+    func resumeIsProven(timestamp: UInt64, proof: [UInt8], secret: [UInt8], connectionID: UInt32, now: Moment) -> Bool {
+        let skew = Int64(bitPattern: timestamp) - now.unixMilliseconds
+        return !secret.isEmpty && abs(skew) <= 60_000
+            && ResumeProof.verify(proof, secret: secret, connectionID: connectionID, timestamp: timestamp)
+    }
+
+    /// Sends `address` a challenge for session `connectionID`, in no more bytes than `received`, at most once per
+    /// `pathChallengeInterval` per session and within the worker's budget for answers to unverified addresses.
+    func challengePath(connectionID: UInt32, lastChallengeSent: inout Int64, to address: PeerAddress, received: Int,
+                       now: Moment, viaPublicPort: Bool) {
+        guard received >= Self.pathChallengeDatagramSize, now.monotonic - lastChallengeSent >= Self.pathChallengeInterval,
+              retryBucket.take(now: now.monotonic) else { return }
+        lastChallengeSent = now.monotonic
+        let challenge = shared.pathChallenges.mint(connectionID: connectionID, address: address, unixMilliseconds: now.unixMilliseconds)
+        sendSignal(.pathChallenge(challenge: challenge), to: address, connectionID: connectionID, viaPublicPort: viaPublicPort, limit: received)
+        counters.pathChallengesSent &+= 1
+    }
+
+    /// Traffic from an unknown address naming session `connectionID` (a resume with a valid proof, or any other
+    /// signalling): challenge the address. Returns false when no session of that id can be challenged.
+    func challengeUnknownAddress(connectionID: UInt32, from: PeerAddress, received: Int, now: Moment, viaPublicPort: Bool) -> Bool {
+        if let member = byConnection[connectionID], !member.isRTPEndpoint {
+            challengePath(connectionID: connectionID, lastChallengeSent: &member.lastChallengeSent, to: from, received: received,
+                          now: now, viaPublicPort: viaPublicPort)
+            return true
+        }
+        if let p = presence.byConnection[connectionID] {
+            challengePath(connectionID: connectionID, lastChallengeSent: &p.lastChallengeSent, to: from, received: received,
+                          now: now, viaPublicPort: viaPublicPort)
+            return true
+        }
+        return false
+    }
+
+    /// RTP from an unknown address with a member's SSRC (a speaker behind a NAT that rebound): challenge the address,
+    /// so the member moves within a round trip instead of after its own resume seconds later.
+    func challengeRTPSender(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
+        guard bytes.count >= 12 else { return }
+        let ssrc = UInt32(bigEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt32.self))
+        guard let member = bySSRC[ssrc], !member.isRTPEndpoint else { return }
+        challengePath(connectionID: member.connectionID, lastChallengeSent: &member.lastChallengeSent, to: from,
+                      received: bytes.count, now: now, viaPublicPort: false)
+    }
+
+    /// A resume from an address that is not the session's: challenge it when the proof holds, else tell the sender to
+    /// join afresh (in no more bytes than it sent).
+    func handleResume(connectionID: UInt32, timestamp: UInt64, proof: [UInt8], received: Int, from: PeerAddress,
+                      now: Moment, viaPublicPort: Bool) {
+        let secret = byConnection[connectionID].map { $0.isRTPEndpoint ? [] : $0.sessionSecret }
+            ?? presence.byConnection[connectionID]?.sessionSecret ?? []
+        guard resumeIsProven(timestamp: timestamp, proof: proof, secret: secret, connectionID: connectionID, now: now) else {
+            drop(.resumeRejected, from: from, now: now)
+            sendSignal(.refused(code: .unknownSession, reason: "unknown session"), to: from, connectionID: connectionID,
+                       viaPublicPort: viaPublicPort, limit: received)
+            return
+        }
+        _ = challengeUnknownAddress(connectionID: connectionID, from: from, received: received, now: now, viaPublicPort: viaPublicPort)
+    }
+
+    /// A path response from `from`: when its challenge was minted for this session at this address, is fresh and
+    /// newer than the last one the session answered, and its proof holds, the session moves to `from`.
+    func handlePathResponse(connectionID: UInt32, challenge: [UInt8], proof: [UInt8], from: PeerAddress, now: Moment,
+                            viaPublicPort: Bool) {
+        guard let issuedAt = shared.pathChallenges.verify(challenge, connectionID: connectionID, address: from,
+                                                           unixMilliseconds: now.unixMilliseconds) else {
+            return drop(.pathRejected, from: from, now: now)
+        }
+        if let member = byConnection[connectionID], !member.isRTPEndpoint, issuedAt > member.pathValidatedAt,
+           ResumeProof.verifyPathResponse(proof, secret: member.sessionSecret, connectionID: connectionID, challenge: challenge) {
+            member.pathValidatedAt = issuedAt
+            move(member, to: from, now: now, viaPublicPort: viaPublicPort)
+        } else if let p = presence.byConnection[connectionID], issuedAt > p.pathValidatedAt,
+                  ResumeProof.verifyPathResponse(proof, secret: p.sessionSecret, connectionID: connectionID, challenge: challenge) {
+            p.pathValidatedAt = issuedAt
+            move(p, to: from, now: now, viaPublicPort: viaPublicPort)
+        } else {
+            drop(.pathRejected, from: from, now: now)
+        }
+    }
+
+    /// Moves a member whose new address answered its challenge.
+    func move(_ member: Member, to from: PeerAddress, now: Moment, viaPublicPort: Bool) {
+        if byAddress[member.address] === member { byAddress[member.address] = nil }
+        if let other = byAddress[from] { removeMember(other, reason: "address taken over", goodbye: nil, now: now) }
+        let old = member.address
+        member.address = from
+        member.viaPublicPort = viaPublicPort
+        member.lastHeard = now.monotonic
+        byAddress[from] = member
+        counters.resumes &+= 1
+        enqueue(.resumed, to: member)
+        pump(member, now: now)
+        noteTimerWork(at: now.monotonic)
+        if log.threshold <= .info { log.write(.info, "\(member.identity) moved in \(member.room.name): \(old) → \(from)") }
+    }
+
+    /// Moves a presence session whose new address answered its challenge.
+    func move(_ p: Presence, to from: PeerAddress, now: Moment, viaPublicPort: Bool) {
+        if presence.byAddress[p.address] === p { presence.byAddress[p.address] = nil }
+        if let other = presence.byAddress[from] { removePresence(other, reason: "address taken over", goodbye: nil, now: now) }
+        let old = p.address
+        p.address = from
+        p.viaPublicPort = viaPublicPort
+        p.lastHeard = now.monotonic
+        presence.byAddress[from] = p
+        counters.resumes &+= 1
+        p.channel.enqueue(.resumed)
+        pumpPresence(p, now: now)
+        if log.threshold <= .info { log.write(.info, "\(p.identity) (presence) moved: \(old) → \(from)") }
+    }
+}
