@@ -21,7 +21,10 @@ struct RunResult {
     var targetCPUSeconds = 0.0
     var targetRSSMegabytes = 0.0
     var generatorCPUSeconds = 0.0
-    var sendLatenessMaxMilliseconds = 0.0
+    /// How late each of the generator's 20 ms send ticks ran.
+    var tickLateness = LatencyHistogram()
+    var sendLatenessMaxMilliseconds: Double { tickLateness.maxMilliseconds }
+    var sendLatenessP99Milliseconds: Double { tickLateness.quantileMilliseconds(0.99) }
     /// Send ticks later than `--max-tick-lateness-ms`.
     var lateTicks = 0
     var signallingReceived = 0
@@ -55,7 +58,7 @@ struct RunResult {
             p.targetCPUSeconds += r.targetCPUSeconds
             p.targetRSSMegabytes = max(p.targetRSSMegabytes, r.targetRSSMegabytes)
             p.generatorCPUSeconds += r.generatorCPUSeconds
-            p.sendLatenessMaxMilliseconds = max(p.sendLatenessMaxMilliseconds, r.sendLatenessMaxMilliseconds)
+            p.tickLateness.merge(r.tickLateness)
             p.lateTicks += r.lateTicks
             p.signallingReceived += r.signallingReceived
             if r.missingReasons.count > p.missingReasons.count { p.missingReasons = r.missingReasons }
@@ -224,7 +227,14 @@ final class LoadRun {
                     flushSignalling(m)
                     next += 1
                 }
-                if now - lastTick >= 100_000_000 { tickSessions(now: now); lastTick = now }
+                if now - lastTick >= 100_000_000 {
+                    tickSessions(now: now)
+                    lastTick = now
+                    // A session that gave up (no answer after its join retries) is as refused as one the relay refused.
+                    for m in members where m.joinedAt == nil && m.refused == nil {
+                        if case .ended(let reason) = m.session?.state { m.refused = reason }
+                    }
+                }
                 if next == members.count && members.allSatisfy({ $0.joinedAt != nil || $0.refused != nil }) { break }
                 pump(until: min(now + 5_000_000, deadline))
                 if progress, (now - start) / 1_000_000_000 != (Clock.monotonicNanoseconds() - start) / 1_000_000_000 {
@@ -272,11 +282,10 @@ final class LoadRun {
         let cpu0 = targetCPU(), gen0 = Clock.processCPUSeconds()
         var nextTick = start, nextSecond = start + 1_000_000_000, lastSessionTick = start
         var lastCPU = cpu0, lastGen = gen0
-        var maxLateness: Int64 = 0
         while true {
             var now = Clock.monotonicNanoseconds()
             if now >= nextTick && nextTick < end {
-                maxLateness = max(maxLateness, now - nextTick)
+                result.tickLateness.add(now - nextTick)
                 if now - nextTick > tickLatenessLimitNanoseconds { result.lateTicks += 1 }
                 for s in speakers where tick(s) { windowExpected += listenersPerSpeaker }
                 nextTick += 20_000_000
@@ -302,7 +311,6 @@ final class LoadRun {
         result.durationSeconds = seconds
         result.targetCPUSeconds = targetCPU() - cpu0
         result.generatorCPUSeconds = Clock.processCPUSeconds() - gen0
-        result.sendLatenessMaxMilliseconds = Double(maxLateness) / 1e6
         result.targetRSSMegabytes = target.probe?.rssMegabytes() ?? 0
         result.packetsSent = speakers.reduce(0) { $0 + $1.packetsSent }
         result.packetsDue = speakers.reduce(0) { $0 + $1.packetsDue }

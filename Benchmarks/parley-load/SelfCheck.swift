@@ -27,16 +27,23 @@ enum SelfCheck {
         expect(ExpectedPackets.mix([Receipt(room: 0, isSpeaker: false, range: 40), Receipt(room: 1, isSpeaker: false, range: 0),
                                     Receipt(room: 1, isSpeaker: false, range: 0)]), 120, "mix, a room with nobody admitted")
 
-        // Verdict and exit status.
-        func verdict(missing: [String] = [], lateness: Double = 1, limit: Double = 10) -> Verdict {
-            Verdict(asked: 2001, missingReasons: missing, tickLatenessMaxMilliseconds: lateness, lateTicks: lateness > limit ? 1 : 0,
-                    limitMilliseconds: limit)
+        // Verdict and exit status. Tick lateness in ms, one entry per send tick.
+        func verdict(missing: [String] = [], ticks: [Double] = Array(repeating: 1, count: 150), limit: Double = 10) -> Verdict {
+            var lateness = LatencyHistogram()
+            for t in ticks { lateness.add(Int64(t * 1e6)) }
+            return Verdict(asked: 2001, missingReasons: missing, tickLateness: lateness, lateTicks: ticks.count { $0 > limit },
+                           limitMilliseconds: limit)
         }
+        let preemptedOnce = Array(repeating: 1.0, count: 149) + [218]
+        let behind = Array(repeating: 1.0, count: 100) + [30, 30]       // 2 % of ticks late
+        let swamped = Array(repeating: 1.0, count: 62) + Array(repeating: 1500.0, count: 688)
         expect(verdict().exitStatus, 0, "verdict, all present and on time")
-        expect(verdict(lateness: 10).exitStatus, 0, "verdict, lateness at the limit")
+        expect(verdict(ticks: preemptedOnce).exitStatus, 0, "verdict, one tick preempted")
+        expect(verdict(ticks: Array(repeating: 9.98, count: 150)).exitStatus, 0, "verdict, every tick just under the limit")
+        expect(verdict(ticks: behind).exitStatus, Verdict.generatorLateStatus, "verdict, 2 % of ticks 30 ms late")
+        expect(verdict(ticks: swamped).exitStatus, Verdict.generatorLateStatus, "verdict, generator swamped")
         expect(verdict(missing: ["room r0 is full (1000 members)"]).exitStatus, Verdict.membersMissingStatus, "verdict, one refused")
-        expect(verdict(lateness: 218).exitStatus, Verdict.generatorLateStatus, "verdict, generator 218 ms late")
-        expect(verdict(missing: ["full"], lateness: 218).exitStatus, Verdict.bothStatus, "verdict, both")
+        expect(verdict(missing: ["full"], ticks: swamped).exitStatus, Verdict.bothStatus, "verdict, both")
         expect(verdict(missing: ["b", "a", "b"]).problems,
                [.membersMissing(missing: 3, asked: 2001, reasons: [.init(text: "b", count: 2), .init(text: "a", count: 1)])],
                "verdict, reasons by count")
@@ -63,14 +70,15 @@ enum SelfCheck {
 
         // Pooling blocks: sums, the worst lateness, the block with the most members missing.
         var a = RunResult(), b = RunResult()
-        a.members = 10; a.joined = 10; a.packetsExpected = 100; a.packetsReceived = 100; a.sendLatenessMaxMilliseconds = 2
-        b.members = 10; b.joined = 8; b.packetsExpected = 100; b.packetsReceived = 80; b.sendLatenessMaxMilliseconds = 12
+        a.members = 10; a.joined = 10; a.packetsExpected = 100; a.packetsReceived = 100; a.tickLateness.add(2_000_000)
+        b.members = 10; b.joined = 8; b.packetsExpected = 100; b.packetsReceived = 80; b.tickLateness.add(12_000_000)
         b.missingReasons = ["full", "full"]
         let p = RunResult.pooled([a, b])
         expect(p.deliveryRatio, 0.9, "pooled delivery")
         expect(p.joined, 8, "pooled joined, the worst block")
         expect(p.presentAtStart, 8, "pooled present at start")
         expect(p.sendLatenessMaxMilliseconds, 12, "pooled lateness, the worst")
+        expect(p.tickLateness.total, 2, "pooled ticks")
 
         for f in failures { writeLine("self-check FAILED: \(f)", fd: 2) }
         writeLine("self-check: \(checks - failures.count) of \(checks) checks passed")
