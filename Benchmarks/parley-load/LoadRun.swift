@@ -42,7 +42,7 @@ struct RunResult {
         return s[min(s.count - 1, Int((q * Double(s.count)).rounded(.up)) - 1 < 0 ? 0 : Int((q * Double(s.count)).rounded(.up)) - 1)]
     }
 
-    /// The blocks of one side as one run: counts, durations and CPU summed, latencies pooled, the worst lateness, and
+    /// The blocks of one side as one run: counts, durations and CPU summed, latencies and tick lateness pooled, and
     /// the members of the block that missed the most.
     static func pooled(_ runs: [RunResult]) -> RunResult {
         guard var p = runs.first else { return RunResult() }
