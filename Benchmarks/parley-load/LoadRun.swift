@@ -5,21 +5,33 @@ import ParleyClientCore
 import ParleyNet
 import ParleyWire
 
-/// What one run (against the relay or the raw forwarder) measured.
+/// What one run (against the relay or the raw forwarder) measured. Counts are over the members asked for: `members`
+/// is the shape's, `joined` how many got in by the end, `missingReasons` why each member absent when media started
+/// was absent.
 struct RunResult {
     var label = ""
-    var members = 0, speakers = 0, joined = 0
+    var members = 0, speakers = 0, joined = 0, joinedLate = 0
     var durationSeconds = 0.0
-    var packetsSent = 0, packetsExpected = 0, packetsReceived = 0
+    /// Packets the speakers sent, and (forward mode) the packets they were due to send, admitted or not.
+    var packetsSent = 0, packetsDue = 0
+    var packetsExpected = 0, packetsReceived = 0
     var duplicated = 0, outOfOrder = 0, late = 0
     var latency = LatencyHistogram()
     var joinMilliseconds: [Double] = []
     var targetCPUSeconds = 0.0
     var targetRSSMegabytes = 0.0
     var generatorCPUSeconds = 0.0
-    var sendLatenessMaxMilliseconds = 0.0
+    /// How late each of the generator's 20 ms send ticks ran.
+    var tickLateness = LatencyHistogram()
+    var sendLatenessMaxMilliseconds: Double { tickLateness.maxMilliseconds }
+    var sendLatenessP99Milliseconds: Double { tickLateness.quantileMilliseconds(0.99) }
+    /// Send ticks later than `--max-tick-lateness-ms`.
+    var lateTicks = 0
     var signallingReceived = 0
-    var refusals: [String] = []
+    /// One entry per member not in its room when media started: the relay's refusal, or why it had no welcome.
+    var missingReasons: [String] = []
+    /// Members in their rooms when media started.
+    var presentAtStart: Int { members - missingReasons.count }
     var deliveryRatio: Double { packetsExpected == 0 ? 0 : Double(packetsReceived) / Double(packetsExpected) }
     var lost: Int { max(0, packetsExpected - packetsReceived) }
     var outPacketsPerSecond: Double { Double(packetsReceived) / durationSeconds }
@@ -29,14 +41,51 @@ struct RunResult {
         let s = joinMilliseconds.sorted()
         return s[min(s.count - 1, Int((q * Double(s.count)).rounded(.up)) - 1 < 0 ? 0 : Int((q * Double(s.count)).rounded(.up)) - 1)]
     }
+
+    /// The blocks of one side as one run: counts, durations and CPU summed, latencies and tick lateness pooled, and
+    /// the members of the block that missed the most.
+    static func pooled(_ runs: [RunResult]) -> RunResult {
+        guard var p = runs.first else { return RunResult() }
+        for r in runs.dropFirst() {
+            p.joined = min(p.joined, r.joined)
+            p.joinedLate = max(p.joinedLate, r.joinedLate)
+            p.durationSeconds += r.durationSeconds
+            p.packetsSent += r.packetsSent; p.packetsDue += r.packetsDue
+            p.packetsExpected += r.packetsExpected; p.packetsReceived += r.packetsReceived
+            p.duplicated += r.duplicated; p.outOfOrder += r.outOfOrder; p.late += r.late
+            p.latency.merge(r.latency)
+            p.joinMilliseconds += r.joinMilliseconds
+            p.targetCPUSeconds += r.targetCPUSeconds
+            p.targetRSSMegabytes = max(p.targetRSSMegabytes, r.targetRSSMegabytes)
+            p.generatorCPUSeconds += r.generatorCPUSeconds
+            p.tickLateness.merge(r.tickLateness)
+            p.lateTicks += r.lateTicks
+            p.signallingReceived += r.signallingReceived
+            if r.missingReasons.count > p.missingReasons.count { p.missingReasons = r.missingReasons }
+        }
+        return p
+    }
 }
 
 /// Where the load goes.
 enum LoadTarget {
     /// A Parley relay: members join through its signalling; `probe` reads its CPU and memory.
     case relay(PeerAddress, ProcessProbe?)
-    /// The raw fan-out forwarder: members register with one datagram.
-    case raw(RawForwarder)
+    /// The raw fan-out forwarder (a process of its own): members register with one datagram.
+    case raw(PeerAddress, ProcessProbe)
+
+    var address: PeerAddress {
+        switch self {
+        case .relay(let a, _), .raw(let a, _): return a
+        }
+    }
+
+    var probe: ProcessProbe? {
+        switch self {
+        case .relay(_, let p): return p
+        case .raw(_, let p): return p
+        }
+    }
 }
 
 /// RTP packet layout the speakers send (RFC 3550 header, RFC 8285 one-byte extension block of 3 words):
@@ -77,6 +126,7 @@ final class LoadRun {
     private var window = LatencyHistogram()
     private let mix: Bool
     private let lateNanoseconds: Int64
+    private let tickLatenessLimitNanoseconds: Int64
     private var windowSent = 0, windowExpected = 0, windowReceived = 0
 
     // One receive batch, used for every socket in turn; allocated once.
@@ -95,12 +145,9 @@ final class LoadRun {
         self.progress = progress
         self.mix = options.mode == "mix"
         self.lateNanoseconds = Int64(options.lateMilliseconds * 1e6)
+        self.tickLatenessLimitNanoseconds = Int64(options.maxTickLatenessMilliseconds * 1e6)
         pollSet = .allocate(capacity: options.rooms * membersPerRoom)
-        let destination: PeerAddress
-        switch target {
-        case .relay(let a, _): destination = a
-        case .raw(let f): destination = f.address
-        }
+        let destination = target.address
         for room in 0..<options.rooms {
             var speakers: [Int] = []
             for m in 0..<membersPerRoom {
@@ -120,15 +167,10 @@ final class LoadRun {
         rxBuffers.deallocate(); rxHeaders.deallocate(); rxIOV.deallocate(); txBuffer.deallocate()
     }
 
-    private var relayProbe: ProcessProbe? { if case .relay(_, let p) = target { return p }; return nil }
     private var isRelay: Bool { if case .relay = target { return true }; return false }
 
-    private func targetCPU() -> Double {
-        switch target {
-        case .relay(_, let p): return p?.cpuSeconds() ?? 0
-        case .raw(let f): return Double(f.cpuNanoseconds.load(ordering: .relaxed)) / 1e9
-        }
-    }
+    /// The target's CPU seconds so far, every thread of its process alike for the relay and the raw forwarder.
+    private func targetCPU() -> Double { target.probe?.cpuSeconds() ?? 0 }
 
     // MARK: Phases
 
@@ -138,11 +180,8 @@ final class LoadRun {
         result = RunResult()
         speakerBySSRC = [:]
         for m in members {
-            m.session = nil; m.joinedAt = nil; m.refused = nil; m.packetsSent = 0; m.tallies = []
-            switch target {
-            case .relay(let a, _): m.destination = a
-            case .raw(let f): m.destination = f.address
-            }
+            m.session = nil; m.joinedAt = nil; m.refused = nil; m.packetsSent = 0; m.packetsDue = 0; m.tallies = []
+            m.destination = target.address
             pollSet[m.index] = pollfd(fd: m.socket.fd, events: Int16(POLLIN), revents: 0)
         }
         result.label = isRelay ? "parley (\(options.mode))" : "raw fan-out"
@@ -159,12 +198,10 @@ final class LoadRun {
         switch target {
         case .raw:
             for m in members {
-                var reg: [UInt8] = Array("RAWREG".utf8) + withUnsafeBytes(of: UInt32(m.room).bigEndian) { Array($0) }
-                reg.withUnsafeBytes { _ = m.socket.send($0, to: m.destination) }
+                RawForwarder.registration(room: m.room).withUnsafeBytes { _ = m.socket.send($0, to: m.destination) }
                 m.joinStarted = start
                 m.joinedAt = start
             }
-            result.joined = members.count
             pump(until: start + 200_000_000)
         case .relay(let server, _):
             let signer = TokenSigner(apiKey: environment("PARLEY_API_KEY") ?? DevDefaults.apiKey,
@@ -172,7 +209,8 @@ final class LoadRun {
             let unixNow = Clock.unixSeconds()
             var next = 0
             let rampNanoseconds = Int64(options.ramp * 1e9)
-            let deadline = start + rampNanoseconds + 15_000_000_000
+            let patienceNanoseconds: Int64 = 15_000_000_000
+            let deadline = start + rampNanoseconds + patienceNanoseconds
             var lastTick = start
             while Clock.monotonicNanoseconds() < deadline {
                 let now = Clock.monotonicNanoseconds()
@@ -189,16 +227,25 @@ final class LoadRun {
                     flushSignalling(m)
                     next += 1
                 }
-                if now - lastTick >= 100_000_000 { tickSessions(now: now); lastTick = now }
+                if now - lastTick >= 100_000_000 {
+                    tickSessions(now: now)
+                    lastTick = now
+                    // A session that gave up (no answer after its join retries) is as refused as one the relay refused.
+                    for m in members where m.joinedAt == nil && m.refused == nil {
+                        if case .ended(let reason) = m.session?.state { m.refused = reason }
+                    }
+                }
                 if next == members.count && members.allSatisfy({ $0.joinedAt != nil || $0.refused != nil }) { break }
                 pump(until: min(now + 5_000_000, deadline))
                 if progress, (now - start) / 1_000_000_000 != (Clock.monotonicNanoseconds() - start) / 1_000_000_000 {
-                    writeLine(String(format: "  joining: %d/%d members", result.joined, members.count))
+                    writeLine(String(format: "  joining: %d/%d members", members.count(where: { $0.joinedAt != nil }), members.count))
                 }
             }
-            for m in members where m.joinedAt == nil && m.refused == nil { m.refused = "no welcome" }
-            result.refusals = members.compactMap { $0.refused.map { "\($0)" } }
+            for m in members where m.joinedAt == nil && m.refused == nil {
+                m.refused = String(format: "no welcome within %.0f s of the ramp", Double(patienceNanoseconds) / 1e9)
+            }
         }
+        result.missingReasons = members.compactMap { $0.joinedAt == nil ? $0.refused ?? "not admitted" : nil }
     }
 
     private func media(seconds: Double) {
@@ -225,23 +272,22 @@ final class LoadRun {
                 }
             }
         }
-        let active = members.filter { $0.joinedAt != nil }
-        let speakers = active.filter { $0.speakerSlot != nil }
-        // Fan-out of each speaker: members of its room that joined, less itself.
-        var fanout = [Int](repeating: 0, count: members.count)
-        for s in speakers { fanout[s.index] = active.filter { $0.room == s.room && $0.index != s.index }.count }
+        // Every speaker asked for keeps its clip running, admitted or not: what it would have sent is due to every
+        // other member asked for in its room (`ExpectedPackets`).
+        let speakers = roomSpeakers.joined().map { members[$0] }
+        let listenersPerSpeaker = membersPerRoom - 1
 
         let start = Clock.monotonicNanoseconds()
         let end = start + Int64(seconds * 1e9)
         let cpu0 = targetCPU(), gen0 = Clock.processCPUSeconds()
         var nextTick = start, nextSecond = start + 1_000_000_000, lastSessionTick = start
         var lastCPU = cpu0, lastGen = gen0
-        var maxLateness: Int64 = 0
         while true {
             var now = Clock.monotonicNanoseconds()
             if now >= nextTick && nextTick < end {
-                maxLateness = max(maxLateness, now - nextTick)
-                for s in speakers where send(s) { windowExpected += fanout[s.index] }
+                result.tickLateness.add(now - nextTick)
+                if now - nextTick > tickLatenessLimitNanoseconds { result.lateTicks += 1 }
+                for s in speakers where tick(s) { windowExpected += listenersPerSpeaker }
                 nextTick += 20_000_000
                 now = Clock.monotonicNanoseconds()
             }
@@ -251,7 +297,7 @@ final class LoadRun {
                 if progress {
                     let loss = windowExpected > 0 && !mix ? max(0, 1 - Double(windowReceived) / Double(windowExpected)) * 100 : 0
                     writeLine(String(format: "  %4.0f s  members %d/%d  in %6d pps  out %7d pps  loss %5.2f %%  p99 %6.2f ms  %@ CPU %5.1f %%  load-gen CPU %5.1f %%",
-                                     Double(now - start) / 1e9, result.joined, members.count, windowSent, windowReceived, loss,
+                                     Double(now - start) / 1e9, members.count(where: { $0.joinedAt != nil }), members.count, windowSent, windowReceived, loss,
                                      window.quantileMilliseconds(0.99), isRelay ? "relay" : "raw", (cpu - lastCPU) * 100, (gen - lastGen) * 100))
                 }
                 lastCPU = cpu; lastGen = gen
@@ -265,25 +311,29 @@ final class LoadRun {
         result.durationSeconds = seconds
         result.targetCPUSeconds = targetCPU() - cpu0
         result.generatorCPUSeconds = Clock.processCPUSeconds() - gen0
-        result.sendLatenessMaxMilliseconds = Double(maxLateness) / 1e6
-        if case .raw(let f) = target { result.generatorCPUSeconds -= result.targetCPUSeconds; _ = f }
-        result.targetRSSMegabytes = relayProbe?.rssMegabytes() ?? 0
+        result.targetRSSMegabytes = target.probe?.rssMegabytes() ?? 0
         result.packetsSent = speakers.reduce(0) { $0 + $1.packetsSent }
-        for m in active {
-            for (slot, t) in m.tallies.enumerated() {
-                if mix {
-                    result.packetsExpected += t.highestOffset + 1
-                } else {
-                    let s = members[roomSpeakers[m.room][slot]]
-                    if s.index != m.index && s.joinedAt != nil { result.packetsExpected += s.packetsSent }
-                }
+        result.packetsDue = speakers.reduce(0) { $0 + $1.packetsDue }
+        if mix {
+            result.packetsExpected = ExpectedPackets.mix(members.map {
+                ExpectedPackets.MixReceipt(room: $0.room, isSpeaker: $0.speakerSlot != nil, range: $0.tallies[0].highestOffset + 1)
+            })
+        } else {
+            result.packetsExpected = ExpectedPackets.forward(packetsDue: speakers.map(\.packetsDue), membersPerRoom: membersPerRoom)
+        }
+        // Every member's receipts count, late joiners' too; what they missed is in `packetsExpected`.
+        for m in members {
+            for t in m.tallies {
                 result.packetsReceived += t.received
                 result.duplicated += t.duplicated
                 result.outOfOrder += t.outOfOrder
                 result.late += t.late
             }
         }
-        result.joinMilliseconds = active.map { Double($0.joinedAt! - $0.joinStarted) / 1e6 }
+        let joined = members.filter { $0.joinedAt != nil }
+        result.joined = joined.count
+        result.joinedLate = joined.count(where: { $0.joinedAt! > start })
+        result.joinMilliseconds = joined.map { Double($0.joinedAt! - $0.joinStarted) / 1e6 }
     }
 
     private func leave() {
@@ -298,12 +348,20 @@ final class LoadRun {
 
     // MARK: Sending
 
-    /// Sends the speaker's next frame unless it is a suppressed DTX frame; returns whether a packet left.
-    private func send(_ s: Member) -> Bool {
+    /// Advances the speaker's clip by one frame; returns whether a packet was due (not a suppressed DTX frame), and
+    /// sends it if the speaker is admitted.
+    private func tick(_ s: Member) -> Bool {
         let f = clip.frames[s.clipPosition]
         s.clipPosition = (s.clipPosition + 1) % clip.frames.count
         defer { s.timestamp &+= 960 }
         guard f.sent else { return false }
+        s.packetsDue += 1
+        if s.joinedAt != nil { send(s, f) }
+        return true
+    }
+
+    /// Sends frame `f` of the speaker's clip.
+    private func send(_ s: Member, _ f: SpeechClip.Frame) {
         let p = txBuffer
         p.storeBytes(of: UInt8(0x90), toByteOffset: 0, as: UInt8.self)
         p.storeBytes(of: (f.marker ? 0x80 : 0) | UInt8(111), toByteOffset: 1, as: UInt8.self)
@@ -325,7 +383,6 @@ final class LoadRun {
         s.sequence &+= 1
         s.packetsSent += 1
         windowSent += 1
-        return true
     }
 
     private func flushSignalling(_ m: Member) {
@@ -389,10 +446,13 @@ final class LoadRun {
         for event in s.handle(bytes, now: now) {
             switch event {
             case .welcomed(let w):
-                m.joinedAt = now
+                if m.joinedAt == nil { m.joinedAt = now }
+                if m.speakerSlot != nil, speakerBySSRC[m.ssrc] == m.index {   // welcomed after media started
+                    speakerBySSRC[m.ssrc] = nil
+                    speakerBySSRC[w.ssrc] = m.index
+                }
                 m.ssrc = w.ssrc
                 m.destination = s.destination
-                result.joined += 1
             case .refused(_, let reason):
                 m.refused = reason
             default:

@@ -25,6 +25,8 @@ final class Member {
     var timestamp: UInt32 = 0
     var clipPosition = 0
     var packetsSent = 0
+    /// Packets its clip had due, sent or not (a speaker the relay did not admit sends none).
+    var packetsDue = 0
     // Receiving: forward mode one tally per other speaker of the room (by speaker slot), mix mode one.
     var tallies: [StreamTally] = []
 

@@ -20,15 +20,36 @@ struct Options {
     var findMaxCap = 60.0
     /// One-way latency above which a packet counts as late, in ms.
     var lateMilliseconds = 20.0
+    /// The generator's 99th-percentile send tick later than this (ms) means the run measured the generator, not the relay.
+    var maxTickLatenessMilliseconds = 10.0
+    /// With --raw-baseline: blocks per side, alternating (P R R P …); --duration is split among them.
+    var blocks = 2
+    var selfCheck = false
 
     static let usage = """
         usage: parley-load [--server HOST:PORT [--relay-pid PID] | --spawn [--workers N]] --rooms R --members M --speakers S
-                           --duration SECONDS [--mode forward|mix] [--ramp SECONDS] [--json FILE] [--raw-baseline]
-                           [--find-max [--find-max-cap SECONDS]] [--late-ms MS]
+                           --duration SECONDS [--mode forward|mix] [--ramp SECONDS] [--json FILE] [--raw-baseline [--blocks N]]
+                           [--find-max [--find-max-cap SECONDS]] [--late-ms MS] [--max-tick-lateness-ms MS]
+               parley-load --self-check
           Simulated members (one UDP socket each, loopback) join through Parley signalling; S per room send pre-encoded
           Opus speech every 20 ms with a send timestamp (RTP header extension id 2); every member accounts for what it
-          receives. --raw-baseline also runs the same load through a minimal recvmmsg→sendmmsg forwarder in this process
-          and reports Parley's output packets per relay CPU-second as a ratio of that path's.
+          receives. Delivery is over the members asked for: a member refused, or admitted after media started, counts
+          as not delivered for every packet it missed.
+          --spawn starts parley-relay from this build folder with limits that fit the shape (members per room, rooms,
+          joins per second over the --ramp, default 1 s).
+          --raw-baseline also runs the same members through a minimal recvmmsg→sendmmsg forwarder (this program in a
+          process of its own, same socket buffers as the relay), in N blocks per side alternating with Parley
+          (P R R P …, default 2; --duration is split among them); both sides' CPU is every thread of their process.
+          It reports each block and Parley's output packets per CPU-second as a ratio of the forwarder's: pooled, and
+          the median of the block pairs.
+          --late-ms: one-way latency above which a packet counts as late (default 20).
+          --max-tick-lateness-ms: if 1 % or more of this generator's 20 ms send ticks (the 99th percentile) run later
+          than this (default 10), the run measured the generator, not the relay, and says so; a lone late tick (the
+          machine preempting it once) does not. The report shows the 99th percentile and the worst tick.
+          --self-check: checks the delivery accounting and the verdict rules, and exits.
+          Exit status: 0 the figures stand; 1 the run could not be made; 2 usage; 3 members were missing (refused, or not
+          admitted when media started); 4 the generator's send ticks ran late; 5 both. --find-max exits 0 when the relay's
+          delivery or latency ended the search, 3/4/5 when missing members or the generator did.
         """
 
     static func parseOrExit(_ arguments: some Sequence<String>) -> Options {
@@ -44,6 +65,10 @@ struct Options {
         }
         func seconds(_ flag: String) -> Double {
             guard let v = Double(value(flag)), v >= 0 else { exitWithUsage("\(flag) needs a number of seconds") }
+            return v
+        }
+        func milliseconds(_ flag: String) -> Double {
+            guard let v = Double(value(flag)), v >= 0 else { exitWithUsage("\(flag) needs a number of milliseconds") }
             return v
         }
         while let flag = rest.next() {
@@ -67,7 +92,10 @@ struct Options {
             case "--raw-baseline": o.rawBaseline = true
             case "--find-max": o.findMax = true
             case "--find-max-cap": o.findMaxCap = seconds(flag)
-            case "--late-ms": o.lateMilliseconds = seconds(flag)
+            case "--late-ms": o.lateMilliseconds = milliseconds(flag)
+            case "--max-tick-lateness-ms": o.maxTickLatenessMilliseconds = milliseconds(flag)
+            case "--blocks": o.blocks = positive(flag)
+            case "--self-check": o.selfCheck = true
             default: exitWithUsage("unknown option \(flag)")
             }
         }

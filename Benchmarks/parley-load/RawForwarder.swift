@@ -2,44 +2,50 @@ import Glibc
 import CParleySys
 import ParleyNet
 import ParleyWire
-import Synchronization
 
 /// The limit measured in the same run: a minimal fan-out forwarder with no relay logic. Members register with one
 /// datagram ("RAWREG" + room as u32); every other datagram from a registered address is sent unchanged to the
 /// other members of its room: recvmmsg into buffers allocated once → one sendmmsg entry per listener pointing into
-/// the receive buffer → sendmmsg. It runs on its own thread and socket; its CPU is that thread's CPU time.
-final class RawForwarder: @unchecked Sendable {
-    // @unchecked Sendable: every field but the atomics is touched only by the forwarder's own thread after `start`.
+/// the receive buffer → sendmmsg.
+///
+/// It runs as a process of its own — parley-load re-executed with `--serve-raw-forwarder` — on one socket with
+/// `UDPSocket`'s default buffers, as the relay's are, so that both sides are measured alike: every thread of the
+/// process through `ProcessProbe`. It serves until its parent exits or it is interrupted.
+final class RawForwarder {
+    /// The hidden command line that makes parley-load serve as the forwarder.
+    static let serveFlag = "--serve-raw-forwarder"
+    static let registrationTag: [UInt8] = Array("RAWREG".utf8)
+    static let registrationSize = registrationTag.count + 4
+
     let socket: UDPSocket
     let address: PeerAddress
-    /// The forwarder thread's CPU time in ns, published after every batch.
-    let cpuNanoseconds = Atomic<Int64>(0)
-    let forwarded = Atomic<Int>(0)
-    private let stopFlag = Atomic<Bool>(false)
-    private var thread = pthread_t()
 
     static let receiveSlots = 64, slotSize = 1536, sendSlots = 1024
 
     init() throws {
-        socket = try UDPSocket(bindingTo: PeerAddress(ipv4: 127, 0, 0, 1, port: 0), bufferBytes: 8 << 20)
+        socket = try UDPSocket(bindingTo: PeerAddress(ipv4: 127, 0, 0, 1, port: 0))
         address = socket.localAddress!
     }
 
-    func start() {
-        let box = Unmanaged.passRetained(self)
-        pthread_create(&thread, nil, { raw in
-            let me = Unmanaged<RawForwarder>.fromOpaque(raw!).takeRetainedValue()
-            me.run()
-            return nil
-        }, box.toOpaque())
+    /// The forwarder's process: reports its address on stdout, then forwards until the parent is gone.
+    static func serve() -> Never {
+        let parent = getppid()
+        let forwarder: RawForwarder
+        do { forwarder = try RawForwarder() } catch {
+            writeLine("raw-forwarder: \(error)", fd: 2)
+            exit(1)
+        }
+        writeLine("raw-forwarder ready on udp \(forwarder.address)")
+        forwarder.run { getppid() != parent }
+        exit(0)
     }
 
-    func stop() {
-        stopFlag.store(true, ordering: .relaxed)
-        pthread_join(thread, nil)
+    /// The registration datagram of a member of `room`.
+    static func registration(room: Int) -> [UInt8] {
+        registrationTag + withUnsafeBytes(of: UInt32(room).bigEndian) { Array($0) }
     }
 
-    private func run() {
+    private func run(until stop: () -> Bool) {
         let rxBuffers = UnsafeMutableRawPointer.allocate(byteCount: Self.receiveSlots * Self.slotSize, alignment: 16)
         let rxHeaders = UnsafeMutablePointer<parley_mmsg>.allocate(capacity: Self.receiveSlots)
         let rxIOV = UnsafeMutablePointer<iovec>.allocate(capacity: Self.receiveSlots)
@@ -53,7 +59,7 @@ final class RawForwarder: @unchecked Sendable {
         var rooms: [[UnsafeMutablePointer<sockaddr_in>]] = []
         defer { for r in rooms { for a in r { a.deallocate() } } }
         var pfd = pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0)
-        while !stopFlag.load(ordering: .relaxed) {
+        while !stop() {
             _ = poll(&pfd, 1, 50)
             while true {
                 for i in 0..<Self.receiveSlots {
@@ -73,7 +79,6 @@ final class RawForwarder: @unchecked Sendable {
                         let k = Int(parley_sendmmsg(socket.fd, txHeaders + sent, UInt32(queued - sent)))
                         sent += k > 0 ? k : 1
                     }
-                    forwarded.add(queued, ordering: .relaxed)
                     queued = 0
                 }
                 for i in 0..<n {
@@ -81,7 +86,16 @@ final class RawForwarder: @unchecked Sendable {
                     let key = UInt64(UInt32(bigEndian: from.sin_addr.s_addr)) << 16 | UInt64(UInt16(bigEndian: from.sin_port))
                     let bytes = rxBuffers + i * Self.slotSize
                     let length = Int(rxHeaders[i].msg_len)
-                    if let room = roomOf[key] {
+                    if length == Self.registrationSize, bytes.load(as: UInt8.self) == Self.registrationTag[0] {
+                        // A member registers once per block; the same address registering again changes nothing.
+                        guard roomOf[key] == nil else { continue }
+                        let room = Int(UInt32(bigEndian: bytes.loadUnaligned(fromByteOffset: Self.registrationTag.count, as: UInt32.self)))
+                        while rooms.count <= room { rooms.append([]) }
+                        let a = UnsafeMutablePointer<sockaddr_in>.allocate(capacity: 1)
+                        a.initialize(to: from)
+                        rooms[room].append(a)
+                        roomOf[key] = room
+                    } else if let room = roomOf[key] {
                         for a in rooms[room] where a.pointee.sin_port != from.sin_port || a.pointee.sin_addr.s_addr != from.sin_addr.s_addr {
                             if queued == Self.sendSlots { flush() }
                             txIOV[queued] = iovec(iov_base: bytes, iov_len: length)
@@ -93,21 +107,11 @@ final class RawForwarder: @unchecked Sendable {
                             txHeaders[queued] = parley_mmsg(msg_hdr: h, msg_len: 0)
                             queued += 1
                         }
-                    } else if length == 10, bytes.load(as: UInt8.self) == UInt8(ascii: "R") {
-                        let room = Int(UInt32(bigEndian: bytes.loadUnaligned(fromByteOffset: 6, as: UInt32.self)))
-                        while rooms.count <= room { rooms.append([]) }
-                        let a = UnsafeMutablePointer<sockaddr_in>.allocate(capacity: 1)
-                        a.initialize(to: from)
-                        rooms[room].append(a)
-                        roomOf[key] = room
                     }
                 }
                 flush()
                 if n < Self.receiveSlots { break }
             }
-            var ts = timespec()
-            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
-            cpuNanoseconds.store(Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec), ordering: .relaxed)
         }
     }
 }

@@ -27,6 +27,13 @@ struct LatencyHistogram {
 
     var maxMilliseconds: Double { Double(maxNanoseconds) / 1e6 }
 
+    /// Adds every sample of `other` (pooling runs).
+    mutating func merge(_ other: LatencyHistogram) {
+        for i in counts.indices { counts[i] += other.counts[i] }
+        total += other.total
+        maxNanoseconds = max(maxNanoseconds, other.maxNanoseconds)
+    }
+
     mutating func reset() {
         for i in counts.indices { counts[i] = 0 }
         total = 0

@@ -1,7 +1,5 @@
 import Foundation
 import Glibc
-import ParleyNet
-import ParleyWire
 
 /// CPU time and memory of a process from /proc/<pid>/stat (utime + stime, clock ticks) and /proc/<pid>/status (VmRSS).
 struct ProcessProbe {
@@ -67,49 +65,4 @@ func readProcFile(_ path: String) -> String? {
         bytes += chunk[0..<n]
     }
     return String(decoding: bytes, as: UTF8.self)
-}
-
-/// A `parley-relay` started by the benchmark from the build folder it lives in, on a free loopback port.
-final class SpawnedRelay {
-    let process = Process()
-    let address: PeerAddress
-    var probe: ProcessProbe { ProcessProbe(pid: process.processIdentifier) }
-
-    init(workers: Int, environment extra: [String: String]) throws {
-        let me = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        let binary = me.deletingLastPathComponent().appendingPathComponent("parley-relay")
-        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
-            throw SystemError("parley-relay not found next to parley-load (\(binary.path)); build it", ENOENT)
-        }
-        // A free port: bind port 0, read it, let it go (the relay binds it a moment later).
-        let probeSocket = try UDPSocket(bindingTo: PeerAddress(ipv4: 127, 0, 0, 1, port: 0))
-        let port = probeSocket.localAddress!.port
-        address = PeerAddress(ipv4: 127, 0, 0, 1, port: port)
-        _ = consume probeSocket
-        process.executableURL = binary
-        process.arguments = ["--udp", "127.0.0.1:\(port)", "--http", "127.0.0.1:0", "--workers", "\(workers)", "--log-level", "warning"]
-        var env = ProcessInfo.processInfo.environment
-        for (k, v) in extra { env[k] = v }
-        process.environment = env
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.standardError
-        try process.run()
-        // Wait for the ready line (at most 10 s).
-        let deadline = Date().addingTimeInterval(10)
-        var seen = Data()
-        while Date() < deadline {
-            let d = pipe.fileHandleForReading.availableData
-            if d.isEmpty { break }
-            seen += d
-            if String(decoding: seen, as: UTF8.self).contains("ready") { break }
-        }
-        guard String(decoding: seen, as: UTF8.self).contains("ready") else { throw SystemError("parley-relay did not start", EIO) }
-    }
-
-    func stop() {
-        guard process.isRunning else { return }
-        process.interrupt()
-        process.waitUntilExit()
-    }
 }
