@@ -137,12 +137,12 @@ final class Worker: @unchecked Sendable {
                     core.noteTimerWork(at: Clock.monotonicNanoseconds())
                     send(core.output, batch: batch)
                     core.outputSent()
-                    publish(core, &api, capture: true)  // before answering, so the caller reads its own write
+                    publish(core, &api, batch, capture: true)  // before answering, so the caller reads its own write
                     for (c, r) in zip(commands, results) { c.1.fulfil(r) }
                 }
                 let snapshotRequests = inbox.takeSnapshotRequests()
                 if !snapshotRequests.isEmpty {
-                    if commands.isEmpty { publish(core, &api, capture: true) }
+                    if commands.isEmpty { publish(core, &api, batch, capture: true) }
                     for r in snapshotRequests { r.fulfil(.ok) }
                 }
             }
@@ -179,7 +179,7 @@ final class Worker: @unchecked Sendable {
                     log.write(.warning, "worker \(index): \(line)")
                 }
             }
-            publish(core, &api, capture: false)
+            publish(core, &api, batch, capture: false)
             busyNanoseconds.add(Clock.monotonicNanoseconds() - busyStart, ordering: .relaxed)
         }
     }
