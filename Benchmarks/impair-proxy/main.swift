@@ -166,7 +166,7 @@ while duration == 0 || Double(Clock.monotonicNanoseconds() - start) / 1e9 < dura
     pending.sort { $0.due < $1.due }
     while let first = pending.first, first.due <= due {
         pending.removeFirst()
-        first.socket.send(first.bytes, to: first.to)
+        try? first.socket.send(first.bytes, to: first.to)
         forwarded += 1
     }
 }

@@ -198,7 +198,7 @@ final class LoadRun {
         switch target {
         case .raw:
             for m in members {
-                RawForwarder.registration(room: m.room).withUnsafeBytes { _ = m.socket.send($0, to: m.destination) }
+                RawForwarder.registration(room: m.room).withUnsafeBytes { try? m.socket.send($0, to: m.destination) }
                 m.joinStarted = start
                 m.joinedAt = start
             }
@@ -379,7 +379,7 @@ final class LoadRun {
         }
         let sendTime = Clock.monotonicNanoseconds()
         p.storeBytes(of: UInt64(sendTime).bigEndian, toByteOffset: LoadPacket.sendTimeOffset, as: UInt64.self)
-        s.socket.send(UnsafeRawBufferPointer(start: p, count: LoadPacket.headerSize + f.count), to: s.destination)
+        try? s.socket.send(UnsafeRawBufferPointer(start: p, count: LoadPacket.headerSize + f.count), to: s.destination)
         s.sequence &+= 1
         s.packetsSent += 1
         windowSent += 1
@@ -387,7 +387,7 @@ final class LoadRun {
 
     private func flushSignalling(_ m: Member) {
         guard let s = m.session else { return }
-        for d in s.drainOutgoing() { m.socket.send(d, to: s.destination) }
+        for d in s.drainOutgoing() { try? m.socket.send(d, to: s.destination) }
     }
 
     private func tickSessions(now: Int64) {

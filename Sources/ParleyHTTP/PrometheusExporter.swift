@@ -1,3 +1,4 @@
+import ParleyNet
 import ParleyRelay
 import ParleyRelayCore
 import ParleyWire
@@ -14,6 +15,9 @@ public enum PrometheusExporter {
         func total(_ key: (RelayCounters) -> UInt64) -> [(labels: String, value: String)] {
             [("", String(workers.reduce(0) { $0 &+ key($1.counters) }))]
         }
+        func socketTotal(_ key: (DatagramCounters) -> UInt64) -> String {
+            String(workers.reduce(0) { $0 &+ key($1.datagrams) })
+        }
         family("parley_rooms", "gauge", "Rooms open.", [("", String(workers.reduce(0) { $0 + $1.rooms.count }))])
         family("parley_members", "gauge", "Members connected.", [("", String(workers.reduce(0) { $0 + $1.memberCount }))])
         family("parley_presence_sessions", "gauge", "Presence sessions (parley listen).",
@@ -21,8 +25,22 @@ public enum PrometheusExporter {
         family("parley_calls_active", "gauge", "Calls ringing or in progress.", [("", String(workers.reduce(0) { $0 + $1.calls.count }))])
         family("parley_packets_in_total", "counter", "Datagrams received.", total(\.packetsIn))
         family("parley_bytes_in_total", "counter", "Bytes received.", total(\.bytesIn))
-        family("parley_packets_out_total", "counter", "Datagrams sent.", total(\.packetsOut))
-        family("parley_bytes_out_total", "counter", "Bytes sent.", total(\.bytesOut))
+        family("parley_packets_out_total", "counter", "Datagrams the kernel accepted to send.", [("", socketTotal(\.packetsSent))])
+        family("parley_bytes_out_total", "counter", "Bytes the kernel accepted to send.", [("", socketTotal(\.bytesSent))])
+        family("parley_packets_queued_total", "counter",
+               "Datagrams the relay core queued to send (then accepted, refused, pending or dropped at the socket).",
+               total(\.packetsQueued))
+        family("parley_bytes_queued_total", "counter", "Bytes the relay core queued to send.", total(\.bytesQueued))
+        family("parley_send_failures_total", "counter", "Datagrams the kernel refused to send, by reason.",
+               SocketError.Kind.allCases.map { k in ("reason=\"\(k.label)\"", socketTotal { $0.sendFailures(k) }) })
+        family("parley_send_deferred_total", "counter", "Datagrams that met a full socket and waited for it in the send queue.",
+               [("", socketTotal(\.sendsDeferred))])
+        family("parley_send_queue_drops_total", "counter", "Datagrams dropped on a full socket before the kernel saw them, by reason.",
+               SendDropReason.allCases.map { r in ("reason=\"\(r.label)\"", socketTotal { $0.sendDrops(r) }) })
+        family("parley_receive_failures_total", "counter", "Receive calls that failed, by reason.",
+               SocketError.Kind.allCases.filter { $0 != .wouldBlock }.map { k in
+                   ("reason=\"\(k.label)\"", socketTotal { $0.receiveFailures(k) })
+               })
         family("parley_packets_forwarded_total", "counter", "RTP packets forwarded (one per listener).", total(\.forwarded))
         family("parley_mixed_packets_sent_total", "counter", "Mixed packets sent (mix mode).", total(\.mixedPacketsSent))
         family("parley_drops_total", "counter", "Datagrams dropped, by reason.", DropReason.allCases.map { r in

@@ -14,6 +14,27 @@ public struct SystemError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String { "\(call): \(String(cString: strerror(code)))" }
 }
 
+/// The batched datagram calls as values: a `DatagramBatch` makes every recvmmsg/sendmmsg through one, so a test can
+/// stand in for the kernel (EAGAIN after k datagrams, a given errno). Each returns a count or -errno, like the C shims.
+public struct BatchedDatagramCalls: Sendable {
+    /// One call: the descriptor, the first header, how many headers; returns how many went through or -errno.
+    public typealias Call = @Sendable (_ fd: Int32, _ headers: UnsafeMutablePointer<parley_mmsg>, _ count: UInt32) -> Int32
+    /// recvmmsg(2).
+    public var recvmmsg: Call
+    /// sendmmsg(2).
+    public var sendmmsg: Call
+
+    /// Calls given by the caller (tests).
+    public init(recvmmsg: @escaping Call, sendmmsg: @escaping Call) {
+        self.recvmmsg = recvmmsg
+        self.sendmmsg = sendmmsg
+    }
+
+    /// The kernel's: `parley_recvmmsg`/`parley_sendmmsg` (MSG_DONTWAIT, EINTR retried).
+    public static let kernel = BatchedDatagramCalls(recvmmsg: { parley_recvmmsg($0, $1, $2) },
+                                                    sendmmsg: { parley_sendmmsg($0, $1, $2) })
+}
+
 /// The monotonic clock (CLOCK_MONOTONIC) and the wall clock, in the units the cores take.
 public enum Clock {
     /// Monotonic nanoseconds.
@@ -124,21 +145,26 @@ public final class UDPSocket: @unchecked Sendable {
         return withUnsafeBytes(of: &storage) { PeerAddress(storage: $0.baseAddress!) }
     }
 
-    /// Sends one datagram; returns false when the kernel refused it (buffer full, unreachable).
-    @discardableResult
-    public func send(_ bytes: UnsafeRawBufferPointer, to address: PeerAddress) -> Bool {
+    /// Sends one datagram without blocking (sendto(2) with MSG_DONTWAIT, EINTR retried); throws what the kernel
+    /// said when it refused it, `.wouldBlock` included (the datagram is not kept).
+    public func send(_ bytes: UnsafeRawBufferPointer, to address: PeerAddress) throws(SocketError) {
         var storage = sockaddr_storage()
         let length = withUnsafeMutableBytes(of: &storage) { address.write(to: $0.baseAddress!, ipv4Socket: isIPv4) }
-        let n = withUnsafePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT), $0, length) }
-        }
-        return n == bytes.count
+        var n: Int
+        repeat {
+            n = withUnsafePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT), $0, length) }
+            }
+        } while n < 0 && errno == EINTR
+        if n < 0 { throw SocketError(errno: errno) }
     }
 
     /// Sends an array's bytes.
-    @discardableResult
-    public func send(_ bytes: [UInt8], to address: PeerAddress) -> Bool {
-        bytes.withUnsafeBytes { send($0, to: address) }
+    public func send(_ bytes: [UInt8], to address: PeerAddress) throws(SocketError) {
+        let failure: SocketError? = bytes.withUnsafeBytes { b in
+            do throws(SocketError) { try send(b, to: address); return nil } catch { return error }
+        }
+        if let failure { throw failure }
     }
 
     /// Receives one datagram into `buffer` without blocking; nil when none is waiting.
@@ -168,14 +194,24 @@ public final class Poller {
 
     deinit { fds.deallocate() }
 
-    /// Waits until a descriptor is readable or `timeoutMilliseconds` pass (-1 = forever), retrying EINTR.
+    /// Waits until a descriptor is readable (or writable, where `watchWritable` asked for it) or
+    /// `timeoutMilliseconds` pass (-1 = forever), retrying EINTR.
     public func wait(timeoutMilliseconds: Int32) {
         var rc: Int32
         repeat { rc = poll(fds, nfds_t(count), timeoutMilliseconds) } while rc < 0 && errno == EINTR
     }
 
+    /// Whether the next `wait` also wakes when descriptor `i` becomes writable (POLLOUT): set it only while
+    /// something waits to be sent, or `wait` returns at once for as long as the socket has room.
+    public func watchWritable(_ i: Int, _ watch: Bool) {
+        fds[i].events = watch ? Int16(POLLIN | POLLOUT) : Int16(POLLIN)
+    }
+
     /// Whether descriptor `i` was readable (or in error) after the last `wait`.
     public func isReadable(_ i: Int) -> Bool { fds[i].revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 }
+
+    /// Whether descriptor `i` was writable after the last `wait` (only reported while `watchWritable` is set).
+    public func isWritable(_ i: Int) -> Bool { fds[i].revents & Int16(POLLOUT) != 0 }
 }
 
 /// Waits for descriptors to become readable (poll(2)), retrying EINTR.

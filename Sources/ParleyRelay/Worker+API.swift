@@ -14,11 +14,12 @@ struct APIPublisher {
 
 extension Worker {
     /// Moves new events to the hub (an integer compare when there are none; call events, which do not move the
-    /// revision, every `APIPublisher.interval`) and, when `capture` is set, replaces the published snapshot.
+    /// revision, every `APIPublisher.interval`) and, when `capture` is set, replaces the published snapshot
+    /// (with `batch.counters`, what the worker's socket did).
     /// Snapshots are captured only on demand: after an API command and when a reader found the last one older than
     /// `APIPublisher.interval` — not periodically, so a relay nobody asks costs no snapshot copies. The room list is
     /// rebuilt only when something came, went or changed state, or members are connected (their stats move).
-    func publish(_ core: RelayCore, _ api: inout APIPublisher, capture: Bool) {
+    func publish(_ core: RelayCore, _ api: inout APIPublisher, _ batch: DatagramBatch, capture: Bool) {
         let revision = core.eventRevision
         let now = Clock.monotonicNanoseconds()
         if revision != api.drainedRevision {
@@ -33,7 +34,7 @@ extension Worker {
         let unchanged = revision == api.lastRevision && !core.hasMembers
         let previous = unchanged ? published.load() : nil
         let snapshot = WorkerSnapshot.capture(core, worker: index, busyNanoseconds: busyNanoseconds.load(ordering: .relaxed),
-                                              mixTime: api.mixTime, reuseRooms: previous)
+                                              mixTime: api.mixTime, datagrams: batch.counters, reuseRooms: previous)
         published.store(snapshot, at: now)
         api.lastRevision = revision
     }

@@ -104,10 +104,12 @@ final class Worker: @unchecked Sendable {
     func run() {
         let core = RelayCore(shared: shared, workerIndex: index, log: log)
         // 64 datagrams in per recvmmsg; up to 1,024 out per sendmmsg, so a batch fanned out to ~10 listeners
-        // leaves in one call (the raw forwarder parley-load compares against batches the same way).
-        let batch = DatagramBatch(socket: socket, capacity: 64, sendCapacity: 1024)
+        // leaves in one call (the raw forwarder parley-load compares against batches the same way). When the socket
+        // is full, up to one more such batch (1,024 × 1,536 bytes, touched only when used) waits for POLLOUT.
+        let batch = DatagramBatch(socket: socket, capacity: 64, sendCapacity: 1024, pendingCapacity: 1024)
         let poller = Poller([socket.fd, inbox.wakeup.fd])
         var api = APIPublisher()
+        var failureLog = DatagramFailureLog()
         while true {
             let now = Clock.monotonicNanoseconds()
             // Timer work waits for the next wakeup (usually a packet batch) but at most `tickInterval` past its due time.
@@ -115,8 +117,10 @@ final class Worker: @unchecked Sendable {
             if core.hasMembers, core.timersDue < wakeAt - core.tickInterval { wakeAt = max(now, core.timersDue + core.tickInterval) }
             if let mixDue = core.nextMixDeadline, mixDue < wakeAt { wakeAt = mixDue }
             let wait = max(0, wakeAt - now)
+            poller.watchWritable(0, batch.pendingCount > 0)
             poller.wait(timeoutMilliseconds: Int32(min(wait / 1_000_000 + (wait % 1_000_000 > 0 ? 1 : 0), 1000)))
             let busyStart = Clock.monotonicNanoseconds()
+            if batch.pendingCount > 0, poller.isWritable(0) { batch.sendPending() }
             if stopping.load(ordering: .acquiring) {
                 core.shutdown(now: Self.moment())
                 send(core.output, batch: batch)
@@ -133,19 +137,19 @@ final class Worker: @unchecked Sendable {
                     core.noteTimerWork(at: Clock.monotonicNanoseconds())
                     send(core.output, batch: batch)
                     core.outputSent()
-                    publish(core, &api, capture: true)  // before answering, so the caller reads its own write
+                    publish(core, &api, batch, capture: true)  // before answering, so the caller reads its own write
                     for (c, r) in zip(commands, results) { c.1.fulfil(r) }
                 }
                 let snapshotRequests = inbox.takeSnapshotRequests()
                 if !snapshotRequests.isEmpty {
-                    if commands.isEmpty { publish(core, &api, capture: true) }
+                    if commands.isEmpty { publish(core, &api, batch, capture: true) }
                     for r in snapshotRequests { r.fulfil(.ok) }
                 }
             }
             // Drain the socket in batches, flushing output between batches (entries point into receive buffers).
             for _ in 0..<16 {
-                let n = batch.receive()
-                if n == 0 { break }
+                // A receive error (counted by the batch, logged below) ends this drain; the next wakeup goes on.
+                guard let n = try? batch.receive(), n > 0 else { break }
                 let moment = Self.moment()
                 for i in 0..<n {
                     guard let from = batch.sender(i) else { continue }
@@ -169,7 +173,13 @@ final class Worker: @unchecked Sendable {
                 dispatchHandoffs(core)
                 core.outputSent()
             }
-            publish(core, &api, capture: false)
+            // Send and receive failures, at most one line per kind per 10 s (a sum of a few counters when nothing failed).
+            if log.threshold <= .warning {
+                for line in failureLog.lines(for: batch.counters, now: Clock.monotonicNanoseconds()) {
+                    log.write(.warning, "worker \(index): \(line)")
+                }
+            }
+            publish(core, &api, batch, capture: false)
             busyNanoseconds.add(Clock.monotonicNanoseconds() - busyStart, ordering: .relaxed)
         }
     }
@@ -178,7 +188,7 @@ final class Worker: @unchecked Sendable {
         for i in 0..<output.count {
             let d = output[i]
             if d.viaPublicPort && index != 0 {
-                publicSocket.send(d.bytes, to: d.to)
+                batch.sendNow(d.bytes, to: d.to, through: publicSocket)
             } else {
                 batch.append(d.bytes, to: d.to)
             }

@@ -1,3 +1,4 @@
+import ParleyNet
 import ParleyRelayCore
 import Synchronization
 
@@ -36,8 +37,10 @@ public struct WorkerSnapshot: Sendable {
     public var rooms: [RoomSnapshot]
     /// Per-room limits set at creation (only rooms created through the API with limits appear).
     public var limits: [String: RoomLimits]
-    /// Counters.
+    /// The core's counters.
     public var counters: RelayCounters
+    /// The worker socket's counters: datagrams the kernel accepted, send failures by kind, pending-queue drops.
+    public var datagrams: DatagramCounters
     /// CPU time the loop spent busy.
     public var busyNanoseconds: Int64
     /// Time spent in `runMixes`.
@@ -63,6 +66,7 @@ public struct WorkerSnapshot: Sendable {
         rooms = []
         limits = [:]
         counters = RelayCounters()
+        datagrams = DatagramCounters()
         busyNanoseconds = 0
         mixTime = DurationHistogram()
         presence = []
@@ -73,6 +77,7 @@ public struct WorkerSnapshot: Sendable {
     /// Copies what the API shows out of `core`. When `reuseRooms` is given (nothing came or went and nobody
     /// is connected) the room list is taken from it instead of being rebuilt.
     public static func capture(_ core: RelayCore, worker: Int, busyNanoseconds: Int64, mixTime: DurationHistogram,
+                               datagrams: DatagramCounters = DatagramCounters(),
                                reuseRooms previous: WorkerSnapshot? = nil) -> WorkerSnapshot {
         var s = WorkerSnapshot(worker: worker)
         if let previous {
@@ -87,6 +92,7 @@ public struct WorkerSnapshot: Sendable {
             }
         }
         s.counters = core.counters
+        s.datagrams = datagrams
         s.busyNanoseconds = busyNanoseconds
         s.mixTime = mixTime
         if worker == 0 {

@@ -59,8 +59,8 @@ extension RelayCore {
             sent &+= 1
         }
         counters.forwarded &+= sent
-        counters.packetsOut &+= sent
-        counters.bytesOut &+= sent &* size
+        counters.packetsQueued &+= sent
+        counters.bytesQueued &+= sent &* size
     }
 
     func handleRTCP(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
@@ -120,8 +120,8 @@ extension RelayCore {
             space.copyMemory(from: packet)
             output.commit(space, length: packet.count, to: requester.address)
             counters.nacksAnswered &+= 1
-            counters.packetsOut &+= 1
-            counters.bytesOut &+= UInt64(packet.count)
+            counters.packetsQueued &+= 1
+            counters.bytesQueued &+= UInt64(packet.count)
             requester.stats.retransmittedToMember &+= 1
         }
     }
@@ -136,8 +136,8 @@ extension RelayCore {
                 output.commit(space, length: bytes.count, to: listener.address)
                 listener.stats.packetsOut &+= 1
                 listener.stats.bytesOut &+= UInt64(bytes.count)
-                counters.packetsOut &+= 1
-                counters.bytesOut &+= UInt64(bytes.count)
+                counters.packetsQueued &+= 1
+                counters.bytesQueued &+= UInt64(bytes.count)
                 counters.mixedPacketsSent &+= 1
             }
         }
@@ -173,7 +173,7 @@ extension RelayCore {
         let space = output.reserve(report.serializedSize)
         guard let n = try? report.serialize(into: space) else { return }
         output.commit(space, length: n, to: member.address)
-        counters.packetsOut &+= 1
-        counters.bytesOut &+= UInt64(n)
+        counters.packetsQueued &+= 1
+        counters.bytesQueued &+= UInt64(n)
     }
 }

@@ -136,8 +136,8 @@ public final class RelayCore {
         }
         guard n <= limit else { return }
         output.commit(space, length: n, to: address, viaPublicPort: viaPublicPort)
-        counters.packetsOut &+= 1
-        counters.bytesOut &+= UInt64(n)
+        counters.packetsQueued &+= 1
+        counters.bytesQueued &+= UInt64(n)
     }
 
     /// Queues a reliable message to a member (sent by the next `pump`).

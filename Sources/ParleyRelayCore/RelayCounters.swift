@@ -31,8 +31,9 @@ public enum DropReason: Int, CaseIterable, Sendable {
 public struct RelayCounters: Sendable, Equatable {
     /// Datagrams and bytes received.
     public var packetsIn: UInt64 = 0, bytesIn: UInt64 = 0
-    /// Datagrams and bytes queued to send.
-    public var packetsOut: UInt64 = 0, bytesOut: UInt64 = 0
+    /// Datagrams and bytes the core queued to send (handed to the loop's output; what the kernel accepted is
+    /// counted by the loop's socket, see `DatagramCounters` in ParleyNet).
+    public var packetsQueued: UInt64 = 0, bytesQueued: UInt64 = 0
     /// RTP packets forwarded (one per listener).
     public var forwarded: UInt64 = 0
     /// Drops by `DropReason.rawValue`.

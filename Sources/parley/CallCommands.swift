@@ -23,7 +23,7 @@ final class PresenceClient {
 
     deinit { buffer.deallocate() }
 
-    func flush() { for d in session.drainOutgoing() { socket.send(d, to: session.destination) } }
+    func flush() { for d in session.drainOutgoing() { try? socket.send(d, to: session.destination) } }
 
     /// Receives what is waiting and runs the session's timers; returns the events.
     func poll(now: Int64) -> [PresenceSession.Event] {

@@ -137,7 +137,7 @@ final class RoomCall {
                                         unixMilliseconds: { Int64(Clock.unixMilliseconds()) })
             var nextTick = Clock.monotonicNanoseconds()
             var rtt: Int64 = 20_000_000
-            func flush() { for d in session.drainOutgoing() { socket.send(d, to: session.destination) } }
+            func flush() { for d in session.drainOutgoing() { try? socket.send(d, to: session.destination) } }
             _ = session.tick(now: nextTick)
             flush()
             var outcome: Int32?
@@ -170,7 +170,7 @@ final class RoomCall {
                 if tickNow >= nextTick {
                     let joined = session.state == .joined || session.state == .resuming
                     do {
-                        try media.tick(now: tickNow, joined: joined, roundTrip: rtt) { socket.send($0, to: session.destination) }
+                        try media.tick(now: tickNow, joined: joined, roundTrip: rtt) { try? socket.send($0, to: session.destination) }
                     } catch {
                         ui.close()
                         fail(error.message, code: 1)

@@ -1,6 +1,7 @@
 import Foundation
 import ParleyAuth
 import ParleyHTTP
+import ParleyNet
 import ParleyRelay
 import ParleyRelayCore
 import Synchronization
@@ -12,13 +13,15 @@ final class CoreBackend: APIBackend, @unchecked Sendable {
     // Invariant: used from one test at a time (each test builds its own).
     let core: RelayCore
     var answers = true
+    /// What the worker's socket reports (the core has none: there are no sockets here).
+    var datagrams = DatagramCounters()
     init(config: RelayCoreConfig = RelayCoreConfig()) {
         let shared = RelayShared(config: config, verifier: TokenVerifier(keys: ["k": RouterTests.secret]),
                                  cookieSecret: Array(repeating: 1, count: 32), workerPorts: [7400])
         core = RelayCore(shared: shared, workerIndex: 0, log: MemoryLogSink(threshold: .error))
     }
     func snapshots() -> [WorkerSnapshot] {
-        [WorkerSnapshot.capture(core, worker: 0, busyNanoseconds: 1_500_000_000, mixTime: DurationHistogram())]
+        [WorkerSnapshot.capture(core, worker: 0, busyNanoseconds: 1_500_000_000, mixTime: DurationHistogram(), datagrams: datagrams)]
     }
     func execute(_ command: AdminCommand) -> AdminResult? {
         answers ? command.apply(to: core, now: Moment(monotonic: 1_000_000_000, unixMilliseconds: 1_800_000_000_000)) : nil
@@ -154,6 +157,7 @@ struct RouterTests {
         _ = call("POST", "/v1/rooms", #"{"name":"a"}"#)
         let text = call("GET", "/metrics").text
         for family in ["parley_rooms", "parley_members", "parley_packets_in_total", "parley_bytes_out_total", "parley_drops_total",
+                       "parley_packets_queued_total", "parley_send_failures_total", "parley_send_queue_drops_total",
                        "parley_nacks_answered_total", "parley_joins_refused_total", "parley_signalling_retransmissions_total",
                        "parley_worker_busy_seconds_total", "parley_mix_seconds"] {
             #expect(text.contains("# TYPE \(family) "), "\(family) missing")
@@ -166,6 +170,33 @@ struct RouterTests {
         for line in text.split(separator: "\n") where !line.hasPrefix("#") {
             #expect(String(line).wholeMatch(of: sample) != nil, "bad sample line: \(line)")
         }
+    }
+
+    @Test("packets/bytes out are what the kernel accepted; the core's queued count, socket failures and drops have their own families")
+    func sendMetrics() {
+        var d = DatagramCounters()
+        for _ in 0..<7 { d.countSent(bytes: 100) }
+        d.countSendFailure(.messageTooLarge)
+        d.countSendFailure(.messageTooLarge)
+        d.countSendFailure(.noBuffers)
+        for _ in 0..<3 { d.countDrop(.queueFull) }
+        d.sendsDeferred = 5
+        d.countReceiveFailure(.connectionRefused)
+        backend.datagrams = d
+        let text = call("GET", "/metrics").text
+        for line in ["parley_packets_out_total 7", "parley_bytes_out_total 700",
+                     "parley_packets_queued_total 0", "parley_bytes_queued_total 0",   // no members: the core queued nothing
+                     "parley_send_failures_total{reason=\"message_too_large\"} 2",
+                     "parley_send_failures_total{reason=\"no_buffers\"} 1",
+                     "parley_send_failures_total{reason=\"connection_refused\"} 0",
+                     "parley_send_failures_total{reason=\"would_block\"} 0",
+                     "parley_send_deferred_total 5",
+                     "parley_send_queue_drops_total{reason=\"queue_full\"} 3",
+                     "parley_send_queue_drops_total{reason=\"too_large_to_queue\"} 0",
+                     "parley_receive_failures_total{reason=\"connection_refused\"} 1"] {
+            #expect(text.contains(line + "\n"), "missing: \(line)")
+        }
+        #expect(!text.contains("parley_receive_failures_total{reason=\"would_block\"}"))   // EAGAIN is not a receive failure
     }
 
     @Test("histogram buckets: a duration lands in the first bound at or above it")

@@ -63,7 +63,9 @@ extension ProcessTests {
             #expect(metrics.status == 200)
             for family in ["parley_rooms", "parley_members", "parley_packets_in_total", "parley_bytes_in_total", "parley_packets_out_total",
                            "parley_bytes_out_total", "parley_drops_total", "parley_nacks_answered_total", "parley_joins_refused_total",
-                           "parley_signalling_retransmissions_total", "parley_worker_busy_seconds_total", "parley_mix_seconds"] {
+                           "parley_signalling_retransmissions_total", "parley_worker_busy_seconds_total", "parley_mix_seconds",
+                           "parley_packets_queued_total", "parley_send_failures_total", "parley_send_queue_drops_total",
+                           "parley_receive_failures_total"] {
                 #expect(metrics.body.contains("# TYPE \(family) "), "\(family)")
             }
             #expect(metrics.body.contains("parley_rooms 4\n"))
@@ -94,6 +96,15 @@ extension ProcessTests {
                 return members.status == 200 && members.body.contains(#""identity":"alice""#) && members.body.contains(#""identity":"bob""#)
             }
             #expect(listed, "\(members.body)")
+
+            // Datagrams out are what the kernel took from the workers' sockets; on loopback none is refused.
+            let metrics = try curl("GET", base + "/metrics").body
+            func sample(_ name: String) -> Double? {
+                metrics.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ")[1]) }
+            }
+            #expect((sample("parley_packets_out_total") ?? 0) > 0 && (sample("parley_bytes_out_total") ?? 0) > 0, "\(metrics)")
+            #expect(metrics.split(separator: "\n").filter { $0.hasPrefix("parley_send_failures_total{") }.allSatisfy { $0.hasSuffix(" 0") })
+
             #expect(try curl("POST", base + "/v1/rooms/\(room)/members/bob/mute", token: admin, body: #"{"muted":true}"#).status == 200)
             #expect(alice.waitFor(seconds: 3) { $0.contains("bob muted") }, "\(alice.stdout)")
             #expect(try curl("POST", base + "/v1/rooms/\(room)/messages", token: admin, body: #"{"text":"hello from ops"}"#).status == 200)
