@@ -63,7 +63,9 @@ public enum API {
         public var publish: Bool?
         /// Default true.
         public var subscribe: Bool?
-        /// `HOST:PORT` the relay sends the endpoint's media to (default: the address latched from its first packet).
+        /// `IPV4:PORT` the endpoint sends its RTP from: the only address it is accepted from (default `receive_address`).
+        public var sourceAddress: String?
+        /// `IPV4:PORT` the relay sends the room's media to (default `source_address`).
         public var receiveAddress: String?
     }
 
@@ -78,6 +80,7 @@ public enum API {
         public var relayAddress: String
         public var relayHost: String
         public var relayPort: Int
+        public var sourceAddress: String?
         public var receiveAddress: String?
         public var publish: Bool
         public var subscribe: Bool

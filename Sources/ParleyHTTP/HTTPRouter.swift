@@ -171,15 +171,22 @@ public struct HTTPRouter: Sendable {
         if let name = r.name { _ = try Self.validName(name, field: "name") }
         let publish = r.publish ?? true, subscribe = r.subscribe ?? true
         guard publish || subscribe else { throw APIError(400, "invalid_field", "publish and subscribe must not both be false") }
-        var receive: PeerAddress?
-        if let text = r.receiveAddress {
+        func address(_ text: String?, _ field: String) throws(APIError) -> PeerAddress? {
+            guard let text else { return nil }
             guard let a = PeerAddress(parsing: text), a.port != 0, a.isIPv4 else {
-                throw APIError(400, "invalid_field", "receive_address must be IPV4:PORT with a port from 1 to 65535")
+                throw APIError(400, "invalid_field", "\(field) must be IPV4:PORT with a port from 1 to 65535")
             }
-            receive = a
+            return a
+        }
+        let source = try address(r.sourceAddress, "source_address"), receive = try address(r.receiveAddress, "receive_address")
+        if publish && source == nil && receive == nil {
+            throw APIError(400, "invalid_field", "a publishing endpoint needs source_address, the IPV4:PORT it sends from (or receive_address when it sends from there)")
+        }
+        if subscribe && source == nil && receive == nil {
+            throw APIError(400, "invalid_field", "a subscribing endpoint needs receive_address, the IPV4:PORT it listens on")
         }
         let result = backend.execute(.addRTPEndpoint(room: room, identity: identity, name: r.name, publish: publish,
-                                                     subscribe: subscribe, receiveAddress: receive))
+                                                     subscribe: subscribe, sourceAddress: source, receiveAddress: receive))
         guard case .rtpEndpoint(let info)? = result else { return try answer(result) }
         let host = backend.udpHost
         // The SDP describes the stream from the tool's side: it receives on `m=`'s port, from the relay at `c=`.
@@ -190,7 +197,7 @@ public struct HTTPRouter: Sendable {
                    "a=fmtp:\(info.payloadType) sprop-stereo=0", "a=\(direction)"].joined(separator: "\r\n") + "\r\n"
         return Self.json(API.RTPEndpoint(room: room, identity: info.identity, ssrc: info.ssrc, payloadType: Int(info.payloadType),
                                          relayAddress: "\(host):\(info.port)", relayHost: host, relayPort: Int(info.port),
-                                         receiveAddress: info.receiveAddress?.description, publish: publish, subscribe: subscribe,
+                                         sourceAddress: info.sourceAddress?.description, receiveAddress: info.receiveAddress?.description, publish: publish, subscribe: subscribe,
                                          sdp: sdp), status: 201)
     }
 
@@ -204,6 +211,7 @@ public struct HTTPRouter: Sendable {
         case .notFound(let why): throw APIError(404, "not_found", why)
         case .conflict(let why): throw APIError(409, "conflict", why)
         case .unavailable(let why): throw APIError(503, "unavailable", why)
+        case .invalid(let why): throw APIError(400, "invalid_field", why)
         case nil: throw APIError(503, "unavailable", "the relay did not answer in time")
         }
     }

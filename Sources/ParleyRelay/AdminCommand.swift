@@ -15,8 +15,10 @@ public enum AdminCommand: Sendable, Equatable {
     case mute(room: String, identity: String, muted: Bool)
     /// Send a text to everyone in a room from the backend.
     case message(room: String, text: String)
-    /// Add a plain-RTP endpoint to a room (`receiveAddress` nil: send to the address latched from its first packet).
-    case addRTPEndpoint(room: String, identity: String, name: String?, publish: Bool, subscribe: Bool, receiveAddress: PeerAddress?)
+    /// Add a plain-RTP endpoint to a room: RTP accepted only from `sourceAddress`, media sent only to `receiveAddress`
+    /// (each defaults to the other; see `RelayCore.createRTPEndpoint`).
+    case addRTPEndpoint(room: String, identity: String, name: String?, publish: Bool, subscribe: Bool, sourceAddress: PeerAddress?,
+                        receiveAddress: PeerAddress?)
     /// Remove a plain-RTP endpoint.
     case removeRTPEndpoint(room: String, identity: String)
 
@@ -25,7 +27,7 @@ public enum AdminCommand: Sendable, Equatable {
         switch self {
         case .createRoom(let name, _, _, _), .closeRoom(let name): name
         case .kick(let room, _), .mute(let room, _, _), .message(let room, _): room
-        case .addRTPEndpoint(let room, _, _, _, _, _), .removeRTPEndpoint(let room, _): room
+        case .addRTPEndpoint(let room, _, _, _, _, _, _), .removeRTPEndpoint(let room, _): room
         }
     }
 
@@ -38,9 +40,9 @@ public enum AdminCommand: Sendable, Equatable {
         case .kick(let room, let identity): core.kick(room: room, identity: identity, now: now)
         case .mute(let room, let identity, let muted): core.setMuted(room: room, identity: identity, muted: muted, now: now)
         case .message(let room, let text): core.sendText(room: room, text: text, now: now)
-        case .addRTPEndpoint(let room, let identity, let name, let publish, let subscribe, let receiveAddress):
+        case .addRTPEndpoint(let room, let identity, let name, let publish, let subscribe, let sourceAddress, let receiveAddress):
             core.createRTPEndpoint(room: room, identity: identity, displayName: name, publish: publish, subscribe: subscribe,
-                                   receiveAddress: receiveAddress, now: now)
+                                   source: sourceAddress, receive: receiveAddress, now: now)
         case .removeRTPEndpoint(let room, let identity): core.deleteRTPEndpoint(room: room, identity: identity, now: now)
         }
     }

@@ -62,7 +62,7 @@ final class Member {
     var wantsSpeakerLists: Bool { !speakersFromMedia || room.mix != nil }
     /// Sequence number of the next mixed packet this member receives (mix mode).
     var mixSequence = UInt16.random(in: 0...UInt16.max)
-    /// An RTP endpoint's latched source address (nil until its first packet).
+    /// The only address a publishing RTP endpoint's packets are accepted from (named at creation).
     var rtpSource: PeerAddress?
 
     init(id: UInt32, connectionID: UInt32, ssrc: UInt32, identity: String, name: String, canPublish: Bool,

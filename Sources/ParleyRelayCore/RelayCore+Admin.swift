@@ -11,6 +11,8 @@ public enum AdminResult: Sendable, Equatable {
     case conflict(String)
     /// The relay cannot do it now (room limit reached, mixer failed, shutting down).
     case unavailable(String)
+    /// The command is incomplete or contradicts itself (an endpoint without the address it needs).
+    case invalid(String)
     /// A plain-RTP endpoint was created (see `RelayCore+RTPEndpoints.swift`).
     case rtpEndpoint(RTPEndpointInfo)
 }

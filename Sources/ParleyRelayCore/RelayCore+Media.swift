@@ -3,7 +3,7 @@ import ParleyWire
 extension RelayCore {
     /// The per-packet path: latch check, stats, history, speaker selection, fan-out. No allocation.
     func handleRTP(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
-        guard let member = byAddress[from] ?? latchRTPEndpoint(bytes, from: from, now: now) else {
+        guard let member = byAddress[from] else {
             challengeRTPSender(bytes, from: from, now: now)
             return drop(.unknownSender, from: from, now: now)
         }
@@ -13,7 +13,7 @@ extension RelayCore {
         } catch {
             return drop(.malformedRTP, from: from, now: now)
         }
-        guard packet.ssrc == member.ssrc else { return drop(.ssrcMismatch, from: from, now: now) }
+        guard packet.ssrc == member.ssrc || adoptEndpointSSRC(member, packet.ssrc) else { return drop(.ssrcMismatch, from: from, now: now) }
         guard member.canPublish else { return drop(.notPublisher, from: from, now: now) }
         member.lastHeard = now.monotonic
         member.viaPublicPort = false

@@ -5,13 +5,15 @@ import ParleyWire
 public struct RTPEndpointInfo: Sendable, Equatable {
     /// The endpoint's identity in the room.
     public var identity: String
-    /// The SSRC the relay assigned (the endpoint may use its own: the first packet's SSRC is latched).
+    /// The SSRC the relay assigned (the endpoint may use its own: its first packet's SSRC is taken instead).
     public var ssrc: UInt32
     /// The UDP port of the worker owning the room: where the endpoint sends.
     public var port: UInt16
     /// Opus payload type.
     public var payloadType: UInt8
-    /// Where the relay sends the endpoint's media, when given.
+    /// The only address the endpoint's RTP is accepted from (publishing endpoints).
+    public var sourceAddress: PeerAddress?
+    /// Where the relay sends the room's media (subscribing endpoints).
     public var receiveAddress: PeerAddress?
     /// Member id.
     public var memberID: UInt32
@@ -21,17 +23,23 @@ extension RelayCore {
     /// Opus payload type of plain-RTP endpoints.
     public static let rtpEndpointPayloadType: UInt8 = 111
 
-    /// Creates a plain-RTP member of `room` (no signalling). Its source address is latched from the first RTP
-    /// packet an unknown address sends to this worker (oldest waiting endpoint first); it receives media at
-    /// `receiveAddress`, or else at the latched address.
+    /// Creates a plain-RTP member of `room` (no signalling). Its addresses are named by the backend that creates it,
+    /// never learned from traffic: RTP is accepted only from `source` (a publisher must have one; default `receive`,
+    /// as tools that send and receive on one port do), and the room's media goes only to `receive` (a subscriber must
+    /// have one; default `source`). A stranger's packet therefore takes nothing, and nothing is sent anywhere the
+    /// backend did not name.
     public func createRTPEndpoint(room name: String, identity: String, displayName: String?, publish: Bool, subscribe: Bool,
-                                  receiveAddress: PeerAddress?, now: Moment) -> AdminResult {
+                                  source: PeerAddress?, receive: PeerAddress?, now: Moment) -> AdminResult {
         guard !shuttingDown else { return .unavailable("the relay is shutting down") }
         guard let room = rooms[name] else { return .notFound("room \(name) does not exist") }
+        let source = publish ? source ?? receive : nil
+        let destination = subscribe ? receive ?? source : nil
+        if publish && source == nil { return .invalid("a publishing endpoint needs source_address (or receive_address, when it sends from there)") }
+        if subscribe && destination == nil { return .invalid("a subscribing endpoint needs receive_address") }
         guard room.member(identity: identity) == nil else { return .conflict("\(identity) is already in room \(name)") }
         let capacity = CallRoom.isCallRoom(room.name) ? CallRoom.capacity : room.maxMembers ?? config.maxMembersPerRoom
         guard room.members.count < capacity else { return .conflict("room \(name) is full (\(capacity) members)") }
-        if let r = receiveAddress, byAddress[r] != nil { return .conflict("\(r) is already a member's address") }
+        if let s = source, byAddress[s] != nil || presence.byAddress[s] != nil { return .conflict("\(s) is already a member's address") }
 
         var connectionID: UInt32
         repeat { connectionID = Crypto.randomUInt32() } while connectionID == 0 || byConnection[connectionID] != nil
@@ -40,27 +48,28 @@ extension RelayCore {
         let member = Member(id: shared.nextMemberID(), connectionID: connectionID, ssrc: ssrc, identity: identity,
                             name: displayName ?? "", canPublish: publish, canSubscribe: subscribe, sessionSecret: [],
                             joinNonce: [], joinedAt: now.unixMilliseconds, token: "", room: room,
-                            address: receiveAddress ?? PeerAddress(ipv4: 0, port: 0), viaPublicPort: false, muted: false,
+                            address: destination ?? source ?? PeerAddress(ipv4: 0, port: 0), viaPublicPort: false, muted: false,
                             now: now.monotonic)
         member.isRTPEndpoint = true
-        member.hasDestination = receiveAddress != nil
+        member.hasDestination = destination != nil
+        member.rtpSource = source
         if publish { member.history = PacketHistory(slots: config.nackHistorySlots) }
         room.members.append(member)
         room.emptySince = nil
         room.mix?.start(now: now.monotonic)
         byConnection[connectionID] = member
         bySSRC[ssrc] = member
-        // A subscribe-only endpoint with a receive address needs no latch; everyone else waits for its first packet.
-        if publish || receiveAddress == nil { waitingRTPEndpoints.append(member) }
+        if let source { byAddress[source] = member }
+        noteTimerWork(at: now.monotonic)
         broadcast(.memberEvent(kind: .joined, member: member.entry, reason: ""), in: room, except: member, now: now)
         events.append(RelayEvent(kind: .memberJoined, room: room.name, identity: identity, detail: member.name,
                                  unixMilliseconds: now.unixMilliseconds))
         if log.threshold <= .info {
-            log.write(.info, "RTP endpoint \(identity) added to \(room.name) (member \(member.id), ssrc \(ssrc), receive at \(receiveAddress.map(\.description) ?? "the latched address"))")
+            log.write(.info, "RTP endpoint \(identity) added to \(room.name) (member \(member.id), ssrc \(ssrc), from \(source.map(\.description) ?? "-"), to \(destination.map(\.description) ?? "-"))")
         }
         let port = shared.workerPorts[min(workerIndex, shared.workerPorts.count - 1)]
         return .rtpEndpoint(RTPEndpointInfo(identity: identity, ssrc: ssrc, port: port, payloadType: Self.rtpEndpointPayloadType,
-                                            receiveAddress: receiveAddress, memberID: member.id))
+                                            sourceAddress: source, receiveAddress: destination, memberID: member.id))
     }
 
     /// Removes the RTP endpoint `identity` of `room` (a signalling member is not touched).
@@ -73,37 +82,20 @@ extension RelayCore {
         return .ok
     }
 
-    /// The unknown-sender path of `handleRTP`: latches the oldest waiting endpoint to `from` when the packet is
-    /// valid RTP whose SSRC no other member uses. Costs one `isEmpty` check when no endpoint waits.
-    func latchRTPEndpoint(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) -> Member? {
-        guard !waitingRTPEndpoints.isEmpty, presence.byAddress[from] == nil,
-              let packet = try? RTPPacketView(parsing: bytes) else { return nil }
-        let member = waitingRTPEndpoints[0]
-        if let owner = bySSRC[packet.ssrc], owner !== member { return nil }
-        waitingRTPEndpoints.removeFirst()
-        if packet.ssrc != member.ssrc {
-            bySSRC[member.ssrc] = nil
-            member.ssrc = packet.ssrc
-            bySSRC[packet.ssrc] = member
-        }
-        member.rtpSource = from
-        byAddress[from] = member
-        noteTimerWork(at: now.monotonic)
-        if !member.hasDestination {
-            member.address = from
-            member.hasDestination = true
-        }
-        member.lastHeard = now.monotonic
-        if log.threshold <= .info {
-            log.write(.info, "RTP endpoint \(member.identity) in \(member.room.name) latched to \(from) (ssrc \(packet.ssrc))")
-        }
-        return member
+    /// An endpoint's first packet may carry the tool's own SSRC (ffmpeg and GStreamer pick one unless told): it
+    /// replaces the assigned one, once, when no other member uses it. Called only when the SSRC does not match.
+    func adoptEndpointSSRC(_ member: Member, _ ssrc: UInt32) -> Bool {
+        guard member.isRTPEndpoint, member.stats.packetsIn == 0, bySSRC[ssrc] == nil else { return false }
+        bySSRC[member.ssrc] = nil
+        member.ssrc = ssrc
+        bySSRC[ssrc] = member
+        if log.threshold <= .info { log.write(.info, "RTP endpoint \(member.identity) in \(member.room.name) sends as ssrc \(ssrc)") }
+        return true
     }
 
-    /// Drops an endpoint's latch and waiting place (called by `removeMember`).
+    /// Forgets an endpoint's source address (called by `removeMember`).
     func forgetRTPEndpoint(_ member: Member) {
         if let source = member.rtpSource, byAddress[source] === member { byAddress[source] = nil }
-        waitingRTPEndpoints.removeAll { $0 === member }
     }
 
     /// The first forwarded member of `room` other than `listener` (what a plain-RTP endpoint hears in forward mode).

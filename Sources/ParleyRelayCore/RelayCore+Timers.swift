@@ -112,7 +112,6 @@ extension RelayCore {
         byAddress.removeAll()
         byConnection.removeAll()
         bySSRC.removeAll()
-        waitingRTPEndpoints.removeAll()
         for _ in rooms.values { shared.releaseRoom() }
         rooms.removeAll()
         mixRooms.removeAll()

@@ -38,8 +38,6 @@ public final class RelayCore {
     /// Room, member and mute events for the HTTP API's event stream (see `RelayCore+Admin.swift`).
     var events = RelayEventLog(capacity: 1024)
     var backendMessageID: UInt32 = 0
-    /// RTP endpoints waiting for their first packet, oldest first (see `RelayCore+RTPEndpoints.swift`).
-    var waitingRTPEndpoints: [Member] = []
     let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
     /// The earliest monotonic time at which `tick` has work (see `RelayCore+Timers.swift`).
     public internal(set) var timersDue: Int64 = .min

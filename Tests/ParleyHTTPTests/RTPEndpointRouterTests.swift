@@ -34,12 +34,13 @@ struct RTPEndpointRouterTests {
         let sdp = try #require(body["sdp"] as? String)
         #expect(sdp == "v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=Parley lobby\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n"
                 + "m=audio 45000 RTP/AVP 111\r\na=rtpmap:111 opus/48000/2\r\na=fmtp:111 sprop-stereo=0\r\na=recvonly\r\n")
-        let pub = json(call("POST", "/v1/rooms/lobby/rtp-endpoints", #"{"identity":"cam","subscribe":false}"#))
+        let pub = json(call("POST", "/v1/rooms/lobby/rtp-endpoints", #"{"identity":"cam","subscribe":false,"source_address":"127.0.0.1:45002"}"#))
+        #expect(pub["source_address"] as? String == "127.0.0.1:45002")
         #expect((pub["sdp"] as? String)?.contains("m=audio 7400 RTP/AVP 111\r\n") == true)
         #expect((pub["sdp"] as? String)?.contains("a=sendonly") == true)
         let members = json(call("GET", "/v1/rooms/lobby/members"))["members"] as? [[String: Any]] ?? []
         #expect(Set(members.compactMap { $0["identity"] as? String }) == ["rec", "cam"])
-        #expect(call("POST", "/v1/rooms/lobby/rtp-endpoints", #"{"identity":"cam"}"#).status == 409)
+        #expect(call("POST", "/v1/rooms/lobby/rtp-endpoints", #"{"identity":"cam","receive_address":"127.0.0.1:45004"}"#).status == 409)
         #expect(call("DELETE", "/v1/rooms/lobby/rtp-endpoints/cam").status == 200)
         #expect(call("DELETE", "/v1/rooms/lobby/rtp-endpoints/cam").status == 404)
         let after = json(call("GET", "/v1/rooms/lobby/members"))["members"] as? [[String: Any]] ?? []
@@ -47,7 +48,7 @@ struct RTPEndpointRouterTests {
     }
 
     @Test("validation", arguments: [
-        ("/v1/rooms/nowhere/rtp-endpoints", #"{"identity":"a"}"#, 404, "not_found"),
+        ("/v1/rooms/nowhere/rtp-endpoints", #"{"identity":"a","receive_address":"127.0.0.1:45000"}"#, 404, "not_found"),
         ("/v1/rooms/lobby/rtp-endpoints", #"{}"#, 400, "invalid_field"),
         ("/v1/rooms/lobby/rtp-endpoints", #"{"identity":""}"#, 400, "invalid_field"),
         ("/v1/rooms/lobby/rtp-endpoints", #"{"identity":"tab\there"}"#, 400, "invalid_field"),
@@ -55,6 +56,9 @@ struct RTPEndpointRouterTests {
         ("/v1/rooms/lobby/rtp-endpoints", #"{"identity":"a","publish":false,"subscribe":false}"#, 400, "invalid_field"),
         ("/v1/rooms/lobby/rtp-endpoints", #"{"identity":"a","publish":"yes"}"#, 400, "invalid_field"),
         ("/v1/rooms/lobby/rtp-endpoints", #"{"identity":"a","receive_address":"nowhere"}"#, 400, "invalid_field"),
+        ("/v1/rooms/lobby/rtp-endpoints", #"{"identity":"a"}"#, 400, "invalid_field"),                     // no address at all
+        ("/v1/rooms/lobby/rtp-endpoints", #"{"identity":"a","publish":false}"#, 400, "invalid_field"),     // a subscriber needs one
+        ("/v1/rooms/lobby/rtp-endpoints", #"{"identity":"a","source_address":"127.0.0.1"}"#, 400, "invalid_field"),
         ("/v1/rooms/lobby/rtp-endpoints", #"{"identity":"a","receive_address":"127.0.0.1"}"#, 400, "invalid_field"),
         ("/v1/rooms/lobby/rtp-endpoints", #"{"identity":"a","receive_address":"127.0.0.1:0"}"#, 400, "invalid_field"),
         ("/v1/rooms/lobby/rtp-endpoints", #"{"identity":"a","receive_address":"127.0.0.1:70000"}"#, 400, "invalid_field"),

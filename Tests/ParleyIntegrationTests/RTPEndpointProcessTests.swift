@@ -97,16 +97,19 @@ extension ProcessTests {
             let recorder = try Spawned("parley", ["join", room, "--identity", "rec", "--server", server, "--listen-only",
                                                   "--output", "\(dir)/heard.wav", "--no-tui", "--duration", "8"])
             #expect(recorder.waitFor(seconds: 5) { $0.contains("joined \(room)") }, "\(recorder.stdout)\(recorder.stderr)")
+            // The endpoint accepts RTP only from the address named here: ffmpeg sends from `localport`.
+            let source = freeUDPPort()
             let created = try curl("POST", base + "/v1/rooms/\(room)/rtp-endpoints", token: admin,
-                                   body: #"{"identity":"ffmpeg","publish":true,"subscribe":false}"#)
+                                   body: #"{"identity":"ffmpeg","publish":true,"subscribe":false,"source_address":"127.0.0.1:\#(source)"}"#)
             #expect(created.status == 201, "\(created.body)")
             let answer = jsonObject(created.body)
             let port = try #require(answer["relay_port"] as? Int)
+            let ssrc = try #require(answer["ssrc"] as? Int)
             #expect(answer["payload_type"] as? Int == 111)
             #expect(recorder.waitFor(seconds: 3) { $0.contains("ffmpeg joined") }, "\(recorder.stdout)")
             let ffmpeg = try Spawned(.ffmpeg, ["-hide_banner", "-loglevel", "error", "-re", "-f", "lavfi", "-i", "sine=frequency=600:duration=4",
                                            "-ac", "1", "-ar", "48000", "-c:a", "libopus", "-b:a", "32k", "-payload_type", "111",
-                                           "-f", "rtp", "rtp://127.0.0.1:\(port)?localport=\(freeUDPPort())"])
+                                           "-ssrc", "\(ssrc)", "-f", "rtp", "rtp://127.0.0.1:\(port)?localport=\(source)"])
             #expect(ffmpeg.wait(seconds: 10) == 0, "\(ffmpeg.stderr)")
             // The endpoint latched ffmpeg's address: the member list shows it (API snapshots are up to 200 ms old).
             var members = (status: 0, body: "")

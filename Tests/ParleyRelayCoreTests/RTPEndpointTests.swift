@@ -42,9 +42,9 @@ struct RTPEndpointTests {
     }
 
     func create(_ net: FakeNetwork, _ identity: String, publish: Bool = true, subscribe: Bool = true,
-                receive: PeerAddress? = nil) throws -> RTPEndpointInfo {
+                source: PeerAddress? = nil, receive: PeerAddress? = nil) throws -> RTPEndpointInfo {
         let result = net.core.createRTPEndpoint(room: "lobby", identity: identity, displayName: nil, publish: publish,
-                                                subscribe: subscribe, receiveAddress: receive, now: net.now)
+                                                subscribe: subscribe, source: source, receive: receive, now: net.now)
         guard case .rtpEndpoint(let info) = result else { Issue.record("got \(result)"); throw CancellationError() }
         net.exchange()
         return info
@@ -68,14 +68,14 @@ struct RTPEndpointTests {
         #expect(Set(ssrcs).count == ssrcs.count)
     }
 
-    @Test("an endpoint is a member: others see it join; its first packet latches its address and SSRC; its audio is forwarded")
-    func latchAndPublish() throws {
+    @Test("an endpoint is a member: others see it join; RTP from its source address is forwarded, with the tool's own SSRC")
+    func publishFromTheNamedSource() throws {
         let net = FakeNetwork()
         room(net)
         let alice = net.addClient("alice")
         net.joinAll()
-        let info = try create(net, "cam", subscribe: false)
-        #expect(info.port == 7400 && info.payloadType == 111)
+        let info = try create(net, "cam", subscribe: false, source: Self.tool)
+        #expect(info.port == 7400 && info.payloadType == 111 && info.sourceAddress == Self.tool && info.receiveAddress == nil)
         #expect(alice.memberEvents.contains { $0.0 == .joined && $0.1 == "cam" })
         let last = try #require(net.core.drainEvents().last)
         #expect(last.kind == .memberJoined && last.identity == "cam")
@@ -85,35 +85,38 @@ struct RTPEndpointTests {
         #expect(alice.media[0xABCD_0001]?.count == 5)
         let cam = try #require(net.core.snapshot()[0].members.first { $0.identity == "cam" })
         #expect(cam.ssrc == 0xABCD_0001)
-        #expect(cam.address == Self.tool)
         #expect(cam.stats.packetsIn == 5)
+        // Once it sent, its SSRC is fixed: another SSRC from the same address is dropped.
+        PlainRTPSender(address: Self.tool, ssrc: 0xABCD_0002).send(net)
+        #expect(alice.media[0xABCD_0002] == nil)
         // Nothing goes to the tool: no signalling ever, and it does not subscribe.
         #expect(sentTo(net, Self.tool).isEmpty)
     }
 
-    @Test("the latch takes the oldest waiting endpoint, ignores SSRCs other members use, and only once")
-    func latchRules() throws {
+    @Test("the attack: a stranger's packets take no waiting endpoint, reach no listener and get nothing back")
+    func strangersTakeNothing() throws {
         let net = FakeNetwork()
         room(net)
         let alice = net.addClient("alice")
         net.joinAll()
-        _ = try create(net, "first", subscribe: false)
-        _ = try create(net, "listener", publish: false, receive: Self.sink)  // needs no latch: does not wait
-        _ = try create(net, "second", subscribe: false)
-        // A stranger reusing alice's SSRC latches nothing.
-        PlainRTPSender(address: PeerAddress(ipv4: 172, 16, 0, 66, port: 1), ssrc: alice.ssrc).send(net)
-        #expect(net.core.snapshot()[0].members.filter { $0.address.port != 0 }.map(\.identity) == ["alice", "listener"])
-        PlainRTPSender(address: Self.tool, ssrc: 11).send(net)
-        PlainRTPSender(address: PeerAddress(ipv4: 172, 16, 0, 10, port: 40_000), ssrc: 22).send(net)
-        let members = net.core.snapshot()[0].members
-        #expect(members.first { $0.identity == "first" }?.ssrc == 11)
-        #expect(members.first { $0.identity == "second" }?.ssrc == 22)
-        #expect(members.first { $0.identity == "listener" }?.address == Self.sink)
-        // Nobody waits now: a third address is an unknown sender.
-        let dropsBefore = net.core.counters.drops[DropReason.unknownSender.rawValue]
-        PlainRTPSender(address: PeerAddress(ipv4: 172, 16, 0, 11, port: 40_000), ssrc: 33).send(net)
-        #expect(net.core.counters.drops[DropReason.unknownSender.rawValue] == dropsBefore + 1)
-        #expect(alice.media[33] == nil)
+        let stranger = PeerAddress(ipv4: 172, 16, 0, 66, port: 1)
+        _ = try create(net, "cam", subscribe: false, source: Self.tool)
+        _ = try create(net, "rec", publish: false, receive: Self.sink)
+        // Before the fix one 12-byte packet latched the oldest waiting endpoint; its audio then reached the room.
+        for k in 0..<50 { PlainRTPSender(address: stranger, ssrc: UInt32(900 + k % 2)).send(net) }
+        PlainRTPSender(address: stranger, ssrc: alice.ssrc).send(net)
+        alice.speak(level: 20)
+        net.exchange()
+        #expect(alice.media[900] == nil && alice.media[901] == nil)
+        // Only alice's SSRC earned the stranger something: one path challenge (alice's session), no larger than the packet.
+        let back = sentTo(net, stranger)
+        #expect(back.count == 1 && back.allSatisfy { $0.count <= PlainRTPSender(address: stranger, ssrc: 1).packet().count })
+        #expect(back.allSatisfy { if case .pathChallenge = (try? SignalDatagram(parsing: $0))?.message { true } else { false } })
+        #expect(net.core.counters.drops(.unknownSender) == 51)
+        // The real tool still publishes, and the subscriber hears alice at the address the backend named.
+        PlainRTPSender(address: Self.tool, ssrc: 7).send(net)
+        #expect(alice.media[7]?.count == 1)
+        #expect(sentTo(net, Self.sink).count == 1)
     }
 
     @Test("a subscribing endpoint with a receive address hears only the first forwarded speaker, unchanged; no signalling reaches it")
@@ -140,21 +143,18 @@ struct RTPEndpointTests {
         #expect(sentTo(net, Self.sink).allSatisfy { $0[0] != Signalling.magic })
     }
 
-    @Test("without a receive address, media goes to the latched address once the endpoint sent")
-    func sendsToLatchedAddress() throws {
+    @Test("a tool that sends and receives on one port names it once: receive_address is its source too")
+    func symmetricPort() throws {
         let net = FakeNetwork()
         room(net)
         let alice = net.addClient("alice")
         net.joinAll()
-        _ = try create(net, "both")
-        alice.speak(level: 20)
-        net.exchange()
-        #expect(sentTo(net, Self.tool).isEmpty)  // nowhere to send yet
-        let tool = PlainRTPSender(address: Self.tool, ssrc: 77)
-        tool.send(net)
+        let info = try create(net, "both", receive: Self.tool)
+        #expect(info.sourceAddress == Self.tool && info.receiveAddress == Self.tool)
         alice.speak(level: 20)
         net.exchange()
         #expect(sentTo(net, Self.tool).count == 1)
+        PlainRTPSender(address: Self.tool, ssrc: 77).send(net)
         #expect(alice.media[77]?.count == 1)
     }
 
@@ -164,8 +164,9 @@ struct RTPEndpointTests {
         room(net)
         let alice = net.addClient("alice")
         net.joinAll()
-        _ = try create(net, "cam", subscribe: false)
-        _ = try create(net, "quiet", subscribe: false)
+        let quietTool = PeerAddress(ipv4: 172, 16, 0, 9, port: 40_004)
+        _ = try create(net, "cam", subscribe: false, source: Self.tool)
+        _ = try create(net, "quiet", subscribe: false, source: quietTool)
         _ = try create(net, "rec", publish: false, receive: Self.sink)
         PlainRTPSender(address: Self.tool, ssrc: 5).send(net)
         #expect(net.core.deleteRTPEndpoint(room: "lobby", identity: "cam", now: net.now) == .ok)
@@ -173,8 +174,11 @@ struct RTPEndpointTests {
         #expect(net.core.deleteRTPEndpoint(room: "nowhere", identity: "cam", now: net.now) == .notFound("room nowhere does not exist"))
         net.exchange()
         #expect(alice.memberEvents.contains { $0.0 == .left && $0.1 == "cam" })
-        // The old address now latches the remaining waiting endpoint ("quiet"), not the deleted one.
-        PlainRTPSender(address: Self.tool, ssrc: 6).send(net)
+        // The deleted endpoint's address is a stranger now; "quiet" sends once from its own.
+        let unknownBefore = net.core.counters.drops(.unknownSender)
+        PlainRTPSender(address: Self.tool, ssrc: 5).send(net)
+        #expect(net.core.counters.drops(.unknownSender) == unknownBefore + 1)
+        PlainRTPSender(address: quietTool, ssrc: 6).send(net)
         #expect(net.core.snapshot()[0].members.first { $0.identity == "quiet" }?.ssrc == 6)
         #expect(alice.media[6]?.count == 1)
         // "quiet" stops; it times out after member_timeout; "rec" stays.
@@ -190,10 +194,17 @@ struct RTPEndpointTests {
     func refusals() throws {
         let net = FakeNetwork()
         #expect(net.core.createRTPEndpoint(room: "lobby", identity: "x", displayName: nil, publish: true, subscribe: true,
-                                           receiveAddress: nil, now: net.now) == .notFound("room lobby does not exist"))
+                                           source: Self.tool, receive: nil, now: net.now) == .notFound("room lobby does not exist"))
         room(net)
-        _ = try create(net, "x")
+        _ = try create(net, "x", source: Self.tool)
         #expect(net.core.createRTPEndpoint(room: "lobby", identity: "x", displayName: nil, publish: true, subscribe: true,
-                                           receiveAddress: nil, now: net.now) == .conflict("x is already in room lobby"))
+                                           source: Self.sink, receive: nil, now: net.now) == .conflict("x is already in room lobby"))
+        #expect(net.core.createRTPEndpoint(room: "lobby", identity: "y", displayName: nil, publish: true, subscribe: false,
+                                           source: Self.tool, receive: nil, now: net.now) == .conflict("\(Self.tool) is already a member's address"))
+        // Addresses are named, never learned: an endpoint without the one it needs is refused.
+        if case .invalid = net.core.createRTPEndpoint(room: "lobby", identity: "z", displayName: nil, publish: true, subscribe: false,
+                                                      source: nil, receive: nil, now: net.now) {} else { Issue.record("publisher without source accepted") }
+        if case .invalid = net.core.createRTPEndpoint(room: "lobby", identity: "z", displayName: nil, publish: false, subscribe: true,
+                                                      source: nil, receive: nil, now: net.now) {} else { Issue.record("subscriber without receive accepted") }
     }
 }
