@@ -12,8 +12,10 @@ public enum TokenError: Error, Equatable, Sendable {
     case expired
     /// now < nbf (after leeway).
     case notYetValid
-    /// The token names a different room from the one being joined.
+    /// The token names a different room (or pattern) from the one being joined.
     case wrongRoom(expected: String, got: String)
+    /// A member token that names no room: it admits to none (only admin tokens go anywhere).
+    case noRoom
     /// The token lacks a required grant, e.g. "join".
     case missingGrant(String)
 
@@ -27,6 +29,7 @@ public enum TokenError: Error, Equatable, Sendable {
         case .expired: "The token has expired."
         case .notYetValid: "The token is not valid yet."
         case .wrongRoom(let expected, let got): "The token is for room \"\(got)\", not \"\(expected)\"."
+        case .noRoom: "The token names no room; a member token admits only to the room (or pattern such as \"team-*\") it names."
         case .missingGrant(let grant): "The token does not grant \"\(grant)\"."
         }
     }
@@ -40,7 +43,7 @@ public enum TokenError: Error, Equatable, Sendable {
         case .badSignature: "token_bad_signature"
         case .expired: "token_expired"
         case .notYetValid: "token_not_yet_valid"
-        case .wrongRoom: "token_wrong_room"
+        case .wrongRoom, .noRoom: "token_wrong_room"
         case .missingGrant: "token_missing_grant"
         }
     }

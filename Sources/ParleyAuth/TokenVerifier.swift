@@ -54,13 +54,25 @@ public struct TokenVerifier: Sendable {
         return claims
     }
 
-    /// verify + room match (when the token names a room) + required grant.
+    /// verify + room match + required grant. A token admits to the room its `room` claim names, or to the rooms a
+    /// pattern there names (`team-*`: every room starting with `team-`); one without the claim admits to no room
+    /// unless it is an admin's.
     public func verify(_ token: String, now: Int64, room: String, requiring grant: KeyPath<Grants, Bool>,
                        grantName: String) throws(TokenError) -> TokenClaims {
         let claims = try verify(token, now: now)
-        if let tokenRoom = claims.room, tokenRoom != room { throw .wrongRoom(expected: room, got: tokenRoom) }
+        switch claims.room {
+        case nil: if !claims.grants.admin { throw .noRoom }
+        case let pattern?: if !Self.roomClaim(pattern, admits: room) { throw .wrongRoom(expected: room, got: pattern) }
+        }
         guard claims.grants[keyPath: grant] else { throw .missingGrant(grantName) }
         return claims
+    }
+
+    /// Whether a `room` claim admits to `room`: the same name, or a prefix followed by `*` (a lone `*` admits to none).
+    public static func roomClaim(_ claim: String, admits room: String) -> Bool {
+        guard claim.hasSuffix("*") else { return claim == room }
+        let prefix = claim.dropLast()
+        return !prefix.isEmpty && room.hasPrefix(prefix)
     }
 
     /// The configured API key ids, sorted.

@@ -34,7 +34,7 @@ public struct RelayConfig: Sendable {
 
     /// The keys a JSON config file and `PARLEY_*` variables may set (variables are the upper-case names).
     public static let keys = ["udp", "http", "workers", "api_key", "api_secret", "log_level", "max_members_per_room",
-                              "max_rooms", "empty_room_timeout_s", "member_timeout_s", "keepalive_interval_s",
+                              "max_rooms", "max_rooms_per_identity", "empty_room_timeout_s", "member_timeout_s", "keepalive_interval_s",
                               "max_forwarded_speakers", "speaker_update_interval_ms", "speaker_level_update_interval_ms", "speech_level_threshold",
                               "audio_level_extension_id", "default_room_mode", "joins_per_second", "ring_timeout_s",
                               "mix_complexity", "mix_bitrate", "mix_expected_loss_percent", "metrics_require_auth"]
@@ -65,6 +65,7 @@ public struct RelayConfig: Sendable {
             logLevel = l
         case "max_members_per_room": core.maxMembersPerRoom = try int(1...100_000)
         case "max_rooms": core.maxRooms = try int(1...10_000_000)
+        case "max_rooms_per_identity": core.maxRoomsPerIdentity = try int(1...10_000_000)
         case "empty_room_timeout_s": core.emptyRoomTimeout = Int64(try int(0...86_400)) * 1_000_000_000
         case "member_timeout_s": core.memberTimeout = Int64(try int(1...3600)) * 1_000_000_000
         case "keepalive_interval_s": core.keepaliveInterval = Int64(try int(1...600)) * 1_000_000_000

@@ -102,6 +102,8 @@ final class Room {
     let name: String
     let mode: String
     let createdAtUnixMilliseconds: Int64
+    /// The identity whose join opened the room (counted against `maxRoomsPerIdentity`); nil for rooms the backend made.
+    let creator: String?
     /// Members in join order. Any change marks `fanOut` for a rebuild.
     var members: [Member] = [] { didSet { fanOut.invalidate() } }
     /// The listeners as the forwarding loop reads them, derived from `members`.
@@ -116,10 +118,11 @@ final class Room {
     /// Limits set by the HTTP API at creation (nil = the relay's defaults).
     var maxMembers: Int?, emptyTimeout: Int64?
 
-    init(name: String, mode: String, createdAt: Int64, selector: SpeakerSelector) {
+    init(name: String, mode: String, createdAt: Int64, creator: String?, selector: SpeakerSelector) {
         self.name = name
         self.mode = mode
         self.createdAtUnixMilliseconds = createdAt
+        self.creator = creator
         self.selector = selector
     }
 

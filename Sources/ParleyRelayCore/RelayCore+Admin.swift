@@ -26,9 +26,13 @@ struct OpenRoomFailure: Error {
 extension RelayCore {
     /// Creates a room and its speaker selector (and mixer in mix mode), reserving it against `maxRooms`.
     /// Fails when the relay is full or the mixer cannot start; the caller refuses.
-    func openRoom(name: String, mode: String, now: Moment) -> Result<Room, OpenRoomFailure> {
-        guard shared.tryReserveRoom() else { return .failure(OpenRoomFailure(code: .tooManyRooms, reason: "the relay has reached its room limit")) }
-        let room = Room(name: name, mode: mode, createdAt: now.unixMilliseconds,
+    func openRoom(name: String, mode: String, creator: String? = nil, now: Moment) -> Result<Room, OpenRoomFailure> {
+        if let creator {
+            if let failure = shared.tryReserveRoom(creator: creator) { return .failure(failure) }
+        } else {
+            guard shared.tryReserveRoom() else { return .failure(OpenRoomFailure(code: .tooManyRooms, reason: "the relay has reached its room limit")) }
+        }
+        let room = Room(name: name, mode: mode, createdAt: now.unixMilliseconds, creator: creator,
                         selector: SpeakerSelector(capacity: config.maxForwardedSpeakers, speechThreshold: config.speechLevelThreshold,
                                                   releaseAfter: config.speakerReleaseAfter, minimumDwell: config.speakerMinimumDwell,
                                                   hysteresis: config.speakerHysteresisDecibels))
@@ -36,7 +40,7 @@ extension RelayCore {
             do {
                 room.mix = try MixEngine(ssrc: Self.randomSSRC(), timestampBase: Crypto.randomUInt32(), config: config)
             } catch {
-                shared.releaseRoom()
+                shared.releaseRoom(creator: creator)
                 log.write(.error, "cannot create the mixer for \(name): \(error.message)")
                 return .failure(OpenRoomFailure(code: .badRequest, reason: "the relay could not start a mixer"))
             }
@@ -52,7 +56,7 @@ extension RelayCore {
     func forgetRoom(_ room: Room, reason: String, now: Moment) {
         rooms[room.name] = nil
         mixRooms.removeAll { $0 === room }
-        shared.releaseRoom()
+        shared.releaseRoom(creator: room.creator)
         events.append(RelayEvent(kind: .roomClosed, room: room.name, detail: reason, unixMilliseconds: now.unixMilliseconds))
     }
 

@@ -113,7 +113,7 @@ extension RelayCore {
                 return refuse(.badRequest, "unknown room mode \(mode)", to: from, now: now, viaPublicPort: viaPublicPort)
             }
             let created: Room
-            switch openRoom(name: request.room, mode: mode, now: now) {
+            switch openRoom(name: request.room, mode: mode, creator: claims.identity, now: now) {
             case .success(let r): created = r
             case .failure(let f): return refuse(f.code, f.reason, to: from, now: now, viaPublicPort: viaPublicPort)
             }
@@ -199,7 +199,7 @@ extension RefusalCode {
         case .badSignature: self = .tokenBadSignature
         case .expired: self = .tokenExpired
         case .notYetValid: self = .tokenNotYetValid
-        case .wrongRoom: self = .tokenWrongRoom
+        case .wrongRoom, .noRoom: self = .tokenWrongRoom
         case .missingGrant: self = .tokenMissingGrant
         }
     }

@@ -112,7 +112,7 @@ extension RelayCore {
         byAddress.removeAll()
         byConnection.removeAll()
         bySSRC.removeAll()
-        for _ in rooms.values { shared.releaseRoom() }
+        for room in rooms.values { shared.releaseRoom(creator: room.creator) }
         rooms.removeAll()
         mixRooms.removeAll()
     }

@@ -4,6 +4,9 @@ public struct RelayCoreConfig: Sendable {
     public var maxMembersPerRoom = 100
     /// Rooms allowed on the whole relay.
     public var maxRooms = 1000
+    /// Rooms one identity may have opened by joining (with the `create` grant) at a time; rooms the backend creates
+    /// through the API do not count.
+    public var maxRoomsPerIdentity = 10
     /// A room with no members closes after this long.
     public var emptyRoomTimeout: Int64 = 300 * 1_000_000_000
     /// A member not heard from for this long is removed.

@@ -20,6 +20,8 @@ public final class RelayShared: Sendable {
     /// the verifier has no such key, and then calls fail at the answer.
     public let callSigner: TokenSigner?
     private let roomCount = Atomic<Int>(0)
+    /// Rooms open per identity that opened them by joining (join path only, never the packet path).
+    private let roomsByCreator = Mutex<[String: Int]>([:])
     private let memberIDs = Atomic<UInt32>(0)
 
     /// Shared state for `workerCount` workers.
@@ -44,6 +46,37 @@ public final class RelayShared: Sendable {
 
     /// Returns a room's reservation.
     public func releaseRoom() { roomCount.subtract(1, ordering: .relaxed) }
+
+    /// Reserves a room opened by `creator`'s join against `maxRoomsPerIdentity` and `maxRooms`; the failure says which.
+    func tryReserveRoom(creator: String) -> OpenRoomFailure? {
+        let mine = roomsByCreator.withLock { counts -> Bool in
+            let n = counts[creator, default: 0]
+            guard n < config.maxRoomsPerIdentity else { return false }
+            counts[creator] = n + 1
+            return true
+        }
+        guard mine else {
+            return OpenRoomFailure(code: .tooManyRooms, reason: "\(creator) already has \(config.maxRoomsPerIdentity) rooms open, the most one identity may open")
+        }
+        guard tryReserveRoom() else {
+            releaseCreator(creator)
+            return OpenRoomFailure(code: .tooManyRooms, reason: "the relay has reached its room limit")
+        }
+        return nil
+    }
+
+    /// Returns a room's reservation and its creator's.
+    func releaseRoom(creator: String?) {
+        releaseRoom()
+        if let creator { releaseCreator(creator) }
+    }
+
+    private func releaseCreator(_ creator: String) {
+        roomsByCreator.withLock { counts in
+            let n = counts[creator, default: 1] - 1
+            counts[creator] = n > 0 ? n : nil
+        }
+    }
 
     /// Rooms open on the relay.
     public var openRooms: Int { roomCount.load(ordering: .relaxed) }

@@ -45,11 +45,12 @@ struct CallFlowTests {
         world.net.exchange()
         #expect(aliceMedia.media[bobMedia.ssrc]?.count == 1)
 
-        // A third identity cannot: not with a token for that room, nor with an any-room token.
-        for token in [world.net.token("carol", room: a.room), world.token("carol")] {
+        // A third identity cannot: not with a token for that room (private), nor with a token naming no room (which
+        // admits to no room at all).
+        for (token, code) in [(world.net.token("carol", room: a.room), RefusalCode.privateRoom), (world.token("carol"), .tokenWrongRoom)] {
             let carol = world.net.addClient("carol", room: a.room, token: token)
             world.net.joinAll()
-            #expect(carol.events.contains { if case .refused(.privateRoom, _) = $0 { true } else { false } })
+            #expect(carol.events.contains { if case .refused(code, _) = $0 { true } else { false } })
         }
         // A call-claim token minted with the API secret (an app backend can) still meets the two-member limit.
         let minted = TokenSigner(apiKey: "devkey", apiSecret: FakeNetwork.apiSecret).mint(TokenClaims(
