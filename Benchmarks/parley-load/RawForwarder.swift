@@ -29,6 +29,9 @@ final class RawForwarder {
 
     /// The forwarder's process: reports its address on stdout, then forwards until the parent is gone.
     static func serve() -> Never {
+        // A parent started in the background by a shell ignores SIGINT, and exec keeps that: stop on it by default.
+        signal(SIGINT, SIG_DFL)
+        signal(SIGTERM, SIG_DFL)
         let parent = getppid()
         let forwarder: RawForwarder
         do { forwarder = try RawForwarder() } catch {

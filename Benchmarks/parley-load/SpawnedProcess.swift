@@ -33,10 +33,14 @@ final class SpawnedProcess {
         self.address = address
     }
 
-    /// Stops the child (SIGINT, as an operator would) and waits for it.
+    /// Stops the child (SIGTERM, as a service manager would: SIGINT may be ignored by a child of a background job)
+    /// and waits for it; SIGKILL after 10 s.
     func stop() {
         guard process.isRunning else { return }
-        process.interrupt()
+        process.terminate()
+        let deadline = Clock.monotonicNanoseconds() + 10_000_000_000
+        while process.isRunning && Clock.monotonicNanoseconds() < deadline { usleep(10_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
     }
 
