@@ -43,6 +43,8 @@ final class FanOutTable {
     private(set) var isStale = true
     /// Rebuilds so far (for tests).
     private(set) var rebuilds = 0
+    /// Members the table holds references to (for `RelayCore.liveCounts`).
+    var heldMembers: Int { members.count }
 
     /// An empty table.
     init(capacity: Int = 16) {

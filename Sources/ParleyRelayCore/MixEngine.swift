@@ -41,6 +41,9 @@ final class MixEngine {
     private let packet = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 16)
     private var contributors: [Member] = []
     private var listeners: [Member] = []
+    /// Members the mixer holds references to, and publishers with an input (for `RelayCore.liveCounts`).
+    var heldMembers: Int { contributors.count + listeners.count }
+    var inputCount: Int { inputs.count }
     /// Mixes produced, distinct encodes done, and deadlines skipped because the worker fell behind.
     private(set) var mixes = 0, encodes = 0, skippedDeadlines = 0
     /// In-band FEC of every mix encoder, sized to the loss the room's listeners report for the mix.
