@@ -36,7 +36,9 @@ final class Member {
     let joinNonce: [UInt8]
     let joinedAtUnixMilliseconds: Int64
     let token: String
-    let room: Room  // strong: a member leaves `room.members` when removed, which breaks the cycle
+    /// Strong: a removed member leaves `room.members`, and the room's derived tables let go of it then too (the
+    /// fan-out table as it goes stale, the mixer after each frame), which breaks the cycle (see `LiveCounts`).
+    let room: Room
     /// Signalling goes out of the public port until the member's first datagram reaches its worker's port.
     var viaPublicPort: Bool
     var muted: Bool

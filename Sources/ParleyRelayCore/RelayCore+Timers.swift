@@ -113,7 +113,12 @@ extension RelayCore {
         byConnection.removeAll()
         bySSRC.removeAll()
         waitingRTPEndpoints.removeAll()
-        for _ in rooms.values { shared.releaseRoom() }
+        for room in rooms.values {
+            // Members hold their room: emptying `members` breaks the cycle, as `removeMember` does.
+            room.members.removeAll()
+            room.mix?.stop()
+            shared.releaseRoom()
+        }
         rooms.removeAll()
         mixRooms.removeAll()
     }
