@@ -9,8 +9,8 @@ package struct LiveCounts: Equatable, CustomStringConvertible {
     package var roomMembers = 0, fanOutMembers = 0, mixMembers = 0
     /// Per-member state kept by rooms: speaker-selection states and mix inputs (jitter buffer, decoder, encoder).
     package var speakerStates = 0, mixInputs = 0
-    /// The core's member tables.
-    package var byConnection = 0, byAddress = 0, bySSRC = 0, waitingRTPEndpoints = 0
+    /// The core's member tables, and the NACK histories its members hold (allocated at a member's first RTP packet).
+    package var byConnection = 0, byAddress = 0, bySSRC = 0, waitingRTPEndpoints = 0, nackHistories = 0
     /// Presence sessions by connection, address and identity, and calls ringing or answered.
     package var presenceByConnection = 0, presenceByAddress = 0, presenceByIdentity = 0, calls = 0
 
@@ -20,7 +20,7 @@ package struct LiveCounts: Equatable, CustomStringConvertible {
     package var description: String {
         "rooms \(rooms) (mix \(mixRooms)), room members \(roomMembers), fan-out \(fanOutMembers), mix \(mixMembers), "
             + "speaker states \(speakerStates), mix inputs \(mixInputs), byConnection \(byConnection), byAddress \(byAddress), "
-            + "bySSRC \(bySSRC), waiting endpoints \(waitingRTPEndpoints), presence \(presenceByConnection)/\(presenceByAddress)/"
+            + "bySSRC \(bySSRC), waiting endpoints \(waitingRTPEndpoints), NACK histories \(nackHistories), presence \(presenceByConnection)/\(presenceByAddress)/"
             + "\(presenceByIdentity), calls \(calls)"
     }
 }
@@ -42,6 +42,7 @@ extension RelayCore {
         c.byAddress = byAddress.count
         c.bySSRC = bySSRC.count
         c.waitingRTPEndpoints = waitingRTPEndpoints.count
+        for m in byConnection.values where m.history != nil { c.nackHistories += 1 }
         c.presenceByConnection = presence.byConnection.count
         c.presenceByAddress = presence.byAddress.count
         c.presenceByIdentity = presence.byIdentity.count

@@ -47,6 +47,7 @@ final class Member {
     var channel = ReliableChannel()
     var texts = TextReassembler()
     var receiveStats = RTPReceiveStatistics(clockRate: 48_000)
+    /// The member's last packets, to answer NACKs: nil until its first RTP packet (see `startHistory`).
     var history: PacketHistory?
     /// Middle 32 bits of the NTP time of the member's last sender report, and when it arrived.
     var lastSenderReport: (ntpMiddle: UInt32, at: Int64)?
@@ -91,6 +92,13 @@ final class Member {
         if canPublish { f.insert(.publisher) }
         if canSubscribe { f.insert(.subscriber) }
         return f
+    }
+
+    /// Allocates the NACK history (at the member's first RTP packet).
+    func startHistory(slots: Int) -> PacketHistory {
+        let h = PacketHistory(slots: slots)
+        history = h
+        return h
     }
 
     var entry: MemberEntry { MemberEntry(memberID: id, ssrc: ssrc, flags: flags, identity: identity, name: name) }

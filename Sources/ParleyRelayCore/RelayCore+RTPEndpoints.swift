@@ -44,7 +44,6 @@ extension RelayCore {
                             now: now.monotonic)
         member.isRTPEndpoint = true
         member.hasDestination = receiveAddress != nil
-        if publish { member.history = PacketHistory(slots: config.nackHistorySlots) }
         room.members.append(member)
         room.emptySince = nil
         room.mix?.start(now: now.monotonic)
