@@ -108,6 +108,7 @@ final class Worker: @unchecked Sendable {
         let batch = DatagramBatch(socket: socket, capacity: 64, sendCapacity: 1024)
         let poller = Poller([socket.fd, inbox.wakeup.fd])
         var api = APIPublisher()
+        var trim = AllocatorTrimSchedule()
         while true {
             let now = Clock.monotonicNanoseconds()
             // Timer work waits for the next wakeup (usually a packet batch) but at most `tickInterval` past its due time.
@@ -168,9 +169,19 @@ final class Worker: @unchecked Sendable {
                 send(core.output, batch: batch)
                 dispatchHandoffs(core)
                 core.outputSent()
+                if trim.shouldTrim(sessions: core.sessionCount, now: Clock.monotonicNanoseconds()) { returnFreeMemory() }
             }
             publish(core, &api, capture: false)
             busyNanoseconds.add(Clock.monotonicNanoseconds() - busyStart, ordering: .relaxed)
+        }
+    }
+
+    /// Gives the allocator's free pages back after sessions went (see `AllocatorTrimSchedule`).
+    private func returnFreeMemory() {
+        let start = Clock.monotonicNanoseconds()
+        let returned = Allocator.returnFreePages()
+        if log.threshold <= .debug {
+            log.write(.debug, "worker \(index): free memory \(returned ? "returned" : "checked") in \((Clock.monotonicNanoseconds() - start) / 1000) µs")
         }
     }
 
