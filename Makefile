@@ -14,7 +14,7 @@ DEBS_FUZZ := $(DEBS_RUN)
 SWIFT_FLAGS ?=
 RELAY_ARGS ?=
 
-.PHONY: run test build release deps-run deps-test fuzz bench quality bench-peer clean
+.PHONY: run test build release deps-run deps-test fuzz bench soak quality bench-peer clean
 
 define install_missing
 	@missing=""; for p in $(1); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; done; \
@@ -53,6 +53,12 @@ test: deps-test
 bench: deps-run
 	swift build -c release $(SWIFT_FLAGS) --product forward-bench
 	.build/release/forward-bench
+
+## make soak: memory after 3,000 join/leave cycles against an in-process core (RSS and bytes in use per block; fails if
+## anything is left once every session ended). `.build/release/soak-bench --flood 5000` measures a join flood instead.
+soak: deps-run
+	swift build -c release $(SWIFT_FLAGS) --product soak-bench
+	.build/release/soak-bench
 
 ## make quality: mouth-to-ear latency and PESQ-WB through a real relay, on a clean and an impaired network.
 ## RUNS repeats each mode and prints the median (runs through the proxy vary): make quality PROFILE=moderate RUNS=5

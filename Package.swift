@@ -23,6 +23,7 @@ let package = Package(
         .executable(name: "impair-proxy", targets: ["impair-proxy"]),
         .executable(name: "mix-bench", targets: ["mix-bench"]),
         .executable(name: "parley-load", targets: ["parley-load"]),
+        .executable(name: "soak-bench", targets: ["soak-bench"]),
     ],
     targets: [
         // C libraries from Debian.
@@ -65,6 +66,10 @@ let package = Package(
         .executableTarget(name: "impair-proxy", dependencies: ["ParleyNet", "ParleyWire"], path: "Benchmarks/impair-proxy"),
         .executableTarget(name: "opus-bench", dependencies: ["ParleyMedia", "COpus"], path: "Benchmarks/opus-bench"),
         .executableTarget(name: "mix-bench", dependencies: ["BenchmarkSupport", "ParleyRelayCore", "ParleyMedia", "ParleyWire", "ParleyAuth", "CAllocCounter"], path: "Benchmarks/mix-bench"),
+
+        // Memory after many join/leave cycles (or a join flood) against an in-process core: nothing a session held survives it.
+        .executableTarget(name: "soak-bench", dependencies: ["BenchmarkSupport", "ParleyRelayCore", "ParleyClientCore", "ParleyWire", "ParleyAuth"],
+                          path: "Benchmarks/soak-bench"),
 
         .executableTarget(name: "parley-load", dependencies: ["ParleyClientCore", "ParleyWire", "ParleyNet", "ParleyAuth", "ParleyMedia", "CParleySys"],
                           path: "Benchmarks/parley-load"),

@@ -60,3 +60,27 @@ public enum Allocations {
     public static func counting(_ on: Bool) { parley_allocation_counting_enable(on ? 1 : 0) }
 }
 
+
+/// What the process holds in memory: resident pages, and glibc's allocator figures (`CAllocCounter`).
+public enum Heap {
+    /// Bytes allocated and not yet freed: what live objects and buffers hold.
+    public static var inUseBytes: UInt64 { parley_heap_in_use_bytes() }
+    /// Bytes the allocator took from the system and keeps (in use plus free-but-retained).
+    public static var fromSystemBytes: UInt64 { parley_heap_from_system_bytes() }
+    /// Gives the allocator's free pages back to the system (`malloc_trim(0)`); true when some were released.
+    @discardableResult
+    public static func trim() -> Bool { parley_heap_trim() != 0 }
+
+    /// Resident set size (`/proc/self/statm`, second field, in pages), in bytes; 0 if it cannot be read.
+    public static var residentBytes: UInt64 {
+        let fd = open("/proc/self/statm", O_RDONLY)
+        guard fd >= 0 else { return 0 }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 128)
+        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard n > 0 else { return 0 }
+        let fields = buffer[0..<n].split(separator: UInt8(ascii: " "))
+        guard fields.count > 1, let pages = UInt64(String(decoding: fields[1], as: UTF8.self)) else { return 0 }
+        return pages * UInt64(sysconf(Int32(_SC_PAGESIZE)))
+    }
+}

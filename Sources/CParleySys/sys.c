@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <malloc.h>
 
 _Static_assert(sizeof(struct parley_mmsg) == sizeof(struct mmsghdr), "parley_mmsg must mirror mmsghdr");
 
@@ -32,3 +33,5 @@ int parley_eventfd(void) {
     int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     return fd < 0 ? -errno : fd;
 }
+
+int parley_malloc_trim(void) { return malloc_trim(0); }

@@ -110,6 +110,7 @@ final class Worker: @unchecked Sendable {
         let poller = Poller([socket.fd, inbox.wakeup.fd])
         var api = APIPublisher()
         var failureLog = DatagramFailureLog()
+        var trim = AllocatorTrimSchedule()
         while true {
             let now = Clock.monotonicNanoseconds()
             // Timer work waits for the next wakeup (usually a packet batch) but at most `tickInterval` past its due time.
@@ -172,6 +173,7 @@ final class Worker: @unchecked Sendable {
                 send(core.output, batch: batch)
                 dispatchHandoffs(core)
                 core.outputSent()
+                if trim.shouldTrim(sessions: core.sessionCount, now: Clock.monotonicNanoseconds()) { returnFreeMemory() }
             }
             // Send and receive failures, at most one line per kind per 10 s (a sum of a few counters when nothing failed).
             if log.threshold <= .warning {
@@ -181,6 +183,15 @@ final class Worker: @unchecked Sendable {
             }
             publish(core, &api, batch, capture: false)
             busyNanoseconds.add(Clock.monotonicNanoseconds() - busyStart, ordering: .relaxed)
+        }
+    }
+
+    /// Gives the allocator's free pages back after sessions went (see `AllocatorTrimSchedule`).
+    private func returnFreeMemory() {
+        let start = Clock.monotonicNanoseconds()
+        let returned = Allocator.returnFreePages()
+        if log.threshold <= .debug {
+            log.write(.debug, "worker \(index): free memory \(returned ? "returned" : "checked") in \((Clock.monotonicNanoseconds() - start) / 1000) µs")
         }
     }
 

@@ -15,8 +15,9 @@ import ParleyWire
 /// The table is derived from `Room.members` and each member's address, destination and subscribe grant. Whatever
 /// changes those calls `invalidate()` (`Room.members` and `Member.address`/`hasDestination` do it in `didSet`);
 /// the next forwarded packet rebuilds it (`refresh`). Per-listener out counters accumulate in the entries and are
-/// folded into `Member.stats` on every rebuild and whenever the stats are read (`foldCounters`), so the API
-/// sees exact figures. One worker thread owns it.
+/// folded into `Member.stats` when the table goes stale and whenever the stats are read (`foldCounters`), so the API
+/// sees exact figures. A stale table is empty: it never keeps a member that left (members hold their room, and the
+/// room holds this table). One worker thread owns it.
 final class FanOutTable {
     /// One listener.
     struct Entry {
@@ -43,6 +44,8 @@ final class FanOutTable {
     private(set) var isStale = true
     /// Rebuilds so far (for tests).
     private(set) var rebuilds = 0
+    /// Members the table holds references to (for `RelayCore.liveCounts`).
+    var heldMembers: Int { members.count }
 
     /// An empty table.
     init(capacity: Int = 16) {
@@ -55,9 +58,14 @@ final class FanOutTable {
         entries.deallocate()
     }
 
-    /// Marks the table out of date; the next `refresh` rebuilds it.
+    /// Marks the table out of date; the next `refresh` rebuilds it. The members' counters are folded and the table
+    /// lets go of them now: a stale table references no member. (It used to keep them until the next rebuild, which
+    /// only a forwarded packet triggers: the members present when a room fell silent or emptied stayed referenced, each
+    /// holding the room, whose table held them — a cycle that outlived the room and leaked ~60 KB per member.)
     @inline(__always)
-    func invalidate() { isStale = true }
+    func invalidate() {
+        if !isStale { release() }
+    }
 
     /// Rebuilds the table from `roomMembers` when it is stale (allocation-free unless the room outgrew it).
     @inline(__always)
@@ -75,11 +83,17 @@ final class FanOutTable {
         }
     }
 
-    private func rebuild(from roomMembers: [Member]) {
+    /// Folds the counters into the members, then empties the table (keeping its storage) and marks it stale.
+    private func release() {
         foldCounters()
         entries.deinitialize(count: count)
         count = 0
         members.removeAll(keepingCapacity: true)
+        isStale = true
+    }
+
+    private func rebuild(from roomMembers: [Member]) {
+        release()
         let listeners = roomMembers.lazy.filter { $0.canSubscribe && $0.hasDestination }
         let needed = listeners.count
         if needed > capacity {

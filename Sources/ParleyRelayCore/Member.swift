@@ -36,7 +36,9 @@ final class Member {
     let joinNonce: [UInt8]
     let joinedAtUnixMilliseconds: Int64
     let token: String
-    let room: Room  // strong: a member leaves `room.members` when removed, which breaks the cycle
+    /// Strong: a removed member leaves `room.members`, and the room's derived tables let go of it then too (the
+    /// fan-out table as it goes stale, the mixer after each frame), which breaks the cycle (see `LiveCounts`).
+    let room: Room
     /// Signalling goes out of the public port until the member's first datagram reaches its worker's port.
     var viaPublicPort: Bool
     var muted: Bool
@@ -48,6 +50,7 @@ final class Member {
     var channel = ReliableChannel()
     var texts = TextReassembler()
     var receiveStats = RTPReceiveStatistics(clockRate: 48_000)
+    /// The member's last packets, to answer NACKs: nil until its first RTP packet (see `startHistory`).
     var history: PacketHistory?
     /// Middle 32 bits of the NTP time of the member's last sender report, and when it arrived.
     var lastSenderReport: (ntpMiddle: UInt32, at: Int64)?
@@ -92,6 +95,13 @@ final class Member {
         if canPublish { f.insert(.publisher) }
         if canSubscribe { f.insert(.subscriber) }
         return f
+    }
+
+    /// Allocates the NACK history (at the member's first RTP packet).
+    func startHistory(slots: Int) -> PacketHistory {
+        let h = PacketHistory(slots: slots)
+        history = h
+        return h
     }
 
     var entry: MemberEntry { MemberEntry(memberID: id, ssrc: ssrc, flags: flags, identity: identity, name: name) }

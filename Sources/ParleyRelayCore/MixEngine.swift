@@ -39,8 +39,12 @@ final class MixEngine {
     private var inputs: [UInt32: MixInput] = [:]
     private let mixPCM = UnsafeMutablePointer<Int16>.allocate(capacity: frameSamples)
     private let packet = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 16)
+    /// Per-frame scratch (see `mix`): empty between frames.
     private var contributors: [Member] = []
     private var listeners: [Member] = []
+    /// Members the mixer holds references to, and publishers with an input (for `RelayCore.liveCounts`).
+    var heldMembers: Int { contributors.count + listeners.count }
+    var inputCount: Int { inputs.count }
     /// Mixes produced, distinct encodes done, and deadlines skipped because the worker fell behind.
     private(set) var mixes = 0, encodes = 0, skippedDeadlines = 0
     /// In-band FEC of every mix encoder, sized to the loss the room's listeners report for the mix.
@@ -129,7 +133,12 @@ final class MixEngine {
 
     private func mix(room: Room, deadline: Int64, send: (UnsafeRawBufferPointer, Member) -> Void) {
         bus.clear()
-        contributors.removeAll(keepingCapacity: true)
+        // Scratch lists for this frame only: emptied on the way out, so the mixer never keeps a member that leaves
+        // between frames (each member holds its room, and the room this mixer).
+        defer {
+            contributors.removeAll(keepingCapacity: true)
+            listeners.removeAll(keepingCapacity: true)
+        }
         for m in room.members where m.canPublish {
             guard let input = inputs[m.id] else { continue }
             let outcome = input.stream.pull(now: deadline, into: input.pcm)

@@ -139,7 +139,6 @@ extension RelayCore {
                             name: claims.name ?? "", canPublish: claims.grants.publish, canSubscribe: claims.grants.subscribe,
                             sessionSecret: Crypto.randomBytes(32), joinNonce: request.nonce, joinedAt: now.unixMilliseconds,
                             token: request.token, room: room, address: from, viaPublicPort: viaPublicPort, muted: request.muted, now: now.monotonic)
-        if member.canPublish { member.history = PacketHistory(slots: config.nackHistorySlots) }
         member.speakersFromMedia = request.speakersFromMedia
         let others = room.members
         room.members.append(member)

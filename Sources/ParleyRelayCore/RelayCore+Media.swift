@@ -22,7 +22,10 @@ extension RelayCore {
         if member.receiveStats.packetsReceived == 0 { noteTimerWork(at: now.monotonic) }  // receiver reports start
         member.receiveStats.record(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp,
                                    arrivalTimeNanoseconds: now.monotonic)
-        member.history?.store(sequence: packet.sequenceNumber, bytes)
+        // The history is allocated at the member's first RTP packet, not at its join: members that never publish
+        // (listeners, a join flood) do not cost its slots (128 × 1,500 bytes by default).
+        let history = member.history ?? member.startHistory(slots: config.nackHistorySlots)
+        history.store(sequence: packet.sequenceNumber, bytes)
         guard !member.muted else { return drop(.muted, from: from, now: now) }
 
         let room = member.room

@@ -53,7 +53,6 @@ extension RelayCore {
         member.isRTPEndpoint = true
         member.hasDestination = destination != nil
         member.rtpSource = source
-        if publish { member.history = PacketHistory(slots: config.nackHistorySlots) }
         room.members.append(member)
         room.emptySince = nil
         room.mix?.start(now: now.monotonic)

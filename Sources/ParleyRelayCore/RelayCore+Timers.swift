@@ -112,7 +112,12 @@ extension RelayCore {
         byAddress.removeAll()
         byConnection.removeAll()
         bySSRC.removeAll()
-        for room in rooms.values { shared.releaseRoom(creator: room.creator) }
+        for room in rooms.values {
+            // Members hold their room: emptying `members` breaks the cycle, as `removeMember` does.
+            room.members.removeAll()
+            room.mix?.stop()
+            shared.releaseRoom(creator: room.creator)
+        }
         rooms.removeAll()
         mixRooms.removeAll()
     }

@@ -74,6 +74,8 @@ public final class RelayCore {
     public var memberCount: Int { byConnection.count }
     /// Rooms on this worker.
     public var roomCount: Int { rooms.count }
+    /// Members and presence sessions on this worker.
+    public var sessionCount: Int { byConnection.count + presence.byConnection.count }
     /// Whether any member or presence session is connected (the loop ticks often only then).
     public var hasMembers: Bool { !byConnection.isEmpty || !presence.byConnection.isEmpty }
 

@@ -45,6 +45,9 @@ public struct SpeakerSelector: Sendable {
         forwarded.reserveCapacity(self.capacity)
     }
 
+    /// Members whose state is kept (every member that sent a packet and has not been removed).
+    public var trackedMembers: Int { states.count }
+
     /// The state of one member (a default state when unknown).
     public func state(of member: UInt32) -> State { states[member] ?? State() }
 

@@ -190,6 +190,18 @@ struct ForwardingTests {
         #expect(net.core.snapshot()[0].members.first { $0.identity == "bob" }?.stats.nacksReceived == 1)
     }
 
+    @Test("a member's NACK history is allocated at its first RTP packet: members that never send cost none")
+    func historyAllocatedAtFirstPacket() {
+        let net = FakeNetwork()
+        let alice = net.addClient("alice")
+        net.addClient("bob")
+        net.joinAll()
+        #expect(net.core.liveCounts.nackHistories == 0)
+        talk(net, [(alice, 20)], milliseconds: 100)
+        #expect(net.core.liveCounts.nackHistories == 1)
+        #expect(net.core.rooms["lobby"]?.member(identity: "alice")?.history != nil)
+    }
+
     @Test("the relay sends each publisher receiver reports about its stream")
     func receiverReports() throws {
         let net = FakeNetwork()

@@ -22,4 +22,7 @@ int parley_set_socket_buffers(int fd, int bytes);
 /// eventfd(2) non-blocking and close-on-exec; returns the descriptor or -errno.
 int parley_eventfd(void);
 
+/// malloc_trim(3) with pad 0: gives the free pages of every malloc arena back to the system; 1 if any were.
+int parley_malloc_trim(void);
+
 #endif
