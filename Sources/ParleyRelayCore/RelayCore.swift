@@ -128,6 +128,21 @@ public final class RelayCore {
                      to: address, viaPublicPort: viaPublicPort, limit: limit)
     }
 
+    /// Sends a refusal in at most `limit` bytes (the size of the request it answers: no refusal amplifies). A reason
+    /// too long for that is cut on a UTF-8 boundary; the code always goes out.
+    func sendRefusal(_ code: RefusalCode, _ reason: String, to address: PeerAddress, connectionID: UInt32, viaPublicPort: Bool,
+                     limit: Int) {
+        func datagram(_ reason: String) -> SignalDatagram {
+            SignalDatagram(connectionID: connectionID, sequence: 0, ack: 0, message: .refused(code: code, reason: reason))
+        }
+        var fitted = reason
+        if let whole = try? datagram(reason).serialize(into: scratch), whole > limit {
+            fitted = reason.prefix(utf8Bytes: reason.utf8.count - (whole - limit))
+        }
+        // Only a request smaller than a refusal with no reason at all (none parses) goes unanswered.
+        sendDatagram(datagram(fitted), to: address, viaPublicPort: viaPublicPort, limit: limit)
+    }
+
     func sendDatagram(_ datagram: SignalDatagram, to address: PeerAddress, viaPublicPort: Bool, limit: Int = Signalling.maxDatagramSize) {
         let space = output.reserve(Signalling.maxDatagramSize)
         guard let n = try? datagram.serialize(into: space) else {
