@@ -25,7 +25,12 @@ extension RelayCore {
                            viaPublicPort: p.viaPublicPort)
                 p.channel.ackSent()
             case .sendText(let to, let fragment):
-                if let text = p.texts.add(fragment) { deliverDirectText(text, from: p, to: to, messageID: fragment.messageID, now: now) }
+                for finished in p.texts.take(fragment) {
+                    switch finished {
+                    case .text(let id, let text): deliverDirectText(text, from: p, to: to, messageID: id, now: now)
+                    case .refused(let id, let why): p.channel.enqueue(.textStatus(messageID: id, delivered: false, reason: why.reason))
+                    }
+                }
             case .callInvite(let callID, let to):
                 inviteCall(from: p, callID: callID, to: to, now: now)
             case .callAnswer(let callID, let accept):

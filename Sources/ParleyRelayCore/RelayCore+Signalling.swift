@@ -28,7 +28,12 @@ extension RelayCore {
             case .setMuted(let muted):
                 setMuted(member, muted, now: now)
             case .sendText(let to, let fragment):
-                if let text = member.texts.add(fragment) { deliverText(text, from: member, to: to, messageID: fragment.messageID, now: now) }
+                for finished in member.texts.take(fragment) {
+                    switch finished {
+                    case .text(let id, let text): deliverText(text, from: member, to: to, messageID: id, now: now)
+                    case .refused(let id, let why): enqueue(.textStatus(messageID: id, delivered: false, reason: why.reason), to: member)
+                    }
+                }
             case .resume(let timestamp, let proof):
                 // From the member's own address: nothing moves, but the proof must hold like any other.
                 if resumeIsProven(timestamp: timestamp, proof: proof, secret: member.sessionSecret, connectionID: member.connectionID, now: now) {

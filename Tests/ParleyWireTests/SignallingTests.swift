@@ -106,6 +106,39 @@ struct SignallingTests {
         #expect(r2.add(parts[4]) == nil)
     }
 
+    /// (fragments as (message id, index, count, chunk bytes), what the reassembler finishes after each).
+    static let reassembly: [(String, [(UInt32, UInt8, UInt8, Int)], [[TextAssembly]])] = [
+        ("one whole fragment", [(1, 0, 1, 3)], [[.text(messageID: 1, "aaa")]]),
+        ("two in order", [(1, 0, 2, 2), (1, 1, 2, 1)], [[], [.text(messageID: 1, "aaa")]]),
+        ("over 4,096 bytes: refused at the fragment that crosses, the rest swallowed",
+         [(1, 0, 5, 900), (1, 1, 5, 900), (1, 2, 5, 900), (1, 3, 5, 900), (1, 4, 5, 900)],
+         [[], [], [], [], [.refused(messageID: 1, .tooLong)]]),
+        ("empty", [(1, 0, 1, 0)], [[.refused(messageID: 1, .empty)]]),
+        ("a middle fragment alone, then the rest of it", [(1, 1, 3, 1), (1, 2, 3, 1)], [[.refused(messageID: 1, .outOfOrder)], []]),
+        ("a fragment skipped", [(1, 0, 3, 1), (1, 2, 3, 1)], [[], [.refused(messageID: 1, .outOfOrder)]]),
+        ("cut short by the next text", [(1, 0, 2, 1), (2, 0, 1, 1)],
+         [[], [.refused(messageID: 1, .outOfOrder), .text(messageID: 2, "a")]]),
+        ("another text's middle fragment", [(1, 0, 2, 1), (2, 1, 2, 1)],
+         [[], [.refused(messageID: 1, .outOfOrder), .refused(messageID: 2, .outOfOrder)]]),
+        ("a new count mid-text", [(1, 0, 2, 1), (1, 1, 3, 1)], [[], [.refused(messageID: 1, .outOfOrder)]]),
+    ]
+
+    @Test("reassembly finishes every text exactly once: whole, or refused with the reason", arguments: 0..<9)
+    func reassemblyOutcomes(index: Int) {
+        let (label, fragments, expected) = Self.reassembly[index]
+        var r = TextReassembler()
+        for (f, want) in zip(fragments, expected) {
+            let got = r.take(TextFragment(messageID: f.0, index: f.1, count: f.2, chunk: [UInt8](repeating: 0x61, count: f.3)))
+            #expect(got == want, "\(label)")
+        }
+    }
+
+    @Test("bytes that are not UTF-8 are refused", arguments: [[0xFF], [0x68, 0xC3], [0xED, 0xA0, 0x80], [0xC0, 0xAF]] as [[UInt8]])
+    func reassemblyRefusesInvalidUTF8(bytes: [UInt8]) {
+        var r = TextReassembler()
+        #expect(r.take(TextFragment(messageID: 4, index: 0, count: 1, chunk: bytes)) == [.refused(messageID: 4, .notUTF8)])
+    }
+
     @Test("first-byte demultiplexing tells signalling from RTP/RTCP, STUN and DTLS")
     func demux() {
         #expect(Signalling.isSignalling(0x50))
