@@ -57,6 +57,14 @@ public enum PrometheusExporter {
         family("parley_signalling_retransmissions_total", "counter", "Reliable signalling messages retransmitted.",
                total(\.signallingRetransmissions))
         family("parley_member_timeouts_total", "counter", "Members removed for silence.", total(\.timeouts))
+        family("parley_signalling_drops_total", "counter",
+               "Reliable signalling messages to a session not queued or dropped unsent, by reason.",
+               SignallingDropReason.allCases.map { r in
+                   ("reason=\"\(r.label)\"", String(workers.reduce(0) { $0 &+ $1.counters.signallingDrops(r) }))
+               })
+        family("parley_slow_sessions_removed_total", "counter",
+               "Members and presence sessions removed because their signalling queue overflowed (not keeping up).",
+               total(\.slowSessionsRemoved))
         family("parley_resumes_total", "counter", "Sessions resumed from a new address.", total(\.resumes))
         family("parley_worker_busy_seconds_total", "counter", "CPU time each worker loop spent busy.", workers.map { w in
             ("worker=\"\(w.worker)\"", seconds(w.busyNanoseconds))

@@ -145,6 +145,7 @@ extension RelayCore {
                             sessionSecret: Crypto.randomBytes(32), joinNonce: request.nonce, joinedAt: now.unixMilliseconds,
                             token: request.token, room: room, address: from, viaPublicPort: viaPublicPort, muted: request.muted, now: now.monotonic)
         if member.canPublish { member.history = PacketHistory(slots: config.nackHistorySlots) }
+        member.channel = ReliableChannel(limits: signallingLimits)
         member.speakersFromMedia = request.speakersFromMedia
         let others = room.members
         room.members.append(member)

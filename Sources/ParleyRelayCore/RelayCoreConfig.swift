@@ -29,6 +29,14 @@ public struct RelayCoreConfig: Sendable {
     public var speechLevelThreshold: UInt8 = 60
     /// The RTP header extension id carrying the RFC 6464 audio level.
     public var audioLevelExtensionID: UInt8 = 1
+    /// Reliable signalling messages a member or presence session may have pending (in flight and waiting) before the
+    /// relay gives up on it: a session that cannot take a member event, member page, speaker list or status is
+    /// removed (`goodbye`: not keeping up). Member lists of rooms over ~15,000 members need more.
+    public var signallingQueueLimit = 512
+    /// Texts are queued to a recipient only while it has fewer messages than this pending (fragments included); a
+    /// recipient that does not keep up is skipped and the sender told so (a text flood holds at most ~58 KB of text
+    /// per recipient).
+    public var textQueueLimit = 64
     /// Packets kept per publisher for answering NACKs (128 × 20 ms = 2.56 s).
     public var nackHistorySlots = 128
     /// How often the relay sends each publisher a receiver report.

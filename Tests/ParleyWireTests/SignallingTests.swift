@@ -238,4 +238,43 @@ struct ReliableChannelTests {
         _ = tx.receive(sequence: 0, ack: 10, message: .ack, now: 1)
         #expect(tx.transmissions(now: 2).count == 8)
     }
+
+    @Test("the queue holds at most maxPending: the next message is dropped, counted, and the channel overflows")
+    func boundedQueue() {
+        var limits = ReliableChannel.Limits()
+        limits.maxPending = 40
+        var tx = ReliableChannel(limits: limits)
+        for _ in 0..<40 {
+            let queued = tx.enqueue(.leave)
+            #expect(queued)
+        }
+        _ = tx.transmissions(now: 0)                      // 32 in flight, 8 waiting: still 40 pending
+        #expect(tx.hasRoom(for: 0, within: .max) && !tx.hasRoom(for: 1, within: .max))
+        #expect(!tx.overflowed && tx.serviceDue == 250_000_000)
+        let queued = tx.enqueue(.setMuted(true))
+        #expect(!queued)
+        #expect(tx.overflowed && tx.refused == 1 && tx.pendingCount == 40)
+        #expect(tx.serviceDue == .min)                    // the owner looks at once
+        _ = tx.receive(sequence: 0, ack: 32, message: .ack, now: 1)
+        #expect(tx.pendingCount == 8 && tx.overflowed)   // a lost message stays lost: overflow is for good
+    }
+
+    @Test("a sender keeps room for what it must send: hasRoom within a lower limit")
+    func roomWithinALimit() {
+        var tx = ReliableChannel()
+        for _ in 0..<60 { tx.enqueue(.leave) }
+        #expect(tx.hasRoom(for: 4, within: 64) && !tx.hasRoom(for: 5, within: 64))
+    }
+
+    @Test("waiting messages can be dropped by predicate; those in flight stay")
+    func dropWaiting() {
+        var tx = ReliableChannel()
+        for i in 0..<34 { tx.enqueue(i % 2 == 0 ? .setMuted(true) : .leave) }
+        _ = tx.transmissions(now: 0)                      // 0…31 in flight, 32 (muted) and 33 (leave) waiting
+        let dropped = tx.dropWaiting { $0 == .setMuted(true) }
+        #expect(dropped == 1)
+        #expect(tx.pendingCount == 33)
+        _ = tx.receive(sequence: 0, ack: 32, message: .ack, now: 1)
+        #expect(tx.transmissions(now: 2).map(\.message) == [.leave])
+    }
 }
