@@ -48,6 +48,9 @@ public enum PrometheusExporter {
         })
         family("parley_nacks_answered_total", "counter", "NACKed packets resent from history.", total(\.nacksAnswered))
         family("parley_nacks_missed_total", "counter", "NACKed packets no longer held.", total(\.nacksMissed))
+        family("parley_nacks_refused_total", "counter",
+               "NACKed packets not resent: the requester's retransmission budget was spent, or past 64 in one NACK.",
+               total(\.nacksRefused))
         family("parley_joins_accepted_total", "counter", "Joins accepted.", total(\.joinsAccepted))
         var refused: [UInt16: UInt64] = [:]
         for w in workers { for (code, n) in w.counters.joinsRefused { refused[code, default: 0] &+= n } }

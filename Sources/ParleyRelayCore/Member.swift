@@ -49,6 +49,8 @@ final class Member {
     var texts = TextReassembler()
     var receiveStats = RTPReceiveStatistics(clockRate: 48_000)
     var history: PacketHistory?
+    /// Bytes of retransmissions this member may still be sent in answer to its NACKs (refilled from `stats.bytesOut`).
+    var nackBudget = RetransmissionBudget()
     /// Middle 32 bits of the NTP time of the member's last sender report, and when it arrived.
     var lastSenderReport: (ntpMiddle: UInt32, at: Int64)?
     var lastReceiverReport: Int64 = 0

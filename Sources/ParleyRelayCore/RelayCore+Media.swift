@@ -70,6 +70,7 @@ extension RelayCore {
         member.stats.packetsIn &+= 1
         member.stats.bytesIn &+= UInt64(bytes.count)
         var packets = rtcpPackets(in: bytes)
+        var budgetRefilled = false
         do {
             while let packet = try packets.next() {
                 switch packet.packetType {
@@ -94,6 +95,12 @@ extension RelayCore {
                 case 205 where packet.countOrFormat == 1:
                     let nack = try GenericNACKView(parsing: packet)
                     member.stats.nacksReceived &+= 1
+                    if !budgetRefilled {   // once per datagram: folding the room's counters walks its listeners
+                        budgetRefilled = true
+                        member.room.fanOut.foldCounters()
+                        member.nackBudget.refill(forwarded: member.stats.bytesOut, percent: config.nackBudgetPercent,
+                                                 burst: config.nackBurstBytes)
+                    }
                     answer(nack, requester: member, now: now)
                 default:
                     break
@@ -104,16 +111,24 @@ extension RelayCore {
         }
     }
 
-    /// Resends NACKed packets from the source's history (at most 64 per NACK, to bound amplification).
+    /// Resends NACKed packets from the source's history, at most 64 per NACK and within the requester's
+    /// retransmission budget (`RetransmissionBudget`, refilled by the caller); what either refuses is counted.
     func answer(_ nack: GenericNACKView, requester: Member, now: Moment) {
         guard let source = bySSRC[nack.mediaSSRC], source.room === requester.room, source !== requester,
               let history = source.history else { return }
         var budget = 64
         nack.forEachLostSequence { sequence in
-            guard budget > 0 else { return }
+            guard budget > 0 else {
+                counters.nacksRefused &+= 1
+                return
+            }
             budget -= 1
             guard let packet = history.packet(sequence: sequence) else {
                 counters.nacksMissed &+= 1
+                return
+            }
+            guard requester.nackBudget.spend(packet.count) else {
+                counters.nacksRefused &+= 1
                 return
             }
             let space = output.reserve(packet.count)

@@ -39,6 +39,12 @@ public struct RelayCoreConfig: Sendable {
     public var textQueueLimit = 64
     /// Packets kept per publisher for answering NACKs (128 × 20 ms = 2.56 s).
     public var nackHistorySlots = 128
+    /// Retransmissions a member may be sent in answer to its NACKs, as a share (percent) of the media bytes
+    /// forwarded to it: a token bucket refilled at this rate, holding at most `nackBurstBytes`, never above what the
+    /// member was forwarded in all (`RetransmissionBudget`).
+    public var nackBudgetPercent = 20
+    /// The most retransmitted bytes a member may take at once (the budget's bucket size).
+    public var nackBurstBytes = 6_000
     /// How often the relay sends each publisher a receiver report.
     public var receiverReportInterval: Int64 = 1_000_000_000
     /// A join cookie is valid this many seconds.

@@ -65,6 +65,8 @@ public struct RelayCounters: Sendable, Equatable {
     public var retriesSent: UInt64 = 0
     /// NACKed packets resent from history, and those no longer held.
     public var nacksAnswered: UInt64 = 0, nacksMissed: UInt64 = 0
+    /// NACKed packets not resent because the requester's retransmission budget was spent (or past 64 in one NACK).
+    public var nacksRefused: UInt64 = 0
     /// Signalling messages retransmitted.
     public var signallingRetransmissions: UInt64 = 0
     /// Members removed for silence.
