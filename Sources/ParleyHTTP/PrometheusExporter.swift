@@ -51,6 +51,9 @@ public enum PrometheusExporter {
         family("parley_nacks_refused_total", "counter",
                "NACKed packets not resent: the requester's retransmission budget was spent, or past 64 in one NACK.",
                total(\.nacksRefused))
+        family("parley_receiver_reports_implausible_total", "counter",
+               "Listeners' report blocks ignored (jitter over 1 s) or whose fraction lost was lowered to what their own counts allow.",
+               total(\.implausibleReports))
         family("parley_joins_accepted_total", "counter", "Joins accepted.", total(\.joinsAccepted))
         var refused: [UInt16: UInt64] = [:]
         for w in workers { for (code, n) in w.counters.joinsRefused { refused[code, default: 0] &+= n } }

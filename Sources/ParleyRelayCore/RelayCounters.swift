@@ -67,6 +67,9 @@ public struct RelayCounters: Sendable, Equatable {
     public var nacksAnswered: UInt64 = 0, nacksMissed: UInt64 = 0
     /// NACKed packets not resent because the requester's retransmission budget was spent (or past 64 in one NACK).
     public var nacksRefused: UInt64 = 0
+    /// Listeners' report blocks ignored (jitter over a second) or whose fraction lost was lowered to what the
+    /// listener's own counts allow (`ListenerReports`).
+    public var implausibleReports: UInt64 = 0
     /// Signalling messages retransmitted.
     public var signallingRetransmissions: UInt64 = 0
     /// Members removed for silence.

@@ -160,7 +160,8 @@ struct RouterTests {
                        "parley_packets_queued_total", "parley_send_failures_total", "parley_send_queue_drops_total",
                        "parley_nacks_answered_total", "parley_joins_refused_total", "parley_signalling_retransmissions_total",
                        "parley_worker_busy_seconds_total", "parley_mix_seconds", "parley_signalling_drops_total",
-                       "parley_slow_sessions_removed_total", "parley_nacks_refused_total"] {
+                       "parley_slow_sessions_removed_total", "parley_nacks_refused_total",
+                       "parley_receiver_reports_implausible_total"] {
             #expect(text.contains("# TYPE \(family) "), "\(family) missing")
         }
         #expect(text.contains("parley_rooms 1\n"))
