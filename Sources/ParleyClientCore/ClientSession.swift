@@ -178,10 +178,12 @@ public final class ClientSession {
         link.sendReliable(.setMuted(muted), now: now)
     }
 
-    /// Sends a text to the room (`to` empty) or to one identity; returns its message id, nil if empty or over 4 KB.
+    /// Sends a text to the room (`to` empty) or to one identity; returns its message id, nil if empty, over 4 KB, or
+    /// when the relay has left too many messages unacknowledged to queue it (`ReliableChannel.Limits.maxPending`).
     public func sendText(_ text: String, to: String = "", now: Int64) -> UInt32? {
         let id = nextMessageID
-        guard let fragments = TextFragment.split(text, messageID: id) else { return nil }
+        guard let fragments = TextFragment.split(text, messageID: id),
+              link.channel.hasRoom(for: fragments.count, within: .max) else { return nil }
         nextMessageID &+= 1
         for f in fragments { link.enqueue(.sendText(to: to, fragment: f)) }
         link.pump(now: now)

@@ -253,11 +253,13 @@ public final class PresenceSession {
         link.sendReliable(.callHangup(callID: callID), now: now)
     }
 
-    /// Sends a direct text to an online identity; returns its message id, nil if empty, over 4 KB or not online.
+    /// Sends a direct text to an online identity; returns its message id, nil if empty, over 4 KB, not online, or when
+    /// the relay has left too many messages unacknowledged to queue it (`ReliableChannel.Limits.maxPending`).
     public func sendText(to identity: String, _ text: String, now: Int64) -> UInt32? {
         guard isOnline, !identity.isEmpty else { return nil }
         let id = nextMessageID
-        guard let fragments = TextFragment.split(text, messageID: id) else { return nil }
+        guard let fragments = TextFragment.split(text, messageID: id),
+              link.channel.hasRoom(for: fragments.count, within: .max) else { return nil }
         nextMessageID &+= 1
         for f in fragments { link.enqueue(.sendText(to: identity, fragment: f)) }
         link.pump(now: now)

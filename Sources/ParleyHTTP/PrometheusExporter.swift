@@ -48,6 +48,12 @@ public enum PrometheusExporter {
         })
         family("parley_nacks_answered_total", "counter", "NACKed packets resent from history.", total(\.nacksAnswered))
         family("parley_nacks_missed_total", "counter", "NACKed packets no longer held.", total(\.nacksMissed))
+        family("parley_nacks_refused_total", "counter",
+               "NACKed packets not resent: the requester's retransmission budget was spent, or past 64 in one NACK.",
+               total(\.nacksRefused))
+        family("parley_receiver_reports_implausible_total", "counter",
+               "Listeners' report blocks ignored (jitter over 1 s) or whose fraction lost was lowered to what their own counts allow.",
+               total(\.implausibleReports))
         family("parley_joins_accepted_total", "counter", "Joins accepted.", total(\.joinsAccepted))
         var refused: [UInt16: UInt64] = [:]
         for w in workers { for (code, n) in w.counters.joinsRefused { refused[code, default: 0] &+= n } }
@@ -57,6 +63,14 @@ public enum PrometheusExporter {
         family("parley_signalling_retransmissions_total", "counter", "Reliable signalling messages retransmitted.",
                total(\.signallingRetransmissions))
         family("parley_member_timeouts_total", "counter", "Members removed for silence.", total(\.timeouts))
+        family("parley_signalling_drops_total", "counter",
+               "Reliable signalling messages to a session not queued or dropped unsent, by reason.",
+               SignallingDropReason.allCases.map { r in
+                   ("reason=\"\(r.label)\"", String(workers.reduce(0) { $0 &+ $1.counters.signallingDrops(r) }))
+               })
+        family("parley_slow_sessions_removed_total", "counter",
+               "Members and presence sessions removed because their signalling queue overflowed (not keeping up).",
+               total(\.slowSessionsRemoved))
         family("parley_resumes_total", "counter", "Sessions resumed from a new address.", total(\.resumes))
         family("parley_worker_busy_seconds_total", "counter", "CPU time each worker loop spent busy.", workers.map { w in
             ("worker=\"\(w.worker)\"", seconds(w.busyNanoseconds))

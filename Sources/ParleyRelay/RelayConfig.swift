@@ -37,7 +37,8 @@ public struct RelayConfig: Sendable {
                               "max_rooms", "max_rooms_per_identity", "empty_room_timeout_s", "member_timeout_s", "keepalive_interval_s",
                               "max_forwarded_speakers", "speaker_update_interval_ms", "speaker_level_update_interval_ms", "speech_level_threshold",
                               "audio_level_extension_id", "default_room_mode", "joins_per_second", "ring_timeout_s",
-                              "mix_complexity", "mix_bitrate", "mix_expected_loss_percent", "metrics_require_auth"]
+                              "mix_complexity", "mix_bitrate", "mix_expected_loss_percent", "metrics_require_auth",
+                              "signalling_queue_limit", "text_queue_limit", "nack_budget_percent", "nack_burst_bytes"]
 
     /// Applies one key's value; throws a message naming the key on a bad value.
     public mutating func set(_ key: String, _ value: String) throws(ConfigError) {
@@ -82,6 +83,10 @@ public struct RelayConfig: Sendable {
         case "mix_complexity": core.mixComplexity = try int(0...10)
         case "mix_bitrate": core.mixBitrate = try int(6_000...510_000)
         case "mix_expected_loss_percent": core.mixExpectedLossPercent = try int(0...100)
+        case "signalling_queue_limit": core.signallingQueueLimit = try int(64...1_000_000)
+        case "text_queue_limit": core.textQueueLimit = try int(5...1_000_000)
+        case "nack_budget_percent": core.nackBudgetPercent = try int(0...100)
+        case "nack_burst_bytes": core.nackBurstBytes = try int(0...1_000_000)
         case "metrics_require_auth":
             guard let b = ["true": true, "1": true, "false": false, "0": false][value] else { throw ConfigError("metrics_require_auth must be true or false, got \"\(value)\"") }
             metricsRequireAuth = b

@@ -52,12 +52,14 @@ final class Member {
     var receiveStats = RTPReceiveStatistics(clockRate: 48_000)
     /// The member's last packets, to answer NACKs: nil until its first RTP packet (see `startHistory`).
     var history: PacketHistory?
+    /// Bytes of retransmissions this member may still be sent in answer to its NACKs (refilled from `stats.bytesOut`).
+    var nackBudget = RetransmissionBudget()
     /// Middle 32 bits of the NTP time of the member's last sender report, and when it arrived.
     var lastSenderReport: (ntpMiddle: UInt32, at: Int64)?
     var lastReceiverReport: Int64 = 0
-    /// The worst fraction lost (/256) and interarrival jitter that listeners reported about this member's stream
-    /// since the relay's last receiver report to it (forward mode; see `sendReceiverReport`).
-    var listenerLoss: UInt8 = 0, listenerJitter: UInt32 = 0
+    /// What listeners reported about this member's stream, checked and aggregated for the relay's next receiver
+    /// report to it (forward mode; see `sendReceiverReport`).
+    var listenerReports = ListenerReports()
     /// Tells who speaks from the media it receives (join field 37): a forward room sends it no `speakers`.
     var speakersFromMedia = false
     /// Whether `speakers` messages go to this member: always in a mix room (one mixed stream does not say who

@@ -49,6 +49,8 @@ final class MixEngine {
     private(set) var mixes = 0, encodes = 0, skippedDeadlines = 0
     /// In-band FEC of every mix encoder, sized to the loss the room's listeners report for the mix.
     private var fec = LossAdaptiveFEC()
+    /// What listeners reported about the mix, checked.
+    private var reports = ListenerReports()
     /// The expected loss the mix encoders protect against: the configured floor, or more if listeners lose packets.
     var expectedLossPercent: Int32 { max(Int32(config.mixExpectedLossPercent), fec.expectedLossPercent) }
 
@@ -76,14 +78,22 @@ final class MixEngine {
         return e
     }
 
-    /// A listener's receiver report about the mix (RTCP fraction lost /256, interarrival jitter in 48 kHz units):
-    /// resizes every mix encoder's FEC.
-    func listenerReported(fractionLost: UInt8, jitter: UInt32 = 0) {
-        guard fec.report(fractionLost: fractionLost, jitter: jitter) else { return }
+    /// A listener's receiver report block about the mix, from member `listener` of a room of `listeners`: checked
+    /// against that listener's earlier ones, then the listeners' reports of the last two seconds — the worst, or the
+    /// second worst from three listeners on (`ListenerReports`) — resize every mix encoder's FEC.
+    func listenerReported(_ block: ReportBlock, by listener: UInt32, listeners: Int, now: Int64) -> ListenerReports.Verdict {
+        let verdict = reports.take(block, from: listener, now: now)
+        reports.forget(olderThan: now - ListenerReports.maxAge)
+        let heard = reports.aggregate(listeners: listeners, since: now - Self.reportWindow)
+        guard fec.report(fractionLost: heard.fractionLost, jitter: heard.jitter) else { return verdict }
         let percent = expectedLossPercent
         try? sharedEncoder.setExpectedPacketLoss(percent: percent)
         for input in inputs.values { try? input.minusOneEncoder?.setExpectedPacketLoss(percent: percent) }
+        return verdict
     }
+
+    /// Listeners' reports about the mix count for this long (clients report every second).
+    static let reportWindow: Int64 = 2_000_000_000
 
     /// Starts the clock when the first member arrives.
     func start(now: Int64) {

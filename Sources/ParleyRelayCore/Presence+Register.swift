@@ -22,35 +22,35 @@ extension RelayCore {
             handoffs.append((Self.presenceWorker, Array(bytes), from))
             return
         }
-        admitPresence(request, from: from, now: now, viaPublicPort: viaPublicPort)
+        admitPresence(request, from: from, received: bytes.count, now: now, viaPublicPort: viaPublicPort)
     }
 
     /// A register whose cookie another worker verified.
-    func handleHandedOffRegister(_ request: RegisterRequest, from: PeerAddress, now: Moment) {
+    func handleHandedOffRegister(_ request: RegisterRequest, from: PeerAddress, received: Int, now: Moment) {
         if let existing = presence.byAddress[from] {
             if existing.nonce == request.nonce { return }
             removePresence(existing, reason: "registered again", goodbye: nil, now: now)
         }
-        admitPresence(request, from: from, now: now, viaPublicPort: true)
+        admitPresence(request, from: from, received: received, now: now, viaPublicPort: true)
     }
 
     /// Verifies the token (signature, `exp`/`nbf`, `join` grant; the `room` claim is ignored), replaces an older
     /// session of the same identity, and welcomes the new one with room "" and mode "presence".
-    func admitPresence(_ request: RegisterRequest, from: PeerAddress, now: Moment, viaPublicPort: Bool) {
+    func admitPresence(_ request: RegisterRequest, from: PeerAddress, received: Int, now: Moment, viaPublicPort: Bool) {
         guard workerIndex == Self.presenceWorker else { return }
         guard joinBucket.take(now: now.monotonic) else { return drop(.joinFlood, from: from, now: now) }
         guard !shuttingDown else {
-            return refuse(.shuttingDown, "the relay is shutting down", to: from, now: now, viaPublicPort: viaPublicPort)
+            return refuse(.shuttingDown, "the relay is shutting down", to: from, now: now, viaPublicPort: viaPublicPort, limit: received)
         }
         let claims: TokenClaims
         do {
             claims = try shared.verifier.verify(request.token, now: now.unixSeconds)
         } catch {
-            return refuse(RefusalCode(error), error.reason, to: from, now: now, viaPublicPort: viaPublicPort)
+            return refuse(RefusalCode(error), error.reason, to: from, now: now, viaPublicPort: viaPublicPort, limit: received)
         }
         guard claims.grants.join else {
             let error = TokenError.missingGrant("join")
-            return refuse(RefusalCode(error), error.reason, to: from, now: now, viaPublicPort: viaPublicPort)
+            return refuse(RefusalCode(error), error.reason, to: from, now: now, viaPublicPort: viaPublicPort, limit: received)
         }
         if let previous = presence.byIdentity[claims.identity] {
             // As for joins: the same token from a second address while its session lives is a replay.
@@ -63,6 +63,7 @@ extension RelayCore {
         let p = Presence(id: shared.nextMemberID(), connectionID: connectionID, identity: claims.identity, name: claims.name ?? "",
                          sessionSecret: Crypto.randomBytes(32), nonce: request.nonce, token: request.token,
                          registeredAt: now.unixMilliseconds, address: from, viaPublicPort: viaPublicPort, now: now.monotonic)
+        p.channel = ReliableChannel(limits: signallingLimits)
         presence.add(p)
         p.channel.enqueue(.welcome(Welcome(
             nonce: request.nonce, memberID: p.id, ssrc: 0, port: shared.workerPorts[Self.presenceWorker], sessionSecret: p.sessionSecret,

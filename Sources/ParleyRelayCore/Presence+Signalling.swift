@@ -25,7 +25,12 @@ extension RelayCore {
                            viaPublicPort: p.viaPublicPort)
                 p.channel.ackSent()
             case .sendText(let to, let fragment):
-                if let text = p.texts.add(fragment) { deliverDirectText(text, from: p, to: to, messageID: fragment.messageID, now: now) }
+                for finished in p.texts.take(fragment) {
+                    switch finished {
+                    case .text(let id, let text): deliverDirectText(text, from: p, to: to, messageID: id, now: now)
+                    case .refused(let id, let why): p.channel.enqueue(.textStatus(messageID: id, delivered: false, reason: why.reason))
+                    }
+                }
             case .callInvite(let callID, let to):
                 inviteCall(from: p, callID: callID, to: to, now: now)
             case .callAnswer(let callID, let accept):
@@ -74,14 +79,20 @@ extension RelayCore {
     /// A direct text between online identities: delivered to `to`'s presence session as `text(direct: true)`.
     func deliverDirectText(_ text: String, from p: Presence, to identity: String, messageID: UInt32, now: Moment) {
         let recipient = identity.isEmpty ? nil : presence.byIdentity[identity]
+        let fragments = TextFragment.split(text, messageID: messageID) ?? []
+        var reason = identity.isEmpty ? "a direct text needs a recipient" : "\(identity) is not online"
         if let r = recipient {
-            for f in TextFragment.split(text, messageID: messageID) ?? [] {
-                r.channel.enqueue(.text(fromMemberID: p.id, fromIdentity: p.identity, direct: true, fragment: f))
+            if canTakeText(r.channel, fragments: fragments.count) {
+                for f in fragments {
+                    r.channel.enqueue(.text(fromMemberID: p.id, fromIdentity: p.identity, direct: true, fragment: f))
+                }
+                pumpPresence(r, now: now)
+                reason = ""
+            } else {
+                reason = Self.laggards([identity])
             }
-            pumpPresence(r, now: now)
         }
-        let reason = recipient != nil ? "" : identity.isEmpty ? "a direct text needs a recipient" : "\(identity) is not online"
-        p.channel.enqueue(.textStatus(messageID: messageID, delivered: recipient != nil, reason: reason))
+        p.channel.enqueue(.textStatus(messageID: messageID, delivered: reason.isEmpty, reason: reason))
     }
 
     /// Forgets a presence session (telling it why when `goodbye` is set); its call ends for the other party.
@@ -98,10 +109,18 @@ extension RelayCore {
     /// Retransmissions, timeouts of silent sessions, and ring timeouts.
     func tickPresence(now: Moment) {
         guard !presence.byConnection.isEmpty else { return }
-        var expired: [Presence] = []
+        var expired: [Presence] = [], slow: [Presence] = []
         for p in presence.byConnection.values {
             if p.channel.serviceDue <= now.monotonic { pumpPresence(p, now: now) }
-            if p.channel.failed || now.monotonic - p.lastHeard > config.memberTimeout { expired.append(p) }
+            if p.channel.overflowed {
+                slow.append(p)
+            } else if p.channel.failed || now.monotonic - p.lastHeard > config.memberTimeout {
+                expired.append(p)
+            }
+        }
+        for p in slow where presence.byConnection[p.connectionID] === p {
+            countSlowSession(p.channel)
+            removePresence(p, reason: Self.notKeepingUp, goodbye: .timedOut, now: now)
         }
         for p in expired where presence.byConnection[p.connectionID] === p {
             removePresence(p, reason: "timed out", goodbye: .timedOut, now: now)

@@ -112,7 +112,7 @@ extension RelayCore {
         guard let fragments = TextFragment.split(text, messageID: backendMessageID) else {
             return .conflict("a text must be 1–\(Signalling.maxTextBytes) bytes")
         }
-        for member in room.members {
+        for member in room.members where canTakeText(member.channel, fragments: fragments.count) {
             for f in fragments { enqueue(.text(fromMemberID: 0, fromIdentity: fromIdentity, direct: false, fragment: f), to: member) }
             pump(member, now: now)
         }

@@ -59,7 +59,7 @@ extension RelayCore {
             handoffs.append((owner, Array(bytes), from))
             return
         }
-        admit(request, from: from, now: now, viaPublicPort: viaPublicPort)
+        admit(request, from: from, received: bytes.count, now: now, viaPublicPort: viaPublicPort)
     }
 
     /// A join another worker verified the cookie of and passed here because this worker owns the room.
@@ -67,7 +67,7 @@ extension RelayCore {
     public func handleHandedOffJoin(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
         noteTimerWork(at: now.monotonic)
         guard let datagram = try? SignalDatagram(parsing: bytes) else { return drop(.malformedSignalling, from: from, now: now) }
-        if case .register(let request) = datagram.message { return handleHandedOffRegister(request, from: from, now: now) }
+        if case .register(let request) = datagram.message { return handleHandedOffRegister(request, from: from, received: bytes.count, now: now) }
         guard case .join(let request) = datagram.message else {
             return drop(.malformedSignalling, from: from, now: now)
         }
@@ -75,16 +75,21 @@ extension RelayCore {
             if existing.joinNonce == request.nonce { return }
             removeMember(existing, reason: "rejoined", goodbye: nil, now: now)
         }
-        admit(request, from: from, now: now, viaPublicPort: true)
+        admit(request, from: from, received: bytes.count, now: now, viaPublicPort: true)
     }
 
-    func refuse(_ code: RefusalCode, _ reason: String, to address: PeerAddress, now: Moment, viaPublicPort: Bool) {
+    /// Refuses a join or register of `received` bytes, in no more bytes than that (the reason is cut to fit).
+    func refuse(_ code: RefusalCode, _ reason: String, to address: PeerAddress, now: Moment, viaPublicPort: Bool, limit received: Int) {
         counters.joinsRefused[code.rawValue, default: 0] &+= 1
         if log.threshold <= .info { log.write(.info, "join from \(address) refused: \(reason)") }
-        sendSignal(.refused(code: code, reason: reason), to: address, connectionID: 0, viaPublicPort: viaPublicPort)
+        sendRefusal(code, reason, to: address, connectionID: 0, viaPublicPort: viaPublicPort, limit: received)
     }
 
-    func admit(_ request: JoinRequest, from: PeerAddress, now: Moment, viaPublicPort: Bool) {
+    func admit(_ request: JoinRequest, from: PeerAddress, received: Int, now: Moment, viaPublicPort: Bool) {
+        // Every refusal below answers this join: none may be larger than its `received` bytes.
+        func refuse(_ code: RefusalCode, _ reason: String, to address: PeerAddress, now: Moment, viaPublicPort: Bool) {
+            self.refuse(code, reason, to: address, now: now, viaPublicPort: viaPublicPort, limit: received)
+        }
         guard joinBucket.take(now: now.monotonic) else { return drop(.joinFlood, from: from, now: now) }
         guard !shuttingDown else {
             return refuse(.shuttingDown, "the relay is shutting down", to: from, now: now, viaPublicPort: viaPublicPort)
@@ -139,6 +144,7 @@ extension RelayCore {
                             name: claims.name ?? "", canPublish: claims.grants.publish, canSubscribe: claims.grants.subscribe,
                             sessionSecret: Crypto.randomBytes(32), joinNonce: request.nonce, joinedAt: now.unixMilliseconds,
                             token: request.token, room: room, address: from, viaPublicPort: viaPublicPort, muted: request.muted, now: now.monotonic)
+        member.channel = ReliableChannel(limits: signallingLimits)
         member.speakersFromMedia = request.speakersFromMedia
         let others = room.members
         room.members.append(member)

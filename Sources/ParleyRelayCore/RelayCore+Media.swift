@@ -73,6 +73,7 @@ extension RelayCore {
         member.stats.packetsIn &+= 1
         member.stats.bytesIn &+= UInt64(bytes.count)
         var packets = rtcpPackets(in: bytes)
+        var budgetRefilled = false
         do {
             while let packet = try packets.next() {
                 switch packet.packetType {
@@ -82,21 +83,31 @@ extension RelayCore {
                         member.lastSenderReport = (UInt32(truncatingIfNeeded: report.ntpTimestamp >> 16), now.monotonic)
                     }
                 case 201:
-                    // A listener's report about the room's mix sizes the mix encoders' FEC.
+                    // Listeners' reports, checked against their own earlier ones (`ListenerReports`): about the room's
+                    // mix they size the mix encoders' FEC; about a forwarded stream, the speaker's next report.
                     let report = try ReceiverReport(parsing: packet)
                     if let mix = member.room.mix {
-                        for block in report.reports where block.ssrc == mix.ssrc { mix.listenerReported(fractionLost: block.fractionLost, jitter: block.jitter) }
+                        for block in report.reports where block.ssrc == mix.ssrc {
+                            let verdict = mix.listenerReported(block, by: member.id, listeners: member.room.members.count, now: now.monotonic)
+                            if verdict != .taken { counters.implausibleReports &+= 1 }
+                        }
                     } else {
-                        // Forwarded streams: remember the worst a listener saw, for the speaker's next report.
                         for block in report.reports {
-                            guard let speaker = bySSRC[block.ssrc], speaker.room === member.room else { continue }
-                            speaker.listenerLoss = max(speaker.listenerLoss, block.fractionLost)
-                            speaker.listenerJitter = max(speaker.listenerJitter, block.jitter)
+                            guard let speaker = bySSRC[block.ssrc], speaker.room === member.room, speaker !== member else { continue }
+                            if speaker.listenerReports.take(block, from: member.id, now: now.monotonic) != .taken {
+                                counters.implausibleReports &+= 1
+                            }
                         }
                     }
                 case 205 where packet.countOrFormat == 1:
                     let nack = try GenericNACKView(parsing: packet)
                     member.stats.nacksReceived &+= 1
+                    if !budgetRefilled {   // once per datagram: folding the room's counters walks its listeners
+                        budgetRefilled = true
+                        member.room.fanOut.foldCounters()
+                        member.nackBudget.refill(forwarded: member.stats.bytesOut, percent: config.nackBudgetPercent,
+                                                 burst: config.nackBurstBytes)
+                    }
                     answer(nack, requester: member, now: now)
                 default:
                     break
@@ -107,16 +118,24 @@ extension RelayCore {
         }
     }
 
-    /// Resends NACKed packets from the source's history (at most 64 per NACK, to bound amplification).
+    /// Resends NACKed packets from the source's history, at most 64 per NACK and within the requester's
+    /// retransmission budget (`RetransmissionBudget`, refilled by the caller); what either refuses is counted.
     func answer(_ nack: GenericNACKView, requester: Member, now: Moment) {
         guard let source = bySSRC[nack.mediaSSRC], source.room === requester.room, source !== requester,
               let history = source.history else { return }
         var budget = 64
         nack.forEachLostSequence { sequence in
-            guard budget > 0 else { return }
+            guard budget > 0 else {
+                counters.nacksRefused &+= 1
+                return
+            }
             budget -= 1
             guard let packet = history.packet(sequence: sequence) else {
                 counters.nacksMissed &+= 1
+                return
+            }
+            guard requester.nackBudget.spend(packet.count) else {
+                counters.nacksRefused &+= 1
                 return
             }
             let space = output.reserve(packet.count)
@@ -165,13 +184,16 @@ extension RelayCore {
         }
         var block = member.receiveStats.makeReportBlock(ssrc: member.ssrc, lastSR: lsr, delaySinceLastSR: dlsr)
         // The speaker's in-band FEC has to cover its listeners' legs too (a packet lost between the relay and a
-        // listener is lost to that listener just the same), so the report carries the worst of the relay's own
+        // listener is lost to that listener just the same), so the report carries the worse of the relay's own
         // figures and what listeners reported since the last one — as mediasoup reports the worst remote fraction
-        // lost to Opus senders. Cumulative counts and the extended sequence stay the relay's own.
-        block.fractionLost = max(block.fractionLost, member.listenerLoss)
-        block.jitter = max(block.jitter, member.listenerJitter)
-        member.listenerLoss = 0
-        member.listenerJitter = 0
+        // lost to Opus senders — but checked, and the second worst from three listeners on, so that no single
+        // listener steers the speaker's FEC for everyone (`ListenerReports`). Cumulative counts and the extended
+        // sequence stay the relay's own.
+        var listeners = 0
+        for m in member.room.members where m !== member && m.canSubscribe { listeners += 1 }
+        let heard = member.listenerReports.takeFresh(listeners: listeners, now: now.monotonic)
+        block.fractionLost = max(block.fractionLost, heard.fractionLost)
+        block.jitter = max(block.jitter, heard.jitter)
         let report = ReceiverReport(ssrc: relaySSRC, reports: [block])
         let space = output.reserve(report.serializedSize)
         guard let n = try? report.serialize(into: space) else { return }

@@ -66,8 +66,8 @@ extension RelayCore {
             ?? presence.byConnection[connectionID]?.sessionSecret ?? []
         guard resumeIsProven(timestamp: timestamp, proof: proof, secret: secret, connectionID: connectionID, now: now) else {
             drop(.resumeRejected, from: from, now: now)
-            sendSignal(.refused(code: .unknownSession, reason: "unknown session"), to: from, connectionID: connectionID,
-                       viaPublicPort: viaPublicPort, limit: received)
+            sendRefusal(.unknownSession, "unknown session", to: from, connectionID: connectionID, viaPublicPort: viaPublicPort,
+                        limit: received)
             return
         }
         _ = challengeUnknownAddress(connectionID: connectionID, from: from, received: received, now: now, viaPublicPort: viaPublicPort)

@@ -28,7 +28,12 @@ extension RelayCore {
             case .setMuted(let muted):
                 setMuted(member, muted, now: now)
             case .sendText(let to, let fragment):
-                if let text = member.texts.add(fragment) { deliverText(text, from: member, to: to, messageID: fragment.messageID, now: now) }
+                for finished in member.texts.take(fragment) {
+                    switch finished {
+                    case .text(let id, let text): deliverText(text, from: member, to: to, messageID: id, now: now)
+                    case .refused(let id, let why): enqueue(.textStatus(messageID: id, delivered: false, reason: why.reason), to: member)
+                    }
+                }
             case .resume(let timestamp, let proof):
                 // From the member's own address: nothing moves, but the proof must hold like any other.
                 if resumeIsProven(timestamp: timestamp, proof: proof, secret: member.sessionSecret, connectionID: member.connectionID, now: now) {
@@ -61,18 +66,37 @@ extension RelayCore {
                                  unixMilliseconds: now.unixMilliseconds))
     }
 
+    /// Queues a text to its recipients in the room, skipping those that are not keeping up (`textQueueLimit`), and
+    /// tells the sender: delivered when anyone took it, with the laggards named in the reason.
     func deliverText(_ text: String, from member: Member, to identity: String, messageID: UInt32, now: Moment) {
         let room = member.room
         let recipients = identity.isEmpty ? room.members.filter { $0 !== member } : room.members.filter { $0.identity == identity }
         let fragments = TextFragment.split(text, messageID: messageID) ?? []
+        var taken = 0
+        var behind: [String] = []
         for r in recipients {
+            guard canTakeText(r.channel, fragments: fragments.count) else {
+                behind.append(r.identity)
+                continue
+            }
             for f in fragments {
                 enqueue(.text(fromMemberID: member.id, fromIdentity: member.identity, direct: !identity.isEmpty, fragment: f), to: r)
             }
             pump(r, now: now)
+            taken += 1
         }
-        let reason = recipients.isEmpty ? (identity.isEmpty ? "nobody else is in the room" : "\(identity) is not in the room") : ""
-        enqueue(.textStatus(messageID: messageID, delivered: !recipients.isEmpty, reason: reason), to: member)
+        let reason = recipients.isEmpty ? (identity.isEmpty ? "nobody else is in the room" : "\(identity) is not in the room")
+            : Self.laggards(behind)
+        enqueue(.textStatus(messageID: messageID, delivered: taken > 0, reason: reason), to: member)
+    }
+
+    /// The reason a text status gives for recipients that were not keeping up ("" for none).
+    static func laggards(_ identities: [String]) -> String {
+        switch identities.count {
+        case 0: ""
+        case 1: "\(identities[0]) is not keeping up"
+        default: "\(identities.count) members are not keeping up"
+        }
     }
 
     /// Removes a member: tells it why (when `goodbye` is set) and tells the room it left.
@@ -158,6 +182,32 @@ extension SignalMessage {
         switch self {
         case .ack, .ping: return true
         default: return false
+        }
+    }
+}
+
+extension SignalMessage {
+    /// Whether a newer message of this kind makes an older one still waiting to go out pointless (it carries state,
+    /// not an event): speaker lists, and a member's mute state.
+    var replacesOlderCopies: Bool {
+        switch self {
+        case .speakers: true
+        case .memberEvent(let kind, _, _): kind == .muted || kind == .unmuted
+        default: false
+        }
+    }
+
+    /// Whether this message replaces `older` (see `replacesOlderCopies`): any older speaker list, or an older mute
+    /// or unmute of the same member.
+    func supersedes(_ older: SignalMessage) -> Bool {
+        switch (self, older) {
+        case (.speakers, .speakers):
+            return true
+        case (.memberEvent(let kind, let member, _), .memberEvent(let olderKind, let olderMember, _)):
+            return (kind == .muted || kind == .unmuted) && (olderKind == .muted || olderKind == .unmuted)
+                && member.memberID == olderMember.memberID
+        default:
+            return false
         }
     }
 }

@@ -11,13 +11,15 @@ extension RelayCore {
         // second rather than at every member's own due time (receiver reports fall due at scattered times).
         let housekeeping = now.monotonic - lastHousekeeping >= Self.housekeepingInterval
         if housekeeping { lastHousekeeping = now.monotonic }
-        var expired: [Member] = []
+        var expired: [Member] = [], slow: [Member] = []
         for member in byConnection.values {
             if member.channel.serviceDue <= now.monotonic { pump(member, now: now) }
             let silent = now.monotonic - member.lastHeard > config.memberTimeout
             if member.isRTPEndpoint {
                 // Publishing endpoints time out without RTP; subscribe-only ones stay until deleted.
                 if member.canPublish && silent { expired.append(member) }
+            } else if member.channel.overflowed {
+                slow.append(member)
             } else if member.channel.failed || silent {
                 expired.append(member)
             } else if housekeeping, member.canPublish, member.receiveStats.packetsReceived > 0,
@@ -28,6 +30,10 @@ extension RelayCore {
         for member in expired {
             counters.timeouts &+= 1
             removeMember(member, reason: "timed out", goodbye: .timedOut, now: now)
+        }
+        for member in slow {
+            countSlowSession(member.channel)
+            removeMember(member, reason: Self.notKeepingUp, goodbye: .timedOut, now: now)
         }
         var closing: [Room] = []
         for room in rooms.values {

@@ -128,6 +128,21 @@ public final class RelayCore {
                      to: address, viaPublicPort: viaPublicPort, limit: limit)
     }
 
+    /// Sends a refusal in at most `limit` bytes (the size of the request it answers: no refusal amplifies). A reason
+    /// too long for that is cut on a UTF-8 boundary; the code always goes out.
+    func sendRefusal(_ code: RefusalCode, _ reason: String, to address: PeerAddress, connectionID: UInt32, viaPublicPort: Bool,
+                     limit: Int) {
+        func datagram(_ reason: String) -> SignalDatagram {
+            SignalDatagram(connectionID: connectionID, sequence: 0, ack: 0, message: .refused(code: code, reason: reason))
+        }
+        var fitted = reason
+        if let whole = try? datagram(reason).serialize(into: scratch), whole > limit {
+            fitted = reason.prefix(utf8Bytes: reason.utf8.count - (whole - limit))
+        }
+        // Only a request smaller than a refusal with no reason at all (none parses) goes unanswered.
+        sendDatagram(datagram(fitted), to: address, viaPublicPort: viaPublicPort, limit: limit)
+    }
+
     func sendDatagram(_ datagram: SignalDatagram, to address: PeerAddress, viaPublicPort: Bool, limit: Int = Signalling.maxDatagramSize) {
         let space = output.reserve(Signalling.maxDatagramSize)
         guard let n = try? datagram.serialize(into: space) else {
@@ -140,10 +155,41 @@ public final class RelayCore {
         counters.bytesQueued &+= UInt64(n)
     }
 
-    /// Queues a reliable message to a member (sent by the next `pump`).
+    /// The reliable channel settings of members and presence sessions (`signallingQueueLimit` bounds each queue).
+    var signallingLimits: ReliableChannel.Limits {
+        var limits = ReliableChannel.Limits()
+        limits.maxPending = config.signallingQueueLimit
+        return limits
+    }
+
+    /// Queues a reliable message to a member (sent by the next `pump`). A speaker list or mute event replaces an older
+    /// one still waiting (a member that acknowledges slowly gets the newest state, not a backlog). A message that does
+    /// not fit the member's full queue marks its channel `overflowed`, and the next `tick` removes the member.
     func enqueue(_ message: SignalMessage, to member: Member) {
         guard !member.isRTPEndpoint else { return }  // plain RTP: no signalling
+        if message.replacesOlderCopies {
+            let replaced = member.channel.dropWaiting { message.supersedes($0) }
+            counters.signallingDrops[SignallingDropReason.superseded.rawValue] &+= UInt64(replaced)
+        }
         member.channel.enqueue(message)
+    }
+
+    /// The reason (and goodbye) a session whose signalling queue overflowed is removed with.
+    static let notKeepingUp = "not keeping up with signalling"
+
+    /// Counts a session removed because its queue overflowed, and the messages it could not take.
+    func countSlowSession(_ channel: ReliableChannel) {
+        counters.slowSessionsRemoved &+= 1
+        counters.signallingDrops[SignallingDropReason.queueFull.rawValue] &+= UInt64(channel.refused)
+    }
+
+    /// Whether a recipient can take a text of `fragments` fragments now (`textQueueLimit`); counts a refusal.
+    func canTakeText(_ channel: ReliableChannel, fragments: Int) -> Bool {
+        guard channel.hasRoom(for: fragments, within: config.textQueueLimit) else {
+            counters.signallingDrops[SignallingDropReason.textRefused.rawValue] &+= 1
+            return false
+        }
+        return true
     }
 
     /// Sends what the member's reliable channel has due, or a bare ack if one is owed.

@@ -32,8 +32,22 @@ public struct RelayCoreConfig: Sendable {
     public var speechLevelThreshold: UInt8 = 60
     /// The RTP header extension id carrying the RFC 6464 audio level.
     public var audioLevelExtensionID: UInt8 = 1
+    /// Reliable signalling messages a member or presence session may have pending (in flight and waiting) before the
+    /// relay gives up on it: a session that cannot take a member event, member page, speaker list or status is
+    /// removed (`goodbye`: not keeping up). Member lists of rooms over ~15,000 members need more.
+    public var signallingQueueLimit = 512
+    /// Texts are queued to a recipient only while it has fewer messages than this pending (fragments included); a
+    /// recipient that does not keep up is skipped and the sender told so (a text flood holds at most ~58 KB of text
+    /// per recipient).
+    public var textQueueLimit = 64
     /// Packets kept per publisher for answering NACKs (128 × 20 ms = 2.56 s).
     public var nackHistorySlots = 128
+    /// Retransmissions a member may be sent in answer to its NACKs, as a share (percent) of the media bytes
+    /// forwarded to it: a token bucket refilled at this rate, holding at most `nackBurstBytes`, never above what the
+    /// member was forwarded in all (`RetransmissionBudget`).
+    public var nackBudgetPercent = 20
+    /// The most retransmitted bytes a member may take at once (the budget's bucket size).
+    public var nackBurstBytes = 6_000
     /// How often the relay sends each publisher a receiver report.
     public var receiverReportInterval: Int64 = 1_000_000_000
     /// A join cookie is valid this many seconds.

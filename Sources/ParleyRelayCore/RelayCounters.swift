@@ -27,6 +27,25 @@ public enum DropReason: Int, CaseIterable, Sendable {
     }
 }
 
+/// Why a reliable signalling message to a session was not queued (or left the queue unsent).
+public enum SignallingDropReason: Int, CaseIterable, Sendable {
+    /// A text (one per recipient) not queued to a recipient that was not keeping up; the sender was told.
+    case textRefused
+    /// A speaker list or mute event still waiting to go out, replaced by a newer one.
+    case superseded
+    /// A message that did not fit in a full queue (`signallingQueueLimit`); its session was removed.
+    case queueFull
+
+    /// The metric label.
+    public var label: String {
+        switch self {
+        case .textRefused: "text_refused"
+        case .superseded: "superseded"
+        case .queueFull: "queue_full"
+        }
+    }
+}
+
 /// A worker's counters: plain integers owned by its loop (read by others only through snapshots).
 public struct RelayCounters: Sendable, Equatable {
     /// Datagrams and bytes received.
@@ -46,10 +65,19 @@ public struct RelayCounters: Sendable, Equatable {
     public var retriesSent: UInt64 = 0
     /// NACKed packets resent from history, and those no longer held.
     public var nacksAnswered: UInt64 = 0, nacksMissed: UInt64 = 0
+    /// NACKed packets not resent because the requester's retransmission budget was spent (or past 64 in one NACK).
+    public var nacksRefused: UInt64 = 0
+    /// Listeners' report blocks ignored (jitter over a second) or whose fraction lost was lowered to what the
+    /// listener's own counts allow (`ListenerReports`).
+    public var implausibleReports: UInt64 = 0
     /// Signalling messages retransmitted.
     public var signallingRetransmissions: UInt64 = 0
     /// Members removed for silence.
     public var timeouts: UInt64 = 0
+    /// Signalling messages not queued or dropped unsent, by `SignallingDropReason.rawValue`.
+    public var signallingDrops = [UInt64](repeating: 0, count: SignallingDropReason.allCases.count)
+    /// Members and presence sessions removed because their signalling queue overflowed (not keeping up).
+    public var slowSessionsRemoved: UInt64 = 0
     /// Mixed packets sent (mix mode, one per listener per 20 ms while someone speaks).
     public var mixedPacketsSent: UInt64 = 0
     /// Resumes accepted.
@@ -64,4 +92,7 @@ public struct RelayCounters: Sendable, Equatable {
 
     /// The count for one reason.
     public func drops(_ reason: DropReason) -> UInt64 { drops[reason.rawValue] }
+
+    /// The count of signalling messages dropped for one reason.
+    public func signallingDrops(_ reason: SignallingDropReason) -> UInt64 { signallingDrops[reason.rawValue] }
 }

@@ -19,6 +19,9 @@ public struct ReliableChannel: Sendable {
         public var receiveWindow: UInt32 = 64
         /// Attempts per message before the channel is declared failed.
         public var maxAttempts = 12
+        /// Messages pending (in flight plus waiting) at most: `enqueue` beyond it drops the message and marks the
+        /// channel `overflowed`, a peer that does not acknowledge cannot grow the sender's memory without bound.
+        public var maxPending = 1024
         /// Default limits.
         public init() {}
     }
@@ -56,10 +59,15 @@ public struct ReliableChannel: Sendable {
     public private(set) var retransmissions = 0
     /// True once a message went unacknowledged for `maxAttempts` attempts.
     public private(set) var failed = false
+    /// True once `enqueue` found `maxPending` messages pending: the peer is not keeping up and a message was lost,
+    /// so the owner should end the session (`serviceDue` is `Int64.min` from then on, so it looks at once).
+    public private(set) var overflowed = false
+    /// Messages `enqueue` dropped because `maxPending` were pending.
+    public private(set) var refused = 0
     /// True when the peer sent a reliable message that no outgoing datagram has acknowledged yet.
     public private(set) var ackOwed = false
-    /// When the owner next has something to send for this channel: `Int64.min` while an ack is owed or a queued
-    /// message fits the window, else the earliest retransmission deadline, `Int64.max` when nothing is pending.
+    /// When the owner next has something to send for this channel: `Int64.min` while an ack is owed, a queued
+    /// message fits the window or the channel `overflowed`, else the earliest retransmission deadline, `Int64.max` when nothing is pending.
     /// Stored and recomputed by every mutating method, so an owner scanning many channels each tick reads one field
     /// and calls `transmissions(now:)` only where `serviceDue <= now` (elsewhere it would return nothing).
     public private(set) var serviceDue: Int64 = .max
@@ -79,10 +87,34 @@ public struct ReliableChannel: Sendable {
     /// The smoothed round-trip time in nanoseconds (0 before the first sample).
     public var roundTripTime: Int64 { smoothedRTT }
 
-    /// Queues a reliable message; it goes out on the next `transmissions(now:)`.
-    public mutating func enqueue(_ message: SignalMessage) {
+    /// Queues a reliable message; it goes out on the next `transmissions(now:)`. With `maxPending` messages already
+    /// pending the message is dropped instead, the channel marked `overflowed`, and false returned.
+    @discardableResult
+    public mutating func enqueue(_ message: SignalMessage) -> Bool {
+        guard pendingCount < limits.maxPending else {
+            overflowed = true
+            refused += 1
+            refreshServiceDue()
+            return false
+        }
         waiting.append(message)
         refreshServiceDue()
+        return true
+    }
+
+    /// Whether `count` more messages fit while keeping at most `limit` (and `maxPending`) pending: a sender checks
+    /// this before queueing what it may drop by policy (a text), keeping the rest of the room for what it must send.
+    public func hasRoom(for count: Int, within limit: Int) -> Bool {
+        pendingCount + count <= min(limit, limits.maxPending)
+    }
+
+    /// Removes the messages still waiting (not yet sent) that `isStale` picks, such as an older copy of state a newer
+    /// message is about to replace; returns how many. Messages in flight are kept: their sequence numbers are taken.
+    public mutating func dropWaiting(where isStale: (SignalMessage) -> Bool) -> Int {
+        let before = waiting.count
+        waiting.removeAll(where: isStale)
+        refreshServiceDue()
+        return before - waiting.count
     }
 
     /// What to send now: new messages that fit in the window, and retransmissions whose timer expired.
@@ -148,7 +180,7 @@ public struct ReliableChannel: Sendable {
     }
 
     private mutating func refreshServiceDue() {
-        if ackOwed || (!waiting.isEmpty && inFlight.count < limits.sendWindow) {
+        if overflowed || ackOwed || (!waiting.isEmpty && inFlight.count < limits.sendWindow) {
             serviceDue = .min
         } else {
             var earliest = Int64.max

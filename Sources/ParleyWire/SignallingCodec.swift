@@ -313,24 +313,99 @@ extension TextFragment {
     }
 }
 
-/// Reassembles text fragments that arrive in order (the reliable channel guarantees order).
+/// Why a text cannot be delivered (told to its sender in a failed `text status`).
+public enum TextRefusal: Equatable, Sendable {
+    /// Its fragments add up to more than `Signalling.maxTextBytes`.
+    case tooLong
+    /// Its bytes are not valid UTF-8.
+    case notUTF8
+    /// It has no bytes.
+    case empty
+    /// A fragment arrived that does not continue the text in progress (another text's, or one skipped ahead).
+    case outOfOrder
+
+    /// The reason, for people.
+    public var reason: String {
+        switch self {
+        case .tooLong: "a text must be at most \(Signalling.maxTextBytes) bytes"
+        case .notUTF8: "a text must be valid UTF-8"
+        case .empty: "a text must not be empty"
+        case .outOfOrder: "text fragments arrived out of order"
+        }
+    }
+}
+
+/// What a fragment finished: a whole text, or a text that cannot be delivered.
+public enum TextAssembly: Equatable, Sendable {
+    /// The text with this id is complete.
+    case text(messageID: UInt32, String)
+    /// The text with this id is given up; nothing of it is kept.
+    case refused(messageID: UInt32, TextRefusal)
+}
+
+/// Reassembles text fragments that arrive in order (the reliable channel guarantees order). Holds at most
+/// `Signalling.maxTextBytes` of one text: a longer one is refused at the fragment that crosses the limit.
 public struct TextReassembler: Sendable {
     private var messageID: UInt32 = 0
     private var parts: [UInt8] = []
     private var expected: UInt8 = 0
+    private var count: UInt8 = 0
+    private var inProgress = false
+    /// A text already refused whose remaining fragments are dropped without another refusal.
+    private var discarding: UInt32?
 
     /// An empty reassembler.
     public init() {}
 
-    /// Adds a fragment; returns the whole text when its last fragment arrives, nil before (or for a stray
-    /// fragment or invalid UTF-8, which discards the partial text).
-    public mutating func add(_ f: TextFragment) -> String? {
-        if f.index == 0 { messageID = f.messageID; parts = []; expected = 0 }
-        guard f.messageID == messageID, f.index == expected else { parts = []; expected = 0; return nil }
+    /// Takes a fragment; returns every text it finished, whole or refused (none while a text is still incomplete;
+    /// two when a first fragment cuts short the text in progress and is itself a whole text). Each text is
+    /// finished exactly once.
+    public mutating func take(_ f: TextFragment) -> [TextAssembly] {
+        var finished: [TextAssembly] = []
+        if f.index == 0 {
+            if inProgress { finished.append(.refused(messageID: messageID, .outOfOrder)) }
+            messageID = f.messageID
+            count = f.count
+            expected = 0
+            parts.removeAll(keepingCapacity: true)
+            inProgress = true
+            discarding = nil
+        } else if !inProgress || f.messageID != messageID || f.index != expected || f.count != count {
+            if inProgress { finished.append(.refused(messageID: messageID, .outOfOrder)) }
+            if f.messageID != discarding, !inProgress || f.messageID != messageID {
+                finished.append(.refused(messageID: f.messageID, .outOfOrder))
+            }
+            discarding = f.messageID
+            inProgress = false
+            parts.removeAll()
+            return finished
+        }
+        guard parts.count + f.chunk.count <= Signalling.maxTextBytes else {
+            finished.append(.refused(messageID: messageID, .tooLong))
+            discarding = messageID
+            inProgress = false
+            parts.removeAll()
+            return finished
+        }
         parts += f.chunk
         expected += 1
-        guard expected == f.count else { return nil }
-        defer { parts = []; expected = 0 }
-        return String(validating: parts, as: UTF8.self)
+        guard expected == count else { return finished }
+        inProgress = false
+        defer { parts.removeAll() }
+        if parts.isEmpty {
+            finished.append(.refused(messageID: messageID, .empty))
+        } else if let text = String(validating: parts, as: UTF8.self) {
+            finished.append(.text(messageID: messageID, text))
+        } else {
+            finished.append(.refused(messageID: messageID, .notUTF8))
+        }
+        return finished
+    }
+
+    /// Adds a fragment; returns the whole text when its last fragment arrives, nil before (or for a text that
+    /// cannot be delivered: see `take`, which says why).
+    public mutating func add(_ f: TextFragment) -> String? {
+        for case .text(_, let text) in take(f) { return text }
+        return nil
     }
 }

@@ -241,7 +241,7 @@ final class RoomCall {
         case .text(let from, let direct, let text):
             ui.event("\(direct ? "direct text" : "text") from \(from): \(text)")
         case .textStatus(let id, let delivered, let reason):
-            ui.event("text \(id) " + (delivered ? "delivered" : "failed: \(reason)"))
+            ui.event("text \(id) " + (delivered ? (reason.isEmpty ? "delivered" : "delivered, but \(reason)") : "failed: \(reason)"))
         case .refused(let code, let reason):
             ui.close()
             writeLine("parley: the relay refused to let us join: \(reason) (code \(code.rawValue))", fd: 2)

@@ -159,11 +159,14 @@ struct RouterTests {
         for family in ["parley_rooms", "parley_members", "parley_packets_in_total", "parley_bytes_out_total", "parley_drops_total",
                        "parley_packets_queued_total", "parley_send_failures_total", "parley_send_queue_drops_total",
                        "parley_nacks_answered_total", "parley_joins_refused_total", "parley_signalling_retransmissions_total",
-                       "parley_worker_busy_seconds_total", "parley_mix_seconds"] {
+                       "parley_worker_busy_seconds_total", "parley_mix_seconds", "parley_signalling_drops_total",
+                       "parley_slow_sessions_removed_total", "parley_nacks_refused_total",
+                       "parley_receiver_reports_implausible_total"] {
             #expect(text.contains("# TYPE \(family) "), "\(family) missing")
         }
         #expect(text.contains("parley_rooms 1\n"))
         #expect(text.contains("parley_drops_total{reason=\"malformed_rtp\"} 0\n"))
+        #expect(text.contains("parley_signalling_drops_total{reason=\"text_refused\"} 0\n"))
         #expect(text.contains("parley_worker_busy_seconds_total{worker=\"0\"} 1.5\n"))
         #expect(text.contains("parley_mix_seconds_bucket{le=\"+Inf\"} 0\n"))
         let sample = try! Regex(#"^[a-z_]+(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? [0-9.e+-]+$"#)

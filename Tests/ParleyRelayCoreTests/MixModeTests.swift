@@ -110,9 +110,14 @@ struct MixModeTests {
         let mixes = net.cores.compactMap { $0.rooms["mixroom"]?.mix }
         let mix = try #require(mixes.first)
         #expect(mix.expectedLossPercent == 0)
+        // Consistent counts, as a real receiver's: 50 more packets expected per report, and the loss it reports
+        // among them (`ListenerReports` holds a report to what its own counts allow).
+        var highest: UInt32 = 100, lost: Int32 = 0
         func report(ssrc: UInt32, fractionLost: UInt8) throws {
-            let block = ReportBlock(ssrc: ssrc, fractionLost: fractionLost, cumulativeLost: 0, highestSequence: 0, jitter: 0,
-                                    lastSR: 0, delaySinceLastSR: 0)
+            highest += 50
+            lost += Int32(fractionLost) * 50 / 256
+            let block = ReportBlock(ssrc: ssrc, fractionLost: fractionLost, cumulativeLost: lost, highestSequence: highest,
+                                    jitter: 0, lastSR: 0, delaySinceLastSR: 0)
             var bytes = [UInt8](repeating: 0, count: 100)
             let n = try bytes.withUnsafeMutableBytes { try ReceiverReport(ssrc: 0, reports: [block]).serialize(into: $0) }
             c[1].pendingMedia.append(Array(bytes[0..<n]))

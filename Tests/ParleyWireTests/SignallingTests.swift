@@ -106,6 +106,39 @@ struct SignallingTests {
         #expect(r2.add(parts[4]) == nil)
     }
 
+    /// (fragments as (message id, index, count, chunk bytes), what the reassembler finishes after each).
+    static let reassembly: [(String, [(UInt32, UInt8, UInt8, Int)], [[TextAssembly]])] = [
+        ("one whole fragment", [(1, 0, 1, 3)], [[.text(messageID: 1, "aaa")]]),
+        ("two in order", [(1, 0, 2, 2), (1, 1, 2, 1)], [[], [.text(messageID: 1, "aaa")]]),
+        ("over 4,096 bytes: refused at the fragment that crosses, the rest swallowed",
+         [(1, 0, 5, 900), (1, 1, 5, 900), (1, 2, 5, 900), (1, 3, 5, 900), (1, 4, 5, 900)],
+         [[], [], [], [], [.refused(messageID: 1, .tooLong)]]),
+        ("empty", [(1, 0, 1, 0)], [[.refused(messageID: 1, .empty)]]),
+        ("a middle fragment alone, then the rest of it", [(1, 1, 3, 1), (1, 2, 3, 1)], [[.refused(messageID: 1, .outOfOrder)], []]),
+        ("a fragment skipped", [(1, 0, 3, 1), (1, 2, 3, 1)], [[], [.refused(messageID: 1, .outOfOrder)]]),
+        ("cut short by the next text", [(1, 0, 2, 1), (2, 0, 1, 1)],
+         [[], [.refused(messageID: 1, .outOfOrder), .text(messageID: 2, "a")]]),
+        ("another text's middle fragment", [(1, 0, 2, 1), (2, 1, 2, 1)],
+         [[], [.refused(messageID: 1, .outOfOrder), .refused(messageID: 2, .outOfOrder)]]),
+        ("a new count mid-text", [(1, 0, 2, 1), (1, 1, 3, 1)], [[], [.refused(messageID: 1, .outOfOrder)]]),
+    ]
+
+    @Test("reassembly finishes every text exactly once: whole, or refused with the reason", arguments: 0..<9)
+    func reassemblyOutcomes(index: Int) {
+        let (label, fragments, expected) = Self.reassembly[index]
+        var r = TextReassembler()
+        for (f, want) in zip(fragments, expected) {
+            let got = r.take(TextFragment(messageID: f.0, index: f.1, count: f.2, chunk: [UInt8](repeating: 0x61, count: f.3)))
+            #expect(got == want, "\(label)")
+        }
+    }
+
+    @Test("bytes that are not UTF-8 are refused", arguments: [[0xFF], [0x68, 0xC3], [0xED, 0xA0, 0x80], [0xC0, 0xAF]] as [[UInt8]])
+    func reassemblyRefusesInvalidUTF8(bytes: [UInt8]) {
+        var r = TextReassembler()
+        #expect(r.take(TextFragment(messageID: 4, index: 0, count: 1, chunk: bytes)) == [.refused(messageID: 4, .notUTF8)])
+    }
+
     @Test("first-byte demultiplexing tells signalling from RTP/RTCP, STUN and DTLS")
     func demux() {
         #expect(Signalling.isSignalling(0x50))
@@ -204,5 +237,44 @@ struct ReliableChannelTests {
         #expect(tx.transmissions(now: 0).count == 32)
         _ = tx.receive(sequence: 0, ack: 10, message: .ack, now: 1)
         #expect(tx.transmissions(now: 2).count == 8)
+    }
+
+    @Test("the queue holds at most maxPending: the next message is dropped, counted, and the channel overflows")
+    func boundedQueue() {
+        var limits = ReliableChannel.Limits()
+        limits.maxPending = 40
+        var tx = ReliableChannel(limits: limits)
+        for _ in 0..<40 {
+            let queued = tx.enqueue(.leave)
+            #expect(queued)
+        }
+        _ = tx.transmissions(now: 0)                      // 32 in flight, 8 waiting: still 40 pending
+        #expect(tx.hasRoom(for: 0, within: .max) && !tx.hasRoom(for: 1, within: .max))
+        #expect(!tx.overflowed && tx.serviceDue == 250_000_000)
+        let queued = tx.enqueue(.setMuted(true))
+        #expect(!queued)
+        #expect(tx.overflowed && tx.refused == 1 && tx.pendingCount == 40)
+        #expect(tx.serviceDue == .min)                    // the owner looks at once
+        _ = tx.receive(sequence: 0, ack: 32, message: .ack, now: 1)
+        #expect(tx.pendingCount == 8 && tx.overflowed)   // a lost message stays lost: overflow is for good
+    }
+
+    @Test("a sender keeps room for what it must send: hasRoom within a lower limit")
+    func roomWithinALimit() {
+        var tx = ReliableChannel()
+        for _ in 0..<60 { tx.enqueue(.leave) }
+        #expect(tx.hasRoom(for: 4, within: 64) && !tx.hasRoom(for: 5, within: 64))
+    }
+
+    @Test("waiting messages can be dropped by predicate; those in flight stay")
+    func dropWaiting() {
+        var tx = ReliableChannel()
+        for i in 0..<34 { tx.enqueue(i % 2 == 0 ? .setMuted(true) : .leave) }
+        _ = tx.transmissions(now: 0)                      // 0…31 in flight, 32 (muted) and 33 (leave) waiting
+        let dropped = tx.dropWaiting { $0 == .setMuted(true) }
+        #expect(dropped == 1)
+        #expect(tx.pendingCount == 33)
+        _ = tx.receive(sequence: 0, ack: 32, message: .ack, now: 1)
+        #expect(tx.transmissions(now: 2).map(\.message) == [.leave])
     }
 }
