@@ -15,7 +15,8 @@ import Synchronization
 /// - `GET /v1/events` → `EventStreams`, parked while there is nothing to send.
 ///
 /// Each client address gets at most `HTTPLimits.connectionsPerAddress` connections, each connection a bounded
-/// memory pool, and a connection where no byte moves for `idleTimeoutSeconds` is closed. Owns the daemon and stops
+/// memory pool; a connection where no byte moves for `idleTimeoutSeconds`, or whose request headers take longer than
+/// `headerTimeoutSeconds` (`HeaderDeadlines`), is closed. Owns the daemon and stops
 /// it in `stop()`/`deinit`.
 public final class HTTPServer: @unchecked Sendable {
     // Invariant: `daemon` is set in `init` and cleared only in `stop()` (called once, from the owning thread);
@@ -26,6 +27,7 @@ public final class HTTPServer: @unchecked Sendable {
     let log: LogSink
     let streams: EventStreams
     let api: APIThreads
+    let deadlines: HeaderDeadlines
     let stopping = Atomic<Bool>(false)
     /// libmicrohttpd's messages come here (through `logger`), throttled.
     let libraryLog = Mutex(MessageThrottle(interval: 10_000_000_000))
@@ -41,9 +43,11 @@ public final class HTTPServer: @unchecked Sendable {
         self.log = log
         streams = EventStreams(hub: events, limits: limits, stats: stats)
         api = APIThreads(count: limits.apiThreads, capacity: limits.apiQueueLength)
+        deadlines = HeaderDeadlines(timeoutSeconds: limits.headerTimeoutSeconds, stats: stats)
         guard address.isIPv4 else {
             streams.stop()
             api.stop()
+            deadlines.stop()
             throw ConfigError("http must be an IPv4 address for now")
         }
         var sin = sockaddr_in()
@@ -58,6 +62,7 @@ public final class HTTPServer: @unchecked Sendable {
         guard let started else {
             streams.stop()
             api.stop()
+            deadlines.stop()
             throw ConfigError("cannot serve HTTP on \(address) (port taken?)")
         }
         daemon = started
@@ -72,6 +77,7 @@ public final class HTTPServer: @unchecked Sendable {
         api.stop()
         streams.stop()
         MHD_stop_daemon(d)
+        deadlines.stop()
         daemon = nil
     }
 
@@ -104,6 +110,7 @@ public final class HTTPServer: @unchecked Sendable {
         guard let connection, let conCls, let uploadSize else { return MHD_NO }
         guard let raw = conCls.pointee else {
             // The headers are in: answer what needs no worker now, before reading a body.
+            server.deadlines.headersIn(connection)
             let request = HTTPRequest(method: method.map { String(cString: $0) } ?? "GET", path: url.map { String(cString: $0) } ?? "/",
                                       authorization: MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "Authorization").map { String(cString: $0) },
                                       fromLoopback: parley_mhd_client_ipv4(connection) >> 24 == 127)
@@ -152,7 +159,10 @@ public final class HTTPServer: @unchecked Sendable {
         return MHD_YES
     }
 
-    static let completed: MHD_RequestCompletedCallback = { cls, _, conCls, toe in
+    static let completed: MHD_RequestCompletedCallback = { cls, connection, conCls, toe in
+        if let cls, let connection {
+            Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().deadlines.requestEnded(connection, now: Clock.monotonicNanoseconds())
+        }
         guard let conCls, let raw = conCls.pointee else { return }
         let state = Unmanaged<RequestState>.fromOpaque(raw).takeRetainedValue()
         conCls.pointee = nil
@@ -163,9 +173,17 @@ public final class HTTPServer: @unchecked Sendable {
         }
     }
 
-    static let notify: MHD_NotifyConnectionCallback = { cls, _, _, code in
+    static let notify: MHD_NotifyConnectionCallback = { cls, connection, _, code in
         let server = Unmanaged<HTTPServer>.fromOpaque(cls!).takeUnretainedValue()
-        if code == MHD_CONNECTION_STARTED { server.stats.connectionOpened() } else { server.stats.connectionClosed() }
+        guard let connection else { return }
+        if code == MHD_CONNECTION_STARTED {
+            server.stats.connectionOpened()
+            server.deadlines.opened(connection, socket: parley_mhd_socket(connection), now: Clock.monotonicNanoseconds())
+        } else {
+            // Called before libmicrohttpd closes the socket (HeaderDeadlines relies on it).
+            server.deadlines.closed(connection)
+            server.stats.connectionClosed()
+        }
     }
 
     static let libraryLine: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?) -> Void = { cls, text in

@@ -7,6 +7,7 @@ public final class HTTPStats: Sendable {
     private let eventStreamsOpen = Atomic<Int>(0)
     private let eventStreamsStalled = Atomic<UInt64>(0)
     private let requestsShed = Atomic<UInt64>(0)
+    private let headersLate = Atomic<UInt64>(0)
 
     /// Empty counters.
     public init() {}
@@ -21,12 +22,15 @@ public final class HTTPStats: Sendable {
         public var eventStreamsDropped: UInt64
         /// Requests answered 503 at once because every API thread was busy and the queue full.
         public var requestsShed: UInt64
+        /// Connections closed because a request's headers took longer than `http_header_timeout_s`.
+        public var headerTimeouts: UInt64
     }
 
     /// The counters now.
     public var snapshot: Snapshot {
         Snapshot(connections: connectionsOpen.load(ordering: .relaxed), eventStreams: eventStreamsOpen.load(ordering: .relaxed),
-                 eventStreamsDropped: eventStreamsStalled.load(ordering: .relaxed), requestsShed: requestsShed.load(ordering: .relaxed))
+                 eventStreamsDropped: eventStreamsStalled.load(ordering: .relaxed), requestsShed: requestsShed.load(ordering: .relaxed),
+                 headerTimeouts: headersLate.load(ordering: .relaxed))
     }
 
     func connectionOpened() { connectionsOpen.add(1, ordering: .relaxed) }
@@ -35,4 +39,5 @@ public final class HTTPStats: Sendable {
     func eventStreamClosed() { eventStreamsOpen.subtract(1, ordering: .relaxed) }
     func eventStreamDropped() { eventStreamsStalled.add(1, ordering: .relaxed) }
     func requestShed() { requestsShed.add(1, ordering: .relaxed) }
+    func headerTimedOut() { headersLate.add(1, ordering: .relaxed) }
 }

@@ -50,6 +50,8 @@ public enum PrometheusExporter {
                    [("", String(http.eventStreamsDropped))])
             family("parley_http_requests_shed_total", "counter", "Requests answered 503 at once: every API thread busy, the queue full.",
                    [("", String(http.requestsShed))])
+            family("parley_http_header_timeouts_total", "counter", "Connections closed because a request's headers came too slowly.",
+                   [("", String(http.headerTimeouts))])
         }
         // One histogram summed over the workers.
         var mix = DurationHistogram()

@@ -9,6 +9,9 @@ public struct HTTPLimits: Sendable, Equatable {
     /// Seconds a connection may go without a byte moving, whether its headers or body are arriving or it idles
     /// between keep-alive requests (`http_idle_timeout_s`). An event stream waiting for events is exempt.
     public var idleTimeoutSeconds = 5
+    /// Seconds a connection may take to send one request's headers, however steadily the bytes come
+    /// (`http_header_timeout_s`): a client sending them a byte at a time is closed.
+    public var headerTimeoutSeconds = 10
     /// Seconds an event stream may hold bytes its reader does not take before it is closed and counted
     /// (`event_stream_stall_timeout_s`).
     public var eventStreamStallSeconds = 20

@@ -41,7 +41,7 @@ public struct RelayConfig: Sendable {
                               "audio_level_extension_id", "default_room_mode", "joins_per_second", "ring_timeout_s",
                               "mix_complexity", "mix_bitrate", "mix_expected_loss_percent", "metrics_require_auth",
                               "http_max_connections", "http_connections_per_address", "http_idle_timeout_s",
-                              "event_stream_stall_timeout_s"]
+                              "http_header_timeout_s", "event_stream_stall_timeout_s"]
 
     /// Applies one key's value; throws a message naming the key on a bad value.
     public mutating func set(_ key: String, _ value: String) throws(ConfigError) {
@@ -92,6 +92,7 @@ public struct RelayConfig: Sendable {
         case "http_max_connections": httpLimits.maxConnections = try int(1...65_536)
         case "http_connections_per_address": httpLimits.connectionsPerAddress = try int(1...65_536)
         case "http_idle_timeout_s": httpLimits.idleTimeoutSeconds = try int(1...3600)
+        case "http_header_timeout_s": httpLimits.headerTimeoutSeconds = try int(1...3600)
         case "event_stream_stall_timeout_s": httpLimits.eventStreamStallSeconds = try int(1...3600)
         default: throw ConfigError("unknown setting \"\(key)\" (known: \(Self.keys.joined(separator: ", ")))")
         }

@@ -167,6 +167,33 @@ struct HTTPServerPartsTests {
         #expect(Date().timeIntervalSince(start) >= 0.04)
     }
 
+    @Test("header deadlines: a connection still sending headers past the timeout is shut once; one whose headers came, or that closed, is not")
+    func headerDeadlines() {
+        let stats = HTTPStats()
+        let d = HeaderDeadlines(timeoutSeconds: 2, stats: stats, sweeping: false)
+        defer { d.stop() }
+        let (a, b, c, kept) = (OpaquePointer(bitPattern: 0x10)!, OpaquePointer(bitPattern: 0x20)!, OpaquePointer(bitPattern: 0x30)!,
+                               OpaquePointer(bitPattern: 0x40)!)
+        d.opened(a, socket: 10, now: 0)  // sends headers for ever
+        d.opened(b, socket: 11, now: 0)
+        d.headersIn(b)  // its request is being answered: no deadline
+        d.opened(c, socket: 12, now: 0)
+        d.closed(c)  // gone: its socket number may be reused, it must never be shut
+        d.opened(kept, socket: 13, now: 0)
+        d.headersIn(kept)
+        d.requestEnded(kept, now: 1_500_000_000)  // answered and kept alive: the next headers are due 2 s from now
+        var shut: [Int32] = []
+        #expect(d.sweep(now: 2_000_000_000) { shut.append($0) } == 0)  // exactly at the deadline: not late yet
+        #expect(d.sweep(now: 2_000_000_001) { shut.append($0) } == 1)
+        #expect(shut == [10])
+        #expect(d.sweep(now: 3_000_000_000) { shut.append($0) } == 0)  // once only
+        #expect(d.sweep(now: 3_500_000_001) { shut.append($0) } == 1)
+        #expect(shut == [10, 13])
+        #expect(stats.snapshot.headerTimeouts == 2)
+        d.closed(a); d.closed(b); d.closed(kept)
+        #expect(d.count == 0)
+    }
+
     @Test("config: the HTTP limits and metrics_require_auth from keys, with bad values refused")
     func config() throws {
         var c = RelayConfig()
@@ -175,9 +202,10 @@ struct HTTPServerPartsTests {
         try c.set("http_max_connections", "200")
         try c.set("http_connections_per_address", "8")
         try c.set("http_idle_timeout_s", "3")
+        try c.set("http_header_timeout_s", "4")
         try c.set("event_stream_stall_timeout_s", "7")
         #expect(c.httpLimits.maxConnections == 200 && c.httpLimits.connectionsPerAddress == 8)
-        #expect(c.httpLimits.idleTimeoutSeconds == 3 && c.httpLimits.eventStreamStallSeconds == 7)
+        #expect(c.httpLimits.idleTimeoutSeconds == 3 && c.httpLimits.eventStreamStallSeconds == 7 && c.httpLimits.headerTimeoutSeconds == 4)
         for (value, expected) in [("true", MetricsAuth.always), ("1", .always), ("remote", .remote), ("false", .never), ("0", .never)] {
             try c.set("metrics_require_auth", value)
             #expect(c.metricsRequireAuth == expected)
@@ -185,7 +213,8 @@ struct HTTPServerPartsTests {
         #expect(throws: ConfigError.self) { try c.set("metrics_require_auth", "yes") }
         #expect(throws: ConfigError.self) { try c.set("http_idle_timeout_s", "0") }
         #expect(throws: ConfigError.self) { try c.set("http_connections_per_address", "-1") }
-        for key in ["http_max_connections", "http_connections_per_address", "http_idle_timeout_s", "event_stream_stall_timeout_s"] {
+        for key in ["http_max_connections", "http_connections_per_address", "http_idle_timeout_s", "http_header_timeout_s",
+                    "event_stream_stall_timeout_s"] {
             #expect(RelayConfig.keys.contains(key))
         }
     }

@@ -12,11 +12,12 @@ extension ProcessTests {
     /// The attacks of the HTTP API's security review, each against a real relay: what broke the API then must not now.
     @Suite("HTTP API under attack")
     struct HTTPAttackTests {
-        @Test("1,100 idle connections from one address and a slowloris from another: /healthz and the API answer within a second, the relay starts no thread per connection, and it closes the idle ones")
+        @Test("1,100 idle connections from one address and a slowloris from another: /healthz and the API answer within a second, the relay starts no thread per connection, and it closes the idle ones and the slowloris")
         func idleConnectionsAndSlowloris() throws {
             let perAddress = 50, idleTimeout = 2.0
             let (relay, _) = try startRelay(environment: ["PARLEY_HTTP_CONNECTIONS_PER_ADDRESS": "\(perAddress)",
-                                                          "PARLEY_HTTP_IDLE_TIMEOUT_S": "\(Int(idleTimeout))"])
+                                                          "PARLEY_HTTP_IDLE_TIMEOUT_S": "\(Int(idleTimeout))",
+                                                          "PARLEY_HTTP_HEADER_TIMEOUT_S": "2"])
             defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
             let port = try #require(httpPort(of: relay))
             let base = "http://127.0.0.1:\(port)"
@@ -31,7 +32,8 @@ extension ProcessTests {
             let slowloris = try RawTCP(port: port, from: "127.0.0.3")
             #expect(slowloris.send("GET /healthz HTTP/1.1\r\nHost: relay\r\nX-Slow: "))
 
-            // Probes from 127.0.0.1 while both hold: every one answers, in under a second.
+            // Probes from 127.0.0.1 while both hold: every one answers, in under a second. The slowloris sends a byte
+            // between probes (~0.3 s apart), more often than the idle timeout.
             let start = Date()
             var probes = 0
             while Date().timeIntervalSince(start) < 3 {
@@ -48,9 +50,13 @@ extension ProcessTests {
             #expect(during.threads <= threadsBefore + 4, "threads: \(threadsBefore) before, \(during.threads) with 1,101 connections")
             // One address holds at most its share; the rest were closed at once.
             #expect(idle.filter { !$0.closedByPeer }.count <= perAddress)
-            // The slowloris is still sending, so it is still open; the idle ones are closed after the idle timeout.
+            // The idle ones are closed after the idle timeout; the slowloris, which never went quiet, at the header deadline.
             #expect(eventually(seconds: idleTimeout + 2) { idle.allSatisfy(\.closedByPeer) },
                     "\(idle.filter { !$0.closedByPeer }.count) idle connections still open")
+            slowloris.send("x")
+            #expect(eventually(seconds: 1) { slowloris.closedByPeer }, "the slowloris is still open after 3 s of headers")
+            let metrics = try curl("GET", base + "/metrics").body
+            #expect((metric(metrics, "parley_http_header_timeouts_total") ?? 0) >= 1)
             #expect(try curl("GET", base + "/healthz").status == 200)
         }
 
