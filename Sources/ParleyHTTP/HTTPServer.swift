@@ -69,15 +69,20 @@ public final class HTTPServer: @unchecked Sendable {
         port = parley_mhd_port(started)
     }
 
-    /// Stops accepting and ends every request: queued API requests are answered 503, event streams end, then the
-    /// daemon stops (libmicrohttpd must not be stopped with a connection suspended).
-    public func stop() {
+    /// Stops accepting and ends every request: queued API requests are answered 503, requests a worker is answering
+    /// finish, event streams end; the answers get up to `drainSeconds` to go out, then the daemon stops (libmicrohttpd
+    /// must not be stopped with a connection suspended).
+    public func stop(drainSeconds: Double = 1) {
         guard let d = daemon else { return }
         stopping.store(true, ordering: .releasing)
+        let listener = MHD_quiesce_daemon(d)
         api.stop()
         streams.stop()
+        let deadline = Clock.monotonicNanoseconds() + Int64(drainSeconds * 1e9)
+        while stats.snapshot.connections > 0 && Clock.monotonicNanoseconds() < deadline { usleep(10_000) }
+        deadlines.stop()  // before the daemon closes sockets: no sweep may shut one it closed without a notice
         MHD_stop_daemon(d)
-        deadlines.stop()
+        if listener >= 0 { close(listener) }  // MHD_quiesce_daemon hands it over, to close after the stop
         daemon = nil
     }
 
