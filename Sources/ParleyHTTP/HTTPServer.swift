@@ -16,8 +16,7 @@ import Synchronization
 ///
 /// Each client address gets at most `HTTPLimits.connectionsPerAddress` connections, each connection a bounded
 /// memory pool; a connection where no byte moves for `idleTimeoutSeconds`, or whose request headers take longer than
-/// `headerTimeoutSeconds` (`HeaderDeadlines`), is closed. Owns the daemon and stops
-/// it in `stop()`/`deinit`.
+/// `headerTimeoutSeconds` (`HeaderDeadlines`), is closed. Owns the daemon and stops it in `stop()`/`deinit`.
 public final class HTTPServer: @unchecked Sendable {
     // Invariant: `daemon` is set in `init` and cleared only in `stop()` (called once, from the owning thread);
     // everything the C callbacks touch is immutable or `Sendable`.
@@ -28,7 +27,6 @@ public final class HTTPServer: @unchecked Sendable {
     let streams: EventStreams
     let api: APIThreads
     let deadlines: HeaderDeadlines
-    let stopping = Atomic<Bool>(false)
     /// libmicrohttpd's messages come here (through `logger`), throttled.
     let libraryLog = Mutex(MessageThrottle(interval: 10_000_000_000))
     private let logger = UnsafeMutablePointer<parley_mhd_logger>.allocate(capacity: 1)
@@ -74,7 +72,6 @@ public final class HTTPServer: @unchecked Sendable {
     /// must not be stopped with a connection suspended).
     public func stop(drainSeconds: Double = 1) {
         guard let d = daemon else { return }
-        stopping.store(true, ordering: .releasing)
         let listener = MHD_quiesce_daemon(d)
         api.stop()
         streams.stop()
