@@ -8,13 +8,16 @@ public struct HTTPRequest: Sendable {
     public var authorization: String?
     /// The body.
     public var body: [UInt8]
+    /// True when the client's address is loopback (127.0.0.0/8): it runs on the relay's host.
+    public var fromLoopback: Bool
 
     /// A request.
-    public init(method: String, path: String, authorization: String? = nil, body: [UInt8] = []) {
+    public init(method: String, path: String, authorization: String? = nil, body: [UInt8] = [], fromLoopback: Bool = false) {
         self.method = method
         self.path = path
         self.authorization = authorization
         self.body = body
+        self.fromLoopback = fromLoopback
     }
 }
 

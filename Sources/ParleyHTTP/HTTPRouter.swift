@@ -33,8 +33,10 @@ public struct HTTPRouter: Sendable {
     public let signer: TokenSigner?
     /// Relay defaults shown for rooms created without limits.
     public let config: RelayCoreConfig
-    /// Whether `/metrics` needs an admin token.
-    public let metricsRequireAuth: Bool
+    /// Who needs an admin token for `/metrics`.
+    public let metricsRequireAuth: MetricsAuth
+    /// The HTTP server's own counters, added to `/metrics` when given.
+    public let httpStats: HTTPStats?
     /// Longest body accepted.
     public static let maxBodyBytes = 64 * 1024
     /// Longest room name, identity or display name, in bytes.
@@ -42,12 +44,45 @@ public struct HTTPRouter: Sendable {
 
     /// A router.
     public init(backend: any APIBackend, verifier: TokenVerifier, signer: TokenSigner?, config: RelayCoreConfig,
-                metricsRequireAuth: Bool = false) {
+                metricsRequireAuth: MetricsAuth = .remote, httpStats: HTTPStats? = nil) {
         self.backend = backend
         self.verifier = verifier
         self.signer = signer
         self.config = config
         self.metricsRequireAuth = metricsRequireAuth
+        self.httpStats = httpStats
+    }
+
+    /// What the server does with a request once its headers are in, before reading any body.
+    public enum Admission: Equatable, Sendable {
+        /// Answer this at once: nothing in it waits for a worker (health, refusals, unknown paths).
+        case answer(HTTPResponse)
+        /// Read the body, then `route` the request away from the event loop: it reads snapshots or runs a command.
+        case route
+        /// Start the event stream.
+        case eventStream
+    }
+
+    /// Decides from the headers alone (`request.body` is not read): an unauthorised client is answered before it
+    /// may send a body, and only authorised requests (and loopback metrics scrapes) reach the workers.
+    public func admit(_ request: HTTPRequest, now: Int64) -> Admission {
+        let parts = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
+        do throws(APIError) {
+            switch parts {
+            case ["healthz"]:
+                return .answer(try dispatch(request, now: now))
+            case ["metrics"]:
+                try allow(request.method, "GET")
+                try authoriseMetrics(request, now: now)
+                return .route
+            default:
+                guard parts.first == "v1" else { throw Self.noEndpoint }
+                try authorise(request, now: now)
+                return request.method == "GET" && parts == ["v1", "events"] ? .eventStream : .route
+            }
+        } catch {
+            return .answer(error.response)
+        }
     }
 
     /// Answers one request. `now` is Unix seconds (token checks and minting).
@@ -68,13 +103,13 @@ public struct HTTPRouter: Sendable {
             return Self.json(API.Done(ok: true, detail: nil))
         case ["metrics"]:
             try allow(method, "GET")
-            if metricsRequireAuth { try authorise(request, now: now) }
+            try authoriseMetrics(request, now: now)
             return HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8",
-                                body: Array(PrometheusExporter.render(backend.snapshots(), config: config).utf8))
+                                body: Array(PrometheusExporter.render(backend.snapshots(), config: config, http: httpStats?.snapshot).utf8))
         default:
             break
         }
-        guard parts.first == "v1" else { throw APIError(404, "not_found", "no such endpoint: \(request.path)") }
+        guard parts.first == "v1" else { throw Self.noEndpoint }
         try authorise(request, now: now)
         let rest = Array(parts.dropFirst())
         switch (method, rest) {
@@ -116,18 +151,32 @@ public struct HTTPRouter: Sendable {
 
     // MARK: Auth
 
+    // Answers to clients not yet authorised are short and never echo the request: nothing unauthenticated gets back
+    // more than a fixed handful of bytes (the README says how to get a token).
+
+    /// Outside `/v1`, before auth: the path is not echoed.
+    static let noEndpoint = APIError(404, "not_found", "no such endpoint")
+
     private func authorise(_ request: HTTPRequest, now: Int64) throws(APIError) {
         guard let header = request.authorization, header.hasPrefix("Bearer ") else {
-            throw APIError(401, "unauthorized", "send Authorization: Bearer <token with the admin grant> (parley token --admin --identity ops)")
+            throw APIError(401, "unauthorized", "admin token required")
         }
         let token = String(header.dropFirst("Bearer ".count)).trimmingCharacters(in: .whitespaces)
         let claims: TokenClaims
         do {
             claims = try verifier.verify(token, now: now)
         } catch {
-            throw APIError(401, "unauthorized", "bad token: \(error.reason)")
+            throw APIError(401, "unauthorized", "bad token: \(error.code)")  // `reason` may quote the token's kid or alg
         }
         guard claims.grants.admin else { throw APIError(403, "forbidden", "the token of \(claims.identity) lacks the admin grant") }
+    }
+
+    private func authoriseMetrics(_ request: HTTPRequest, now: Int64) throws(APIError) {
+        switch metricsRequireAuth {
+        case .always: try authorise(request, now: now)
+        case .remote: if !request.fromLoopback { try authorise(request, now: now) }
+        case .never: break
+        }
     }
 
     private func allow(_ method: String, _ allowed: String) throws(APIError) {

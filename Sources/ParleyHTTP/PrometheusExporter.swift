@@ -5,8 +5,8 @@ import ParleyWire
 
 /// Renders the workers' snapshots as Prometheus text exposition (version 0.0.4).
 public enum PrometheusExporter {
-    /// Metric families, one `# HELP`/`# TYPE` pair each.
-    public static func render(_ workers: [WorkerSnapshot], config: RelayCoreConfig) -> String {
+    /// Metric families, one `# HELP`/`# TYPE` pair each; the HTTP server's own when `http` is given.
+    public static func render(_ workers: [WorkerSnapshot], config: RelayCoreConfig, http: HTTPStats.Snapshot? = nil) -> String {
         var out = ""
         func family(_ name: String, _ type: String, _ help: String, _ samples: [(labels: String, value: String)]) {
             out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
@@ -75,6 +75,16 @@ public enum PrometheusExporter {
         family("parley_worker_busy_seconds_total", "counter", "CPU time each worker loop spent busy.", workers.map { w in
             ("worker=\"\(w.worker)\"", seconds(w.busyNanoseconds))
         })
+        if let http {
+            family("parley_http_connections", "gauge", "HTTP API connections open.", [("", String(http.connections))])
+            family("parley_http_event_streams", "gauge", "Event streams open.", [("", String(http.eventStreams))])
+            family("parley_http_event_streams_dropped_total", "counter", "Event streams closed because their reader stopped reading.",
+                   [("", String(http.eventStreamsDropped))])
+            family("parley_http_requests_shed_total", "counter", "Requests answered 503 at once: every API thread busy, the queue full.",
+                   [("", String(http.requestsShed))])
+            family("parley_http_header_timeouts_total", "counter", "Connections closed because a request's headers came too slowly.",
+                   [("", String(http.headerTimeouts))])
+        }
         // One histogram summed over the workers.
         var mix = DurationHistogram()
         for w in workers {

@@ -2,7 +2,8 @@ import Foundation
 import ParleyRelayCore
 
 /// The relay's recent events for the HTTP event stream: workers append, stream connections read from a
-/// sequence number on and wait (briefly) for more. Bounded: a slow reader skips what was overwritten.
+/// sequence number on without waiting; one thread of the HTTP server waits for more and wakes them. Bounded: a slow
+/// reader skips what was overwritten.
 public final class EventHub: @unchecked Sendable {
     // Invariant: `ring`, `nextSequence` are touched only while `condition` is locked.
     private let condition = NSCondition()
@@ -34,19 +35,25 @@ public final class EventHub: @unchecked Sendable {
         return nextSequence
     }
 
-    /// Events from `sequence` on, waiting up to `seconds` for one when there are none; returns them and the
-    /// sequence to read from next.
-    public func events(from sequence: UInt64, waitingUpTo seconds: Double) -> (events: [RelayEvent], next: UInt64) {
+    /// Events from `sequence` on, at most `limit`, without waiting; returns them and the sequence to read from next.
+    /// A reader behind the oldest event kept skips to it.
+    public func events(from sequence: UInt64, limit: Int = .max) -> (events: [RelayEvent], next: UInt64) {
         condition.lock()
         defer { condition.unlock() }
-        let deadline = Date().addingTimeInterval(seconds)
-        while nextSequence <= sequence {
-            if !condition.wait(until: deadline) { break }
-        }
         let oldest = nextSequence - UInt64(ring.count)
         let from = max(sequence, oldest)
         guard from < nextSequence else { return ([], nextSequence) }
-        return (Array(ring[Int(from - oldest)...]), nextSequence)
+        let start = Int(from - oldest)
+        let end = start + min(limit, ring.count - start)
+        return (Array(ring[start..<end]), from + UInt64(end - start))
+    }
+
+    /// Waits until an event past `sequence` is published (or `seconds` pass, or `wakeAll`); returns `head`.
+    public func wait(past sequence: UInt64, seconds: Double) -> UInt64 {
+        condition.lock()
+        defer { condition.unlock() }
+        if nextSequence <= sequence { _ = condition.wait(until: Date().addingTimeInterval(seconds)) }
+        return nextSequence
     }
 
     /// Wakes every waiting reader (at shutdown).

@@ -10,8 +10,10 @@ public struct RelayConfig: Sendable {
     public var udp = PeerAddress(ipv4: 127, 0, 0, 1, port: 7400)
     /// The HTTP API address (served from the HTTP API issue on).
     public var http = PeerAddress(ipv4: 127, 0, 0, 1, port: 7480)
-    /// Whether `/metrics` needs an admin token like the rest of the API.
-    public var metricsRequireAuth = false
+    /// Who needs an admin token for `/metrics`: clients not on loopback, unless set otherwise.
+    public var metricsRequireAuth = MetricsAuth.remote
+    /// Connection limits and timeouts of the HTTP API.
+    public var httpLimits = HTTPLimits()
     /// Worker loops; 0 = one per core.
     public var workers = 0
     /// API key → secret.
@@ -38,7 +40,9 @@ public struct RelayConfig: Sendable {
                               "max_forwarded_speakers", "speaker_update_interval_ms", "speaker_level_update_interval_ms", "speech_level_threshold",
                               "audio_level_extension_id", "default_room_mode", "joins_per_second", "ring_timeout_s",
                               "mix_complexity", "mix_bitrate", "mix_expected_loss_percent", "metrics_require_auth",
-                              "signalling_queue_limit", "text_queue_limit", "nack_budget_percent", "nack_burst_bytes"]
+                              "signalling_queue_limit", "text_queue_limit", "nack_budget_percent", "nack_burst_bytes",
+                              "http_max_connections", "http_connections_per_address", "http_idle_timeout_s",
+                              "http_header_timeout_s", "event_stream_stall_timeout_s"]
 
     /// Applies one key's value; throws a message naming the key on a bad value.
     public mutating func set(_ key: String, _ value: String) throws(ConfigError) {
@@ -88,8 +92,14 @@ public struct RelayConfig: Sendable {
         case "nack_budget_percent": core.nackBudgetPercent = try int(0...100)
         case "nack_burst_bytes": core.nackBurstBytes = try int(0...1_000_000)
         case "metrics_require_auth":
-            guard let b = ["true": true, "1": true, "false": false, "0": false][value] else { throw ConfigError("metrics_require_auth must be true or false, got \"\(value)\"") }
-            metricsRequireAuth = b
+            let choices: [String: MetricsAuth] = ["true": .always, "1": .always, "remote": .remote, "false": .never, "0": .never]
+            guard let a = choices[value] else { throw ConfigError("metrics_require_auth must be true, remote or false, got \"\(value)\"") }
+            metricsRequireAuth = a
+        case "http_max_connections": httpLimits.maxConnections = try int(1...65_536)
+        case "http_connections_per_address": httpLimits.connectionsPerAddress = try int(1...65_536)
+        case "http_idle_timeout_s": httpLimits.idleTimeoutSeconds = try int(1...3600)
+        case "http_header_timeout_s": httpLimits.headerTimeoutSeconds = try int(1...3600)
+        case "event_stream_stall_timeout_s": httpLimits.eventStreamStallSeconds = try int(1...3600)
         default: throw ConfigError("unknown setting \"\(key)\" (known: \(Self.keys.joined(separator: ", ")))")
         }
     }

@@ -53,11 +53,13 @@ do {
     fail(error.description)
 }
 
+let httpStats = HTTPStats()
 let router = HTTPRouter(backend: server.api, verifier: TokenVerifier(keys: config.apiKeys), signer: server.api.signer,
-                        config: config.core, metricsRequireAuth: config.metricsRequireAuth)
+                        config: config.core, metricsRequireAuth: config.metricsRequireAuth, httpStats: httpStats)
 let http: HTTPServer
 do {
-    http = try HTTPServer(address: config.http, router: router, events: server.api.events, log: log)
+    http = try HTTPServer(address: config.http, router: router, events: server.api.events, limits: config.httpLimits,
+                          stats: httpStats, log: log)
 } catch {
     fail(error.description)
 }
