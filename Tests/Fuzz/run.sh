@@ -10,7 +10,7 @@
 #   --merge      minimize Tests/Fuzz/corpus/TARGET together with what the last fuzz run found (.build/fuzz/corpus-TARGET):
 #                make_seeds.py's named seeds always stay; the units libFuzzer names by their SHA-1 are replaced by the
 #                smallest set (libFuzzer -merge=1) that adds coverage beyond the seeds. Review and commit the result.
-#   TARGET       any of: rtp rtcp signalling token (default: all four, in that order)
+#   TARGET       any of: rtp rtcp signalling token (default: all four, the slowest first so that --jobs 2 stays balanced)
 #
 # Each target is one swiftc invocation that compiles the fuzz entry file together with the sources of the module
 # under test into a single module (SwiftPM cannot link a libFuzzer main), e.g.
@@ -52,7 +52,7 @@ while [[ $# -gt 0 ]]; do
         *) usage ;;
     esac
 done
-[[ ${#TARGETS[@]} -eq 0 ]] && TARGETS=(rtp rtcp signalling token)
+[[ ${#TARGETS[@]} -eq 0 ]] && TARGETS=(token rtcp rtp signalling)
 
 OUT="${FUZZ_OUT:-.build/fuzz}"
 mkdir -p "$OUT"
@@ -112,9 +112,11 @@ fuzz() {
     # shellcheck disable=SC2086
     "$OUT/fuzz-$name" "${limit[@]}" -max_len="$MAX_LEN" -print_final_stats=1 \
         -artifact_prefix="$OUT/$name-" ${FUZZ_EXTRA_ARGS:-} "$corpus" >"$log" 2>&1 || status=$?
-    local elapsed wall units rate line
+    local elapsed wall cpu units rate line
     elapsed=$(( $(now_ms) - started ))
     wall="$(since "$started")"
+    # CPU seconds of this job's children, the fuzzer all but a few milliseconds of it (`times`, second line: user sys).
+    cpu="$(times | sed -n 2p | awk '{ split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%.1f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }')"
     units="$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || true)"
     [[ -z "$units" ]] && units="$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#' || true)"
     rate=$(( ${units:-0} * 1000 / (elapsed > 0 ? elapsed : 1) ))
@@ -127,7 +129,7 @@ fuzz() {
         line="$name: STOPPED SHORT at ${units:-?} of $RUNS executions; log $log"
         status=1
     else
-        line="$name: $units executions in $wall s ($rate/s), corpus $(ls "$corpus" | wc -l) units, no crash"
+        line="$name: $units executions in $wall s ($rate/s; $cpu CPU s), corpus $(ls "$corpus" | wc -l) units, no crash"
     fi
     echo "$line" >"$OUT/$name.summary"
     echo "$line"
