@@ -116,7 +116,9 @@ fuzz() {
     elapsed=$(( $(now_ms) - started ))
     wall="$(since "$started")"
     # CPU seconds of this job's children, the fuzzer all but a few milliseconds of it (`times`, second line: user sys).
-    cpu="$(times | sed -n 2p | awk '{ split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%.1f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }')"
+    # (Into a file: in a command substitution `times` would speak for the substitution's own subshell.)
+    times >"$OUT/$name.times"
+    cpu="$(sed -n 2p "$OUT/$name.times" | awk '{ split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%.1f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }')"
     units="$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || true)"
     [[ -z "$units" ]] && units="$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#' || true)"
     rate=$(( ${units:-0} * 1000 / (elapsed > 0 ? elapsed : 1) ))

@@ -12,8 +12,8 @@ extension ProcessTests {
             let base = try freeUDPPorts(count: 2)
             let room = roomOnWorker(1, of: 2)  // the member talks to worker 1's port after the welcome
             let first = try startRelay(onPort: base, workers: 2)
-            var relays = [first]
-            defer { for r in relays { r.signal(SIGTERM); r.wait(seconds: 5) } }
+            var relay = first  // the one running now: only it is stopped at the end (a reaped pid may be reused)
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
             let server = "127.0.0.1:\(base)"
             let alice = try Spawned("parley", ["join", room, "--identity", "alice", "--server", server, "--duration", "40",
                                                "--listen-only", "--no-playback"])
@@ -26,7 +26,7 @@ extension ProcessTests {
             first.signal(SIGKILL)  // no goodbye: the clients find out by themselves
             first.wait(seconds: 5)
             let second = try startRelay(onPort: base, workers: 2)
-            relays.append(second)
+            relay = second
 
             // Each client's resume gets `unknown session` from the new relay: a cue to join afresh, not to exit.
             let joinedTwice = alice.waitFor(seconds: 20) { $0.components(separatedBy: "joined \(room) as alice").count == 3 }

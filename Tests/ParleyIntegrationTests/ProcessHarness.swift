@@ -107,7 +107,8 @@ final class Spawned: @unchecked Sendable {
         return process.terminationStatus
     }
 
-    func signal(_ sig: Int32) { kill(process.processIdentifier, sig) }
+    /// Sends `sig` while the process runs (after it exited and was reaped, its pid may belong to another process).
+    func signal(_ sig: Int32) { if process.isRunning { kill(process.processIdentifier, sig) } }
 
     deinit { if process.isRunning { process.terminate() } }
 }
