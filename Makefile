@@ -17,7 +17,7 @@ DEBS_QUALITY := $(DEBS_RUN) espeak-ng ffmpeg
 SWIFT_FLAGS ?=
 RELAY_ARGS ?=
 
-.PHONY: run test build release deps-run deps-test fuzz fuzz-merge bench quality bench-peer clean
+.PHONY: run test build release deps-run deps-test fuzz fuzz-merge fuzz-minimize bench quality bench-peer clean
 
 define install_missing
 	@missing=""; for p in $(1); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; done; \
@@ -80,7 +80,8 @@ bench-peer: deps-run
 
 ## make fuzz: one libFuzzer target per parser, FUZZ_RUNS executions each (default 1,000,000), FUZZ_JOBS at a time
 ## (default 2, the machine's cores); FUZZ_SECONDS=S runs each for S seconds instead.
-## make fuzz-merge: after make fuzz, fold what it found into Tests/Fuzz/corpus (minimized; the named seeds stay).
+## make fuzz-merge: after make fuzz, add to Tests/Fuzz/corpus what it found that brings new coverage (nothing there
+## changes). make fuzz-minimize: rebuild that corpus as the smallest set covering it all (the named seeds stay).
 FUZZ_RUNS ?= 1000000
 FUZZ_JOBS ?= 2
 FUZZ_SECONDS ?=
@@ -91,6 +92,10 @@ fuzz:
 fuzz-merge:
 	$(call install_missing,$(DEBS_FUZZ))
 	Tests/Fuzz/run.sh --merge
+
+fuzz-minimize:
+	$(call install_missing,$(DEBS_FUZZ))
+	Tests/Fuzz/run.sh --minimize
 
 clean:
 	rm -rf .build

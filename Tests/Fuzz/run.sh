@@ -3,13 +3,17 @@
 #
 #   Tests/Fuzz/run.sh [--runs N | --seconds S] [--jobs J] [TARGET...]   fuzz each target
 #   Tests/Fuzz/run.sh --merge [TARGET...]                                fold the last runs' finds into the repo corpus
+#   Tests/Fuzz/run.sh --minimize [TARGET...]                             the same, re-minimizing the whole repo corpus
 #
 #   --runs N     executions per target (default 1000000); the run stops there, so its length is known in advance
 #   --seconds S  run each target for S seconds instead
 #   --jobs J     run up to J targets at once (default 1; each target is one process on one core)
-#   --merge      minimize Tests/Fuzz/corpus/TARGET together with what the last fuzz run found (.build/fuzz/corpus-TARGET):
-#                make_seeds.py's named seeds always stay; the units libFuzzer names by their SHA-1 are replaced by the
-#                smallest set (libFuzzer -merge=1) that adds coverage beyond the seeds. Review and commit the result.
+#   --merge      add to Tests/Fuzz/corpus/TARGET the units of the last fuzz run (.build/fuzz/corpus-TARGET) that add
+#                coverage beyond what the repo corpus already has (libFuzzer -merge=1, named by their SHA-1); nothing
+#                already there changes, so the history only grows by what is new. Review and commit the result.
+#   --minimize   rebuild the repo corpus from scratch instead: make_seeds.py's named seeds always stay, and the SHA-1
+#                units (the repo's and the last run's) are replaced by the smallest set that adds coverage beyond the
+#                seeds. Touches many files: worth it now and then, when the corpus has grown a lot.
 #   TARGET       any of: rtp rtcp signalling token (default: all four, the slowest first so that --jobs 2 stays balanced)
 #
 # Each target is one swiftc invocation that compiles the fuzz entry file together with the sources of the module
@@ -34,7 +38,7 @@ if ! command -v swiftc >/dev/null 2>&1; then
     exit 2
 fi
 
-usage() { echo "usage: $0 [--runs N | --seconds S] [--jobs J] [TARGET...] | $0 --merge [TARGET...]   (TARGET: rtp rtcp signalling token)" >&2; exit 2; }
+usage() { echo "usage: $0 [--runs N | --seconds S] [--jobs J] [TARGET...] | $0 --merge|--minimize [TARGET...]   (TARGET: rtp rtcp signalling token)" >&2; exit 2; }
 number() { [[ "${1:-}" =~ ^[0-9]+$ ]] && [[ "$1" -ge 1 ]] || usage; }
 
 RUNS=1000000
@@ -48,6 +52,7 @@ while [[ $# -gt 0 ]]; do
         --seconds) number "${2:-}"; SECONDS_EACH="$2"; shift 2 ;;
         --jobs) number "${2:-}"; JOBS="$2"; shift 2 ;;
         --merge) MERGE=1; shift ;;
+        --minimize) MERGE=2; shift ;;
         rtp|rtcp|signalling|token) TARGETS+=("$1"); shift ;;
         *) usage ;;
     esac
@@ -138,9 +143,19 @@ fuzz() {
     return $status
 }
 
-# Minimizes the repo corpus of one target together with the last run's scratch corpus (see --merge above).
+# Adds the last run's finds that bring new coverage to the repo corpus of one target (see --merge above).
 merge() {
-    local name="$1" repo="Tests/Fuzz/corpus/$1" scratch="$OUT/corpus-$1" into="$OUT/merge-$1" log="$OUT/$1.merge.log"
+    local name="$1" repo="Tests/Fuzz/corpus/$1" scratch="$OUT/corpus-$1" log="$OUT/$1.merge.log" before
+    mkdir -p "$scratch"
+    before="$(ls "$repo" | wc -l)"
+    "$OUT/fuzz-$name" -merge=1 -max_len="$MAX_LEN" "$repo" "$scratch" >"$log" 2>&1 \
+        || { echo "merge $name: failed; see $log" >&2; tail -n 20 "$log" >&2; return 1; }
+    echo "merge $name: $repo has $(ls "$repo" | wc -l) units (was $before); log $log"
+}
+
+# Minimizes the repo corpus of one target together with the last run's scratch corpus (see --minimize above).
+minimize() {
+    local name="$1" repo="Tests/Fuzz/corpus/$1" scratch="$OUT/corpus-$1" into="$OUT/minimize-$1" log="$OUT/$1.minimize.log"
     local sha1='^[0-9a-f]{40}$' before after
     rm -rf "$into"
     mkdir -p "$into" "$scratch"
@@ -151,7 +166,7 @@ merge() {
     find "$repo" -maxdepth 1 -type f -regextype posix-extended -regex ".*/[0-9a-f]{40}" -delete
     for f in "$into"/*; do [[ "$(basename "$f")" =~ $sha1 ]] && cp "$f" "$repo"/; done
     after="$(ls "$repo" | grep -cE "$sha1" || true)"
-    echo "merge $name: $repo keeps its $(ls "$repo" | grep -cvE "$sha1") seeds and $after found units (was $before); log $log"
+    echo "minimize $name: $repo keeps its $(ls "$repo" | grep -cvE "$sha1") seeds and $after found units (was $before); log $log"
 }
 
 # Runs `$1 NAME` for every target, at most $JOBS at a time; returns non-zero if any failed.
@@ -174,10 +189,8 @@ for name in "${TARGETS[@]}"; do
 done
 [[ $build_failed -eq 0 ]] || { echo "run.sh: a build failed" >&2; exit 1; }
 
-if [[ $MERGE -eq 1 ]]; then
-    each merge
-    exit $?
-fi
+if [[ $MERGE -eq 1 ]]; then each merge; exit $?; fi
+if [[ $MERGE -eq 2 ]]; then each minimize; exit $?; fi
 
 failed=0
 each fuzz || failed=1
