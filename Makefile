@@ -6,15 +6,18 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 # Packages by use, each list in one place. RUN: building and running the relay and client. TEST: plus every program a
 # test starts (Tests/ParleyIntegrationTests/ExternalProgram.swift names them; a test fails when one is missing here).
 DEBS_RUN  := pkg-config libopus-dev libasound2-dev libsodium-dev libspeexdsp-dev libmicrohttpd-dev
-DEBS_TEST := $(DEBS_RUN) espeak-ng curl ffmpeg
+# FUZZ: the libFuzzer targets (Tests/Fuzz/run.sh). `swiftc -sanitize=fuzzer` links the toolchain's libclang_rt.fuzzer,
+# a C++ library, with -lstdc++ (libstdc++-12-dev; without it the link fails on undefined __cxa_* symbols); the token target
+# links libsodium. The fuzzers run in `make test` too.
+DEBS_FUZZ := libsodium-dev libstdc++-12-dev
+DEBS_TEST := $(sort $(DEBS_RUN) $(DEBS_FUZZ) espeak-ng curl ffmpeg)
 # The quality bench: speech, the ffmpeg/libopus baseline; PyPI's pesq, numpy, scipy are installed by the target.
 DEBS_QUALITY := $(DEBS_RUN) espeak-ng ffmpeg
-DEBS_FUZZ := $(DEBS_RUN)
 
 SWIFT_FLAGS ?=
 RELAY_ARGS ?=
 
-.PHONY: run test build release deps-run deps-test fuzz bench soak quality bench-peer clean
+.PHONY: run test build release deps-run deps-test fuzz fuzz-merge fuzz-minimize bench soak quality bench-peer clean
 
 define install_missing
 	@missing=""; for p in $(1); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; done; \
@@ -44,10 +47,13 @@ release: deps-run
 build: deps-run
 	swift build $(SWIFT_FLAGS)
 
-## make test: install, build, run every test (unit, integration with real processes on loopback).
+## make test: install, build, run every test (unit, integration with real processes on loopback), then every fuzz
+## target for FUZZ_RUNS executions (after the tests, never beside them: the process tests are real-time).
+## FUZZ_RUNS=0 skips the fuzzers.
 test: deps-test
 	swift build $(SWIFT_FLAGS) --build-tests
 	swift test $(SWIFT_FLAGS) --skip-build
+	@if [ "$(FUZZ_RUNS)" != 0 ]; then Tests/Fuzz/run.sh --runs $(FUZZ_RUNS) --jobs $(FUZZ_JOBS); fi
 
 ## make bench: the per-packet cost of the relay core (ns/packet, allocations per forwarded packet).
 bench: deps-run
@@ -78,11 +84,24 @@ bench-peer: deps-run
 	swift build -c release $(SWIFT_FLAGS) --product parley
 	python3 Benchmarks/peer/bench-peer.py
 
-## make fuzz: one libFuzzer target per parser, FUZZ_SECONDS each (default 60).
-FUZZ_SECONDS ?= 60
-fuzz: deps-run
+## make fuzz: one libFuzzer target per parser, FUZZ_RUNS executions each (default 1,000,000), FUZZ_JOBS at a time
+## (default 2, the machine's cores); FUZZ_SECONDS=S runs each for S seconds instead.
+## make fuzz-merge: after make fuzz, add to Tests/Fuzz/corpus what it found that brings new coverage (nothing there
+## changes). make fuzz-minimize: rebuild that corpus as the smallest set covering it all (the named seeds stay).
+FUZZ_RUNS ?= 1000000
+FUZZ_JOBS ?= 2
+FUZZ_SECONDS ?=
+fuzz:
 	$(call install_missing,$(DEBS_FUZZ))
-	Tests/Fuzz/run.sh $(FUZZ_SECONDS)
+	Tests/Fuzz/run.sh $(if $(FUZZ_SECONDS),--seconds $(FUZZ_SECONDS),--runs $(FUZZ_RUNS)) --jobs $(FUZZ_JOBS)
+
+fuzz-merge:
+	$(call install_missing,$(DEBS_FUZZ))
+	Tests/Fuzz/run.sh --merge
+
+fuzz-minimize:
+	$(call install_missing,$(DEBS_FUZZ))
+	Tests/Fuzz/run.sh --minimize
 
 clean:
 	rm -rf .build

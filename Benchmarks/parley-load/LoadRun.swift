@@ -134,6 +134,7 @@ final class LoadRun {
     private let rxBuffers = UnsafeMutableRawPointer.allocate(byteCount: LoadRun.slots * LoadRun.slotSize, alignment: 16)
     private let rxHeaders = UnsafeMutablePointer<parley_mmsg>.allocate(capacity: LoadRun.slots)
     private let rxIOV = UnsafeMutablePointer<iovec>.allocate(capacity: LoadRun.slots)
+    private let rxNames = UnsafeMutablePointer<sockaddr_storage>.allocate(capacity: LoadRun.slots)
     private let txBuffer = UnsafeMutableRawPointer.allocate(byteCount: 1536, alignment: 16)
 
     init(options: Options, clip: SpeechClip, target: LoadTarget, membersPerRoom: Int, prefix: String, progress: Bool) throws {
@@ -164,7 +165,7 @@ final class LoadRun {
 
     deinit {
         pollSet.deallocate()
-        rxBuffers.deallocate(); rxHeaders.deallocate(); rxIOV.deallocate(); txBuffer.deallocate()
+        rxBuffers.deallocate(); rxHeaders.deallocate(); rxIOV.deallocate(); rxNames.deallocate(); txBuffer.deallocate()
     }
 
     private var isRelay: Bool { if case .relay = target { return true }; return false }
@@ -422,6 +423,8 @@ final class LoadRun {
                 var h = msghdr()
                 h.msg_iov = rxIOV + i
                 h.msg_iovlen = 1
+                h.msg_name = UnsafeMutableRawPointer(rxNames + i)
+                h.msg_namelen = socklen_t(MemoryLayout<sockaddr_storage>.size)
                 rxHeaders[i] = parley_mmsg(msg_hdr: h, msg_len: 0)
             }
             let n = Int(parley_recvmmsg(m.socket.fd, rxHeaders, UInt32(LoadRun.slots)))
@@ -432,7 +435,8 @@ final class LoadRun {
                 guard bytes.count >= 12 else { continue }
                 if bytes[0] == Signalling.magic {
                     result.signallingReceived += 1
-                    handleSignalling(m, bytes, now: arrival)
+                    guard let from = PeerAddress(storage: rxNames + i) else { continue }
+                    handleSignalling(m, bytes, from: from, now: arrival)
                 } else if bytes[0] >> 6 == 2 && !(bytes[1] >= 192 && bytes[1] <= 223) {
                     receiveRTP(m, bytes, arrival: arrival)
                 }
@@ -441,9 +445,9 @@ final class LoadRun {
         }
     }
 
-    private func handleSignalling(_ m: Member, _ bytes: UnsafeRawBufferPointer, now: Int64) {
+    private func handleSignalling(_ m: Member, _ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Int64) {
         guard let s = m.session else { return }
-        for event in s.handle(bytes, now: now) {
+        for event in s.handle(bytes, from: from, now: now) {
             switch event {
             case .welcomed(let w):
                 if m.joinedAt == nil { m.joinedAt = now }

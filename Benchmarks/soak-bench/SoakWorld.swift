@@ -126,10 +126,10 @@ final class SoakWorld {
                 moved = true
                 guard let peer = peers[d.to], peer.online, d.bytes.first == Signalling.magic else { continue }
                 if let m = peer.member {
-                    _ = m.handle(d.bytes, now: clock.monotonic)
+                    _ = m.handle(d.bytes, from: server, now: clock.monotonic)  // one worker: every answer comes from its port
                     if let w = m.welcome { peer.ssrc = w.ssrc }
                 } else if let p = peer.presence {
-                    peer.presenceEvents += p.handle(d.bytes, now: clock.monotonic)
+                    peer.presenceEvents += p.handle(d.bytes, from: server, now: clock.monotonic)
                 }
             }
             core.outputSent()

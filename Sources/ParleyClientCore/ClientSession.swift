@@ -3,7 +3,12 @@ import ParleyWire
 
 /// A member's side of Parley signalling as a pure state machine: join (with the cookie round trip), reliable
 /// messages, keepalives, resume from a new address, leave. The caller's loop sends `drainOutgoing()` to
-/// `destination`, feeds signalling datagrams to `handle`, and calls `tick` every few tens of milliseconds.
+/// `destination`, feeds signalling datagrams to `handle` with their source (only the relay's are taken), takes media
+/// only where `isFromRelay` says so, and calls `tick` every few tens of milliseconds.
+///
+/// When the session ends, its owner opens a new one (after `RejoinBackoff`'s wait) on `.forgotten`, on a goodbye
+/// saying the relay shuts down or timed us out, and when `state` ends without any of those events once welcomed
+/// (contact lost); a refusal or any other goodbye is final.
 public final class ClientSession {
     /// Where the session stands.
     public enum State: Equatable, Sendable {
@@ -26,15 +31,18 @@ public final class ClientSession {
         case text(from: String, direct: Bool, text: String)
         case textStatus(messageID: UInt32, delivered: Bool, reason: String)
         case refused(RefusalCode, String)
+        /// The relay no longer knows this session (it restarted, or dropped us while we were away) and said so to our
+        /// resume: the session is over, and a fresh join is the way back.
+        case forgotten(String)
         case goodbye(GoodbyeCode, String)
         case resumed
         case roundTrip(nanoseconds: Int64)
     }
 
     /// The relay's public address (first contact).
-    public let server: PeerAddress
+    public var server: PeerAddress { link.server }
     /// Where datagrams go now: the public address until welcomed, then the worker port it named.
-    public private(set) var destination: PeerAddress
+    public var destination: PeerAddress { link.destination }
     /// State.
     public private(set) var state: State = .joining
     /// The welcome, once received.
@@ -62,14 +70,12 @@ public final class ClientSession {
     /// `speakers` messages.
     public init(server: PeerAddress, token: String, room: String, muted: Bool = false, speakersFromMedia: Bool = false, now: Int64,
                 unixMilliseconds: @escaping () -> Int64) {
-        self.server = server
-        self.destination = server
         self.token = token
         self.room = room
         self.joinMuted = muted
         self.speakersFromMedia = speakersFromMedia
         self.nonce = Crypto.randomBytes(16)
-        self.link = SignallingLink(now: now, unixMilliseconds: unixMilliseconds)
+        self.link = SignallingLink(server: server, now: now, unixMilliseconds: unixMilliseconds)
     }
 
     /// Datagrams to send to `destination`, oldest first.
@@ -106,17 +112,22 @@ public final class ClientSession {
         return []
     }
 
+    /// Whether a datagram from `address` can be the relay's: its public address, or the port the welcome named.
+    /// Media from anywhere else is not the room's.
+    public func isFromRelay(_ address: PeerAddress) -> Bool { link.isRelay(address) }
+
     /// Counts media from the relay as a sign of life (it only reaches us when the relay has our current address).
     public func noteTraffic(now: Int64) {
         if state == .joined { link.heard(now: now) }
     }
 
-    /// Takes a signalling datagram from the relay.
-    public func handle(_ bytes: UnsafeRawBufferPointer, now: Int64) -> [Event] {
+    /// Takes a signalling datagram that came from `from`; anything not from the relay (`isFromRelay`), or naming
+    /// another session, is ignored.
+    public func handle(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Int64) -> [Event] {
         guard let datagram = try? SignalDatagram(parsing: bytes) else { return [] }
         if case .ended = state { return [] }
         var events: [Event] = []
-        for message in link.receive(datagram, now: now) {
+        for message in link.receive(datagram, from: from, now: now) {
             switch message {
             case .retry(let c):
                 guard state == .joining else { continue }
@@ -125,12 +136,13 @@ public final class ClientSession {
             case .welcome(let w):
                 guard w.nonce == nonce, welcome == nil else { continue }
                 welcome = w
-                link.connection = datagram.connectionID
-                destination = PeerAddress(high: server.high, low: server.low, port: w.port)
+                link.welcomed(connection: datagram.connectionID, port: w.port, now: now)
                 state = .joined
-                link.startKeepalive(now: now)
                 events.append(.welcomed(w))
                 if w.memberCount == 0 { events.append(.memberList([])) }
+            case .refused(.unknownSession, let reason) where state == .resuming:
+                state = .ended(reason)
+                events.append(.forgotten(reason))
             case .refused(let code, let reason):
                 if state == .joining || state == .resuming {
                     state = .ended(reason)

@@ -4,7 +4,9 @@ import ParleyWire
 /// An online identity's side of Parley presence as a pure state machine: register (with the cookie round trip),
 /// reliable messages, keepalives, resume from a new address; calls to and from other online identities, and
 /// direct texts. The caller's loop sends `drainOutgoing()` to `destination`, feeds signalling datagrams to
-/// `handle`, and calls `tick` every few tens of milliseconds — as with `ClientSession`.
+/// `handle` with their source (only the relay's are taken), and calls `tick` every few tens of milliseconds — as
+/// with `ClientSession`, and it ends the same ways: on `.forgotten`, a goodbye saying the relay shuts down or timed
+/// us out, or `.ended` once registered, its owner registers afresh after `RejoinBackoff`'s wait.
 ///
 /// A call, from this side:
 /// ```
@@ -68,8 +70,11 @@ public final class PresenceSession {
         case text(from: String, text: String)
         /// Whether a direct text was delivered ("bob is not online" when not).
         case textStatus(messageID: UInt32, delivered: Bool, reason: String)
-        /// The relay refused the registration or a resume.
+        /// The relay refused the registration.
         case refused(RefusalCode, String)
+        /// The relay no longer knows this session (it restarted, or dropped us while we were away) and said so to our
+        /// resume: the session is over, and a fresh registration is the way back.
+        case forgotten(String)
         /// The relay ended the session (replaced by a newer registration, timed out, shutting down).
         case goodbye(GoodbyeCode, String)
         /// A resume from a new address was accepted.
@@ -84,9 +89,9 @@ public final class PresenceSession {
     public static let outgoingCallIDBit: UInt32 = 0x8000_0000
 
     /// The relay's public address (presence lives on the public port).
-    public let server: PeerAddress
+    public var server: PeerAddress { link.server }
     /// Where datagrams go: the public address, then the port the welcome names (the same public port).
-    public private(set) var destination: PeerAddress
+    public var destination: PeerAddress { link.destination }
     /// State.
     public private(set) var state: State = .registering
     /// The welcome, once received.
@@ -108,11 +113,9 @@ public final class PresenceSession {
 
     /// A session that will put the token's identity online at `server`.
     public init(server: PeerAddress, token: String, now: Int64, unixMilliseconds: @escaping () -> Int64) {
-        self.server = server
-        self.destination = server
         self.token = token
         self.nonce = Crypto.randomBytes(16)
-        self.link = SignallingLink(now: now, unixMilliseconds: unixMilliseconds)
+        self.link = SignallingLink(server: server, now: now, unixMilliseconds: unixMilliseconds)
     }
 
     /// Datagrams to send to `destination`, oldest first.
@@ -163,12 +166,16 @@ public final class PresenceSession {
         return []
     }
 
-    /// Takes a signalling datagram from the relay.
-    public func handle(_ bytes: UnsafeRawBufferPointer, now: Int64) -> [Event] {
+    /// Whether a datagram from `address` can be the relay's: its public address, or the port the welcome named.
+    public func isFromRelay(_ address: PeerAddress) -> Bool { link.isRelay(address) }
+
+    /// Takes a signalling datagram that came from `from`; anything not from the relay (`isFromRelay`), or naming
+    /// another session, is ignored.
+    public func handle(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Int64) -> [Event] {
         guard let datagram = try? SignalDatagram(parsing: bytes) else { return [] }
         if case .ended = state { return [] }
         var events: [Event] = []
-        for message in link.receive(datagram, now: now) {
+        for message in link.receive(datagram, from: from, now: now) {
             if case .ended = state { break }
             switch message {
             case .retry(let c):
@@ -178,11 +185,11 @@ public final class PresenceSession {
             case .welcome(let w):
                 guard w.nonce == nonce, welcome == nil else { continue }
                 welcome = w
-                link.connection = datagram.connectionID
-                destination = PeerAddress(high: server.high, low: server.low, port: w.port)
+                link.welcomed(connection: datagram.connectionID, port: w.port, now: now)
                 state = .registered
-                link.startKeepalive(now: now)
                 events.append(.registered(w))
+            case .refused(.unknownSession, let reason) where state == .resuming:
+                events += end(reason, .forgotten(reason))
             case .refused(let code, let reason):
                 if state == .registering || state == .resuming { events += end(reason, .refused(code, reason)) }
             case .goodbye(let code, let reason):

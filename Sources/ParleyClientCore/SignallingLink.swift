@@ -4,9 +4,19 @@ import ParleyWire
 /// The plumbing a member's signalling session shares with a presence session: the connection id, the reliable
 /// channel, the queue of datagrams to send, keepalive pings, and resuming from a new address when the relay goes
 /// quiet. Pure; the session that owns it decides what the messages mean.
+///
+/// Only the relay speaks for the session. Before the welcome that is the relay's public address (first contact: the
+/// join or register is answered there). After it, the port the welcome names on the same host as well: a worker keeps
+/// answering from the public port until it hears the member on its own port, and sends media from its own. Anything
+/// else — another port on the relay's host, another host — is ignored, and so is a datagram that names another
+/// session once this one has its connection id.
 struct SignallingLink {
+    /// The relay's public address (first contact).
+    let server: PeerAddress
+    /// Where datagrams go: the public address until the welcome, then the port it named.
+    private(set) var destination: PeerAddress
     /// The relay-assigned connection id (0 before the welcome).
-    var connection: UInt32 = 0
+    private(set) var connection: UInt32 = 0
     private(set) var channel = ReliableChannel()
     private var outgoing: [[UInt8]] = []
     private var lastPing: Int64 = 0
@@ -17,7 +27,9 @@ struct SignallingLink {
     /// What `keepAlive` found.
     enum Liveness { case alive, resuming, lost }
 
-    init(now: Int64, unixMilliseconds: @escaping () -> Int64) {
+    init(server: PeerAddress, now: Int64, unixMilliseconds: @escaping () -> Int64) {
+        self.server = server
+        destination = server
         lastHeard = now
         self.unixMilliseconds = unixMilliseconds
     }
@@ -54,17 +66,29 @@ struct SignallingLink {
         if !due.isEmpty { channel.ackSent() } else if channel.ackOwed { send(.ack) }
     }
 
-    /// Takes a received datagram: the relay was heard; returns the messages now deliverable in order.
-    mutating func receive(_ datagram: SignalDatagram, now: Int64) -> [SignalMessage] {
+    /// Whether a datagram from `address` can be the relay's (see the type's comment).
+    func isRelay(_ address: PeerAddress) -> Bool {
+        address == server || address == destination
+    }
+
+    /// The welcome arrived: the session is `connection`, and continues with the relay's `port` on the same host.
+    mutating func welcomed(connection: UInt32, port: UInt16, now: Int64) {
+        self.connection = connection
+        destination = PeerAddress(high: server.high, low: server.low, port: port)
+        lastPing = now
+    }
+
+    /// Takes a received datagram: the relay was heard; returns the messages now deliverable in order. A datagram from
+    /// an address that is not the relay's, or naming another session, is dropped unseen (it does not count as hearing
+    /// from the relay either).
+    mutating func receive(_ datagram: SignalDatagram, from: PeerAddress, now: Int64) -> [SignalMessage] {
+        guard isRelay(from), connection == 0 || datagram.connectionID == connection else { return [] }
         lastHeard = now
         return channel.receive(sequence: datagram.sequence, ack: datagram.ack, message: datagram.message, now: now)
     }
 
     /// Records a sign of life other than signalling (media from the relay).
     mutating func heard(now: Int64) { lastHeard = now }
-
-    /// Starts the keepalive clock (at the welcome).
-    mutating func startKeepalive(now: Int64) { lastPing = now }
 
     /// Pings every keepalive interval (every second once the relay has been quiet for 3 s); after a further second of
     /// silence sends a resume (our address may have changed: NAT rebinding); sends what is due. `.lost` once nothing

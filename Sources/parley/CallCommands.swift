@@ -8,16 +8,21 @@ import ParleyWire
 /// during the call so hang-ups from the other side arrive at once.
 final class PresenceClient {
     let server: PeerAddress
-    let session: PresenceSession
+    private(set) var session: PresenceSession
     let socket: UDPSocket
     let ui: TerminalUI
+    /// How the current session ended (a refusal, `forgotten`, a goodbye, or `ended`); nil while it lives. Kept here
+    /// because whoever polls (the call's room loop, too) may not be the one who decides what comes next.
+    private(set) var ending: PresenceSession.Event?
+    private let token: () -> String
     private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
 
-    init(server: PeerAddress, token: String, ui: TerminalUI) {
+    init(server: PeerAddress, token: @escaping () -> String, ui: TerminalUI) {
         self.server = server
         self.ui = ui
+        self.token = token
         socket = openSocket(for: server)
-        session = PresenceSession(server: server, token: token, now: Clock.monotonicNanoseconds(),
+        session = PresenceSession(server: server, token: token(), now: Clock.monotonicNanoseconds(),
                                   unixMilliseconds: { Int64(Clock.unixMilliseconds()) })
     }
 
@@ -29,12 +34,25 @@ final class PresenceClient {
     func poll(now: Int64) -> [PresenceSession.Event] {
         var events: [PresenceSession.Event] = []
         while let (n, from) = socket.receive(into: buffer) {
-            guard n > 0, from.high == server.high, from.low == server.low else { continue }
-            events += session.handle(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), now: now)
+            guard n > 0 else { continue }
+            events += session.handle(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), from: from, now: now)
         }
         events += session.tick(now: now)
+        for e in events {
+            switch e {
+            case .refused, .forgotten, .goodbye, .ended: ending = ending ?? e
+            default: break
+            }
+        }
         flush()
         return events
+    }
+
+    /// Opens a new session (a fresh token; it registers at the next `poll`) in place of the one that ended.
+    func registerAfresh() {
+        session = PresenceSession(server: server, token: token(), now: Clock.monotonicNanoseconds(),
+                                  unixMilliseconds: { Int64(Clock.unixMilliseconds()) })
+        ending = nil
     }
 
     /// Waits up to `milliseconds` for a datagram.
@@ -146,7 +164,7 @@ enum CallCommands {
     static func listen(_ arguments: [String]) -> Int32 {
         let (o, identity, server, ui) = parse(arguments, usage: listenUsage, extraSwitches: ["auto-answer", "auto-reject"])
         SignalHandlers.install()
-        let p = PresenceClient(server: server, token: presenceToken(o, identity: identity), ui: ui)
+        let p = PresenceClient(server: server, token: { presenceToken(o, identity: identity) }, ui: ui)
         register(p)
         ui.keys = "a answer · r reject · q quit"
         ui.status = ["parley · \(identity) · online, waiting for calls"]
@@ -155,12 +173,17 @@ enum CallCommands {
         let answerAfter = o["answer-after"].flatMap(Double.init) ?? 0
         let start = Clock.monotonicNanoseconds()
         var ringing: (id: UInt32, from: String, since: Int64)?
+        var backoff = RejoinBackoff()
+        var registerAgainAt: Int64?
         while true {
             let now = Clock.monotonicNanoseconds()
             if interrupted.load(ordering: .relaxed) || (duration > 0 && Double(now - start) / 1e9 >= duration) { break }
             p.wait(milliseconds: 20)
             for e in p.poll(now: Clock.monotonicNanoseconds()) {
                 switch e {
+                case .registered:
+                    backoff.reset()
+                    ui.event("online as \(identity); waiting for calls")
                 case .incomingCall(let id, let from, let name):
                     ringing = (id, from, Clock.monotonicNanoseconds())
                     ui.bell()
@@ -182,11 +205,30 @@ enum CallCommands {
                         ringing = nil
                     }
                 case .text(let from, let text): ui.event("direct text from \(from): \(text)")
-                case .goodbye(_, let reason), .ended(let reason):
+                default: break
+                }
+            }
+            // The session ended (here or while a call's room loop polled it): register afresh when the relay went
+            // away or forgot us, as `join` rejoins; a refusal or a removal is final.
+            if registerAgainAt == nil, let ending = p.ending {
+                switch ending {
+                case .refused(let code, let reason):
+                    ui.close()
+                    fail("the relay refused to register us: \(reason) (code \(code.rawValue))", code: 3)
+                case .forgotten(let reason), .ended(let reason), .goodbye(.relayShutdown, let reason), .goodbye(.timedOut, let reason):
+                    let wait = backoff.take()
+                    ui.event("offline: \(reason); registering again in \(wait / 1_000_000_000) s")
+                    registerAgainAt = Clock.monotonicNanoseconds() + wait
+                    ringing = nil
+                case .goodbye(_, let reason):
                     ui.close()
                     fail("offline: \(reason)", code: 5)
                 default: break
                 }
+            }
+            if let at = registerAgainAt, Clock.monotonicNanoseconds() >= at {
+                registerAgainAt = nil
+                p.registerAfresh()
             }
             if let r = ringing, o.has("auto-answer"), Double(Clock.monotonicNanoseconds() - r.since) / 1e9 >= answerAfter {
                 p.session.answer(r.id, accept: true, now: Clock.monotonicNanoseconds())
@@ -214,7 +256,7 @@ enum CallCommands {
         let (o, identity, server, ui) = parse(arguments, usage: callUsage)
         guard let callee = o.positional.first else { fail("call needs the NAME to call\n\(callUsage)") }
         SignalHandlers.install()
-        let p = PresenceClient(server: server, token: presenceToken(o, identity: identity), ui: ui)
+        let p = PresenceClient(server: server, token: { presenceToken(o, identity: identity) }, ui: ui)
         register(p)
         ui.keys = "h hang up"
         ui.status = ["parley · \(identity) · calling \(callee)"]
@@ -270,7 +312,7 @@ enum CallCommands {
     static func message(_ arguments: [String]) -> Int32 {
         let (o, identity, server, ui) = parse(arguments, usage: messageUsage)
         guard o.positional.count == 2 else { fail("message needs NAME and TEXT\n\(messageUsage)") }
-        let p = PresenceClient(server: server, token: presenceToken(o, identity: identity), ui: ui)
+        let p = PresenceClient(server: server, token: { presenceToken(o, identity: identity) }, ui: ui)
         register(p)
         guard let id = p.session.sendText(to: o.positional[0], o.positional[1], now: Clock.monotonicNanoseconds()) else {
             fail("the text must be 1–4096 bytes")

@@ -125,7 +125,7 @@ final class RoomCall {
     func run() -> Int32 {
         let socket = openSocket(for: server)
         let start = Clock.monotonicNanoseconds()
-        var backoff: Int64 = 1_000_000_000
+        var backoff = RejoinBackoff()
         var everJoined = false
         var said = false
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
@@ -152,11 +152,13 @@ final class RoomCall {
                 }
                 poller.wait(timeoutMilliseconds: Int32(max(0, min(20, (nextTick - now) / 1_000_000))))
                 while let (n, from) = socket.receive(into: buffer) {
-                    guard n > 0, from.high == server.high, from.low == server.low else { continue }
+                    // Only the relay's public port and the welcome's port speak for the session: anything else,
+                    // another port on the relay's host included, is not the room.
+                    guard n > 0, session.isFromRelay(from) else { continue }
                     let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
                     let arrival = Clock.monotonicNanoseconds()
                     if bytes[0] == Signalling.magic {
-                        for event in session.handle(bytes, now: arrival) {
+                        for event in session.handle(bytes, from: from, now: arrival) {
                             if case .roundTrip(let ns) = event { rtt = ns }
                             if let code = handle(event, session: session) { outcome = code; break loop }
                         }
@@ -196,18 +198,18 @@ final class RoomCall {
                     outcome = nil
                     break loop
                 }
-                if session.state == .joined { everJoined = true; backoff = 1_000_000_000 }
+                if session.state == .joined { everJoined = true; backoff.reset() }
                 ui.draw(now: tickNow)
             }
             if let outcome { return outcome }
             guard reconnect else { return 5 }
-            ui.event("reconnecting in \(backoff / 1_000_000_000) s")
-            let until = Clock.monotonicNanoseconds() + backoff
+            let wait = backoff.take()
+            ui.event("reconnecting in \(wait / 1_000_000_000) s")
+            let until = Clock.monotonicNanoseconds() + wait
             while Clock.monotonicNanoseconds() < until {
                 if interrupted.load(ordering: .relaxed) { return 0 }
                 Thread.sleep(forTimeInterval: 0.05)
             }
-            backoff = min(backoff * 2, 30_000_000_000)
         }
     }
 
@@ -246,6 +248,10 @@ final class RoomCall {
             ui.close()
             writeLine("parley: the relay refused to let us join: \(reason) (code \(code.rawValue))", fd: 2)
             return 3
+        case .forgotten(let reason):
+            // The relay restarted (or dropped us while we were away): the run loop sees the session ended and joins
+            // afresh after the backoff, as after a shutdown.
+            ui.event("the relay no longer knows this session (\(reason)); joining afresh")
         case .goodbye(let code, let reason):
             ui.event("the relay ended the session: \(reason)")
             switch code {

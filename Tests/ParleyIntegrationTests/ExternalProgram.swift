@@ -38,14 +38,17 @@ struct MissingProgram: Error, CustomStringConvertible {
 
 @Suite("Programs the tests start come from make test")
 struct ExternalProgramTests {
-    /// The packages of `DEBS_RUN` and `DEBS_TEST` in the Makefile (`DEBS_TEST := $(DEBS_RUN) …`).
+    /// The packages named on the Makefile's `DEBS_RUN`, `DEBS_FUZZ` and `DEBS_TEST` lines (`DEBS_TEST` takes in the others).
     static func makefilePackages() throws -> Set<String> {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let makefile = try String(contentsOf: root.appendingPathComponent("Makefile"), encoding: .utf8)
         var packages = Set<String>()
-        for line in makefile.split(separator: "\n") where line.hasPrefix("DEBS_RUN ") || line.hasPrefix("DEBS_TEST ") {
+        for line in makefile.split(separator: "\n") where ["DEBS_RUN ", "DEBS_FUZZ ", "DEBS_TEST "].contains(where: { line.hasPrefix($0) }) {
             guard let value = line.split(separator: "=", maxSplits: 1).last else { continue }
-            for word in value.split(separator: " ") where !word.hasPrefix("$(") { packages.insert(String(word)) }
+            // `DEBS_TEST := $(sort $(DEBS_RUN) … curl ffmpeg)`: the words that are not references, without parentheses.
+            for word in value.split(separator: " ") where !word.hasPrefix("$(") {
+                packages.insert(String(word).trimmingCharacters(in: CharacterSet(charactersIn: "()")))
+            }
         }
         return packages
     }

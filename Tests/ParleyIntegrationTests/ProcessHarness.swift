@@ -74,12 +74,22 @@ final class Spawned: @unchecked Sendable {
     /// Waits until `predicate` holds on stdout or `seconds` pass; returns whether it held. Wakes on each new output.
     @discardableResult
     func waitFor(seconds: Double, _ predicate: (String) -> Bool) -> Bool {
+        waitFor(seconds: seconds, on: \.out, predicate)
+    }
+
+    /// `waitFor` on stderr (where the relay logs).
+    @discardableResult
+    func waitForStderr(seconds: Double, _ predicate: (String) -> Bool) -> Bool {
+        waitFor(seconds: seconds, on: \.err, predicate)
+    }
+
+    private func waitFor(seconds: Double, on stream: KeyPath<Spawned, Data>, _ predicate: (String) -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         condition.lock()
         defer { condition.unlock() }
         while true {
-            if predicate(String(decoding: out, as: UTF8.self)) { return true }
-            if openPipes == 0 || !condition.wait(until: deadline) { return predicate(String(decoding: out, as: UTF8.self)) }
+            if predicate(String(decoding: self[keyPath: stream], as: UTF8.self)) { return true }
+            if openPipes == 0 || !condition.wait(until: deadline) { return predicate(String(decoding: self[keyPath: stream], as: UTF8.self)) }
         }
     }
 
@@ -97,7 +107,8 @@ final class Spawned: @unchecked Sendable {
         return process.terminationStatus
     }
 
-    func signal(_ sig: Int32) { kill(process.processIdentifier, sig) }
+    /// Sends `sig` while the process runs (after it exited and was reaped, its pid may belong to another process).
+    func signal(_ sig: Int32) { if process.isRunning { kill(process.processIdentifier, sig) } }
 
     deinit { if process.isRunning { process.terminate() } }
 }

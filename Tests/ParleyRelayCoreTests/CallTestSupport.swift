@@ -22,8 +22,8 @@ final class FakePresenceClient {
         self.session = session
     }
 
-    func receive(_ bytes: [UInt8], now: Int64) {
-        bytes.withUnsafeBytes { events += session.handle($0, now: now) }
+    func receive(_ bytes: [UInt8], from: PeerAddress, now: Int64) {
+        bytes.withUnsafeBytes { events += session.handle($0, from: from, now: now) }
     }
 
     /// Every call status received: (call id, state, reason).
@@ -91,11 +91,11 @@ final class CallWorld {
                 }
             }
             net.exchange()
-            var kept: [(bytes: [UInt8], to: PeerAddress)] = []
+            var kept: [(bytes: [UInt8], to: PeerAddress, from: PeerAddress)] = []
             for d in net.undelivered {
                 if let p = presences.first(where: { $0.address == d.to }) {
                     moved = true
-                    if p.online && !p.deaf { p.receive(d.bytes, now: net.monotonic) }
+                    if p.online && !p.deaf { p.receive(d.bytes, from: d.from, now: net.monotonic) }
                 } else {
                     kept.append(d)
                 }

@@ -18,7 +18,7 @@ final class FakeNetwork {
     /// Every datagram a core sent, in order: (worker, bytes, to, viaPublicPort).
     var sent: [(worker: Int, bytes: [UInt8], to: PeerAddress, viaPublic: Bool)] = []
     /// Datagrams to addresses no client holds (e.g. a client's old address after a move).
-    var undelivered: [(bytes: [UInt8], to: PeerAddress)] = []
+    var undelivered: [(bytes: [UInt8], to: PeerAddress, from: PeerAddress)] = []
     /// Tick a core only when it has members and its `timersDue` has come (or it has none), as the worker loop
     /// does, instead of at every step.
     var tickOnlyWhenDue = false
@@ -37,6 +37,10 @@ final class FakeNetwork {
 
     var core: RelayCore { cores[0] }
     var publicAddress: PeerAddress { PeerAddress(ipv4: 10, 0, 0, 1, port: 7400) }
+    /// The address a datagram from `worker` comes from: the public port, or the worker's own.
+    func relayAddress(worker: Int, viaPublic: Bool) -> PeerAddress {
+        PeerAddress(ipv4: 10, 0, 0, 1, port: viaPublic ? 7400 : 7400 + UInt16(worker))
+    }
 
     func token(_ identity: String, room: String = "lobby", grants: Grants = Grants(), expiresIn: Int64 = 3600,
                notBefore: Int64? = nil, mode: String? = nil, secret: String = FakeNetwork.apiSecret) -> String {
@@ -103,10 +107,11 @@ final class FakeNetwork {
             for d in batch {
                 moved = true
                 sent.append(d)
+                let from = relayAddress(worker: d.worker, viaPublic: d.viaPublic)
                 if let c = clients.first(where: { $0.address == d.to && $0.online }) {
-                    c.receive(d.bytes, now: monotonic)
+                    c.receive(d.bytes, from: from, now: monotonic)
                 } else {
-                    undelivered.append((d.bytes, d.to))
+                    undelivered.append((d.bytes, d.to, from))
                 }
             }
             if !moved { return }
@@ -168,10 +173,10 @@ final class FakeClient {
     var ssrc: UInt32 { session.welcome?.ssrc ?? 0 }
     var memberID: UInt32 { session.welcome?.memberID ?? 0 }
 
-    func receive(_ bytes: [UInt8], now: Int64) {
+    func receive(_ bytes: [UInt8], from: PeerAddress, now: Int64) {
         bytes.withUnsafeBytes { b in
             if b[0] == Signalling.magic {
-                events += session.handle(b, now: now)
+                events += session.handle(b, from: from, now: now)
             } else if isRTCP(b) {
                 rtcp.append(bytes)
             } else if let p = try? RTPPacketView(parsing: b) {

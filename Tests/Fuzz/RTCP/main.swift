@@ -1,7 +1,7 @@
 // libFuzzer target for RTCP: compound iteration plus every packet parser, with serialize→parse round trips.
 //
 // Compiled by Tests/Fuzz/run.sh together with Sources/ParleyWire/*.swift into one module (no `import ParleyWire`;
-// internal API such as `GenericNACK.wraparoundSorted` is visible). Invariant violations trap through `precondition`.
+// internal API is visible). Invariant violations trap through `precondition`.
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
@@ -70,16 +70,40 @@ private func check(_ packet: RTCPPacketView, size: Int) {
         precondition(nack.senderSSRC == view.senderSSRC && nack.mediaSSRC == view.mediaSSRC, "NACK SSRCs")
         precondition(nack.lost == expanded, "GenericNACK and GenericNACKView disagree")
 
-        // Serializing sorts (wraparound-aware) and drops duplicates, so the round trip yields the normalized list.
+        // Serializing sorts (wraparound-aware) and drops duplicates, so the round trip yields the normalized list,
+        // worked out here independently of `GenericNACK.wraparoundSorted` (which the serializer uses).
         let back = roundTrip(size: nack.serializedSize) { buffer throws(WireError) in try nack.serialize(into: buffer) }
             parse: { packet throws(WireError) in try GenericNACK(parsing: packet) }
-        let normalized = GenericNACK(senderSSRC: nack.senderSSRC, mediaSSRC: nack.mediaSSRC,
-                                     lost: GenericNACK.wraparoundSorted(nack.lost))
-        precondition(Set(back.lost) == Set(nack.lost), "NACK round trip changed the set of lost sequences")
-        precondition(back == normalized, "NACK round trip is not the normalized value")
+        precondition(back.senderSSRC == nack.senderSSRC && back.mediaSSRC == nack.mediaSSRC, "NACK round trip changed an SSRC")
+        precondition(back.lost == wireOrder(nack.lost), "NACK round trip is not the distinct sequences in wraparound order")
     } else {
         precondition((try? GenericNACK(parsing: packet)) == nil, "GenericNACK read what GenericNACKView refused")
     }
+}
+
+/// The distinct sequence numbers of `lost` in the order a NACK carries them: ascending, from a bitmap of all 65,536,
+/// then rotated to start after the largest gap between neighbours (the gap from the last around to the first counts,
+/// and the first largest gap wins), so a run across 65535 → 0 stays in one piece.
+private func wireOrder(_ lost: [UInt16]) -> [UInt16] {
+    var bits = [UInt64](repeating: 0, count: 1024)
+    for s in lost { bits[Int(s >> 6)] |= 1 << UInt64(s & 63) }
+    var ascending: [UInt16] = []
+    ascending.reserveCapacity(lost.count)
+    for (w, word) in bits.enumerated() where word != 0 {
+        var rest = word
+        while rest != 0 {
+            ascending.append(UInt16(w * 64 + rest.trailingZeroBitCount))
+            rest &= rest - 1
+        }
+    }
+    guard ascending.count > 1 else { return ascending }
+    var start = 0
+    var largestGap = ascending[0] &- ascending[ascending.count - 1]
+    for i in 1..<ascending.count where ascending[i] - ascending[i - 1] > largestGap {
+        largestGap = ascending[i] - ascending[i - 1]
+        start = i
+    }
+    return Array(ascending[start...] + ascending[..<start])
 }
 
 /// Serializes with `write` into a buffer of exactly `size` bytes (which must succeed and fill it), then parses

@@ -2,6 +2,8 @@
 //  1. the input as a whole token string, verified as-is (almost always refused: must never crash);
 //  2. the input as the claims JSON, minted with the dev key's header and a correct HMAC-SHA-256, so the
 //     signature passes and the claims JSON decoding, name rules and time checks behind it get fuzzed.
+// The room-and-grant check (`verify(_:now:room:requiring:grantName:)`) runs only on tokens that verified: on any other
+// it is the same parse again, which would halve the executions per second for no new coverage.
 //
 // Compiled by Tests/Fuzz/run.sh together with Sources/ParleyAuth/*.swift into one module (no `import ParleyAuth`),
 // with `-I Sources/CSodium` for the CSodium module map and `-lsodium`. Invariant violations trap through `precondition`.
@@ -19,8 +21,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 
     // Path 1: the input is the token.
     let token = String(decoding: input, as: UTF8.self)
-    check(verifier.verifyResult(token))
-    _ = try? verifier.verify(token, now: now, room: "lobby", requiring: \.join, grantName: "join")
+    let raw = verifier.verifyResult(token)
+    check(raw)
+    checkRoomAndGrant(token, raw, requiring: \.join, grantName: "join")
 
     // Path 2: the input is the claims JSON, correctly signed.
     let signingInput = encodedHeader + "." + Base64URL.encode(input)
@@ -31,7 +34,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     if case .failure(.badSignature) = result { preconditionFailure("a correctly signed token failed its signature check") }
     if case .failure(.unknownKey) = result { preconditionFailure("the dev key was not found") }
     if case .failure(.unsupportedAlgorithm) = result { preconditionFailure("HS256 was refused") }
-    _ = try? verifier.verify(minted, now: now, room: "lobby", requiring: \.publish, grantName: "publish")
+    checkRoomAndGrant(minted, result, requiring: \.publish, grantName: "publish")
 
     // Claims that verified re-mint (deterministic, sorted-key JSON) into a token that verifies to the same claims.
     if case .success(let claims) = result {
@@ -54,6 +57,20 @@ private func check(_ result: Result<TokenClaims, TokenError>) {
         if let notBefore = claims.notBefore { precondition(notBefore <= now + verifier.leewaySeconds, "accepted a token before nbf") }
     case .failure(let error):
         precondition(!error.reason.isEmpty && error.code.hasPrefix("token_"), "error without a description")
+    }
+}
+
+/// For a token that verified as `claims`: the room-and-grant variant accepts it exactly when its room (if any) is
+/// "lobby" and it has the grant, and refuses it with the matching error otherwise.
+private func checkRoomAndGrant(_ token: String, _ plain: Result<TokenClaims, TokenError>, requiring grant: KeyPath<Grants, Bool>,
+                               grantName: String) {
+    guard case .success(let claims) = plain else { return }
+    let roomMatches = claims.room == nil || claims.room == "lobby"
+    switch Result(catching: { () throws(TokenError) in try verifier.verify(token, now: now, room: "lobby", requiring: grant, grantName: grantName) }) {
+    case .success(let again): precondition(again == claims && roomMatches && claims.grants[keyPath: grant], "room or grant check let a token through")
+    case .failure(.wrongRoom(let expected, let got)): precondition(!roomMatches && expected == "lobby" && got == claims.room, "wrong room refused wrongly")
+    case .failure(.missingGrant(let name)): precondition(roomMatches && !claims.grants[keyPath: grant] && name == grantName, "grant refused wrongly")
+    case .failure(let error): preconditionFailure("the room-and-grant check changed the verdict: \(error)")
     }
 }
 

@@ -104,6 +104,7 @@ TOKEN_T, ROOM, COOKIE, NONCE, FLAGS, KEYSHARE, MEMBERID, SSRC, PORT = 1, 2, 3, 4
 SECRET, MODE, IDENTITY, MEMBERCOUNT, KEEPALIVE, TIMEOUT, TIMESTAMP, PROOF, CODE, REASON = range(10, 20)
 PAGEINDEX, PAGECOUNT, MEMBER, EVENTKIND, SPEAKER, TO, MESSAGEID, FRAGINDEX, FRAGCOUNT, CHUNK = range(20, 30)
 DIRECT, DELIVERED, MUTED = 30, 31, 32
+CALLID, ACCEPT, NAME, CALLSTATE, SPEAKERSFROMMEDIA, CHALLENGE = 33, 34, 35, 36, 37, 38
 nonce = bytes(range(16))
 write("signalling", "join", datagram(0x01, [tlv(TOKEN_T, b"eyJhbGciOiJIUzI1NiJ9.e30.sig"), tlv(ROOM, b"lobby"), tlv(NONCE, nonce)]))
 write("signalling", "join-cookie-muted", datagram(0x01, [tlv(TOKEN_T, b"t"), tlv(ROOM, b"lobby"), tlv(COOKIE, b"\xc0" * 24),
@@ -134,6 +135,34 @@ write("signalling", "truncated-tlv", datagram(0x03, [u64(TIMESTAMP, 1)])[:-3])
 write("signalling", "bad-utf8", datagram(0x87, [u32(MEMBERID, 8), tlv(IDENTITY, b"\xff\xfe"), u32(MESSAGEID, 1),
                                                 u8(FRAGINDEX, 0), u8(FRAGCOUNT, 1), tlv(CHUNK, b"x")], seq=1))
 write("signalling", "unknown-type", datagram(0x42, []))
+# Path validation (Sources/ParleyRelayCore/PathChallenge.swift): the relay's challenge to a new address, 16 bytes =
+# issued-at (8, Unix ms) + 8 bytes of HMAC; the member's answer from that address, proof = 32-byte HMAC. Both unreliable.
+challenge = struct.pack("!Q", 1_800_000_000_000) + bytes(range(0xA0, 0xA8))
+write("signalling", "pathchallenge", datagram(0x8E, [tlv(CHALLENGE, challenge)], conn=0xC0FFEE))
+write("signalling", "pathresponse", datagram(0x0C, [tlv(CHALLENGE, challenge), tlv(PROOF, b"\x22" * 32)], conn=0xC0FFEE, ack=3))
+# Near-valid: no proof, a challenge over 32 bytes, a sequence number on an unreliable message.
+write("signalling", "pathresponse-noproof", datagram(0x0C, [tlv(CHALLENGE, challenge)], conn=0xC0FFEE))
+write("signalling", "pathchallenge-long", datagram(0x8E, [tlv(CHALLENGE, b"\x01" * 33)], conn=0xC0FFEE))
+write("signalling", "pathchallenge-reliable", datagram(0x8E, [tlv(CHALLENGE, challenge)], conn=0xC0FFEE, seq=9))
+# The rest of the message types, so every branch of the parser starts from a valid example.
+write("signalling", "join-speakers-from-media", datagram(0x01, [tlv(TOKEN_T, b"t"), tlv(ROOM, b"lobby"), tlv(NONCE, nonce),
+                                                                u8(SPEAKERSFROMMEDIA, 1)]))
+write("signalling", "leave", datagram(0x02, [], conn=0xC0FFEE, seq=8, ack=7))
+write("signalling", "setmuted", datagram(0x04, [u8(MUTED, 1)], conn=0xC0FFEE, seq=9))
+write("signalling", "ack", datagram(0x07, [], conn=0xC0FFEE, ack=12))
+write("signalling", "retry", datagram(0x81, [tlv(COOKIE, b"\xc0" * 20)]))
+write("signalling", "pong", datagram(0x8A, [u64(TIMESTAMP, 123456789)], conn=0xC0FFEE))
+write("signalling", "resumed", datagram(0x8B, [], conn=0xC0FFEE, seq=10))
+write("signalling", "register", datagram(0x08, [tlv(TOKEN_T, b"t"), tlv(COOKIE, b"\xc0" * 20), tlv(NONCE, nonce)]))
+write("signalling", "callinvite", datagram(0x09, [u32(CALLID, 0x80000001), tlv(TO, b"bob")], conn=0xC0FFEE, seq=2))
+write("signalling", "callanswer", datagram(0x0A, [u32(CALLID, 1), u8(ACCEPT, 1)], conn=0xC0FFEE, seq=3))
+write("signalling", "callhangup", datagram(0x0B, [u32(CALLID, 1)], conn=0xC0FFEE, seq=4))
+write("signalling", "incomingcall", datagram(0x8C, [u32(CALLID, 1), tlv(IDENTITY, b"alice"), tlv(NAME, b"Alice")], conn=0xC0FFEE, seq=2))
+write("signalling", "callstatus-answered", datagram(0x8D, [u32(CALLID, 0x80000001), u8(CALLSTATE, 2),
+                                                           tlv(ROOM, b"call-0123456789abcdef0123456789abcdef"), tlv(TOKEN_T, b"t.t.t")],
+                                                  conn=0xC0FFEE, seq=3))
+write("signalling", "callstatus-declined", datagram(0x8D, [u32(CALLID, 0x80000001), u8(CALLSTATE, 3), tlv(REASON, b"busy")],
+                                                  conn=0xC0FFEE, seq=4))
 
 # ---------------------------------------------------------------- Tokens (Sources/ParleyAuth, HS256 JWT)
 KEY, SECRET_KEY = "devkey", b"parley-dev-secret-do-not-use-in-production"
