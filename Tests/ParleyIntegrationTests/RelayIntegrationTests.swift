@@ -34,7 +34,7 @@ extension ProcessTests {
             #expect(carol.stdout.contains("speaking: "))
 
             #expect(alice.waitFor(seconds: 6) { $0.contains("dave left: timed out") }, "alice saw: \(alice.stdout)")
-            #expect(alice.stdout.contains("carol joined") && alice.stdout.contains("carol left: left"))
+            #expect(alice.stdout.contains("carol joined") && alice.stdout.contains("carol left: left"), "alice saw: \(alice.stdout)")
             #expect(alice.stdout.contains("text from bob: hello from bob"))
             #expect(bob.stdout.contains("delivered"))
             #expect(alice.wait(seconds: 10) == 0)
