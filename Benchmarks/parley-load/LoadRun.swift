@@ -30,6 +30,8 @@ struct RunResult {
     var signallingReceived = 0
     /// One entry per member not in its room when media started: the relay's refusal, or why it had no welcome.
     var missingReasons: [String] = []
+    /// One entry per member the relay removed while media flowed (its goodbye's reason).
+    var removedReasons: [String] = []
     /// Members in their rooms when media started.
     var presentAtStart: Int { members - missingReasons.count }
     var deliveryRatio: Double { packetsExpected == 0 ? 0 : Double(packetsReceived) / Double(packetsExpected) }
@@ -62,6 +64,7 @@ struct RunResult {
             p.lateTicks += r.lateTicks
             p.signallingReceived += r.signallingReceived
             if r.missingReasons.count > p.missingReasons.count { p.missingReasons = r.missingReasons }
+            if r.removedReasons.count > p.removedReasons.count { p.removedReasons = r.removedReasons }
         }
         return p
     }
@@ -181,7 +184,7 @@ final class LoadRun {
         result = RunResult()
         speakerBySSRC = [:]
         for m in members {
-            m.session = nil; m.joinedAt = nil; m.refused = nil; m.packetsSent = 0; m.packetsDue = 0; m.tallies = []
+            m.session = nil; m.joinedAt = nil; m.refused = nil; m.removed = nil; m.packetsSent = 0; m.packetsDue = 0; m.tallies = []
             m.destination = target.address
             pollSet[m.index] = pollfd(fd: m.socket.fd, events: Int16(POLLIN), revents: 0)
         }
@@ -335,6 +338,7 @@ final class LoadRun {
         result.joined = joined.count
         result.joinedLate = joined.count(where: { $0.joinedAt! > start })
         result.joinMilliseconds = joined.map { Double($0.joinedAt! - $0.joinStarted) / 1e6 }
+        result.removedReasons = members.compactMap(\.removed)
     }
 
     private func leave() {
@@ -459,6 +463,8 @@ final class LoadRun {
                 m.destination = s.destination
             case .refused(_, let reason):
                 m.refused = reason
+            case .goodbye(_, let reason):
+                if m.joinedAt != nil, m.removed == nil { m.removed = reason }
             default:
                 break
             }

@@ -15,6 +15,8 @@ final class Member {
     var joinStarted: Int64 = 0
     var joinedAt: Int64?
     var refused: String?
+    /// Why the relay ended this member's session while media flowed (its goodbye), if it did.
+    var removed: String?
     /// The SSRC the relay assigned (a synthetic one against the raw forwarder).
     var ssrc: UInt32
     /// Where media goes: the welcome's worker port, or the raw forwarder.

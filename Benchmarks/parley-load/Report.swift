@@ -54,7 +54,7 @@ enum Report {
                      extra: [String: Any] = [:]) -> String {
         var o: [String: Any] = [
             "mode": options.mode, "rooms": options.rooms, "members": p.members, "members_joined": p.joined, "speakers": p.speakers,
-            "members_missing_at_start": p.missingReasons.count, "members_joined_late": p.joinedLate,
+            "members_missing_at_start": p.missingReasons.count, "members_removed": p.removedReasons.count, "members_joined_late": p.joinedLate,
             "duration_s": p.durationSeconds, "pkts_sent": p.packetsSent, "pkts_due": p.packetsDue, "pkts_expected": p.packetsExpected,
             "pkts_received": p.packetsReceived, "pkts_lost": p.lost, "pkts_duplicated": p.duplicated, "pkts_out_of_order": p.outOfOrder,
             "pkts_late": p.late, "late_threshold_ms": options.lateMilliseconds,

@@ -66,7 +66,9 @@ writeLine(String(format: "parley-load: %d rooms × %d members, %d speakers per r
 /// the block whose ticks ran latest at the 99th percentile.
 @MainActor func verdict(_ runs: [RunResult], worstMissing: RunResult) -> Verdict {
     let latest = runs.max { $0.sendLatenessP99Milliseconds < $1.sendLatenessP99Milliseconds } ?? worstMissing
-    return Verdict(asked: worstMissing.members, missingReasons: worstMissing.missingReasons, tickLateness: latest.tickLateness,
+    let mostRemoved = runs.max { $0.removedReasons.count < $1.removedReasons.count }?.removedReasons ?? []
+    return Verdict(asked: worstMissing.members, missingReasons: worstMissing.missingReasons, removedReasons: mostRemoved,
+                   tickLateness: latest.tickLateness,
                    lateTicks: runs.reduce(0) { $0 + $1.lateTicks }, limitMilliseconds: options.maxTickLatenessMilliseconds)
 }
 

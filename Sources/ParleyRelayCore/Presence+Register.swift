@@ -63,7 +63,7 @@ extension RelayCore {
         let p = Presence(id: shared.nextMemberID(), connectionID: connectionID, identity: claims.identity, name: claims.name ?? "",
                          sessionSecret: Crypto.randomBytes(32), nonce: request.nonce, token: request.token,
                          registeredAt: now.unixMilliseconds, address: from, viaPublicPort: viaPublicPort, now: now.monotonic)
-        p.channel = ReliableChannel(limits: signallingLimits)
+        p.channel = ReliableChannel(limits: signallingLimits())
         presence.add(p)
         p.channel.enqueue(.welcome(Welcome(
             nonce: request.nonce, memberID: p.id, ssrc: 0, port: shared.workerPorts[Self.presenceWorker], sessionSecret: p.sessionSecret,

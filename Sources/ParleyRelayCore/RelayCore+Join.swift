@@ -144,7 +144,7 @@ extension RelayCore {
                             name: claims.name ?? "", canPublish: claims.grants.publish, canSubscribe: claims.grants.subscribe,
                             sessionSecret: Crypto.randomBytes(32), joinNonce: request.nonce, joinedAt: now.unixMilliseconds,
                             token: request.token, room: room, address: from, viaPublicPort: viaPublicPort, muted: request.muted, now: now.monotonic)
-        member.channel = ReliableChannel(limits: signallingLimits)
+        member.channel = ReliableChannel(limits: signallingLimits(roomCapacity: capacity))
         member.speakersFromMedia = request.speakersFromMedia
         let others = room.members
         room.members.append(member)

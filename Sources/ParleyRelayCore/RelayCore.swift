@@ -155,10 +155,13 @@ public final class RelayCore {
         counters.bytesQueued &+= UInt64(n)
     }
 
-    /// The reliable channel settings of members and presence sessions (`signallingQueueLimit` bounds each queue).
-    var signallingLimits: ReliableChannel.Limits {
+    /// The reliable channel settings of members and presence sessions: `signallingQueueLimit` bounds each queue, and
+    /// a member's queue holds at least two events per place in its room plus a margin, so a join storm that fills the
+    /// room (an event per join and per leave, before the member could acknowledge them) never removes a member that
+    /// keeps up. Joins are rate-limited, so that bound is not an attacker's to grow; texts have their own, smaller one.
+    func signallingLimits(roomCapacity: Int = 0) -> ReliableChannel.Limits {
         var limits = ReliableChannel.Limits()
-        limits.maxPending = config.signallingQueueLimit
+        limits.maxPending = max(config.signallingQueueLimit, 2 * roomCapacity + 64)
         return limits
     }
 

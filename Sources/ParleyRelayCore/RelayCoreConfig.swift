@@ -34,7 +34,8 @@ public struct RelayCoreConfig: Sendable {
     public var audioLevelExtensionID: UInt8 = 1
     /// Reliable signalling messages a member or presence session may have pending (in flight and waiting) before the
     /// relay gives up on it: a session that cannot take a member event, member page, speaker list or status is
-    /// removed (`goodbye`: not keeping up). Member lists of rooms over ~15,000 members need more.
+    /// removed (`goodbye`: not keeping up). A member's queue also holds at least 2 × its room's capacity + 64 (a join
+    /// storm queues an event per join before anyone can acknowledge them).
     public var signallingQueueLimit = 512
     /// Texts are queued to a recipient only while it has fewer messages than this pending (fragments included); a
     /// recipient that does not keep up is skipped and the sender told so (a text flood holds at most ~58 KB of text

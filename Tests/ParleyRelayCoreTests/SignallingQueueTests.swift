@@ -55,19 +55,23 @@ struct SignallingQueueTests {
         #expect(last.delivered && last.reason == "bob is not keeping up")
     }
 
-    @Test("a member that cannot take the room's member events is removed, told why, and counted")
+    @Test("a member that cannot take the room's member events (churn past twice the room's size) is removed, told why, and counted")
     func essentialOverflowRemovesTheMember() throws {
         var config = RelayCoreConfig()
         config.signallingQueueLimit = 40
         config.textQueueLimit = 10
+        config.maxMembersPerRoom = 10   // a member's queue holds max(40, 2 × 10 + 64) = 84
         let net = FakeNetwork(config: config)
         let alice = net.addClient("alice"), bob = net.addClient("bob")
         net.joinAll()
         bob.dropOutgoing = true
-        for batch in 0..<10 {   // five at a time: everyone else acknowledges between batches
-            for i in 0..<5 { net.addClient("guest\(batch * 5 + i)") }
+        for batch in 0..<10 {   // five join, then leave: 10 member events per batch, 100 in all
+            let guests = (0..<5).map { net.addClient("guest\(batch * 5 + $0)") }
             net.joinAll()
             net.advance(milliseconds: 20)
+            for g in guests { g.session.leave(now: net.monotonic) }
+            net.exchange()
+            for g in guests { g.online = false }
         }
         net.advance(milliseconds: 100)
         #expect(member(net, "bob") == nil)
@@ -75,7 +79,29 @@ struct SignallingQueueTests {
         #expect(alice.memberEvents.contains { $0.0 == .left && $0.1 == "bob" && $0.2 == "not keeping up with signalling" })
         #expect(net.core.counters.slowSessionsRemoved == 1)
         #expect(net.core.counters.signallingDrops(.queueFull) >= 1)
-        #expect(member(net, "alice") != nil && net.core.memberCount == 51)
+        #expect(member(net, "alice") != nil && net.core.memberCount == 1)
+    }
+
+    @Test("a join storm that fills a big room removes nobody: each member's queue holds twice the room's size")
+    func joinStormKeepsEveryone() throws {
+        var config = RelayCoreConfig()
+        config.signallingQueueLimit = 64
+        config.maxMembersPerRoom = 200
+        let net = FakeNetwork(config: config)
+        let early = net.addClient("early")
+        net.joinAll()
+        // The early member cannot acknowledge while 199 others join (as on a real network, where 32 messages are in
+        // flight per round trip and the rest wait): 199 member events pile up, far past signalling_queue_limit.
+        // Before the room's size counted, the 2,001-member parley-load run lost every member this way.
+        early.dropOutgoing = true
+        for k in 0..<199 { net.addClient("m\(k)") }
+        net.joinAll()
+        #expect(member(net, "early") != nil)
+        #expect(net.core.counters.slowSessionsRemoved == 0)
+        early.dropOutgoing = false
+        net.advance(milliseconds: 3_000, stepMilliseconds: 50)
+        #expect(early.memberEvents.filter { $0.0 == .joined }.count == 199)
+        #expect(net.core.memberCount == 200)
     }
 
     @Test("mute toggles and speaker lists waiting for a slow member are replaced by the newest, not piled up")
