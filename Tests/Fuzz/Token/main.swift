@@ -60,14 +60,16 @@ private func check(_ result: Result<TokenClaims, TokenError>) {
     }
 }
 
-/// For a token that verified as `claims`: the room-and-grant variant accepts it exactly when its room (if any) is
-/// "lobby" and it has the grant, and refuses it with the matching error otherwise.
+/// For a token that verified as `claims`: the room-and-grant variant accepts it exactly when its room claim admits to
+/// "lobby" (the name, or a `prefix*` pattern; no claim only on an admin's token) and it has the grant, and refuses it
+/// with the matching error otherwise.
 private func checkRoomAndGrant(_ token: String, _ plain: Result<TokenClaims, TokenError>, requiring grant: KeyPath<Grants, Bool>,
                                grantName: String) {
     guard case .success(let claims) = plain else { return }
-    let roomMatches = claims.room == nil || claims.room == "lobby"
+    let roomMatches = claims.room.map { TokenVerifier.roomClaim($0, admits: "lobby") } ?? claims.grants.admin
     switch Result(catching: { () throws(TokenError) in try verifier.verify(token, now: now, room: "lobby", requiring: grant, grantName: grantName) }) {
     case .success(let again): precondition(again == claims && roomMatches && claims.grants[keyPath: grant], "room or grant check let a token through")
+    case .failure(.noRoom): precondition(claims.room == nil && !claims.grants.admin, "a token naming a room, or an admin's, refused as naming none")
     case .failure(.wrongRoom(let expected, let got)): precondition(!roomMatches && expected == "lobby" && got == claims.room, "wrong room refused wrongly")
     case .failure(.missingGrant(let name)): precondition(roomMatches && !claims.grants[keyPath: grant] && name == grantName, "grant refused wrongly")
     case .failure(let error): preconditionFailure("the room-and-grant check changed the verdict: \(error)")
