@@ -71,7 +71,8 @@ public enum PrometheusExporter {
         family("parley_slow_sessions_removed_total", "counter",
                "Members and presence sessions removed because their signalling queue overflowed (not keeping up).",
                total(\.slowSessionsRemoved))
-        family("parley_resumes_total", "counter", "Sessions resumed from a new address.", total(\.resumes))
+        family("parley_resumes_total", "counter", "Sessions moved to a new address that answered its path challenge.", total(\.resumes))
+        family("parley_path_challenges_total", "counter", "Path challenges sent to unproven addresses naming a session.", total(\.pathChallengesSent))
         family("parley_worker_busy_seconds_total", "counter", "CPU time each worker loop spent busy.", workers.map { w in
             ("worker=\"\(w.worker)\"", seconds(w.busyNanoseconds))
         })
