@@ -6,8 +6,8 @@ import ParleyWire
 public final class SendPipeline {
     /// Samples per 20 ms frame at 48 kHz.
     public static let frameSamples = 960
-    /// RTP header with the one-byte extension block carrying the level.
-    static let headerSize = 12 + 8
+    /// RTP header with the one-byte extension block carrying the level (one element, one byte).
+    static let headerSize = RTPFixedHeader.size + RTPExtensionWriter.oneByteBlockSize(elements: 1, dataBytes: 1)
     private let encoder: OpusEncoder
     private let packet = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 16)
     private var sequence = UInt16.random(in: 0...UInt16.max)
@@ -80,18 +80,13 @@ public final class SendPipeline {
 
     /// Writes the RTP header (V=2, X=1, one-byte extension block with the level) before `payloadBytes` of payload.
     private func header(payloadBytes: Int, marker: Bool, level: UInt8, voice: Bool) -> UnsafeRawBufferPointer {
-        let p = packet.baseAddress!
-        p.storeBytes(of: UInt8(0x90), toByteOffset: 0, as: UInt8.self)
-        p.storeBytes(of: (marker ? 0x80 : 0) | payloadType, toByteOffset: 1, as: UInt8.self)
-        p.storeBytes(of: sequence.bigEndian, toByteOffset: 2, as: UInt16.self)
-        p.storeBytes(of: timestamp.bigEndian, toByteOffset: 4, as: UInt32.self)
-        p.storeBytes(of: ssrc.bigEndian, toByteOffset: 8, as: UInt32.self)
-        p.storeBytes(of: UInt16(0xBEDE).bigEndian, toByteOffset: 12, as: UInt16.self)
-        p.storeBytes(of: UInt16(1).bigEndian, toByteOffset: 14, as: UInt16.self)
-        p.storeBytes(of: levelExtensionID << 4, toByteOffset: 16, as: UInt8.self)  // length − 1 = 0: one byte
-        p.storeBytes(of: (voice ? 0x80 : 0) | min(level, 127), toByteOffset: 17, as: UInt8.self)
-        p.storeBytes(of: UInt16(0), toByteOffset: 18, as: UInt16.self)              // padding
+        RTPFixedHeader(marker: marker, payloadType: payloadType, sequenceNumber: sequence, timestamp: timestamp, ssrc: ssrc,
+                       hasExtension: true).write(into: packet)
+        var block = RTPExtensionWriter(into: packet, at: RTPFixedHeader.extensionOffset(csrcCount: 0))
+        block.appendElement(id: levelExtensionID, byte: AudioLevel(voice: voice, level: level).byte)
+        let end = block.finish()
+        assert(end == Self.headerSize)
         sequence &+= 1
-        return UnsafeRawBufferPointer(start: p, count: Self.headerSize + payloadBytes)
+        return UnsafeRawBufferPointer(start: packet.baseAddress!, count: end + payloadBytes)
     }
 }

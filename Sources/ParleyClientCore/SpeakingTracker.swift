@@ -1,9 +1,11 @@
+import ParleyWire
+
 // Who is speaking, told from the streams a member receives — what the relay's `speakers` message would say in a
 // forward room, without the message.
 
 /// The speakers a listener hears, from the RFC 6464 levels of the streams it receives: a stream is speaking while a
-/// packet at or above speech level (level ≤ `speechLevel`, in −dBov) arrived within `hold` (the relay's own rules:
-/// 60 and 600 ms). In a forward room the relay sends each listener exactly the forwarded speakers, so this is the
+/// packet at or above speech level (level ≤ `rules.levelThreshold`, in −dBov) arrived within `rules.hold` (the relay's
+/// own `SpeechRules`). In a forward room the relay sends each listener exactly the forwarded speakers, so this is the
 /// relay's speaker list, seen per packet instead of pushed at most every 200 ms. Pure: time is a parameter.
 public struct SpeakingTracker: Sendable {
     /// One speaker: its SSRC and its loudest recent level (−dBov, 0 = loudest).
@@ -17,25 +19,26 @@ public struct SpeakingTracker: Sendable {
         }
     }
 
+    /// When a packet is speech and how long a stream stays speaking after its last speech packet.
+    public let rules: SpeechRules
     /// Levels at or below this (louder) count as speech.
-    public let speechLevel: UInt8
+    public var speechLevel: UInt8 { rules.levelThreshold }
     /// How long a stream stays speaking after its last speech packet, in ns.
-    public let hold: Int64
+    public var hold: Int64 { rules.hold }
     private var streams: [UInt32: (lastSpeech: Int64, level: UInt8)] = [:]
     /// The speakers as last returned by `update`, loudest first.
     public private(set) var current: [Speaker] = []
 
-    /// A tracker with the relay's defaults.
-    public init(speechLevel: UInt8 = 60, hold: Int64 = 600_000_000) {
-        self.speechLevel = speechLevel
-        self.hold = hold
+    /// A tracker with the given rules (the relay's defaults unless told otherwise).
+    public init(rules: SpeechRules = .standard) {
+        self.rules = rules
     }
 
     /// Notes one received packet's level (nil when it carried none: then a payload over 10 bytes counts as speech
     /// at level 40, a DTX frame as silence, as the relay does).
     public mutating func observe(ssrc: UInt32, level: UInt8?, payloadBytes: Int, now: Int64) {
-        let l = level ?? (payloadBytes > 10 ? 40 : 127)
-        guard l <= speechLevel else { return }
+        let l = SpeechRules.level(level, payloadBytes: payloadBytes)
+        guard rules.isSpeech(level: l) else { return }
         if let s = streams[ssrc], now - s.lastSpeech <= hold / 3 {
             streams[ssrc] = (now, min(s.level, l))  // keep the loudest of the last third of the hold
         } else {
@@ -49,7 +52,7 @@ public struct SpeakingTracker: Sendable {
     /// Recomputes the speakers at `now`; returns them when the set of speaking streams changed since the last call,
     /// nil otherwise (level changes alone are not reported).
     public mutating func update(now: Int64) -> [Speaker]? {
-        streams = streams.filter { now - $0.value.lastSpeech <= hold }
+        streams = streams.filter { rules.isSpeaking(lastSpeech: $0.value.lastSpeech, now: now) }
         let speakers = streams.map { Speaker(ssrc: $0.key, level: $0.value.level) }
             .sorted { ($0.level, $0.ssrc) < ($1.level, $1.ssrc) }
         let changed = Set(speakers.map(\.ssrc)) != Set(current.map(\.ssrc))

@@ -27,6 +27,8 @@ final class MixInput {
 final class MixEngine {
     static let frameSamples = 960
     static let frameNanoseconds: Int64 = 20_000_000
+    /// The RTP payload type of the mix (Opus, as the members send it).
+    static let payloadType: UInt8 = 111
     let ssrc: UInt32
     let config: RelayCoreConfig
     /// The next mix deadline (monotonic ns); nil while the room has no members.
@@ -187,37 +189,27 @@ final class MixEngine {
                                send: (UnsafeRawBufferPointer, Member) -> Void) {
         // Header: V=2, X=1 (RFC 6465 levels), CC = contributors heard (≤ 15), PT 111, seq patched per listener.
         var csrcCount = 0
-        for c in contributors where c !== excluding && csrcCount < 15 { csrcCount += 1 }
+        for c in contributors where c !== excluding && csrcCount < RTPFixedHeader.maxCSRCCount { csrcCount += 1 }
         guard csrcCount > 0 else { return }
-        let extensionWords = (1 + csrcCount + 3) / 4  // one-byte element header + one level per CSRC, padded
-        let headerSize = 12 + 4 * csrcCount + 4 + 4 * extensionWords
-        let p = packet.baseAddress!
-        p.storeBytes(of: UInt8(0x80 | 0x10 | UInt8(csrcCount)), toByteOffset: 0, as: UInt8.self)
-        p.storeBytes(of: UInt8(111), toByteOffset: 1, as: UInt8.self)
-        p.storeBytes(of: (timestampBase &+ frameIndex &* UInt32(Self.frameSamples)).bigEndian, toByteOffset: 4, as: UInt32.self)
-        p.storeBytes(of: ssrc.bigEndian, toByteOffset: 8, as: UInt32.self)
-        var offset = 12
-        var levelsOffset = 12 + 4 * csrcCount + 4 + 1
+        RTPFixedHeader(payloadType: Self.payloadType, sequenceNumber: 0, timestamp: timestampBase &+ frameIndex &* UInt32(Self.frameSamples),
+                       ssrc: ssrc, csrcCount: csrcCount, hasExtension: true).write(into: packet)
+        // One RFC 6465 element: one level per CSRC, in CSRC-list order.
+        var levels = RTPExtensionWriter(into: packet, at: RTPFixedHeader.extensionOffset(csrcCount: csrcCount))
+        levels.beginElement(id: config.csrcAudioLevelExtensionID, dataCount: csrcCount)
         var written = 0
-        for c in contributors where c !== excluding && written < 15 {
-            p.storeBytes(of: c.ssrc.bigEndian, toByteOffset: offset, as: UInt32.self)
-            let loudness = room.selector.state(of: c.id).loudness
-            p.storeBytes(of: UInt8(max(0, min(127, (127 - loudness).rounded()))), toByteOffset: levelsOffset, as: UInt8.self)
-            offset += 4
-            levelsOffset += 1
+        for c in contributors where c !== excluding && written < csrcCount {
+            RTPFixedHeader.writeCSRC(c.ssrc, at: written, into: packet)
+            levels.append(AudioLevel.level(loudness: room.selector.state(of: c.id).loudness))
             written += 1
         }
-        // RFC 8285 one-byte header: 0xBEDE, length in words; element: id (4 bits) | length-1 (4 bits), then levels.
-        p.storeBytes(of: UInt16(0xBEDE).bigEndian, toByteOffset: offset, as: UInt16.self)
-        p.storeBytes(of: UInt16(extensionWords).bigEndian, toByteOffset: offset + 2, as: UInt16.self)
-        p.storeBytes(of: UInt8(config.csrcAudioLevelExtensionID << 4 | UInt8(max(0, csrcCount - 1))), toByteOffset: offset + 4, as: UInt8.self)
-        for pad in levelsOffset..<headerSize { p.storeBytes(of: UInt8(0), toByteOffset: pad, as: UInt8.self) }
+        let headerSize = levels.finish()
+        let p = packet.baseAddress!
         let pcm = UnsafeBufferPointer(start: UnsafePointer(mixPCM), count: Self.frameSamples)
         let body = UnsafeMutableRawBufferPointer(start: p + headerSize, count: packet.count - headerSize)
         guard let n = try? encoder.encode(pcm, frameSize: Self.frameSamples, into: body), n > 0 else { return }
         encodes += 1
         for listener in targets {
-            p.storeBytes(of: listener.mixSequence.bigEndian, toByteOffset: 2, as: UInt16.self)
+            RTPFixedHeader.patchSequenceNumber(listener.mixSequence, in: packet)
             listener.mixSequence &+= 1
             send(UnsafeRawBufferPointer(start: p, count: headerSize + n), listener)
         }

@@ -33,7 +33,7 @@ extension RelayCore {
             guard shared.tryReserveRoom() else { return .failure(OpenRoomFailure(code: .tooManyRooms, reason: "the relay has reached its room limit")) }
         }
         let room = Room(name: name, mode: mode, createdAt: now.unixMilliseconds, creator: creator,
-                        selector: SpeakerSelector(capacity: config.maxForwardedSpeakers, speechThreshold: config.speechLevelThreshold,
+                        selector: SpeakerSelector(capacity: config.maxForwardedSpeakers, rules: config.speech,
                                                   releaseAfter: config.speakerReleaseAfter, minimumDwell: config.speakerMinimumDwell,
                                                   hysteresis: config.speakerHysteresisDecibels))
         if mode == "mix" {

@@ -29,13 +29,8 @@ extension RelayCore {
         guard !member.muted else { return drop(.muted, from: from, now: now) }
 
         let room = member.room
-        let level: UInt8
-        if let audio = packet.audioLevel(id: config.audioLevelExtensionID) {
-            level = audio.level
-        } else {
-            // No RFC 6464 level (plain RTP tools): a full-size packet counts as speech, a DTX one as silence.
-            level = packet.payloadCount > 10 ? 40 : 127
-        }
+        // No RFC 6464 level (plain RTP tools): a full-size packet counts as speech, a DTX one as silence.
+        let level = SpeechRules.level(packet.audioLevel(id: config.audioLevelExtensionID)?.level, payloadBytes: packet.payloadCount)
         if room.selector.observe(member.id, level: level, now: now.monotonic) {
             scheduleSpeakerPush(room, now: now)
             noteTimerWork(at: now.monotonic)

@@ -161,7 +161,7 @@ extension RelayCore {
             guard let last = s.lastSpeech, now.monotonic - last <= config.speakingHold else { continue }
             speaking += 1
             guard let announced = room.announcedSpeakers.first(where: { $0.memberID == id }) else { return .speakers }
-            let level = Int(max(0, min(127, (127 - s.loudness).rounded())))
+            let level = Int(AudioLevel.level(loudness: s.loudness))
             if abs(level - Int(announced.level)) >= 10 { levelMoved = true }
         }
         if speaking != room.announcedSpeakers.count { return .speakers }

@@ -233,7 +233,7 @@ public final class RelayCore {
                                     let s = room.selector.state(of: m.id)
                                     return MemberSnapshot(id: m.id, identity: m.identity, name: m.name, ssrc: m.ssrc, address: m.address,
                                                           muted: m.muted, forwarded: s.forwarded,
-                                                          level: UInt8(max(0, min(127, (127 - s.loudness).rounded()))),
+                                                          level: AudioLevel.level(loudness: s.loudness),
                                                           joinedAtUnixMilliseconds: m.joinedAtUnixMilliseconds, stats: m.stats,
                                                           packetsLost: m.receiveStats.cumulativeLost, jitter: m.receiveStats.jitter)
                                 },

@@ -1,3 +1,5 @@
+import ParleyWire
+
 /// The settings the relay core works by. Times are nanoseconds of the monotonic clock unless named otherwise.
 public struct RelayCoreConfig: Sendable {
     /// Members allowed in one room.
@@ -20,16 +22,24 @@ public struct RelayCoreConfig: Sendable {
     /// …and at most this often when only a speaker's level moved (by 10 dB or more): levels are for display, and
     /// each push is a reliable message (and an ack) per member.
     public var speakerLevelUpdateInterval: Int64 = 1_000_000_000
-    /// A member stays in the announced speaker list this long after its last speech packet.
-    public var speakingHold: Int64 = 600_000_000
+    /// When a packet is speech and how long a speaker stays speaking (shared with the client: `SpeechRules`).
+    public var speech = SpeechRules.standard
+    /// A member stays in the announced speaker list this long after its last speech packet (`speech.hold`).
+    public var speakingHold: Int64 {
+        get { speech.hold }
+        set { speech.hold = newValue }
+    }
     /// A forwarded speaker silent this long gives up its slot to anyone who starts speaking.
     public var speakerReleaseAfter: Int64 = 1_500_000_000
     /// A forwarded speaker keeps its slot at least this long against a louder newcomer.
     public var speakerMinimumDwell: Int64 = 500_000_000
     /// A newcomer must be this many dB louder (smoothed) than the quietest forwarded speaker to take its slot.
     public var speakerHysteresisDecibels: Float = 6
-    /// RFC 6464 level (−dBov) at or below which a packet counts as speech.
-    public var speechLevelThreshold: UInt8 = 60
+    /// RFC 6464 level (−dBov) at or below which a packet counts as speech (`speech.levelThreshold`).
+    public var speechLevelThreshold: UInt8 {
+        get { speech.levelThreshold }
+        set { speech.levelThreshold = newValue }
+    }
     /// The RTP header extension id carrying the RFC 6464 audio level.
     public var audioLevelExtensionID: UInt8 = 1
     /// Reliable signalling messages a member or presence session may have pending (in flight and waiting) before the

@@ -1,3 +1,5 @@
+import ParleyWire
+
 /// Chooses which members of a room are forwarded: at most `capacity` speakers, ranked by their smoothed
 /// RFC 6464 audio level, with hysteresis so the choice does not flap.
 ///
@@ -22,8 +24,8 @@ public struct SpeakerSelector: Sendable {
 
     /// Slots.
     public let capacity: Int
-    /// Level at or below which a packet is speech.
-    public let speechThreshold: UInt8
+    /// When a packet is speech (its level threshold) and how long a speaker stays speaking.
+    public let rules: SpeechRules
     /// See the type's rules.
     public let releaseAfter: Int64
     /// See the type's rules.
@@ -35,10 +37,10 @@ public struct SpeakerSelector: Sendable {
     private var states: [UInt32: State] = [:]
 
     /// A selector with `capacity` slots.
-    public init(capacity: Int, speechThreshold: UInt8 = 60, releaseAfter: Int64 = 1_500_000_000,
+    public init(capacity: Int, rules: SpeechRules = .standard, releaseAfter: Int64 = 1_500_000_000,
                 minimumDwell: Int64 = 500_000_000, hysteresis: Float = 6) {
         self.capacity = max(1, capacity)
-        self.speechThreshold = speechThreshold
+        self.rules = rules
         self.releaseAfter = releaseAfter
         self.minimumDwell = minimumDwell
         self.hysteresis = hysteresis
@@ -60,8 +62,8 @@ public struct SpeakerSelector: Sendable {
 
     /// Takes one packet's level (0 loudest … 127 silence); returns true when the forwarded set changed.
     public mutating func observe(_ member: UInt32, level: UInt8, now: Int64) -> Bool {
-        let loud = Float(127 - min(level, 127))
-        let speech = level <= speechThreshold
+        let loud = AudioLevel.loudness(level: level)
+        let speech = rules.isSpeech(level: level)
         // One hash lookup per packet: the state is updated in place.
         let s = Self.update(&states[member, default: State()], loud: loud, speech: speech, now: now)
         guard speech, !s.forwarded else { return false }
@@ -110,13 +112,15 @@ public struct SpeakerSelector: Sendable {
         return held
     }
 
-    /// Forwarded members heard speaking within `hold`, loudest first, with their smoothed level (RFC 6464 scale).
-    public func speaking(now: Int64, hold: Int64) -> [(member: UInt32, level: UInt8)] {
+    /// Forwarded members heard speaking within `hold` (the rules' hold unless given), loudest first, with their
+    /// smoothed level (RFC 6464 scale).
+    public func speaking(now: Int64, hold: Int64? = nil) -> [(member: UInt32, level: UInt8)] {
+        let hold = hold ?? rules.hold
         var out: [(member: UInt32, level: UInt8, loudness: Float)] = []
         for id in forwarded {
             let s = states[id] ?? State()
             if let last = s.lastSpeech, now - last <= hold {
-                out.append((id, UInt8(max(0, min(127, (127 - s.loudness).rounded()))), s.loudness))
+                out.append((id, AudioLevel.level(loudness: s.loudness), s.loudness))
             }
         }
         out.sort { $0.loudness > $1.loudness || ($0.loudness == $1.loudness && $0.member < $1.member) }

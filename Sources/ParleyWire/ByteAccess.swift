@@ -23,14 +23,14 @@ extension UnsafeRawBufferPointer {
 
 extension UnsafeMutableRawBufferPointer {
     /// Writes `value` as a big-endian `UInt16` at `offset`.
-    @inline(__always)
+    @inline(__always) @usableFromInline
     func setUInt16(_ value: UInt16, at offset: Int) {
         self[offset] = UInt8(truncatingIfNeeded: value >> 8)
         self[offset + 1] = UInt8(truncatingIfNeeded: value)
     }
 
     /// Writes `value` as a big-endian `UInt32` at `offset`.
-    @inline(__always)
+    @inline(__always) @usableFromInline
     func setUInt32(_ value: UInt32, at offset: Int) {
         self[offset] = UInt8(truncatingIfNeeded: value >> 24)
         self[offset + 1] = UInt8(truncatingIfNeeded: value >> 16)
@@ -39,19 +39,19 @@ extension UnsafeMutableRawBufferPointer {
     }
 
     /// Writes `value` as a big-endian `UInt64` at `offset`.
-    @inline(__always)
+    @inline(__always) @usableFromInline
     func setUInt64(_ value: UInt64, at offset: Int) {
         setUInt32(UInt32(truncatingIfNeeded: value >> 32), at: offset)
         setUInt32(UInt32(truncatingIfNeeded: value), at: offset + 4)
     }
 
     /// Writes `count` zero bytes starting at `offset`.
-    @inline(__always)
+    @inline(__always) @usableFromInline
     func setZeros(at offset: Int, count: Int) {
         for i in offset..<(offset + count) { self[i] = 0 }
     }
 }
 
 /// Rounds `n` up to the next multiple of 4 (one 32-bit word).
-@inline(__always)
+@inline(__always) @usableFromInline
 func paddedToWord(_ n: Int) -> Int { (n + 3) & ~3 }

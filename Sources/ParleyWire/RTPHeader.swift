@@ -1,5 +1,6 @@
-// Serialization of an RTP header plus extension block (RFC 3550 §5.1, RFC 8285 §4). The caller appends the
-// payload after the bytes written. Layout, as parsed by `RTPPacketView`:
+// Serialization of an RTP header plus extension block (RFC 3550 §5.1, RFC 8285 §4) from arrays, for building packets
+// off the per-packet path; the bytes are written by `RTPFixedHeader` and `RTPExtensionWriter`, as every sender's are.
+// The caller appends the payload after the bytes written. Layout, as parsed by `RTPPacketView`:
 //
 //  0                   1                   2                   3
 //  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
@@ -84,40 +85,18 @@ public struct RTPHeader: Equatable, Sendable {
         let size = serializedSize
         guard buffer.count >= size else { throw .bufferTooSmall }
 
-        var byte0 = RTPLayout.version << RTPLayout.versionShift | UInt8(csrcs.count)
-        if !extensions.isEmpty { byte0 |= RTPLayout.extensionMask }
-        buffer[0] = byte0
-        buffer[1] = (marker ? RTPLayout.markerMask : 0) | payloadType
-        buffer.setUInt16(sequenceNumber, at: RTPLayout.sequenceOffset)
-        buffer.setUInt32(timestamp, at: RTPLayout.timestampOffset)
-        buffer.setUInt32(ssrc, at: RTPLayout.ssrcOffset)
-        var cursor = RTPLayout.fixedHeaderSize
-        for csrc in csrcs {
-            buffer.setUInt32(csrc, at: cursor)
-            cursor += RTPLayout.csrcSize
-        }
-        guard !extensions.isEmpty else { return cursor }
+        RTPFixedHeader(marker: marker, payloadType: payloadType, sequenceNumber: sequenceNumber, timestamp: timestamp,
+                       ssrc: ssrc, csrcCount: csrcs.count, hasExtension: !extensions.isEmpty).write(into: buffer)
+        for (index, csrc) in csrcs.enumerated() { RTPFixedHeader.writeCSRC(csrc, at: index, into: buffer) }
+        let extensionOffset = RTPFixedHeader.extensionOffset(csrcCount: csrcs.count)
+        guard !extensions.isEmpty else { return extensionOffset }
 
-        let dataSize = extensionDataSize
-        buffer.setUInt16(oneByte ? RTPExtensionLayout.oneByteProfile : RTPExtensionLayout.twoByteProfile, at: cursor)
-        buffer.setUInt16(UInt16(dataSize / 4), at: cursor + 2)
-        cursor += RTPLayout.extensionHeaderSize
-        let end = cursor + dataSize
+        var block = RTPExtensionWriter(into: buffer, at: extensionOffset, twoByteForm: !oneByte)
         for element in extensions {
-            if oneByte {
-                buffer[cursor] = element.id << RTPExtensionLayout.oneByteIDShift | UInt8(element.data.count - 1)
-                cursor += 1
-            } else {
-                buffer[cursor] = element.id
-                buffer[cursor + 1] = UInt8(element.data.count)
-                cursor += 2
-            }
-            for byte in element.data {
-                buffer[cursor] = byte
-                cursor += 1
-            }
+            element.data.withUnsafeBytes { block.appendElement(id: element.id, data: $0) }
         }
-        buffer.setZeros(at: cursor, count: end - cursor)
+        let end = block.finish()
+        assert(end == size)
         return end
     }
 }

@@ -1,67 +1,78 @@
 // Field positions of the RTP fixed header (RFC 3550 §5.1) and header extensions (RFC 3550 §5.3.1, RFC 8285).
 
 /// Byte offsets, shifts and masks of the RTP header, named once so parser and serializer agree.
+@usableFromInline
 enum RTPLayout {
     /// Size of the fixed header, before CSRCs.
-    static let fixedHeaderSize = 12
+    @usableFromInline static let fixedHeaderSize = 12
     /// Size of one CSRC identifier.
-    static let csrcSize = 4
+    @usableFromInline static let csrcSize = 4
     /// Size of the extension header (profile + length in words).
-    static let extensionHeaderSize = 4
+    @usableFromInline static let extensionHeaderSize = 4
     /// The only RTP version we speak.
-    static let version: UInt8 = 2
+    @usableFromInline static let version: UInt8 = 2
 
     /// Byte 0: version in the top two bits.
-    static let versionShift: UInt8 = 6
+    @usableFromInline static let versionShift: UInt8 = 6
     /// Byte 0: padding flag.
-    static let paddingMask: UInt8 = 0x20
+    @usableFromInline static let paddingMask: UInt8 = 0x20
     /// Byte 0: extension flag.
-    static let extensionMask: UInt8 = 0x10
+    @usableFromInline static let extensionMask: UInt8 = 0x10
     /// Byte 0: CSRC count.
-    static let csrcCountMask: UInt8 = 0x0F
+    @usableFromInline static let csrcCountMask: UInt8 = 0x0F
     /// Byte 1: marker bit.
-    static let markerMask: UInt8 = 0x80
+    @usableFromInline static let markerMask: UInt8 = 0x80
     /// Byte 1: payload type.
-    static let payloadTypeMask: UInt8 = 0x7F
+    @usableFromInline static let payloadTypeMask: UInt8 = 0x7F
 
+    /// Offset of byte 0: version, padding, extension, CSRC count.
+    @usableFromInline static let flagsOffset = 0
+    /// Offset of byte 1: marker and payload type.
+    @usableFromInline static let payloadTypeOffset = 1
     /// Offset of the sequence number.
-    static let sequenceOffset = 2
+    @usableFromInline static let sequenceOffset = 2
     /// Offset of the timestamp.
-    static let timestampOffset = 4
+    @usableFromInline static let timestampOffset = 4
     /// Offset of the SSRC.
-    static let ssrcOffset = 8
+    @usableFromInline static let ssrcOffset = 8
 
     /// Largest CSRC count that fits the 4-bit field.
-    static let maxCSRCCount = 15
+    @usableFromInline static let maxCSRCCount = 15
     /// Largest payload type that fits the 7-bit field.
-    static let maxPayloadType: UInt8 = 127
+    @usableFromInline static let maxPayloadType: UInt8 = 127
 }
 
 /// Constants of the RFC 8285 extension element forms.
+@usableFromInline
 enum RTPExtensionLayout {
     /// "defined by profile" value of the one-byte form.
-    static let oneByteProfile: UInt16 = 0xBEDE
+    @usableFromInline static let oneByteProfile: UInt16 = 0xBEDE
     /// Top 12 bits of the two-byte form's profile; the low 4 bits are "appbits".
-    static let twoByteProfile: UInt16 = 0x1000
+    @usableFromInline static let twoByteProfile: UInt16 = 0x1000
     /// Mask selecting the 12 bits compared with `twoByteProfile`.
-    static let twoByteProfileMask: UInt16 = 0xFFF0
+    @usableFromInline static let twoByteProfileMask: UInt16 = 0xFFF0
+
+    /// Offset of the profile field in the extension header.
+    @usableFromInline static let profileOffset = 0
+    /// Offset of the length field (in 32-bit words, header excluded) in the extension header.
+    @usableFromInline static let lengthOffset = 2
 
     /// One-byte form: ID in the high nibble.
-    static let oneByteIDShift: UInt8 = 4
+    @usableFromInline static let oneByteIDShift: UInt8 = 4
     /// One-byte form: length-minus-one in the low nibble.
-    static let oneByteLengthMask: UInt8 = 0x0F
+    @usableFromInline static let oneByteLengthMask: UInt8 = 0x0F
     /// One-byte form: ID that ends processing of the block.
-    static let oneByteTerminatorID: UInt8 = 15
+    @usableFromInline static let oneByteTerminatorID: UInt8 = 15
     /// One-byte form: valid IDs.
-    static let oneByteIDs: ClosedRange<UInt8> = 1...14
+    @usableFromInline static let oneByteIDs: ClosedRange<UInt8> = 1...14
     /// One-byte form: data sizes it can carry.
-    static let oneByteDataSizes: ClosedRange<Int> = 1...16
+    @usableFromInline static let oneByteDataSizes: ClosedRange<Int> = 1...16
     /// Two-byte form: data sizes it can carry.
-    static let twoByteMaxDataSize = 255
+    @usableFromInline static let twoByteMaxDataSize = 255
     /// Either form: an element byte of ID 0 is padding.
-    static let paddingID: UInt8 = 0
+    @usableFromInline static let paddingID: UInt8 = 0
     /// Largest extension block, in 32-bit words (the 16-bit length field).
-    static let maxWords = 0xFFFF
+    @usableFromInline static let maxWords = 0xFFFF
 }
 
 /// Which RFC 8285 form an extension block uses, read from its profile field.
