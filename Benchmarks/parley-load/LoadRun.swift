@@ -104,9 +104,10 @@ enum LoadTarget {
 ///   |  ...      ns      | pad 0 |  24
 ///   |     Opus payload ...      |  28
 enum LoadPacket {
-    static let headerSize = 28
-    static let sendTimeOffset = 19
+    static let payloadType: UInt8 = 111
+    static let levelExtensionID: UInt8 = 1
     static let sendTimeExtensionID: UInt8 = 2
+    static let headerSize = RTPFixedHeader.size + RTPExtensionWriter.oneByteBlockSize(elements: 2, dataBytes: 1 + 8)
 }
 
 /// Drives every member from one thread: a poll loop over all member sockets with batched receives (recvmmsg per
@@ -368,22 +369,17 @@ final class LoadRun {
     /// Sends frame `f` of the speaker's clip.
     private func send(_ s: Member, _ f: SpeechClip.Frame) {
         let p = txBuffer
-        p.storeBytes(of: UInt8(0x90), toByteOffset: 0, as: UInt8.self)
-        p.storeBytes(of: (f.marker ? 0x80 : 0) | UInt8(111), toByteOffset: 1, as: UInt8.self)
-        p.storeBytes(of: s.sequence.bigEndian, toByteOffset: 2, as: UInt16.self)
-        p.storeBytes(of: s.timestamp.bigEndian, toByteOffset: 4, as: UInt32.self)
-        p.storeBytes(of: s.ssrc.bigEndian, toByteOffset: 8, as: UInt32.self)
-        p.storeBytes(of: UInt16(0xBEDE).bigEndian, toByteOffset: 12, as: UInt16.self)
-        p.storeBytes(of: UInt16(3).bigEndian, toByteOffset: 14, as: UInt16.self)
-        p.storeBytes(of: UInt8(0x10), toByteOffset: 16, as: UInt8.self)
-        p.storeBytes(of: (f.voice ? 0x80 : 0) | f.level, toByteOffset: 17, as: UInt8.self)
-        p.storeBytes(of: LoadPacket.sendTimeExtensionID << 4 | 7, toByteOffset: 18, as: UInt8.self)
-        p.storeBytes(of: UInt8(0), toByteOffset: 27, as: UInt8.self)
         clip.payloads.withUnsafeBytes { src in
             (p + LoadPacket.headerSize).copyMemory(from: src.baseAddress! + f.offset, byteCount: f.count)
         }
-        let sendTime = Clock.monotonicNanoseconds()
-        p.storeBytes(of: UInt64(sendTime).bigEndian, toByteOffset: LoadPacket.sendTimeOffset, as: UInt64.self)
+        let header = UnsafeMutableRawBufferPointer(start: p, count: LoadPacket.headerSize)
+        RTPFixedHeader(marker: f.marker, payloadType: LoadPacket.payloadType, sequenceNumber: s.sequence, timestamp: s.timestamp,
+                       ssrc: s.ssrc, hasExtension: true).write(into: header)
+        var block = RTPExtensionWriter(into: header, at: RTPFixedHeader.extensionOffset(csrcCount: 0))
+        block.appendElement(id: LoadPacket.levelExtensionID, byte: AudioLevel(voice: f.voice, level: f.level).byte)
+        block.beginElement(id: LoadPacket.sendTimeExtensionID, dataCount: 8)
+        block.append(bigEndian: UInt64(Clock.monotonicNanoseconds()))
+        block.finish()
         try? s.socket.send(UnsafeRawBufferPointer(start: p, count: LoadPacket.headerSize + f.count), to: s.destination)
         s.sequence &+= 1
         s.packetsSent += 1
@@ -411,7 +407,7 @@ final class LoadRun {
             let now = Clock.monotonicNanoseconds()
             let remaining = deadline - now
             if remaining <= 0 { return }
-            let n = poll(pollSet, nfds_t(members.count), Int32(min(remaining / 1_000_000, 1000)))
+            let n = SystemCalls.kernel.poll(pollSet, members.count, Int32(min(remaining / 1_000_000, 1000)))
             if n <= 0 { if remaining < 1_000_000 { return } else { continue } }
             var ready = Int(n)
             for i in 0..<members.count where ready > 0 && pollSet[i].revents != 0 {
@@ -431,7 +427,7 @@ final class LoadRun {
                 h.msg_namelen = socklen_t(MemoryLayout<sockaddr_storage>.size)
                 rxHeaders[i] = parley_mmsg(msg_hdr: h, msg_len: 0)
             }
-            let n = Int(parley_recvmmsg(m.socket.fd, rxHeaders, UInt32(LoadRun.slots)))
+            let n = Int(SystemCalls.kernel.recvmmsg(m.socket.fd, rxHeaders, UInt32(LoadRun.slots)))
             if n <= 0 { return }
             let arrival = Clock.monotonicNanoseconds()
             for i in 0..<n {

@@ -1,10 +1,10 @@
 import Foundation
-import Glibc
+import ParleyNet
 
 /// CPU time and memory of a process from /proc/<pid>/stat (utime + stime, clock ticks) and /proc/<pid>/status (VmRSS).
 struct ProcessProbe {
     let pid: Int32
-    private static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
+    private static let ticksPerSecond = Double(Clock.accountingTicksPerSecond())
 
     /// CPU seconds so far, in ns resolution: the sum over the process's threads of /proc/<pid>/task/<tid>/schedstat's
     /// first field (time on CPU); falls back to /proc/<pid>/stat utime + stime (10 ms ticks). Nil when the process is gone.
@@ -54,15 +54,5 @@ struct ProcessProbe {
 
 /// Reads a small file with one open/read (procfs files report size 0, so read until EOF).
 func readProcFile(_ path: String) -> String? {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var bytes: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 4096)
-    while true {
-        let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, 4096) }
-        if n <= 0 { break }
-        bytes += chunk[0..<n]
-    }
-    return String(decoding: bytes, as: UTF8.self)
+    SmallFile.contents(of: path).map { String(decoding: $0, as: UTF8.self) }
 }

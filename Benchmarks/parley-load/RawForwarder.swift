@@ -63,7 +63,7 @@ final class RawForwarder {
         defer { for r in rooms { for a in r { a.deallocate() } } }
         var pfd = pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0)
         while !stop() {
-            _ = poll(&pfd, 1, 50)
+            _ = SystemCalls.kernel.poll(&pfd, 1, 50)
             while true {
                 for i in 0..<Self.receiveSlots {
                     var h = msghdr()
@@ -73,13 +73,13 @@ final class RawForwarder {
                     h.msg_iovlen = 1
                     rxHeaders[i] = parley_mmsg(msg_hdr: h, msg_len: 0)
                 }
-                let n = Int(parley_recvmmsg(socket.fd, rxHeaders, UInt32(Self.receiveSlots)))
+                let n = Int(SystemCalls.kernel.recvmmsg(socket.fd, rxHeaders, UInt32(Self.receiveSlots)))
                 if n <= 0 { break }
                 var queued = 0
                 func flush() {
                     var sent = 0
                     while sent < queued {
-                        let k = Int(parley_sendmmsg(socket.fd, txHeaders + sent, UInt32(queued - sent)))
+                        let k = Int(SystemCalls.kernel.sendmmsg(socket.fd, txHeaders + sent, UInt32(queued - sent)))
                         sent += k > 0 ? k : 1
                     }
                     queued = 0

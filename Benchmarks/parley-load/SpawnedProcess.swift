@@ -53,8 +53,8 @@ final class SpawnedProcess {
             let remaining = deadline - Clock.monotonicNanoseconds()
             if remaining <= 0 { return nil }
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            if poll(&pfd, 1, Int32(min(remaining / 1_000_000 + 1, 1000))) <= 0 { continue }
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if SystemCalls.kernel.poll(&pfd, 1, Int32(min(remaining / 1_000_000 + 1, 1000))) <= 0 { continue }
+            let n = chunk.withUnsafeMutableBytes { SystemCalls.kernel.read(fd, $0.baseAddress, $0.count) }
             if n <= 0 { return nil }
             seen += chunk[0..<n]
             for line in String(decoding: seen, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).dropLast()

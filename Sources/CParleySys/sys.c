@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <malloc.h>
+#include <pthread.h>
 
 _Static_assert(sizeof(struct parley_mmsg) == sizeof(struct mmsghdr), "parley_mmsg must mirror mmsghdr");
 
@@ -35,3 +36,5 @@ int parley_eventfd(void) {
 }
 
 int parley_malloc_trim(void) { return malloc_trim(0); }
+
+int parley_set_thread_name(const char *name) { return pthread_setname_np(pthread_self(), name); }

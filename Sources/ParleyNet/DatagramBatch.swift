@@ -18,7 +18,7 @@ public final class DatagramBatch {
     /// Bytes per receive slot.
     public let slotSize: Int
     private let socket: UDPSocket
-    private let calls: BatchedDatagramCalls
+    private let calls: SystemCalls
     @usableFromInline let isIPv4: Bool
     private let receiveBuffers: UnsafeMutableRawPointer
     private let receiveHeaders: UnsafeMutablePointer<parley_mmsg>
@@ -45,11 +45,11 @@ public final class DatagramBatch {
 
     /// Allocates every slot for `socket` (`sendCapacity` defaults to `capacity`; `pendingCapacity`, the datagrams
     /// that can wait for a full socket, to `sendCapacity`, each up to `slotSize` bytes). `calls` stands in for the
-    /// kernel in tests.
+    /// kernel in tests (the socket's calls unless given).
     public init(socket: UDPSocket, capacity: Int = 64, sendCapacity: Int? = nil, slotSize: Int = 1536,
-                pendingCapacity: Int? = nil, calls: BatchedDatagramCalls = .kernel) {
+                pendingCapacity: Int? = nil, calls: SystemCalls? = nil) {
         self.socket = socket
-        self.calls = calls
+        self.calls = calls ?? socket.calls
         self.isIPv4 = socket.isIPv4
         self.capacity = capacity
         self.sendCapacity = sendCapacity ?? capacity

@@ -48,7 +48,7 @@ public enum SocketError: Error, Equatable, Sendable, CustomStringConvertible {
 
     /// "message_too_large", or "other (errno 22: Invalid argument)".
     public var description: String {
-        if case .other(let code) = self { return "other (errno \(code): \(String(cString: strerror(code))))" }
+        if case .other(let code) = self { return "other (errno \(code): \(SystemCalls.kernel.errorText(code)))" }
         return kind.label
     }
 

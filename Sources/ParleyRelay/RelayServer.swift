@@ -1,4 +1,3 @@
-import Foundation
 import ParleyAuth
 import ParleyNet
 import ParleyRelayCore
@@ -53,32 +52,26 @@ public final class RelayServer {
                        udpHost: host == "0.0.0.0" || host == "[::]" || host.isEmpty ? "127.0.0.1" : host)
     }
 
-    /// Runs until SIGINT or SIGTERM; returns the exit status (0).
+    /// Runs until SIGINT or SIGTERM; returns the exit status (0; 1 when a worker thread cannot be started).
     public func run(onReady: () -> Void) -> Int32 {
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        sigaddset(&signals, SIGINT)
-        sigaddset(&signals, SIGTERM)
-        pthread_sigmask(SIG_BLOCK, &signals, nil)  // inherited by every worker thread; only sigwait sees them
+        TerminationSignals.block()  // inherited by every worker thread; only the wait below sees them
 
-        var threads: [Thread] = []
-        let done = DispatchGroup()
+        var threads: [OSThread] = []
         for w in workers {
-            done.enter()
-            let t = Thread {
-                w.run()
-                done.leave()
+            do {
+                threads.append(try OSThread(name: "parley-worker-\(w.index)") { w.run() })
+            } catch {
+                log.write(.error, "cannot start worker \(w.index): \(error)")
+                for started in workers.prefix(threads.count) { started.stop() }
+                for t in threads { t.join() }
+                return 1
             }
-            t.name = "parley-worker-\(w.index)"
-            t.start()
-            threads.append(t)
         }
         onReady()
-        var received: Int32 = 0
-        sigwait(&signals, &received)
-        log.write(.info, "received \(received == SIGINT ? "SIGINT" : "SIGTERM"): telling every member the relay is going away")
+        let received = TerminationSignals.wait()
+        log.write(.info, "received \(received): telling every member the relay is going away")
         for w in workers { w.stop() }
-        done.wait()
+        for t in threads { t.join() }
         api.events.wakeAll()
         log.write(.info, "stopped")
         return 0

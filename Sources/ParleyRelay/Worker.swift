@@ -1,4 +1,3 @@
-import Foundation
 import ParleyNet
 import ParleyRelayCore
 import ParleyWire

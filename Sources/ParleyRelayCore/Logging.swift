@@ -1,4 +1,4 @@
-import Glibc
+import Synchronization
 
 /// Severity of a log line.
 public enum LogLevel: Int, Comparable, Sendable, CaseIterable {
@@ -30,10 +30,8 @@ public protocol LogSink: AnyObject, Sendable {
 }
 
 /// A sink that keeps lines in memory (tests) — guarded by a mutex, as tests may read from another thread.
-public final class MemoryLogSink: LogSink, @unchecked Sendable {
-    // Invariant: `lines` is only touched while holding `lock`.
-    private let lock = NSLockLike()
-    private var stored: [(LogLevel, String)] = []
+public final class MemoryLogSink: LogSink, Sendable {
+    private let stored = Mutex<[(LogLevel, String)]>([])
     /// Threshold.
     public let threshold: LogLevel
 
@@ -42,25 +40,9 @@ public final class MemoryLogSink: LogSink, @unchecked Sendable {
 
     /// Writes one line.
     public func write(_ level: LogLevel, _ message: String) {
-        lock.withLock { stored.append((level, message)) }
+        stored.withLock { $0.append((level, message)) }
     }
 
     /// The lines so far.
-    public var lines: [String] { lock.withLock { stored.map(\.1) } }
-}
-
-/// A minimal mutex so this target needs no Foundation.
-final class NSLockLike: @unchecked Sendable {
-    // Invariant: the pthread mutex lives as long as the object and is used only through withLock.
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t> = {
-        let m = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-        pthread_mutex_init(m, nil)
-        return m
-    }()
-    deinit { pthread_mutex_destroy(mutex); mutex.deallocate() }
-    func withLock<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
-    }
+    public var lines: [String] { stored.withLock { $0.map(\.1) } }
 }

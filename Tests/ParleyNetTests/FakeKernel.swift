@@ -25,10 +25,12 @@ final class FakeKernel: @unchecked Sendable {
     /// How many datagrams each sendmmsg call was offered.
     private(set) var offered: [Int] = []
 
-    /// The calls a `DatagramBatch` makes through this kernel.
-    var calls: BatchedDatagramCalls {
-        BatchedDatagramCalls(recvmmsg: { [self] _, _, _ in receiveScript.isEmpty ? -EAGAIN : receiveScript.removeFirst() },
-                             sendmmsg: { [self] _, headers, count in sendmmsg(headers, Int(count)) })
+    /// The kernel's calls with recvmmsg and sendmmsg answered by this script.
+    var calls: SystemCalls {
+        var calls = SystemCalls.kernel
+        calls.recvmmsg = { [self] _, _, _ in receiveScript.isEmpty ? -EAGAIN : receiveScript.removeFirst() }
+        calls.sendmmsg = { [self] _, headers, count in sendmmsg(headers, Int(count)) }
+        return calls
     }
 
     private func sendmmsg(_ headers: UnsafeMutablePointer<parley_mmsg>, _ count: Int) -> Int32 {

@@ -25,4 +25,7 @@ int parley_eventfd(void);
 /// malloc_trim(3) with pad 0: gives the free pages of every malloc arena back to the system; 1 if any were.
 int parley_malloc_trim(void);
 
+/// pthread_setname_np(3) for the calling thread (`name` at most 15 bytes); returns 0 or an errno value.
+int parley_set_thread_name(const char *name);
+
 #endif

@@ -1,0 +1,153 @@
+import CParleySys
+import Glibc
+
+/// Every libc call the network layer makes, as values (swift-system's `Syscalls.swift` + `Mocking.swift` are the
+/// model): the types of ParleyNet take a `SystemCalls` (`.kernel` unless told otherwise) and call nothing else, so a
+/// test replaces any call with its own (EAGAIN after k datagrams, a given errno, a scripted clock). Every call returns
+/// what the C call returns, except that failures come back as `-errno` (no global `errno` to read afterwards) and the
+/// calls that can be interrupted retry EINTR themselves.
+public struct SystemCalls: Sendable {
+    /// recvmmsg(2)/sendmmsg(2) through the C shims: descriptor, first header, count; how many went through or -errno
+    /// (MSG_DONTWAIT, EINTR retried).
+    public typealias BatchCall = @Sendable (_ fd: Int32, _ headers: UnsafeMutablePointer<parley_mmsg>, _ count: UInt32) -> Int32
+
+    /// recvmmsg(2).
+    public var recvmmsg: BatchCall
+    /// sendmmsg(2).
+    public var sendmmsg: BatchCall
+    /// socket(2): domain, type, protocol; the descriptor or -errno.
+    public var socket: @Sendable (_ domain: Int32, _ type: Int32, _ protocol: Int32) -> Int32
+    /// bind(2): 0 or -errno.
+    public var bind: @Sendable (_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int32
+    /// getsockname(2): 0 or -errno.
+    public var getsockname: @Sendable (_ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>, _ length: UnsafeMutablePointer<socklen_t>) -> Int32
+    /// setsockopt(2) SO_RCVBUF and SO_SNDBUF to `bytes` (best effort, through the C shim).
+    public var setSocketBuffers: @Sendable (_ fd: Int32, _ bytes: Int32) -> Int32
+    /// sendto(2) with `flags`, EINTR retried: bytes sent or -errno.
+    public var sendto: @Sendable (_ fd: Int32, _ bytes: UnsafeRawPointer?, _ count: Int, _ flags: Int32,
+                                  _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int
+    /// recvfrom(2) with `flags`: bytes received or -errno.
+    public var recvfrom: @Sendable (_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int, _ flags: Int32,
+                                    _ address: UnsafeMutablePointer<sockaddr>, _ length: UnsafeMutablePointer<socklen_t>) -> Int
+    /// poll(2), EINTR retried: how many descriptors are ready (0 on timeout) or -errno.
+    public var poll: @Sendable (_ fds: UnsafeMutablePointer<pollfd>, _ count: Int, _ timeoutMilliseconds: Int32) -> Int32
+    /// open(2) read-only and close-on-exec: the descriptor or -errno.
+    public var openForReading: @Sendable (_ path: UnsafePointer<CChar>) -> Int32
+    /// read(2), EINTR retried: bytes read (0 at end of file) or -errno.
+    public var read: @Sendable (_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int
+    /// write(2), EINTR retried: bytes written or -errno.
+    public var write: @Sendable (_ fd: Int32, _ bytes: UnsafeRawPointer?, _ count: Int) -> Int
+    /// close(2).
+    public var close: @Sendable (_ fd: Int32) -> Int32
+    /// eventfd(2) non-blocking and close-on-exec, through the C shim: the descriptor or -errno.
+    public var eventfd: @Sendable () -> Int32
+    /// clock_gettime(2): nanoseconds of the clock.
+    public var clockNanoseconds: @Sendable (_ clock: clockid_t) -> Int64
+    /// sysconf(3).
+    public var sysconf: @Sendable (_ name: Int32) -> Int
+    /// malloc_trim(3) with pad 0, through the C shim: non-zero when pages were returned.
+    public var mallocTrim: @Sendable () -> Int32
+    /// strerror(3): the text of an errno value.
+    public var errorText: @Sendable (_ code: Int32) -> String
+    /// pthread_create(3) and pthread_setname_np(3): starts `body` on a thread of its own; the thread or -errno.
+    public var startThread: @Sendable (_ name: String, _ body: @escaping @Sendable () -> Void) -> Result<pthread_t, SystemError>
+    /// pthread_join(3).
+    public var joinThread: @Sendable (_ thread: pthread_t) -> Void
+    /// pthread_sigmask(3): blocks SIGINT and SIGTERM in the calling thread and every thread it starts afterwards.
+    public var blockTerminationSignals: @Sendable () -> Void
+    /// sigwait(3) for SIGINT or SIGTERM (blocked first): returns the signal received.
+    public var waitForTerminationSignal: @Sendable () -> Int32
+
+    /// The kernel's calls.
+    public static let kernel = SystemCalls(
+        recvmmsg: { parley_recvmmsg($0, $1, $2) },
+        sendmmsg: { parley_sendmmsg($0, $1, $2) },
+        socket: { domain, type, proto in
+            let fd = Glibc.socket(domain, type, proto)
+            return fd >= 0 ? fd : -errno
+        },
+        bind: { fd, address, length in Glibc.bind(fd, address, length) == 0 ? 0 : -errno },
+        getsockname: { fd, address, length in Glibc.getsockname(fd, address, length) == 0 ? 0 : -errno },
+        setSocketBuffers: { parley_set_socket_buffers($0, $1) },
+        sendto: { fd, bytes, count, flags, address, length in
+            retryingInterrupts { Glibc.sendto(fd, bytes, count, flags, address, length) }
+        },
+        recvfrom: { fd, buffer, count, flags, address, length in
+            retryingInterrupts { Glibc.recvfrom(fd, buffer, count, flags, address, length) }
+        },
+        poll: { fds, count, timeout in
+            Int32(retryingInterrupts { Int(Glibc.poll(fds, nfds_t(count), timeout)) })
+        },
+        openForReading: { path in
+            Int32(retryingInterrupts { Int(Glibc.open(path, O_RDONLY | O_CLOEXEC)) })
+        },
+        read: { fd, buffer, count in retryingInterrupts { Glibc.read(fd, buffer, count) } },
+        write: { fd, bytes, count in retryingInterrupts { Glibc.write(fd, bytes, count) } },
+        close: { Glibc.close($0) },
+        eventfd: { parley_eventfd() },
+        clockNanoseconds: { clock in
+            var ts = timespec()
+            clock_gettime(clock, &ts)
+            return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+        },
+        sysconf: { Glibc.sysconf($0) },
+        mallocTrim: { parley_malloc_trim() },
+        errorText: { String(cString: strerror($0)) },
+        startThread: { name, body in
+            let context = Unmanaged.passRetained(ThreadBody(name: name, body)).toOpaque()
+            var thread = pthread_t()
+            let rc = pthread_create(&thread, nil, { context in
+                let box = Unmanaged<ThreadBody>.fromOpaque(context!).takeRetainedValue()
+                _ = parley_set_thread_name(String(decoding: box.name.utf8.prefix(15), as: UTF8.self))
+                box.body()
+                return nil
+            }, context)
+            guard rc == 0 else {
+                Unmanaged<ThreadBody>.fromOpaque(context).release()
+                return .failure(SystemError("pthread_create", rc))
+            }
+            return .success(thread)
+        },
+        joinThread: { _ = pthread_join($0, nil) },
+        blockTerminationSignals: {
+            var signals = terminationSignals()
+            pthread_sigmask(SIG_BLOCK, &signals, nil)
+        },
+        waitForTerminationSignal: {
+            var signals = terminationSignals()
+            var received: Int32 = 0
+            sigwait(&signals, &received)
+            return received
+        }
+    )
+}
+
+/// SIGINT and SIGTERM.
+private func terminationSignals() -> sigset_t {
+    var signals = sigset_t()
+    sigemptyset(&signals)
+    sigaddset(&signals, SIGINT)
+    sigaddset(&signals, SIGTERM)
+    return signals
+}
+
+/// What a new thread runs, handed over through pthread_create's context pointer.
+private final class ThreadBody {
+    let name: String
+    let body: @Sendable () -> Void
+    init(name: String, _ body: @escaping @Sendable () -> Void) {
+        self.name = name
+        self.body = body
+    }
+}
+
+/// Runs `call` until it does not fail with EINTR; returns its result, or -errno when it failed.
+@inline(__always)
+private func retryingInterrupts(_ call: () -> Int) -> Int {
+    while true {
+        let n = call()
+        if n >= 0 { return n }
+        let code = errno
+        if code != EINTR { return -Int(code) }
+    }
+}
