@@ -83,5 +83,7 @@ let package = Package(
         .testTarget(name: "ParleyRelayCoreTests", dependencies: ["ParleyRelayCore", "ParleyClientCore", "ParleyWire", "ParleyAuth", "ParleyMedia"]),
         .testTarget(name: "ParleyHTTPTests", dependencies: ["ParleyHTTP", "ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyWire", "ParleyNet"]),
         .testTarget(name: "ParleyIntegrationTests", dependencies: ["ParleyWire", "ParleyNet", "ParleyAuth", "ParleyAudioIO"]),
+        // README.md's "Where things live" table against the code: every source directory listed, imports per target.
+        .testTarget(name: "WhereThingsLiveTests"),
     ]
 )
