@@ -105,7 +105,7 @@ final class MediaEngine {
             }
             _ = processor?.process(frame, playedReference: audio.echoCancel ? UnsafeBufferPointer(played) : nil)
             inputLevel = audioLevel(UnsafeBufferPointer(frame))
-            let voice = inputLevel <= 60
+            let voice = SpeechRules.standard.isSpeech(level: inputLevel)
             if joined, let sender, let packet = sender.packetize(UnsafeBufferPointer(frame), level: inputLevel, voice: voice, muted: muted) {
                 send(packet)
                 packetsSent += 1
