@@ -3,7 +3,7 @@
 //
 // Targets point inward: wire formats ← auth ← relay core ← relay runtime ← executables.
 // C libraries come from Debian through `.systemLibrary` targets; `CParleySys` is our own tiny C shim
-// for the glibc calls Swift cannot see without `_GNU_SOURCE` (recvmmsg/sendmmsg).
+// for the glibc calls Swift cannot see without `_GNU_SOURCE` (recvmmsg/sendmmsg, eventfd, malloc_trim, thread names).
 import PackageDescription
 
 // The targets on the relay's per-packet path are built without dynamic exclusivity checks in release. The checks
@@ -38,7 +38,8 @@ let package = Package(
         .target(name: "ParleyWire", swiftSettings: perPacketPath),
         // Signed tokens (JWT HS256), HMAC, cookies, random bytes through libsodium.
         .target(name: "ParleyAuth", dependencies: ["CSodium"]),
-        // Syscalls: sockets, addresses, batched datagram I/O, the monotonic clock.
+        // Every syscall, through one shim tests can replace (`SystemCalls`): sockets, addresses, batched datagram I/O,
+        // poll, eventfd, clocks, threads, termination signals.
         .target(name: "ParleyNet", dependencies: ["CParleySys", "ParleyWire"], swiftSettings: perPacketPath),
         // Audio: the Opus wrapper, the adaptive jitter buffer, receive streams (decode, PLC, FEC, time-stretch), the mixer.
         .target(name: "ParleyMedia", dependencies: ["COpus", "ParleyWire"]),
