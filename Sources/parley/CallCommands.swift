@@ -120,9 +120,11 @@ enum CallCommands {
     /// Talks in an answered call's room until either side hangs up; returns when it is over.
     static func talk(_ p: PresenceClient, callID: UInt32, peer: String, room: String, token: String, o: Options, identity: String,
                      server: PeerAddress) {
-        let media = MediaEngine(audio: AudioOptions(o), listenOnly: false, muted: false)
-        let roomCall = RoomCall(room: room, identity: identity, server: server, token: { token }, media: media, ui: p.ui,
-                                duration: 0, say: nil, reconnect: false)
+        let audio = AudioOptions(o)
+        let devices = DeviceAudio(audio: audio, listenOnly: false)
+        let roomCall = RoomCall(identity: identity, server: server, token: { token },
+                                configuration: DeviceAudio.configuration(room: room, audio: audio, listenOnly: false, muted: false, reconnect: false),
+                                devices: devices, ui: p.ui, duration: 0, say: nil)
         let hangupAfter = o["hangup-after"].flatMap(Double.init)
         let start = Clock.monotonicNanoseconds()
         var over = false
@@ -153,7 +155,7 @@ enum CallCommands {
             }
         }
         _ = roomCall.run()
-        media.finish()
+        devices.finish()
         if !over {  // we left the room some other way (q, Ctrl-C, lost contact): end the call for the other side too
             p.session.hangUp(callID, now: Clock.monotonicNanoseconds())
             p.flush()
