@@ -82,12 +82,10 @@ public final class ClientEngine {
         case over(Ending)
     }
 
-    /// The receive-side checks that run every `media` call.
+    /// Time between receiver reports while in the room, nanoseconds.
     public static let receiverReportInterval: Int64 = 1_000_000_000
     /// Round trip assumed before the first pong.
     public static let initialRoundTrip: Int64 = 20_000_000
-    /// Smallest round trip NACK timing uses.
-    public static let minimumRoundTrip: Int64 = 5_000_000
 
     /// The configuration.
     public let configuration: Configuration
@@ -214,15 +212,9 @@ public final class ClientEngine {
         return true
     }
 
-    /// Generic NACKs (RFC 4585) for every stream's gaps that a retransmission can still fill before play-out (the
-    /// stream's target delay plus one frame).
+    /// Sends the NACKs still useful (`ReceiveMixer.nacksDue`) to the relay.
     private func sendNacks(now: Int64) {
-        let rtt = max(roundTrip, Self.minimumRoundTrip)
-        for stream in receiver.streams.values {
-            let delay = Int64(stream.audio.jitter.stats.targetDelayMilliseconds * 1_000_000) + 20_000_000
-            let lost = stream.nacks.due(now: now, roundTrip: rtt, playoutDelay: delay)
-            guard !lost.isEmpty else { continue }
-            let nack = GenericNACK(senderSSRC: sender?.ssrc ?? 0, mediaSSRC: stream.ssrc, lost: lost)
+        for nack in receiver.nacksDue(now: now, roundTrip: roundTrip, reporter: sender?.ssrc ?? 0) {
             guard let n = try? nack.serialize(into: scratch) else { continue }
             transmit(UnsafeRawBufferPointer(rebasing: scratch[0..<n]), session.destination)
             nacksSent += 1
