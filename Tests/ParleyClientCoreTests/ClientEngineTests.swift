@@ -261,4 +261,33 @@ struct ClientEngineTests {
         #expect(a.0.count == 16 && a.1.count == 8)
         #expect(a.0 != c.0 && a.1 != c.1)
     }
+
+    @Test("media from anywhere but the relay's ports is not the room's: not counted, not played, no sign of life")
+    func foreignMediaIsDropped() throws {
+        let h = try Self.joined()
+        var tone = try ToneStream()
+        for step in 1...20 {
+            h.advance(to: Int64(step) * 20 * Self.ms)
+            h.deliver(tone.next(), from: PeerAddress(ipv4: 10, 0, 0, 1, port: 9999))
+            h.media()
+        }
+        #expect(h.engine.packetsReceived == 0 && h.engine.receiver.streams.isEmpty)
+    }
+
+    @Test("in a forward room the engine reports who speaks from the received levels, and when they stop (600 ms hold)")
+    func speakersFromLevels() throws {
+        let h = try Self.joined()
+        var tone = try ToneStream()
+        var heard: [(Int64, [SpeakingTracker.Speaker])] = []
+        for step in 1...60 {
+            h.advance(to: Int64(step) * 20 * Self.ms)
+            if step <= 10 { h.deliver(tone.next()) }
+            h.media()
+            for case .speakersHeard(let list) in h.tick() { heard.append((h.now, list)) }
+        }
+        // The last packet arrives at 200 ms; still speaking at 800 ms (within the hold), not at the next tick.
+        #expect(heard.map(\.0) == [20 * Self.ms, 820 * Self.ms])
+        #expect(heard.first?.1 == [SpeakingTracker.Speaker(ssrc: ToneStream.ssrc, level: 20)])
+        #expect(heard.last?.1 == [])
+    }
 }
