@@ -1,11 +1,11 @@
 import ParleyWire
 
-/// An online identity's side of Parley presence as a pure state machine: register (with the cookie round trip),
-/// reliable messages, keepalives, resume from a new address; calls to and from other online identities, and
-/// direct texts. The caller's loop sends `drainOutgoing()` to `destination`, feeds signalling datagrams to
-/// `handle` with their source (only the relay's are taken), and calls `tick` every few tens of milliseconds — as
-/// with `ClientSession` (both are a `SignallingSession` underneath), and it ends the same ways: on `.forgotten`, a goodbye saying the relay shuts down or timed
-/// us out, or `.ended` once registered, its owner registers afresh after `RejoinBackoff`'s wait.
+/// An online identity's side of Parley presence: a `SignallingSession` that registers (with the cookie round trip,
+/// reliable messages, keepalives, resume from a new address), plus calls to and from other online identities and
+/// direct texts. The caller's loop sends `drainOutgoing()` to `destination`, feeds signalling datagrams to `handle`
+/// with their source (only the relay's are taken), and calls `tick` every few tens of milliseconds, as with
+/// `ClientSession`; it ends the same ways: on `.forgotten`, a goodbye saying the relay shuts down or timed us out,
+/// or `.ended` once registered, its owner registers afresh after `RejoinBackoff`'s wait (`PresenceEngine`).
 ///
 /// A call, from this side:
 /// ```
