@@ -51,7 +51,8 @@ let package = Package(
         .target(name: "ParleyRelay", dependencies: ["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire"], swiftSettings: perPacketPath),
         // The HTTP API: a pure router (JSON in/out, auth, validation), Prometheus metrics, libmicrohttpd at the edge.
         .target(name: "ParleyHTTP", dependencies: ["CMicroHTTPD", "ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyNet", "ParleyWire"]),
-        // The client's pure core: the join handshake, reliable signalling, keepalives, resume.
+        // The client's pure core: one signalling session (handshake, reliable messages, keepalives, resume) under room
+        // members and presence, and the clock-driven engine (send/receive paths, NACKs, receiver reports, FEC, rejoin).
         .target(name: "ParleyClientCore", dependencies: ["ParleyWire", "ParleyAuth", "ParleyMedia"]),
 
         .executableTarget(name: "parley-relay", dependencies: ["ParleyRelay", "ParleyHTTP", "ParleyAuth"]),

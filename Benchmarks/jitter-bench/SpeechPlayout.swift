@@ -1,17 +1,20 @@
 // Speech through a trace: the client's real send path (SendPipeline: Opus VOIP, in-band FEC, DTX) on one side, the
-// client's real receive path (AudioReceiveStream: jitter buffer, decoder, FEC, PLC, time-stretching) on the other,
-// the trace's arrival times in between, on a virtual clock. Deterministic, and fast enough to score many settings
+// receive path `ClientEngine` uses on the other (ReceiveMixer: reception statistics, NACK tracking, jitter buffer,
+// decoder, FEC, PLC, time-stretching, the local mix), the trace's arrival times in between, on a virtual clock. The
+// engine's NACKs are asked for at their times but a trace is a fixed record: nothing answers them, so the figures
+// mean what they meant before (a NACK only helps when the relay still has the packet, which a trace cannot show). Deterministic, and fast enough to score many settings
 // with PESQ (Benchmarks/quality/playout.py).
 import ParleyAudioIO
 import ParleyClientCore
 import ParleyMedia
 import ParleyWire
 
-/// What `playSpeech` produced: the played PCM (48 kHz mono, one 20 ms frame per pull from the first arrival) and
-/// the jitter buffer's counters.
+/// What `playSpeech` produced: the played PCM (48 kHz mono, one 20 ms frame per pull from the first arrival), the
+/// jitter buffer's counters, and the sequence numbers the receive path NACKed (none answered).
 struct SpeechPlayout {
     var pcm: [Int16]
     var stats: JitterStats
+    var nacked: Int
 }
 
 /// Encodes `speech` (48 kHz mono) frame by frame, sends frame k as trace packet k (lost when the trace lost it),
@@ -34,9 +37,9 @@ func playSpeech(_ speech: [Int16], trace: Trace, config: JitterBufferConfig, bit
         }
     }
     arrivals.sort { $0.ms < $1.ms }
-    let stream = try AudioReceiveStream(jitterConfig: config)
+    let receiver = ReceiveMixer(jitterConfig: config)
     var out = [Int16](repeating: 0, count: frames * frame + 2 * 48_000)
-    var next = 0
+    var next = 0, nacked = 0
     let start = (arrivals.first?.ms ?? 0) + phaseMs
     out.withUnsafeMutableBufferPointer { out in
         for pull in 0..<(out.count / frame) {
@@ -44,15 +47,18 @@ func playSpeech(_ speech: [Int16], trace: Trace, config: JitterBufferConfig, bit
             while next < arrivals.count, arrivals[next].ms <= t {
                 arrivals[next].bytes.withUnsafeBytes { bytes in
                     if let view = try? RTPPacketView(parsing: bytes) {
-                        stream.insert(view, arrival: Int64((arrivals[next].ms * 1e6).rounded()))
+                        receiver.receive(view, now: Int64((arrivals[next].ms * 1e6).rounded()))
                     }
                 }
                 next += 1
             }
-            _ = stream.pull(now: Int64((t * 1e6).rounded()), into: out.baseAddress! + pull * frame)
+            let now = Int64((t * 1e6).rounded())
+            receiver.pull(now: now, into: out.baseAddress! + pull * frame)
+            for nack in receiver.nacksDue(now: now, roundTrip: ClientEngine.initialRoundTrip, reporter: 0) { nacked += nack.lost.count }
         }
     }
-    return SpeechPlayout(pcm: out, stats: stream.jitter.stats)
+    let stats = receiver.streams[sender.ssrc]?.audio.jitter.stats ?? JitterStats()
+    return SpeechPlayout(pcm: out, stats: stats, nacked: nacked)
 }
 
 enum PlayoutError: Error, CustomStringConvertible {

@@ -5,9 +5,10 @@
 //                [--speex-update-delay] [--wrap]
 //   jitter-bench --trace FILE --speech WAV --out WAV [--bitrate BPS] [--expected-loss PERCENT] [--phase MS]
 //
-// With --speech, the speech is sent through the trace by the client's real send and receive paths (Opus, FEC, DTX,
-// jitter buffer, PLC, time-stretching) on a virtual clock and the played audio written to --out (48 kHz mono), for
-// PESQ scoring (Benchmarks/quality/playout.py); the first trace is used.
+// With --speech, the speech is sent through the trace by the client's real send and receive paths (Opus, FEC, DTX;
+// the engine's ReceiveMixer: NACK tracking, jitter buffer, PLC, time-stretching, mix — NACKs go unanswered) on a
+// virtual clock and the played audio written to --out (48 kHz mono), for PESQ scoring (Benchmarks/quality/playout.py);
+// the first trace is used.
 //
 // Profiles for --synth: mild, moderate, harsh (the shared traces' models), wifi, cellular, calm.
 import Foundation
@@ -66,7 +67,7 @@ if let speechPath {
         try result.pcm.withUnsafeBufferPointer { try writer.write($0) }
         try writer.finish()
         let s = result.stats
-        print("{\"trace\":\"\(traces[0].name)\",\"played\":\(s.played),\"concealed\":\(s.concealedFrames),\"fec\":\(s.fecRecovered),\"late\":\(s.lateDropped),\"accelerated\":\(s.accelerated),\"expanded\":\(s.expanded),\"target_ms\":\(s.targetDelayMilliseconds)}")
+        print("{\"trace\":\"\(traces[0].name)\",\"played\":\(s.played),\"concealed\":\(s.concealedFrames),\"fec\":\(s.fecRecovered),\"late\":\(s.lateDropped),\"accelerated\":\(s.accelerated),\"expanded\":\(s.expanded),\"target_ms\":\(s.targetDelayMilliseconds),\"nacked\":\(result.nacked)}")
     } catch {
         FileHandle.standardError.write("jitter-bench: \(error)\n".data(using: .utf8)!)
         exit(1)

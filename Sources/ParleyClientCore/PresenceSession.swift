@@ -1,12 +1,11 @@
-import ParleyAuth
 import ParleyWire
 
-/// An online identity's side of Parley presence as a pure state machine: register (with the cookie round trip),
-/// reliable messages, keepalives, resume from a new address; calls to and from other online identities, and
-/// direct texts. The caller's loop sends `drainOutgoing()` to `destination`, feeds signalling datagrams to
-/// `handle` with their source (only the relay's are taken), and calls `tick` every few tens of milliseconds — as
-/// with `ClientSession`, and it ends the same ways: on `.forgotten`, a goodbye saying the relay shuts down or timed
-/// us out, or `.ended` once registered, its owner registers afresh after `RejoinBackoff`'s wait.
+/// An online identity's side of Parley presence: a `SignallingSession` that registers (with the cookie round trip,
+/// reliable messages, keepalives, resume from a new address), plus calls to and from other online identities and
+/// direct texts. The caller's loop sends `drainOutgoing()` to `destination`, feeds signalling datagrams to `handle`
+/// with their source (only the relay's are taken), and calls `tick` every few tens of milliseconds, as with
+/// `ClientSession`; it ends the same ways: on `.forgotten`, a goodbye saying the relay shuts down or timed us out,
+/// or `.ended` once registered, its owner registers afresh after `RejoinBackoff`'s wait (`PresenceEngine`).
 ///
 /// A call, from this side:
 /// ```
@@ -88,51 +87,53 @@ public final class PresenceSession {
     /// Outgoing call ids have the top bit set, apart from the relay-assigned ids of incoming calls (counted from 1).
     public static let outgoingCallIDBit: UInt32 = 0x8000_0000
 
+    /// The handshake, keepalives and resume.
+    public let signalling: SignallingSession
     /// The relay's public address (presence lives on the public port).
-    public var server: PeerAddress { link.server }
+    public var server: PeerAddress { signalling.server }
     /// Where datagrams go: the public address, then the port the welcome names (the same public port).
-    public var destination: PeerAddress { link.destination }
+    public var destination: PeerAddress { signalling.destination }
     /// State.
-    public private(set) var state: State = .registering
+    public var state: State {
+        switch signalling.phase {
+        case .handshaking: .registering
+        case .established: .registered
+        case .resuming: .resuming
+        case .ended(let reason): .ended(reason)
+        }
+    }
     /// The welcome, once received.
-    public private(set) var welcome: Welcome?
+    public var welcome: Welcome? { signalling.welcome }
     /// Calls in progress by id (finished calls are removed).
     public private(set) var calls: [UInt32: Call] = [:]
     /// Datagrams retransmitted by this side.
-    public var retransmissions: Int { link.channel.retransmissions }
+    public var retransmissions: Int { signalling.retransmissions }
 
-    private let token: String
-    private let nonce: [UInt8]
-    private var cookie: [UInt8] = []
-    private var link: SignallingLink
-    private var lastRegisterSent: Int64 = .min / 2
-    private var registerAttempts = 0
     private var nextMessageID: UInt32 = 1
     private var nextCallID: UInt32 = 1
     private var texts: [UInt32: TextReassembler] = [:]
 
-    /// A session that will put the token's identity online at `server`.
-    public init(server: PeerAddress, token: String, now: Int64, unixMilliseconds: @escaping () -> Int64) {
-        self.token = token
-        self.nonce = Crypto.randomBytes(16)
-        self.link = SignallingLink(server: server, now: now, unixMilliseconds: unixMilliseconds)
+    /// A session that will put the token's identity online at `server`, its nonce drawn from `random`.
+    public init(server: PeerAddress, token: String, now: Int64, unixMilliseconds: @escaping () -> Int64,
+                random: inout some RandomNumberGenerator) {
+        signalling = SignallingSession(server: server, token: token, request: .register, now: now,
+                                       unixMilliseconds: unixMilliseconds, random: &random)
+    }
+
+    /// A session as above with its nonce from the system's generator.
+    public convenience init(server: PeerAddress, token: String, now: Int64, unixMilliseconds: @escaping () -> Int64) {
+        var random = SystemRandomNumberGenerator()
+        self.init(server: server, token: token, now: now, unixMilliseconds: unixMilliseconds, random: &random)
     }
 
     /// Datagrams to send to `destination`, oldest first.
-    public func drainOutgoing() -> [[UInt8]] { link.drain() }
+    public func drainOutgoing() -> [[UInt8]] { signalling.drainOutgoing() }
 
-    private var isOnline: Bool { state == .registered || state == .resuming }
+    private var isOnline: Bool { signalling.isEstablished }
 
-    private func sendRegister(now: Int64) {
-        lastRegisterSent = now
-        registerAttempts += 1
-        link.send(.register(RegisterRequest(token: token, cookie: cookie, nonce: nonce)))
-    }
-
-    /// Ends the session; active calls end with "connection lost".
-    private func end(_ reason: String, _ terminal: Event?) -> [Event] {
-        state = .ended(reason)
-        var events: [Event] = terminal.map { [$0] } ?? []
+    /// The session ended: active calls end with "connection lost".
+    private func ended(_ terminal: Event) -> [Event] {
+        var events = [terminal]
         for id in calls.keys.sorted() {
             events.append(.callStatus(callID: id, state: .ended, reason: "connection lost", room: nil, token: nil))
         }
@@ -142,80 +143,47 @@ public final class PresenceSession {
 
     /// Periodic work: register retries, keepalives, retransmissions, resume when the relay went quiet, giving up.
     public func tick(now: Int64) -> [Event] {
-        switch state {
-        case .ended:
-            return []
-        case .registering:
-            if now - lastRegisterSent >= 500_000_000 {
-                if registerAttempts >= 10 {
-                    let reason = "no answer from the relay at \(server)"
-                    return end(reason, .ended(reason))
-                }
-                sendRegister(now: now)
-            }
-        case .registered, .resuming:
-            guard let welcome else { return [] }
-            switch link.channel.failed ? .lost : link.keepAlive(welcome, now: now) {
-            case .lost:
-                let reason = "lost contact with the relay"
-                return end(reason, .ended(reason))
-            case .resuming: state = .resuming
-            case .alive: break
-            }
-        }
-        return []
+        signalling.tick(now: now).flatMap(events)
     }
 
     /// Whether a datagram from `address` can be the relay's: its public address, or the port the welcome named.
-    public func isFromRelay(_ address: PeerAddress) -> Bool { link.isRelay(address) }
+    public func isFromRelay(_ address: PeerAddress) -> Bool { signalling.isFromRelay(address) }
 
     /// Takes a signalling datagram that came from `from`; anything not from the relay (`isFromRelay`), or naming
     /// another session, is ignored.
     public func handle(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Int64) -> [Event] {
-        guard let datagram = try? SignalDatagram(parsing: bytes) else { return [] }
-        if case .ended = state { return [] }
-        var events: [Event] = []
-        for message in link.receive(datagram, from: from, now: now) {
-            if case .ended = state { break }
-            switch message {
-            case .retry(let c):
-                guard state == .registering else { continue }
-                cookie = c
-                sendRegister(now: now)
-            case .welcome(let w):
-                guard w.nonce == nonce, welcome == nil else { continue }
-                welcome = w
-                link.welcomed(connection: datagram.connectionID, port: w.port, now: now)
-                state = .registered
-                events.append(.registered(w))
-            case .refused(.unknownSession, let reason) where state == .resuming:
-                events += end(reason, .forgotten(reason))
-            case .refused(let code, let reason):
-                if state == .registering || state == .resuming { events += end(reason, .refused(code, reason)) }
-            case .goodbye(let code, let reason):
-                events += end(reason, .goodbye(code, reason))
-            case .pong(let timestamp):
-                events.append(.roundTrip(nanoseconds: now - Int64(bitPattern: timestamp)))
-            case .resumed:
-                if state == .resuming { state = .registered }
-                events.append(.resumed)
-            case .pathChallenge(let challenge):
-                if let w = welcome { link.answer(challenge, secret: w.sessionSecret) }
-            case .incomingCall(let id, let from, let name):
-                calls[id] = Call(id: id, peer: from, peerName: name, outgoing: false, phase: .incoming)
-                events.append(.incomingCall(callID: id, from: from, name: name))
-            case .callStatus(let s):
-                events += callStatus(s)
-            case .text(let fromID, let identity, _, let fragment):
-                if let text = texts[fromID, default: TextReassembler()].add(fragment) { events.append(.text(from: identity, text: text)) }
-            case .textStatus(let id, let delivered, let reason):
-                events.append(.textStatus(messageID: id, delivered: delivered, reason: reason))
-            default:
-                break
-            }
+        signalling.handle(bytes, from: from, now: now).flatMap(events)
+    }
+
+    /// What one session event means to an online identity.
+    private func events(_ event: SignallingSession.Event) -> [Event] {
+        switch event {
+        case .welcomed(let w): return [.registered(w)]
+        case .refused(let code, let reason): return ended(.refused(code, reason))
+        case .forgotten(let reason): return ended(.forgotten(reason))
+        case .goodbye(let code, let reason): return ended(.goodbye(code, reason))
+        case .gaveUp(let reason): return ended(.ended(reason))
+        case .resumed: return [.resumed]
+        case .roundTrip(let ns): return [.roundTrip(nanoseconds: ns)]
+        case .message(let message): return presenceMessage(message)
         }
-        if isOnline { link.pump(now: now) }
-        return events
+    }
+
+    private func presenceMessage(_ message: SignalMessage) -> [Event] {
+        switch message {
+        case .incomingCall(let id, let from, let name):
+            calls[id] = Call(id: id, peer: from, peerName: name, outgoing: false, phase: .incoming)
+            return [.incomingCall(callID: id, from: from, name: name)]
+        case .callStatus(let s):
+            return callStatus(s)
+        case .text(let fromID, let identity, _, let fragment):
+            guard let text = texts[fromID, default: TextReassembler()].add(fragment) else { return [] }
+            return [.text(from: identity, text: text)]
+        case .textStatus(let id, let delivered, let reason):
+            return [.textStatus(messageID: id, delivered: delivered, reason: reason)]
+        default:
+            return []
+        }
     }
 
     /// Applies a relay status to a call we know; statuses for calls already over here are dropped.
@@ -243,7 +211,7 @@ public final class PresenceSession {
         nextCallID = (nextCallID &+ 1) & ~Self.outgoingCallIDBit
         if nextCallID == 0 { nextCallID = 1 }
         calls[id] = Call(id: id, peer: identity, peerName: "", outgoing: true, phase: .calling)
-        link.sendReliable(.callInvite(callID: id, to: identity), now: now)
+        signalling.sendReliable(.callInvite(callID: id, to: identity), now: now)
         return id
     }
 
@@ -251,13 +219,13 @@ public final class PresenceSession {
     public func answer(_ callID: UInt32, accept: Bool, now: Int64) {
         guard isOnline, let call = calls[callID], call.phase == .incoming else { return }
         if accept { calls[callID]?.phase = .answering } else { calls[callID] = nil }
-        link.sendReliable(.callAnswer(callID: callID, accept: accept), now: now)
+        signalling.sendReliable(.callAnswer(callID: callID, accept: accept), now: now)
     }
 
     /// Hangs up (cancels, declines or ends) a call and forgets it; the relay tells the other party.
     public func hangUp(_ callID: UInt32, now: Int64) {
         guard calls.removeValue(forKey: callID) != nil, isOnline else { return }
-        link.sendReliable(.callHangup(callID: callID), now: now)
+        signalling.sendReliable(.callHangup(callID: callID), now: now)
     }
 
     /// Sends a direct text to an online identity; returns its message id, nil if empty, over 4 KB, not online, or when
@@ -265,22 +233,14 @@ public final class PresenceSession {
     public func sendText(to identity: String, _ text: String, now: Int64) -> UInt32? {
         guard isOnline, !identity.isEmpty else { return nil }
         let id = nextMessageID
-        guard let fragments = TextFragment.split(text, messageID: id),
-              link.channel.hasRoom(for: fragments.count, within: .max) else { return nil }
+        guard signalling.sendText(text, to: identity, messageID: id, now: now) else { return nil }
         nextMessageID &+= 1
-        for f in fragments { link.enqueue(.sendText(to: identity, fragment: f)) }
-        link.pump(now: now)
         return id
     }
 
     /// Goes offline now: the relay forgets the session on receipt (and ends its call for the other party).
     public func leave(now: Int64) {
-        guard isOnline else {
-            state = .ended("left")
-            return
-        }
-        link.sendReliable(.leave, now: now)
-        state = .ended("left")
+        signalling.leave(now: now)
         calls.removeAll()
     }
 }

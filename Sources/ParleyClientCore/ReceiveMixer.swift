@@ -57,6 +57,23 @@ public final class ReceiveMixer {
         stream.audio.insert(packet, arrival: now)
     }
 
+    /// Generic NACKs (RFC 4585) from `reporter` for every stream's gaps that a retransmission sent now can still
+    /// fill before play-out (the stream's target delay plus one frame), each gap asked at most twice, a round trip
+    /// apart (`NackTracker`). `roundTrip` is taken as at least `minimumRoundTrip`.
+    public func nacksDue(now: Int64, roundTrip: Int64, reporter: UInt32) -> [GenericNACK] {
+        let rtt = max(roundTrip, Self.minimumRoundTrip)
+        var nacks: [GenericNACK] = []
+        for stream in streams.values {
+            let delay = Int64(stream.audio.jitter.stats.targetDelayMilliseconds * 1_000_000) + 20_000_000
+            let lost = stream.nacks.due(now: now, roundTrip: rtt, playoutDelay: delay)
+            if !lost.isEmpty { nacks.append(GenericNACK(senderSSRC: reporter, mediaSSRC: stream.ssrc, lost: lost)) }
+        }
+        return nacks
+    }
+
+    /// Smallest round trip NACK timing assumes, nanoseconds.
+    public static let minimumRoundTrip: Int64 = 5_000_000
+
     /// An RTCP receiver report from `reporter` with one block per stream (at most 31), fraction lost counted
     /// since the previous report; nil with no streams. The relay sizes its mix encoders' FEC by these.
     public func receiverReport(reporter: UInt32) -> ReceiverReport? {

@@ -1,6 +1,7 @@
 /// How long a client waits before opening a session afresh after one ended in a way a new session can mend (the
 /// relay shut down, restarted and forgot us, timed us out, or went silent): 1 s, doubling to 30 s, and 1 s again once
-/// a session was welcomed. Shared by `parley join` and `parley listen`, so both come back on the same schedule.
+/// a session was welcomed. Shared by `ClientEngine` (`parley join`) and `parley listen`, so both come back on the same
+/// schedule.
 public struct RejoinBackoff: Equatable, Sendable {
     /// The first wait, in nanoseconds.
     public static let first: Int64 = 1_000_000_000

@@ -10,8 +10,8 @@ public final class SendPipeline {
     static let headerSize = RTPFixedHeader.size + RTPExtensionWriter.oneByteBlockSize(elements: 1, dataBytes: 1)
     private let encoder: OpusEncoder
     private let packet = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 16)
-    private var sequence = UInt16.random(in: 0...UInt16.max)
-    private var timestamp = UInt32.random(in: 0...UInt32.max)
+    private var sequence: UInt16
+    private var timestamp: UInt32
     private var talking = false
     /// The SSRC packets carry (the relay assigns it).
     public var ssrc: UInt32
@@ -35,9 +35,21 @@ public final class SendPipeline {
     /// Frames encoded, and those that were DTX (not sent).
     public private(set) var framesEncoded = 0, framesSuppressed = 0
 
-    /// An Opus VOIP encoder at `bitrate`, `complexity`, FEC for `expectedLossPercent`, DTX when `dtx`.
+    /// An Opus VOIP encoder at `bitrate`, `complexity`, FEC for `expectedLossPercent`, DTX when `dtx`; the first
+    /// sequence number and timestamp are random (RFC 3550 §5.1) from the system's generator.
+    public convenience init(ssrc: UInt32, bitrate: Int32 = 56_000, complexity: Int32 = 10, expectedLossPercent: Int32 = 0, dtx: Bool = true,
+                            payloadType: UInt8 = 111, levelExtensionID: UInt8 = SendPipeline.defaultLevelExtensionID) throws(OpusError) {
+        var random = SystemRandomNumberGenerator()
+        try self.init(ssrc: ssrc, bitrate: bitrate, complexity: complexity, expectedLossPercent: expectedLossPercent, dtx: dtx,
+                      payloadType: payloadType, levelExtensionID: levelExtensionID, random: &random)
+    }
+
+    /// A pipeline as above whose first sequence number and timestamp come from `random`.
     public init(ssrc: UInt32, bitrate: Int32 = 56_000, complexity: Int32 = 10, expectedLossPercent: Int32 = 0, dtx: Bool = true,
-                payloadType: UInt8 = 111, levelExtensionID: UInt8 = SendPipeline.defaultLevelExtensionID) throws(OpusError) {
+                payloadType: UInt8 = 111, levelExtensionID: UInt8 = SendPipeline.defaultLevelExtensionID,
+                random: inout some RandomNumberGenerator) throws(OpusError) {
+        sequence = .random(in: 0...UInt16.max, using: &random)
+        timestamp = .random(in: 0...UInt32.max, using: &random)
         encoder = try OpusEncoder(sampleRate: 48_000, channels: 1, application: .voip)
         try encoder.setBitrate(bitrate)
         try encoder.setComplexity(complexity)

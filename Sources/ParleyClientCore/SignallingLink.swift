@@ -1,9 +1,9 @@
 import ParleyAuth
 import ParleyWire
 
-/// The plumbing a member's signalling session shares with a presence session: the connection id, the reliable
-/// channel, the queue of datagrams to send, keepalive pings, and resuming from a new address when the relay goes
-/// quiet. Pure; the session that owns it decides what the messages mean.
+/// The plumbing under `SignallingSession`: the connection id, the reliable channel, the queue of datagrams to send,
+/// keepalive pings, and resuming from a new address when the relay goes quiet. Pure; the session that owns it runs
+/// the handshake and decides what the messages mean.
 ///
 /// Only the relay speaks for the session. Before the welcome that is the relay's public address (first contact: the
 /// join or register is answered there). After it, the port the welcome names on the same host as well: a worker keeps

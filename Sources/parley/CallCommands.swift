@@ -8,51 +8,38 @@ import ParleyWire
 /// during the call so hang-ups from the other side arrive at once.
 final class PresenceClient {
     let server: PeerAddress
-    private(set) var session: PresenceSession
     let socket: UDPSocket
     let ui: TerminalUI
-    /// How the current session ended (a refusal, `forgotten`, a goodbye, or `ended`); nil while it lives. Kept here
-    /// because whoever polls (the call's room loop, too) may not be the one who decides what comes next.
-    private(set) var ending: PresenceSession.Event?
-    private let token: () -> String
+    /// The session and its renewal.
+    let engine: PresenceEngine
     private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
 
     init(server: PeerAddress, token: @escaping () -> String, ui: TerminalUI) {
         self.server = server
         self.ui = ui
-        self.token = token
-        socket = openSocket(for: server)
-        session = PresenceSession(server: server, token: token(), now: Clock.monotonicNanoseconds(),
-                                  unixMilliseconds: { Int64(Clock.unixMilliseconds()) })
+        let socket = openSocket(for: server)
+        self.socket = socket
+        engine = PresenceEngine(server: server, token: token, now: Clock.monotonicNanoseconds(),
+                                unixMilliseconds: { Int64(Clock.unixMilliseconds()) }, random: SystemRandomNumberGenerator(),
+                                transmit: { bytes, to in try? socket.send(bytes, to: to) })
     }
 
     deinit { buffer.deallocate() }
 
-    func flush() { for d in session.drainOutgoing() { try? socket.send(d, to: session.destination) } }
+    /// The current presence session.
+    var session: PresenceSession { engine.session }
+
+    /// Sends what the session queued.
+    func flush() { engine.flush() }
 
     /// Receives what is waiting and runs the session's timers; returns the events.
     func poll(now: Int64) -> [PresenceSession.Event] {
         var events: [PresenceSession.Event] = []
         while let (n, from) = socket.receive(into: buffer) {
             guard n > 0 else { continue }
-            events += session.handle(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), from: from, now: now)
+            events += engine.receive(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), from: from, now: now)
         }
-        events += session.tick(now: now)
-        for e in events {
-            switch e {
-            case .refused, .forgotten, .goodbye, .ended: ending = ending ?? e
-            default: break
-            }
-        }
-        flush()
-        return events
-    }
-
-    /// Opens a new session (a fresh token; it registers at the next `poll`) in place of the one that ended.
-    func registerAfresh() {
-        session = PresenceSession(server: server, token: token(), now: Clock.monotonicNanoseconds(),
-                                  unixMilliseconds: { Int64(Clock.unixMilliseconds()) })
-        ending = nil
+        return events + engine.tick(now: now)
     }
 
     /// Waits up to `milliseconds` for a datagram.
@@ -120,9 +107,11 @@ enum CallCommands {
     /// Talks in an answered call's room until either side hangs up; returns when it is over.
     static func talk(_ p: PresenceClient, callID: UInt32, peer: String, room: String, token: String, o: Options, identity: String,
                      server: PeerAddress) {
-        let media = MediaEngine(audio: AudioOptions(o), listenOnly: false, muted: false)
-        let roomCall = RoomCall(room: room, identity: identity, server: server, token: { token }, media: media, ui: p.ui,
-                                duration: 0, say: nil, reconnect: false)
+        let audio = AudioOptions(o)
+        let devices = DeviceAudio(audio: audio, listenOnly: false)
+        let roomCall = RoomCall(identity: identity, server: server, token: { token },
+                                configuration: DeviceAudio.configuration(room: room, audio: audio, listenOnly: false, muted: false, reconnect: false),
+                                devices: devices, ui: p.ui, duration: 0, say: nil)
         let hangupAfter = o["hangup-after"].flatMap(Double.init)
         let start = Clock.monotonicNanoseconds()
         var over = false
@@ -153,7 +142,7 @@ enum CallCommands {
             }
         }
         _ = roomCall.run()
-        media.finish()
+        devices.finish()
         if !over {  // we left the room some other way (q, Ctrl-C, lost contact): end the call for the other side too
             p.session.hangUp(callID, now: Clock.monotonicNanoseconds())
             p.flush()
@@ -173,8 +162,6 @@ enum CallCommands {
         let answerAfter = o["answer-after"].flatMap(Double.init) ?? 0
         let start = Clock.monotonicNanoseconds()
         var ringing: (id: UInt32, from: String, since: Int64)?
-        var backoff = RejoinBackoff()
-        var registerAgainAt: Int64?
         while true {
             let now = Clock.monotonicNanoseconds()
             if interrupted.load(ordering: .relaxed) || (duration > 0 && Double(now - start) / 1e9 >= duration) { break }
@@ -182,7 +169,6 @@ enum CallCommands {
             for e in p.poll(now: Clock.monotonicNanoseconds()) {
                 switch e {
                 case .registered:
-                    backoff.reset()
                     ui.event("online as \(identity); waiting for calls")
                 case .incomingCall(let id, let from, let name):
                     ringing = (id, from, Clock.monotonicNanoseconds())
@@ -210,25 +196,18 @@ enum CallCommands {
             }
             // The session ended (here or while a call's room loop polled it): register afresh when the relay went
             // away or forgot us, as `join` rejoins; a refusal or a removal is final.
-            if registerAgainAt == nil, let ending = p.ending {
-                switch ending {
-                case .refused(let code, let reason):
-                    ui.close()
-                    fail("the relay refused to register us: \(reason) (code \(code.rawValue))", code: 3)
-                case .forgotten(let reason), .ended(let reason), .goodbye(.relayShutdown, let reason), .goodbye(.timedOut, let reason):
-                    let wait = backoff.take()
-                    ui.event("offline: \(reason); registering again in \(wait / 1_000_000_000) s")
-                    registerAgainAt = Clock.monotonicNanoseconds() + wait
-                    ringing = nil
-                case .goodbye(_, let reason):
-                    ui.close()
-                    fail("offline: \(reason)", code: 5)
-                default: break
-                }
-            }
-            if let at = registerAgainAt, Clock.monotonicNanoseconds() >= at {
-                registerAgainAt = nil
-                p.registerAfresh()
+            switch p.engine.renewal(now: Clock.monotonicNanoseconds()) {
+            case .refused(let code, let reason):
+                ui.close()
+                fail("the relay refused to register us: \(reason) (code \(code.rawValue))", code: 3)
+            case .registerAgain(let reason, let wait):
+                ui.event("offline: \(reason); registering again in \(wait / 1_000_000_000) s")
+                ringing = nil
+            case .removed(_, let reason):
+                ui.close()
+                fail("offline: \(reason)", code: 5)
+            case nil:
+                break
             }
             if let r = ringing, o.has("auto-answer"), Double(Clock.monotonicNanoseconds() - r.since) / 1e9 >= answerAfter {
                 p.session.answer(r.id, accept: true, now: Clock.monotonicNanoseconds())

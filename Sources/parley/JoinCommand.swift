@@ -58,24 +58,26 @@ enum JoinCommand {
         if let mode = o["mode"], mode != "forward", mode != "mix" { fail("--mode must be forward or mix") }
         let listenOnly = o.has("listen-only")
         let audio = AudioOptions(o)
-        let media = MediaEngine(audio: audio, listenOnly: listenOnly, muted: o.has("mute"))
+        let devices = DeviceAudio(audio: audio, listenOnly: listenOnly)
         let ui = TerminalUI(noTUI: o.has("no-tui"))
         SignalHandlers.install()
         let token = { o["token"] ?? mintToken(identity: identity, name: o["name"], room: room, ttlSeconds: 3600,
                                                 publish: !listenOnly, admin: false, mode: o["mode"]) }
-        let call = RoomCall(room: room, identity: identity, server: server, token: token, media: media, ui: ui,
-                            duration: duration, say: o["say"], reconnect: true)
+        let call = RoomCall(identity: identity, server: server, token: token,
+                            configuration: DeviceAudio.configuration(room: room, audio: audio, listenOnly: listenOnly, muted: o.has("mute"), reconnect: true),
+                            devices: devices, ui: ui, duration: duration, say: o["say"])
         let code = call.run()
-        media.finish()
+        devices.finish()
         ui.close()
-        for (ssrc, count) in media.receivedBySSRC.sorted(by: { $0.key < $1.key }) {
-            var line = "received ssrc \(ssrc) from \(call.names[ssrc] ?? (call.mode == "mix" ? "the room mix" : "unknown")): \(count) packets"
-            if let s = media.receiver.streams[ssrc]?.audio.jitter.stats {
+        let engine = call.engine
+        for (ssrc, count) in engine.receivedBySSRC.sorted(by: { $0.key < $1.key }) {
+            var line = "received ssrc \(ssrc) from \(call.names[ssrc] ?? (engine.mode == "mix" ? "the room mix" : "unknown")): \(count) packets"
+            if let s = engine.receiver.streams[ssrc]?.audio.jitter.stats {
                 line += String(format: "; played %d, concealed %d (%d events), FEC %d, late %d, accelerated %d, expanded %d, delay %.0f ms (target %.0f)",
                                s.played, s.concealedFrames, s.concealmentEvents, s.fecRecovered, s.lateDropped, s.accelerated, s.expanded,
                                s.currentDelayMilliseconds, s.targetDelayMilliseconds)
             }
-            if let n = media.receiver.streams[ssrc]?.nacks, n.requested > 0 {
+            if let n = engine.receiver.streams[ssrc]?.nacks, n.requested > 0 {
                 line += "; NACKed \(n.requested), recovered \(n.recovered)"
             }
             writeLine(line)
@@ -84,20 +86,21 @@ enum JoinCommand {
     }
 }
 
-/// One stay in a room (a `join`, or the room of an answered call): the signalling session, the media loop, the view.
+/// One stay in a room (a `join`, or the room of an answered call): the socket, the devices and the view around a
+/// `ClientEngine`, which holds the session, the media paths and the rejoin schedule.
 final class RoomCall {
     let room: String
     let identity: String
     let server: PeerAddress
-    let token: () -> String
-    let media: MediaEngine
+    let devices: DeviceAudio
     let ui: TerminalUI
     let duration: Double
     let say: String?
-    let reconnect: Bool
+    let socket: UDPSocket
+    /// The engine (its counters and streams make the summary).
+    let engine: ClientEngine
     /// SSRC → identity, from the member list and events.
     private(set) var names: [UInt32: String] = [:]
-    private(set) var mode = "forward"
     private var members: [UInt32: MemberEntry] = [:]
     private var speaking: [SpeakerEntry] = []
     private var myMemberID: UInt32 = 0
@@ -108,119 +111,111 @@ final class RoomCall {
     /// Extra key handling (calls: `h` hangs up); returns true when the key was used.
     var onKey: ((UInt8) -> Bool)?
 
-    init(room: String, identity: String, server: PeerAddress, token: @escaping () -> String, media: MediaEngine, ui: TerminalUI,
-         duration: Double, say: String?, reconnect: Bool) {
-        self.room = room
+    /// Opens the socket and the engine (which sends its join at once); exits with a one-line error when the encoder
+    /// cannot start.
+    init(identity: String, server: PeerAddress, token: @escaping () -> String, configuration: ClientEngine.Configuration,
+         devices: DeviceAudio, ui: TerminalUI, duration: Double, say: String?) {
+        self.room = configuration.room
         self.identity = identity
         self.server = server
-        self.token = token
-        self.media = media
+        self.devices = devices
         self.ui = ui
         self.duration = duration
         self.say = say
-        self.reconnect = reconnect
+        let socket = openSocket(for: server)
+        self.socket = socket
+        do {
+            engine = try ClientEngine(server: server, token: token, configuration: configuration, now: Clock.monotonicNanoseconds(),
+                                      unixMilliseconds: { Int64(Clock.unixMilliseconds()) }, random: SystemRandomNumberGenerator(),
+                                      transmit: { bytes, to in try? socket.send(bytes, to: to) })
+        } catch {
+            fail("cannot start the Opus encoder: \(error.message)", code: 1)
+        }
     }
 
     /// Runs until leaving; returns the exit code.
     func run() -> Int32 {
-        let socket = openSocket(for: server)
         let start = Clock.monotonicNanoseconds()
-        var backoff = RejoinBackoff()
-        var everJoined = false
         var said = false
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
         defer { buffer.deallocate() }
         let poller = Poller(ui.interactive ? [socket.fd, 0] : [socket.fd])
+        var nextTick = Clock.monotonicNanoseconds()
         while true {
-            let session = ClientSession(server: server, token: token(), room: room, muted: media.muted, speakersFromMedia: true,
-                                        now: Clock.monotonicNanoseconds(),
-                                        unixMilliseconds: { Int64(Clock.unixMilliseconds()) })
-            var nextTick = Clock.monotonicNanoseconds()
-            var rtt: Int64 = 20_000_000
-            func flush() { for d in session.drainOutgoing() { try? socket.send(d, to: session.destination) } }
-            _ = session.tick(now: nextTick)
-            flush()
-            var outcome: Int32?
-            loop: while true {
-                let now = Clock.monotonicNanoseconds()
-                if interrupted.load(ordering: .relaxed) || leaveRequested || (duration > 0 && Double(now - start) / 1e9 >= duration)
-                    || (media.inputEnded && !media.listenOnly && duration == 0) {
-                    session.leave(now: now)
-                    flush()
-                    ui.event("left \(room)")
-                    return 0
-                }
-                poller.wait(timeoutMilliseconds: Int32(max(0, min(20, (nextTick - now) / 1_000_000))))
-                while let (n, from) = socket.receive(into: buffer) {
-                    // Only the relay's public port and the welcome's port speak for the session: anything else,
-                    // another port on the relay's host included, is not the room.
-                    guard n > 0, session.isFromRelay(from) else { continue }
-                    let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
-                    let arrival = Clock.monotonicNanoseconds()
-                    if bytes[0] == Signalling.magic {
-                        for event in session.handle(bytes, from: from, now: arrival) {
-                            if case .roundTrip(let ns) = event { rtt = ns }
-                            if let code = handle(event, session: session) { outcome = code; break loop }
-                        }
-                    } else {
-                        media.receive(bytes, now: arrival)
-                        session.noteTraffic(now: arrival)
-                    }
-                }
-                while let key = ui.key() { if handleKey(key, session: session) { outcome = 0; session.leave(now: now); flush(); break loop } }
-                let tickNow = Clock.monotonicNanoseconds()
-                if tickNow >= nextTick {
-                    let joined = session.state == .joined || session.state == .resuming
-                    do {
-                        try media.tick(now: tickNow, joined: joined, roundTrip: rtt) { try? socket.send($0, to: session.destination) }
-                    } catch {
-                        ui.close()
-                        fail(error.message, code: 1)
-                    }
-                    nextTick += 20_000_000
-                    if tickNow - nextTick > 200_000_000 { nextTick = tickNow + 20_000_000 }  // stalled: don't catch up
-                    _ = session.tick(now: tickNow)
-                    if mode == "forward", let heard = media.speaking.update(now: tickNow) { showSpeakers(heard) }
-                    onTick?(tickNow)
-                    if joined, !said, let say {
-                        said = true
-                        if let id = session.sendText(say, now: tickNow) { ui.event("sent text \(id)") }
-                    }
-                    updateStatus(session)
-                }
-                flush()
-                if case .ended(let reason) = session.state {
-                    if !everJoined && session.welcome == nil {
-                        ui.close()
-                        fail("cannot reach the relay at \(server): \(reason)", code: 5)
-                    }
-                    ui.event("connection lost: \(reason)")
-                    outcome = nil
-                    break loop
-                }
-                if session.state == .joined { everJoined = true; backoff.reset() }
-                ui.draw(now: tickNow)
+            let now = Clock.monotonicNanoseconds()
+            if interrupted.load(ordering: .relaxed), case .waitingToRejoin = engine.phase { return 0 }  // nothing to leave
+            if interrupted.load(ordering: .relaxed) || leaveRequested || (duration > 0 && Double(now - start) / 1e9 >= duration)
+                || (devices.inputEnded && !devices.listenOnly && duration == 0) {
+                engine.leave(now: now)
+                ui.event("left \(room)")
+                return 0
             }
-            if let outcome { return outcome }
-            guard reconnect else { return 5 }
-            let wait = backoff.take()
-            ui.event("reconnecting in \(wait / 1_000_000_000) s")
-            let until = Clock.monotonicNanoseconds() + wait
-            while Clock.monotonicNanoseconds() < until {
-                if interrupted.load(ordering: .relaxed) { return 0 }
-                Thread.sleep(forTimeInterval: 0.05)
+            poller.wait(timeoutMilliseconds: Int32(max(0, min(20, (nextTick - now) / 1_000_000))))
+            while let (n, from) = socket.receive(into: buffer) {
+                // Only the relay's public port and the welcome's port speak for the session (the engine drops the
+                // rest): another port on the relay's host included, is not the room.
+                for event in engine.receive(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), from: from, now: Clock.monotonicNanoseconds()) {
+                    if let code = show(event) { return code }
+                }
             }
+            while let key = ui.key() {
+                if handleKey(key) { engine.leave(now: now); return 0 }
+            }
+            let tickNow = Clock.monotonicNanoseconds()
+            if tickNow >= nextTick {
+                do {
+                    try devices.tick(now: tickNow, engine: engine)
+                } catch {
+                    ui.close()
+                    fail(error.message, code: 1)
+                }
+                nextTick += 20_000_000
+                if tickNow - nextTick > 200_000_000 { nextTick = tickNow + 20_000_000 }  // stalled: don't catch up
+                let joined = engine.inRoom
+                for event in engine.tick(now: tickNow) {
+                    if let code = show(event) { return code }
+                }
+                onTick?(tickNow)
+                if joined, !said, let say {
+                    said = true
+                    if let id = engine.sendText(say, now: tickNow) { ui.event("sent text \(id)") }
+                }
+                updateStatus()
+            }
+            ui.draw(now: tickNow)
         }
     }
 
-    /// Reacts to a session event; returns an exit code when the stay is over.
-    private func handle(_ event: ClientSession.Event, session: ClientSession) -> Int32? {
+    /// Shows an engine event; returns an exit code when the stay is over.
+    private func show(_ event: ClientEngine.Event) -> Int32? {
+        switch event {
+        case .session(let e): show(e)
+        case .speakersHeard(let heard): showSpeakers(heard)
+        case .connectionLost(let reason): ui.event("connection lost: \(reason)")
+        case .rejoining(let wait): ui.event("reconnecting in \(wait / 1_000_000_000) s")
+        case .over(let ending):
+            switch ending {
+            case .refused(let code, let reason):
+                ui.close()
+                writeLine("parley: the relay refused to let us join: \(reason) (code \(code.rawValue))", fd: 2)
+                return 3
+            case .left: return 0
+            case .removed: return 4
+            case .unreachable(let reason):
+                ui.close()
+                fail("cannot reach the relay at \(server): \(reason)", code: 5)
+            case .lost: return 5
+            }
+        }
+        return nil
+    }
+
+    /// Shows what the session said.
+    private func show(_ event: ClientSession.Event) {
         switch event {
         case .welcomed(let w):
-            mode = w.mode
             myMemberID = w.memberID
             names[w.ssrc] = identity
-            media.start(ssrc: w.ssrc)
             ui.event("joined \(w.room) as \(w.identity) (member \(w.memberID), ssrc \(w.ssrc), port \(w.port), mode \(w.mode), \(w.memberCount) others)")
         case .memberList(let list):
             for m in list { names[m.ssrc] = m.identity; members[m.memberID] = m }
@@ -229,7 +224,7 @@ final class RoomCall {
             names[m.ssrc] = m.identity
             switch kind {
             case .joined: members[m.memberID] = m; ui.event("\(m.identity) joined")
-            case .left: members[m.memberID] = nil; media.speaking.forget(ssrc: m.ssrc); ui.event("\(m.identity) left" + (reason.isEmpty ? "" : ": \(reason)"))
+            case .left: members[m.memberID] = nil; ui.event("\(m.identity) left" + (reason.isEmpty ? "" : ": \(reason)"))
             case .muted:
                 if m.memberID != myMemberID { members[m.memberID] = m }
                 ui.event("\(m.identity) muted")
@@ -244,27 +239,19 @@ final class RoomCall {
             ui.event("\(direct ? "direct text" : "text") from \(from): \(text)")
         case .textStatus(let id, let delivered, let reason):
             ui.event("text \(id) " + (delivered ? (reason.isEmpty ? "delivered" : "delivered, but \(reason)") : "failed: \(reason)"))
-        case .refused(let code, let reason):
-            ui.close()
-            writeLine("parley: the relay refused to let us join: \(reason) (code \(code.rawValue))", fd: 2)
-            return 3
+        case .refused:
+            break  // the engine ends with `.over(.refused)`
         case .forgotten(let reason):
-            // The relay restarted (or dropped us while we were away): the run loop sees the session ended and joins
-            // afresh after the backoff, as after a shutdown.
+            // The relay restarted (or dropped us while we were away): the engine joins afresh after the backoff, as
+            // after a shutdown.
             ui.event("the relay no longer knows this session (\(reason)); joining afresh")
-        case .goodbye(let code, let reason):
+        case .goodbye(_, let reason):
             ui.event("the relay ended the session: \(reason)")
-            switch code {
-            case .relayShutdown where reconnect, .timedOut where reconnect: return nil
-            case .left: return 0
-            default: return 4
-            }
         case .resumed:
             ui.event("resumed from a new address")
         case .roundTrip:
             break
         }
-        return nil
     }
 
     /// A forward room's speakers as this client hears them (`SpeakingTracker`), shown as the relay's list would be.
@@ -280,12 +267,12 @@ final class RoomCall {
     }
 
     /// Live-view keys; returns true to leave.
-    private func handleKey(_ key: UInt8, session: ClientSession) -> Bool {
+    private func handleKey(_ key: UInt8) -> Bool {
         let now = Clock.monotonicNanoseconds()
         if var text = ui.typing {
             switch key {
             case 10, 13:
-                if !text.isEmpty, let id = session.sendText(text, now: now) { ui.event("you: \(text) (text \(id))") }
+                if !text.isEmpty, let id = engine.sendText(text, now: now) { ui.event("you: \(text) (text \(id))") }
                 ui.typing = nil
             case 27: ui.typing = nil
             case 127, 8: if !text.isEmpty { text.removeLast() }; ui.typing = text
@@ -299,27 +286,26 @@ final class RoomCall {
         switch key {
         case UInt8(ascii: "q"): return true
         case UInt8(ascii: "m"):
-            media.muted.toggle()
-            session.setMuted(media.muted, now: now)
-            ui.event(media.muted ? "you are muted" : "you are unmuted")
+            engine.setMuted(!engine.muted, now: now)
+            ui.event(engine.muted ? "you are muted" : "you are unmuted")
         case UInt8(ascii: "t"): ui.typing = ""; ui.touch()
         default: break
         }
         return false
     }
 
-    private func updateStatus(_ session: ClientSession) {
+    private func updateStatus() {
         guard ui.interactive else { return }
-        let audible = Set(media.audibleSSRCs)
-        var lines = ["parley · room \(room) · \(identity)\(media.muted ? " (muted)" : "") · mic \(media.listenOnly ? "off" : "-\(media.inputLevel) dBov")"
-                     + " · \(session.state == .joined ? "connected" : "connecting")"]
+        let audible = Set(engine.audibleSSRCs)
+        var lines = ["parley · room \(room) · \(identity)\(engine.muted ? " (muted)" : "") · mic \(devices.listenOnly ? "off" : "-\(engine.inputLevel) dBov")"
+                     + " · \(engine.session.state == .joined ? "connected" : "connecting")"]
         let speakingIDs = Set(speaking.map(\.memberID))
         for m in members.values.sorted(by: { $0.identity < $1.identity }) {
             let talking = speakingIDs.contains(m.memberID) || audible.contains(m.ssrc)
             lines.append("  \(talking ? "🔊" : "  ") \(m.identity)\(m.flags.contains(.muted) ? " (muted)" : "")")
         }
-        let x = media.xruns
-        lines.append("  sent \(media.packetsSent) · received \(media.packetsReceived) · concealed \(media.concealedFrames) · NACKs \(media.nacksSent) · xruns \(x.over)/\(x.under)")
+        let x = devices.xruns
+        lines.append("  sent \(engine.packetsSent) · received \(engine.packetsReceived) · concealed \(engine.concealedFrames) · NACKs \(engine.nacksSent) · xruns \(x.over)/\(x.under)")
         ui.status = lines
     }
 }

@@ -1,0 +1,322 @@
+import ParleyMedia
+import ParleyWire
+
+/// The client in a room as a pure, clock-driven engine: one `ClientSession` at a time (joined afresh after
+/// `RejoinBackoff`'s wait when the relay forgot us, shut down, timed us out or went silent), the send path
+/// (`SendPipeline`: Opus/RTP, FEC sized by the relay's receiver reports), the receive path (`ReceiveMixer`: jitter
+/// buffers, mix), NACKs while a gap can still be filled before play-out, receiver reports every second, and who
+/// speaks from the received levels. No clock, socket or device inside: the owner passes `now`, hands in datagrams
+/// and captured frames, plays what `media` returns, and sends what the engine gives to `transmit`.
+///
+/// The owner's loop, every 20 ms:
+/// ```
+/// datagram from the socket → receive(bytes, from:, now:)        (events)
+/// captured frame (if inRoom or a device) → media(now:, captured:, level:, into:) → play the frame if true
+/// tick(now:)                                                      (events: rejoin, keepalives, speakers)
+/// ```
+public final class ClientEngine {
+    /// What the engine is set up with.
+    public struct Configuration: Sendable {
+        /// The room to join.
+        public var room: String
+        /// Receive only: no encoder, nothing sent but signalling, NACKs and receiver reports.
+        public var listenOnly = false
+        /// Join muted.
+        public var muted = false
+        /// Join afresh after a session ends in a way a new one can mend; without it such an end is `.lost`.
+        public var reconnect = true
+        /// Opus bitrate, bit/s.
+        public var bitrate: Int32 = 56_000
+        /// Opus complexity, 0…10.
+        public var complexity: Int32 = 10
+        /// Send nothing in silence (Opus DTX).
+        public var dtx = true
+        /// Each received stream's jitter buffer (the client starts with no minimum delay).
+        public var jitter: JitterBufferConfig = {
+            var c = JitterBufferConfig()
+            c.minimumDelayMilliseconds = 0
+            return c
+        }()
+        /// When what we send counts as voice (its level against the threshold), and who we hear speaking: the
+        /// relay's rules.
+        public var speech = SpeechRules.standard
+
+        /// A configuration for `room` with the client's defaults.
+        public init(room: String) { self.room = room }
+    }
+
+    /// How a stay in the room ended for good.
+    public enum Ending: Equatable, Sendable {
+        /// The relay refused the join.
+        case refused(RefusalCode, String)
+        /// The relay said goodbye because we left.
+        case left
+        /// The relay removed us (kicked, replaced, or a goodbye a new session cannot mend).
+        case removed(GoodbyeCode, String)
+        /// No session was ever welcomed: the relay is unreachable.
+        case unreachable(String)
+        /// A welcomed session ended without a goodbye and the engine does not reconnect.
+        case lost(String)
+    }
+
+    /// What the engine tells its owner.
+    public enum Event: Equatable, Sendable {
+        /// Something the current session said.
+        case session(ClientSession.Event)
+        /// Who speaks changed, from the received streams' levels (forward rooms).
+        case speakersHeard([SpeakingTracker.Speaker])
+        /// The session ended in a way a new session can mend.
+        case connectionLost(String)
+        /// A new session is opened after this wait, in nanoseconds.
+        case rejoining(afterNanoseconds: Int64)
+        /// Over for good.
+        case over(Ending)
+    }
+
+    /// Where the engine stands.
+    public enum Phase: Equatable, Sendable {
+        /// A session is open (joining, joined or resuming).
+        case inSession
+        /// Waiting to open a new session at `until`.
+        case waitingToRejoin(until: Int64)
+        /// Over for good; the owner exits.
+        case over(Ending)
+    }
+
+    /// Time between receiver reports while in the room, nanoseconds.
+    public static let receiverReportInterval: Int64 = 1_000_000_000
+    /// Round trip assumed before the first pong.
+    public static let initialRoundTrip: Int64 = 20_000_000
+
+    /// The configuration.
+    public let configuration: Configuration
+    /// The relay's public address.
+    public let server: PeerAddress
+    /// Where the engine stands.
+    public private(set) var phase: Phase = .inSession
+    /// The current session (the last one once over).
+    public private(set) var session: ClientSession
+    /// The receive path: per-SSRC jitter buffers, decoders, NACK trackers, statistics; the local mix.
+    public let receiver: ReceiveMixer
+    /// The send path (nil when listen-only).
+    public let sender: SendPipeline?
+    /// Who speaks, from the levels of the received streams (forward rooms send no `speakers` to this client).
+    public private(set) var speaking: SpeakingTracker
+    /// Muted: captured frames advance the timestamp but nothing is sent.
+    public private(set) var muted: Bool
+    /// The room's mode, from the last welcome ("forward" until then).
+    public private(set) var mode = "forward"
+    /// The current round-trip estimate from pongs, nanoseconds.
+    public private(set) var roundTrip = ClientEngine.initialRoundTrip
+    /// Counters for the live view and the summary.
+    public private(set) var packetsSent = 0, packetsReceived = 0, bytesReceived = 0, nacksSent = 0
+    /// Per SSRC: packets received.
+    public private(set) var receivedBySSRC: [UInt32: Int] = [:]
+    /// Level of the last captured frame (RFC 6464: 0 loud … 127 silent).
+    public private(set) var inputLevel: UInt8 = 127
+
+    private let token: () -> String
+    private let unixMilliseconds: () -> Int64
+    private let transmit: (UnsafeRawBufferPointer, PeerAddress) -> Void
+    private var random: any RandomNumberGenerator
+    private var backoff = RejoinBackoff()
+    private var everWelcomed = false
+    private var lastReceiverReport: Int64 = 0
+    private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 16)
+
+    /// An engine that joins `configuration.room` at `server` with `token()` (asked afresh for every session) and
+    /// sends its join at once. Nonces and the RTP stream's first sequence number and timestamp come from `random`.
+    /// Datagrams go out through `transmit(bytes, to)` (the bytes are valid only during the call).
+    public init(server: PeerAddress, token: @escaping () -> String, configuration: Configuration, now: Int64,
+                unixMilliseconds: @escaping () -> Int64, random: some RandomNumberGenerator,
+                transmit: @escaping (UnsafeRawBufferPointer, PeerAddress) -> Void) throws(OpusError) {
+        self.server = server
+        self.token = token
+        self.configuration = configuration
+        self.unixMilliseconds = unixMilliseconds
+        self.transmit = transmit
+        self.muted = configuration.muted
+        self.speaking = SpeakingTracker(rules: configuration.speech)
+        var random = random
+        sender = configuration.listenOnly ? nil
+            : try SendPipeline(ssrc: 0, bitrate: configuration.bitrate, complexity: configuration.complexity, dtx: configuration.dtx,
+                               random: &random)
+        receiver = ReceiveMixer(jitterConfig: configuration.jitter)
+        session = ClientSession(server: server, token: token(), room: configuration.room, muted: configuration.muted,
+                                speakersFromMedia: true, now: now, unixMilliseconds: unixMilliseconds, random: &random)
+        self.random = random
+        _ = session.tick(now: now)
+        flush()
+    }
+
+    deinit { scratch.deallocate() }
+
+    /// Whether the member is in the room (joined, or resuming): captured audio is sent, NACKs and reports go out.
+    public var inRoom: Bool {
+        guard phase == .inSession else { return false }
+        return session.state == .joined || session.state == .resuming
+    }
+
+    /// Takes a datagram from the socket: signalling goes to the session, RTP to the jitter buffers, RTCP receiver
+    /// reports about our stream to the encoder's FEC. Anything not from the relay (`ClientSession.isFromRelay`) is
+    /// dropped, and so is everything while no session is open.
+    public func receive(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Int64) -> [Event] {
+        guard phase == .inSession, !bytes.isEmpty, session.isFromRelay(from) else { return [] }
+        guard bytes[0] != Signalling.magic else {
+            return settle(session.handle(bytes, from: from, now: now), now: now)
+        }
+        receiveMedia(bytes, now: now)
+        session.noteTraffic(now: now)
+        return []
+    }
+
+    private func receiveMedia(_ bytes: UnsafeRawBufferPointer, now: Int64) {
+        if isRTCP(bytes) {
+            var packets = rtcpPackets(in: bytes)
+            while let p = try? packets.next() {
+                guard p.packetType == 201, let rr = try? ReceiverReport(parsing: p), let sender else { continue }
+                for block in rr.reports where block.ssrc == sender.ssrc { sender.reportedLoss(fraction: block.fractionLost, jitter: block.jitter) }
+            }
+            return
+        }
+        guard let packet = try? RTPPacketView(parsing: bytes) else { return }
+        packetsReceived += 1
+        bytesReceived += bytes.count
+        receivedBySSRC[packet.ssrc, default: 0] += 1
+        speaking.observe(ssrc: packet.ssrc, level: packet.audioLevel(id: SendPipeline.defaultLevelExtensionID)?.level,
+                         payloadBytes: packet.payloadCount, now: now)
+        receiver.receive(packet, now: now)
+    }
+
+    /// One 20 ms media step: sends `captured` (already voice-processed, at `level`) when in the room, mixes the
+    /// next 20 ms of every received stream into `out` (960 samples), then sends the NACKs still useful and, every
+    /// second, a receiver report. Returns false (and touches nothing) while no session is open: nothing to play.
+    public func media(now: Int64, captured: UnsafeBufferPointer<Int16>?, level: UInt8, into out: UnsafeMutablePointer<Int16>) -> Bool {
+        guard phase == .inSession else { return false }
+        let joined = inRoom
+        if let captured {
+            inputLevel = level
+            if joined, let sender,
+               let packet = sender.packetize(captured, level: level, voice: configuration.speech.isSpeech(level: level), muted: muted) {
+                transmit(packet, session.destination)
+                packetsSent += 1
+            }
+        }
+        receiver.pull(now: now, into: out)
+        guard joined else { return true }
+        sendNacks(now: now)
+        if now - lastReceiverReport >= Self.receiverReportInterval {
+            lastReceiverReport = now
+            if let report = receiver.receiverReport(reporter: sender?.ssrc ?? 0), let n = try? report.serialize(into: scratch) {
+                transmit(UnsafeRawBufferPointer(rebasing: scratch[0..<n]), session.destination)
+            }
+        }
+        return true
+    }
+
+    /// Sends the NACKs still useful (`ReceiveMixer.nacksDue`) to the relay.
+    private func sendNacks(now: Int64) {
+        for nack in receiver.nacksDue(now: now, roundTrip: roundTrip, reporter: sender?.ssrc ?? 0) {
+            guard let n = try? nack.serialize(into: scratch) else { continue }
+            transmit(UnsafeRawBufferPointer(rebasing: scratch[0..<n]), session.destination)
+            nacksSent += 1
+        }
+    }
+
+    /// Timers: opens a new session when the rejoin wait is over; the session's keepalives, retries and resume; who
+    /// speaks (forward rooms).
+    public func tick(now: Int64) -> [Event] {
+        switch phase {
+        case .over:
+            return []
+        case .waitingToRejoin(let until):
+            guard now >= until else { return [] }
+            session = ClientSession(server: server, token: token(), room: configuration.room, muted: muted, speakersFromMedia: true,
+                                    now: now, unixMilliseconds: unixMilliseconds, random: &random)
+            roundTrip = Self.initialRoundTrip
+            phase = .inSession
+            return settle(session.tick(now: now), now: now)
+        case .inSession:
+            var events = settle(session.tick(now: now), now: now)
+            if phase == .inSession, mode == "forward", let heard = speaking.update(now: now) { events.append(.speakersHeard(heard)) }
+            return events
+        }
+    }
+
+    /// Applies what the session said, sends what it queued, and decides what follows when it ended.
+    private func settle(_ sessionEvents: [ClientSession.Event], now: Int64) -> [Event] {
+        var events: [Event] = []
+        for event in sessionEvents {
+            events.append(.session(event))
+            switch event {
+            case .welcomed(let w):
+                mode = w.mode
+                sender?.ssrc = w.ssrc
+            case .member(.left, let m, _):
+                speaking.forget(ssrc: m.ssrc)
+            case .roundTrip(let ns):
+                roundTrip = ns
+            case .refused(let code, let reason):
+                return events + finish(.refused(code, reason))
+            case .goodbye(.relayShutdown, _) where configuration.reconnect, .goodbye(.timedOut, _) where configuration.reconnect:
+                break
+            case .goodbye(.left, _):
+                return events + finish(.left)
+            case .goodbye(let code, let reason):
+                return events + finish(.removed(code, reason))
+            default:
+                break
+            }
+        }
+        flush()
+        if session.state == .joined {
+            everWelcomed = true
+            backoff.reset()
+        }
+        guard case .ended(let reason) = session.state else { return events }
+        if !everWelcomed && session.welcome == nil { return events + finish(.unreachable(reason)) }
+        events.append(.connectionLost(reason))
+        guard configuration.reconnect else { return events + finish(.lost(reason)) }
+        let wait = backoff.take()
+        phase = .waitingToRejoin(until: now + wait)
+        events.append(.rejoining(afterNanoseconds: wait))
+        return events
+    }
+
+    private func finish(_ ending: Ending) -> [Event] {
+        flush()
+        phase = .over(ending)
+        return [.over(ending)]
+    }
+
+    /// Sends the session's queued signalling.
+    private func flush() {
+        for d in session.drainOutgoing() { d.withUnsafeBytes { transmit($0, session.destination) } }
+    }
+
+    /// Mutes or unmutes: the relay is told, and captured frames stop (or start) going out.
+    public func setMuted(_ muted: Bool, now: Int64) {
+        self.muted = muted
+        session.setMuted(muted, now: now)
+        flush()
+    }
+
+    /// Sends a text to the room (`to` empty) or to one identity; its message id, or nil (see `ClientSession.sendText`).
+    public func sendText(_ text: String, to: String = "", now: Int64) -> UInt32? {
+        defer { flush() }
+        return session.sendText(text, to: to, now: now)
+    }
+
+    /// Leaves the room now (the relay removes the member on receipt); the engine is then over.
+    public func leave(now: Int64) {
+        session.leave(now: now)
+        flush()
+        phase = .over(.left)
+    }
+
+    /// Who is audible right now (SSRCs whose last frame played audio).
+    public var audibleSSRCs: [UInt32] { receiver.streams.values.filter { $0.lastOutcome == .speech }.map(\.ssrc) }
+
+    /// Concealed frames so far over all streams.
+    public var concealedFrames: Int { receiver.streams.values.reduce(0) { $0 + $1.audio.jitter.stats.concealedFrames } }
+}

@@ -1,0 +1,206 @@
+import ParleyWire
+
+/// One signalling session with the relay, whatever it is for: the handshake (join a room or register presence,
+/// with the cookie round trip and the welcome's nonce check), reliable messages, keepalives, resume from a new
+/// address, and the ways it ends. Pure: the owner passes `now` and moves bytes. `ClientSession` (a room member) and
+/// `PresenceSession` (an online identity) are this session plus what their messages mean; they see the messages
+/// this type does not take itself as `.message`.
+///
+/// ```
+/// handshaking ─welcome→ established ─relay quiet→ resuming ─resumed→ established
+///      │                     │                       └─ unknown session → ended (.forgotten)
+///      └─ 10 tries / refused └─ goodbye / lost contact / channel failed → ended
+/// ```
+public final class SignallingSession {
+    /// What the session asks the relay for.
+    public enum Request: Equatable, Sendable {
+        /// A seat in `room`. With `speakersFromMedia` the member works out who speaks from the streams it
+        /// receives, so a forward room sends it no `speakers` messages.
+        case join(room: String, muted: Bool, speakersFromMedia: Bool)
+        /// The token's identity online for calls and direct texts.
+        case register
+    }
+
+    /// Where the session stands.
+    public enum Phase: Equatable, Sendable {
+        /// Join or register sent, waiting for the welcome.
+        case handshaking
+        /// Welcomed.
+        case established
+        /// Nothing heard from the relay for a while: proving the session from (possibly) a new address.
+        case resuming
+        /// Over; the reason is shown to the person.
+        case ended(String)
+    }
+
+    /// What the session tells its owner.
+    public enum Event: Equatable, Sendable {
+        /// The relay welcomed us.
+        case welcomed(Welcome)
+        /// The relay refused the join or register, or a resume.
+        case refused(RefusalCode, String)
+        /// The relay no longer knows this session and said so to our resume: a fresh session is the way back.
+        case forgotten(String)
+        /// The relay ended the session.
+        case goodbye(GoodbyeCode, String)
+        /// A resume from a new address was accepted.
+        case resumed
+        /// A ping's round trip.
+        case roundTrip(nanoseconds: Int64)
+        /// The session gave up on its own: no answer to the handshake, or contact with the relay lost.
+        case gaveUp(String)
+        /// A message for the owner (member lists, texts, calls…), in order.
+        case message(SignalMessage)
+    }
+
+    /// Tries of the join or register before giving up.
+    public static let handshakeAttempts = 10
+    /// Wait between tries of the join or register, in nanoseconds.
+    public static let handshakeInterval: Int64 = 500_000_000
+
+    /// What the session asks for.
+    public let request: Request
+    /// The relay's public address (first contact).
+    public var server: PeerAddress { link.server }
+    /// Where datagrams go now: the public address until welcomed, then the port the welcome named.
+    public var destination: PeerAddress { link.destination }
+    /// Where the session stands.
+    public private(set) var phase: Phase = .handshaking
+    /// The welcome, once received.
+    public private(set) var welcome: Welcome?
+    /// Datagrams retransmitted by this side.
+    public var retransmissions: Int { link.channel.retransmissions }
+    /// Whether the session is welcomed and not over (established or resuming).
+    public var isEstablished: Bool { phase == .established || phase == .resuming }
+
+    private let token: String
+    private let nonce: [UInt8]
+    private var cookie: [UInt8] = []
+    private var link: SignallingLink
+    private var lastHandshake: Int64 = .min / 2
+    private var handshakes = 0
+
+    /// A session that will ask `server` for `request` with `token`; its nonce (16 bytes) comes from `random`.
+    public init(server: PeerAddress, token: String, request: Request, now: Int64, unixMilliseconds: @escaping () -> Int64,
+                random: inout some RandomNumberGenerator) {
+        self.token = token
+        self.request = request
+        self.nonce = (0..<16).map { _ in UInt8.random(in: 0...255, using: &random) }
+        self.link = SignallingLink(server: server, now: now, unixMilliseconds: unixMilliseconds)
+    }
+
+    /// Datagrams to send to `destination`, oldest first.
+    public func drainOutgoing() -> [[UInt8]] { link.drain() }
+
+    /// Whether a datagram from `address` can be the relay's: its public address, or the port the welcome named.
+    public func isFromRelay(_ address: PeerAddress) -> Bool { link.isRelay(address) }
+
+    /// Counts media from the relay as a sign of life (it only reaches us when the relay has our current address).
+    public func noteTraffic(now: Int64) {
+        if phase == .established { link.heard(now: now) }
+    }
+
+    private func sendHandshake(now: Int64) {
+        lastHandshake = now
+        handshakes += 1
+        switch request {
+        case .join(let room, let muted, let speakersFromMedia):
+            link.send(.join(JoinRequest(token: token, room: room, cookie: cookie, nonce: nonce, muted: muted,
+                                        speakersFromMedia: speakersFromMedia)))
+        case .register:
+            link.send(.register(RegisterRequest(token: token, cookie: cookie, nonce: nonce)))
+        }
+    }
+
+    private func end(_ reason: String, _ event: Event) -> [Event] {
+        phase = .ended(reason)
+        return [event]
+    }
+
+    /// Periodic work: handshake retries, keepalives, retransmissions, resume when the relay went quiet, giving up
+    /// (also when the reliable channel gave up on a message).
+    public func tick(now: Int64) -> [Event] {
+        switch phase {
+        case .ended:
+            return []
+        case .handshaking:
+            guard now - lastHandshake >= Self.handshakeInterval else { return [] }
+            if handshakes >= Self.handshakeAttempts {
+                let reason = "no answer from the relay at \(server)"
+                return end(reason, .gaveUp(reason))
+            }
+            sendHandshake(now: now)
+        case .established, .resuming:
+            guard let welcome else { return [] }
+            switch link.channel.failed ? .lost : link.keepAlive(welcome, now: now) {
+            case .lost:
+                let reason = "lost contact with the relay"
+                return end(reason, .gaveUp(reason))
+            case .resuming: phase = .resuming
+            case .alive: break
+            }
+        }
+        return []
+    }
+
+    /// Takes a signalling datagram that came from `from`; anything not from the relay (`isFromRelay`), or naming
+    /// another session, is ignored. Messages after the one that ended the session are dropped.
+    public func handle(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Int64) -> [Event] {
+        guard let datagram = try? SignalDatagram(parsing: bytes) else { return [] }
+        if case .ended = phase { return [] }
+        var events: [Event] = []
+        for message in link.receive(datagram, from: from, now: now) {
+            if case .ended = phase { break }
+            switch message {
+            case .retry(let c):
+                guard phase == .handshaking else { continue }
+                cookie = c
+                sendHandshake(now: now)
+            case .welcome(let w):
+                guard w.nonce == nonce, welcome == nil else { continue }
+                welcome = w
+                link.welcomed(connection: datagram.connectionID, port: w.port, now: now)
+                phase = .established
+                events.append(.welcomed(w))
+            case .refused(.unknownSession, let reason) where phase == .resuming:
+                events += end(reason, .forgotten(reason))
+            case .refused(let code, let reason):
+                if phase == .handshaking || phase == .resuming { events += end(reason, .refused(code, reason)) }
+            case .goodbye(let code, let reason):
+                events += end(reason, .goodbye(code, reason))
+            case .pong(let timestamp):
+                events.append(.roundTrip(nanoseconds: now - Int64(bitPattern: timestamp)))
+            case .resumed:
+                if phase == .resuming { phase = .established }
+                events.append(.resumed)
+            case .pathChallenge(let challenge):
+                if let w = welcome { link.answer(challenge, secret: w.sessionSecret) }
+            default:
+                events.append(.message(message))
+            }
+        }
+        if case .ended = phase {} else { link.pump(now: now) }
+        return events
+    }
+
+    /// Sends a reliable message now (what is due of the channel goes with it).
+    public func sendReliable(_ message: SignalMessage, now: Int64) {
+        link.sendReliable(message, now: now)
+    }
+
+    /// Queues a text for `to` ("" = the room) as reliable fragments and sends what is due; false when empty, over
+    /// 4 KB, or when the relay has left too many messages unacknowledged to queue it (`ReliableChannel.Limits.maxPending`).
+    public func sendText(_ text: String, to: String, messageID: UInt32, now: Int64) -> Bool {
+        guard let fragments = TextFragment.split(text, messageID: messageID),
+              link.channel.hasRoom(for: fragments.count, within: .max) else { return false }
+        for f in fragments { link.enqueue(.sendText(to: to, fragment: f)) }
+        link.pump(now: now)
+        return true
+    }
+
+    /// Leaves now: the relay forgets the session on receipt (a session not yet welcomed just ends).
+    public func leave(now: Int64) {
+        if isEstablished { link.sendReliable(.leave, now: now) }
+        phase = .ended("left")
+    }
+}
