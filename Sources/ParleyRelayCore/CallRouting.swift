@@ -1,11 +1,12 @@
 import ParleyWire
 
-/// Routing of invitations, answers and hang-ups between presence sessions, the ring timer, and the call log.
+/// Routing of invitations, answers and hang-ups between presence sessions, where a call rings and times out
+/// (`ringTimeouts`, called by `tick`), and the call log.
 /// See `Call` for the state machine. One call per identity at a time.
 extension RelayCore {
     func inviteCall(from caller: Presence, callID: UInt32, to identity: String, now: Moment) {
         func reply(_ state: CallState, _ reason: String) {
-            sendPresence(.callStatus(CallStatus(callID: callID, state: state, reason: reason)), to: caller, now: now)
+            send(.callStatus(CallStatus(callID: callID, state: state, reason: reason)), to: caller.session, now: now)
         }
         guard caller.call == nil else { return reply(.failed, "you are already in a call") }
         guard identity != caller.identity else { return reply(.failed, "you cannot call yourself") }
@@ -28,7 +29,7 @@ extension RelayCore {
         callee.call = call
         counters.callsStarted &+= 1
         record(.started, call.id, caller.identity, identity, now: now)
-        sendPresence(.incomingCall(callID: call.id, fromIdentity: caller.identity, fromName: caller.name), to: callee, now: now)
+        send(.incomingCall(callID: call.id, fromIdentity: caller.identity, fromName: caller.name), to: callee.session, now: now)
         reply(.ringing, "")
         if log.threshold <= .info { log.write(.info, "call \(call.id): \(caller.identity) → \(identity) ringing") }
     }
@@ -36,7 +37,7 @@ extension RelayCore {
     func answerCall(by callee: Presence, callID: UInt32, accept: Bool, now: Moment) {
         guard let call = callee.call, call.matches(callee, callID: callID) else {
             // Cancelled or timed out meanwhile: the callee learns the call is over.
-            return sendPresence(.callStatus(CallStatus(callID: callID, state: .ended, reason: "the call is over")), to: callee, now: now)
+            return send(.callStatus(CallStatus(callID: callID, state: .ended, reason: "the call is over")), to: callee.session, now: now)
         }
         guard call.callee === callee, call.room == nil else { return }  // the caller answering, or a repeated answer
         let caller = call.caller
@@ -49,7 +50,7 @@ extension RelayCore {
             for p in [caller, callee] { tell(p, call, .failed, "the relay cannot set up call rooms", now: now) }
             return
         }
-        let room = CallRoom.newName()
+        let room = CallRoom.newName(random)
         call.room = room
         call.ringDeadline = nil
         counters.callsAnswered &+= 1
@@ -57,7 +58,7 @@ extension RelayCore {
         for p in [caller, callee] {
             let token = CallRoom.token(identity: p.identity, name: p.name, room: room, signer: signer, now: now,
                                        lifetimeSeconds: config.callTokenLifetimeSeconds)
-            sendPresence(.callStatus(CallStatus(callID: call.callID(for: p), state: .answered, room: room, token: token)), to: p, now: now)
+            send(.callStatus(CallStatus(callID: call.callID(for: p), state: .answered, room: room, token: token)), to: p.session, now: now)
         }
         if log.threshold <= .info { log.write(.info, "call \(call.id): answered, room \(room)") }
     }
@@ -75,6 +76,24 @@ extension RelayCore {
             finishCall(call, .declined, detail: "declined by \(p.identity)", now: now)
             tell(other, call, .declined, "declined by \(p.identity)", now: now)
         }
+    }
+
+    /// Ends every call that rang for `ringTimeout` unanswered (oldest first).
+    func ringTimeouts(now: Moment) {
+        var due: [Call] = []  // allocates only when a ring times out
+        for call in presence.calls.values {
+            if let deadline = call.ringDeadline, deadline <= now.monotonic { due.append(call) }
+        }
+        for call in due.sorted(by: { $0.id < $1.id }) { ringTimedOut(call, now: now) }
+    }
+
+    /// The earliest ring deadline, or `.max`.
+    var nextRingDeadline: Int64 {
+        var due = Int64.max
+        for call in presence.calls.values {
+            if let deadline = call.ringDeadline { due = min(due, deadline) }
+        }
+        return due
     }
 
     func ringTimedOut(_ call: Call, now: Moment) {
@@ -101,8 +120,8 @@ extension RelayCore {
 
     /// Sends a status to one party if its session is still online.
     private func tell(_ p: Presence, _ call: Call, _ state: CallState, _ reason: String, now: Moment) {
-        guard presence.byConnection[p.connectionID] === p else { return }
-        sendPresence(.callStatus(CallStatus(callID: call.callID(for: p), state: state, reason: reason)), to: p, now: now)
+        guard presence.isOnline(p) else { return }
+        send(.callStatus(CallStatus(callID: call.callID(for: p), state: state, reason: reason)), to: p.session, now: now)
     }
 
     private func record(_ kind: CallEvent.Kind, _ id: UInt32, _ caller: String, _ callee: String, room: String = "",

@@ -38,7 +38,7 @@ extension RelayCore {
                                                   hysteresis: config.speakerHysteresisDecibels))
         if mode == "mix" {
             do {
-                room.mix = try MixEngine(ssrc: Self.randomSSRC(), timestampBase: Crypto.randomUInt32(), config: config)
+                room.mix = try MixEngine(ssrc: random.ssrc(), timestampBase: random.uint32(), config: config)
             } catch {
                 shared.releaseRoom(creator: creator)
                 log.write(.error, "cannot create the mixer for \(name): \(error.message)")
@@ -112,9 +112,9 @@ extension RelayCore {
         guard let fragments = TextFragment.split(text, messageID: backendMessageID) else {
             return .conflict("a text must be 1–\(Signalling.maxTextBytes) bytes")
         }
-        for member in room.members where canTakeText(member.channel, fragments: fragments.count) {
-            for f in fragments { enqueue(.text(fromMemberID: 0, fromIdentity: fromIdentity, direct: false, fragment: f), to: member) }
-            pump(member, now: now)
+        for member in room.members where canTakeText(member.session.channel, fragments: fragments.count) {
+            for f in fragments { enqueue(.text(fromMemberID: 0, fromIdentity: fromIdentity, direct: false, fragment: f), to: member.session) }
+            pump(member.session, now: now)
         }
         return .ok
     }

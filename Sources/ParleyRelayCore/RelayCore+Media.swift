@@ -3,7 +3,7 @@ import ParleyWire
 extension RelayCore {
     /// The per-packet path: latch check, stats, history, speaker selection, fan-out. No allocation.
     func handleRTP(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
-        guard let member = byAddress[from] else {
+        guard let member = sessions.member(at: from) else {
             challengeRTPSender(bytes, from: from, now: now)
             return drop(.unknownSender, from: from, now: now)
         }
@@ -15,8 +15,9 @@ extension RelayCore {
         }
         guard packet.ssrc == member.ssrc || adoptEndpointSSRC(member, packet.ssrc) else { return drop(.ssrcMismatch, from: from, now: now) }
         guard member.canPublish else { return drop(.notPublisher, from: from, now: now) }
-        member.lastHeard = now.monotonic
-        member.viaPublicPort = false
+        let session = member.session
+        session.lastHeard = now.monotonic
+        session.viaPublicPort = false
         member.stats.packetsIn &+= 1
         member.stats.bytesIn &+= UInt64(bytes.count)
         if member.receiveStats.packetsReceived == 0 { noteTimerWork(at: now.monotonic) }  // receiver reports start
@@ -67,9 +68,10 @@ extension RelayCore {
     }
 
     func handleRTCP(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
-        guard let member = byAddress[from] else { return drop(.unknownSender, from: from, now: now) }
-        member.lastHeard = now.monotonic
-        member.viaPublicPort = false
+        guard let member = sessions.member(at: from) else { return drop(.unknownSender, from: from, now: now) }
+        let session = member.session
+        session.lastHeard = now.monotonic
+        session.viaPublicPort = false
         member.stats.packetsIn &+= 1
         member.stats.bytesIn &+= UInt64(bytes.count)
         var packets = rtcpPackets(in: bytes)

@@ -39,26 +39,22 @@ extension RelayCore {
         guard room.member(identity: identity) == nil else { return .conflict("\(identity) is already in room \(name)") }
         let capacity = CallRoom.isCallRoom(room.name) ? CallRoom.capacity : room.maxMembers ?? config.maxMembersPerRoom
         guard room.members.count < capacity else { return .conflict("room \(name) is full (\(capacity) members)") }
-        if let s = source, byAddress[s] != nil || presence.byAddress[s] != nil { return .conflict("\(s) is already a member's address") }
+        if let s = source, sessions.byAddress[s] != nil { return .conflict("\(s) is already a member's address") }
 
-        var connectionID: UInt32
-        repeat { connectionID = Crypto.randomUInt32() } while connectionID == 0 || byConnection[connectionID] != nil
-            || presence.byConnection[connectionID] != nil
+        let session = SignallingSession(connectionID: sessions.newConnectionID(random), identity: identity, name: displayName ?? "",
+                                        sessionSecret: [], nonce: [], token: "", signals: false,
+                                        address: destination ?? source ?? PeerAddress(ipv4: 0, port: 0), viaPublicPort: false,
+                                        now: now.monotonic)
         let ssrc = newMemberSSRC()
-        let member = Member(id: shared.nextMemberID(), connectionID: connectionID, ssrc: ssrc, identity: identity,
-                            name: displayName ?? "", canPublish: publish, canSubscribe: subscribe, sessionSecret: [],
-                            joinNonce: [], joinedAt: now.unixMilliseconds, token: "", room: room,
-                            address: destination ?? source ?? PeerAddress(ipv4: 0, port: 0), viaPublicPort: false, muted: false,
-                            now: now.monotonic)
-        member.isRTPEndpoint = true
+        let member = Member(id: shared.nextMemberID(), session: session, ssrc: ssrc, canPublish: publish, canSubscribe: subscribe,
+                            joinedAt: now.unixMilliseconds, room: room, muted: false, mixSequence: random.uint16())
         member.hasDestination = destination != nil
         member.rtpSource = source
         room.members.append(member)
         room.emptySince = nil
         room.mix?.start(now: now.monotonic)
-        byConnection[connectionID] = member
+        sessions.add(.member(member), at: source)
         bySSRC[ssrc] = member
-        if let source { byAddress[source] = member }
         noteTimerWork(at: now.monotonic)
         broadcast(.memberEvent(kind: .joined, member: member.entry, reason: ""), in: room, except: member, now: now)
         events.append(RelayEvent(kind: .memberJoined, room: room.name, identity: identity, detail: member.name,
@@ -90,11 +86,6 @@ extension RelayCore {
         bySSRC[ssrc] = member
         if log.threshold <= .info { log.write(.info, "RTP endpoint \(member.identity) in \(member.room.name) sends as ssrc \(ssrc)") }
         return true
-    }
-
-    /// Forgets an endpoint's source address (called by `removeMember`).
-    func forgetRTPEndpoint(_ member: Member) {
-        if let source = member.rtpSource, byAddress[source] === member { byAddress[source] = nil }
     }
 
     /// The first forwarded member of `room` other than `listener` (what a plain-RTP endpoint hears in forward mode).

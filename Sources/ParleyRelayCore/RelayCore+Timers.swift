@@ -6,35 +6,12 @@ extension RelayCore {
     /// The loop calls it once awake at or after `timersDue` (and no later than `tickInterval` after it) while
     /// members exist, and at least once a second otherwise.
     public func tick(now: Moment) {
-        tickPresence(now: now)
         // Periodic per-member and per-room checks run on one 100 ms grid, so a loaded worker ticks ~10 times a
         // second rather than at every member's own due time (receiver reports fall due at scattered times).
         let housekeeping = now.monotonic - lastHousekeeping >= Self.housekeepingInterval
         if housekeeping { lastHousekeeping = now.monotonic }
-        var expired: [Member] = [], slow: [Member] = []
-        for member in byConnection.values {
-            if member.channel.serviceDue <= now.monotonic { pump(member, now: now) }
-            let silent = now.monotonic - member.lastHeard > config.memberTimeout
-            if member.isRTPEndpoint {
-                // Publishing endpoints time out without RTP; subscribe-only ones stay until deleted.
-                if member.canPublish && silent { expired.append(member) }
-            } else if member.channel.overflowed {
-                slow.append(member)
-            } else if member.channel.failed || silent {
-                expired.append(member)
-            } else if housekeeping, member.canPublish, member.receiveStats.packetsReceived > 0,
-                      now.monotonic - member.lastReceiverReport >= config.receiverReportInterval {
-                sendReceiverReport(to: member, now: now)
-            }
-        }
-        for member in expired {
-            counters.timeouts &+= 1
-            removeMember(member, reason: "timed out", goodbye: .timedOut, now: now)
-        }
-        for member in slow {
-            countSlowSession(member.channel)
-            removeMember(member, reason: Self.notKeepingUp, goodbye: .timedOut, now: now)
-        }
+        scanSessions(now: now, housekeeping: housekeeping)
+        ringTimeouts(now: now)
         var closing: [Room] = []
         for room in rooms.values {
             if let due = room.speakerPushDue, due <= now.monotonic {
@@ -73,20 +50,19 @@ extension RelayCore {
     /// Early is harmless (a tick finds nothing to do); late would delay work, so every condition `tick` checks
     /// is mirrored here.
     func nextTimerWork() -> Int64 {
-        var due = Int64.max
-        for p in presence.byConnection.values {
-            due = min(due, p.channel.serviceDue, p.lastHeard &+ config.memberTimeout &+ 1)
-        }
-        for call in presence.calls.values {
-            if let deadline = call.ringDeadline { due = min(due, deadline) }
-        }
-        for member in byConnection.values {
-            due = min(due, member.channel.serviceDue)
-            if member.isRTPEndpoint {
-                if member.canPublish { due = min(due, member.lastHeard &+ config.memberTimeout &+ 1) }
+        var due = nextRingDeadline
+        for entry in sessions.byConnection.values {
+            let session = entry.session
+            due = min(due, session.channel.serviceDue)
+            guard case .member(let member) = entry else {
+                due = min(due, session.lastHeard &+ config.memberTimeout &+ 1)
                 continue
             }
-            due = min(due, member.lastHeard &+ config.memberTimeout &+ 1)
+            if member.isRTPEndpoint {
+                if member.canPublish { due = min(due, session.lastHeard &+ config.memberTimeout &+ 1) }
+                continue
+            }
+            due = min(due, session.lastHeard &+ config.memberTimeout &+ 1)
             if member.canPublish, member.receiveStats.packetsReceived > 0 {
                 // Sent on the housekeeping grid: at the first pass once the interval has passed.
                 due = min(due, max(member.lastReceiverReport &+ config.receiverReportInterval,
@@ -105,18 +81,19 @@ extension RelayCore {
         return due
     }
 
-    /// Tells every member the relay is going away (twice, as nothing will retransmit it) and forgets them all.
+    /// Tells every session the relay is going away (twice, as nothing will retransmit it) and forgets them all.
     public func shutdown(now: Moment) {
         shuttingDown = true
-        shutdownPresence(now: now)
-        for member in byConnection.values where !member.isRTPEndpoint {
-            for _ in 0..<2 {
-                sendSignal(.goodbye(code: .relayShutdown, reason: "the relay is shutting down"), to: member.address,
-                           connectionID: member.connectionID, ack: member.channel.ackNumber, viaPublicPort: member.viaPublicPort)
-            }
+        // Presence sessions first, as before the session table joined them (their goodbyes lead the output).
+        let all = sessions.byConnection.values.sorted { a, b in
+            if case .presence = a, case .member = b { return true }
+            return false
         }
-        byAddress.removeAll()
-        byConnection.removeAll()
+        for entry in all {
+            for _ in 0..<2 { sayGoodbye(.relayShutdown, "the relay is shutting down", to: entry.session) }
+        }
+        shutdownPresence(now: now)
+        sessions.removeAll()
         bySSRC.removeAll()
         for room in rooms.values {
             // Members hold their room: emptying `members` breaks the cycle, as `removeMember` does.

@@ -25,11 +25,14 @@ public final class RelayCore {
     var rooms: [String: Room] = [:]
     /// The mix-mode rooms among `rooms` (kept apart so the loop's deadline scan touches only them).
     var mixRooms: [Room] = []
-    var byAddress: [PeerAddress: Member] = [:]
-    var byConnection: [UInt32: Member] = [:]
+    /// Every session (members, plain-RTP endpoints, presence) by address and connection id.
+    let sessions = SessionTable()
+    /// Members by SSRC (RTCP and NACKs name streams by SSRC).
     var bySSRC: [UInt32: Member] = [:]
     /// Online identities and their calls (used on worker 0 only; see `Presence*.swift`, `Call*.swift`).
     let presence: PresenceDirectory
+    /// Where every random number the core uses comes from.
+    let random: RelayRandom
     var joinBucket: TokenBucket
     var retryBucket: TokenBucket
     var lastHousekeeping: Int64 = .min / 2
@@ -42,12 +45,17 @@ public final class RelayCore {
     /// The earliest monotonic time at which `tick` has work (see `RelayCore+Timers.swift`).
     public internal(set) var timersDue: Int64 = .min
 
-    /// A core for worker `workerIndex`.
-    public init(shared: RelayShared, workerIndex: Int, log: LogSink) {
+    /// A core for worker `workerIndex`. `random` supplies connection ids, session secrets, SSRCs and call room names:
+    /// production passes `SystemRandomNumberGenerator` (the default; getrandom on Linux), tests a
+    /// `SeededRandomNumberGenerator`, which makes the core deterministic.
+    public init(shared: RelayShared, workerIndex: Int, log: LogSink,
+                random: any RandomNumberGenerator = SystemRandomNumberGenerator()) {
         self.shared = shared
         self.workerIndex = workerIndex
         self.log = log
-        self.relaySSRC = Self.randomSSRC()
+        let random = RelayRandom(random)
+        self.random = random
+        self.relaySSRC = random.ssrc()
         self.presence = PresenceDirectory(eventCapacity: shared.config.callEventCapacity)
         joinBucket = TokenBucket(ratePerSecond: shared.config.joinsPerSecond, burst: shared.config.joinsPerSecond * 2)
         retryBucket = TokenBucket(ratePerSecond: shared.config.retriesPerSecond, burst: shared.config.retriesPerSecond)
@@ -55,29 +63,21 @@ public final class RelayCore {
 
     deinit { scratch.deallocate() }
 
-    /// A random SSRC in 1…2³¹−1. Every SSRC the relay hands out or sends with stays in the positive half of a
-    /// signed 32-bit integer: tools take an SSRC as a signed option (ffmpeg's `-ssrc` refuses 3879114235).
-    static func randomSSRC() -> UInt32 {
-        var ssrc: UInt32
-        repeat { ssrc = Crypto.randomUInt32() & 0x7FFF_FFFF } while ssrc == 0
-        return ssrc
-    }
-
     /// A fresh SSRC for a new member: in 1…2³¹−1, not the relay's and not another member's of this worker.
     func newMemberSSRC() -> UInt32 {
         var ssrc: UInt32
-        repeat { ssrc = Self.randomSSRC() } while ssrc == relaySSRC || bySSRC[ssrc] != nil
+        repeat { ssrc = random.ssrc() } while ssrc == relaySSRC || bySSRC[ssrc] != nil
         return ssrc
     }
 
     /// Members on this worker.
-    public var memberCount: Int { byConnection.count }
+    public var memberCount: Int { sessions.memberCount }
     /// Rooms on this worker.
     public var roomCount: Int { rooms.count }
     /// Members and presence sessions on this worker.
-    public var sessionCount: Int { byConnection.count + presence.byConnection.count }
+    public var sessionCount: Int { sessions.count }
     /// Whether any member or presence session is connected (the loop ticks often only then).
-    public var hasMembers: Bool { !byConnection.isEmpty || !presence.byConnection.isEmpty }
+    public var hasMembers: Bool { sessions.count > 0 }
 
     /// Clears `output` and `handoffs` after the loop sent them.
     public func outputSent() {
@@ -165,16 +165,16 @@ public final class RelayCore {
         return limits
     }
 
-    /// Queues a reliable message to a member (sent by the next `pump`). A speaker list or mute event replaces an older
-    /// one still waiting (a member that acknowledges slowly gets the newest state, not a backlog). A message that does
-    /// not fit the member's full queue marks its channel `overflowed`, and the next `tick` removes the member.
-    func enqueue(_ message: SignalMessage, to member: Member) {
-        guard !member.isRTPEndpoint else { return }  // plain RTP: no signalling
+    /// Queues a reliable message to a session (sent by the next `pump`). A speaker list or mute event replaces an
+    /// older one still waiting (a member that acknowledges slowly gets the newest state, not a backlog). A message
+    /// that does not fit the session's full queue marks its channel `overflowed`, and the next `tick` removes it.
+    func enqueue(_ message: SignalMessage, to session: SignallingSession) {
+        guard session.signals else { return }  // plain RTP: no signalling
         if message.replacesOlderCopies {
-            let replaced = member.channel.dropWaiting { message.supersedes($0) }
+            let replaced = session.channel.dropWaiting { message.supersedes($0) }
             counters.signallingDrops[SignallingDropReason.superseded.rawValue] &+= UInt64(replaced)
         }
-        member.channel.enqueue(message)
+        session.channel.enqueue(message)
     }
 
     /// The reason (and goodbye) a session whose signalling queue overflowed is removed with.
@@ -195,30 +195,42 @@ public final class RelayCore {
         return true
     }
 
-    /// Sends what the member's reliable channel has due, or a bare ack if one is owed.
-    func pump(_ member: Member, now: Moment) {
-        guard !member.isRTPEndpoint else { return }
-        let due = member.channel.transmissions(now: now.monotonic)
+    /// Sends what the session's reliable channel has due, or a bare ack if one is owed.
+    func pump(_ session: SignallingSession, now: Moment) {
+        guard session.signals else { return }
+        let due = session.channel.transmissions(now: now.monotonic)
         for t in due {
             if t.isRetransmission { counters.signallingRetransmissions &+= 1 }
-            sendDatagram(SignalDatagram(connectionID: member.connectionID, sequence: t.sequence, ack: member.channel.ackNumber,
-                                        message: t.message), to: member.address, viaPublicPort: member.viaPublicPort)
+            sendDatagram(SignalDatagram(connectionID: session.connectionID, sequence: t.sequence, ack: session.channel.ackNumber,
+                                        message: t.message), to: session.address, viaPublicPort: session.viaPublicPort)
         }
         if !due.isEmpty {
-            member.channel.ackSent()
-        } else if member.channel.ackOwed {
-            sendSignal(.ack, to: member.address, connectionID: member.connectionID, ack: member.channel.ackNumber,
-                       viaPublicPort: member.viaPublicPort)
-            member.channel.ackSent()
+            session.channel.ackSent()
+        } else if session.channel.ackOwed {
+            sendSignal(.ack, to: session.address, connectionID: session.connectionID, ack: session.channel.ackNumber,
+                       viaPublicPort: session.viaPublicPort)
+            session.channel.ackSent()
         }
+    }
+
+    /// Queues a reliable message to a session and sends it.
+    func send(_ message: SignalMessage, to session: SignallingSession, now: Moment) {
+        enqueue(message, to: session)
+        pump(session, now: now)
+    }
+
+    /// Tells a session it is being removed and why (unreliable: nothing will retransmit it).
+    func sayGoodbye(_ code: GoodbyeCode, _ reason: String, to session: SignallingSession) {
+        guard session.signals else { return }
+        sendSignal(.goodbye(code: code, reason: reason), to: session.address, connectionID: session.connectionID,
+                   ack: session.channel.ackNumber, viaPublicPort: session.viaPublicPort)
     }
 
     /// Queues a message to every member of a room except `except` (and those `including` leaves out), and pumps them.
     func broadcast(_ message: SignalMessage, in room: Room, except: Member? = nil, including: (Member) -> Bool = { _ in true },
                    now: Moment) {
         for m in room.members where m !== except && including(m) {
-            enqueue(message, to: m)
-            pump(m, now: now)
+            send(message, to: m.session, now: now)
         }
     }
 

@@ -1,52 +1,19 @@
 import ParleyAuth
 import ParleyWire
 
+/// Admission: a join (into a room) or a register (online, on worker 0) from an address not yet verified gets a
+/// cookie back (`JoinCookie`); with a valid cookie it goes to the worker that owns the room (or worker 0), which
+/// verifies the token and opens a `SignallingSession` for it.
 extension RelayCore {
-    func handleSignalling(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment, viaPublicPort: Bool) {
-        let datagram: SignalDatagram
-        do {
-            datagram = try SignalDatagram(parsing: bytes)
-        } catch {
-            return drop(.malformedSignalling, from: from, now: now)
-        }
-        if let p = presence.byAddress[from] {
-            noteTimerWork(at: now.monotonic)
-            return handlePresenceSignal(p, datagram, bytes: bytes, now: now, viaPublicPort: viaPublicPort)
-        }
-        if let member = byAddress[from] {
-            if case .join = datagram.message {
-                // A client that restarted on the same address may join afresh (handled below).
-            } else if datagram.connectionID != member.connectionID {
-                return drop(.connectionMismatch, from: from, now: now)
-            }
-            return handleMemberSignal(member, datagram, bytes: bytes, now: now, viaPublicPort: viaPublicPort)
-        }
-        noteTimerWork(at: now.monotonic)
-        switch datagram.message {
-        case .join(let request):
-            handleJoinRequest(request, bytes: bytes, from: from, now: now, viaPublicPort: viaPublicPort)
-        case .register(let request):
-            handleRegisterRequest(request, bytes: bytes, from: from, now: now, viaPublicPort: viaPublicPort)
-        case .resume(let timestamp, let proof):
-            handleResume(connectionID: datagram.connectionID, timestamp: timestamp, proof: proof, received: bytes.count,
-                         from: from, now: now, viaPublicPort: viaPublicPort)
-        case .pathResponse(let challenge, let proof):
-            handlePathResponse(connectionID: datagram.connectionID, challenge: challenge, proof: proof, from: from, now: now,
-                               viaPublicPort: viaPublicPort)
-        default:
-            // A session's traffic from an address it has not proven (NAT rebinding): challenge the address, drop the datagram.
-            if datagram.connectionID != 0 {
-                _ = challengeUnknownAddress(connectionID: datagram.connectionID, from: from, received: bytes.count, now: now,
-                                            viaPublicPort: viaPublicPort)
-            }
-            drop(.unknownSender, from: from, now: now)
-        }
-    }
+    /// The worker that holds every presence session (the owner of the public port).
+    static let presenceWorker = 0
 
-    /// A join from an address not yet verified: answer with a cookie, or pass it to the room's worker.
-    func handleJoinRequest(_ request: JoinRequest, bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment, viaPublicPort: Bool) {
-        guard shared.cookies.verify(request.cookie, for: from, unixSeconds: now.unixSeconds) else {
-            if !request.cookie.isEmpty { counters.drops[DropReason.badCookie.rawValue] &+= 1 }
+    /// A join or register from an address not yet verified: answer with a cookie, or pass it to the worker `owner`
+    /// that admits it, or `accept` it here when that is this worker.
+    func handleAdmissionRequest(cookie: [UInt8], owner: Int, bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment,
+                                viaPublicPort: Bool, accept: () -> Void) {
+        guard shared.cookies.verify(cookie, for: from, unixSeconds: now.unixSeconds) else {
+            if !cookie.isEmpty { counters.drops[DropReason.badCookie.rawValue] &+= 1 }
             guard retryBucket.take(now: now.monotonic) else { return drop(.joinFlood, from: from, now: now) }
             // Unverified address: never answer with more bytes than arrived.
             sendSignal(.retry(cookie: shared.cookies.mint(for: from, unixSeconds: now.unixSeconds)), to: from,
@@ -54,12 +21,31 @@ extension RelayCore {
             counters.retriesSent &+= 1
             return
         }
-        let owner = shared.worker(forRoom: request.room)
-        if owner != workerIndex {
+        guard owner == workerIndex else {
             handoffs.append((owner, Array(bytes), from))
             return
         }
-        admit(request, from: from, received: bytes.count, now: now, viaPublicPort: viaPublicPort)
+        accept()
+    }
+
+    /// Opens the signalling session of a join or register the caller admitted: a fresh connection id and secret.
+    func openSession(identity: String, name: String, nonce: [UInt8], token: String, from: PeerAddress, viaPublicPort: Bool,
+                     limits: ReliableChannel.Limits, now: Moment) -> SignallingSession {
+        SignallingSession(connectionID: sessions.newConnectionID(random), identity: identity, name: name,
+                          sessionSecret: random.bytes(32), nonce: nonce, token: token, address: from,
+                          viaPublicPort: viaPublicPort, channel: ReliableChannel(limits: limits), now: now.monotonic)
+    }
+
+    /// The keepalive interval a welcome asks for (never more than a third of the timeout), in milliseconds.
+    var welcomeKeepaliveMilliseconds: UInt32 { UInt32(min(config.keepaliveInterval, config.memberTimeout / 3) / 1_000_000) }
+
+    /// Handed-off joins and registers are deduplicated by address and nonce: a repeat is dropped, anything else
+    /// replaces the session at that address.
+    func replaceSession(at from: PeerAddress, nonce: [UInt8], reason: String, now: Moment) -> Bool {
+        guard let existing = sessions.byAddress[from] else { return true }
+        if existing.session.nonce == nonce { return false }
+        removeSession(existing, reason: reason, goodbye: nil, now: now)
+        return true
     }
 
     /// A join another worker verified the cookie of and passed here because this worker owns the room.
@@ -67,15 +53,16 @@ extension RelayCore {
     public func handleHandedOffJoin(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
         noteTimerWork(at: now.monotonic)
         guard let datagram = try? SignalDatagram(parsing: bytes) else { return drop(.malformedSignalling, from: from, now: now) }
-        if case .register(let request) = datagram.message { return handleHandedOffRegister(request, from: from, received: bytes.count, now: now) }
-        guard case .join(let request) = datagram.message else {
-            return drop(.malformedSignalling, from: from, now: now)
+        switch datagram.message {
+        case .register(let request):
+            guard replaceSession(at: from, nonce: request.nonce, reason: "registered again", now: now) else { return }
+            admitPresence(request, from: from, received: bytes.count, now: now, viaPublicPort: true)
+        case .join(let request):
+            guard replaceSession(at: from, nonce: request.nonce, reason: "rejoined", now: now) else { return }
+            admit(request, from: from, received: bytes.count, now: now, viaPublicPort: true)
+        default:
+            drop(.malformedSignalling, from: from, now: now)
         }
-        if let existing = byAddress[from] {
-            if existing.joinNonce == request.nonce { return }
-            removeMember(existing, reason: "rejoined", goodbye: nil, now: now)
-        }
-        admit(request, from: from, received: bytes.count, now: now, viaPublicPort: true)
     }
 
     /// Refuses a join or register of `received` bytes, in no more bytes than that (the reason is cut to fit).
@@ -128,7 +115,7 @@ extension RelayCore {
         if let previous = room.member(identity: claims.identity) {
             // The same token from a second address while its session lives is a replay: the owner moves with
             // resume, and a restarted client presents a fresh token.
-            if previous.token == request.token, previous.address != from { return drop(.tokenReplay, from: from, now: now) }
+            if previous.session.token == request.token, previous.address != from { return drop(.tokenReplay, from: from, now: now) }
             removeMember(previous, reason: "replaced by a new session", goodbye: .replaced, now: now)
         }
         let capacity = CallRoom.isCallRoom(room.name) ? CallRoom.capacity : room.maxMembers ?? config.maxMembersPerRoom
@@ -136,36 +123,32 @@ extension RelayCore {
             return refuse(.roomFull, "room \(room.name) is full (\(capacity) members)", to: from, now: now, viaPublicPort: viaPublicPort)
         }
 
-        var connectionID: UInt32
-        repeat { connectionID = Crypto.randomUInt32() } while connectionID == 0 || byConnection[connectionID] != nil
-            || presence.byConnection[connectionID] != nil
+        let session = openSession(identity: claims.identity, name: claims.name ?? "", nonce: request.nonce, token: request.token,
+                                  from: from, viaPublicPort: viaPublicPort, limits: signallingLimits(roomCapacity: capacity), now: now)
         let ssrc = newMemberSSRC()
-        let member = Member(id: shared.nextMemberID(), connectionID: connectionID, ssrc: ssrc, identity: claims.identity,
-                            name: claims.name ?? "", canPublish: claims.grants.publish, canSubscribe: claims.grants.subscribe,
-                            sessionSecret: Crypto.randomBytes(32), joinNonce: request.nonce, joinedAt: now.unixMilliseconds,
-                            token: request.token, room: room, address: from, viaPublicPort: viaPublicPort, muted: request.muted, now: now.monotonic)
-        member.channel = ReliableChannel(limits: signallingLimits(roomCapacity: capacity))
+        let member = Member(id: shared.nextMemberID(), session: session, ssrc: ssrc, canPublish: claims.grants.publish,
+                            canSubscribe: claims.grants.subscribe, joinedAt: now.unixMilliseconds, room: room, muted: request.muted,
+                            mixSequence: random.uint16())
         member.speakersFromMedia = request.speakersFromMedia
         let others = room.members
         room.members.append(member)
         room.emptySince = nil
         room.mix?.start(now: now.monotonic)
-        byAddress[from] = member
-        byConnection[connectionID] = member
+        sessions.add(.member(member), at: from)
         bySSRC[ssrc] = member
 
         let port = shared.workerPorts[min(workerIndex, shared.workerPorts.count - 1)]
         enqueue(.welcome(Welcome(nonce: request.nonce, memberID: member.id, ssrc: ssrc, port: port,
-                                 sessionSecret: member.sessionSecret, room: room.name, mode: room.mode, identity: member.identity,
+                                 sessionSecret: session.sessionSecret, room: room.name, mode: room.mode, identity: member.identity,
                                  memberCount: UInt32(others.count),
-                                 keepaliveMilliseconds: UInt32(min(config.keepaliveInterval, config.memberTimeout / 3) / 1_000_000),
-                                 timeoutMilliseconds: UInt32(config.memberTimeout / 1_000_000), flags: member.flags)), to: member)
+                                 keepaliveMilliseconds: welcomeKeepaliveMilliseconds,
+                                 timeoutMilliseconds: UInt32(config.memberTimeout / 1_000_000), flags: member.flags)), to: session)
         let pages = Self.memberPages(others.map(\.entry))
         for (i, page) in pages.enumerated() {
-            enqueue(.memberPage(index: UInt16(i), count: UInt16(pages.count), members: page), to: member)
+            enqueue(.memberPage(index: UInt16(i), count: UInt16(pages.count), members: page), to: session)
         }
-        if !room.announcedSpeakers.isEmpty, member.wantsSpeakerLists { enqueue(.speakers(room.announcedSpeakers), to: member) }
-        pump(member, now: now)
+        if !room.announcedSpeakers.isEmpty, member.wantsSpeakerLists { enqueue(.speakers(room.announcedSpeakers), to: session) }
+        pump(session, now: now)
         broadcast(.memberEvent(kind: .joined, member: member.entry, reason: ""), in: room, except: member, now: now)
         counters.joinsAccepted &+= 1
         events.append(RelayEvent(kind: .memberJoined, room: room.name, identity: member.identity, detail: member.name,
@@ -173,6 +156,43 @@ extension RelayCore {
         if log.threshold <= .info {
             log.write(.info, "\(member.identity) joined \(room.name) from \(from) (member \(member.id), ssrc \(ssrc), \(room.members.count) in room)")
         }
+    }
+
+    /// Verifies the token (signature, `exp`/`nbf`, `join` grant; the `room` claim is ignored), replaces an older
+    /// session of the same identity, and welcomes the new one with room "" and mode "presence".
+    func admitPresence(_ request: RegisterRequest, from: PeerAddress, received: Int, now: Moment, viaPublicPort: Bool) {
+        guard workerIndex == Self.presenceWorker else { return }
+        guard joinBucket.take(now: now.monotonic) else { return drop(.joinFlood, from: from, now: now) }
+        guard !shuttingDown else {
+            return refuse(.shuttingDown, "the relay is shutting down", to: from, now: now, viaPublicPort: viaPublicPort, limit: received)
+        }
+        let claims: TokenClaims
+        do {
+            claims = try shared.verifier.verify(request.token, now: now.unixSeconds)
+        } catch {
+            return refuse(RefusalCode(error), error.reason, to: from, now: now, viaPublicPort: viaPublicPort, limit: received)
+        }
+        guard claims.grants.join else {
+            let error = TokenError.missingGrant("join")
+            return refuse(RefusalCode(error), error.reason, to: from, now: now, viaPublicPort: viaPublicPort, limit: received)
+        }
+        if let previous = presence.byIdentity[claims.identity] {
+            // As for joins: the same token from a second address while its session lives is a replay.
+            if previous.session.token == request.token, previous.session.address != from { return drop(.tokenReplay, from: from, now: now) }
+            removePresence(previous, reason: "replaced by a new session", goodbye: .replaced, now: now)
+        }
+        let session = openSession(identity: claims.identity, name: claims.name ?? "", nonce: request.nonce, token: request.token,
+                                  from: from, viaPublicPort: viaPublicPort, limits: signallingLimits(), now: now)
+        let p = Presence(id: shared.nextMemberID(), session: session, registeredAt: now.unixMilliseconds)
+        sessions.add(.presence(p), at: from)
+        presence.add(p)
+        enqueue(.welcome(Welcome(
+            nonce: request.nonce, memberID: p.id, ssrc: 0, port: shared.workerPorts[Self.presenceWorker], sessionSecret: session.sessionSecret,
+            room: "", mode: "presence", identity: p.identity, memberCount: 0, keepaliveMilliseconds: welcomeKeepaliveMilliseconds,
+            timeoutMilliseconds: UInt32(config.memberTimeout / 1_000_000), flags: [])), to: session)
+        pump(session, now: now)
+        counters.presenceRegistered &+= 1
+        if log.threshold <= .info { log.write(.info, "\(p.identity) online from \(from) (presence \(p.id))") }
     }
 
     /// Splits member entries into pages whose datagrams fit in `Signalling.maxDatagramSize`.

@@ -1,60 +1,9 @@
 import ParleyAuth
 import ParleyWire
 
+/// What happens in a room besides media: mute, texts between members, a member leaving, and the speaker list
+/// announcements.
 extension RelayCore {
-    func handleMemberSignal(_ member: Member, _ datagram: SignalDatagram, bytes: UnsafeRawBufferPointer, now: Moment, viaPublicPort: Bool) {
-        member.lastHeard = now.monotonic
-        if !viaPublicPort { member.viaPublicPort = false }
-        let delivered = member.channel.receive(sequence: datagram.sequence, ack: datagram.ack, message: datagram.message,
-                                               now: now.monotonic)
-        // Acks and pings (most of the signalling a room in steady state receives) change nothing `tick` looks at but
-        // this member's channel, whose next due time is marked after the pump below; anything else may.
-        if delivered.contains(where: { !$0.isAckOrPing }) { noteTimerWork(at: now.monotonic) }
-        for message in delivered {
-            guard byConnection[member.connectionID] === member else { return }  // removed while handling
-            switch message {
-            case .join(let request):
-                if request.nonce == member.joinNonce { continue }  // a repeat: the welcome is on its way
-                removeMember(member, reason: "rejoined", goodbye: nil, now: now)
-                handleJoinRequest(request, bytes: bytes, from: member.address, now: now, viaPublicPort: viaPublicPort)
-                return
-            case .leave:
-                removeMember(member, reason: "left", goodbye: .left, now: now)
-                return
-            case .ping(let timestamp):
-                sendSignal(.pong(timestamp: timestamp), to: member.address, connectionID: member.connectionID,
-                           ack: member.channel.ackNumber, viaPublicPort: member.viaPublicPort)
-                member.channel.ackSent()
-            case .setMuted(let muted):
-                setMuted(member, muted, now: now)
-            case .sendText(let to, let fragment):
-                for finished in member.texts.take(fragment) {
-                    switch finished {
-                    case .text(let id, let text): deliverText(text, from: member, to: to, messageID: id, now: now)
-                    case .refused(let id, let why): enqueue(.textStatus(messageID: id, delivered: false, reason: why.reason), to: member)
-                    }
-                }
-            case .resume(let timestamp, let proof):
-                // From the member's own address: nothing moves, but the proof must hold like any other.
-                if resumeIsProven(timestamp: timestamp, proof: proof, secret: member.sessionSecret, connectionID: member.connectionID, now: now) {
-                    enqueue(.resumed, to: member)
-                } else {
-                    drop(.resumeRejected, from: member.address, now: now)
-                }
-            case .pathResponse:
-                break  // an answer to a challenge from the address the member already has: nothing to move
-            case .ack:
-                break
-            default:
-                drop(.unexpectedMessage, from: member.address, now: now)
-            }
-        }
-        if byConnection[member.connectionID] === member {
-            pump(member, now: now)
-            noteTimerWork(at: member.channel.serviceDue)
-        }
-    }
-
     /// Mutes or unmutes a member and tells the room (the member included).
     func setMuted(_ member: Member, _ muted: Bool, now: Moment) {
         guard member.muted != muted else { return }
@@ -75,19 +24,19 @@ extension RelayCore {
         var taken = 0
         var behind: [String] = []
         for r in recipients {
-            guard canTakeText(r.channel, fragments: fragments.count) else {
+            guard canTakeText(r.session.channel, fragments: fragments.count) else {
                 behind.append(r.identity)
                 continue
             }
             for f in fragments {
-                enqueue(.text(fromMemberID: member.id, fromIdentity: member.identity, direct: !identity.isEmpty, fragment: f), to: r)
+                enqueue(.text(fromMemberID: member.id, fromIdentity: member.identity, direct: !identity.isEmpty, fragment: f), to: r.session)
             }
-            pump(r, now: now)
+            pump(r.session, now: now)
             taken += 1
         }
         let reason = recipients.isEmpty ? (identity.isEmpty ? "nobody else is in the room" : "\(identity) is not in the room")
             : Self.laggards(behind)
-        enqueue(.textStatus(messageID: messageID, delivered: taken > 0, reason: reason), to: member)
+        enqueue(.textStatus(messageID: messageID, delivered: taken > 0, reason: reason), to: member.session)
     }
 
     /// The reason a text status gives for recipients that were not keeping up ("" for none).
@@ -101,13 +50,8 @@ extension RelayCore {
 
     /// Removes a member: tells it why (when `goodbye` is set) and tells the room it left.
     func removeMember(_ member: Member, reason: String, goodbye: GoodbyeCode?, now: Moment) {
-        if member.isRTPEndpoint { forgetRTPEndpoint(member) }
-        if let code = goodbye, !member.isRTPEndpoint {
-            sendSignal(.goodbye(code: code, reason: reason), to: member.address, connectionID: member.connectionID,
-                       ack: member.channel.ackNumber, viaPublicPort: member.viaPublicPort)
-        }
-        if byAddress[member.address] === member { byAddress[member.address] = nil }
-        byConnection[member.connectionID] = nil
+        if let code = goodbye { sayGoodbye(code, reason, to: member.session) }
+        sessions.remove(.member(member), at: member.isRTPEndpoint ? member.rtpSource : member.address)
         bySSRC[member.ssrc] = nil
         let room = member.room
         room.members.removeAll { $0 === member }

@@ -13,13 +13,6 @@ extension RelayCore {
     static let pathChallengeDatagramSize = (try? SignalDatagram(connectionID: 1, sequence: 0, ack: 0,
         message: .pathChallenge(challenge: [UInt8](repeating: 0, count: PathChallenge.size))).serialized().count) ?? Signalling.maxDatagramSize
 
-    /// Whether a resume's proof holds for `secret` and its time is within a minute of ours.
-    func resumeIsProven(timestamp: UInt64, proof: [UInt8], secret: [UInt8], connectionID: UInt32, now: Moment) -> Bool {
-        let skew = Int64(bitPattern: timestamp) - now.unixMilliseconds
-        return !secret.isEmpty && abs(skew) <= 60_000
-            && ResumeProof.verify(proof, secret: secret, connectionID: connectionID, timestamp: timestamp)
-    }
-
     /// Sends `address` a challenge for session `connectionID`, in no more bytes than `received`, at most once per
     /// `pathChallengeInterval` per session and within the worker's budget for answers to unverified addresses.
     func challengePath(connectionID: UInt32, lastChallengeSent: inout Int64, to address: PeerAddress, received: Int,
@@ -35,17 +28,10 @@ extension RelayCore {
     /// Traffic from an unknown address naming session `connectionID` (a resume with a valid proof, or any other
     /// signalling): challenge the address. Returns false when no session of that id can be challenged.
     func challengeUnknownAddress(connectionID: UInt32, from: PeerAddress, received: Int, now: Moment, viaPublicPort: Bool) -> Bool {
-        if let member = byConnection[connectionID], !member.isRTPEndpoint {
-            challengePath(connectionID: connectionID, lastChallengeSent: &member.lastChallengeSent, to: from, received: received,
-                          now: now, viaPublicPort: viaPublicPort)
-            return true
-        }
-        if let p = presence.byConnection[connectionID] {
-            challengePath(connectionID: connectionID, lastChallengeSent: &p.lastChallengeSent, to: from, received: received,
-                          now: now, viaPublicPort: viaPublicPort)
-            return true
-        }
-        return false
+        guard let session = sessions.byConnection[connectionID]?.session, session.signals else { return false }
+        challengePath(connectionID: connectionID, lastChallengeSent: &session.lastChallengeSent, to: from, received: received,
+                      now: now, viaPublicPort: viaPublicPort)
+        return true
     }
 
     /// RTP from an unknown address with a member's SSRC (a speaker behind a NAT that rebound): challenge the address,
@@ -54,7 +40,7 @@ extension RelayCore {
         guard bytes.count >= 12 else { return }
         let ssrc = UInt32(bigEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt32.self))
         guard let member = bySSRC[ssrc], !member.isRTPEndpoint else { return }
-        challengePath(connectionID: member.connectionID, lastChallengeSent: &member.lastChallengeSent, to: from,
+        challengePath(connectionID: member.connectionID, lastChallengeSent: &member.session.lastChallengeSent, to: from,
                       received: bytes.count, now: now, viaPublicPort: false)
     }
 
@@ -62,9 +48,8 @@ extension RelayCore {
     /// join afresh (in no more bytes than it sent).
     func handleResume(connectionID: UInt32, timestamp: UInt64, proof: [UInt8], received: Int, from: PeerAddress,
                       now: Moment, viaPublicPort: Bool) {
-        let secret = byConnection[connectionID].map { $0.isRTPEndpoint ? [] : $0.sessionSecret }
-            ?? presence.byConnection[connectionID]?.sessionSecret ?? []
-        guard resumeIsProven(timestamp: timestamp, proof: proof, secret: secret, connectionID: connectionID, now: now) else {
+        guard let session = sessions.byConnection[connectionID]?.session,
+              session.resumeIsProven(timestamp: timestamp, proof: proof, now: now) else {
             drop(.resumeRejected, from: from, now: now)
             sendRefusal(.unknownSession, "unknown session", to: from, connectionID: connectionID, viaPublicPort: viaPublicPort,
                         limit: received)
@@ -81,47 +66,29 @@ extension RelayCore {
                                                            unixMilliseconds: now.unixMilliseconds) else {
             return drop(.pathRejected, from: from, now: now)
         }
-        if let member = byConnection[connectionID], !member.isRTPEndpoint, issuedAt > member.pathValidatedAt,
-           ResumeProof.verifyPathResponse(proof, secret: member.sessionSecret, connectionID: connectionID, challenge: challenge) {
-            member.pathValidatedAt = issuedAt
-            move(member, to: from, now: now, viaPublicPort: viaPublicPort)
-        } else if let p = presence.byConnection[connectionID], issuedAt > p.pathValidatedAt,
-                  ResumeProof.verifyPathResponse(proof, secret: p.sessionSecret, connectionID: connectionID, challenge: challenge) {
-            p.pathValidatedAt = issuedAt
-            move(p, to: from, now: now, viaPublicPort: viaPublicPort)
-        } else {
-            drop(.pathRejected, from: from, now: now)
+        guard let entry = sessions.byConnection[connectionID],
+              entry.session.acceptPathResponse(issuedAt: issuedAt, challenge: challenge, proof: proof) else {
+            return drop(.pathRejected, from: from, now: now)
         }
+        move(entry, to: from, now: now, viaPublicPort: viaPublicPort)
     }
 
-    /// Moves a member whose new address answered its challenge.
-    func move(_ member: Member, to from: PeerAddress, now: Moment, viaPublicPort: Bool) {
-        if byAddress[member.address] === member { byAddress[member.address] = nil }
-        if let other = byAddress[from] { removeMember(other, reason: "address taken over", goodbye: nil, now: now) }
-        let old = member.address
-        member.address = from
-        member.viaPublicPort = viaPublicPort
-        member.lastHeard = now.monotonic
-        byAddress[from] = member
+    /// Moves a session whose new address answered its challenge (a session already at that address is removed).
+    func move(_ entry: SessionTable.Entry, to from: PeerAddress, now: Moment, viaPublicPort: Bool) {
+        let session = entry.session
+        sessions.unlink(session.address, from: entry)
+        if let other = sessions.byAddress[from] { removeSession(other, reason: "address taken over", goodbye: nil, now: now) }
+        let old = session.address
+        switch entry {
+        case .member(let m): m.address = from  // through the member: its room's fan-out table follows
+        case .presence: session.address = from
+        }
+        session.viaPublicPort = viaPublicPort
+        session.lastHeard = now.monotonic
+        sessions.link(from, to: entry)
         counters.resumes &+= 1
-        enqueue(.resumed, to: member)
-        pump(member, now: now)
+        send(.resumed, to: session, now: now)
         noteTimerWork(at: now.monotonic)
-        if log.threshold <= .info { log.write(.info, "\(member.identity) moved in \(member.room.name): \(old) → \(from)") }
-    }
-
-    /// Moves a presence session whose new address answered its challenge.
-    func move(_ p: Presence, to from: PeerAddress, now: Moment, viaPublicPort: Bool) {
-        if presence.byAddress[p.address] === p { presence.byAddress[p.address] = nil }
-        if let other = presence.byAddress[from] { removePresence(other, reason: "address taken over", goodbye: nil, now: now) }
-        let old = p.address
-        p.address = from
-        p.viaPublicPort = viaPublicPort
-        p.lastHeard = now.monotonic
-        presence.byAddress[from] = p
-        counters.resumes &+= 1
-        p.channel.enqueue(.resumed)
-        pumpPresence(p, now: now)
-        if log.threshold <= .info { log.write(.info, "\(p.identity) (presence) moved: \(old) → \(from)") }
+        if log.threshold <= .info { log.write(.info, "\(entry.label) moved: \(old) → \(from)") }
     }
 }

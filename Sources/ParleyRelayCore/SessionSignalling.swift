@@ -1,0 +1,188 @@
+import ParleyAuth
+import ParleyWire
+
+/// Signalling for every kind of session, in one path: a datagram finds its session in `sessions` (one lookup), the
+/// session's reliable channel delivers its messages in order, and what every session understands (keepalive, leave,
+/// resume, texts, acks) is handled here once; only what belongs to a member (mute, room texts) or to a presence
+/// session (calls, direct texts) goes to its owner. Also the one timeout scan and the one removal.
+extension RelayCore {
+    func handleSignalling(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment, viaPublicPort: Bool) {
+        let datagram: SignalDatagram
+        do {
+            datagram = try SignalDatagram(parsing: bytes)
+        } catch {
+            return drop(.malformedSignalling, from: from, now: now)
+        }
+        if let entry = sessions.byAddress[from] {
+            return handleSessionSignal(entry, datagram, bytes: bytes, now: now, viaPublicPort: viaPublicPort)
+        }
+        noteTimerWork(at: now.monotonic)
+        switch datagram.message {
+        case .join(let request):
+            handleAdmissionRequest(cookie: request.cookie, owner: shared.worker(forRoom: request.room), bytes: bytes, from: from,
+                                   now: now, viaPublicPort: viaPublicPort) {
+                admit(request, from: from, received: bytes.count, now: now, viaPublicPort: viaPublicPort)
+            }
+        case .register(let request):
+            handleAdmissionRequest(cookie: request.cookie, owner: Self.presenceWorker, bytes: bytes, from: from, now: now,
+                                   viaPublicPort: viaPublicPort) {
+                admitPresence(request, from: from, received: bytes.count, now: now, viaPublicPort: viaPublicPort)
+            }
+        case .resume(let timestamp, let proof):
+            handleResume(connectionID: datagram.connectionID, timestamp: timestamp, proof: proof, received: bytes.count,
+                         from: from, now: now, viaPublicPort: viaPublicPort)
+        case .pathResponse(let challenge, let proof):
+            handlePathResponse(connectionID: datagram.connectionID, challenge: challenge, proof: proof, from: from, now: now,
+                               viaPublicPort: viaPublicPort)
+        default:
+            // A session's traffic from an address it has not proven (NAT rebinding): challenge the address, drop the datagram.
+            if datagram.connectionID != 0 {
+                _ = challengeUnknownAddress(connectionID: datagram.connectionID, from: from, received: bytes.count, now: now,
+                                            viaPublicPort: viaPublicPort)
+            }
+            drop(.unknownSender, from: from, now: now)
+        }
+    }
+
+    /// A datagram from a session's own address.
+    func handleSessionSignal(_ entry: SessionTable.Entry, _ datagram: SignalDatagram, bytes: UnsafeRawBufferPointer, now: Moment,
+                             viaPublicPort: Bool) {
+        let session = entry.session
+        switch (entry, datagram.message) {
+        case (.member, .join), (.presence, .register):
+            break  // a client that restarted on the same address may join or register afresh (handled below)
+        default:
+            guard datagram.connectionID == session.connectionID else { return drop(.connectionMismatch, from: session.address, now: now) }
+        }
+        if case .presence = entry { noteTimerWork(at: now.monotonic) }
+        session.lastHeard = now.monotonic
+        if !viaPublicPort { session.viaPublicPort = false }
+        let delivered = session.channel.receive(sequence: datagram.sequence, ack: datagram.ack, message: datagram.message,
+                                                now: now.monotonic)
+        // Acks and pings (most of the signalling a room in steady state receives) change nothing `tick` looks at but
+        // this session's channel, whose next due time is marked after the pump below; anything else may.
+        if delivered.contains(where: { !$0.isAckOrPing }) { noteTimerWork(at: now.monotonic) }
+        for message in delivered {
+            guard sessions.holds(entry) else { return }  // removed while handling
+            switch message {
+            case .leave:
+                removeSession(entry, reason: "left", goodbye: .left, now: now)
+                return
+            case .ping(let timestamp):
+                sendSignal(.pong(timestamp: timestamp), to: session.address, connectionID: session.connectionID,
+                           ack: session.channel.ackNumber, viaPublicPort: session.viaPublicPort)
+                session.channel.ackSent()
+            case .sendText(let to, let fragment):
+                for finished in session.texts.take(fragment) {
+                    switch (finished, entry) {
+                    case (.text(let id, let text), .member(let m)): deliverText(text, from: m, to: to, messageID: id, now: now)
+                    case (.text(let id, let text), .presence(let p)): deliverDirectText(text, from: p, to: to, messageID: id, now: now)
+                    case (.refused(let id, let why), _): enqueue(.textStatus(messageID: id, delivered: false, reason: why.reason), to: session)
+                    }
+                }
+            case .resume(let timestamp, let proof):
+                // From the session's own address: nothing moves, but the proof must hold like any other.
+                if session.resumeIsProven(timestamp: timestamp, proof: proof, now: now) {
+                    enqueue(.resumed, to: session)
+                } else {
+                    drop(.resumeRejected, from: session.address, now: now)
+                }
+            case .pathResponse:
+                break  // an answer to a challenge from the address the session already has: nothing to move
+            case .ack:
+                break
+            case .join(let request):
+                guard case .member = entry else { drop(.unexpectedMessage, from: session.address, now: now); continue }
+                if request.nonce == session.nonce { continue }  // a repeat: the welcome is on its way
+                let address = session.address
+                removeSession(entry, reason: "rejoined", goodbye: nil, now: now)
+                handleAdmissionRequest(cookie: request.cookie, owner: shared.worker(forRoom: request.room), bytes: bytes, from: address,
+                                       now: now, viaPublicPort: viaPublicPort) {
+                    admit(request, from: address, received: bytes.count, now: now, viaPublicPort: viaPublicPort)
+                }
+                return
+            case .register(let request):
+                guard case .presence = entry else { drop(.unexpectedMessage, from: session.address, now: now); continue }
+                if request.nonce == session.nonce { continue }  // a repeat: the welcome is on its way
+                let address = session.address
+                removeSession(entry, reason: "registered again", goodbye: nil, now: now)
+                handleAdmissionRequest(cookie: request.cookie, owner: Self.presenceWorker, bytes: bytes, from: address, now: now,
+                                       viaPublicPort: viaPublicPort) {
+                    admitPresence(request, from: address, received: bytes.count, now: now, viaPublicPort: viaPublicPort)
+                }
+                return
+            default:
+                let handled: Bool
+                switch entry {
+                case .member(let m): handled = handleMemberMessage(message, from: m, now: now)
+                case .presence(let p): handled = handlePresenceMessage(message, from: p, now: now)
+                }
+                if !handled { drop(.unexpectedMessage, from: session.address, now: now) }
+            }
+        }
+        if sessions.holds(entry) {
+            pump(session, now: now)
+            noteTimerWork(at: session.channel.serviceDue)
+        }
+    }
+
+    /// What only a room member sends; false for anything else.
+    func handleMemberMessage(_ message: SignalMessage, from member: Member, now: Moment) -> Bool {
+        switch message {
+        case .setMuted(let muted): setMuted(member, muted, now: now)
+        default: return false
+        }
+        return true
+    }
+
+    /// What only a presence session sends; false for anything else.
+    func handlePresenceMessage(_ message: SignalMessage, from p: Presence, now: Moment) -> Bool {
+        switch message {
+        case .callInvite(let callID, let to): inviteCall(from: p, callID: callID, to: to, now: now)
+        case .callAnswer(let callID, let accept): answerCall(by: p, callID: callID, accept: accept, now: now)
+        case .callHangup(let callID): hangUpCall(by: p, callID: callID, now: now)
+        default: return false
+        }
+        return true
+    }
+
+    /// Removes any session: a member leaves its room, a presence session goes offline (telling it why when
+    /// `goodbye` is set).
+    func removeSession(_ entry: SessionTable.Entry, reason: String, goodbye: GoodbyeCode?, now: Moment) {
+        switch entry {
+        case .member(let m): removeMember(m, reason: reason, goodbye: goodbye, now: now)
+        case .presence(let p): removePresence(p, reason: reason, goodbye: goodbye, now: now)
+        }
+    }
+
+    /// The one timeout scan: sends what each session's channel has due, removes sessions whose queue overflowed
+    /// (not keeping up) and those silent for `memberTimeout` or whose channel gave up, and sends the receiver
+    /// reports due on the housekeeping grid. A publishing plain-RTP endpoint times out without RTP; a subscribe-only
+    /// one stays until deleted.
+    func scanSessions(now: Moment, housekeeping: Bool) {
+        var expired: [SessionTable.Entry] = [], slow: [SessionTable.Entry] = []
+        for entry in sessions.byConnection.values {
+            let session = entry.session
+            if session.channel.serviceDue <= now.monotonic { pump(session, now: now) }
+            let silent = session.isSilent(now: now.monotonic, timeout: config.memberTimeout)
+            if !session.signals {
+                if case .member(let m) = entry, m.canPublish && silent { expired.append(entry) }
+            } else if session.channel.overflowed {
+                slow.append(entry)
+            } else if session.channel.failed || silent {
+                expired.append(entry)
+            } else if housekeeping, case .member(let member) = entry, member.canPublish, member.receiveStats.packetsReceived > 0,
+                      now.monotonic - member.lastReceiverReport >= config.receiverReportInterval {
+                sendReceiverReport(to: member, now: now)
+            }
+        }
+        for entry in expired where sessions.holds(entry) {
+            if case .member = entry { counters.timeouts &+= 1 }
+            removeSession(entry, reason: "timed out", goodbye: .timedOut, now: now)
+        }
+        for entry in slow where sessions.holds(entry) {
+            countSlowSession(entry.session.channel)
+            removeSession(entry, reason: Self.notKeepingUp, goodbye: .timedOut, now: now)
+        }
+    }
+}
