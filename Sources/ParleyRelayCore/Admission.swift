@@ -13,12 +13,12 @@ extension RelayCore {
     func handleAdmissionRequest(cookie: [UInt8], owner: Int, bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment,
                                 viaPublicPort: Bool, accept: () -> Void) {
         guard shared.cookies.verify(cookie, for: from, unixSeconds: now.unixSeconds) else {
-            if !cookie.isEmpty { counters.drops[DropReason.badCookie.rawValue] &+= 1 }
-            guard retryBucket.take(now: now.monotonic) else { return drop(.joinFlood, from: from, now: now) }
+            if !cookie.isEmpty { outbox.counters.drops[DropReason.badCookie.rawValue] &+= 1 }
+            guard retryBucket.take(now: now.monotonic) else { return outbox.drop(.joinFlood, from: from, now: now) }
             // Unverified address: never answer with more bytes than arrived.
-            sendSignal(.retry(cookie: shared.cookies.mint(for: from, unixSeconds: now.unixSeconds)), to: from,
+            outbox.sendSignal(.retry(cookie: shared.cookies.mint(for: from, unixSeconds: now.unixSeconds)), to: from,
                        connectionID: 0, viaPublicPort: viaPublicPort, limit: bytes.count)
-            counters.retriesSent &+= 1
+            outbox.counters.retriesSent &+= 1
             return
         }
         guard owner == workerIndex else {
@@ -52,7 +52,7 @@ extension RelayCore {
     /// (Also takes registers, which always go to worker 0.)
     public func handleHandedOffJoin(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
         noteTimerWork(at: now.monotonic)
-        guard let datagram = try? SignalDatagram(parsing: bytes) else { return drop(.malformedSignalling, from: from, now: now) }
+        guard let datagram = try? SignalDatagram(parsing: bytes) else { return outbox.drop(.malformedSignalling, from: from, now: now) }
         switch datagram.message {
         case .register(let request):
             guard replaceSession(at: from, nonce: request.nonce, reason: "registered again", now: now) else { return }
@@ -61,15 +61,15 @@ extension RelayCore {
             guard replaceSession(at: from, nonce: request.nonce, reason: "rejoined", now: now) else { return }
             admit(request, from: from, received: bytes.count, now: now, viaPublicPort: true)
         default:
-            drop(.malformedSignalling, from: from, now: now)
+            outbox.drop(.malformedSignalling, from: from, now: now)
         }
     }
 
     /// Refuses a join or register of `received` bytes, in no more bytes than that (the reason is cut to fit).
     func refuse(_ code: RefusalCode, _ reason: String, to address: PeerAddress, now: Moment, viaPublicPort: Bool, limit received: Int) {
-        counters.joinsRefused[code.rawValue, default: 0] &+= 1
+        outbox.counters.joinsRefused[code.rawValue, default: 0] &+= 1
         if log.threshold <= .info { log.write(.info, "join from \(address) refused: \(reason)") }
-        sendRefusal(code, reason, to: address, connectionID: 0, viaPublicPort: viaPublicPort, limit: received)
+        outbox.sendRefusal(code, reason, to: address, connectionID: 0, viaPublicPort: viaPublicPort, limit: received)
     }
 
     func admit(_ request: JoinRequest, from: PeerAddress, received: Int, now: Moment, viaPublicPort: Bool) {
@@ -77,7 +77,7 @@ extension RelayCore {
         func refuse(_ code: RefusalCode, _ reason: String, to address: PeerAddress, now: Moment, viaPublicPort: Bool) {
             self.refuse(code, reason, to: address, now: now, viaPublicPort: viaPublicPort, limit: received)
         }
-        guard joinBucket.take(now: now.monotonic) else { return drop(.joinFlood, from: from, now: now) }
+        guard joinBucket.take(now: now.monotonic) else { return outbox.drop(.joinFlood, from: from, now: now) }
         guard !shuttingDown else {
             return refuse(.shuttingDown, "the relay is shutting down", to: from, now: now, viaPublicPort: viaPublicPort)
         }
@@ -115,7 +115,7 @@ extension RelayCore {
         if let previous = room.member(identity: claims.identity) {
             // The same token from a second address while its session lives is a replay: the owner moves with
             // resume, and a restarted client presents a fresh token.
-            if previous.session.token == request.token, previous.address != from { return drop(.tokenReplay, from: from, now: now) }
+            if previous.session.token == request.token, previous.address != from { return outbox.drop(.tokenReplay, from: from, now: now) }
             removeMember(previous, reason: "replaced by a new session", goodbye: .replaced, now: now)
         }
         let capacity = CallRoom.isCallRoom(room.name) ? CallRoom.capacity : room.maxMembers ?? config.maxMembersPerRoom
@@ -124,7 +124,7 @@ extension RelayCore {
         }
 
         let session = openSession(identity: claims.identity, name: claims.name ?? "", nonce: request.nonce, token: request.token,
-                                  from: from, viaPublicPort: viaPublicPort, limits: signallingLimits(roomCapacity: capacity), now: now)
+                                  from: from, viaPublicPort: viaPublicPort, limits: outbox.signallingLimits(roomCapacity: capacity), now: now)
         let ssrc = newMemberSSRC()
         let member = Member(id: shared.nextMemberID(), session: session, ssrc: ssrc, canPublish: claims.grants.publish,
                             canSubscribe: claims.grants.subscribe, joinedAt: now.unixMilliseconds, room: room, muted: request.muted,
@@ -138,19 +138,19 @@ extension RelayCore {
         bySSRC[ssrc] = member
 
         let port = shared.workerPorts[min(workerIndex, shared.workerPorts.count - 1)]
-        enqueue(.welcome(Welcome(nonce: request.nonce, memberID: member.id, ssrc: ssrc, port: port,
+        outbox.enqueue(.welcome(Welcome(nonce: request.nonce, memberID: member.id, ssrc: ssrc, port: port,
                                  sessionSecret: session.sessionSecret, room: room.name, mode: room.mode, identity: member.identity,
                                  memberCount: UInt32(others.count),
                                  keepaliveMilliseconds: welcomeKeepaliveMilliseconds,
                                  timeoutMilliseconds: UInt32(config.memberTimeout / 1_000_000), flags: member.flags)), to: session)
         let pages = Self.memberPages(others.map(\.entry))
         for (i, page) in pages.enumerated() {
-            enqueue(.memberPage(index: UInt16(i), count: UInt16(pages.count), members: page), to: session)
+            outbox.enqueue(.memberPage(index: UInt16(i), count: UInt16(pages.count), members: page), to: session)
         }
-        if !room.announcedSpeakers.isEmpty, member.wantsSpeakerLists { enqueue(.speakers(room.announcedSpeakers), to: session) }
-        pump(session, now: now)
+        if !room.announcedSpeakers.isEmpty, member.wantsSpeakerLists { outbox.enqueue(.speakers(room.announcedSpeakers), to: session) }
+        outbox.pump(session, now: now)
         broadcast(.memberEvent(kind: .joined, member: member.entry, reason: ""), in: room, except: member, now: now)
-        counters.joinsAccepted &+= 1
+        outbox.counters.joinsAccepted &+= 1
         events.append(RelayEvent(kind: .memberJoined, room: room.name, identity: member.identity, detail: member.name,
                                  unixMilliseconds: now.unixMilliseconds))
         if log.threshold <= .info {
@@ -162,7 +162,7 @@ extension RelayCore {
     /// session of the same identity, and welcomes the new one with room "" and mode "presence".
     func admitPresence(_ request: RegisterRequest, from: PeerAddress, received: Int, now: Moment, viaPublicPort: Bool) {
         guard workerIndex == Self.presenceWorker else { return }
-        guard joinBucket.take(now: now.monotonic) else { return drop(.joinFlood, from: from, now: now) }
+        guard joinBucket.take(now: now.monotonic) else { return outbox.drop(.joinFlood, from: from, now: now) }
         guard !shuttingDown else {
             return refuse(.shuttingDown, "the relay is shutting down", to: from, now: now, viaPublicPort: viaPublicPort, limit: received)
         }
@@ -178,20 +178,20 @@ extension RelayCore {
         }
         if let previous = presence.byIdentity[claims.identity] {
             // As for joins: the same token from a second address while its session lives is a replay.
-            if previous.session.token == request.token, previous.session.address != from { return drop(.tokenReplay, from: from, now: now) }
+            if previous.session.token == request.token, previous.session.address != from { return outbox.drop(.tokenReplay, from: from, now: now) }
             removePresence(previous, reason: "replaced by a new session", goodbye: .replaced, now: now)
         }
         let session = openSession(identity: claims.identity, name: claims.name ?? "", nonce: request.nonce, token: request.token,
-                                  from: from, viaPublicPort: viaPublicPort, limits: signallingLimits(), now: now)
+                                  from: from, viaPublicPort: viaPublicPort, limits: outbox.signallingLimits(), now: now)
         let p = Presence(id: shared.nextMemberID(), session: session, registeredAt: now.unixMilliseconds)
         sessions.add(.presence(p), at: from)
         presence.add(p)
-        enqueue(.welcome(Welcome(
+        outbox.enqueue(.welcome(Welcome(
             nonce: request.nonce, memberID: p.id, ssrc: 0, port: shared.workerPorts[Self.presenceWorker], sessionSecret: session.sessionSecret,
             room: "", mode: "presence", identity: p.identity, memberCount: 0, keepaliveMilliseconds: welcomeKeepaliveMilliseconds,
             timeoutMilliseconds: UInt32(config.memberTimeout / 1_000_000), flags: [])), to: session)
-        pump(session, now: now)
-        counters.presenceRegistered &+= 1
+        outbox.pump(session, now: now)
+        outbox.counters.presenceRegistered &+= 1
         if log.threshold <= .info { log.write(.info, "\(p.identity) online from \(from) (presence \(p.id))") }
     }
 

@@ -51,7 +51,7 @@ extension RelayCore {
         }
         c.bySSRC = bySSRC.count
         c.presenceByIdentity = presence.byIdentity.count
-        c.calls = presence.calls.count
+        c.calls = calls.active.count
         return c
     }
 }

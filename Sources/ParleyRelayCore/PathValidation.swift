@@ -21,8 +21,8 @@ extension RelayCore {
               retryBucket.take(now: now.monotonic) else { return }
         lastChallengeSent = now.monotonic
         let challenge = shared.pathChallenges.mint(connectionID: connectionID, address: address, unixMilliseconds: now.unixMilliseconds)
-        sendSignal(.pathChallenge(challenge: challenge), to: address, connectionID: connectionID, viaPublicPort: viaPublicPort, limit: received)
-        counters.pathChallengesSent &+= 1
+        outbox.sendSignal(.pathChallenge(challenge: challenge), to: address, connectionID: connectionID, viaPublicPort: viaPublicPort, limit: received)
+        outbox.counters.pathChallengesSent &+= 1
     }
 
     /// Traffic from an unknown address naming session `connectionID` (a resume with a valid proof, or any other
@@ -50,8 +50,8 @@ extension RelayCore {
                       now: Moment, viaPublicPort: Bool) {
         guard let session = sessions.byConnection[connectionID]?.session,
               session.resumeIsProven(timestamp: timestamp, proof: proof, now: now) else {
-            drop(.resumeRejected, from: from, now: now)
-            sendRefusal(.unknownSession, "unknown session", to: from, connectionID: connectionID, viaPublicPort: viaPublicPort,
+            outbox.drop(.resumeRejected, from: from, now: now)
+            outbox.sendRefusal(.unknownSession, "unknown session", to: from, connectionID: connectionID, viaPublicPort: viaPublicPort,
                         limit: received)
             return
         }
@@ -64,11 +64,11 @@ extension RelayCore {
                             viaPublicPort: Bool) {
         guard let issuedAt = shared.pathChallenges.verify(challenge, connectionID: connectionID, address: from,
                                                            unixMilliseconds: now.unixMilliseconds) else {
-            return drop(.pathRejected, from: from, now: now)
+            return outbox.drop(.pathRejected, from: from, now: now)
         }
         guard let entry = sessions.byConnection[connectionID],
               entry.session.acceptPathResponse(issuedAt: issuedAt, challenge: challenge, proof: proof) else {
-            return drop(.pathRejected, from: from, now: now)
+            return outbox.drop(.pathRejected, from: from, now: now)
         }
         move(entry, to: from, now: now, viaPublicPort: viaPublicPort)
     }
@@ -86,8 +86,8 @@ extension RelayCore {
         session.viaPublicPort = viaPublicPort
         session.lastHeard = now.monotonic
         sessions.link(from, to: entry)
-        counters.resumes &+= 1
-        send(.resumed, to: session, now: now)
+        outbox.counters.resumes &+= 1
+        outbox.send(.resumed, to: session, now: now)
         noteTimerWork(at: now.monotonic)
         if log.threshold <= .info { log.write(.info, "\(entry.label) moved: \(old) → \(from)") }
     }

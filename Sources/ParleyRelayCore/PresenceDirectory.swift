@@ -1,20 +1,9 @@
-/// Worker 0's online identities and the calls between them, and the log of recent call events (the sessions
-/// themselves are in the core's `SessionTable`). Owned by one `RelayCore` (one thread).
+/// Worker 0's online identities (the sessions themselves are in the core's `SessionTable`, their calls in its
+/// `CallRouter`). Owned by one `RelayCore` (one thread).
 final class PresenceDirectory {
     /// Online identities.
     private(set) var byIdentity: [String: Presence] = [:]
-    /// Calls ringing or answered, by relay call id.
-    var calls: [UInt32: Call] = [:]
-    var events: CallEventLog
-    private var lastCallID: UInt32 = 0
-
-    init(eventCapacity: Int) { events = CallEventLog(capacity: eventCapacity) }
-
-    /// A fresh relay call id, never 0 and never one in use.
-    func nextCallID() -> UInt32 {
-        repeat { lastCallID &+= 1 } while lastCallID == 0 || calls[lastCallID] != nil
-        return lastCallID
-    }
+    init() {}
 
     func add(_ p: Presence) { byIdentity[p.identity] = p }
 

@@ -8,33 +8,31 @@ extension RelayCore {
         let fragments = TextFragment.split(text, messageID: messageID) ?? []
         var reason = identity.isEmpty ? "a direct text needs a recipient" : "\(identity) is not online"
         if let r = recipient {
-            if canTakeText(r.session.channel, fragments: fragments.count) {
+            if outbox.canTakeText(r.session.channel, fragments: fragments.count) {
                 for f in fragments {
-                    enqueue(.text(fromMemberID: p.id, fromIdentity: p.identity, direct: true, fragment: f), to: r.session)
+                    outbox.enqueue(.text(fromMemberID: p.id, fromIdentity: p.identity, direct: true, fragment: f), to: r.session)
                 }
-                pump(r.session, now: now)
+                outbox.pump(r.session, now: now)
                 reason = ""
             } else {
                 reason = Self.laggards([identity])
             }
         }
-        enqueue(.textStatus(messageID: messageID, delivered: reason.isEmpty, reason: reason), to: p.session)
+        outbox.enqueue(.textStatus(messageID: messageID, delivered: reason.isEmpty, reason: reason), to: p.session)
     }
 
     /// Forgets a presence session (telling it why when `goodbye` is set); its call ends for the other party.
     func removePresence(_ p: Presence, reason: String, goodbye: GoodbyeCode?, now: Moment) {
-        if let code = goodbye { sayGoodbye(code, reason, to: p.session) }
+        if let code = goodbye { outbox.sayGoodbye(code, reason, to: p.session) }
         sessions.remove(.presence(p), at: p.session.address)
         presence.remove(p)
-        if let call = p.call { endCall(call, .connectionLost, detail: "connection lost", notifying: [call.other(than: p)], now: now) }
+        if let call = p.call { calls.end(call, .connectionLost, detail: "connection lost", notifying: [call.other(than: p)], now: now) }
         if log.threshold <= .info { log.write(.info, "\(p.identity) offline: \(reason)") }
     }
 
     /// Forgets every presence session's calls and identity (`shutdown` says goodbye to every session).
     func shutdownPresence(now: Moment) {
-        for call in presence.calls.values.sorted(by: { $0.id < $1.id }) {
-            endCall(call, .connectionLost, detail: "the relay is shutting down", notifying: [], now: now)
-        }
+        calls.endAll(detail: "the relay is shutting down", now: now)
         presence.removeAll()
     }
 
@@ -50,18 +48,15 @@ extension RelayCore {
 
     /// Calls ringing or answered, oldest first.
     public func callSnapshot() -> [CallSnapshot] {
-        presence.calls.values.sorted { $0.id < $1.id }.map {
-            CallSnapshot(callID: $0.id, caller: $0.caller.identity, callee: $0.callee.identity, answered: $0.room != nil,
-                         room: $0.room, startedAtUnixMilliseconds: $0.startedAtUnixMilliseconds)
-        }
+        calls.snapshot()
     }
 
     /// The recent call events, oldest first, without removing them (at most `callEventCapacity`).
-    public var recentCallEvents: [CallEvent] { presence.events.events }
+    public var recentCallEvents: [CallEvent] { calls.events.events }
 
     /// Takes the recent call events, oldest first, and empties the log.
-    public func drainCallEvents() -> [CallEvent] { presence.events.drain() }
+    public func drainCallEvents() -> [CallEvent] { calls.events.drain() }
 
     /// Call events overwritten in the log before they were drained.
-    public var callEventsOverwritten: UInt64 { presence.events.overwritten }
+    public var callEventsOverwritten: UInt64 { calls.events.overwritten }
 }

@@ -112,9 +112,9 @@ extension RelayCore {
         guard let fragments = TextFragment.split(text, messageID: backendMessageID) else {
             return .conflict("a text must be 1–\(Signalling.maxTextBytes) bytes")
         }
-        for member in room.members where canTakeText(member.session.channel, fragments: fragments.count) {
-            for f in fragments { enqueue(.text(fromMemberID: 0, fromIdentity: fromIdentity, direct: false, fragment: f), to: member.session) }
-            pump(member.session, now: now)
+        for member in room.members where outbox.canTakeText(member.session.channel, fragments: fragments.count) {
+            for f in fragments { outbox.enqueue(.text(fromMemberID: 0, fromIdentity: fromIdentity, direct: false, fragment: f), to: member.session) }
+            outbox.pump(member.session, now: now)
         }
         return .ok
     }

@@ -5,16 +5,16 @@ extension RelayCore {
     func handleRTP(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
         guard let member = sessions.member(at: from) else {
             challengeRTPSender(bytes, from: from, now: now)
-            return drop(.unknownSender, from: from, now: now)
+            return outbox.drop(.unknownSender, from: from, now: now)
         }
         let packet: RTPPacketView
         do {
             packet = try RTPPacketView(parsing: bytes)
         } catch {
-            return drop(.malformedRTP, from: from, now: now)
+            return outbox.drop(.malformedRTP, from: from, now: now)
         }
-        guard packet.ssrc == member.ssrc || adoptEndpointSSRC(member, packet.ssrc) else { return drop(.ssrcMismatch, from: from, now: now) }
-        guard member.canPublish else { return drop(.notPublisher, from: from, now: now) }
+        guard packet.ssrc == member.ssrc || adoptEndpointSSRC(member, packet.ssrc) else { return outbox.drop(.ssrcMismatch, from: from, now: now) }
+        guard member.canPublish else { return outbox.drop(.notPublisher, from: from, now: now) }
         let session = member.session
         session.lastHeard = now.monotonic
         session.viaPublicPort = false
@@ -27,7 +27,7 @@ extension RelayCore {
         // (listeners, a join flood) do not cost its slots (128 × 1,500 bytes by default).
         let history = member.history ?? member.startHistory(slots: config.nackHistorySlots)
         history.store(sequence: packet.sequenceNumber, bytes)
-        guard !member.muted else { return drop(.muted, from: from, now: now) }
+        guard !member.muted else { return outbox.drop(.muted, from: from, now: now) }
 
         let room = member.room
         let level: UInt8
@@ -62,13 +62,13 @@ extension RelayCore {
             listener.pointee.bytesOut &+= size
             sent &+= 1
         }
-        counters.forwarded &+= sent
-        counters.packetsQueued &+= sent
-        counters.bytesQueued &+= sent &* size
+        outbox.counters.forwarded &+= sent
+        outbox.counters.packetsQueued &+= sent
+        outbox.counters.bytesQueued &+= sent &* size
     }
 
     func handleRTCP(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
-        guard let member = sessions.member(at: from) else { return drop(.unknownSender, from: from, now: now) }
+        guard let member = sessions.member(at: from) else { return outbox.drop(.unknownSender, from: from, now: now) }
         let session = member.session
         session.lastHeard = now.monotonic
         session.viaPublicPort = false
@@ -91,13 +91,13 @@ extension RelayCore {
                     if let mix = member.room.mix {
                         for block in report.reports where block.ssrc == mix.ssrc {
                             let verdict = mix.listenerReported(block, by: member.id, listeners: member.room.members.count, now: now.monotonic)
-                            if verdict != .taken { counters.implausibleReports &+= 1 }
+                            if verdict != .taken { outbox.counters.implausibleReports &+= 1 }
                         }
                     } else {
                         for block in report.reports {
                             guard let speaker = bySSRC[block.ssrc], speaker.room === member.room, speaker !== member else { continue }
                             if speaker.listenerReports.take(block, from: member.id, now: now.monotonic) != .taken {
-                                counters.implausibleReports &+= 1
+                                outbox.counters.implausibleReports &+= 1
                             }
                         }
                     }
@@ -116,7 +116,7 @@ extension RelayCore {
                 }
             }
         } catch {
-            drop(.malformedRTCP, from: from, now: now)
+            outbox.drop(.malformedRTCP, from: from, now: now)
         }
     }
 
@@ -128,24 +128,24 @@ extension RelayCore {
         var budget = 64
         nack.forEachLostSequence { sequence in
             guard budget > 0 else {
-                counters.nacksRefused &+= 1
+                outbox.counters.nacksRefused &+= 1
                 return
             }
             budget -= 1
             guard let packet = history.packet(sequence: sequence) else {
-                counters.nacksMissed &+= 1
+                outbox.counters.nacksMissed &+= 1
                 return
             }
             guard requester.nackBudget.spend(packet.count) else {
-                counters.nacksRefused &+= 1
+                outbox.counters.nacksRefused &+= 1
                 return
             }
             let space = output.reserve(packet.count)
             space.copyMemory(from: packet)
             output.commit(space, length: packet.count, to: requester.address)
-            counters.nacksAnswered &+= 1
-            counters.packetsQueued &+= 1
-            counters.bytesQueued &+= UInt64(packet.count)
+            outbox.counters.nacksAnswered &+= 1
+            outbox.counters.packetsQueued &+= 1
+            outbox.counters.bytesQueued &+= UInt64(packet.count)
             requester.stats.retransmittedToMember &+= 1
         }
     }
@@ -160,9 +160,9 @@ extension RelayCore {
                 output.commit(space, length: bytes.count, to: listener.address)
                 listener.stats.packetsOut &+= 1
                 listener.stats.bytesOut &+= UInt64(bytes.count)
-                counters.packetsQueued &+= 1
-                counters.bytesQueued &+= UInt64(bytes.count)
-                counters.mixedPacketsSent &+= 1
+                outbox.counters.packetsQueued &+= 1
+                outbox.counters.bytesQueued &+= UInt64(bytes.count)
+                outbox.counters.mixedPacketsSent &+= 1
             }
         }
     }
@@ -200,7 +200,7 @@ extension RelayCore {
         let space = output.reserve(report.serializedSize)
         guard let n = try? report.serialize(into: space) else { return }
         output.commit(space, length: n, to: member.address)
-        counters.packetsQueued &+= 1
-        counters.bytesQueued &+= UInt64(n)
+        outbox.counters.packetsQueued &+= 1
+        outbox.counters.bytesQueued &+= UInt64(n)
     }
 }

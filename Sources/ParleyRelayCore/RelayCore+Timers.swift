@@ -11,7 +11,7 @@ extension RelayCore {
         let housekeeping = now.monotonic - lastHousekeeping >= Self.housekeepingInterval
         if housekeeping { lastHousekeeping = now.monotonic }
         scanSessions(now: now, housekeeping: housekeeping)
-        ringTimeouts(now: now)
+        calls.ringTimeouts(now: now)
         var closing: [Room] = []
         for room in rooms.values {
             if let due = room.speakerPushDue, due <= now.monotonic {
@@ -50,7 +50,7 @@ extension RelayCore {
     /// Early is harmless (a tick finds nothing to do); late would delay work, so every condition `tick` checks
     /// is mirrored here.
     func nextTimerWork() -> Int64 {
-        var due = nextRingDeadline
+        var due = calls.nextRingDeadline
         for entry in sessions.byConnection.values {
             let session = entry.session
             due = min(due, session.channel.serviceDue)
@@ -90,7 +90,7 @@ extension RelayCore {
             return false
         }
         for entry in all {
-            for _ in 0..<2 { sayGoodbye(.relayShutdown, "the relay is shutting down", to: entry.session) }
+            for _ in 0..<2 { outbox.sayGoodbye(.relayShutdown, "the relay is shutting down", to: entry.session) }
         }
         shutdownPresence(now: now)
         sessions.removeAll()

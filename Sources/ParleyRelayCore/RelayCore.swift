@@ -16,11 +16,13 @@ public final class RelayCore {
     /// Joins that belong to another worker's room: (worker, datagram, sender). The loop posts them there.
     public internal(set) var handoffs: [(worker: Int, datagram: [UInt8], from: PeerAddress)] = []
     /// Counters.
-    public internal(set) var counters = RelayCounters()
+    public var counters: RelayCounters { outbox.counters }
     /// The SSRC the relay uses for its own RTCP on this worker.
     public let relaySSRC: UInt32
 
     let log: LogSink
+    /// How every datagram leaves, and what is counted on the way.
+    let outbox: Outbox
     var config: RelayCoreConfig { shared.config }
     var rooms: [String: Room] = [:]
     /// The mix-mode rooms among `rooms` (kept apart so the loop's deadline scan touches only them).
@@ -29,19 +31,19 @@ public final class RelayCore {
     let sessions = SessionTable()
     /// Members by SSRC (RTCP and NACKs name streams by SSRC).
     var bySSRC: [UInt32: Member] = [:]
-    /// Online identities and their calls (used on worker 0 only; see `Presence*.swift`, `Call*.swift`).
-    let presence: PresenceDirectory
+    /// Online identities (used on worker 0 only; see `PresenceSessions.swift`).
+    let presence = PresenceDirectory()
+    /// Calls between online identities (worker 0 only).
+    let calls: CallRouter
     /// Where every random number the core uses comes from.
     let random: RelayRandom
     var joinBucket: TokenBucket
     var retryBucket: TokenBucket
     var lastHousekeeping: Int64 = .min / 2
-    var dropLogWindow = [Int64](repeating: .min / 2, count: DropReason.allCases.count)
     var shuttingDown = false
     /// Room, member and mute events for the HTTP API's event stream (see `RelayCore+Admin.swift`).
     var events = RelayEventLog(capacity: 1024)
     var backendMessageID: UInt32 = 0
-    let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
     /// The earliest monotonic time at which `tick` has work (see `RelayCore+Timers.swift`).
     public internal(set) var timersDue: Int64 = .min
 
@@ -53,15 +55,14 @@ public final class RelayCore {
         self.shared = shared
         self.workerIndex = workerIndex
         self.log = log
+        self.outbox = Outbox(output: output, config: shared.config, log: log)
         let random = RelayRandom(random)
         self.random = random
         self.relaySSRC = random.ssrc()
-        self.presence = PresenceDirectory(eventCapacity: shared.config.callEventCapacity)
+        self.calls = CallRouter(outbox: outbox, directory: presence, signer: shared.callSigner, random: random)
         joinBucket = TokenBucket(ratePerSecond: shared.config.joinsPerSecond, burst: shared.config.joinsPerSecond * 2)
         retryBucket = TokenBucket(ratePerSecond: shared.config.retriesPerSecond, burst: shared.config.retriesPerSecond)
     }
-
-    deinit { scratch.deallocate() }
 
     /// A fresh SSRC for a new member: in 1…2³¹−1, not the relay's and not another member's of this worker.
     func newMemberSSRC() -> UInt32 {
@@ -90,10 +91,10 @@ public final class RelayCore {
     /// Handles one received datagram. `viaPublicPort` is true when it arrived on the relay's public port
     /// (or was handed over from the worker that owns that port).
     public func handle(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment, viaPublicPort: Bool = false) {
-        counters.packetsIn &+= 1
-        counters.bytesIn &+= UInt64(bytes.count)
-        guard bytes.count > 0 else { return drop(.unknownProtocol, from: from, now: now) }
-        guard bytes.count <= config.maxDatagramSize else { return drop(.oversize, from: from, now: now) }
+        outbox.counters.packetsIn &+= 1
+        outbox.counters.bytesIn &+= UInt64(bytes.count)
+        guard bytes.count > 0 else { return outbox.drop(.unknownProtocol, from: from, now: now) }
+        guard bytes.count <= config.maxDatagramSize else { return outbox.drop(.oversize, from: from, now: now) }
         let first = bytes[0]
         if first & 0xC0 == 0x80, !isRTCP(bytes) {
             // The media path marks the timers itself, only when it creates work for `tick`.
@@ -106,131 +107,15 @@ public final class RelayCore {
             // RTCP creates no work for `tick`: it answers NACKs at once and only moves `lastHeard` later.
             handleRTCP(bytes, from: from, now: now)
         } else {
-            drop(.unknownProtocol, from: from, now: now)
+            outbox.drop(.unknownProtocol, from: from, now: now)
         }
-    }
-
-    func drop(_ reason: DropReason, from: PeerAddress, now: Moment) {
-        counters.drops[reason.rawValue] &+= 1
-        // At most one line per reason every 10 s, so a flood cannot flood the log.
-        if log.threshold <= .info, now.monotonic - dropLogWindow[reason.rawValue] >= 10_000_000_000 {
-            dropLogWindow[reason.rawValue] = now.monotonic
-            log.write(.info, "dropped \(reason.label) from \(from) (count \(counters.drops[reason.rawValue]); further drops of this kind logged at most every 10 s)")
-        }
-    }
-
-    // MARK: Sending
-
-    /// Sends one unreliable signalling message to `address`; `limit` caps its size (anti-amplification).
-    func sendSignal(_ message: SignalMessage, to address: PeerAddress, connectionID: UInt32, ack: UInt32 = 0,
-                    viaPublicPort: Bool, limit: Int = Signalling.maxDatagramSize) {
-        sendDatagram(SignalDatagram(connectionID: connectionID, sequence: 0, ack: ack, message: message),
-                     to: address, viaPublicPort: viaPublicPort, limit: limit)
-    }
-
-    /// Sends a refusal in at most `limit` bytes (the size of the request it answers: no refusal amplifies). A reason
-    /// too long for that is cut on a UTF-8 boundary; the code always goes out.
-    func sendRefusal(_ code: RefusalCode, _ reason: String, to address: PeerAddress, connectionID: UInt32, viaPublicPort: Bool,
-                     limit: Int) {
-        func datagram(_ reason: String) -> SignalDatagram {
-            SignalDatagram(connectionID: connectionID, sequence: 0, ack: 0, message: .refused(code: code, reason: reason))
-        }
-        var fitted = reason
-        if let whole = try? datagram(reason).serialize(into: scratch), whole > limit {
-            fitted = reason.prefix(utf8Bytes: reason.utf8.count - (whole - limit))
-        }
-        // Only a request smaller than a refusal with no reason at all (none parses) goes unanswered.
-        sendDatagram(datagram(fitted), to: address, viaPublicPort: viaPublicPort, limit: limit)
-    }
-
-    func sendDatagram(_ datagram: SignalDatagram, to address: PeerAddress, viaPublicPort: Bool, limit: Int = Signalling.maxDatagramSize) {
-        let space = output.reserve(Signalling.maxDatagramSize)
-        guard let n = try? datagram.serialize(into: space) else {
-            log.write(.error, "could not serialize \(datagram.message.typeCode) for \(address)")
-            return
-        }
-        guard n <= limit else { return }
-        output.commit(space, length: n, to: address, viaPublicPort: viaPublicPort)
-        counters.packetsQueued &+= 1
-        counters.bytesQueued &+= UInt64(n)
-    }
-
-    /// The reliable channel settings of members and presence sessions: `signallingQueueLimit` bounds each queue, and
-    /// a member's queue holds at least two events per place in its room plus a margin, so a join storm that fills the
-    /// room (an event per join and per leave, before the member could acknowledge them) never removes a member that
-    /// keeps up. Joins are rate-limited, so that bound is not an attacker's to grow; texts have their own, smaller one.
-    func signallingLimits(roomCapacity: Int = 0) -> ReliableChannel.Limits {
-        var limits = ReliableChannel.Limits()
-        limits.maxPending = max(config.signallingQueueLimit, 2 * roomCapacity + 64)
-        return limits
-    }
-
-    /// Queues a reliable message to a session (sent by the next `pump`). A speaker list or mute event replaces an
-    /// older one still waiting (a member that acknowledges slowly gets the newest state, not a backlog). A message
-    /// that does not fit the session's full queue marks its channel `overflowed`, and the next `tick` removes it.
-    func enqueue(_ message: SignalMessage, to session: SignallingSession) {
-        guard session.signals else { return }  // plain RTP: no signalling
-        if message.replacesOlderCopies {
-            let replaced = session.channel.dropWaiting { message.supersedes($0) }
-            counters.signallingDrops[SignallingDropReason.superseded.rawValue] &+= UInt64(replaced)
-        }
-        session.channel.enqueue(message)
-    }
-
-    /// The reason (and goodbye) a session whose signalling queue overflowed is removed with.
-    static let notKeepingUp = "not keeping up with signalling"
-
-    /// Counts a session removed because its queue overflowed, and the messages it could not take.
-    func countSlowSession(_ channel: ReliableChannel) {
-        counters.slowSessionsRemoved &+= 1
-        counters.signallingDrops[SignallingDropReason.queueFull.rawValue] &+= UInt64(channel.refused)
-    }
-
-    /// Whether a recipient can take a text of `fragments` fragments now (`textQueueLimit`); counts a refusal.
-    func canTakeText(_ channel: ReliableChannel, fragments: Int) -> Bool {
-        guard channel.hasRoom(for: fragments, within: config.textQueueLimit) else {
-            counters.signallingDrops[SignallingDropReason.textRefused.rawValue] &+= 1
-            return false
-        }
-        return true
-    }
-
-    /// Sends what the session's reliable channel has due, or a bare ack if one is owed.
-    func pump(_ session: SignallingSession, now: Moment) {
-        guard session.signals else { return }
-        let due = session.channel.transmissions(now: now.monotonic)
-        for t in due {
-            if t.isRetransmission { counters.signallingRetransmissions &+= 1 }
-            sendDatagram(SignalDatagram(connectionID: session.connectionID, sequence: t.sequence, ack: session.channel.ackNumber,
-                                        message: t.message), to: session.address, viaPublicPort: session.viaPublicPort)
-        }
-        if !due.isEmpty {
-            session.channel.ackSent()
-        } else if session.channel.ackOwed {
-            sendSignal(.ack, to: session.address, connectionID: session.connectionID, ack: session.channel.ackNumber,
-                       viaPublicPort: session.viaPublicPort)
-            session.channel.ackSent()
-        }
-    }
-
-    /// Queues a reliable message to a session and sends it.
-    func send(_ message: SignalMessage, to session: SignallingSession, now: Moment) {
-        enqueue(message, to: session)
-        pump(session, now: now)
-    }
-
-    /// Tells a session it is being removed and why (unreliable: nothing will retransmit it).
-    func sayGoodbye(_ code: GoodbyeCode, _ reason: String, to session: SignallingSession) {
-        guard session.signals else { return }
-        sendSignal(.goodbye(code: code, reason: reason), to: session.address, connectionID: session.connectionID,
-                   ack: session.channel.ackNumber, viaPublicPort: session.viaPublicPort)
     }
 
     /// Queues a message to every member of a room except `except` (and those `including` leaves out), and pumps them.
     func broadcast(_ message: SignalMessage, in room: Room, except: Member? = nil, including: (Member) -> Bool = { _ in true },
                    now: Moment) {
         for m in room.members where m !== except && including(m) {
-            send(message, to: m.session, now: now)
+            outbox.send(message, to: m.session, now: now)
         }
     }
 

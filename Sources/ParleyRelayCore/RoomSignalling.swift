@@ -24,19 +24,19 @@ extension RelayCore {
         var taken = 0
         var behind: [String] = []
         for r in recipients {
-            guard canTakeText(r.session.channel, fragments: fragments.count) else {
+            guard outbox.canTakeText(r.session.channel, fragments: fragments.count) else {
                 behind.append(r.identity)
                 continue
             }
             for f in fragments {
-                enqueue(.text(fromMemberID: member.id, fromIdentity: member.identity, direct: !identity.isEmpty, fragment: f), to: r.session)
+                outbox.enqueue(.text(fromMemberID: member.id, fromIdentity: member.identity, direct: !identity.isEmpty, fragment: f), to: r.session)
             }
-            pump(r.session, now: now)
+            outbox.pump(r.session, now: now)
             taken += 1
         }
         let reason = recipients.isEmpty ? (identity.isEmpty ? "nobody else is in the room" : "\(identity) is not in the room")
             : Self.laggards(behind)
-        enqueue(.textStatus(messageID: messageID, delivered: taken > 0, reason: reason), to: member.session)
+        outbox.enqueue(.textStatus(messageID: messageID, delivered: taken > 0, reason: reason), to: member.session)
     }
 
     /// The reason a text status gives for recipients that were not keeping up ("" for none).
@@ -50,7 +50,7 @@ extension RelayCore {
 
     /// Removes a member: tells it why (when `goodbye` is set) and tells the room it left.
     func removeMember(_ member: Member, reason: String, goodbye: GoodbyeCode?, now: Moment) {
-        if let code = goodbye { sayGoodbye(code, reason, to: member.session) }
+        if let code = goodbye { outbox.sayGoodbye(code, reason, to: member.session) }
         sessions.remove(.member(member), at: member.isRTPEndpoint ? member.rtpSource : member.address)
         bySSRC[member.ssrc] = nil
         let room = member.room

@@ -11,7 +11,7 @@ extension RelayCore {
         do {
             datagram = try SignalDatagram(parsing: bytes)
         } catch {
-            return drop(.malformedSignalling, from: from, now: now)
+            return outbox.drop(.malformedSignalling, from: from, now: now)
         }
         if let entry = sessions.byAddress[from] {
             return handleSessionSignal(entry, datagram, bytes: bytes, now: now, viaPublicPort: viaPublicPort)
@@ -40,7 +40,7 @@ extension RelayCore {
                 _ = challengeUnknownAddress(connectionID: datagram.connectionID, from: from, received: bytes.count, now: now,
                                             viaPublicPort: viaPublicPort)
             }
-            drop(.unknownSender, from: from, now: now)
+            outbox.drop(.unknownSender, from: from, now: now)
         }
     }
 
@@ -52,7 +52,7 @@ extension RelayCore {
         case (.member, .join), (.presence, .register):
             break  // a client that restarted on the same address may join or register afresh (handled below)
         default:
-            guard datagram.connectionID == session.connectionID else { return drop(.connectionMismatch, from: session.address, now: now) }
+            guard datagram.connectionID == session.connectionID else { return outbox.drop(.connectionMismatch, from: session.address, now: now) }
         }
         if case .presence = entry { noteTimerWork(at: now.monotonic) }
         session.lastHeard = now.monotonic
@@ -69,7 +69,7 @@ extension RelayCore {
                 removeSession(entry, reason: "left", goodbye: .left, now: now)
                 return
             case .ping(let timestamp):
-                sendSignal(.pong(timestamp: timestamp), to: session.address, connectionID: session.connectionID,
+                outbox.sendSignal(.pong(timestamp: timestamp), to: session.address, connectionID: session.connectionID,
                            ack: session.channel.ackNumber, viaPublicPort: session.viaPublicPort)
                 session.channel.ackSent()
             case .sendText(let to, let fragment):
@@ -77,22 +77,22 @@ extension RelayCore {
                     switch (finished, entry) {
                     case (.text(let id, let text), .member(let m)): deliverText(text, from: m, to: to, messageID: id, now: now)
                     case (.text(let id, let text), .presence(let p)): deliverDirectText(text, from: p, to: to, messageID: id, now: now)
-                    case (.refused(let id, let why), _): enqueue(.textStatus(messageID: id, delivered: false, reason: why.reason), to: session)
+                    case (.refused(let id, let why), _): outbox.enqueue(.textStatus(messageID: id, delivered: false, reason: why.reason), to: session)
                     }
                 }
             case .resume(let timestamp, let proof):
                 // From the session's own address: nothing moves, but the proof must hold like any other.
                 if session.resumeIsProven(timestamp: timestamp, proof: proof, now: now) {
-                    enqueue(.resumed, to: session)
+                    outbox.enqueue(.resumed, to: session)
                 } else {
-                    drop(.resumeRejected, from: session.address, now: now)
+                    outbox.drop(.resumeRejected, from: session.address, now: now)
                 }
             case .pathResponse:
                 break  // an answer to a challenge from the address the session already has: nothing to move
             case .ack:
                 break
             case .join(let request):
-                guard case .member = entry else { drop(.unexpectedMessage, from: session.address, now: now); continue }
+                guard case .member = entry else { outbox.drop(.unexpectedMessage, from: session.address, now: now); continue }
                 if request.nonce == session.nonce { continue }  // a repeat: the welcome is on its way
                 let address = session.address
                 removeSession(entry, reason: "rejoined", goodbye: nil, now: now)
@@ -102,7 +102,7 @@ extension RelayCore {
                 }
                 return
             case .register(let request):
-                guard case .presence = entry else { drop(.unexpectedMessage, from: session.address, now: now); continue }
+                guard case .presence = entry else { outbox.drop(.unexpectedMessage, from: session.address, now: now); continue }
                 if request.nonce == session.nonce { continue }  // a repeat: the welcome is on its way
                 let address = session.address
                 removeSession(entry, reason: "registered again", goodbye: nil, now: now)
@@ -117,11 +117,11 @@ extension RelayCore {
                 case .member(let m): handled = handleMemberMessage(message, from: m, now: now)
                 case .presence(let p): handled = handlePresenceMessage(message, from: p, now: now)
                 }
-                if !handled { drop(.unexpectedMessage, from: session.address, now: now) }
+                if !handled { outbox.drop(.unexpectedMessage, from: session.address, now: now) }
             }
         }
         if sessions.holds(entry) {
-            pump(session, now: now)
+            outbox.pump(session, now: now)
             noteTimerWork(at: session.channel.serviceDue)
         }
     }
@@ -138,9 +138,9 @@ extension RelayCore {
     /// What only a presence session sends; false for anything else.
     func handlePresenceMessage(_ message: SignalMessage, from p: Presence, now: Moment) -> Bool {
         switch message {
-        case .callInvite(let callID, let to): inviteCall(from: p, callID: callID, to: to, now: now)
-        case .callAnswer(let callID, let accept): answerCall(by: p, callID: callID, accept: accept, now: now)
-        case .callHangup(let callID): hangUpCall(by: p, callID: callID, now: now)
+        case .callInvite(let callID, let to): calls.invite(from: p, callID: callID, to: to, now: now)
+        case .callAnswer(let callID, let accept): calls.answer(by: p, callID: callID, accept: accept, now: now)
+        case .callHangup(let callID): calls.hangUp(by: p, callID: callID, now: now)
         default: return false
         }
         return true
@@ -163,7 +163,7 @@ extension RelayCore {
         var expired: [SessionTable.Entry] = [], slow: [SessionTable.Entry] = []
         for entry in sessions.byConnection.values {
             let session = entry.session
-            if session.channel.serviceDue <= now.monotonic { pump(session, now: now) }
+            if session.channel.serviceDue <= now.monotonic { outbox.pump(session, now: now) }
             let silent = session.isSilent(now: now.monotonic, timeout: config.memberTimeout)
             if !session.signals {
                 if case .member(let m) = entry, m.canPublish && silent { expired.append(entry) }
@@ -177,12 +177,12 @@ extension RelayCore {
             }
         }
         for entry in expired where sessions.holds(entry) {
-            if case .member = entry { counters.timeouts &+= 1 }
+            if case .member = entry { outbox.counters.timeouts &+= 1 }
             removeSession(entry, reason: "timed out", goodbye: .timedOut, now: now)
         }
         for entry in slow where sessions.holds(entry) {
-            countSlowSession(entry.session.channel)
-            removeSession(entry, reason: Self.notKeepingUp, goodbye: .timedOut, now: now)
+            outbox.countSlowSession(entry.session.channel)
+            removeSession(entry, reason: Outbox.notKeepingUp, goodbye: .timedOut, now: now)
         }
     }
 }

@@ -30,7 +30,7 @@ final class ObjectWatch {
                 case .presence(let p): watch(p, "presence \(p.identity)")
                 }
             }
-            for c in core.presence.calls.values { watch(c, "call \(c.caller.identity) → \(c.callee.identity)") }
+            for c in core.calls.active.values { watch(c, "call \(c.caller.identity) → \(c.callee.identity)") }
         }
     }
 
