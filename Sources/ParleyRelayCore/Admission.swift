@@ -105,7 +105,7 @@ extension RelayCore {
                 return refuse(.badRequest, "unknown room mode \(mode)", to: from, now: now, viaPublicPort: viaPublicPort)
             }
             let created: Room
-            switch openRoom(name: request.room, mode: mode, creator: claims.identity, now: now) {
+            switch rooms.open(name: request.room, mode: mode, creator: claims.identity, now: now) {
             case .success(let r): created = r
             case .failure(let f): return refuse(f.code, f.reason, to: from, now: now, viaPublicPort: viaPublicPort)
             }
@@ -118,7 +118,7 @@ extension RelayCore {
             if previous.session.token == request.token, previous.address != from { return outbox.drop(.tokenReplay, from: from, now: now) }
             removeMember(previous, reason: "replaced by a new session", goodbye: .replaced, now: now)
         }
-        let capacity = CallRoom.isCallRoom(room.name) ? CallRoom.capacity : room.maxMembers ?? config.maxMembersPerRoom
+        let capacity = rooms.capacity(of: room)
         guard room.members.count < capacity else {
             return refuse(.roomFull, "room \(room.name) is full (\(capacity) members)", to: from, now: now, viaPublicPort: viaPublicPort)
         }
@@ -149,9 +149,9 @@ extension RelayCore {
         }
         if !room.announcedSpeakers.isEmpty, member.wantsSpeakerLists { outbox.enqueue(.speakers(room.announcedSpeakers), to: session) }
         outbox.pump(session, now: now)
-        broadcast(.memberEvent(kind: .joined, member: member.entry, reason: ""), in: room, except: member, now: now)
+        rooms.broadcast(.memberEvent(kind: .joined, member: member.entry, reason: ""), in: room, except: member, now: now)
         outbox.counters.joinsAccepted &+= 1
-        events.append(RelayEvent(kind: .memberJoined, room: room.name, identity: member.identity, detail: member.name,
+        rooms.events.append(RelayEvent(kind: .memberJoined, room: room.name, identity: member.identity, detail: member.name,
                                  unixMilliseconds: now.unixMilliseconds))
         if log.threshold <= .info {
             log.write(.info, "\(member.identity) joined \(room.name) from \(from) (member \(member.id), ssrc \(ssrc), \(room.members.count) in room)")

@@ -30,7 +30,7 @@ extension RelayCore {
     package var liveCounts: LiveCounts {
         var c = LiveCounts()
         c.rooms = rooms.count
-        c.mixRooms = mixRooms.count
+        c.mixRooms = rooms.mixRooms.count
         for room in rooms.values {
             c.roomMembers += room.members.count
             c.fanOutMembers += room.fanOut.heldMembers

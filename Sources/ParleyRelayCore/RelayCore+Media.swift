@@ -38,7 +38,7 @@ extension RelayCore {
             level = packet.payloadCount > 10 ? 40 : 127
         }
         if room.selector.observe(member.id, level: level, now: now.monotonic) {
-            scheduleSpeakerPush(room, now: now)
+            rooms.scheduleSpeakerPush(room, now: now)
             noteTimerWork(at: now.monotonic)
         }
         if let mix = room.mix {
@@ -152,7 +152,7 @@ extension RelayCore {
 
     /// Runs the mixes of every mix-mode room whose deadline has passed.
     public func runMixes(now: Moment) {
-        for room in mixRooms {
+        for room in rooms.mixRooms {
             guard let mix = room.mix, let due = mix.nextDeadline, due <= now.monotonic else { continue }
             mix.run(room: room, now: now.monotonic) { bytes, listener in
                 let space = output.reserve(bytes.count)
@@ -170,7 +170,7 @@ extension RelayCore {
     /// The earliest mix deadline of any mix room with members (the loop wakes for it), or nil.
     public var nextMixDeadline: Int64? {
         var earliest: Int64?
-        for room in mixRooms {
+        for room in rooms.mixRooms {
             if let d = room.mix?.nextDeadline, earliest == nil || d < earliest! { earliest = d }
         }
         return earliest

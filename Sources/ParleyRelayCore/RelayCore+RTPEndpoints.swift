@@ -37,7 +37,7 @@ extension RelayCore {
         if publish && source == nil { return .invalid("a publishing endpoint needs source_address (or receive_address, when it sends from there)") }
         if subscribe && destination == nil { return .invalid("a subscribing endpoint needs receive_address") }
         guard room.member(identity: identity) == nil else { return .conflict("\(identity) is already in room \(name)") }
-        let capacity = CallRoom.isCallRoom(room.name) ? CallRoom.capacity : room.maxMembers ?? config.maxMembersPerRoom
+        let capacity = rooms.capacity(of: room)
         guard room.members.count < capacity else { return .conflict("room \(name) is full (\(capacity) members)") }
         if let s = source, sessions.byAddress[s] != nil { return .conflict("\(s) is already a member's address") }
 
@@ -56,8 +56,8 @@ extension RelayCore {
         sessions.add(.member(member), at: source)
         bySSRC[ssrc] = member
         noteTimerWork(at: now.monotonic)
-        broadcast(.memberEvent(kind: .joined, member: member.entry, reason: ""), in: room, except: member, now: now)
-        events.append(RelayEvent(kind: .memberJoined, room: room.name, identity: identity, detail: member.name,
+        rooms.broadcast(.memberEvent(kind: .joined, member: member.entry, reason: ""), in: room, except: member, now: now)
+        rooms.events.append(RelayEvent(kind: .memberJoined, room: room.name, identity: identity, detail: member.name,
                                  unixMilliseconds: now.unixMilliseconds))
         if log.threshold <= .info {
             log.write(.info, "RTP endpoint \(identity) added to \(room.name) (member \(member.id), ssrc \(ssrc), from \(source.map(\.description) ?? "-"), to \(destination.map(\.description) ?? "-"))")

@@ -12,22 +12,7 @@ extension RelayCore {
         if housekeeping { lastHousekeeping = now.monotonic }
         scanSessions(now: now, housekeeping: housekeeping)
         calls.ringTimeouts(now: now)
-        var closing: [Room] = []
-        for room in rooms.values {
-            if let due = room.speakerPushDue, due <= now.monotonic {
-                pushSpeakers(room, speakerEntries(room, now: now), now: now)
-            } else if housekeeping, !room.announcedSpeakers.isEmpty || !room.selector.forwarded.isEmpty {
-                scheduleSpeakerPush(room, now: now)
-            }
-            if let since = room.emptySince, room.members.isEmpty, now.monotonic - since >= room.emptyTimeout ?? config.emptyRoomTimeout {
-                closing.append(room)
-            }
-        }
-        for room in closing {
-            let timeout = room.emptyTimeout ?? config.emptyRoomTimeout
-            forgetRoom(room, reason: "empty for \(timeout / 1_000_000_000) s", now: now)
-            if log.threshold <= .info { log.write(.info, "room \(room.name) closed after \(timeout / 1_000_000_000) s empty") }
-        }
+        rooms.tick(now: now, housekeeping: housekeeping)
         // Never in the past: a condition this tick could not clear is looked at again on the next wakeup, not in a spin.
         timersDue = max(nextTimerWork(), now.monotonic &+ 1)
     }
@@ -69,15 +54,7 @@ extension RelayCore {
                                    lastHousekeeping &+ Self.housekeepingInterval))
             }
         }
-        for room in rooms.values {
-            if let pushDue = room.speakerPushDue { due = min(due, pushDue) }
-            if !room.announcedSpeakers.isEmpty || !room.selector.forwarded.isEmpty {
-                due = min(due, lastHousekeeping &+ Self.housekeepingInterval)
-            }
-            if let since = room.emptySince, room.members.isEmpty {
-                due = min(due, since &+ (room.emptyTimeout ?? config.emptyRoomTimeout))
-            }
-        }
+        due = min(due, rooms.nextWork(housekeepingDue: lastHousekeeping &+ Self.housekeepingInterval))
         return due
     }
 
@@ -95,13 +72,6 @@ extension RelayCore {
         shutdownPresence(now: now)
         sessions.removeAll()
         bySSRC.removeAll()
-        for room in rooms.values {
-            // Members hold their room: emptying `members` breaks the cycle, as `removeMember` does.
-            room.members.removeAll()
-            room.mix?.stop()
-            shared.releaseRoom(creator: room.creator)
-        }
         rooms.removeAll()
-        mixRooms.removeAll()
     }
 }

@@ -24,9 +24,8 @@ public final class RelayCore {
     /// How every datagram leaves, and what is counted on the way.
     let outbox: Outbox
     var config: RelayCoreConfig { shared.config }
-    var rooms: [String: Room] = [:]
-    /// The mix-mode rooms among `rooms` (kept apart so the loop's deadline scan touches only them).
-    var mixRooms: [Room] = []
+    /// The rooms this worker owns.
+    let rooms: RoomTable
     /// Every session (members, plain-RTP endpoints, presence) by address and connection id.
     let sessions = SessionTable()
     /// Members by SSRC (RTCP and NACKs name streams by SSRC).
@@ -41,8 +40,6 @@ public final class RelayCore {
     var retryBucket: TokenBucket
     var lastHousekeeping: Int64 = .min / 2
     var shuttingDown = false
-    /// Room, member and mute events for the HTTP API's event stream (see `RelayCore+Admin.swift`).
-    var events = RelayEventLog(capacity: 1024)
     var backendMessageID: UInt32 = 0
     /// The earliest monotonic time at which `tick` has work (see `RelayCore+Timers.swift`).
     public internal(set) var timersDue: Int64 = .min
@@ -59,6 +56,7 @@ public final class RelayCore {
         let random = RelayRandom(random)
         self.random = random
         self.relaySSRC = random.ssrc()
+        self.rooms = RoomTable(shared: shared, workerIndex: workerIndex, outbox: outbox, random: random)
         self.calls = CallRouter(outbox: outbox, directory: presence, signer: shared.callSigner, random: random)
         joinBucket = TokenBucket(ratePerSecond: shared.config.joinsPerSecond, burst: shared.config.joinsPerSecond * 2)
         retryBucket = TokenBucket(ratePerSecond: shared.config.retriesPerSecond, burst: shared.config.retriesPerSecond)
@@ -108,14 +106,6 @@ public final class RelayCore {
             handleRTCP(bytes, from: from, now: now)
         } else {
             outbox.drop(.unknownProtocol, from: from, now: now)
-        }
-    }
-
-    /// Queues a message to every member of a room except `except` (and those `including` leaves out), and pumps them.
-    func broadcast(_ message: SignalMessage, in room: Room, except: Member? = nil, including: (Member) -> Bool = { _ in true },
-                   now: Moment) {
-        for m in room.members where m !== except && including(m) {
-            outbox.send(message, to: m.session, now: now)
         }
     }
 
