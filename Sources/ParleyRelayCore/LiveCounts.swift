@@ -49,7 +49,7 @@ extension RelayCore {
         for entry in sessions.byAddress.values {
             if case .member = entry { c.byAddress += 1 } else { c.presenceByAddress += 1 }
         }
-        c.bySSRC = bySSRC.count
+        c.bySSRC = sessions.bySSRC.count
         c.presenceByIdentity = presence.byIdentity.count
         c.calls = calls.active.count
         return c

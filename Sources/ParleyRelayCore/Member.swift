@@ -48,7 +48,7 @@ final class Member {
     var lastSenderReport: (ntpMiddle: UInt32, at: Int64)?
     var lastReceiverReport: Int64 = 0
     /// What listeners reported about this member's stream, checked and aggregated for the relay's next receiver
-    /// report to it (forward mode; see `sendReceiverReport`).
+    /// report to it (forward mode; see `RTCPFeedback.sendReport`).
     var listenerReports = ListenerReports()
     /// Tells who speaks from the media it receives (join field 37): a forward room sends it no `speakers`.
     var speakersFromMedia = false

@@ -23,6 +23,8 @@ struct OpenRoomFailure: Error {
     var reason: String
 }
 
+/// The backend's commands (HTTP API): rooms created, closed and limited, members kicked and muted, texts from the
+/// backend, and the event stream.
 extension RelayCore {
     /// Creates an empty room from the backend: it closes after `emptyTimeout` (default: the relay's) unless
     /// someone joins; `maxMembers` (default: the relay's) caps its members.

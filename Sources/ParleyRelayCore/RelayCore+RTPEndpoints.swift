@@ -19,6 +19,7 @@ public struct RTPEndpointInfo: Sendable, Equatable {
     public var memberID: UInt32
 }
 
+/// The backend's plain-RTP endpoints: members with no signalling whose addresses the backend names.
 extension RelayCore {
     /// Opus payload type of plain-RTP endpoints.
     public static let rtpEndpointPayloadType: UInt8 = 111
@@ -54,7 +55,7 @@ extension RelayCore {
         room.emptySince = nil
         room.mix?.start(now: now.monotonic)
         sessions.add(.member(member), at: source)
-        bySSRC[ssrc] = member
+        sessions.bySSRC[ssrc] = member
         noteTimerWork(at: now.monotonic)
         rooms.broadcast(.memberEvent(kind: .joined, member: member.entry, reason: ""), in: room, except: member, now: now)
         rooms.events.append(RelayEvent(kind: .memberJoined, room: room.name, identity: identity, detail: member.name,
@@ -80,10 +81,10 @@ extension RelayCore {
     /// An endpoint's first packet may carry the tool's own SSRC (ffmpeg and GStreamer pick one unless told): it
     /// replaces the assigned one, once, when no other member uses it. Called only when the SSRC does not match.
     func adoptEndpointSSRC(_ member: Member, _ ssrc: UInt32) -> Bool {
-        guard member.isRTPEndpoint, member.stats.packetsIn == 0, bySSRC[ssrc] == nil else { return false }
-        bySSRC[member.ssrc] = nil
+        guard member.isRTPEndpoint, member.stats.packetsIn == 0, sessions.bySSRC[ssrc] == nil else { return false }
+        sessions.bySSRC[member.ssrc] = nil
         member.ssrc = ssrc
-        bySSRC[ssrc] = member
+        sessions.bySSRC[ssrc] = member
         if log.threshold <= .info { log.write(.info, "RTP endpoint \(member.identity) in \(member.room.name) sends as ssrc \(ssrc)") }
         return true
     }

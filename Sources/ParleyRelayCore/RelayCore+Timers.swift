@@ -1,5 +1,7 @@
 import ParleyWire
 
+/// The core's clock-driven work: `tick` runs the one session scan, ring timeouts and the rooms' periodic work on a
+/// 100 ms housekeeping grid, and says when it next has work (`timersDue`); `shutdown` says goodbye to everyone.
 extension RelayCore {
     /// Periodic work: signalling retransmissions and owed acks, member timeouts, deferred speaker pushes,
     /// receiver reports, closing rooms left empty. Afterwards `timersDue` says when the next of these falls due.
@@ -71,7 +73,6 @@ extension RelayCore {
         }
         shutdownPresence(now: now)
         sessions.removeAll()
-        bySSRC.removeAll()
         rooms.removeAll()
     }
 }

@@ -18,7 +18,7 @@ public final class RelayCore {
     /// Counters.
     public var counters: RelayCounters { outbox.counters }
     /// The SSRC the relay uses for its own RTCP on this worker.
-    public let relaySSRC: UInt32
+    public var relaySSRC: UInt32 { rtcp.relaySSRC }
 
     let log: LogSink
     /// How every datagram leaves, and what is counted on the way.
@@ -28,12 +28,12 @@ public final class RelayCore {
     let rooms: RoomTable
     /// Every session (members, plain-RTP endpoints, presence) by address and connection id.
     let sessions = SessionTable()
-    /// Members by SSRC (RTCP and NACKs name streams by SSRC).
-    var bySSRC: [UInt32: Member] = [:]
-    /// Online identities (used on worker 0 only; see `PresenceSessions.swift`).
+    /// Online identities (used on worker 0 only; see `RelayCore+Presence.swift`).
     let presence = PresenceDirectory()
     /// Calls between online identities (worker 0 only).
     let calls: CallRouter
+    /// RTCP from and to members: reports, NACKs, the relay's receiver reports.
+    let rtcp: RTCPFeedback
     /// Where every random number the core uses comes from.
     let random: RelayRandom
     var joinBucket: TokenBucket
@@ -55,7 +55,7 @@ public final class RelayCore {
         self.outbox = Outbox(output: output, config: shared.config, log: log)
         let random = RelayRandom(random)
         self.random = random
-        self.relaySSRC = random.ssrc()
+        self.rtcp = RTCPFeedback(relaySSRC: random.ssrc(), sessions: sessions, outbox: outbox)
         self.rooms = RoomTable(shared: shared, workerIndex: workerIndex, outbox: outbox, random: random)
         self.calls = CallRouter(outbox: outbox, directory: presence, signer: shared.callSigner, random: random)
         joinBucket = TokenBucket(ratePerSecond: shared.config.joinsPerSecond, burst: shared.config.joinsPerSecond * 2)
@@ -65,7 +65,7 @@ public final class RelayCore {
     /// A fresh SSRC for a new member: in 1…2³¹−1, not the relay's and not another member's of this worker.
     func newMemberSSRC() -> UInt32 {
         var ssrc: UInt32
-        repeat { ssrc = random.ssrc() } while ssrc == relaySSRC || bySSRC[ssrc] != nil
+        repeat { ssrc = random.ssrc() } while ssrc == relaySSRC || sessions.bySSRC[ssrc] != nil
         return ssrc
     }
 
@@ -103,7 +103,7 @@ public final class RelayCore {
             handleSignalling(bytes, from: from, now: now, viaPublicPort: viaPublicPort)
         } else if first & 0xC0 == 0x80 {
             // RTCP creates no work for `tick`: it answers NACKs at once and only moves `lastHeard` later.
-            handleRTCP(bytes, from: from, now: now)
+            rtcp.handle(bytes, from: from, now: now)
         } else {
             outbox.drop(.unknownProtocol, from: from, now: now)
         }

@@ -2,7 +2,7 @@ import ParleyWire
 
 /// Every session of one core by address and by connection id: room members (plain-RTP endpoints included, by their
 /// source address) and presence sessions, in one table, so a datagram finds its session with one lookup whatever
-/// kind it is.
+/// kind it is; and the members by SSRC.
 final class SessionTable {
     /// A session and what it belongs to.
     enum Entry {
@@ -35,6 +35,8 @@ final class SessionTable {
     private(set) var byAddress: [PeerAddress: Entry] = [:]
     /// Sessions by connection id.
     private(set) var byConnection: [UInt32: Entry] = [:]
+    /// Members by SSRC (RTCP and NACKs name streams by SSRC).
+    var bySSRC: [UInt32: Member] = [:]
     /// Members among `byConnection`.
     private(set) var memberCount = 0
 
@@ -83,6 +85,7 @@ final class SessionTable {
 
     /// Forgets every session.
     func removeAll() {
+        bySSRC.removeAll()
         byAddress.removeAll()
         byConnection.removeAll()
         memberCount = 0

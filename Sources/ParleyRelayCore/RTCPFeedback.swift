@@ -1,73 +1,26 @@
 import ParleyWire
 
-extension RelayCore {
-    /// The per-packet path: latch check, stats, history, speaker selection, fan-out. No allocation.
-    func handleRTP(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
-        guard let member = sessions.member(at: from) else {
-            challengeRTPSender(bytes, from: from, now: now)
-            return outbox.drop(.unknownSender, from: from, now: now)
-        }
-        let packet: RTPPacketView
-        do {
-            packet = try RTPPacketView(parsing: bytes)
-        } catch {
-            return outbox.drop(.malformedRTP, from: from, now: now)
-        }
-        guard packet.ssrc == member.ssrc || adoptEndpointSSRC(member, packet.ssrc) else { return outbox.drop(.ssrcMismatch, from: from, now: now) }
-        guard member.canPublish else { return outbox.drop(.notPublisher, from: from, now: now) }
-        let session = member.session
-        session.lastHeard = now.monotonic
-        session.viaPublicPort = false
-        member.stats.packetsIn &+= 1
-        member.stats.bytesIn &+= UInt64(bytes.count)
-        if member.receiveStats.packetsReceived == 0 { noteTimerWork(at: now.monotonic) }  // receiver reports start
-        member.receiveStats.record(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp,
-                                   arrivalTimeNanoseconds: now.monotonic)
-        // The history is allocated at the member's first RTP packet, not at its join: members that never publish
-        // (listeners, a join flood) do not cost its slots (128 × 1,500 bytes by default).
-        let history = member.history ?? member.startHistory(slots: config.nackHistorySlots)
-        history.store(sequence: packet.sequenceNumber, bytes)
-        guard !member.muted else { return outbox.drop(.muted, from: from, now: now) }
+/// RTCP between the relay and its members (forward and mix mode): sender reports noted, listeners' receiver
+/// reports checked (`ListenerReports`, the mixer's FEC), NACKs answered from the source's `PacketHistory` within the
+/// requester's `RetransmissionBudget`, and the relay's own receiver report to each publisher (RFC 3550 §6.4.2),
+/// which the core sends on its housekeeping grid. Owned by one `RelayCore` (one thread).
+final class RTCPFeedback {
+    /// The SSRC the relay sends its own RTCP with on this worker.
+    let relaySSRC: UInt32
+    private let sessions: SessionTable
+    private let outbox: Outbox
+    private var config: RelayCoreConfig { outbox.config }
+    private var output: OutputQueue { outbox.output }
 
-        let room = member.room
-        let level: UInt8
-        if let audio = packet.audioLevel(id: config.audioLevelExtensionID) {
-            level = audio.level
-        } else {
-            // No RFC 6464 level (plain RTP tools): a full-size packet counts as speech, a DTX one as silence.
-            level = packet.payloadCount > 10 ? 40 : 127
-        }
-        if room.selector.observe(member.id, level: level, now: now.monotonic) {
-            rooms.scheduleSpeakerPush(room, now: now)
-            noteTimerWork(at: now.monotonic)
-        }
-        if let mix = room.mix {
-            mix.insert(packet, from: member, arrival: now.monotonic)
-            return
-        }
-        guard room.selector.isForwarded(member.id) else { return }
-
-        let size = UInt64(bytes.count)
-        var sent: UInt64 = 0
-        let table = room.fanOut
-        table.refresh(from: room.members)
-        let entries = table.entries
-        for i in 0..<table.count {
-            let listener = entries + i
-            guard listener.pointee.memberID != member.id else { continue }
-            // A plain-RTP endpoint hears one stream: the first forwarded speaker other than itself.
-            if listener.pointee.isRTPEndpoint, firstForwarded(in: room, except: listener.pointee.memberID) != member.id { continue }
-            output.append(bytes, to: listener.pointee.address)
-            listener.pointee.packetsOut &+= 1
-            listener.pointee.bytesOut &+= size
-            sent &+= 1
-        }
-        outbox.counters.forwarded &+= sent
-        outbox.counters.packetsQueued &+= sent
-        outbox.counters.bytesQueued &+= sent &* size
+    init(relaySSRC: UInt32, sessions: SessionTable, outbox: Outbox) {
+        self.relaySSRC = relaySSRC
+        self.sessions = sessions
+        self.outbox = outbox
     }
 
-    func handleRTCP(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
+    /// One RTCP datagram from `from`: sender reports are noted, listeners' receiver reports checked and kept (for the
+    /// mix encoders' FEC, or the speaker's next report), NACKs answered from the source's history.
+    func handle(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
         guard let member = sessions.member(at: from) else { return outbox.drop(.unknownSender, from: from, now: now) }
         let session = member.session
         session.lastHeard = now.monotonic
@@ -95,7 +48,7 @@ extension RelayCore {
                         }
                     } else {
                         for block in report.reports {
-                            guard let speaker = bySSRC[block.ssrc], speaker.room === member.room, speaker !== member else { continue }
+                            guard let speaker = sessions.bySSRC[block.ssrc], speaker.room === member.room, speaker !== member else { continue }
                             if speaker.listenerReports.take(block, from: member.id, now: now.monotonic) != .taken {
                                 outbox.counters.implausibleReports &+= 1
                             }
@@ -123,7 +76,7 @@ extension RelayCore {
     /// Resends NACKed packets from the source's history, at most 64 per NACK and within the requester's
     /// retransmission budget (`RetransmissionBudget`, refilled by the caller); what either refuses is counted.
     func answer(_ nack: GenericNACKView, requester: Member, now: Moment) {
-        guard let source = bySSRC[nack.mediaSSRC], source.room === requester.room, source !== requester,
+        guard let source = sessions.bySSRC[nack.mediaSSRC], source.room === requester.room, source !== requester,
               let history = source.history else { return }
         var budget = 64
         nack.forEachLostSequence { sequence in
@@ -150,34 +103,8 @@ extension RelayCore {
         }
     }
 
-    /// Runs the mixes of every mix-mode room whose deadline has passed.
-    public func runMixes(now: Moment) {
-        for room in rooms.mixRooms {
-            guard let mix = room.mix, let due = mix.nextDeadline, due <= now.monotonic else { continue }
-            mix.run(room: room, now: now.monotonic) { bytes, listener in
-                let space = output.reserve(bytes.count)
-                space.copyMemory(from: bytes)
-                output.commit(space, length: bytes.count, to: listener.address)
-                listener.stats.packetsOut &+= 1
-                listener.stats.bytesOut &+= UInt64(bytes.count)
-                outbox.counters.packetsQueued &+= 1
-                outbox.counters.bytesQueued &+= UInt64(bytes.count)
-                outbox.counters.mixedPacketsSent &+= 1
-            }
-        }
-    }
-
-    /// The earliest mix deadline of any mix room with members (the loop wakes for it), or nil.
-    public var nextMixDeadline: Int64? {
-        var earliest: Int64?
-        for room in rooms.mixRooms {
-            if let d = room.mix?.nextDeadline, earliest == nil || d < earliest! { earliest = d }
-        }
-        return earliest
-    }
-
     /// Sends a receiver report about the member's stream (RFC 3550 §6.4.2).
-    func sendReceiverReport(to member: Member, now: Moment) {
+    func sendReport(to member: Member, now: Moment) {
         member.lastReceiverReport = now.monotonic
         var lsr: UInt32 = 0, dlsr: UInt32 = 0
         if let sr = member.lastSenderReport {

@@ -135,7 +135,7 @@ extension RelayCore {
         room.emptySince = nil
         room.mix?.start(now: now.monotonic)
         sessions.add(.member(member), at: from)
-        bySSRC[ssrc] = member
+        sessions.bySSRC[ssrc] = member
 
         let port = shared.workerPorts[min(workerIndex, shared.workerPorts.count - 1)]
         outbox.enqueue(.welcome(Welcome(nonce: request.nonce, memberID: member.id, ssrc: ssrc, port: port,

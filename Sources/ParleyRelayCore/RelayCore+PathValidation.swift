@@ -39,7 +39,7 @@ extension RelayCore {
     func challengeRTPSender(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
         guard bytes.count >= 12 else { return }
         let ssrc = UInt32(bigEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt32.self))
-        guard let member = bySSRC[ssrc], !member.isRTPEndpoint else { return }
+        guard let member = sessions.bySSRC[ssrc], !member.isRTPEndpoint else { return }
         challengePath(connectionID: member.connectionID, lastChallengeSent: &member.session.lastChallengeSent, to: from,
                       received: bytes.count, now: now, viaPublicPort: false)
     }

@@ -173,7 +173,7 @@ extension RelayCore {
                 expired.append(entry)
             } else if housekeeping, case .member(let member) = entry, member.canPublish, member.receiveStats.packetsReceived > 0,
                       now.monotonic - member.lastReceiverReport >= config.receiverReportInterval {
-                sendReceiverReport(to: member, now: now)
+                rtcp.sendReport(to: member, now: now)
             }
         }
         for entry in expired where sessions.holds(entry) {

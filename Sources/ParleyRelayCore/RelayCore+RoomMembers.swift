@@ -1,8 +1,8 @@
 import ParleyAuth
 import ParleyWire
 
-/// What happens in a room besides media: mute, texts between members, a member leaving, and the speaker list
-/// announcements.
+/// What happens to a room's members besides media: mute, texts between members, and a member leaving (which
+/// touches the session table, the room and its speaker list together).
 extension RelayCore {
     /// Mutes or unmutes a member and tells the room (the member included).
     func setMuted(_ member: Member, _ muted: Bool, now: Moment) {
@@ -52,7 +52,7 @@ extension RelayCore {
     func removeMember(_ member: Member, reason: String, goodbye: GoodbyeCode?, now: Moment) {
         if let code = goodbye { outbox.sayGoodbye(code, reason, to: member.session) }
         sessions.remove(.member(member), at: member.isRTPEndpoint ? member.rtpSource : member.address)
-        bySSRC[member.ssrc] = nil
+        sessions.bySSRC[member.ssrc] = nil
         let room = member.room
         room.members.removeAll { $0 === member }
         if room.selector.remove(member.id) { rooms.scheduleSpeakerPush(room, now: now) }
