@@ -22,9 +22,7 @@ final class RTCPFeedback {
     /// mix encoders' FEC, or the speaker's next report), NACKs answered from the source's history.
     func handle(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
         guard let member = sessions.member(at: from) else { return outbox.drop(.unknownSender, from: from, now: now) }
-        let session = member.session
-        session.lastHeard = now.monotonic
-        session.viaPublicPort = false
+        member.session.heardMedia(at: now.monotonic)
         member.stats.packetsIn &+= 1
         member.stats.bytesIn &+= UInt64(bytes.count)
         var packets = rtcpPackets(in: bytes)

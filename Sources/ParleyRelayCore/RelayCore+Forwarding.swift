@@ -18,9 +18,7 @@ extension RelayCore {
         }
         guard packet.ssrc == member.ssrc || adoptEndpointSSRC(member, packet.ssrc) else { return outbox.drop(.ssrcMismatch, from: from, now: now) }
         guard member.canPublish else { return outbox.drop(.notPublisher, from: from, now: now) }
-        let session = member.session
-        session.lastHeard = now.monotonic
-        session.viaPublicPort = false
+        member.session.heardMedia(at: now.monotonic)
         member.stats.packetsIn &+= 1
         member.stats.bytesIn &+= UInt64(bytes.count)
         if member.receiveStats.packetsReceived == 0 { noteTimerWork(at: now.monotonic) }  // receiver reports start

@@ -161,10 +161,11 @@ extension RelayCore {
     /// one stays until deleted.
     func scanSessions(now: Moment, housekeeping: Bool) {
         var expired: [SessionTable.Entry] = [], slow: [SessionTable.Entry] = []
+        let timeout = config.memberTimeout, reportInterval = config.receiverReportInterval
         for entry in sessions.byConnection.values {
             let session = entry.session
             if session.channel.serviceDue <= now.monotonic { outbox.pump(session, now: now) }
-            let silent = session.isSilent(now: now.monotonic, timeout: config.memberTimeout)
+            let silent = session.isSilent(now: now.monotonic, timeout: timeout)
             if !session.signals {
                 if case .member(let m) = entry, m.canPublish && silent { expired.append(entry) }
             } else if session.channel.overflowed {
@@ -172,7 +173,7 @@ extension RelayCore {
             } else if session.channel.failed || silent {
                 expired.append(entry)
             } else if housekeeping, case .member(let member) = entry, member.canPublish, member.receiveStats.packetsReceived > 0,
-                      now.monotonic - member.lastReceiverReport >= config.receiverReportInterval {
+                      now.monotonic - member.lastReceiverReport >= reportInterval {
                 rtcp.sendReport(to: member, now: now)
             }
         }

@@ -38,25 +38,23 @@ extension RelayCore {
     /// is mirrored here.
     func nextTimerWork() -> Int64 {
         var due = calls.nextRingDeadline
+        let timeout = config.memberTimeout, reportInterval = config.receiverReportInterval
+        let housekeepingDue = lastHousekeeping &+ Self.housekeepingInterval
         for entry in sessions.byConnection.values {
-            let session = entry.session
-            due = min(due, session.channel.serviceDue)
-            guard case .member(let member) = entry else {
-                due = min(due, session.lastHeard &+ config.memberTimeout &+ 1)
-                continue
-            }
-            if member.isRTPEndpoint {
-                if member.canPublish { due = min(due, session.lastHeard &+ config.memberTimeout &+ 1) }
-                continue
-            }
-            due = min(due, session.lastHeard &+ config.memberTimeout &+ 1)
-            if member.canPublish, member.receiveStats.packetsReceived > 0 {
-                // Sent on the housekeeping grid: at the first pass once the interval has passed.
-                due = min(due, max(member.lastReceiverReport &+ config.receiverReportInterval,
-                                   lastHousekeeping &+ Self.housekeepingInterval))
+            switch entry {
+            case .presence(let p):
+                due = min(due, p.session.nextDue(timeout: timeout))
+            case .member(let member):
+                // A plain-RTP endpoint times out only while it publishes; a subscribe-only one stays until deleted.
+                let endpoint = member.isRTPEndpoint
+                due = min(due, member.session.nextDue(timeout: timeout, timesOut: !endpoint || member.canPublish))
+                if !endpoint, member.canPublish, member.receiveStats.packetsReceived > 0 {
+                    // Sent on the housekeeping grid: at the first pass once the interval has passed.
+                    due = min(due, max(member.lastReceiverReport &+ reportInterval, housekeepingDue))
+                }
             }
         }
-        due = min(due, rooms.nextWork(housekeepingDue: lastHousekeeping &+ Self.housekeepingInterval))
+        due = min(due, rooms.nextWork(housekeepingDue: housekeepingDue))
         return due
     }
 

@@ -54,6 +54,21 @@ final class SignallingSession {
         self.lastHeard = now
     }
 
+    /// Media (RTP or RTCP) arrived from the peer at its worker's own port: it is alive, and signalling may leave
+    /// from that port too.
+    @inline(__always)
+    func heardMedia(at now: Int64) {
+        lastHeard = now
+        viaPublicPort = false
+    }
+
+    /// When `tick` next has work for this session: its channel's next transmission or, when it `timesOut`, the
+    /// moment it has been silent for longer than `timeout`.
+    @inline(__always)
+    func nextDue(timeout: Int64, timesOut: Bool = true) -> Int64 {
+        timesOut ? min(channel.serviceDue, lastHeard &+ timeout &+ 1) : channel.serviceDue
+    }
+
     /// Whether nothing was heard from the peer for longer than `timeout`.
     func isSilent(now: Int64, timeout: Int64) -> Bool { now - lastHeard > timeout }
 
