@@ -163,18 +163,29 @@ extension RelayCore {
         var expired: [SessionTable.Entry] = [], slow: [SessionTable.Entry] = []
         let timeout = config.memberTimeout, reportInterval = config.receiverReportInterval
         for entry in sessions.byConnection.values {
-            let session = entry.session
-            if session.channel.serviceDue <= now.monotonic { outbox.pump(session, now: now) }
-            let silent = session.isSilent(now: now.monotonic, timeout: timeout)
-            if !session.signals {
-                if case .member(let m) = entry, m.canPublish && silent { expired.append(entry) }
-            } else if session.channel.overflowed {
-                slow.append(entry)
-            } else if session.channel.failed || silent {
-                expired.append(entry)
-            } else if housekeeping, case .member(let member) = entry, member.canPublish, member.receiveStats.packetsReceived > 0,
-                      now.monotonic - member.lastReceiverReport >= reportInterval {
-                rtcp.sendReport(to: member, now: now)
+            switch entry {
+            case .presence(let p):
+                if p.session.channel.serviceDue <= now.monotonic { outbox.pump(p.session, now: now) }
+                switch p.session.health(now: now.monotonic, timeout: timeout) {
+                case .alive: break
+                case .slow: slow.append(entry)
+                case .expired: expired.append(entry)
+                }
+            case .member(let member):
+                if member.isRTPEndpoint {
+                    if member.canPublish && member.session.isSilent(now: now.monotonic, timeout: timeout) { expired.append(entry) }
+                    continue
+                }
+                if member.session.channel.serviceDue <= now.monotonic { outbox.pump(member.session, now: now) }
+                switch member.session.health(now: now.monotonic, timeout: timeout) {
+                case .slow: slow.append(entry)
+                case .expired: expired.append(entry)
+                case .alive:
+                    if housekeeping, member.canPublish, member.receiveStats.packetsReceived > 0,
+                       now.monotonic - member.lastReceiverReport >= reportInterval {
+                        rtcp.sendReport(to: member, now: now)
+                    }
+                }
             }
         }
         for entry in expired where sessions.holds(entry) {

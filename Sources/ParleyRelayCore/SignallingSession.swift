@@ -69,6 +69,24 @@ final class SignallingSession {
         timesOut ? min(channel.serviceDue, lastHeard &+ timeout &+ 1) : channel.serviceDue
     }
 
+    /// How a session stands at a timer scan.
+    enum Health {
+        /// Nothing to do.
+        case alive
+        /// Its reliable queue overflowed: the peer is not keeping up.
+        case slow
+        /// Silent for longer than the timeout, or its channel gave up retransmitting.
+        case expired
+    }
+
+    /// How this session stands at `now` (after its channel was pumped).
+    @inline(__always)
+    func health(now: Int64, timeout: Int64) -> Health {
+        if channel.overflowed { return .slow }
+        if channel.failed || isSilent(now: now, timeout: timeout) { return .expired }
+        return .alive
+    }
+
     /// Whether nothing was heard from the peer for longer than `timeout`.
     func isSilent(now: Int64, timeout: Int64) -> Bool { now - lastHeard > timeout }
 
