@@ -11,6 +11,8 @@ final class Outbox {
     var counters = RelayCounters()
     let config: RelayCoreConfig
     let log: LogSink
+    /// Answers to addresses not yet verified (cookies, path challenges) this worker sends per second.
+    private var unverifiedAnswers: TokenBucket
     private var dropLogWindow = [Int64](repeating: .min / 2, count: DropReason.allCases.count)
     private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
 
@@ -18,7 +20,11 @@ final class Outbox {
         self.output = output
         self.config = config
         self.log = log
+        unverifiedAnswers = TokenBucket(ratePerSecond: config.retriesPerSecond, burst: config.retriesPerSecond)
     }
+
+    /// Takes one answer to an unverified address from the worker's budget (`retriesPerSecond`); false when spent.
+    func takeUnverifiedAnswer(now: Int64) -> Bool { unverifiedAnswers.take(now: now) }
 
     deinit { scratch.deallocate() }
 

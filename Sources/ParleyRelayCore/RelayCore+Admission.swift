@@ -14,7 +14,7 @@ extension RelayCore {
                                 viaPublicPort: Bool, accept: () -> Void) {
         guard shared.cookies.verify(cookie, for: from, unixSeconds: now.unixSeconds) else {
             if !cookie.isEmpty { outbox.counters.drops[DropReason.badCookie.rawValue] &+= 1 }
-            guard retryBucket.take(now: now.monotonic) else { return outbox.drop(.joinFlood, from: from, now: now) }
+            guard outbox.takeUnverifiedAnswer(now: now.monotonic) else { return outbox.drop(.joinFlood, from: from, now: now) }
             // Unverified address: never answer with more bytes than arrived.
             outbox.sendSignal(.retry(cookie: shared.cookies.mint(for: from, unixSeconds: now.unixSeconds)), to: from,
                        connectionID: 0, viaPublicPort: viaPublicPort, limit: bytes.count)

@@ -7,7 +7,7 @@ extension RelayCore {
     /// The per-packet path: latch check, stats, history, speaker selection, fan-out. No allocation.
     func handleRTP(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
         guard let member = sessions.member(at: from) else {
-            challengeRTPSender(bytes, from: from, now: now)
+            paths.challengeRTPSender(bytes, from: from, now: now)
             return outbox.drop(.unknownSender, from: from, now: now)
         }
         let packet: RTPPacketView

@@ -29,15 +29,17 @@ extension RelayCore {
                 admitPresence(request, from: from, received: bytes.count, now: now, viaPublicPort: viaPublicPort)
             }
         case .resume(let timestamp, let proof):
-            handleResume(connectionID: datagram.connectionID, timestamp: timestamp, proof: proof, received: bytes.count,
+            paths.resume(connectionID: datagram.connectionID, timestamp: timestamp, proof: proof, received: bytes.count,
                          from: from, now: now, viaPublicPort: viaPublicPort)
         case .pathResponse(let challenge, let proof):
-            handlePathResponse(connectionID: datagram.connectionID, challenge: challenge, proof: proof, from: from, now: now,
-                               viaPublicPort: viaPublicPort)
+            if let entry = paths.validatedPath(connectionID: datagram.connectionID, challenge: challenge, proof: proof, from: from,
+                                               now: now) {
+                move(entry, to: from, now: now, viaPublicPort: viaPublicPort)
+            }
         default:
             // A session's traffic from an address it has not proven (NAT rebinding): challenge the address, drop the datagram.
             if datagram.connectionID != 0 {
-                _ = challengeUnknownAddress(connectionID: datagram.connectionID, from: from, received: bytes.count, now: now,
+                _ = paths.challengeUnknownAddress(connectionID: datagram.connectionID, from: from, received: bytes.count, now: now,
                                             viaPublicPort: viaPublicPort)
             }
             outbox.drop(.unknownSender, from: from, now: now)
@@ -196,5 +198,24 @@ extension RelayCore {
             outbox.countSlowSession(entry.session.channel)
             removeSession(entry, reason: Outbox.notKeepingUp, goodbye: .timedOut, now: now)
         }
+    }
+
+    /// Moves a session whose new address answered its challenge (a session already at that address is removed).
+    func move(_ entry: SessionTable.Entry, to from: PeerAddress, now: Moment, viaPublicPort: Bool) {
+        let session = entry.session
+        sessions.unlink(session.address, from: entry)
+        if let other = sessions.byAddress[from] { removeSession(other, reason: "address taken over", goodbye: nil, now: now) }
+        let old = session.address
+        switch entry {
+        case .member(let m): m.address = from  // through the member: its room's fan-out table follows
+        case .presence: session.address = from
+        }
+        session.viaPublicPort = viaPublicPort
+        session.lastHeard = now.monotonic
+        sessions.link(from, to: entry)
+        outbox.counters.resumes &+= 1
+        outbox.send(.resumed, to: session, now: now)
+        noteTimerWork(at: now.monotonic)
+        if log.threshold <= .info { log.write(.info, "\(entry.label) moved: \(old) → \(from)") }
     }
 }

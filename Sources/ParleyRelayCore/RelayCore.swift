@@ -36,8 +36,10 @@ public final class RelayCore {
     let rtcp: RTCPFeedback
     /// Where every random number the core uses comes from.
     let random: RelayRandom
+    /// Joins and registers with a valid cookie this worker admits per second.
     var joinBucket: TokenBucket
-    var retryBucket: TokenBucket
+    /// Moves sessions to new addresses once those proved themselves.
+    let paths: PathValidator
     var lastHousekeeping: Int64 = .min / 2
     var shuttingDown = false
     var backendMessageID: UInt32 = 0
@@ -59,7 +61,7 @@ public final class RelayCore {
         self.rooms = RoomTable(shared: shared, workerIndex: workerIndex, outbox: outbox, random: random)
         self.calls = CallRouter(outbox: outbox, directory: presence, signer: shared.callSigner, random: random)
         joinBucket = TokenBucket(ratePerSecond: shared.config.joinsPerSecond, burst: shared.config.joinsPerSecond * 2)
-        retryBucket = TokenBucket(ratePerSecond: shared.config.retriesPerSecond, burst: shared.config.retriesPerSecond)
+        paths = PathValidator(sessions: sessions, outbox: outbox, challenges: shared.pathChallenges)
     }
 
     /// A fresh SSRC for a new member: in 1…2³¹−1, not the relay's and not another member's of this worker.
@@ -126,28 +128,5 @@ public final class RelayCore {
                                 },
                                 forwardedSpeakers: room.selector.forwarded)
         }
-    }
-}
-
-/// A token bucket: `take()` succeeds while tokens remain, refilled at `ratePerSecond` up to `burst`.
-struct TokenBucket {
-    let ratePerSecond: Double
-    let burst: Double
-    var tokens: Double
-    var last: Int64 = 0
-
-    init(ratePerSecond: Double, burst: Double) {
-        self.ratePerSecond = ratePerSecond
-        self.burst = max(1, burst)
-        self.tokens = max(1, burst)
-    }
-
-    mutating func take(now: Int64) -> Bool {
-        let elapsed = Double(max(0, now - last)) / 1e9
-        last = now
-        tokens = min(burst, tokens + elapsed * ratePerSecond)
-        guard tokens >= 1 else { return false }
-        tokens -= 1
-        return true
     }
 }

@@ -30,7 +30,7 @@ final class SignallingSession {
     /// When anything was last heard from the peer (monotonic ns): a session silent for `memberTimeout` is removed.
     var lastHeard: Int64
     /// Path validation (`PathChallenge`): the issue time of the last challenge this session answered (each is
-    /// single-use), and when it was last sent one (at most one per `RelayCore.pathChallengeInterval`).
+    /// single-use), and when it was last sent one (at most one per `PathValidator.challengeInterval`).
     var pathValidatedAt: Int64 = .min
     var lastChallengeSent: Int64 = .min / 2
     /// Reliable, ordered messages both ways.
