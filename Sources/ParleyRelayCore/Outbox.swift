@@ -141,4 +141,13 @@ final class Outbox {
         sendSignal(.goodbye(code: code, reason: reason), to: session.address, connectionID: session.connectionID,
                    ack: session.channel.ackNumber, viaPublicPort: session.viaPublicPort)
     }
+
+    /// The reason a text status gives for recipients that were not keeping up ("" for none).
+    static func laggards(_ identities: [String]) -> String {
+        switch identities.count {
+        case 0: ""
+        case 1: "\(identities[0]) is not keeping up"
+        default: "\(identities.count) members are not keeping up"
+        }
+    }
 }

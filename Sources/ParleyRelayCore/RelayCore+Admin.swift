@@ -67,7 +67,7 @@ extension RelayCore {
     public func setMuted(room name: String, identity: String, muted: Bool, now: Moment) -> AdminResult {
         guard let room = rooms[name] else { return .notFound("room \(name) does not exist") }
         guard let member = room.member(identity: identity) else { return .notFound("\(identity) is not in room \(name)") }
-        setMuted(member, muted, now: now)
+        rooms.setMuted(member, muted, now: now)
         return .ok
     }
 

@@ -77,8 +77,8 @@ extension RelayCore {
             case .sendText(let to, let fragment):
                 for finished in session.texts.take(fragment) {
                     switch (finished, entry) {
-                    case (.text(let id, let text), .member(let m)): deliverText(text, from: m, to: to, messageID: id, now: now)
-                    case (.text(let id, let text), .presence(let p)): deliverDirectText(text, from: p, to: to, messageID: id, now: now)
+                    case (.text(let id, let text), .member(let m)): rooms.deliverText(text, from: m, to: to, messageID: id, now: now)
+                    case (.text(let id, let text), .presence(let p)): presence.deliverDirectText(text, from: p, to: to, messageID: id, now: now)
                     case (.refused(let id, let why), _): outbox.enqueue(.textStatus(messageID: id, delivered: false, reason: why.reason), to: session)
                     }
                 }
@@ -131,7 +131,7 @@ extension RelayCore {
     /// What only a room member sends; false for anything else.
     func handleMemberMessage(_ message: SignalMessage, from member: Member, now: Moment) -> Bool {
         switch message {
-        case .setMuted(let muted): setMuted(member, muted, now: now)
+        case .setMuted(let muted): rooms.setMuted(member, muted, now: now)
         default: return false
         }
         return true
@@ -155,6 +155,23 @@ extension RelayCore {
         case .member(let m): removeMember(m, reason: reason, goodbye: goodbye, now: now)
         case .presence(let p): removePresence(p, reason: reason, goodbye: goodbye, now: now)
         }
+    }
+
+    /// Removes a member: tells it why (when `goodbye` is set) and tells the room it left.
+    func removeMember(_ member: Member, reason: String, goodbye: GoodbyeCode?, now: Moment) {
+        if let code = goodbye { outbox.sayGoodbye(code, reason, to: member.session) }
+        sessions.remove(.member(member), at: member.isRTPEndpoint ? member.rtpSource : member.address)
+        sessions.bySSRC[member.ssrc] = nil
+        rooms.memberLeft(member, reason: reason, now: now)
+    }
+
+    /// Forgets a presence session (telling it why when `goodbye` is set); its call ends for the other party.
+    func removePresence(_ p: Presence, reason: String, goodbye: GoodbyeCode?, now: Moment) {
+        if let code = goodbye { outbox.sayGoodbye(code, reason, to: p.session) }
+        sessions.remove(.presence(p), at: p.session.address)
+        presence.remove(p)
+        if let call = p.call { calls.end(call, .connectionLost, detail: "connection lost", notifying: [call.other(than: p)], now: now) }
+        if log.threshold <= .info { log.write(.info, "\(p.identity) offline: \(reason)") }
     }
 
     /// The one timeout scan: sends what each session's channel has due, removes sessions whose queue overflowed

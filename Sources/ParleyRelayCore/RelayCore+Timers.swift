@@ -69,7 +69,8 @@ extension RelayCore {
         for entry in all {
             for _ in 0..<2 { outbox.sayGoodbye(.relayShutdown, "the relay is shutting down", to: entry.session) }
         }
-        shutdownPresence(now: now)
+        calls.endAll(detail: "the relay is shutting down", now: now)
+        presence.removeAll()
         sessions.removeAll()
         rooms.removeAll()
     }

@@ -28,8 +28,8 @@ public final class RelayCore {
     let rooms: RoomTable
     /// Every session (members, plain-RTP endpoints, presence) by address and connection id.
     let sessions = SessionTable()
-    /// Online identities (used on worker 0 only; see `RelayCore+Presence.swift`).
-    let presence = PresenceDirectory()
+    /// Online identities and their direct texts (worker 0 only).
+    let presence: PresenceDirectory
     /// Calls between online identities (worker 0 only).
     let calls: CallRouter
     /// RTCP from and to members: reports, NACKs, the relay's receiver reports.
@@ -58,6 +58,7 @@ public final class RelayCore {
         let random = RelayRandom(random)
         self.random = random
         self.rtcp = RTCPFeedback(relaySSRC: random.ssrc(), sessions: sessions, outbox: outbox)
+        self.presence = PresenceDirectory(outbox: outbox)
         self.rooms = RoomTable(shared: shared, workerIndex: workerIndex, outbox: outbox, random: random)
         self.calls = CallRouter(outbox: outbox, directory: presence, signer: shared.callSigner, random: random)
         joinBucket = TokenBucket(ratePerSecond: shared.config.joinsPerSecond, burst: shared.config.joinsPerSecond * 2)
@@ -129,4 +130,26 @@ public final class RelayCore {
                                 forwardedSpeakers: room.selector.forwarded)
         }
     }
+
+    /// Online identities on this worker (only worker 0 has any), by identity.
+    public func presenceSnapshot() -> [PresenceSnapshot] {
+        presence.byIdentity.values.sorted { $0.identity < $1.identity }.map {
+            PresenceSnapshot(identity: $0.identity, name: $0.name, address: $0.session.address,
+                             registeredAtUnixMilliseconds: $0.registeredAtUnixMilliseconds, callID: $0.call?.id)
+        }
+    }
+
+    /// Calls ringing or answered, oldest first.
+    public func callSnapshot() -> [CallSnapshot] {
+        calls.snapshot()
+    }
+
+    /// The recent call events, oldest first, without removing them (at most `callEventCapacity`).
+    public var recentCallEvents: [CallEvent] { calls.events.events }
+
+    /// Takes the recent call events, oldest first, and empties the log.
+    public func drainCallEvents() -> [CallEvent] { calls.events.drain() }
+
+    /// Call events overwritten in the log before they were drained.
+    public var callEventsOverwritten: UInt64 { calls.events.overwritten }
 }

@@ -75,7 +75,7 @@ public struct RelayCoreConfig: Sendable {
     /// The longest datagram accepted.
     public var maxDatagramSize = 1500
 
-    // MARK: Presence and calls (`RelayCore+Presence.swift`, `CallRouter.swift`, `Call.swift`)
+    // MARK: Presence and calls (`PresenceDirectory.swift`, `CallRouter.swift`, `Call.swift`)
 
     /// A call not answered within this long ends: the caller hears `noAnswer`.
     public var ringTimeout: Int64 = 30 * 1_000_000_000

@@ -1,9 +1,10 @@
 import ParleyWire
 
-/// The rooms one core owns: opening (against the relay's room budget) and forgetting them, announcing each room's
-/// speakers, closing rooms left empty, and the log of room and member events for the HTTP API. Members come and go
-/// through the core (`RelayCore.removeMember`, admission), which touches this table, the session table and the SSRC
-/// table together. Owned by one `RelayCore` (one thread).
+/// The rooms one core owns: opening (against the relay's room budget) and forgetting them, what happens in a room
+/// besides media (a member leaving, mute, texts between members), announcing each room's speakers, closing rooms
+/// left empty, and the log of room and member events for the HTTP API. Members join and leave through the core
+/// (admission, `RelayCore.removeMember`), which updates the session table and this one together. Owned by one
+/// `RelayCore` (one thread).
 final class RoomTable {
     /// Rooms by name.
     private(set) var byName: [String: Room] = [:]
@@ -131,6 +132,58 @@ final class RoomTable {
         room.lastSpeakerPush = now.monotonic
         room.speakerPushDue = nil
         broadcast(.speakers(entries), in: room, including: { $0.wantsSpeakerLists }, now: now)
+    }
+
+    /// The room's side of a member leaving: out of the room and its speaker selection and mixer, the room told, the
+    /// event logged; an emptied room starts its empty timeout.
+    func memberLeft(_ member: Member, reason: String, now: Moment) {
+        let room = member.room
+        room.members.removeAll { $0 === member }
+        if room.selector.remove(member.id) { scheduleSpeakerPush(room, now: now) }
+        broadcast(.memberEvent(kind: .left, member: member.entry, reason: reason), in: room, now: now)
+        room.mix?.remove(member)
+        events.append(RelayEvent(kind: .memberLeft, room: room.name, identity: member.identity, detail: reason,
+                                 unixMilliseconds: now.unixMilliseconds))
+        if room.members.isEmpty {
+            room.emptySince = now.monotonic
+            room.mix?.stop()
+        }
+        if log.threshold <= .info { log.write(.info, "\(member.identity) left \(room.name): \(reason)") }
+    }
+
+    /// Mutes or unmutes a member and tells the room (the member included).
+    func setMuted(_ member: Member, _ muted: Bool, now: Moment) {
+        guard member.muted != muted else { return }
+        member.muted = muted
+        let room = member.room
+        if muted, room.selector.remove(member.id) { scheduleSpeakerPush(room, now: now) }
+        broadcast(.memberEvent(kind: muted ? .muted : .unmuted, member: member.entry, reason: ""), in: room, now: now)
+        events.append(RelayEvent(kind: muted ? .memberMuted : .memberUnmuted, room: room.name, identity: member.identity,
+                                 unixMilliseconds: now.unixMilliseconds))
+    }
+
+    /// Queues a text to its recipients in the room, skipping those that are not keeping up (`textQueueLimit`), and
+    /// tells the sender: delivered when anyone took it, with the laggards named in the reason.
+    func deliverText(_ text: String, from member: Member, to identity: String, messageID: UInt32, now: Moment) {
+        let room = member.room
+        let recipients = identity.isEmpty ? room.members.filter { $0 !== member } : room.members.filter { $0.identity == identity }
+        let fragments = TextFragment.split(text, messageID: messageID) ?? []
+        var taken = 0
+        var behind: [String] = []
+        for r in recipients {
+            guard outbox.canTakeText(r.session.channel, fragments: fragments.count) else {
+                behind.append(r.identity)
+                continue
+            }
+            for f in fragments {
+                outbox.enqueue(.text(fromMemberID: member.id, fromIdentity: member.identity, direct: !identity.isEmpty, fragment: f), to: r.session)
+            }
+            outbox.pump(r.session, now: now)
+            taken += 1
+        }
+        let reason = recipients.isEmpty ? (identity.isEmpty ? "nobody else is in the room" : "\(identity) is not in the room")
+            : Outbox.laggards(behind)
+        outbox.enqueue(.textStatus(messageID: messageID, delivered: taken > 0, reason: reason), to: member.session)
     }
 
     /// Speaker pushes that fell due (and, on the housekeeping grid, lists gone stale), and rooms empty long enough to
