@@ -4,7 +4,9 @@ import ParleyWire
 /// Signalling for every kind of session, in one path: a datagram finds its session in `sessions` (one lookup), the
 /// session's reliable channel delivers its messages in order, and what every session understands (keepalive, leave,
 /// resume, texts, acks) is handled here once; only what belongs to a member (mute, room texts) or to a presence
-/// session (calls, direct texts) goes to its owner. Also the one timeout scan and the one removal.
+/// session (calls, direct texts) goes to its owner (`RoomTable`, `PresenceDirectory`, `CallRouter`). Datagrams from an
+/// unknown address go to admission or `PathValidator`. Also the one removal, the one timeout scan, and the one move
+/// to a proven address, for members and presence sessions alike.
 extension RelayCore {
     func handleSignalling(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment, viaPublicPort: Bool) {
         let datagram: SignalDatagram
