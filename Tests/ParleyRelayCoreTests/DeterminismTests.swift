@@ -15,6 +15,8 @@ struct DeterminismTests {
     final class Recorder {
         let core: RelayCore
         var sent: [[UInt8]] = []
+        /// RTP datagrams among `sent` (forwarded media).
+        var rtp = 0
 
         init(seed: UInt64) {
             let shared = RelayShared(config: RelayCoreConfig(), verifier: TokenVerifier(keys: ["devkey": FakeNetwork.apiSecret]),
@@ -31,6 +33,7 @@ struct DeterminismTests {
             for i in 0..<core.output.count {
                 let d = core.output[i]
                 out.append(Array(d.bytes))
+                if d.bytes.first.map({ $0 & 0xC0 == 0x80 }) == true { rtp += 1 }
                 sent.append(Array(d.to.addressBytes) + [UInt8(d.to.port >> 8), UInt8(d.to.port & 0xFF)] + Array(d.bytes))
             }
             core.outputSent()
@@ -63,7 +66,7 @@ struct DeterminismTests {
     enum DeterminismError: Error { case noRetry, noWelcome }
 
     /// Alice and bob join, alice speaks three packets, bob leaves: the whole conversation as the relay sent it.
-    static func conversation(seed: UInt64) throws -> (sent: [[UInt8]], welcomes: [Welcome]) {
+    static func conversation(seed: UInt64) throws -> (sent: [[UInt8]], welcomes: [Welcome], rtp: Int) {
         let relay = Recorder(seed: seed)
         let a = try relay.join("alice", from: alice)
         let b = try relay.join("bob", from: bob)
@@ -75,14 +78,15 @@ struct DeterminismTests {
                                                         unixMilliseconds: moment.unixMilliseconds + Int64(seq) * 20))
         }
         relay.feed(try SignalDatagram(connectionID: b.connectionID, sequence: 1, ack: 1, message: .leave).serialized(), from: bob)
-        return (relay.sent, [a.welcome, b.welcome])
+        return (relay.sent, [a.welcome, b.welcome], relay.rtp)
     }
 
     @Test("two cores with the same seed fed the same datagrams send identical bytes")
     func sameSeedSameBytes() throws {
         let first = try Self.conversation(seed: 42)
         let second = try Self.conversation(seed: 42)
-        #expect(first.sent.count >= 8)  // retries, welcomes, member events, forwarded media
+        #expect(first.rtp == 3)  // alice's three packets, forwarded to bob
+        #expect(first.sent.count >= 8)  // and retries, welcomes, member pages and events, bob's leave
         #expect(first.sent == second.sent)
         #expect(first.welcomes.map(\.sessionSecret) == second.welcomes.map(\.sessionSecret))
     }
