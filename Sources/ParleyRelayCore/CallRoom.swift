@@ -18,10 +18,10 @@ enum CallRoom {
     static func isCallRoom(_ name: String) -> Bool { name.hasPrefix(prefix) }
 
     /// A fresh, unguessable call room name.
-    static func newName() -> String {
+    static func newName(_ random: RelayRandom) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var name = Array(prefix.utf8)
-        for b in Crypto.randomBytes(16) {
+        for b in random.bytes(16) {
             name.append(digits[Int(b >> 4)])
             name.append(digits[Int(b & 0x0F)])
         }

@@ -9,9 +9,9 @@ package struct LiveCounts: Equatable, CustomStringConvertible {
     package var roomMembers = 0, fanOutMembers = 0, mixMembers = 0
     /// Per-member state kept by rooms: speaker-selection states and mix inputs (jitter buffer, decoder, encoder).
     package var speakerStates = 0, mixInputs = 0
-    /// The core's member tables, and the NACK histories its members hold (allocated at a member's first RTP packet).
+    /// The core's member entries in its session table and SSRC table, and the NACK histories its members hold (allocated at a member's first RTP packet).
     package var byConnection = 0, byAddress = 0, bySSRC = 0, nackHistories = 0
-    /// Presence sessions by connection, address and identity, and calls ringing or answered.
+    /// Presence sessions in the session table (by connection and address) and by identity, and calls ringing or answered.
     package var presenceByConnection = 0, presenceByAddress = 0, presenceByIdentity = 0, calls = 0
 
     /// Every table empty.
@@ -30,7 +30,7 @@ extension RelayCore {
     package var liveCounts: LiveCounts {
         var c = LiveCounts()
         c.rooms = rooms.count
-        c.mixRooms = mixRooms.count
+        c.mixRooms = rooms.mixRooms.count
         for room in rooms.values {
             c.roomMembers += room.members.count
             c.fanOutMembers += room.fanOut.heldMembers
@@ -38,14 +38,20 @@ extension RelayCore {
             c.speakerStates += room.selector.trackedMembers
             c.mixInputs += room.mix?.inputCount ?? 0
         }
-        c.byConnection = byConnection.count
-        c.byAddress = byAddress.count
-        c.bySSRC = bySSRC.count
-        for m in byConnection.values where m.history != nil { c.nackHistories += 1 }
-        c.presenceByConnection = presence.byConnection.count
-        c.presenceByAddress = presence.byAddress.count
+        for entry in sessions.byConnection.values {
+            switch entry {
+            case .member(let m):
+                c.byConnection += 1
+                if m.history != nil { c.nackHistories += 1 }
+            case .presence: c.presenceByConnection += 1
+            }
+        }
+        for entry in sessions.byAddress.values {
+            if case .member = entry { c.byAddress += 1 } else { c.presenceByAddress += 1 }
+        }
+        c.bySSRC = sessions.bySSRC.count
         c.presenceByIdentity = presence.byIdentity.count
-        c.calls = presence.calls.count
+        c.calls = calls.active.count
         return c
     }
 }

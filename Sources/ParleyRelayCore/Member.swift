@@ -15,40 +15,30 @@ public struct MemberStats: Sendable, Equatable {
 /// One member of a room, owned by the worker that owns the room.
 final class Member {
     // What the room's fan-out table copies (see `FanOutTable`): changing it marks the table for a rebuild.
-    var address: PeerAddress { didSet { room.fanOut.invalidate() } }
+    var address: PeerAddress {
+        get { session.address }
+        set { session.address = newValue; room.fanOut.invalidate() }
+    }
     let canSubscribe: Bool
     /// Whether `address` is somewhere to send media (false for an RTP endpoint until it latches or is given one).
     var hasDestination = true { didSet { room.fanOut.invalidate() } }
-    /// A plain-RTP endpoint created by the HTTP API: no signalling, address latched from its first RTP packet.
-    var isRTPEndpoint = false { didSet { room.fanOut.invalidate() } }
+    /// A plain-RTP endpoint created by the HTTP API: no signalling, addresses named by the backend.
+    var isRTPEndpoint: Bool { !session.signals }
     /// Traffic counters. Forwarded media is counted in the room's fan-out table first: read these after
     /// `room.fanOut.foldCounters()`.
     var stats = MemberStats()
 
     let id: UInt32
-    let connectionID: UInt32
+    /// The member's signalling session (handshake results, channel, keepalive, path validation).
+    let session: SignallingSession
     /// Assigned at join; an RTP endpoint takes the SSRC of its first packet (see `RelayCore+RTPEndpoints.swift`).
     var ssrc: UInt32
-    let identity: String
-    let name: String
     let canPublish: Bool
-    let sessionSecret: [UInt8]
-    let joinNonce: [UInt8]
     let joinedAtUnixMilliseconds: Int64
-    let token: String
     /// Strong: a removed member leaves `room.members`, and the room's derived tables let go of it then too (the
     /// fan-out table as it goes stale, the mixer after each frame), which breaks the cycle (see `LiveCounts`).
     let room: Room
-    /// Signalling goes out of the public port until the member's first datagram reaches its worker's port.
-    var viaPublicPort: Bool
     var muted: Bool
-    var lastHeard: Int64
-    /// Path validation (`PathChallenge`): the issue time of the last challenge this session answered (each is
-    /// single-use), and when it was last sent one (at most one per `RelayCore.pathChallengeInterval`).
-    var pathValidatedAt: Int64 = .min
-    var lastChallengeSent: Int64 = .min / 2
-    var channel = ReliableChannel()
-    var texts = TextReassembler()
     var receiveStats = RTPReceiveStatistics(clockRate: 48_000)
     /// The member's last packets, to answer NACKs: nil until its first RTP packet (see `startHistory`).
     var history: PacketHistory?
@@ -58,7 +48,7 @@ final class Member {
     var lastSenderReport: (ntpMiddle: UInt32, at: Int64)?
     var lastReceiverReport: Int64 = 0
     /// What listeners reported about this member's stream, checked and aggregated for the relay's next receiver
-    /// report to it (forward mode; see `sendReceiverReport`).
+    /// report to it (forward mode; see `RTCPFeedback.sendReport`).
     var listenerReports = ListenerReports()
     /// Tells who speaks from the media it receives (join field 37): a forward room sends it no `speakers`.
     var speakersFromMedia = false
@@ -66,30 +56,29 @@ final class Member {
     /// speaks as plainly), in a forward room unless it tells speakers from the forwarded streams itself.
     var wantsSpeakerLists: Bool { !speakersFromMedia || room.mix != nil }
     /// Sequence number of the next mixed packet this member receives (mix mode).
-    var mixSequence = UInt16.random(in: 0...UInt16.max)
+    var mixSequence: UInt16
     /// The only address a publishing RTP endpoint's packets are accepted from (named at creation).
     var rtpSource: PeerAddress?
 
-    init(id: UInt32, connectionID: UInt32, ssrc: UInt32, identity: String, name: String, canPublish: Bool,
-         canSubscribe: Bool, sessionSecret: [UInt8], joinNonce: [UInt8], joinedAt: Int64, token: String, room: Room,
-         address: PeerAddress, viaPublicPort: Bool, muted: Bool, now: Int64) {
+    init(id: UInt32, session: SignallingSession, ssrc: UInt32, canPublish: Bool, canSubscribe: Bool, joinedAt: Int64,
+         room: Room, muted: Bool, mixSequence: UInt16) {
         self.id = id
-        self.connectionID = connectionID
+        self.session = session
         self.ssrc = ssrc
-        self.identity = identity
-        self.name = name
         self.canPublish = canPublish
         self.canSubscribe = canSubscribe
-        self.sessionSecret = sessionSecret
-        self.joinNonce = joinNonce
         self.joinedAtUnixMilliseconds = joinedAt
-        self.token = token
         self.room = room
-        self.address = address
-        self.viaPublicPort = viaPublicPort
         self.muted = muted
-        self.lastHeard = now
+        self.mixSequence = mixSequence
     }
+
+    /// Token `sub`.
+    var identity: String { session.identity }
+    /// Display name.
+    var name: String { session.name }
+    /// The session's connection id.
+    var connectionID: UInt32 { session.connectionID }
 
     var flags: MemberFlags {
         var f: MemberFlags = []
@@ -107,38 +96,6 @@ final class Member {
     }
 
     var entry: MemberEntry { MemberEntry(memberID: id, ssrc: ssrc, flags: flags, identity: identity, name: name) }
-}
-
-/// One room: its members, its speaker selection, and its speaker-announcement schedule.
-final class Room {
-    let name: String
-    let mode: String
-    let createdAtUnixMilliseconds: Int64
-    /// The identity whose join opened the room (counted against `maxRoomsPerIdentity`); nil for rooms the backend made.
-    let creator: String?
-    /// Members in join order. Any change marks `fanOut` for a rebuild.
-    var members: [Member] = [] { didSet { fanOut.invalidate() } }
-    /// The listeners as the forwarding loop reads them, derived from `members`.
-    let fanOut = FanOutTable()
-    var selector: SpeakerSelector
-    var emptySince: Int64?
-    var lastSpeakerPush: Int64 = .min / 2
-    var speakerPushDue: Int64?
-    var announcedSpeakers: [SpeakerEntry] = []
-    /// The mixer, in mix mode.
-    var mix: MixEngine?
-    /// Limits set by the HTTP API at creation (nil = the relay's defaults).
-    var maxMembers: Int?, emptyTimeout: Int64?
-
-    init(name: String, mode: String, createdAt: Int64, creator: String?, selector: SpeakerSelector) {
-        self.name = name
-        self.mode = mode
-        self.createdAtUnixMilliseconds = createdAt
-        self.creator = creator
-        self.selector = selector
-    }
-
-    func member(identity: String) -> Member? { members.first { $0.identity == identity } }
 }
 
 /// A read-only view of a member for reports and tests.
@@ -169,16 +126,3 @@ public struct MemberSnapshot: Sendable, Equatable {
     public var jitter: UInt32
 }
 
-/// A read-only view of a room.
-public struct RoomSnapshot: Sendable, Equatable {
-    /// Name.
-    public var name: String
-    /// "forward" or "mix".
-    public var mode: String
-    /// Created at (Unix ms).
-    public var createdAtUnixMilliseconds: Int64
-    /// Members.
-    public var members: [MemberSnapshot]
-    /// Member ids currently forwarded.
-    public var forwardedSpeakers: [UInt32]
-}

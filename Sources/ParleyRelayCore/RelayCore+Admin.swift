@@ -23,43 +23,9 @@ struct OpenRoomFailure: Error {
     var reason: String
 }
 
+/// The backend's commands (HTTP API): rooms created, closed and limited, members kicked and muted, texts from the
+/// backend, and the event stream.
 extension RelayCore {
-    /// Creates a room and its speaker selector (and mixer in mix mode), reserving it against `maxRooms`.
-    /// Fails when the relay is full or the mixer cannot start; the caller refuses.
-    func openRoom(name: String, mode: String, creator: String? = nil, now: Moment) -> Result<Room, OpenRoomFailure> {
-        if let creator {
-            if let failure = shared.tryReserveRoom(creator: creator) { return .failure(failure) }
-        } else {
-            guard shared.tryReserveRoom() else { return .failure(OpenRoomFailure(code: .tooManyRooms, reason: "the relay has reached its room limit")) }
-        }
-        let room = Room(name: name, mode: mode, createdAt: now.unixMilliseconds, creator: creator,
-                        selector: SpeakerSelector(capacity: config.maxForwardedSpeakers, rules: config.speech,
-                                                  releaseAfter: config.speakerReleaseAfter, minimumDwell: config.speakerMinimumDwell,
-                                                  hysteresis: config.speakerHysteresisDecibels))
-        if mode == "mix" {
-            do {
-                room.mix = try MixEngine(ssrc: Self.randomSSRC(), timestampBase: Crypto.randomUInt32(), config: config)
-            } catch {
-                shared.releaseRoom(creator: creator)
-                log.write(.error, "cannot create the mixer for \(name): \(error.message)")
-                return .failure(OpenRoomFailure(code: .badRequest, reason: "the relay could not start a mixer"))
-            }
-        }
-        rooms[name] = room
-        if room.mix != nil { mixRooms.append(room) }
-        events.append(RelayEvent(kind: .roomStarted, room: name, detail: mode, unixMilliseconds: now.unixMilliseconds))
-        if log.threshold <= .info { log.write(.info, "room \(name) opened (mode \(mode), worker \(workerIndex))") }
-        return .success(room)
-    }
-
-    /// Forgets a room (already emptied of members) and returns its reservation.
-    func forgetRoom(_ room: Room, reason: String, now: Moment) {
-        rooms[room.name] = nil
-        mixRooms.removeAll { $0 === room }
-        shared.releaseRoom(creator: room.creator)
-        events.append(RelayEvent(kind: .roomClosed, room: room.name, detail: reason, unixMilliseconds: now.unixMilliseconds))
-    }
-
     /// Creates an empty room from the backend: it closes after `emptyTimeout` (default: the relay's) unless
     /// someone joins; `maxMembers` (default: the relay's) caps its members.
     public func createRoom(name: String, mode: String?, maxMembers: Int?, emptyTimeout: Int64?, now: Moment) -> AdminResult {
@@ -67,7 +33,7 @@ extension RelayCore {
         guard rooms[name] == nil else { return .conflict("room \(name) already exists") }
         let mode = mode ?? config.defaultRoomMode
         let room: Room
-        switch openRoom(name: name, mode: mode, now: now) {
+        switch rooms.open(name: name, mode: mode, now: now) {
         case .success(let r): room = r
         case .failure(let f): return .unavailable(f.reason)
         }
@@ -84,7 +50,7 @@ extension RelayCore {
             removeMember(member, reason: reason, goodbye: .roomClosed, now: now)
         }
         room.mix?.stop()
-        forgetRoom(room, reason: reason, now: now)
+        rooms.forget(room, reason: reason, now: now)
         if log.threshold <= .info { log.write(.info, "room \(name) closed: \(reason)") }
         return .ok
     }
@@ -101,7 +67,7 @@ extension RelayCore {
     public func setMuted(room name: String, identity: String, muted: Bool, now: Moment) -> AdminResult {
         guard let room = rooms[name] else { return .notFound("room \(name) does not exist") }
         guard let member = room.member(identity: identity) else { return .notFound("\(identity) is not in room \(name)") }
-        setMuted(member, muted, now: now)
+        rooms.setMuted(member, muted, now: now)
         return .ok
     }
 
@@ -112,22 +78,22 @@ extension RelayCore {
         guard let fragments = TextFragment.split(text, messageID: backendMessageID) else {
             return .conflict("a text must be 1–\(Signalling.maxTextBytes) bytes")
         }
-        for member in room.members where canTakeText(member.channel, fragments: fragments.count) {
-            for f in fragments { enqueue(.text(fromMemberID: 0, fromIdentity: fromIdentity, direct: false, fragment: f), to: member) }
-            pump(member, now: now)
+        for member in room.members where outbox.canTakeText(member.session.channel, fragments: fragments.count) {
+            for f in fragments { outbox.enqueue(.text(fromMemberID: 0, fromIdentity: fromIdentity, direct: false, fragment: f), to: member.session) }
+            outbox.pump(member.session, now: now)
         }
         return .ok
     }
 
     /// Events since the last drain (room, member and call events), oldest first.
     public func drainEvents() -> [RelayEvent] {
-        var drained = events.drain()
+        var drained = rooms.events.drain()
         for call in drainCallEvents() { drained.append(RelayEvent(call)) }
         return drained
     }
 
     /// Bumped by every event: unchanged means no room or member came or went, and no one was (un)muted.
-    public var eventRevision: UInt64 { events.revision }
+    public var eventRevision: UInt64 { rooms.events.revision }
 
     /// The per-room limits set at creation (nil = the relay's defaults).
     public func roomLimits(_ name: String) -> (maxMembers: Int?, emptyTimeout: Int64?)? {

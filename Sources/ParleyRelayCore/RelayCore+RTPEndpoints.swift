@@ -19,6 +19,7 @@ public struct RTPEndpointInfo: Sendable, Equatable {
     public var memberID: UInt32
 }
 
+/// The backend's plain-RTP endpoints: members with no signalling whose addresses the backend names.
 extension RelayCore {
     /// Opus payload type of plain-RTP endpoints.
     public static let rtpEndpointPayloadType: UInt8 = 111
@@ -37,31 +38,27 @@ extension RelayCore {
         if publish && source == nil { return .invalid("a publishing endpoint needs source_address (or receive_address, when it sends from there)") }
         if subscribe && destination == nil { return .invalid("a subscribing endpoint needs receive_address") }
         guard room.member(identity: identity) == nil else { return .conflict("\(identity) is already in room \(name)") }
-        let capacity = CallRoom.isCallRoom(room.name) ? CallRoom.capacity : room.maxMembers ?? config.maxMembersPerRoom
+        let capacity = rooms.capacity(of: room)
         guard room.members.count < capacity else { return .conflict("room \(name) is full (\(capacity) members)") }
-        if let s = source, byAddress[s] != nil || presence.byAddress[s] != nil { return .conflict("\(s) is already a member's address") }
+        if let s = source, sessions.byAddress[s] != nil { return .conflict("\(s) is already a member's address") }
 
-        var connectionID: UInt32
-        repeat { connectionID = Crypto.randomUInt32() } while connectionID == 0 || byConnection[connectionID] != nil
-            || presence.byConnection[connectionID] != nil
+        let session = SignallingSession(connectionID: sessions.newConnectionID(random), identity: identity, name: displayName ?? "",
+                                        sessionSecret: [], nonce: [], token: "", signals: false,
+                                        address: destination ?? source ?? PeerAddress(ipv4: 0, port: 0), viaPublicPort: false,
+                                        now: now.monotonic)
         let ssrc = newMemberSSRC()
-        let member = Member(id: shared.nextMemberID(), connectionID: connectionID, ssrc: ssrc, identity: identity,
-                            name: displayName ?? "", canPublish: publish, canSubscribe: subscribe, sessionSecret: [],
-                            joinNonce: [], joinedAt: now.unixMilliseconds, token: "", room: room,
-                            address: destination ?? source ?? PeerAddress(ipv4: 0, port: 0), viaPublicPort: false, muted: false,
-                            now: now.monotonic)
-        member.isRTPEndpoint = true
+        let member = Member(id: shared.nextMemberID(), session: session, ssrc: ssrc, canPublish: publish, canSubscribe: subscribe,
+                            joinedAt: now.unixMilliseconds, room: room, muted: false, mixSequence: random.uint16())
         member.hasDestination = destination != nil
         member.rtpSource = source
         room.members.append(member)
         room.emptySince = nil
         room.mix?.start(now: now.monotonic)
-        byConnection[connectionID] = member
-        bySSRC[ssrc] = member
-        if let source { byAddress[source] = member }
+        sessions.add(.member(member), at: source)
+        sessions.bySSRC[ssrc] = member
         noteTimerWork(at: now.monotonic)
-        broadcast(.memberEvent(kind: .joined, member: member.entry, reason: ""), in: room, except: member, now: now)
-        events.append(RelayEvent(kind: .memberJoined, room: room.name, identity: identity, detail: member.name,
+        rooms.broadcast(.memberEvent(kind: .joined, member: member.entry, reason: ""), in: room, except: member, now: now)
+        rooms.events.append(RelayEvent(kind: .memberJoined, room: room.name, identity: identity, detail: member.name,
                                  unixMilliseconds: now.unixMilliseconds))
         if log.threshold <= .info {
             log.write(.info, "RTP endpoint \(identity) added to \(room.name) (member \(member.id), ssrc \(ssrc), from \(source.map(\.description) ?? "-"), to \(destination.map(\.description) ?? "-"))")
@@ -84,17 +81,12 @@ extension RelayCore {
     /// An endpoint's first packet may carry the tool's own SSRC (ffmpeg and GStreamer pick one unless told): it
     /// replaces the assigned one, once, when no other member uses it. Called only when the SSRC does not match.
     func adoptEndpointSSRC(_ member: Member, _ ssrc: UInt32) -> Bool {
-        guard member.isRTPEndpoint, member.stats.packetsIn == 0, bySSRC[ssrc] == nil else { return false }
-        bySSRC[member.ssrc] = nil
+        guard member.isRTPEndpoint, member.stats.packetsIn == 0, sessions.bySSRC[ssrc] == nil else { return false }
+        sessions.bySSRC[member.ssrc] = nil
         member.ssrc = ssrc
-        bySSRC[ssrc] = member
+        sessions.bySSRC[ssrc] = member
         if log.threshold <= .info { log.write(.info, "RTP endpoint \(member.identity) in \(member.room.name) sends as ssrc \(ssrc)") }
         return true
-    }
-
-    /// Forgets an endpoint's source address (called by `removeMember`).
-    func forgetRTPEndpoint(_ member: Member) {
-        if let source = member.rtpSource, byAddress[source] === member { byAddress[source] = nil }
     }
 
     /// The first forwarded member of `room` other than `listener` (what a plain-RTP endpoint hears in forward mode).

@@ -1,213 +1,240 @@
 import ParleyAuth
 import ParleyWire
 
+/// Signalling for every kind of session, in one path: a datagram finds its session in `sessions` (one lookup), the
+/// session's reliable channel delivers its messages in order, and what every session understands (keepalive, leave,
+/// resume, texts, acks) is handled here once; only what belongs to a member (mute, room texts) or to a presence
+/// session (calls, direct texts) goes to its owner (`RoomTable`, `PresenceDirectory`, `CallRouter`). Datagrams from an
+/// unknown address go to admission or `PathValidator`. Also the one removal, the one timeout scan, and the one move
+/// to a proven address, for members and presence sessions alike.
 extension RelayCore {
-    func handleMemberSignal(_ member: Member, _ datagram: SignalDatagram, bytes: UnsafeRawBufferPointer, now: Moment, viaPublicPort: Bool) {
-        member.lastHeard = now.monotonic
-        if !viaPublicPort { member.viaPublicPort = false }
-        let delivered = member.channel.receive(sequence: datagram.sequence, ack: datagram.ack, message: datagram.message,
-                                               now: now.monotonic)
+    func handleSignalling(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment, viaPublicPort: Bool) {
+        let datagram: SignalDatagram
+        do {
+            datagram = try SignalDatagram(parsing: bytes)
+        } catch {
+            return outbox.drop(.malformedSignalling, from: from, now: now)
+        }
+        if let entry = sessions.byAddress[from] {
+            return handleSessionSignal(entry, datagram, bytes: bytes, now: now, viaPublicPort: viaPublicPort)
+        }
+        noteTimerWork(at: now.monotonic)
+        switch datagram.message {
+        case .join(let request):
+            handleAdmissionRequest(cookie: request.cookie, owner: shared.worker(forRoom: request.room), bytes: bytes, from: from,
+                                   now: now, viaPublicPort: viaPublicPort) {
+                admit(request, from: from, received: bytes.count, now: now, viaPublicPort: viaPublicPort)
+            }
+        case .register(let request):
+            handleAdmissionRequest(cookie: request.cookie, owner: Self.presenceWorker, bytes: bytes, from: from, now: now,
+                                   viaPublicPort: viaPublicPort) {
+                admitPresence(request, from: from, received: bytes.count, now: now, viaPublicPort: viaPublicPort)
+            }
+        case .resume(let timestamp, let proof):
+            paths.resume(connectionID: datagram.connectionID, timestamp: timestamp, proof: proof, received: bytes.count,
+                         from: from, now: now, viaPublicPort: viaPublicPort)
+        case .pathResponse(let challenge, let proof):
+            if let entry = paths.validatedPath(connectionID: datagram.connectionID, challenge: challenge, proof: proof, from: from,
+                                               now: now) {
+                move(entry, to: from, now: now, viaPublicPort: viaPublicPort)
+            }
+        default:
+            // A session's traffic from an address it has not proven (NAT rebinding): challenge the address, drop the datagram.
+            if datagram.connectionID != 0 {
+                _ = paths.challengeUnknownAddress(connectionID: datagram.connectionID, from: from, received: bytes.count, now: now,
+                                            viaPublicPort: viaPublicPort)
+            }
+            outbox.drop(.unknownSender, from: from, now: now)
+        }
+    }
+
+    /// A datagram from a session's own address.
+    func handleSessionSignal(_ entry: SessionTable.Entry, _ datagram: SignalDatagram, bytes: UnsafeRawBufferPointer, now: Moment,
+                             viaPublicPort: Bool) {
+        let session = entry.session
+        switch (entry, datagram.message) {
+        case (.member, .join), (.presence, .register):
+            break  // a client that restarted on the same address may join or register afresh (handled below)
+        default:
+            guard datagram.connectionID == session.connectionID else { return outbox.drop(.connectionMismatch, from: session.address, now: now) }
+        }
+        if case .presence = entry { noteTimerWork(at: now.monotonic) }
+        session.lastHeard = now.monotonic
+        if !viaPublicPort { session.viaPublicPort = false }
+        let delivered = session.channel.receive(sequence: datagram.sequence, ack: datagram.ack, message: datagram.message,
+                                                now: now.monotonic)
         // Acks and pings (most of the signalling a room in steady state receives) change nothing `tick` looks at but
-        // this member's channel, whose next due time is marked after the pump below; anything else may.
+        // this session's channel, whose next due time is marked after the pump below; anything else may.
         if delivered.contains(where: { !$0.isAckOrPing }) { noteTimerWork(at: now.monotonic) }
         for message in delivered {
-            guard byConnection[member.connectionID] === member else { return }  // removed while handling
+            guard sessions.holds(entry) else { return }  // removed while handling
             switch message {
-            case .join(let request):
-                if request.nonce == member.joinNonce { continue }  // a repeat: the welcome is on its way
-                removeMember(member, reason: "rejoined", goodbye: nil, now: now)
-                handleJoinRequest(request, bytes: bytes, from: member.address, now: now, viaPublicPort: viaPublicPort)
-                return
             case .leave:
-                removeMember(member, reason: "left", goodbye: .left, now: now)
+                removeSession(entry, reason: "left", goodbye: .left, now: now)
                 return
             case .ping(let timestamp):
-                sendSignal(.pong(timestamp: timestamp), to: member.address, connectionID: member.connectionID,
-                           ack: member.channel.ackNumber, viaPublicPort: member.viaPublicPort)
-                member.channel.ackSent()
-            case .setMuted(let muted):
-                setMuted(member, muted, now: now)
+                outbox.sendSignal(.pong(timestamp: timestamp), to: session.address, connectionID: session.connectionID,
+                           ack: session.channel.ackNumber, viaPublicPort: session.viaPublicPort)
+                session.channel.ackSent()
             case .sendText(let to, let fragment):
-                for finished in member.texts.take(fragment) {
-                    switch finished {
-                    case .text(let id, let text): deliverText(text, from: member, to: to, messageID: id, now: now)
-                    case .refused(let id, let why): enqueue(.textStatus(messageID: id, delivered: false, reason: why.reason), to: member)
+                for finished in session.texts.take(fragment) {
+                    switch (finished, entry) {
+                    case (.text(let id, let text), .member(let m)): rooms.deliverText(text, from: m, to: to, messageID: id, now: now)
+                    case (.text(let id, let text), .presence(let p)): presence.deliverDirectText(text, from: p, to: to, messageID: id, now: now)
+                    case (.refused(let id, let why), _): outbox.enqueue(.textStatus(messageID: id, delivered: false, reason: why.reason), to: session)
                     }
                 }
             case .resume(let timestamp, let proof):
-                // From the member's own address: nothing moves, but the proof must hold like any other.
-                if resumeIsProven(timestamp: timestamp, proof: proof, secret: member.sessionSecret, connectionID: member.connectionID, now: now) {
-                    enqueue(.resumed, to: member)
+                // From the session's own address: nothing moves, but the proof must hold like any other.
+                if session.resumeIsProven(timestamp: timestamp, proof: proof, now: now) {
+                    outbox.enqueue(.resumed, to: session)
                 } else {
-                    drop(.resumeRejected, from: member.address, now: now)
+                    outbox.drop(.resumeRejected, from: session.address, now: now)
                 }
             case .pathResponse:
-                break  // an answer to a challenge from the address the member already has: nothing to move
+                break  // an answer to a challenge from the address the session already has: nothing to move
             case .ack:
                 break
+            case .join(let request):
+                guard case .member = entry else { outbox.drop(.unexpectedMessage, from: session.address, now: now); continue }
+                if request.nonce == session.nonce { continue }  // a repeat: the welcome is on its way
+                let address = session.address
+                removeSession(entry, reason: "rejoined", goodbye: nil, now: now)
+                handleAdmissionRequest(cookie: request.cookie, owner: shared.worker(forRoom: request.room), bytes: bytes, from: address,
+                                       now: now, viaPublicPort: viaPublicPort) {
+                    admit(request, from: address, received: bytes.count, now: now, viaPublicPort: viaPublicPort)
+                }
+                return
+            case .register(let request):
+                guard case .presence = entry else { outbox.drop(.unexpectedMessage, from: session.address, now: now); continue }
+                if request.nonce == session.nonce { continue }  // a repeat: the welcome is on its way
+                let address = session.address
+                removeSession(entry, reason: "registered again", goodbye: nil, now: now)
+                handleAdmissionRequest(cookie: request.cookie, owner: Self.presenceWorker, bytes: bytes, from: address, now: now,
+                                       viaPublicPort: viaPublicPort) {
+                    admitPresence(request, from: address, received: bytes.count, now: now, viaPublicPort: viaPublicPort)
+                }
+                return
             default:
-                drop(.unexpectedMessage, from: member.address, now: now)
+                let handled: Bool
+                switch entry {
+                case .member(let m): handled = handleMemberMessage(message, from: m, now: now)
+                case .presence(let p): handled = handlePresenceMessage(message, from: p, now: now)
+                }
+                if !handled { outbox.drop(.unexpectedMessage, from: session.address, now: now) }
             }
         }
-        if byConnection[member.connectionID] === member {
-            pump(member, now: now)
-            noteTimerWork(at: member.channel.serviceDue)
+        if sessions.holds(entry) {
+            outbox.pump(session, now: now)
+            noteTimerWork(at: session.channel.serviceDue)
         }
     }
 
-    /// Mutes or unmutes a member and tells the room (the member included).
-    func setMuted(_ member: Member, _ muted: Bool, now: Moment) {
-        guard member.muted != muted else { return }
-        member.muted = muted
-        let room = member.room
-        if muted, room.selector.remove(member.id) { scheduleSpeakerPush(room, now: now) }
-        broadcast(.memberEvent(kind: muted ? .muted : .unmuted, member: member.entry, reason: ""), in: room, now: now)
-        events.append(RelayEvent(kind: muted ? .memberMuted : .memberUnmuted, room: room.name, identity: member.identity,
-                                 unixMilliseconds: now.unixMilliseconds))
-    }
-
-    /// Queues a text to its recipients in the room, skipping those that are not keeping up (`textQueueLimit`), and
-    /// tells the sender: delivered when anyone took it, with the laggards named in the reason.
-    func deliverText(_ text: String, from member: Member, to identity: String, messageID: UInt32, now: Moment) {
-        let room = member.room
-        let recipients = identity.isEmpty ? room.members.filter { $0 !== member } : room.members.filter { $0.identity == identity }
-        let fragments = TextFragment.split(text, messageID: messageID) ?? []
-        var taken = 0
-        var behind: [String] = []
-        for r in recipients {
-            guard canTakeText(r.channel, fragments: fragments.count) else {
-                behind.append(r.identity)
-                continue
-            }
-            for f in fragments {
-                enqueue(.text(fromMemberID: member.id, fromIdentity: member.identity, direct: !identity.isEmpty, fragment: f), to: r)
-            }
-            pump(r, now: now)
-            taken += 1
+    /// What only a room member sends; false for anything else.
+    func handleMemberMessage(_ message: SignalMessage, from member: Member, now: Moment) -> Bool {
+        switch message {
+        case .setMuted(let muted): rooms.setMuted(member, muted, now: now)
+        default: return false
         }
-        let reason = recipients.isEmpty ? (identity.isEmpty ? "nobody else is in the room" : "\(identity) is not in the room")
-            : Self.laggards(behind)
-        enqueue(.textStatus(messageID: messageID, delivered: taken > 0, reason: reason), to: member)
+        return true
     }
 
-    /// The reason a text status gives for recipients that were not keeping up ("" for none).
-    static func laggards(_ identities: [String]) -> String {
-        switch identities.count {
-        case 0: ""
-        case 1: "\(identities[0]) is not keeping up"
-        default: "\(identities.count) members are not keeping up"
+    /// What only a presence session sends; false for anything else.
+    func handlePresenceMessage(_ message: SignalMessage, from p: Presence, now: Moment) -> Bool {
+        switch message {
+        case .callInvite(let callID, let to): calls.invite(from: p, callID: callID, to: to, now: now)
+        case .callAnswer(let callID, let accept): calls.answer(by: p, callID: callID, accept: accept, now: now)
+        case .callHangup(let callID): calls.hangUp(by: p, callID: callID, now: now)
+        default: return false
+        }
+        return true
+    }
+
+    /// Removes any session: a member leaves its room, a presence session goes offline (telling it why when
+    /// `goodbye` is set).
+    func removeSession(_ entry: SessionTable.Entry, reason: String, goodbye: GoodbyeCode?, now: Moment) {
+        switch entry {
+        case .member(let m): removeMember(m, reason: reason, goodbye: goodbye, now: now)
+        case .presence(let p): removePresence(p, reason: reason, goodbye: goodbye, now: now)
         }
     }
 
     /// Removes a member: tells it why (when `goodbye` is set) and tells the room it left.
     func removeMember(_ member: Member, reason: String, goodbye: GoodbyeCode?, now: Moment) {
-        if member.isRTPEndpoint { forgetRTPEndpoint(member) }
-        if let code = goodbye, !member.isRTPEndpoint {
-            sendSignal(.goodbye(code: code, reason: reason), to: member.address, connectionID: member.connectionID,
-                       ack: member.channel.ackNumber, viaPublicPort: member.viaPublicPort)
-        }
-        if byAddress[member.address] === member { byAddress[member.address] = nil }
-        byConnection[member.connectionID] = nil
-        bySSRC[member.ssrc] = nil
-        let room = member.room
-        room.members.removeAll { $0 === member }
-        if room.selector.remove(member.id) { scheduleSpeakerPush(room, now: now) }
-        broadcast(.memberEvent(kind: .left, member: member.entry, reason: reason), in: room, now: now)
-        room.mix?.remove(member)
-        events.append(RelayEvent(kind: .memberLeft, room: room.name, identity: member.identity, detail: reason,
-                                 unixMilliseconds: now.unixMilliseconds))
-        if room.members.isEmpty {
-            room.emptySince = now.monotonic
-            room.mix?.stop()
-        }
-        if log.threshold <= .info { log.write(.info, "\(member.identity) left \(room.name): \(reason)") }
+        if let code = goodbye { outbox.sayGoodbye(code, reason, to: member.session) }
+        sessions.remove(.member(member), at: member.isRTPEndpoint ? member.rtpSource : member.address)
+        sessions.bySSRC[member.ssrc] = nil
+        rooms.memberLeft(member, reason: reason, now: now)
     }
 
-    // MARK: Speakers
-
-    func speakerEntries(_ room: Room, now: Moment) -> [SpeakerEntry] {
-        room.selector.speaking(now: now.monotonic, hold: config.speakingHold).compactMap { s in
-            guard let m = room.members.first(where: { $0.id == s.member }) else { return nil }
-            return SpeakerEntry(memberID: m.id, ssrc: m.ssrc, level: s.level)
-        }
+    /// Forgets a presence session (telling it why when `goodbye` is set); its call ends for the other party.
+    func removePresence(_ p: Presence, reason: String, goodbye: GoodbyeCode?, now: Moment) {
+        if let code = goodbye { outbox.sayGoodbye(code, reason, to: p.session) }
+        sessions.remove(.presence(p), at: p.session.address)
+        presence.remove(p)
+        if let call = p.call { calls.end(call, .connectionLost, detail: "connection lost", notifying: [call.other(than: p)], now: now) }
+        if log.threshold <= .info { log.write(.info, "\(p.identity) offline: \(reason)") }
     }
 
-    /// Pushes the room's speaker list now if it changed and the rate limit for that kind of change allows, else
-    /// schedules it (a change of who speaks is never held back by a pending level-only update).
-    func scheduleSpeakerPush(_ room: Room, now: Moment) {
-        let change = speakerChange(room, now: now)
-        guard change != .none else {
-            room.speakerPushDue = nil
-            return
+    /// The one timeout scan: sends what each session's channel has due, removes sessions whose queue overflowed
+    /// (not keeping up) and those silent for `memberTimeout` or whose channel gave up, and sends the receiver
+    /// reports due on the housekeeping grid. A publishing plain-RTP endpoint times out without RTP; a subscribe-only
+    /// one stays until deleted.
+    func scanSessions(now: Moment, housekeeping: Bool) {
+        var expired: [SessionTable.Entry] = [], slow: [SessionTable.Entry] = []
+        let timeout = config.memberTimeout, reportInterval = config.receiverReportInterval
+        for entry in sessions.byConnection.values {
+            switch entry {
+            case .presence(let p):
+                if p.session.channel.serviceDue <= now.monotonic { outbox.pump(p.session, now: now) }
+                switch p.session.health(now: now.monotonic, timeout: timeout) {
+                case .alive: break
+                case .slow: slow.append(entry)
+                case .expired: expired.append(entry)
+                }
+            case .member(let member):
+                if member.isRTPEndpoint {
+                    if member.canPublish && member.session.isSilent(now: now.monotonic, timeout: timeout) { expired.append(entry) }
+                    continue
+                }
+                if member.session.channel.serviceDue <= now.monotonic { outbox.pump(member.session, now: now) }
+                switch member.session.health(now: now.monotonic, timeout: timeout) {
+                case .slow: slow.append(entry)
+                case .expired: expired.append(entry)
+                case .alive:
+                    if housekeeping, member.canPublish, member.receiveStats.packetsReceived > 0,
+                       now.monotonic - member.lastReceiverReport >= reportInterval {
+                        rtcp.sendReport(to: member, now: now)
+                    }
+                }
+            }
         }
-        let due = room.lastSpeakerPush &+ (change == .speakers ? config.speakerUpdateInterval : config.speakerLevelUpdateInterval)
-        if now.monotonic >= due {
-            pushSpeakers(room, speakerEntries(room, now: now), now: now)
-        } else {
-            room.speakerPushDue = min(room.speakerPushDue ?? .max, due)
+        for entry in expired where sessions.holds(entry) {
+            if case .member = entry { outbox.counters.timeouts &+= 1 }
+            removeSession(entry, reason: "timed out", goodbye: .timedOut, now: now)
         }
-    }
-
-    /// What differs between the room's speakers and what it was last told.
-    enum SpeakerChange { case none, levels, speakers }
-
-    /// Whether the speaking set, or only a level (by 10 dB or more), differs from what the room was last told.
-    /// Allocation-free: runs every housekeeping pass for every room with speakers.
-    func speakerChange(_ room: Room, now: Moment) -> SpeakerChange {
-        var speaking = 0
-        var levelMoved = false
-        for id in room.selector.forwarded {
-            let s = room.selector.state(of: id)
-            guard let last = s.lastSpeech, now.monotonic - last <= config.speakingHold else { continue }
-            speaking += 1
-            guard let announced = room.announcedSpeakers.first(where: { $0.memberID == id }) else { return .speakers }
-            let level = Int(AudioLevel.level(loudness: s.loudness))
-            if abs(level - Int(announced.level)) >= 10 { levelMoved = true }
-        }
-        if speaking != room.announcedSpeakers.count { return .speakers }
-        return levelMoved ? .levels : .none
-    }
-
-    func pushSpeakers(_ room: Room, _ entries: [SpeakerEntry], now: Moment) {
-        room.announcedSpeakers = entries
-        room.lastSpeakerPush = now.monotonic
-        room.speakerPushDue = nil
-        broadcast(.speakers(entries), in: room, including: { $0.wantsSpeakerLists }, now: now)
-    }
-}
-
-extension SignalMessage {
-    /// A bare acknowledgement or a keepalive ping: handling one touches nothing but the sender's channel.
-    var isAckOrPing: Bool {
-        switch self {
-        case .ack, .ping: return true
-        default: return false
-        }
-    }
-}
-
-extension SignalMessage {
-    /// Whether a newer message of this kind makes an older one still waiting to go out pointless (it carries state,
-    /// not an event): speaker lists, and a member's mute state.
-    var replacesOlderCopies: Bool {
-        switch self {
-        case .speakers: true
-        case .memberEvent(let kind, _, _): kind == .muted || kind == .unmuted
-        default: false
+        for entry in slow where sessions.holds(entry) {
+            outbox.countSlowSession(entry.session.channel)
+            removeSession(entry, reason: Outbox.notKeepingUp, goodbye: .timedOut, now: now)
         }
     }
 
-    /// Whether this message replaces `older` (see `replacesOlderCopies`): any older speaker list, or an older mute
-    /// or unmute of the same member.
-    func supersedes(_ older: SignalMessage) -> Bool {
-        switch (self, older) {
-        case (.speakers, .speakers):
-            return true
-        case (.memberEvent(let kind, let member, _), .memberEvent(let olderKind, let olderMember, _)):
-            return (kind == .muted || kind == .unmuted) && (olderKind == .muted || olderKind == .unmuted)
-                && member.memberID == olderMember.memberID
-        default:
-            return false
+    /// Moves a session whose new address answered its challenge (a session already at that address is removed).
+    func move(_ entry: SessionTable.Entry, to from: PeerAddress, now: Moment, viaPublicPort: Bool) {
+        let session = entry.session
+        sessions.unlink(session.address, from: entry)
+        if let other = sessions.byAddress[from] { removeSession(other, reason: "address taken over", goodbye: nil, now: now) }
+        let old = session.address
+        switch entry {
+        case .member(let m): m.address = from  // through the member: its room's fan-out table follows
+        case .presence: session.address = from
         }
+        session.viaPublicPort = viaPublicPort
+        session.lastHeard = now.monotonic
+        sessions.link(from, to: entry)
+        outbox.counters.resumes &+= 1
+        outbox.send(.resumed, to: session, now: now)
+        noteTimerWork(at: now.monotonic)
+        if log.threshold <= .info { log.write(.info, "\(entry.label) moved: \(old) → \(from)") }
     }
 }

@@ -16,68 +16,70 @@ public final class RelayCore {
     /// Joins that belong to another worker's room: (worker, datagram, sender). The loop posts them there.
     public internal(set) var handoffs: [(worker: Int, datagram: [UInt8], from: PeerAddress)] = []
     /// Counters.
-    public internal(set) var counters = RelayCounters()
+    public var counters: RelayCounters { outbox.counters }
     /// The SSRC the relay uses for its own RTCP on this worker.
-    public let relaySSRC: UInt32
+    public var relaySSRC: UInt32 { rtcp.relaySSRC }
 
     let log: LogSink
+    /// How every datagram leaves, and what is counted on the way.
+    let outbox: Outbox
     var config: RelayCoreConfig { shared.config }
-    var rooms: [String: Room] = [:]
-    /// The mix-mode rooms among `rooms` (kept apart so the loop's deadline scan touches only them).
-    var mixRooms: [Room] = []
-    var byAddress: [PeerAddress: Member] = [:]
-    var byConnection: [UInt32: Member] = [:]
-    var bySSRC: [UInt32: Member] = [:]
-    /// Online identities and their calls (used on worker 0 only; see `Presence*.swift`, `Call*.swift`).
+    /// The rooms this worker owns.
+    let rooms: RoomTable
+    /// Every session (members, plain-RTP endpoints, presence) by address and connection id.
+    let sessions = SessionTable()
+    /// Online identities and their direct texts (worker 0 only).
     let presence: PresenceDirectory
+    /// Calls between online identities (worker 0 only).
+    let calls: CallRouter
+    /// RTCP from and to members: reports, NACKs, the relay's receiver reports.
+    let rtcp: RTCPFeedback
+    /// Where every random number the core uses comes from.
+    let random: RelayRandom
+    /// Joins and registers with a valid cookie this worker admits per second.
     var joinBucket: TokenBucket
-    var retryBucket: TokenBucket
+    /// Moves sessions to new addresses once those proved themselves.
+    let paths: PathValidator
     var lastHousekeeping: Int64 = .min / 2
-    var dropLogWindow = [Int64](repeating: .min / 2, count: DropReason.allCases.count)
     var shuttingDown = false
-    /// Room, member and mute events for the HTTP API's event stream (see `RelayCore+Admin.swift`).
-    var events = RelayEventLog(capacity: 1024)
     var backendMessageID: UInt32 = 0
-    let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
     /// The earliest monotonic time at which `tick` has work (see `RelayCore+Timers.swift`).
     public internal(set) var timersDue: Int64 = .min
 
-    /// A core for worker `workerIndex`.
-    public init(shared: RelayShared, workerIndex: Int, log: LogSink) {
+    /// A core for worker `workerIndex`. `random` supplies connection ids, session secrets, SSRCs and call room names:
+    /// production passes `SystemRandomNumberGenerator` (the default; getrandom on Linux), tests a
+    /// `SeededRandomNumberGenerator`, which makes the core deterministic.
+    public init(shared: RelayShared, workerIndex: Int, log: LogSink,
+                random: any RandomNumberGenerator = SystemRandomNumberGenerator()) {
         self.shared = shared
         self.workerIndex = workerIndex
         self.log = log
-        self.relaySSRC = Self.randomSSRC()
-        self.presence = PresenceDirectory(eventCapacity: shared.config.callEventCapacity)
+        self.outbox = Outbox(output: output, config: shared.config, log: log)
+        let random = RelayRandom(random)
+        self.random = random
+        self.rtcp = RTCPFeedback(relaySSRC: random.ssrc(), sessions: sessions, outbox: outbox)
+        self.presence = PresenceDirectory(outbox: outbox)
+        self.rooms = RoomTable(shared: shared, workerIndex: workerIndex, outbox: outbox, random: random)
+        self.calls = CallRouter(outbox: outbox, directory: presence, signer: shared.callSigner, random: random)
         joinBucket = TokenBucket(ratePerSecond: shared.config.joinsPerSecond, burst: shared.config.joinsPerSecond * 2)
-        retryBucket = TokenBucket(ratePerSecond: shared.config.retriesPerSecond, burst: shared.config.retriesPerSecond)
-    }
-
-    deinit { scratch.deallocate() }
-
-    /// A random SSRC in 1…2³¹−1. Every SSRC the relay hands out or sends with stays in the positive half of a
-    /// signed 32-bit integer: tools take an SSRC as a signed option (ffmpeg's `-ssrc` refuses 3879114235).
-    static func randomSSRC() -> UInt32 {
-        var ssrc: UInt32
-        repeat { ssrc = Crypto.randomUInt32() & 0x7FFF_FFFF } while ssrc == 0
-        return ssrc
+        paths = PathValidator(sessions: sessions, outbox: outbox, challenges: shared.pathChallenges)
     }
 
     /// A fresh SSRC for a new member: in 1…2³¹−1, not the relay's and not another member's of this worker.
     func newMemberSSRC() -> UInt32 {
         var ssrc: UInt32
-        repeat { ssrc = Self.randomSSRC() } while ssrc == relaySSRC || bySSRC[ssrc] != nil
+        repeat { ssrc = random.ssrc() } while ssrc == relaySSRC || sessions.bySSRC[ssrc] != nil
         return ssrc
     }
 
     /// Members on this worker.
-    public var memberCount: Int { byConnection.count }
+    public var memberCount: Int { sessions.memberCount }
     /// Rooms on this worker.
     public var roomCount: Int { rooms.count }
     /// Members and presence sessions on this worker.
-    public var sessionCount: Int { byConnection.count + presence.byConnection.count }
+    public var sessionCount: Int { sessions.count }
     /// Whether any member or presence session is connected (the loop ticks often only then).
-    public var hasMembers: Bool { !byConnection.isEmpty || !presence.byConnection.isEmpty }
+    public var hasMembers: Bool { sessions.count > 0 }
 
     /// Clears `output` and `handoffs` after the loop sent them.
     public func outputSent() {
@@ -90,10 +92,10 @@ public final class RelayCore {
     /// Handles one received datagram. `viaPublicPort` is true when it arrived on the relay's public port
     /// (or was handed over from the worker that owns that port).
     public func handle(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment, viaPublicPort: Bool = false) {
-        counters.packetsIn &+= 1
-        counters.bytesIn &+= UInt64(bytes.count)
-        guard bytes.count > 0 else { return drop(.unknownProtocol, from: from, now: now) }
-        guard bytes.count <= config.maxDatagramSize else { return drop(.oversize, from: from, now: now) }
+        outbox.counters.packetsIn &+= 1
+        outbox.counters.bytesIn &+= UInt64(bytes.count)
+        guard bytes.count > 0 else { return outbox.drop(.unknownProtocol, from: from, now: now) }
+        guard bytes.count <= config.maxDatagramSize else { return outbox.drop(.oversize, from: from, now: now) }
         let first = bytes[0]
         if first & 0xC0 == 0x80, !isRTCP(bytes) {
             // The media path marks the timers itself, only when it creates work for `tick`.
@@ -104,121 +106,9 @@ public final class RelayCore {
             handleSignalling(bytes, from: from, now: now, viaPublicPort: viaPublicPort)
         } else if first & 0xC0 == 0x80 {
             // RTCP creates no work for `tick`: it answers NACKs at once and only moves `lastHeard` later.
-            handleRTCP(bytes, from: from, now: now)
+            rtcp.handle(bytes, from: from, now: now)
         } else {
-            drop(.unknownProtocol, from: from, now: now)
-        }
-    }
-
-    func drop(_ reason: DropReason, from: PeerAddress, now: Moment) {
-        counters.drops[reason.rawValue] &+= 1
-        // At most one line per reason every 10 s, so a flood cannot flood the log.
-        if log.threshold <= .info, now.monotonic - dropLogWindow[reason.rawValue] >= 10_000_000_000 {
-            dropLogWindow[reason.rawValue] = now.monotonic
-            log.write(.info, "dropped \(reason.label) from \(from) (count \(counters.drops[reason.rawValue]); further drops of this kind logged at most every 10 s)")
-        }
-    }
-
-    // MARK: Sending
-
-    /// Sends one unreliable signalling message to `address`; `limit` caps its size (anti-amplification).
-    func sendSignal(_ message: SignalMessage, to address: PeerAddress, connectionID: UInt32, ack: UInt32 = 0,
-                    viaPublicPort: Bool, limit: Int = Signalling.maxDatagramSize) {
-        sendDatagram(SignalDatagram(connectionID: connectionID, sequence: 0, ack: ack, message: message),
-                     to: address, viaPublicPort: viaPublicPort, limit: limit)
-    }
-
-    /// Sends a refusal in at most `limit` bytes (the size of the request it answers: no refusal amplifies). A reason
-    /// too long for that is cut on a UTF-8 boundary; the code always goes out.
-    func sendRefusal(_ code: RefusalCode, _ reason: String, to address: PeerAddress, connectionID: UInt32, viaPublicPort: Bool,
-                     limit: Int) {
-        func datagram(_ reason: String) -> SignalDatagram {
-            SignalDatagram(connectionID: connectionID, sequence: 0, ack: 0, message: .refused(code: code, reason: reason))
-        }
-        var fitted = reason
-        if let whole = try? datagram(reason).serialize(into: scratch), whole > limit {
-            fitted = reason.prefix(utf8Bytes: reason.utf8.count - (whole - limit))
-        }
-        // Only a request smaller than a refusal with no reason at all (none parses) goes unanswered.
-        sendDatagram(datagram(fitted), to: address, viaPublicPort: viaPublicPort, limit: limit)
-    }
-
-    func sendDatagram(_ datagram: SignalDatagram, to address: PeerAddress, viaPublicPort: Bool, limit: Int = Signalling.maxDatagramSize) {
-        let space = output.reserve(Signalling.maxDatagramSize)
-        guard let n = try? datagram.serialize(into: space) else {
-            log.write(.error, "could not serialize \(datagram.message.typeCode) for \(address)")
-            return
-        }
-        guard n <= limit else { return }
-        output.commit(space, length: n, to: address, viaPublicPort: viaPublicPort)
-        counters.packetsQueued &+= 1
-        counters.bytesQueued &+= UInt64(n)
-    }
-
-    /// The reliable channel settings of members and presence sessions: `signallingQueueLimit` bounds each queue, and
-    /// a member's queue holds at least two events per place in its room plus a margin, so a join storm that fills the
-    /// room (an event per join and per leave, before the member could acknowledge them) never removes a member that
-    /// keeps up. Joins are rate-limited, so that bound is not an attacker's to grow; texts have their own, smaller one.
-    func signallingLimits(roomCapacity: Int = 0) -> ReliableChannel.Limits {
-        var limits = ReliableChannel.Limits()
-        limits.maxPending = max(config.signallingQueueLimit, 2 * roomCapacity + 64)
-        return limits
-    }
-
-    /// Queues a reliable message to a member (sent by the next `pump`). A speaker list or mute event replaces an older
-    /// one still waiting (a member that acknowledges slowly gets the newest state, not a backlog). A message that does
-    /// not fit the member's full queue marks its channel `overflowed`, and the next `tick` removes the member.
-    func enqueue(_ message: SignalMessage, to member: Member) {
-        guard !member.isRTPEndpoint else { return }  // plain RTP: no signalling
-        if message.replacesOlderCopies {
-            let replaced = member.channel.dropWaiting { message.supersedes($0) }
-            counters.signallingDrops[SignallingDropReason.superseded.rawValue] &+= UInt64(replaced)
-        }
-        member.channel.enqueue(message)
-    }
-
-    /// The reason (and goodbye) a session whose signalling queue overflowed is removed with.
-    static let notKeepingUp = "not keeping up with signalling"
-
-    /// Counts a session removed because its queue overflowed, and the messages it could not take.
-    func countSlowSession(_ channel: ReliableChannel) {
-        counters.slowSessionsRemoved &+= 1
-        counters.signallingDrops[SignallingDropReason.queueFull.rawValue] &+= UInt64(channel.refused)
-    }
-
-    /// Whether a recipient can take a text of `fragments` fragments now (`textQueueLimit`); counts a refusal.
-    func canTakeText(_ channel: ReliableChannel, fragments: Int) -> Bool {
-        guard channel.hasRoom(for: fragments, within: config.textQueueLimit) else {
-            counters.signallingDrops[SignallingDropReason.textRefused.rawValue] &+= 1
-            return false
-        }
-        return true
-    }
-
-    /// Sends what the member's reliable channel has due, or a bare ack if one is owed.
-    func pump(_ member: Member, now: Moment) {
-        guard !member.isRTPEndpoint else { return }
-        let due = member.channel.transmissions(now: now.monotonic)
-        for t in due {
-            if t.isRetransmission { counters.signallingRetransmissions &+= 1 }
-            sendDatagram(SignalDatagram(connectionID: member.connectionID, sequence: t.sequence, ack: member.channel.ackNumber,
-                                        message: t.message), to: member.address, viaPublicPort: member.viaPublicPort)
-        }
-        if !due.isEmpty {
-            member.channel.ackSent()
-        } else if member.channel.ackOwed {
-            sendSignal(.ack, to: member.address, connectionID: member.connectionID, ack: member.channel.ackNumber,
-                       viaPublicPort: member.viaPublicPort)
-            member.channel.ackSent()
-        }
-    }
-
-    /// Queues a message to every member of a room except `except` (and those `including` leaves out), and pumps them.
-    func broadcast(_ message: SignalMessage, in room: Room, except: Member? = nil, including: (Member) -> Bool = { _ in true },
-                   now: Moment) {
-        for m in room.members where m !== except && including(m) {
-            enqueue(message, to: m)
-            pump(m, now: now)
+            outbox.drop(.unknownProtocol, from: from, now: now)
         }
     }
 
@@ -240,27 +130,26 @@ public final class RelayCore {
                                 forwardedSpeakers: room.selector.forwarded)
         }
     }
-}
 
-/// A token bucket: `take()` succeeds while tokens remain, refilled at `ratePerSecond` up to `burst`.
-struct TokenBucket {
-    let ratePerSecond: Double
-    let burst: Double
-    var tokens: Double
-    var last: Int64 = 0
-
-    init(ratePerSecond: Double, burst: Double) {
-        self.ratePerSecond = ratePerSecond
-        self.burst = max(1, burst)
-        self.tokens = max(1, burst)
+    /// Online identities on this worker (only worker 0 has any), by identity.
+    public func presenceSnapshot() -> [PresenceSnapshot] {
+        presence.byIdentity.values.sorted { $0.identity < $1.identity }.map {
+            PresenceSnapshot(identity: $0.identity, name: $0.name, address: $0.session.address,
+                             registeredAtUnixMilliseconds: $0.registeredAtUnixMilliseconds, callID: $0.call?.id)
+        }
     }
 
-    mutating func take(now: Int64) -> Bool {
-        let elapsed = Double(max(0, now - last)) / 1e9
-        last = now
-        tokens = min(burst, tokens + elapsed * ratePerSecond)
-        guard tokens >= 1 else { return false }
-        tokens -= 1
-        return true
+    /// Calls ringing or answered, oldest first.
+    public func callSnapshot() -> [CallSnapshot] {
+        calls.snapshot()
     }
+
+    /// The recent call events, oldest first, without removing them (at most `callEventCapacity`).
+    public var recentCallEvents: [CallEvent] { calls.events.events }
+
+    /// Takes the recent call events, oldest first, and empties the log.
+    public func drainCallEvents() -> [CallEvent] { calls.events.drain() }
+
+    /// Call events overwritten in the log before they were drained.
+    public var callEventsOverwritten: UInt64 { calls.events.overwritten }
 }

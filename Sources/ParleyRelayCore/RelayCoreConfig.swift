@@ -85,7 +85,7 @@ public struct RelayCoreConfig: Sendable {
     /// The longest datagram accepted.
     public var maxDatagramSize = 1500
 
-    // MARK: Presence and calls (`Presence*.swift`, `Call*.swift`)
+    // MARK: Presence and calls (`PresenceDirectory.swift`, `CallRouter.swift`, `Call.swift`)
 
     /// A call not answered within this long ends: the caller hears `noAnswer`.
     public var ringTimeout: Int64 = 30 * 1_000_000_000
@@ -98,21 +98,4 @@ public struct RelayCoreConfig: Sendable {
 
     /// Defaults as documented.
     public init() {}
-}
-
-/// Monotonic and wall-clock time of one moment, as the core takes it.
-public struct Moment: Sendable, Equatable {
-    /// Monotonic nanoseconds.
-    public var monotonic: Int64
-    /// Milliseconds since the Unix epoch.
-    public var unixMilliseconds: Int64
-
-    /// A moment.
-    public init(monotonic: Int64, unixMilliseconds: Int64) {
-        self.monotonic = monotonic
-        self.unixMilliseconds = unixMilliseconds
-    }
-
-    /// Seconds since the Unix epoch.
-    public var unixSeconds: Int64 { unixMilliseconds / 1000 }
 }

@@ -25,14 +25,17 @@ final class FakeNetwork {
     /// `tick` calls made by `advance`.
     var ticks = 0
 
-    init(config: RelayCoreConfig = RelayCoreConfig(), workers: Int = 1) {
+    /// `seed` fixes every random number the cores draw (worker k draws from `seed + k`): a run is repeatable.
+    init(config: RelayCoreConfig = RelayCoreConfig(), workers: Int = 1, seed: UInt64 = 13) {
         var ports: [UInt16] = []
         for k in 0..<workers { ports.append(7400 + UInt16(k)) }
         let shared = RelayShared(config: config, verifier: TokenVerifier(keys: ["devkey": Self.apiSecret]),
                                  cookieSecret: Array(repeating: 7, count: 32), workerPorts: ports)
         let log = self.log
         self.shared = shared
-        cores = (0..<workers).map { RelayCore(shared: shared, workerIndex: $0, log: log) }
+        cores = (0..<workers).map {
+            RelayCore(shared: shared, workerIndex: $0, log: log, random: SeededRandomNumberGenerator(seed: seed &+ UInt64($0)))
+        }
     }
 
     var core: RelayCore { cores[0] }
@@ -209,4 +212,12 @@ final class FakeClient {
         return nil
     }
     var speakerUpdates: Int { events.filter { if case .speakers = $0 { true } else { false } }.count }
+}
+
+extension RelayCore {
+    /// The member of this core with `identity` (the first found, in any room).
+    func member(identity: String) -> Member? {
+        for case .member(let m) in sessions.byConnection.values where m.identity == identity { return m }
+        return nil
+    }
 }

@@ -24,9 +24,13 @@ final class ObjectWatch {
                 watch(room, "room \(room.name)")
                 for m in room.members { watch(m, "member \(m.identity) of \(room.name)") }
             }
-            for m in core.byConnection.values { watch(m, "member \(m.identity) of \(m.room.name)") }
-            for p in core.presence.byConnection.values { watch(p, "presence \(p.identity)") }
-            for c in core.presence.calls.values { watch(c, "call \(c.caller.identity) → \(c.callee.identity)") }
+            for entry in core.sessions.byConnection.values {
+                switch entry {
+                case .member(let m): watch(m, "member \(m.identity) of \(m.room.name)")
+                case .presence(let p): watch(p, "presence \(p.identity)")
+                }
+            }
+            for c in core.calls.active.values { watch(c, "call \(c.caller.identity) → \(c.callee.identity)") }
         }
     }
 

@@ -9,7 +9,7 @@ import Testing
 @Suite("Bounded signalling queues: slow recipients, text floods, superseded messages")
 struct SignallingQueueTests {
     func member(_ net: FakeNetwork, _ identity: String) -> Member? {
-        net.core.byConnection.values.first { $0.identity == identity }
+        net.core.member(identity: identity)
     }
 
     func statuses(_ client: FakeClient) -> [(id: UInt32, delivered: Bool, reason: String)] {
@@ -29,7 +29,7 @@ struct SignallingQueueTests {
         }
         #expect(ids.count == 500)   // 450 KB of text
         let bobs = try #require(member(net, "bob"))
-        #expect(bobs.channel.pendingCount <= net.shared.config.textQueueLimit)
+        #expect(bobs.session.channel.pendingCount <= net.shared.config.textQueueLimit)
         let refused = statuses(alice).filter { !$0.delivered }
         #expect(refused.count >= 400)
         #expect(refused.allSatisfy { $0.reason == "bob is not keeping up" })
@@ -116,14 +116,14 @@ struct SignallingQueueTests {
         }
         net.advance(milliseconds: 2_000, stepMilliseconds: 20) { alice.speak(level: (net.monotonic / 100_000_000) % 2 == 0 ? 10 : 127) }
         let bobs = try #require(member(net, "bob"))
-        #expect(bobs.channel.pendingCount <= ReliableChannel.Limits().sendWindow + 2)
+        #expect(bobs.session.channel.pendingCount <= ReliableChannel.Limits().sendWindow + 2)
         #expect(net.core.counters.signallingDrops(.superseded) > 500)
         // bob catches up and sees alice's last state.
         bob.dropOutgoing = false
         net.advance(milliseconds: 10_000, stepMilliseconds: 50)
         let lastMute = bob.memberEvents.last { $0.1 == "alice" && ($0.0 == .muted || $0.0 == .unmuted) }
         #expect(lastMute?.0 == .unmuted)
-        #expect(member(net, "bob")?.channel.pendingCount == 0)
+        #expect(member(net, "bob")?.session.channel.pendingCount == 0)
     }
 
     @Test("a direct-text flood to a presence session that never acknowledges is refused once it lags")
@@ -137,7 +137,7 @@ struct SignallingQueueTests {
             if let id = alice.session.sendText(to: "bob", String(repeating: "y", count: 900), now: world.net.monotonic) { ids.append(id) }
             world.exchange()
         }
-        let session = try #require(world.core.presence.byIdentity["bob"])
+        let session = try #require(world.core.presence.byIdentity["bob"]?.session)
         #expect(session.channel.pendingCount <= world.net.shared.config.textQueueLimit)
         let failed = alice.events.filter { if case .textStatus(_, false, "bob is not keeping up") = $0 { true } else { false } }
         #expect(failed.count >= 100)

@@ -35,9 +35,9 @@ struct TextStatusTests {
         let net = FakeNetwork()
         let alice = net.addClient("alice"), bob = net.addClient("bob")
         net.joinAll()
-        let member = try #require(net.core.byConnection.values.first { $0.identity == "alice" })
+        let member = try #require(net.core.member(identity: "alice"))
         try Self.sendRaw(net, fragments.map { .sendText(to: "", fragment: $0) }, connectionID: member.connectionID,
-                         after: member.channel.ackNumber, from: alice.address)
+                         after: member.session.channel.ackNumber, from: alice.address)
         net.exchange()
         let statuses = alice.events.filter { if case .textStatus = $0 { true } else { false } }
         #expect(statuses == [.textStatus(messageID: 7, delivered: false, reason: reason)], "\(label)")
@@ -50,7 +50,7 @@ struct TextStatusTests {
         let world = CallWorld()
         let alice = world.addPresence("alice"), bob = world.addPresence("bob")
         world.registerAll()
-        let session = try #require(world.core.presence.byIdentity["alice"])
+        let session = try #require(world.core.presence.byIdentity["alice"]?.session)
         try Self.sendRaw(world.net, fragments.map { .sendText(to: "bob", fragment: $0) }, connectionID: session.connectionID,
                          after: session.channel.ackNumber, from: alice.address)
         world.exchange()
@@ -64,11 +64,11 @@ struct TextStatusTests {
         let net = FakeNetwork()
         let alice = net.addClient("alice"), bob = net.addClient("bob")
         net.joinAll()
-        let member = try #require(net.core.byConnection.values.first { $0.identity == "alice" })
+        let member = try #require(net.core.member(identity: "alice"))
         try Self.sendRaw(net, [
             .sendText(to: "", fragment: TextFragment(messageID: 7, index: 0, count: 2, chunk: Array("half".utf8))),
             .sendText(to: "", fragment: TextFragment(messageID: 8, index: 0, count: 1, chunk: Array("whole".utf8))),
-        ], connectionID: member.connectionID, after: member.channel.ackNumber, from: alice.address)
+        ], connectionID: member.connectionID, after: member.session.channel.ackNumber, from: alice.address)
         net.exchange()
         let statuses = alice.events.filter { if case .textStatus = $0 { true } else { false } }
         #expect(statuses == [.textStatus(messageID: 7, delivered: false, reason: "text fragments arrived out of order"),

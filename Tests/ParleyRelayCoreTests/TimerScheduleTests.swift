@@ -141,7 +141,7 @@ struct TimerScheduleTests {
         net.collect(0)
         let due = net.core.timersDue
         #expect(due > net.monotonic)
-        let member = try #require(net.core.byAddress[bob.address])
+        let member = try #require(net.core.sessions.member(at: bob.address))
         for message in [SignalMessage.ack, .ping(timestamp: 1)] {
             var bytes = [UInt8](repeating: 0, count: Signalling.maxDatagramSize)
             let n = try bytes.withUnsafeMutableBytes {

@@ -1,0 +1,179 @@
+import ParleyWire
+
+import ParleyAuth
+
+/// Worker 0's calls: routing of invitations, answers and hang-ups between presence sessions, where a call rings and
+/// times out (`ringTimeouts`, called by the core's `tick`), and the call log. See `Call` for the state machine. One
+/// call per identity at a time.
+final class CallRouter {
+    /// Calls ringing or answered, by relay call id.
+    private(set) var active: [UInt32: Call] = [:]
+    /// Recent call events for the HTTP API.
+    var events: CallEventLog
+    private var lastCallID: UInt32 = 0
+    private let outbox: Outbox
+    private let directory: PresenceDirectory
+    /// Mints the call rooms' join tokens; nil when the relay has no key for that (calls then fail at the answer).
+    private let signer: TokenSigner?
+    private let random: RelayRandom
+    private var config: RelayCoreConfig { outbox.config }
+    private var log: LogSink { outbox.log }
+
+    init(outbox: Outbox, directory: PresenceDirectory, signer: TokenSigner?, random: RelayRandom) {
+        self.outbox = outbox
+        self.directory = directory
+        self.signer = signer
+        self.random = random
+        events = CallEventLog(capacity: outbox.config.callEventCapacity)
+    }
+
+    /// A fresh relay call id, never 0 and never one in use.
+    private func nextCallID() -> UInt32 {
+        repeat { lastCallID &+= 1 } while lastCallID == 0 || active[lastCallID] != nil
+        return lastCallID
+    }
+
+    /// `caller` invites `identity` (its call id `callID`): ring the callee, or tell the caller why not.
+    func invite(from caller: Presence, callID: UInt32, to identity: String, now: Moment) {
+        func reply(_ state: CallState, _ reason: String) {
+            outbox.send(.callStatus(CallStatus(callID: callID, state: state, reason: reason)), to: caller.session, now: now)
+        }
+        guard caller.call == nil else { return reply(.failed, "you are already in a call") }
+        guard identity != caller.identity else { return reply(.failed, "you cannot call yourself") }
+        guard let callee = directory.byIdentity[identity] else {
+            let id = nextCallID()
+            record(.started, id, caller.identity, identity, now: now)
+            record(.ended, id, caller.identity, identity, reason: .unavailable, detail: "\(identity) is not online", now: now)
+            return reply(.unavailable, "\(identity) is not online")
+        }
+        guard callee.call == nil else {
+            let id = nextCallID()
+            record(.started, id, caller.identity, identity, now: now)
+            record(.ended, id, caller.identity, identity, reason: .busy, detail: "busy", now: now)
+            return reply(.declined, "busy")
+        }
+        let call = Call(id: nextCallID(), callerCallID: callID, caller: caller, callee: callee,
+                        startedAt: now.unixMilliseconds, ringDeadline: now.monotonic + config.ringTimeout)
+        active[call.id] = call
+        caller.call = call
+        callee.call = call
+        outbox.counters.callsStarted &+= 1
+        record(.started, call.id, caller.identity, identity, now: now)
+        outbox.send(.incomingCall(callID: call.id, fromIdentity: caller.identity, fromName: caller.name), to: callee.session, now: now)
+        reply(.ringing, "")
+        if log.threshold <= .info { log.write(.info, "call \(call.id): \(caller.identity) → \(identity) ringing") }
+    }
+
+    /// The callee accepts or declines: on accept both parties get the private room and a token for it.
+    func answer(by callee: Presence, callID: UInt32, accept: Bool, now: Moment) {
+        guard let call = callee.call, call.matches(callee, callID: callID) else {
+            // Cancelled or timed out meanwhile: the callee learns the call is over.
+            return outbox.send(.callStatus(CallStatus(callID: callID, state: .ended, reason: "the call is over")), to: callee.session, now: now)
+        }
+        guard call.callee === callee, call.room == nil else { return }  // the caller answering, or a repeated answer
+        let caller = call.caller
+        guard accept else {
+            finishCall(call, .declined, detail: "declined by \(callee.identity)", now: now)
+            return tell(caller, call, .declined, "declined by \(callee.identity)", now: now)
+        }
+        guard let signer else {
+            finishCall(call, .failed, detail: "the relay has no API key to mint call tokens with", now: now)
+            for p in [caller, callee] { tell(p, call, .failed, "the relay cannot set up call rooms", now: now) }
+            return
+        }
+        let room = CallRoom.newName(random)
+        call.room = room
+        call.ringDeadline = nil
+        outbox.counters.callsAnswered &+= 1
+        record(.answered, call.id, caller.identity, callee.identity, room: room, now: now)
+        for p in [caller, callee] {
+            let token = CallRoom.token(identity: p.identity, name: p.name, room: room, signer: signer, now: now,
+                                       lifetimeSeconds: config.callTokenLifetimeSeconds)
+            outbox.send(.callStatus(CallStatus(callID: call.callID(for: p), state: .answered, room: room, token: token)), to: p.session, now: now)
+        }
+        if log.threshold <= .info { log.write(.info, "call \(call.id): answered, room \(room)") }
+    }
+
+    /// Either party ends the call (before the answer: the caller cancels, the callee declines).
+    func hangUp(by p: Presence, callID: UInt32, now: Moment) {
+        guard let call = p.call, call.matches(p, callID: callID) else { return }  // already over
+        let other = call.other(than: p)
+        if call.room != nil {
+            finishCall(call, .hungUp, detail: "hung up by \(p.identity)", now: now)
+            tell(other, call, .ended, "hung up by \(p.identity)", now: now)
+        } else if p === call.caller {
+            finishCall(call, .cancelled, detail: "cancelled by \(p.identity)", now: now)
+            tell(other, call, .ended, "cancelled", now: now)
+        } else {
+            finishCall(call, .declined, detail: "declined by \(p.identity)", now: now)
+            tell(other, call, .declined, "declined by \(p.identity)", now: now)
+        }
+    }
+
+    /// Ends every call that rang for `ringTimeout` unanswered (oldest first).
+    func ringTimeouts(now: Moment) {
+        var due: [Call] = []  // allocates only when a ring times out
+        for call in active.values {
+            if let deadline = call.ringDeadline, deadline <= now.monotonic { due.append(call) }
+        }
+        for call in due.sorted(by: { $0.id < $1.id }) { ringTimedOut(call, now: now) }
+    }
+
+    /// The earliest ring deadline, or `.max`.
+    var nextRingDeadline: Int64 {
+        var due = Int64.max
+        for call in active.values {
+            if let deadline = call.ringDeadline { due = min(due, deadline) }
+        }
+        return due
+    }
+
+    private func ringTimedOut(_ call: Call, now: Moment) {
+        let seconds = config.ringTimeout / 1_000_000_000
+        finishCall(call, .noAnswer, detail: "no answer after \(seconds) s", now: now)
+        tell(call.caller, call, .noAnswer, "no answer after \(seconds) s", now: now)
+        tell(call.callee, call, .ended, "no answer", now: now)
+    }
+
+    /// Ends a call and tells `notifying` it `ended` with `detail`.
+    func end(_ call: Call, _ reason: CallEndReason, detail: String, notifying: [Presence], now: Moment) {
+        finishCall(call, reason, detail: detail, now: now)
+        for p in notifying { tell(p, call, .ended, detail, now: now) }
+    }
+
+    /// Ends every call without telling anyone (the relay is shutting down and says goodbye to every session).
+    func endAll(detail: String, now: Moment) {
+        for call in active.values.sorted(by: { $0.id < $1.id }) {
+            end(call, .connectionLost, detail: detail, notifying: [], now: now)
+        }
+    }
+
+    /// Calls ringing or answered, oldest first.
+    func snapshot() -> [CallSnapshot] {
+        active.values.sorted { $0.id < $1.id }.map {
+            CallSnapshot(callID: $0.id, caller: $0.caller.identity, callee: $0.callee.identity, answered: $0.room != nil,
+                         room: $0.room, startedAtUnixMilliseconds: $0.startedAtUnixMilliseconds)
+        }
+    }
+
+    /// Forgets a call and logs its end.
+    private func finishCall(_ call: Call, _ reason: CallEndReason, detail: String, now: Moment) {
+        active[call.id] = nil
+        if call.caller.call === call { call.caller.call = nil }
+        if call.callee.call === call { call.callee.call = nil }
+        record(.ended, call.id, call.caller.identity, call.callee.identity, room: call.room ?? "", reason: reason, detail: detail, now: now)
+        if log.threshold <= .info { log.write(.info, "call \(call.id) ended: \(detail)") }
+    }
+
+    /// Sends a status to one party if its session is still online.
+    private func tell(_ p: Presence, _ call: Call, _ state: CallState, _ reason: String, now: Moment) {
+        guard directory.isOnline(p) else { return }
+        outbox.send(.callStatus(CallStatus(callID: call.callID(for: p), state: state, reason: reason)), to: p.session, now: now)
+    }
+
+    private func record(_ kind: CallEvent.Kind, _ id: UInt32, _ caller: String, _ callee: String, room: String = "",
+                        reason: CallEndReason? = nil, detail: String = "", now: Moment) {
+        events.append(CallEvent(kind: kind, callID: id, caller: caller, callee: callee, room: room, endReason: reason,
+                                         detail: detail, unixMilliseconds: now.unixMilliseconds))
+    }
+}

@@ -1,0 +1,153 @@
+import ParleyWire
+
+/// How every datagram a core sends leaves it, and what is counted on the way: unreliable signals and refusals (each
+/// capped in size against amplification), the reliable channel of each session (queue, pump, goodbye), dropped
+/// datagrams (logged at most once per reason every 10 s) and the core's counters. Media is appended to `output` by
+/// the forwarding loop directly. Owned by one `RelayCore` (one thread); its parts share it.
+final class Outbox {
+    /// Datagrams to send after each call into the core (the core's `output`).
+    let output: OutputQueue
+    /// Counters.
+    var counters = RelayCounters()
+    let config: RelayCoreConfig
+    let log: LogSink
+    /// Answers to addresses not yet verified (cookies, path challenges) this worker sends per second.
+    private var unverifiedAnswers: TokenBucket
+    private var dropLogWindow = [Int64](repeating: .min / 2, count: DropReason.allCases.count)
+    private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
+
+    init(output: OutputQueue, config: RelayCoreConfig, log: LogSink) {
+        self.output = output
+        self.config = config
+        self.log = log
+        unverifiedAnswers = TokenBucket(ratePerSecond: config.retriesPerSecond, burst: config.retriesPerSecond)
+    }
+
+    /// Takes one answer to an unverified address from the worker's budget (`retriesPerSecond`); false when spent.
+    func takeUnverifiedAnswer(now: Int64) -> Bool { unverifiedAnswers.take(now: now) }
+
+    deinit { scratch.deallocate() }
+
+    func drop(_ reason: DropReason, from: PeerAddress, now: Moment) {
+        counters.drops[reason.rawValue] &+= 1
+        // At most one line per reason every 10 s, so a flood cannot flood the log.
+        if log.threshold <= .info, now.monotonic - dropLogWindow[reason.rawValue] >= 10_000_000_000 {
+            dropLogWindow[reason.rawValue] = now.monotonic
+            log.write(.info, "dropped \(reason.label) from \(from) (count \(counters.drops[reason.rawValue]); further drops of this kind logged at most every 10 s)")
+        }
+    }
+
+    /// Sends one unreliable signalling message to `address`; `limit` caps its size (anti-amplification).
+    func sendSignal(_ message: SignalMessage, to address: PeerAddress, connectionID: UInt32, ack: UInt32 = 0,
+                    viaPublicPort: Bool, limit: Int = Signalling.maxDatagramSize) {
+        sendDatagram(SignalDatagram(connectionID: connectionID, sequence: 0, ack: ack, message: message),
+                     to: address, viaPublicPort: viaPublicPort, limit: limit)
+    }
+
+    /// Sends a refusal in at most `limit` bytes (the size of the request it answers: no refusal amplifies). A reason
+    /// too long for that is cut on a UTF-8 boundary; the code always goes out.
+    func sendRefusal(_ code: RefusalCode, _ reason: String, to address: PeerAddress, connectionID: UInt32, viaPublicPort: Bool,
+                     limit: Int) {
+        func datagram(_ reason: String) -> SignalDatagram {
+            SignalDatagram(connectionID: connectionID, sequence: 0, ack: 0, message: .refused(code: code, reason: reason))
+        }
+        var fitted = reason
+        if let whole = try? datagram(reason).serialize(into: scratch), whole > limit {
+            fitted = reason.prefix(utf8Bytes: reason.utf8.count - (whole - limit))
+        }
+        // Only a request smaller than a refusal with no reason at all (none parses) goes unanswered.
+        sendDatagram(datagram(fitted), to: address, viaPublicPort: viaPublicPort, limit: limit)
+    }
+
+    func sendDatagram(_ datagram: SignalDatagram, to address: PeerAddress, viaPublicPort: Bool, limit: Int = Signalling.maxDatagramSize) {
+        let space = output.reserve(Signalling.maxDatagramSize)
+        guard let n = try? datagram.serialize(into: space) else {
+            log.write(.error, "could not serialize \(datagram.message.typeCode) for \(address)")
+            return
+        }
+        guard n <= limit else { return }
+        output.commit(space, length: n, to: address, viaPublicPort: viaPublicPort)
+        counters.packetsQueued &+= 1
+        counters.bytesQueued &+= UInt64(n)
+    }
+
+    /// The reliable channel settings of members and presence sessions: `signallingQueueLimit` bounds each queue, and
+    /// a member's queue holds at least two events per place in its room plus a margin, so a join storm that fills the
+    /// room (an event per join and per leave, before the member could acknowledge them) never removes a member that
+    /// keeps up. Joins are rate-limited, so that bound is not an attacker's to grow; texts have their own, smaller one.
+    func signallingLimits(roomCapacity: Int = 0) -> ReliableChannel.Limits {
+        var limits = ReliableChannel.Limits()
+        limits.maxPending = max(config.signallingQueueLimit, 2 * roomCapacity + 64)
+        return limits
+    }
+
+    /// Queues a reliable message to a session (sent by the next `pump`). A speaker list or mute event replaces an
+    /// older one still waiting (a member that acknowledges slowly gets the newest state, not a backlog). A message
+    /// that does not fit the session's full queue marks its channel `overflowed`, and the next `tick` removes it.
+    func enqueue(_ message: SignalMessage, to session: SignallingSession) {
+        guard session.signals else { return }  // plain RTP: no signalling
+        if message.replacesOlderCopies {
+            let replaced = session.channel.dropWaiting { message.supersedes($0) }
+            counters.signallingDrops[SignallingDropReason.superseded.rawValue] &+= UInt64(replaced)
+        }
+        session.channel.enqueue(message)
+    }
+
+    /// The reason (and goodbye) a session whose signalling queue overflowed is removed with.
+    static let notKeepingUp = "not keeping up with signalling"
+
+    /// Counts a session removed because its queue overflowed, and the messages it could not take.
+    func countSlowSession(_ channel: ReliableChannel) {
+        counters.slowSessionsRemoved &+= 1
+        counters.signallingDrops[SignallingDropReason.queueFull.rawValue] &+= UInt64(channel.refused)
+    }
+
+    /// Whether a recipient can take a text of `fragments` fragments now (`textQueueLimit`); counts a refusal.
+    func canTakeText(_ channel: ReliableChannel, fragments: Int) -> Bool {
+        guard channel.hasRoom(for: fragments, within: config.textQueueLimit) else {
+            counters.signallingDrops[SignallingDropReason.textRefused.rawValue] &+= 1
+            return false
+        }
+        return true
+    }
+
+    /// Sends what the session's reliable channel has due, or a bare ack if one is owed.
+    func pump(_ session: SignallingSession, now: Moment) {
+        guard session.signals else { return }
+        let due = session.channel.transmissions(now: now.monotonic)
+        for t in due {
+            if t.isRetransmission { counters.signallingRetransmissions &+= 1 }
+            sendDatagram(SignalDatagram(connectionID: session.connectionID, sequence: t.sequence, ack: session.channel.ackNumber,
+                                        message: t.message), to: session.address, viaPublicPort: session.viaPublicPort)
+        }
+        if !due.isEmpty {
+            session.channel.ackSent()
+        } else if session.channel.ackOwed {
+            sendSignal(.ack, to: session.address, connectionID: session.connectionID, ack: session.channel.ackNumber,
+                       viaPublicPort: session.viaPublicPort)
+            session.channel.ackSent()
+        }
+    }
+
+    /// Queues a reliable message to a session and sends it.
+    func send(_ message: SignalMessage, to session: SignallingSession, now: Moment) {
+        enqueue(message, to: session)
+        pump(session, now: now)
+    }
+
+    /// Tells a session it is being removed and why (unreliable: nothing will retransmit it).
+    func sayGoodbye(_ code: GoodbyeCode, _ reason: String, to session: SignallingSession) {
+        guard session.signals else { return }
+        sendSignal(.goodbye(code: code, reason: reason), to: session.address, connectionID: session.connectionID,
+                   ack: session.channel.ackNumber, viaPublicPort: session.viaPublicPort)
+    }
+
+    /// The reason a text status gives for recipients that were not keeping up ("" for none).
+    static func laggards(_ identities: [String]) -> String {
+        switch identities.count {
+        case 0: ""
+        case 1: "\(identities[0]) is not keeping up"
+        default: "\(identities.count) members are not keeping up"
+        }
+    }
+}

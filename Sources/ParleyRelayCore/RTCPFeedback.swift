@@ -1,0 +1,131 @@
+import ParleyWire
+
+/// RTCP between the relay and its members (forward and mix mode): sender reports noted, listeners' receiver
+/// reports checked (`ListenerReports`, the mixer's FEC), NACKs answered from the source's `PacketHistory` within the
+/// requester's `RetransmissionBudget`, and the relay's own receiver report to each publisher (RFC 3550 §6.4.2),
+/// which the core sends on its housekeeping grid. Owned by one `RelayCore` (one thread).
+final class RTCPFeedback {
+    /// The SSRC the relay sends its own RTCP with on this worker.
+    let relaySSRC: UInt32
+    private let sessions: SessionTable
+    private let outbox: Outbox
+    private var config: RelayCoreConfig { outbox.config }
+    private var output: OutputQueue { outbox.output }
+
+    init(relaySSRC: UInt32, sessions: SessionTable, outbox: Outbox) {
+        self.relaySSRC = relaySSRC
+        self.sessions = sessions
+        self.outbox = outbox
+    }
+
+    /// One RTCP datagram from `from`: sender reports are noted, listeners' receiver reports checked and kept (for the
+    /// mix encoders' FEC, or the speaker's next report), NACKs answered from the source's history.
+    func handle(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
+        guard let member = sessions.member(at: from) else { return outbox.drop(.unknownSender, from: from, now: now) }
+        member.session.heardMedia(at: now.monotonic)
+        member.stats.packetsIn &+= 1
+        member.stats.bytesIn &+= UInt64(bytes.count)
+        var packets = rtcpPackets(in: bytes)
+        var budgetRefilled = false
+        do {
+            while let packet = try packets.next() {
+                switch packet.packetType {
+                case 200:
+                    let report = try SenderReport(parsing: packet)
+                    if report.ssrc == member.ssrc {
+                        member.lastSenderReport = (UInt32(truncatingIfNeeded: report.ntpTimestamp >> 16), now.monotonic)
+                    }
+                case 201:
+                    // Listeners' reports, checked against their own earlier ones (`ListenerReports`): about the room's
+                    // mix they size the mix encoders' FEC; about a forwarded stream, the speaker's next report.
+                    let report = try ReceiverReport(parsing: packet)
+                    if let mix = member.room.mix {
+                        for block in report.reports where block.ssrc == mix.ssrc {
+                            let verdict = mix.listenerReported(block, by: member.id, listeners: member.room.members.count, now: now.monotonic)
+                            if verdict != .taken { outbox.counters.implausibleReports &+= 1 }
+                        }
+                    } else {
+                        for block in report.reports {
+                            guard let speaker = sessions.bySSRC[block.ssrc], speaker.room === member.room, speaker !== member else { continue }
+                            if speaker.listenerReports.take(block, from: member.id, now: now.monotonic) != .taken {
+                                outbox.counters.implausibleReports &+= 1
+                            }
+                        }
+                    }
+                case 205 where packet.countOrFormat == 1:
+                    let nack = try GenericNACKView(parsing: packet)
+                    member.stats.nacksReceived &+= 1
+                    if !budgetRefilled {   // once per datagram: folding the room's counters walks its listeners
+                        budgetRefilled = true
+                        member.room.fanOut.foldCounters()
+                        member.nackBudget.refill(forwarded: member.stats.bytesOut, percent: config.nackBudgetPercent,
+                                                 burst: config.nackBurstBytes)
+                    }
+                    answer(nack, requester: member, now: now)
+                default:
+                    break
+                }
+            }
+        } catch {
+            outbox.drop(.malformedRTCP, from: from, now: now)
+        }
+    }
+
+    /// Resends NACKed packets from the source's history, at most 64 per NACK and within the requester's
+    /// retransmission budget (`RetransmissionBudget`, refilled by the caller); what either refuses is counted.
+    func answer(_ nack: GenericNACKView, requester: Member, now: Moment) {
+        guard let source = sessions.bySSRC[nack.mediaSSRC], source.room === requester.room, source !== requester,
+              let history = source.history else { return }
+        var budget = 64
+        nack.forEachLostSequence { sequence in
+            guard budget > 0 else {
+                outbox.counters.nacksRefused &+= 1
+                return
+            }
+            budget -= 1
+            guard let packet = history.packet(sequence: sequence) else {
+                outbox.counters.nacksMissed &+= 1
+                return
+            }
+            guard requester.nackBudget.spend(packet.count) else {
+                outbox.counters.nacksRefused &+= 1
+                return
+            }
+            let space = output.reserve(packet.count)
+            space.copyMemory(from: packet)
+            output.commit(space, length: packet.count, to: requester.address)
+            outbox.counters.nacksAnswered &+= 1
+            outbox.counters.packetsQueued &+= 1
+            outbox.counters.bytesQueued &+= UInt64(packet.count)
+            requester.stats.retransmittedToMember &+= 1
+        }
+    }
+
+    /// Sends a receiver report about the member's stream (RFC 3550 §6.4.2).
+    func sendReport(to member: Member, now: Moment) {
+        member.lastReceiverReport = now.monotonic
+        var lsr: UInt32 = 0, dlsr: UInt32 = 0
+        if let sr = member.lastSenderReport {
+            lsr = sr.ntpMiddle
+            dlsr = UInt32(truncatingIfNeeded: (now.monotonic - sr.at) * 65_536 / 1_000_000_000)
+        }
+        var block = member.receiveStats.makeReportBlock(ssrc: member.ssrc, lastSR: lsr, delaySinceLastSR: dlsr)
+        // The speaker's in-band FEC has to cover its listeners' legs too (a packet lost between the relay and a
+        // listener is lost to that listener just the same), so the report carries the worse of the relay's own
+        // figures and what listeners reported since the last one — as mediasoup reports the worst remote fraction
+        // lost to Opus senders — but checked, and the second worst from three listeners on, so that no single
+        // listener steers the speaker's FEC for everyone (`ListenerReports`). Cumulative counts and the extended
+        // sequence stay the relay's own.
+        var listeners = 0
+        for m in member.room.members where m !== member && m.canSubscribe { listeners += 1 }
+        let heard = member.listenerReports.takeFresh(listeners: listeners, now: now.monotonic)
+        block.fractionLost = max(block.fractionLost, heard.fractionLost)
+        block.jitter = max(block.jitter, heard.jitter)
+        let report = ReceiverReport(ssrc: relaySSRC, reports: [block])
+        let space = output.reserve(report.serializedSize)
+        guard let n = try? report.serialize(into: space) else { return }
+        output.commit(space, length: n, to: member.address)
+        outbox.counters.packetsQueued &+= 1
+        outbox.counters.bytesQueued &+= UInt64(n)
+    }
+}

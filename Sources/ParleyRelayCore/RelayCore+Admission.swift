@@ -1,0 +1,231 @@
+import ParleyAuth
+import ParleyWire
+
+/// Admission: a join (into a room) or a register (online, on worker 0) from an address not yet verified gets a
+/// cookie back (`JoinCookie`); with a valid cookie it goes to the worker that owns the room (or worker 0), which
+/// verifies the token and opens a `SignallingSession` for it.
+extension RelayCore {
+    /// The worker that holds every presence session (the owner of the public port).
+    static let presenceWorker = 0
+
+    /// A join or register from an address not yet verified: answer with a cookie, or pass it to the worker `owner`
+    /// that admits it, or `accept` it here when that is this worker.
+    func handleAdmissionRequest(cookie: [UInt8], owner: Int, bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment,
+                                viaPublicPort: Bool, accept: () -> Void) {
+        guard shared.cookies.verify(cookie, for: from, unixSeconds: now.unixSeconds) else {
+            if !cookie.isEmpty { outbox.counters.drops[DropReason.badCookie.rawValue] &+= 1 }
+            guard outbox.takeUnverifiedAnswer(now: now.monotonic) else { return outbox.drop(.joinFlood, from: from, now: now) }
+            // Unverified address: never answer with more bytes than arrived.
+            outbox.sendSignal(.retry(cookie: shared.cookies.mint(for: from, unixSeconds: now.unixSeconds)), to: from,
+                       connectionID: 0, viaPublicPort: viaPublicPort, limit: bytes.count)
+            outbox.counters.retriesSent &+= 1
+            return
+        }
+        guard owner == workerIndex else {
+            handoffs.append((owner, Array(bytes), from))
+            return
+        }
+        accept()
+    }
+
+    /// Opens the signalling session of a join or register the caller admitted: a fresh connection id and secret.
+    func openSession(identity: String, name: String, nonce: [UInt8], token: String, from: PeerAddress, viaPublicPort: Bool,
+                     limits: ReliableChannel.Limits, now: Moment) -> SignallingSession {
+        SignallingSession(connectionID: sessions.newConnectionID(random), identity: identity, name: name,
+                          sessionSecret: random.bytes(32), nonce: nonce, token: token, address: from,
+                          viaPublicPort: viaPublicPort, channel: ReliableChannel(limits: limits), now: now.monotonic)
+    }
+
+    /// The keepalive interval a welcome asks for (never more than a third of the timeout), in milliseconds.
+    var welcomeKeepaliveMilliseconds: UInt32 { UInt32(min(config.keepaliveInterval, config.memberTimeout / 3) / 1_000_000) }
+
+    /// Handed-off joins and registers are deduplicated by address and nonce: a repeat is dropped, anything else
+    /// replaces the session at that address.
+    func replaceSession(at from: PeerAddress, nonce: [UInt8], reason: String, now: Moment) -> Bool {
+        guard let existing = sessions.byAddress[from] else { return true }
+        if existing.session.nonce == nonce { return false }
+        removeSession(existing, reason: reason, goodbye: nil, now: now)
+        return true
+    }
+
+    /// A join another worker verified the cookie of and passed here because this worker owns the room.
+    /// (Also takes registers, which always go to worker 0.)
+    public func handleHandedOffJoin(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
+        noteTimerWork(at: now.monotonic)
+        guard let datagram = try? SignalDatagram(parsing: bytes) else { return outbox.drop(.malformedSignalling, from: from, now: now) }
+        switch datagram.message {
+        case .register(let request):
+            guard replaceSession(at: from, nonce: request.nonce, reason: "registered again", now: now) else { return }
+            admitPresence(request, from: from, received: bytes.count, now: now, viaPublicPort: true)
+        case .join(let request):
+            guard replaceSession(at: from, nonce: request.nonce, reason: "rejoined", now: now) else { return }
+            admit(request, from: from, received: bytes.count, now: now, viaPublicPort: true)
+        default:
+            outbox.drop(.malformedSignalling, from: from, now: now)
+        }
+    }
+
+    /// Refuses a join or register of `received` bytes, in no more bytes than that (the reason is cut to fit).
+    func refuse(_ code: RefusalCode, _ reason: String, to address: PeerAddress, now: Moment, viaPublicPort: Bool, limit received: Int) {
+        outbox.counters.joinsRefused[code.rawValue, default: 0] &+= 1
+        if log.threshold <= .info { log.write(.info, "join from \(address) refused: \(reason)") }
+        outbox.sendRefusal(code, reason, to: address, connectionID: 0, viaPublicPort: viaPublicPort, limit: received)
+    }
+
+    func admit(_ request: JoinRequest, from: PeerAddress, received: Int, now: Moment, viaPublicPort: Bool) {
+        // Every refusal below answers this join: none may be larger than its `received` bytes.
+        func refuse(_ code: RefusalCode, _ reason: String, to address: PeerAddress, now: Moment, viaPublicPort: Bool) {
+            self.refuse(code, reason, to: address, now: now, viaPublicPort: viaPublicPort, limit: received)
+        }
+        guard joinBucket.take(now: now.monotonic) else { return outbox.drop(.joinFlood, from: from, now: now) }
+        guard !shuttingDown else {
+            return refuse(.shuttingDown, "the relay is shutting down", to: from, now: now, viaPublicPort: viaPublicPort)
+        }
+        guard !request.room.isEmpty, !request.room.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            return refuse(.badRequest, "room names must be 1–128 bytes without control characters", to: from, now: now, viaPublicPort: viaPublicPort)
+        }
+        let claims: TokenClaims
+        do {
+            claims = try shared.verifier.verify(request.token, now: now.unixSeconds, room: request.room,
+                                                requiring: \.join, grantName: "join")
+        } catch {
+            return refuse(RefusalCode(error), error.reason, to: from, now: now, viaPublicPort: viaPublicPort)
+        }
+        if let (code, reason) = CallRoom.refusal(claims, room: request.room) {
+            return refuse(code, reason, to: from, now: now, viaPublicPort: viaPublicPort)
+        }
+        var room = rooms[request.room]
+        if room == nil {
+            guard claims.grants.create else {
+                return refuse(.roomNotFound, "room \(request.room) does not exist and the token may not create it",
+                              to: from, now: now, viaPublicPort: viaPublicPort)
+            }
+            let mode = claims.mode ?? config.defaultRoomMode
+            guard mode == "forward" || mode == "mix" else {
+                return refuse(.badRequest, "unknown room mode \(mode)", to: from, now: now, viaPublicPort: viaPublicPort)
+            }
+            let created: Room
+            switch rooms.open(name: request.room, mode: mode, creator: claims.identity, now: now) {
+            case .success(let r): created = r
+            case .failure(let f): return refuse(f.code, f.reason, to: from, now: now, viaPublicPort: viaPublicPort)
+            }
+            room = created
+        }
+        guard let room else { return }
+        if let previous = room.member(identity: claims.identity) {
+            // The same token from a second address while its session lives is a replay: the owner moves with
+            // resume, and a restarted client presents a fresh token.
+            if previous.session.token == request.token, previous.address != from { return outbox.drop(.tokenReplay, from: from, now: now) }
+            removeMember(previous, reason: "replaced by a new session", goodbye: .replaced, now: now)
+        }
+        let capacity = rooms.capacity(of: room)
+        guard room.members.count < capacity else {
+            return refuse(.roomFull, "room \(room.name) is full (\(capacity) members)", to: from, now: now, viaPublicPort: viaPublicPort)
+        }
+
+        let session = openSession(identity: claims.identity, name: claims.name ?? "", nonce: request.nonce, token: request.token,
+                                  from: from, viaPublicPort: viaPublicPort, limits: outbox.signallingLimits(roomCapacity: capacity), now: now)
+        let ssrc = newMemberSSRC()
+        let member = Member(id: shared.nextMemberID(), session: session, ssrc: ssrc, canPublish: claims.grants.publish,
+                            canSubscribe: claims.grants.subscribe, joinedAt: now.unixMilliseconds, room: room, muted: request.muted,
+                            mixSequence: random.uint16())
+        member.speakersFromMedia = request.speakersFromMedia
+        let others = room.members
+        room.members.append(member)
+        room.emptySince = nil
+        room.mix?.start(now: now.monotonic)
+        sessions.add(.member(member), at: from)
+        sessions.bySSRC[ssrc] = member
+
+        let port = shared.workerPorts[min(workerIndex, shared.workerPorts.count - 1)]
+        outbox.enqueue(.welcome(Welcome(nonce: request.nonce, memberID: member.id, ssrc: ssrc, port: port,
+                                 sessionSecret: session.sessionSecret, room: room.name, mode: room.mode, identity: member.identity,
+                                 memberCount: UInt32(others.count),
+                                 keepaliveMilliseconds: welcomeKeepaliveMilliseconds,
+                                 timeoutMilliseconds: UInt32(config.memberTimeout / 1_000_000), flags: member.flags)), to: session)
+        let pages = Self.memberPages(others.map(\.entry))
+        for (i, page) in pages.enumerated() {
+            outbox.enqueue(.memberPage(index: UInt16(i), count: UInt16(pages.count), members: page), to: session)
+        }
+        if !room.announcedSpeakers.isEmpty, member.wantsSpeakerLists { outbox.enqueue(.speakers(room.announcedSpeakers), to: session) }
+        outbox.pump(session, now: now)
+        rooms.broadcast(.memberEvent(kind: .joined, member: member.entry, reason: ""), in: room, except: member, now: now)
+        outbox.counters.joinsAccepted &+= 1
+        rooms.events.append(RelayEvent(kind: .memberJoined, room: room.name, identity: member.identity, detail: member.name,
+                                 unixMilliseconds: now.unixMilliseconds))
+        if log.threshold <= .info {
+            log.write(.info, "\(member.identity) joined \(room.name) from \(from) (member \(member.id), ssrc \(ssrc), \(room.members.count) in room)")
+        }
+    }
+
+    /// Verifies the token (signature, `exp`/`nbf`, `join` grant; the `room` claim is ignored), replaces an older
+    /// session of the same identity, and welcomes the new one with room "" and mode "presence".
+    func admitPresence(_ request: RegisterRequest, from: PeerAddress, received: Int, now: Moment, viaPublicPort: Bool) {
+        guard workerIndex == Self.presenceWorker else { return }
+        guard joinBucket.take(now: now.monotonic) else { return outbox.drop(.joinFlood, from: from, now: now) }
+        guard !shuttingDown else {
+            return refuse(.shuttingDown, "the relay is shutting down", to: from, now: now, viaPublicPort: viaPublicPort, limit: received)
+        }
+        let claims: TokenClaims
+        do {
+            claims = try shared.verifier.verify(request.token, now: now.unixSeconds)
+        } catch {
+            return refuse(RefusalCode(error), error.reason, to: from, now: now, viaPublicPort: viaPublicPort, limit: received)
+        }
+        guard claims.grants.join else {
+            let error = TokenError.missingGrant("join")
+            return refuse(RefusalCode(error), error.reason, to: from, now: now, viaPublicPort: viaPublicPort, limit: received)
+        }
+        if let previous = presence.byIdentity[claims.identity] {
+            // As for joins: the same token from a second address while its session lives is a replay.
+            if previous.session.token == request.token, previous.session.address != from { return outbox.drop(.tokenReplay, from: from, now: now) }
+            removePresence(previous, reason: "replaced by a new session", goodbye: .replaced, now: now)
+        }
+        let session = openSession(identity: claims.identity, name: claims.name ?? "", nonce: request.nonce, token: request.token,
+                                  from: from, viaPublicPort: viaPublicPort, limits: outbox.signallingLimits(), now: now)
+        let p = Presence(id: shared.nextMemberID(), session: session, registeredAt: now.unixMilliseconds)
+        sessions.add(.presence(p), at: from)
+        presence.add(p)
+        outbox.enqueue(.welcome(Welcome(
+            nonce: request.nonce, memberID: p.id, ssrc: 0, port: shared.workerPorts[Self.presenceWorker], sessionSecret: session.sessionSecret,
+            room: "", mode: "presence", identity: p.identity, memberCount: 0, keepaliveMilliseconds: welcomeKeepaliveMilliseconds,
+            timeoutMilliseconds: UInt32(config.memberTimeout / 1_000_000), flags: [])), to: session)
+        outbox.pump(session, now: now)
+        outbox.counters.presenceRegistered &+= 1
+        if log.threshold <= .info { log.write(.info, "\(p.identity) online from \(from) (presence \(p.id))") }
+    }
+
+    /// Splits member entries into pages whose datagrams fit in `Signalling.maxDatagramSize`.
+    static func memberPages(_ entries: [MemberEntry]) -> [[MemberEntry]] {
+        guard !entries.isEmpty else { return [] }
+        let budget = Signalling.maxDatagramSize - Signalling.headerSize - 2 * 5
+        var pages: [[MemberEntry]] = [[]]
+        var used = 0
+        for e in entries {
+            let size = 3 + 11 + min(255, e.identity.utf8.count) + min(255, e.name.utf8.count)
+            if used + size > budget, !pages[pages.count - 1].isEmpty {
+                pages.append([])
+                used = 0
+            }
+            pages[pages.count - 1].append(e)
+            used += size
+        }
+        return pages
+    }
+}
+
+extension RefusalCode {
+    /// The refusal that reports a token error.
+    init(_ error: TokenError) {
+        switch error {
+        case .malformed: self = .tokenMalformed
+        case .unsupportedAlgorithm: self = .tokenAlgorithm
+        case .unknownKey: self = .tokenUnknownKey
+        case .badSignature: self = .tokenBadSignature
+        case .expired: self = .tokenExpired
+        case .notYetValid: self = .tokenNotYetValid
+        case .wrongRoom, .noRoom: self = .tokenWrongRoom
+        case .missingGrant: self = .tokenMissingGrant
+        }
+    }
+}

@@ -1,0 +1,91 @@
+import ParleyWire
+
+/// The media hot path, kept on the core so a forwarded packet takes no extra hop: RTP from a member is checked,
+/// counted, kept for NACKs, observed for speaker selection, and fanned out to the room's listeners straight from the
+/// received buffer (`FanOutTable`), or handed to the room's mixer; and the mix deadlines the loop wakes for.
+extension RelayCore {
+    /// The per-packet path: latch check, stats, history, speaker selection, fan-out. No allocation.
+    func handleRTP(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
+        guard let member = sessions.member(at: from) else {
+            paths.challengeRTPSender(bytes, from: from, now: now)
+            return outbox.drop(.unknownSender, from: from, now: now)
+        }
+        let packet: RTPPacketView
+        do {
+            packet = try RTPPacketView(parsing: bytes)
+        } catch {
+            return outbox.drop(.malformedRTP, from: from, now: now)
+        }
+        guard packet.ssrc == member.ssrc || adoptEndpointSSRC(member, packet.ssrc) else { return outbox.drop(.ssrcMismatch, from: from, now: now) }
+        guard member.canPublish else { return outbox.drop(.notPublisher, from: from, now: now) }
+        member.session.heardMedia(at: now.monotonic)
+        member.stats.packetsIn &+= 1
+        member.stats.bytesIn &+= UInt64(bytes.count)
+        if member.receiveStats.packetsReceived == 0 { noteTimerWork(at: now.monotonic) }  // receiver reports start
+        member.receiveStats.record(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp,
+                                   arrivalTimeNanoseconds: now.monotonic)
+        // The history is allocated at the member's first RTP packet, not at its join: members that never publish
+        // (listeners, a join flood) do not cost its slots (128 × 1,500 bytes by default).
+        let history = member.history ?? member.startHistory(slots: config.nackHistorySlots)
+        history.store(sequence: packet.sequenceNumber, bytes)
+        guard !member.muted else { return outbox.drop(.muted, from: from, now: now) }
+
+        let room = member.room
+        // No RFC 6464 level (plain RTP tools): a full-size packet counts as speech, a DTX one as silence.
+        let level = SpeechRules.level(packet.audioLevel(id: config.audioLevelExtensionID)?.level, payloadBytes: packet.payloadCount)
+        if room.selector.observe(member.id, level: level, now: now.monotonic) {
+            rooms.scheduleSpeakerPush(room, now: now)
+            noteTimerWork(at: now.monotonic)
+        }
+        if let mix = room.mix {
+            mix.insert(packet, from: member, arrival: now.monotonic)
+            return
+        }
+        guard room.selector.isForwarded(member.id) else { return }
+
+        let size = UInt64(bytes.count)
+        var sent: UInt64 = 0
+        let table = room.fanOut
+        table.refresh(from: room.members)
+        let entries = table.entries
+        for i in 0..<table.count {
+            let listener = entries + i
+            guard listener.pointee.memberID != member.id else { continue }
+            // A plain-RTP endpoint hears one stream: the first forwarded speaker other than itself.
+            if listener.pointee.isRTPEndpoint, firstForwarded(in: room, except: listener.pointee.memberID) != member.id { continue }
+            output.append(bytes, to: listener.pointee.address)
+            listener.pointee.packetsOut &+= 1
+            listener.pointee.bytesOut &+= size
+            sent &+= 1
+        }
+        outbox.counters.forwarded &+= sent
+        outbox.counters.packetsQueued &+= sent
+        outbox.counters.bytesQueued &+= sent &* size
+    }
+
+    /// Runs the mixes of every mix-mode room whose deadline has passed.
+    public func runMixes(now: Moment) {
+        for room in rooms.mixRooms {
+            guard let mix = room.mix, let due = mix.nextDeadline, due <= now.monotonic else { continue }
+            mix.run(room: room, now: now.monotonic) { bytes, listener in
+                let space = output.reserve(bytes.count)
+                space.copyMemory(from: bytes)
+                output.commit(space, length: bytes.count, to: listener.address)
+                listener.stats.packetsOut &+= 1
+                listener.stats.bytesOut &+= UInt64(bytes.count)
+                outbox.counters.packetsQueued &+= 1
+                outbox.counters.bytesQueued &+= UInt64(bytes.count)
+                outbox.counters.mixedPacketsSent &+= 1
+            }
+        }
+    }
+
+    /// The earliest mix deadline of any mix room with members (the loop wakes for it), or nil.
+    public var nextMixDeadline: Int64? {
+        var earliest: Int64?
+        for room in rooms.mixRooms {
+            if let d = room.mix?.nextDeadline, earliest == nil || d < earliest! { earliest = d }
+        }
+        return earliest
+    }
+}

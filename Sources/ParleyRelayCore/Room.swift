@@ -1,0 +1,47 @@
+import ParleyWire
+
+/// One room: its members, its speaker selection, and its speaker-announcement schedule.
+final class Room {
+    let name: String
+    let mode: String
+    let createdAtUnixMilliseconds: Int64
+    /// The identity whose join opened the room (counted against `maxRoomsPerIdentity`); nil for rooms the backend made.
+    let creator: String?
+    /// Members in join order. Any change marks `fanOut` for a rebuild.
+    var members: [Member] = [] { didSet { fanOut.invalidate() } }
+    /// The listeners as the forwarding loop reads them, derived from `members`.
+    let fanOut = FanOutTable()
+    var selector: SpeakerSelector
+    var emptySince: Int64?
+    var lastSpeakerPush: Int64 = .min / 2
+    var speakerPushDue: Int64?
+    var announcedSpeakers: [SpeakerEntry] = []
+    /// The mixer, in mix mode.
+    var mix: MixEngine?
+    /// Limits set by the HTTP API at creation (nil = the relay's defaults).
+    var maxMembers: Int?, emptyTimeout: Int64?
+
+    init(name: String, mode: String, createdAt: Int64, creator: String?, selector: SpeakerSelector) {
+        self.name = name
+        self.mode = mode
+        self.createdAtUnixMilliseconds = createdAt
+        self.creator = creator
+        self.selector = selector
+    }
+
+    func member(identity: String) -> Member? { members.first { $0.identity == identity } }
+}
+
+/// A read-only view of a room.
+public struct RoomSnapshot: Sendable, Equatable {
+    /// Name.
+    public var name: String
+    /// "forward" or "mix".
+    public var mode: String
+    /// Created at (Unix ms).
+    public var createdAtUnixMilliseconds: Int64
+    /// Members.
+    public var members: [MemberSnapshot]
+    /// Member ids currently forwarded.
+    public var forwardedSpeakers: [UInt32]
+}

@@ -1,0 +1,234 @@
+import ParleyWire
+
+/// The rooms one core owns: opening (against the relay's room budget) and forgetting them, what happens in a room
+/// besides media (a member leaving, mute, texts between members), announcing each room's speakers, closing rooms
+/// left empty, and the log of room and member events for the HTTP API. Members join and leave through the core
+/// (admission, `RelayCore.removeMember`), which updates the session table and this one together. Owned by one
+/// `RelayCore` (one thread).
+final class RoomTable {
+    /// Rooms by name.
+    private(set) var byName: [String: Room] = [:]
+    /// The mix-mode rooms among `byName` (kept apart so the loop's deadline scan touches only them).
+    private(set) var mixRooms: [Room] = []
+    /// Room, member and mute events for the HTTP API's event stream.
+    var events = RelayEventLog(capacity: 1024)
+    private let shared: RelayShared
+    private let workerIndex: Int
+    private let outbox: Outbox
+    private let random: RelayRandom
+    private var config: RelayCoreConfig { shared.config }
+    private var log: LogSink { outbox.log }
+
+    init(shared: RelayShared, workerIndex: Int, outbox: Outbox, random: RelayRandom) {
+        self.shared = shared
+        self.workerIndex = workerIndex
+        self.outbox = outbox
+        self.random = random
+    }
+
+    /// The room named `name` on this worker.
+    subscript(name: String) -> Room? { byName[name] }
+    /// Every room.
+    var values: Dictionary<String, Room>.Values { byName.values }
+    /// Rooms on this worker.
+    var count: Int { byName.count }
+
+    /// The members a room admits: two in a call room, else the room's own limit or the relay's.
+    func capacity(of room: Room) -> Int {
+        CallRoom.isCallRoom(room.name) ? CallRoom.capacity : room.maxMembers ?? config.maxMembersPerRoom
+    }
+
+    /// Creates a room and its speaker selector (and mixer in mix mode), reserving it against `maxRooms`.
+    /// Fails when the relay is full or the mixer cannot start; the caller refuses.
+    func open(name: String, mode: String, creator: String? = nil, now: Moment) -> Result<Room, OpenRoomFailure> {
+        if let creator {
+            if let failure = shared.tryReserveRoom(creator: creator) { return .failure(failure) }
+        } else {
+            guard shared.tryReserveRoom() else { return .failure(OpenRoomFailure(code: .tooManyRooms, reason: "the relay has reached its room limit")) }
+        }
+        let room = Room(name: name, mode: mode, createdAt: now.unixMilliseconds, creator: creator,
+                        selector: SpeakerSelector(capacity: config.maxForwardedSpeakers, rules: config.speech,
+                                                  releaseAfter: config.speakerReleaseAfter, minimumDwell: config.speakerMinimumDwell,
+                                                  hysteresis: config.speakerHysteresisDecibels))
+        if mode == "mix" {
+            do {
+                room.mix = try MixEngine(ssrc: random.ssrc(), timestampBase: random.uint32(), config: config)
+            } catch {
+                shared.releaseRoom(creator: creator)
+                log.write(.error, "cannot create the mixer for \(name): \(error.message)")
+                return .failure(OpenRoomFailure(code: .badRequest, reason: "the relay could not start a mixer"))
+            }
+        }
+        byName[name] = room
+        if room.mix != nil { mixRooms.append(room) }
+        events.append(RelayEvent(kind: .roomStarted, room: name, detail: mode, unixMilliseconds: now.unixMilliseconds))
+        if log.threshold <= .info { log.write(.info, "room \(name) opened (mode \(mode), worker \(workerIndex))") }
+        return .success(room)
+    }
+
+    /// Forgets a room (already emptied of members) and returns its reservation.
+    func forget(_ room: Room, reason: String, now: Moment) {
+        byName[room.name] = nil
+        mixRooms.removeAll { $0 === room }
+        shared.releaseRoom(creator: room.creator)
+        events.append(RelayEvent(kind: .roomClosed, room: room.name, detail: reason, unixMilliseconds: now.unixMilliseconds))
+    }
+
+    /// Queues a message to every member of a room except `except` (and those `including` leaves out), and pumps them.
+    func broadcast(_ message: SignalMessage, in room: Room, except: Member? = nil, including: (Member) -> Bool = { _ in true },
+                   now: Moment) {
+        for m in room.members where m !== except && including(m) {
+            outbox.send(message, to: m.session, now: now)
+        }
+    }
+
+    /// The speakers to announce: those speaking within `speakingHold`, with their SSRC and level.
+    func speakerEntries(_ room: Room, now: Moment) -> [SpeakerEntry] {
+        room.selector.speaking(now: now.monotonic, hold: config.speakingHold).compactMap { s in
+            guard let m = room.members.first(where: { $0.id == s.member }) else { return nil }
+            return SpeakerEntry(memberID: m.id, ssrc: m.ssrc, level: s.level)
+        }
+    }
+
+    /// Pushes the room's speaker list now if it changed and the rate limit for that kind of change allows, else
+    /// schedules it (a change of who speaks is never held back by a pending level-only update).
+    func scheduleSpeakerPush(_ room: Room, now: Moment) {
+        let change = speakerChange(room, now: now)
+        guard change != .none else {
+            room.speakerPushDue = nil
+            return
+        }
+        let due = room.lastSpeakerPush &+ (change == .speakers ? config.speakerUpdateInterval : config.speakerLevelUpdateInterval)
+        if now.monotonic >= due {
+            pushSpeakers(room, speakerEntries(room, now: now), now: now)
+        } else {
+            room.speakerPushDue = min(room.speakerPushDue ?? .max, due)
+        }
+    }
+
+    /// What differs between the room's speakers and what it was last told.
+    enum SpeakerChange { case none, levels, speakers }
+
+    /// Whether the speaking set, or only a level (by 10 dB or more), differs from what the room was last told.
+    /// Allocation-free: runs every housekeeping pass for every room with speakers.
+    func speakerChange(_ room: Room, now: Moment) -> SpeakerChange {
+        var speaking = 0
+        var levelMoved = false
+        for id in room.selector.forwarded {
+            let s = room.selector.state(of: id)
+            guard let last = s.lastSpeech, now.monotonic - last <= config.speakingHold else { continue }
+            speaking += 1
+            guard let announced = room.announcedSpeakers.first(where: { $0.memberID == id }) else { return .speakers }
+            let level = Int(AudioLevel.level(loudness: s.loudness))
+            if abs(level - Int(announced.level)) >= 10 { levelMoved = true }
+        }
+        if speaking != room.announcedSpeakers.count { return .speakers }
+        return levelMoved ? .levels : .none
+    }
+
+    /// Tells the room its speakers now.
+    func pushSpeakers(_ room: Room, _ entries: [SpeakerEntry], now: Moment) {
+        room.announcedSpeakers = entries
+        room.lastSpeakerPush = now.monotonic
+        room.speakerPushDue = nil
+        broadcast(.speakers(entries), in: room, including: { $0.wantsSpeakerLists }, now: now)
+    }
+
+    /// The room's side of a member leaving: out of the room and its speaker selection and mixer, the room told, the
+    /// event logged; an emptied room starts its empty timeout.
+    func memberLeft(_ member: Member, reason: String, now: Moment) {
+        let room = member.room
+        room.members.removeAll { $0 === member }
+        if room.selector.remove(member.id) { scheduleSpeakerPush(room, now: now) }
+        broadcast(.memberEvent(kind: .left, member: member.entry, reason: reason), in: room, now: now)
+        room.mix?.remove(member)
+        events.append(RelayEvent(kind: .memberLeft, room: room.name, identity: member.identity, detail: reason,
+                                 unixMilliseconds: now.unixMilliseconds))
+        if room.members.isEmpty {
+            room.emptySince = now.monotonic
+            room.mix?.stop()
+        }
+        if log.threshold <= .info { log.write(.info, "\(member.identity) left \(room.name): \(reason)") }
+    }
+
+    /// Mutes or unmutes a member and tells the room (the member included).
+    func setMuted(_ member: Member, _ muted: Bool, now: Moment) {
+        guard member.muted != muted else { return }
+        member.muted = muted
+        let room = member.room
+        if muted, room.selector.remove(member.id) { scheduleSpeakerPush(room, now: now) }
+        broadcast(.memberEvent(kind: muted ? .muted : .unmuted, member: member.entry, reason: ""), in: room, now: now)
+        events.append(RelayEvent(kind: muted ? .memberMuted : .memberUnmuted, room: room.name, identity: member.identity,
+                                 unixMilliseconds: now.unixMilliseconds))
+    }
+
+    /// Queues a text to its recipients in the room, skipping those that are not keeping up (`textQueueLimit`), and
+    /// tells the sender: delivered when anyone took it, with the laggards named in the reason.
+    func deliverText(_ text: String, from member: Member, to identity: String, messageID: UInt32, now: Moment) {
+        let room = member.room
+        let recipients = identity.isEmpty ? room.members.filter { $0 !== member } : room.members.filter { $0.identity == identity }
+        let fragments = TextFragment.split(text, messageID: messageID) ?? []
+        var taken = 0
+        var behind: [String] = []
+        for r in recipients {
+            guard outbox.canTakeText(r.session.channel, fragments: fragments.count) else {
+                behind.append(r.identity)
+                continue
+            }
+            for f in fragments {
+                outbox.enqueue(.text(fromMemberID: member.id, fromIdentity: member.identity, direct: !identity.isEmpty, fragment: f), to: r.session)
+            }
+            outbox.pump(r.session, now: now)
+            taken += 1
+        }
+        let reason = recipients.isEmpty ? (identity.isEmpty ? "nobody else is in the room" : "\(identity) is not in the room")
+            : Outbox.laggards(behind)
+        outbox.enqueue(.textStatus(messageID: messageID, delivered: taken > 0, reason: reason), to: member.session)
+    }
+
+    /// Speaker pushes that fell due (and, on the housekeeping grid, lists gone stale), and rooms empty long enough to
+    /// close.
+    func tick(now: Moment, housekeeping: Bool) {
+        var closing: [Room] = []
+        for room in byName.values {
+            if let due = room.speakerPushDue, due <= now.monotonic {
+                pushSpeakers(room, speakerEntries(room, now: now), now: now)
+            } else if housekeeping, !room.announcedSpeakers.isEmpty || !room.selector.forwarded.isEmpty {
+                scheduleSpeakerPush(room, now: now)
+            }
+            if let since = room.emptySince, room.members.isEmpty, now.monotonic - since >= room.emptyTimeout ?? config.emptyRoomTimeout {
+                closing.append(room)
+            }
+        }
+        for room in closing {
+            let timeout = room.emptyTimeout ?? config.emptyRoomTimeout
+            forget(room, reason: "empty for \(timeout / 1_000_000_000) s", now: now)
+            if log.threshold <= .info { log.write(.info, "room \(room.name) closed after \(timeout / 1_000_000_000) s empty") }
+        }
+    }
+
+    /// The earliest time `tick` has work, given when the next housekeeping pass falls.
+    func nextWork(housekeepingDue: Int64) -> Int64 {
+        var due = Int64.max
+        for room in byName.values {
+            if let pushDue = room.speakerPushDue { due = min(due, pushDue) }
+            if !room.announcedSpeakers.isEmpty || !room.selector.forwarded.isEmpty { due = min(due, housekeepingDue) }
+            if let since = room.emptySince, room.members.isEmpty {
+                due = min(due, since &+ (room.emptyTimeout ?? config.emptyRoomTimeout))
+            }
+        }
+        return due
+    }
+
+    /// Forgets every room (the relay is shutting down; the core forgot the members' sessions).
+    func removeAll() {
+        for room in byName.values {
+            // Members hold their room: emptying `members` breaks the cycle, as `removeMember` does.
+            room.members.removeAll()
+            room.mix?.stop()
+            shared.releaseRoom(creator: room.creator)
+        }
+        byName.removeAll()
+        mixRooms.removeAll()
+    }
+}
