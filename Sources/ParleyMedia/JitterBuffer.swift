@@ -3,7 +3,7 @@
 // to nanoseconds at the public boundary (the timing model is integer nanoseconds and floating milliseconds).
 import ParleyWire
 
-/// The adaptive jitter buffer. Pure: never reads a clock; `now`/`arrival` are monotonic nanoseconds.
+/// The adaptive jitter buffer. Pure: never reads a clock; `now` and `arrival` are `Instant`s on the monotonic clock.
 ///
 /// Timing model. Every packet's *transit* is `arrival − timestamp/clockRate` on the receiver's clock; the
 /// fastest transit of the last few seconds is the floor (`JitterTransitFloor`), and a packet's *relative delay*
