@@ -2,6 +2,7 @@
 // first arrival; before each pull insert every packet with arrival_ms <= t, in arrival order.
 import CSpeexDSP
 import ParleyMedia
+import ParleyWire
 
 /// Packets that arrived, in arrival order (ties in send order), as indices into the trace.
 func arrivalOrder(_ trace: Trace) -> [Int] {
@@ -15,7 +16,8 @@ func pullTimes(_ trace: Trace, _ order: [Int]) -> StrideThrough<Double> {
     return stride(from: first, through: last + 2000, by: 20)
 }
 
-@inline(__always) func nanoseconds(_ ms: Double) -> Int64 { Int64((ms * 1e6).rounded()) }
+/// The instant `ms` milliseconds (a trace's time) after the origin, to the nearest nanosecond.
+@inline(__always) func instant(milliseconds ms: Double) -> Instant { Instant(nanoseconds: Int64((ms * 1e6).rounded())) }
 @inline(__always) func rtpTimestamp(_ sendMs: Double) -> UInt32 { UInt32(truncatingIfNeeded: Int((sendMs * 48).rounded())) }
 
 /// The trace index of a 16-bit sequence number, taken nearest to `near`.
@@ -42,10 +44,10 @@ func runParley(_ trace: Trace, config: JitterBufferConfig, wrap: Bool = false) -
                 let tsOffset: UInt32 = wrap ? UInt32.max - 480_000 : 0
                 jb.insert(sequenceNumber: UInt16(truncatingIfNeeded: p.seq + seqOffset),
                           timestamp: rtpTimestamp(p.sendMs) &+ tsOffset,
-                          ssrc: 0x5EED, marker: false, payload: bytes, arrival: nanoseconds(a))
+                          ssrc: 0x5EED, marker: false, payload: bytes, arrival: instant(milliseconds: a))
                 next += 1
             }
-            switch jb.pull(now: nanoseconds(t)) {
+            switch jb.pull(now: instant(milliseconds: t)) {
             case .play(let f):
                 let i = index(of: f.sequenceNumber &- seqOffset16, near: due)
                 score.played(i, at: t); score.slot(.played, dueSeq: i); due = i + 1

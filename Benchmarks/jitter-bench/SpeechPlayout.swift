@@ -47,12 +47,12 @@ func playSpeech(_ speech: [Int16], trace: Trace, config: JitterBufferConfig, bit
             while next < arrivals.count, arrivals[next].ms <= t {
                 arrivals[next].bytes.withUnsafeBytes { bytes in
                     if let view = try? RTPPacketView(parsing: bytes) {
-                        receiver.receive(view, now: Int64((arrivals[next].ms * 1e6).rounded()))
+                        receiver.receive(view, now: instant(milliseconds: arrivals[next].ms))
                     }
                 }
                 next += 1
             }
-            let now = Int64((t * 1e6).rounded())
+            let now = instant(milliseconds: t)
             receiver.pull(now: now, into: out.baseAddress! + pull * frame)
             for nack in receiver.nacksDue(now: now, roundTrip: ClientEngine.initialRoundTrip, reporter: 0) { nacked += nack.lost.count }
         }

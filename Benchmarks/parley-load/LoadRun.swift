@@ -225,10 +225,10 @@ final class LoadRun {
                                              issuedAt: unixNow, grants: Grants(), mode: options.mode)
                     // Like the parley client, members tell speakers from the forwarded streams (no `speakers` messages).
                     let session = ClientSession(server: server, token: signer.mint(claims), room: "\(prefix)-r\(m.room)",
-                                                speakersFromMedia: true, now: now, unixMilliseconds: { Int64(Clock.unixMilliseconds()) })
+                                                speakersFromMedia: true, now: Instant(nanoseconds: now), unixMilliseconds: { Int64(Clock.unixMilliseconds()) })
                     m.session = session
                     m.joinStarted = now
-                    _ = session.tick(now: now)
+                    _ = session.tick(now: Instant(nanoseconds: now))
                     flushSignalling(m)
                     next += 1
                 }
@@ -346,7 +346,7 @@ final class LoadRun {
         let now = Clock.monotonicNanoseconds()
         for m in members {
             guard let s = m.session else { continue }
-            s.leave(now: now)
+            s.leave(now: Instant(nanoseconds: now))
             flushSignalling(m)
         }
         pump(until: now + 200_000_000)
@@ -394,7 +394,7 @@ final class LoadRun {
     private func tickSessions(now: Int64) {
         for m in members {
             guard let s = m.session else { continue }
-            _ = s.tick(now: now)
+            _ = s.tick(now: Instant(nanoseconds: now))
             flushSignalling(m)
         }
     }
@@ -447,7 +447,7 @@ final class LoadRun {
 
     private func handleSignalling(_ m: Member, _ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Int64) {
         guard let s = m.session else { return }
-        for event in s.handle(bytes, from: from, now: now) {
+        for event in s.handle(bytes, from: from, now: Instant(nanoseconds: now)) {
             switch event {
             case .welcomed(let w):
                 if m.joinedAt == nil { m.joinedAt = now }
@@ -469,7 +469,7 @@ final class LoadRun {
     }
 
     private func receiveRTP(_ m: Member, _ bytes: UnsafeRawBufferPointer, arrival: Int64) {
-        m.session?.noteTraffic(now: arrival)
+        m.session?.noteTraffic(now: Instant(nanoseconds: arrival))
         let sequence = UInt16(bytes[2]) << 8 | UInt16(bytes[3])
         let timestamp = bytes.loadUnaligned(fromByteOffset: 4, as: UInt32.self).bigEndian
         let ssrc = bytes.loadUnaligned(fromByteOffset: 8, as: UInt32.self).bigEndian

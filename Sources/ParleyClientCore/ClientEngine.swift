@@ -34,7 +34,7 @@ public final class ClientEngine {
         /// Each received stream's jitter buffer (the client starts with no minimum delay).
         public var jitter: JitterBufferConfig = {
             var c = JitterBufferConfig()
-            c.minimumDelayMilliseconds = 0
+            c.minimumDelay = .zero
             return c
         }()
         /// When what we send counts as voice (its level against the threshold), and who we hear speaking: the
@@ -67,8 +67,8 @@ public final class ClientEngine {
         case speakersHeard([SpeakingTracker.Speaker])
         /// The session ended in a way a new session can mend.
         case connectionLost(String)
-        /// A new session is opened after this wait, in nanoseconds.
-        case rejoining(afterNanoseconds: Int64)
+        /// A new session is opened after this wait.
+        case rejoining(after: Interval)
         /// Over for good.
         case over(Ending)
     }
@@ -78,15 +78,15 @@ public final class ClientEngine {
         /// A session is open (joining, joined or resuming).
         case inSession
         /// Waiting to open a new session at `until`.
-        case waitingToRejoin(until: Int64)
+        case waitingToRejoin(until: Instant)
         /// Over for good; the owner exits.
         case over(Ending)
     }
 
-    /// Time between receiver reports while in the room, nanoseconds.
-    public static let receiverReportInterval: Int64 = 1_000_000_000
+    /// Time between receiver reports while in the room.
+    public static let receiverReportInterval: Interval = .seconds(1)
     /// Round trip assumed before the first pong.
-    public static let initialRoundTrip: Int64 = 20_000_000
+    public static let initialRoundTrip: Interval = .milliseconds(20)
 
     /// The configuration.
     public let configuration: Configuration
@@ -106,7 +106,7 @@ public final class ClientEngine {
     public private(set) var muted: Bool
     /// The room's mode, from the last welcome ("forward" until then).
     public private(set) var mode = "forward"
-    /// The current round-trip estimate from pongs, nanoseconds.
+    /// The current round-trip estimate from pongs.
     public private(set) var roundTrip = ClientEngine.initialRoundTrip
     /// Counters for the live view and the summary.
     public private(set) var packetsSent = 0, packetsReceived = 0, bytesReceived = 0, nacksSent = 0
@@ -121,13 +121,13 @@ public final class ClientEngine {
     private var random: any RandomNumberGenerator
     private var backoff = RejoinBackoff()
     private var everWelcomed = false
-    private var lastReceiverReport: Int64 = 0
+    private var lastReceiverReport = Instant.origin
     private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 16)
 
     /// An engine that joins `configuration.room` at `server` with `token()` (asked afresh for every session) and
     /// sends its join at once. Nonces and the RTP stream's first sequence number and timestamp come from `random`.
     /// Datagrams go out through `transmit(bytes, to)` (the bytes are valid only during the call).
-    public init(server: PeerAddress, token: @escaping () -> String, configuration: Configuration, now: Int64,
+    public init(server: PeerAddress, token: @escaping () -> String, configuration: Configuration, now: Instant,
                 unixMilliseconds: @escaping () -> Int64, random: some RandomNumberGenerator,
                 transmit: @escaping (UnsafeRawBufferPointer, PeerAddress) -> Void) throws(OpusError) {
         self.server = server
@@ -160,7 +160,7 @@ public final class ClientEngine {
     /// Takes a datagram from the socket: signalling goes to the session, RTP to the jitter buffers, RTCP receiver
     /// reports about our stream to the encoder's FEC. Anything not from the relay (`ClientSession.isFromRelay`) is
     /// dropped, and so is everything while no session is open.
-    public func receive(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Int64) -> [Event] {
+    public func receive(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Instant) -> [Event] {
         guard phase == .inSession, !bytes.isEmpty, session.isFromRelay(from) else { return [] }
         guard bytes[0] != Signalling.magic else {
             return settle(session.handle(bytes, from: from, now: now), now: now)
@@ -170,7 +170,7 @@ public final class ClientEngine {
         return []
     }
 
-    private func receiveMedia(_ bytes: UnsafeRawBufferPointer, now: Int64) {
+    private func receiveMedia(_ bytes: UnsafeRawBufferPointer, now: Instant) {
         if isRTCP(bytes) {
             var packets = rtcpPackets(in: bytes)
             while let p = try? packets.next() {
@@ -191,7 +191,7 @@ public final class ClientEngine {
     /// One 20 ms media step: sends `captured` (already voice-processed, at `level`) when in the room, mixes the
     /// next 20 ms of every received stream into `out` (960 samples), then sends the NACKs still useful and, every
     /// second, a receiver report. Returns false (and touches nothing) while no session is open: nothing to play.
-    public func media(now: Int64, captured: UnsafeBufferPointer<Int16>?, level: UInt8, into out: UnsafeMutablePointer<Int16>) -> Bool {
+    public func media(now: Instant, captured: UnsafeBufferPointer<Int16>?, level: UInt8, into out: UnsafeMutablePointer<Int16>) -> Bool {
         guard phase == .inSession else { return false }
         let joined = inRoom
         if let captured {
@@ -215,7 +215,7 @@ public final class ClientEngine {
     }
 
     /// Sends the NACKs still useful (`ReceiveMixer.nacksDue`) to the relay.
-    private func sendNacks(now: Int64) {
+    private func sendNacks(now: Instant) {
         for nack in receiver.nacksDue(now: now, roundTrip: roundTrip, reporter: sender?.ssrc ?? 0) {
             guard let n = try? nack.serialize(into: scratch) else { continue }
             transmit(UnsafeRawBufferPointer(rebasing: scratch[0..<n]), session.destination)
@@ -225,7 +225,7 @@ public final class ClientEngine {
 
     /// Timers: opens a new session when the rejoin wait is over; the session's keepalives, retries and resume; who
     /// speaks (forward rooms).
-    public func tick(now: Int64) -> [Event] {
+    public func tick(now: Instant) -> [Event] {
         switch phase {
         case .over:
             return []
@@ -244,7 +244,7 @@ public final class ClientEngine {
     }
 
     /// Applies what the session said, sends what it queued, and decides what follows when it ended.
-    private func settle(_ sessionEvents: [ClientSession.Event], now: Int64) -> [Event] {
+    private func settle(_ sessionEvents: [ClientSession.Event], now: Instant) -> [Event] {
         var events: [Event] = []
         for event in sessionEvents {
             events.append(.session(event))
@@ -254,8 +254,8 @@ public final class ClientEngine {
                 sender?.ssrc = w.ssrc
             case .member(.left, let m, _):
                 speaking.forget(ssrc: m.ssrc)
-            case .roundTrip(let ns):
-                roundTrip = ns
+            case .roundTrip(let rtt):
+                roundTrip = rtt
             case .refused(let code, let reason):
                 return events + finish(.refused(code, reason))
             case .goodbye(.relayShutdown, _) where configuration.reconnect, .goodbye(.timedOut, _) where configuration.reconnect:
@@ -279,7 +279,7 @@ public final class ClientEngine {
         guard configuration.reconnect else { return events + finish(.lost(reason)) }
         let wait = backoff.take()
         phase = .waitingToRejoin(until: now + wait)
-        events.append(.rejoining(afterNanoseconds: wait))
+        events.append(.rejoining(after: wait))
         return events
     }
 
@@ -295,20 +295,20 @@ public final class ClientEngine {
     }
 
     /// Mutes or unmutes: the relay is told, and captured frames stop (or start) going out.
-    public func setMuted(_ muted: Bool, now: Int64) {
+    public func setMuted(_ muted: Bool, now: Instant) {
         self.muted = muted
         session.setMuted(muted, now: now)
         flush()
     }
 
     /// Sends a text to the room (`to` empty) or to one identity; its message id, or nil (see `ClientSession.sendText`).
-    public func sendText(_ text: String, to: String = "", now: Int64) -> UInt32? {
+    public func sendText(_ text: String, to: String = "", now: Instant) -> UInt32? {
         defer { flush() }
         return session.sendText(text, to: to, now: now)
     }
 
     /// Leaves the room now (the relay removes the member on receipt); the engine is then over.
-    public func leave(now: Int64) {
+    public func leave(now: Instant) {
         session.leave(now: now)
         flush()
         phase = .over(.left)

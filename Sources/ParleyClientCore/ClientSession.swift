@@ -45,7 +45,7 @@ public final class ClientSession {
         /// A resume from a new address was accepted.
         case resumed
         /// A ping's round trip.
-        case roundTrip(nanoseconds: Int64)
+        case roundTrip(Interval)
     }
 
     /// The handshake, keepalives and resume.
@@ -77,7 +77,7 @@ public final class ClientSession {
     /// A session that will join `room` at `server` with `token`, its nonce drawn from `random`. With
     /// `speakersFromMedia` the member tells the relay it works out who speaks from the streams it receives
     /// (`SpeakingTracker`), so a forward room sends it no `speakers` messages.
-    public init(server: PeerAddress, token: String, room: String, muted: Bool = false, speakersFromMedia: Bool = false, now: Int64,
+    public init(server: PeerAddress, token: String, room: String, muted: Bool = false, speakersFromMedia: Bool = false, now: Instant,
                 unixMilliseconds: @escaping () -> Int64, random: inout some RandomNumberGenerator) {
         signalling = SignallingSession(server: server, token: token,
                                        request: .join(room: room, muted: muted, speakersFromMedia: speakersFromMedia),
@@ -86,7 +86,7 @@ public final class ClientSession {
 
     /// A session as above with its nonce from the system's generator.
     public convenience init(server: PeerAddress, token: String, room: String, muted: Bool = false, speakersFromMedia: Bool = false,
-                            now: Int64, unixMilliseconds: @escaping () -> Int64) {
+                            now: Instant, unixMilliseconds: @escaping () -> Int64) {
         var random = SystemRandomNumberGenerator()
         self.init(server: server, token: token, room: room, muted: muted, speakersFromMedia: speakersFromMedia, now: now,
                   unixMilliseconds: unixMilliseconds, random: &random)
@@ -97,7 +97,7 @@ public final class ClientSession {
 
     /// Periodic work: join retries, keepalives, retransmissions, resume when the relay went quiet, giving up (the
     /// session then simply ends: `state`).
-    public func tick(now: Int64) -> [Event] {
+    public func tick(now: Instant) -> [Event] {
         signalling.tick(now: now).flatMap(events)
     }
 
@@ -106,11 +106,11 @@ public final class ClientSession {
     public func isFromRelay(_ address: PeerAddress) -> Bool { signalling.isFromRelay(address) }
 
     /// Counts media from the relay as a sign of life (it only reaches us when the relay has our current address).
-    public func noteTraffic(now: Int64) { signalling.noteTraffic(now: now) }
+    public func noteTraffic(now: Instant) { signalling.noteTraffic(now: now) }
 
     /// Takes a signalling datagram that came from `from`; anything not from the relay (`isFromRelay`), or naming
     /// another session, is ignored.
-    public func handle(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Int64) -> [Event] {
+    public func handle(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Instant) -> [Event] {
         signalling.handle(bytes, from: from, now: now).flatMap(events)
     }
 
@@ -122,7 +122,7 @@ public final class ClientSession {
         case .forgotten(let reason): return [.forgotten(reason)]
         case .goodbye(let code, let reason): return [.goodbye(code, reason)]
         case .resumed: return [.resumed]
-        case .roundTrip(let ns): return [.roundTrip(nanoseconds: ns)]
+        case .roundTrip(let rtt): return [.roundTrip(rtt)]
         case .gaveUp: return []
         case .message(let message): return roomMessage(message)
         }
@@ -153,13 +153,13 @@ public final class ClientSession {
     }
 
     /// Mutes or unmutes this member.
-    public func setMuted(_ muted: Bool, now: Int64) {
+    public func setMuted(_ muted: Bool, now: Instant) {
         signalling.sendReliable(.setMuted(muted), now: now)
     }
 
     /// Sends a text to the room (`to` empty) or to one identity; returns its message id, nil if empty, over 4 KB, or
     /// when the relay has left too many messages unacknowledged to queue it (`ReliableChannel.Limits.maxPending`).
-    public func sendText(_ text: String, to: String = "", now: Int64) -> UInt32? {
+    public func sendText(_ text: String, to: String = "", now: Instant) -> UInt32? {
         let id = nextMessageID
         guard signalling.sendText(text, to: to, messageID: id, now: now) else { return nil }
         nextMessageID &+= 1
@@ -167,5 +167,5 @@ public final class ClientSession {
     }
 
     /// Leaves now: the relay removes the member on receipt.
-    public func leave(now: Int64) { signalling.leave(now: now) }
+    public func leave(now: Instant) { signalling.leave(now: now) }
 }

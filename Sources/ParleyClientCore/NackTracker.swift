@@ -6,8 +6,8 @@ import ParleyWire
 public struct NackTracker: Sendable {
     private struct Missing: Sendable {
         var sequence: UInt16
-        var firstSeen: Int64
-        var lastAsked: Int64
+        var firstSeen: Instant
+        var lastAsked: Instant
         var asks: Int
     }
 
@@ -22,7 +22,7 @@ public struct NackTracker: Sendable {
     public init() {}
 
     /// Records an arriving packet.
-    public mutating func received(_ sequence: UInt16, now: Int64) {
+    public mutating func received(_ sequence: UInt16, now: Instant) {
         guard let top = highest else {
             highest = sequence
             return
@@ -32,7 +32,7 @@ public struct NackTracker: Sendable {
             if distance > 1 && distance <= 64 {
                 var s = top &+ 1
                 while s != sequence {
-                    missing.append(Missing(sequence: s, firstSeen: now, lastAsked: .min / 2, asks: 0))
+                    missing.append(Missing(sequence: s, firstSeen: now, lastAsked: .distantPast, asks: 0))
                     s &+= 1
                 }
             }
@@ -46,7 +46,7 @@ public struct NackTracker: Sendable {
 
     /// Sequence numbers to NACK now: asked at most twice, spaced by `roundTrip`, while `now + roundTrip` is
     /// before the packet's play-out (`firstSeen + playoutDelay`).
-    public mutating func due(now: Int64, roundTrip: Int64, playoutDelay: Int64) -> [UInt16] {
+    public mutating func due(now: Instant, roundTrip: Interval, playoutDelay: Interval) -> [UInt16] {
         missing.removeAll { now - $0.firstSeen > playoutDelay }
         var out: [UInt16] = []
         for i in missing.indices where missing[i].asks < 2 && now - missing[i].lastAsked >= roundTrip {

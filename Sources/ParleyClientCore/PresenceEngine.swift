@@ -10,7 +10,7 @@ public final class PresenceEngine {
     /// What follows a session's end.
     public enum Renewal: Equatable, Sendable {
         /// The relay went away, forgot us, timed us out, or went silent: registering again after the wait.
-        case registerAgain(reason: String, afterNanoseconds: Int64)
+        case registerAgain(reason: String, after: Interval)
         /// The relay refused the registration: final.
         case refused(RefusalCode, String)
         /// The relay ended the session for good (replaced by a newer registration, kicked…): final.
@@ -24,7 +24,7 @@ public final class PresenceEngine {
     /// How the current session ended (a refusal, `forgotten`, a goodbye, or `ended`); nil while it lives.
     public private(set) var ending: PresenceSession.Event?
     /// When a new session registers, once `renewal` scheduled it.
-    public private(set) var registerAgainAt: Int64?
+    public private(set) var registerAgainAt: Instant?
 
     private let token: () -> String
     private let unixMilliseconds: () -> Int64
@@ -34,7 +34,7 @@ public final class PresenceEngine {
 
     /// An engine whose first session registers `token()` at `server` at its first `tick`. Nonces come from `random`;
     /// datagrams go out through `transmit(bytes, to)`.
-    public init(server: PeerAddress, token: @escaping () -> String, now: Int64, unixMilliseconds: @escaping () -> Int64,
+    public init(server: PeerAddress, token: @escaping () -> String, now: Instant, unixMilliseconds: @escaping () -> Int64,
                 random: some RandomNumberGenerator, transmit: @escaping (UnsafeRawBufferPointer, PeerAddress) -> Void) {
         self.server = server
         self.token = token
@@ -46,12 +46,12 @@ public final class PresenceEngine {
     }
 
     /// Takes a signalling datagram from `from`; returns what the session said.
-    public func receive(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Int64) -> [PresenceSession.Event] {
+    public func receive(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Instant) -> [PresenceSession.Event] {
         note(session.handle(bytes, from: from, now: now))
     }
 
     /// Timers: registers afresh when the wait `renewal` set is over, then the session's retries, keepalives and resume.
-    public func tick(now: Int64) -> [PresenceSession.Event] {
+    public func tick(now: Instant) -> [PresenceSession.Event] {
         if let at = registerAgainAt, now >= at {
             registerAgainAt = nil
             ending = nil
@@ -74,7 +74,7 @@ public final class PresenceEngine {
 
     /// What follows the current session's end: nil while it lives (or a new registration is already scheduled);
     /// otherwise the decision, and with `.registerAgain` the new session is opened by `tick` after the wait.
-    public func renewal(now: Int64) -> Renewal? {
+    public func renewal(now: Instant) -> Renewal? {
         guard registerAgainAt == nil, let ending else { return nil }
         switch ending {
         case .refused(let code, let reason):
@@ -82,7 +82,7 @@ public final class PresenceEngine {
         case .forgotten(let reason), .ended(let reason), .goodbye(.relayShutdown, let reason), .goodbye(.timedOut, let reason):
             let wait = backoff.take()
             registerAgainAt = now + wait
-            return .registerAgain(reason: reason, afterNanoseconds: wait)
+            return .registerAgain(reason: reason, after: wait)
         case .goodbye(let code, let reason):
             return .removed(code, reason)
         default:
@@ -96,7 +96,7 @@ public final class PresenceEngine {
     }
 
     /// Goes offline now.
-    public func leave(now: Int64) {
+    public func leave(now: Instant) {
         session.leave(now: now)
         flush()
     }

@@ -79,7 +79,7 @@ public final class PresenceSession {
         /// A resume from a new address was accepted.
         case resumed
         /// A ping's round trip.
-        case roundTrip(nanoseconds: Int64)
+        case roundTrip(Interval)
         /// The session gave up on its own: no answer to the registration, or contact with the relay lost.
         case ended(String)
     }
@@ -114,14 +114,14 @@ public final class PresenceSession {
     private var texts: [UInt32: TextReassembler] = [:]
 
     /// A session that will put the token's identity online at `server`, its nonce drawn from `random`.
-    public init(server: PeerAddress, token: String, now: Int64, unixMilliseconds: @escaping () -> Int64,
+    public init(server: PeerAddress, token: String, now: Instant, unixMilliseconds: @escaping () -> Int64,
                 random: inout some RandomNumberGenerator) {
         signalling = SignallingSession(server: server, token: token, request: .register, now: now,
                                        unixMilliseconds: unixMilliseconds, random: &random)
     }
 
     /// A session as above with its nonce from the system's generator.
-    public convenience init(server: PeerAddress, token: String, now: Int64, unixMilliseconds: @escaping () -> Int64) {
+    public convenience init(server: PeerAddress, token: String, now: Instant, unixMilliseconds: @escaping () -> Int64) {
         var random = SystemRandomNumberGenerator()
         self.init(server: server, token: token, now: now, unixMilliseconds: unixMilliseconds, random: &random)
     }
@@ -142,7 +142,7 @@ public final class PresenceSession {
     }
 
     /// Periodic work: register retries, keepalives, retransmissions, resume when the relay went quiet, giving up.
-    public func tick(now: Int64) -> [Event] {
+    public func tick(now: Instant) -> [Event] {
         signalling.tick(now: now).flatMap(events)
     }
 
@@ -151,7 +151,7 @@ public final class PresenceSession {
 
     /// Takes a signalling datagram that came from `from`; anything not from the relay (`isFromRelay`), or naming
     /// another session, is ignored.
-    public func handle(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Int64) -> [Event] {
+    public func handle(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Instant) -> [Event] {
         signalling.handle(bytes, from: from, now: now).flatMap(events)
     }
 
@@ -164,7 +164,7 @@ public final class PresenceSession {
         case .goodbye(let code, let reason): return ended(.goodbye(code, reason))
         case .gaveUp(let reason): return ended(.ended(reason))
         case .resumed: return [.resumed]
-        case .roundTrip(let ns): return [.roundTrip(nanoseconds: ns)]
+        case .roundTrip(let rtt): return [.roundTrip(rtt)]
         case .message(let message): return presenceMessage(message)
         }
     }
@@ -205,7 +205,7 @@ public final class PresenceSession {
     }
 
     /// Calls an online identity; returns the call id its statuses will carry, nil when not online.
-    public func call(_ identity: String, now: Int64) -> UInt32? {
+    public func call(_ identity: String, now: Instant) -> UInt32? {
         guard isOnline, !identity.isEmpty else { return nil }
         let id = nextCallID | Self.outgoingCallIDBit
         nextCallID = (nextCallID &+ 1) & ~Self.outgoingCallIDBit
@@ -216,21 +216,21 @@ public final class PresenceSession {
     }
 
     /// Accepts or declines an incoming call. Declining forgets it at once.
-    public func answer(_ callID: UInt32, accept: Bool, now: Int64) {
+    public func answer(_ callID: UInt32, accept: Bool, now: Instant) {
         guard isOnline, let call = calls[callID], call.phase == .incoming else { return }
         if accept { calls[callID]?.phase = .answering } else { calls[callID] = nil }
         signalling.sendReliable(.callAnswer(callID: callID, accept: accept), now: now)
     }
 
     /// Hangs up (cancels, declines or ends) a call and forgets it; the relay tells the other party.
-    public func hangUp(_ callID: UInt32, now: Int64) {
+    public func hangUp(_ callID: UInt32, now: Instant) {
         guard calls.removeValue(forKey: callID) != nil, isOnline else { return }
         signalling.sendReliable(.callHangup(callID: callID), now: now)
     }
 
     /// Sends a direct text to an online identity; returns its message id, nil if empty, over 4 KB, not online, or when
     /// the relay has left too many messages unacknowledged to queue it (`ReliableChannel.Limits.maxPending`).
-    public func sendText(to identity: String, _ text: String, now: Int64) -> UInt32? {
+    public func sendText(to identity: String, _ text: String, now: Instant) -> UInt32? {
         guard isOnline, !identity.isEmpty else { return nil }
         let id = nextMessageID
         guard signalling.sendText(text, to: identity, messageID: id, now: now) else { return nil }
@@ -239,7 +239,7 @@ public final class PresenceSession {
     }
 
     /// Goes offline now: the relay forgets the session on receipt (and ends its call for the other party).
-    public func leave(now: Int64) {
+    public func leave(now: Instant) {
         signalling.leave(now: now)
         calls.removeAll()
     }

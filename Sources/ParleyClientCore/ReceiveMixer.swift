@@ -15,12 +15,12 @@ public final class ReceiveMixer {
         /// RFC 3550 reception statistics, for receiver reports.
         public var statistics = RTPReceiveStatistics(clockRate: 48_000)
         /// When a packet last arrived.
-        public var lastPacket: Int64
+        public var lastPacket: Instant
         /// What the last pull produced.
         public var lastOutcome: AudioReceiveStream.Outcome = .silence
         let pcm: UnsafeMutablePointer<Int16>
 
-        init(ssrc: UInt32, audio: AudioReceiveStream, now: Int64) {
+        init(ssrc: UInt32, audio: AudioReceiveStream, now: Instant) {
             self.ssrc = ssrc
             self.audio = audio
             self.lastPacket = now
@@ -43,7 +43,7 @@ public final class ReceiveMixer {
     }
 
     /// Takes one RTP packet.
-    public func receive(_ packet: RTPPacketView, now: Int64) {
+    public func receive(_ packet: RTPPacketView, now: Instant) {
         var stream = streams[packet.ssrc]
         if stream == nil {
             guard let audio = try? AudioReceiveStream(jitterConfig: config) else { return }
@@ -52,7 +52,7 @@ public final class ReceiveMixer {
         }
         guard let stream else { return }
         stream.lastPacket = now
-        _ = stream.statistics.record(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp, arrivalTimeNanoseconds: now)
+        _ = stream.statistics.record(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp, arrivalTimeNanoseconds: now.nanoseconds)
         stream.nacks.received(packet.sequenceNumber, now: now)
         stream.audio.insert(packet, arrival: now)
     }
@@ -60,19 +60,23 @@ public final class ReceiveMixer {
     /// Generic NACKs (RFC 4585) from `reporter` for every stream's gaps that a retransmission sent now can still
     /// fill before play-out (the stream's target delay plus one frame), each gap asked at most twice, a round trip
     /// apart (`NackTracker`). `roundTrip` is taken as at least `minimumRoundTrip`.
-    public func nacksDue(now: Int64, roundTrip: Int64, reporter: UInt32) -> [GenericNACK] {
+    public func nacksDue(now: Instant, roundTrip: Interval, reporter: UInt32) -> [GenericNACK] {
         let rtt = max(roundTrip, Self.minimumRoundTrip)
         var nacks: [GenericNACK] = []
         for stream in streams.values {
-            let delay = Int64(stream.audio.jitter.stats.targetDelayMilliseconds * 1_000_000) + 20_000_000
+            let delay = stream.audio.jitter.stats.targetDelay + Self.frameDuration
             let lost = stream.nacks.due(now: now, roundTrip: rtt, playoutDelay: delay)
             if !lost.isEmpty { nacks.append(GenericNACK(senderSSRC: reporter, mediaSSRC: stream.ssrc, lost: lost)) }
         }
         return nacks
     }
 
-    /// Smallest round trip NACK timing assumes, nanoseconds.
-    public static let minimumRoundTrip: Int64 = 5_000_000
+    /// Smallest round trip NACK timing assumes.
+    public static let minimumRoundTrip: Interval = .milliseconds(5)
+    /// A stream silent this long is dropped.
+    public static let staleAfter: Interval = .seconds(10)
+    /// One frame of the mix (960 samples at 48 kHz).
+    static let frameDuration: Interval = .milliseconds(20)
 
     /// An RTCP receiver report from `reporter` with one block per stream (at most 31), fraction lost counted
     /// since the previous report; nil with no streams. The relay sizes its mix encoders' FEC by these.
@@ -87,7 +91,7 @@ public final class ReceiveMixer {
 
     /// Mixes the next 20 ms of every stream into `out` (960 samples); returns the SSRCs that played audio.
     @discardableResult
-    public func pull(now: Int64, into out: UnsafeMutablePointer<Int16>) -> Int {
+    public func pull(now: Instant, into out: UnsafeMutablePointer<Int16>) -> Int {
         bus.clear()
         var playing = 0
         var stale: [UInt32] = []
@@ -96,7 +100,7 @@ public final class ReceiveMixer {
             if s.lastOutcome != .silence {
                 bus.add(s.pcm)
                 playing += 1
-            } else if now - s.lastPacket > 10_000_000_000 {
+            } else if now - s.lastPacket > Self.staleAfter {
                 stale.append(ssrc)
             }
         }

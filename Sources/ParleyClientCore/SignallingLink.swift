@@ -19,15 +19,15 @@ struct SignallingLink {
     private(set) var connection: UInt32 = 0
     private(set) var channel = ReliableChannel()
     private var outgoing: [[UInt8]] = []
-    private var lastPing: Int64 = 0
-    private var lastHeard: Int64
-    private var lastResume: Int64 = .min / 2
+    private var lastPing = Instant.origin
+    private var lastHeard: Instant
+    private var lastResume = Instant.distantPast
     private let unixMilliseconds: () -> Int64
 
     /// What `keepAlive` found.
     enum Liveness { case alive, resuming, lost }
 
-    init(server: PeerAddress, now: Int64, unixMilliseconds: @escaping () -> Int64) {
+    init(server: PeerAddress, now: Instant, unixMilliseconds: @escaping () -> Int64) {
         self.server = server
         destination = server
         lastHeard = now
@@ -48,7 +48,7 @@ struct SignallingLink {
     }
 
     /// Queues a reliable message and sends what is due.
-    mutating func sendReliable(_ message: SignalMessage, now: Int64) {
+    mutating func sendReliable(_ message: SignalMessage, now: Instant) {
         channel.enqueue(message)
         pump(now: now)
     }
@@ -57,8 +57,8 @@ struct SignallingLink {
     mutating func enqueue(_ message: SignalMessage) { channel.enqueue(message) }
 
     /// Sends what the reliable channel has due, or a bare ack if one is owed.
-    mutating func pump(now: Int64) {
-        let due = channel.transmissions(now: now)
+    mutating func pump(now: Instant) {
+        let due = channel.transmissions(now: now.nanoseconds)
         for t in due {
             let d = SignalDatagram(connectionID: connection, sequence: t.sequence, ack: channel.ackNumber, message: t.message)
             if let bytes = try? d.serialized() { outgoing.append(bytes) }
@@ -72,7 +72,7 @@ struct SignallingLink {
     }
 
     /// The welcome arrived: the session is `connection`, and continues with the relay's `port` on the same host.
-    mutating func welcomed(connection: UInt32, port: UInt16, now: Int64) {
+    mutating func welcomed(connection: UInt32, port: UInt16, now: Instant) {
         self.connection = connection
         destination = PeerAddress(high: server.high, low: server.low, port: port)
         lastPing = now
@@ -81,29 +81,29 @@ struct SignallingLink {
     /// Takes a received datagram: the relay was heard; returns the messages now deliverable in order. A datagram from
     /// an address that is not the relay's, or naming another session, is dropped unseen (it does not count as hearing
     /// from the relay either).
-    mutating func receive(_ datagram: SignalDatagram, from: PeerAddress, now: Int64) -> [SignalMessage] {
+    mutating func receive(_ datagram: SignalDatagram, from: PeerAddress, now: Instant) -> [SignalMessage] {
         guard isRelay(from), connection == 0 || datagram.connectionID == connection else { return [] }
         lastHeard = now
-        return channel.receive(sequence: datagram.sequence, ack: datagram.ack, message: datagram.message, now: now)
+        return channel.receive(sequence: datagram.sequence, ack: datagram.ack, message: datagram.message, now: now.nanoseconds)
     }
 
     /// Records a sign of life other than signalling (media from the relay).
-    mutating func heard(now: Int64) { lastHeard = now }
+    mutating func heard(now: Instant) { lastHeard = now }
 
     /// Pings every keepalive interval (every second once the relay has been quiet for 3 s); after a further second of
     /// silence sends a resume (our address may have changed: NAT rebinding); sends what is due. `.lost` once nothing
     /// was heard for the timeout plus 5 s.
-    mutating func keepAlive(_ welcome: Welcome, now: Int64) -> Liveness {
-        let keepalive = Int64(welcome.keepaliveMilliseconds) * 1_000_000
-        let timeout = Int64(welcome.timeoutMilliseconds) * 1_000_000
+    mutating func keepAlive(_ welcome: Welcome, now: Instant) -> Liveness {
+        let keepalive = Interval.milliseconds(Int64(welcome.keepaliveMilliseconds))
+        let timeout = Interval.milliseconds(Int64(welcome.timeoutMilliseconds))
         let quiet = now - lastHeard
-        if quiet > timeout + 5_000_000_000 { return .lost }
-        if now - lastPing >= keepalive || (quiet > 3_000_000_000 && now - lastPing >= 1_000_000_000) {
+        if quiet > timeout + .seconds(5) { return .lost }
+        if now - lastPing >= keepalive || (quiet > .seconds(3) && now - lastPing >= .seconds(1)) {
             lastPing = now
-            send(.ping(timestamp: UInt64(now)))
+            send(.ping(timestamp: UInt64(now.nanoseconds)))
         }
         var liveness = Liveness.alive
-        if quiet > min(keepalive, 3_000_000_000) + 1_000_000_000, now - lastResume >= 1_000_000_000 {
+        if quiet > min(keepalive, .seconds(3)) + .seconds(1), now - lastResume >= .seconds(1) {
             sendResume(secret: welcome.sessionSecret, now: now)
             liveness = .resuming
         }
@@ -117,7 +117,7 @@ struct SignallingLink {
     }
 
     /// Proves the session from wherever we are now: HMAC of the connection id and the time with the session secret.
-    mutating func sendResume(secret: [UInt8], now: Int64) {
+    mutating func sendResume(secret: [UInt8], now: Instant) {
         lastResume = now
         let ts = UInt64(unixMilliseconds())
         send(.resume(timestamp: ts, proof: ResumeProof.make(secret: secret, connectionID: connection, timestamp: ts)))

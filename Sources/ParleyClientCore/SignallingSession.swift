@@ -46,7 +46,7 @@ public final class SignallingSession {
         /// A resume from a new address was accepted.
         case resumed
         /// A ping's round trip.
-        case roundTrip(nanoseconds: Int64)
+        case roundTrip(Interval)
         /// The session gave up on its own: no answer to the handshake, or contact with the relay lost.
         case gaveUp(String)
         /// A message for the owner (member lists, texts, calls…), in order.
@@ -55,8 +55,8 @@ public final class SignallingSession {
 
     /// Tries of the join or register before giving up.
     public static let handshakeAttempts = 10
-    /// Wait between tries of the join or register, in nanoseconds.
-    public static let handshakeInterval: Int64 = 500_000_000
+    /// Wait between tries of the join or register.
+    public static let handshakeInterval: Interval = .milliseconds(500)
 
     /// What the session asks for.
     public let request: Request
@@ -77,11 +77,11 @@ public final class SignallingSession {
     private let nonce: [UInt8]
     private var cookie: [UInt8] = []
     private var link: SignallingLink
-    private var lastHandshake: Int64 = .min / 2
+    private var lastHandshake = Instant.distantPast
     private var handshakes = 0
 
     /// A session that will ask `server` for `request` with `token`; its nonce (16 bytes) comes from `random`.
-    public init(server: PeerAddress, token: String, request: Request, now: Int64, unixMilliseconds: @escaping () -> Int64,
+    public init(server: PeerAddress, token: String, request: Request, now: Instant, unixMilliseconds: @escaping () -> Int64,
                 random: inout some RandomNumberGenerator) {
         self.token = token
         self.request = request
@@ -96,11 +96,11 @@ public final class SignallingSession {
     public func isFromRelay(_ address: PeerAddress) -> Bool { link.isRelay(address) }
 
     /// Counts media from the relay as a sign of life (it only reaches us when the relay has our current address).
-    public func noteTraffic(now: Int64) {
+    public func noteTraffic(now: Instant) {
         if phase == .established { link.heard(now: now) }
     }
 
-    private func sendHandshake(now: Int64) {
+    private func sendHandshake(now: Instant) {
         lastHandshake = now
         handshakes += 1
         switch request {
@@ -119,7 +119,7 @@ public final class SignallingSession {
 
     /// Periodic work: handshake retries, keepalives, retransmissions, resume when the relay went quiet, giving up
     /// (also when the reliable channel gave up on a message).
-    public func tick(now: Int64) -> [Event] {
+    public func tick(now: Instant) -> [Event] {
         switch phase {
         case .ended:
             return []
@@ -145,7 +145,7 @@ public final class SignallingSession {
 
     /// Takes a signalling datagram that came from `from`; anything not from the relay (`isFromRelay`), or naming
     /// another session, is ignored. Messages after the one that ended the session are dropped.
-    public func handle(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Int64) -> [Event] {
+    public func handle(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Instant) -> [Event] {
         guard let datagram = try? SignalDatagram(parsing: bytes) else { return [] }
         if case .ended = phase { return [] }
         var events: [Event] = []
@@ -169,7 +169,7 @@ public final class SignallingSession {
             case .goodbye(let code, let reason):
                 events += end(reason, .goodbye(code, reason))
             case .pong(let timestamp):
-                events.append(.roundTrip(nanoseconds: now - Int64(bitPattern: timestamp)))
+                events.append(.roundTrip(now - Instant(nanoseconds: Int64(bitPattern: timestamp))))
             case .resumed:
                 if phase == .resuming { phase = .established }
                 events.append(.resumed)
@@ -184,13 +184,13 @@ public final class SignallingSession {
     }
 
     /// Sends a reliable message now (what is due of the channel goes with it).
-    public func sendReliable(_ message: SignalMessage, now: Int64) {
+    public func sendReliable(_ message: SignalMessage, now: Instant) {
         link.sendReliable(message, now: now)
     }
 
     /// Queues a text for `to` ("" = the room) as reliable fragments and sends what is due; false when empty, over
     /// 4 KB, or when the relay has left too many messages unacknowledged to queue it (`ReliableChannel.Limits.maxPending`).
-    public func sendText(_ text: String, to: String, messageID: UInt32, now: Int64) -> Bool {
+    public func sendText(_ text: String, to: String, messageID: UInt32, now: Instant) -> Bool {
         guard let fragments = TextFragment.split(text, messageID: messageID),
               link.channel.hasRoom(for: fragments.count, within: .max) else { return false }
         for f in fragments { link.enqueue(.sendText(to: to, fragment: f)) }
@@ -199,7 +199,7 @@ public final class SignallingSession {
     }
 
     /// Leaves now: the relay forgets the session on receipt (a session not yet welcomed just ends).
-    public func leave(now: Int64) {
+    public func leave(now: Instant) {
         if isEstablished { link.sendReliable(.leave, now: now) }
         phase = .ended("left")
     }

@@ -23,9 +23,9 @@ public struct SpeakingTracker: Sendable {
     public let rules: SpeechRules
     /// Levels at or below this (louder) count as speech.
     public var speechLevel: UInt8 { rules.levelThreshold }
-    /// How long a stream stays speaking after its last speech packet, in ns.
-    public var hold: Int64 { rules.hold }
-    private var streams: [UInt32: (lastSpeech: Int64, level: UInt8)] = [:]
+    /// How long a stream stays speaking after its last speech packet.
+    public var hold: Interval { Interval(nanoseconds: rules.hold) }
+    private var streams: [UInt32: (lastSpeech: Instant, level: UInt8)] = [:]
     /// The speakers as last returned by `update`, loudest first.
     public private(set) var current: [Speaker] = []
 
@@ -36,7 +36,7 @@ public struct SpeakingTracker: Sendable {
 
     /// Notes one received packet's level (nil when it carried none: then a payload over 10 bytes counts as speech
     /// at level 40, a DTX frame as silence, as the relay does).
-    public mutating func observe(ssrc: UInt32, level: UInt8?, payloadBytes: Int, now: Int64) {
+    public mutating func observe(ssrc: UInt32, level: UInt8?, payloadBytes: Int, now: Instant) {
         let l = SpeechRules.level(level, payloadBytes: payloadBytes)
         guard rules.isSpeech(level: l) else { return }
         if let s = streams[ssrc], now - s.lastSpeech <= hold / 3 {
@@ -51,8 +51,8 @@ public struct SpeakingTracker: Sendable {
 
     /// Recomputes the speakers at `now`; returns them when the set of speaking streams changed since the last call,
     /// nil otherwise (level changes alone are not reported).
-    public mutating func update(now: Int64) -> [Speaker]? {
-        streams = streams.filter { rules.isSpeaking(lastSpeech: $0.value.lastSpeech, now: now) }
+    public mutating func update(now: Instant) -> [Speaker]? {
+        streams = streams.filter { rules.isSpeaking(lastSpeech: $0.value.lastSpeech.nanoseconds, now: now.nanoseconds) }
         let speakers = streams.map { Speaker(ssrc: $0.key, level: $0.value.level) }
             .sorted { ($0.level, $0.ssrc) < ($1.level, $1.ssrc) }
         let changed = Set(speakers.map(\.ssrc)) != Set(current.map(\.ssrc))

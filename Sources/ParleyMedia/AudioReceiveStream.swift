@@ -58,7 +58,7 @@ public final class AudioReceiveStream {
     deinit { sync.deallocate() }
 
     /// Queues one RTP packet's payload.
-    public func insert(_ packet: RTPPacketView, arrival: Int64) {
+    public func insert(_ packet: RTPPacketView, arrival: Instant) {
         jitter.insert(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp, ssrc: packet.ssrc,
                       marker: packet.marker, payload: packet.payload, arrival: arrival)
     }
@@ -67,7 +67,7 @@ public final class AudioReceiveStream {
     public var pendingSamples: Int { end - start }
 
     /// Produces the next 20 ms into `out` (`frameSamples` samples).
-    public func pull(now: Int64, into out: UnsafeMutablePointer<Int16>) -> Outcome {
+    public func pull(now: Instant, into out: UnsafeMutablePointer<Int16>) -> Outcome {
         var outcome = lastOutcome
         var attempts = 0
         while end - start < frameSamples {

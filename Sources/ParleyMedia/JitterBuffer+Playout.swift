@@ -1,14 +1,17 @@
 // The playout side of the jitter buffer: one decision per 20 ms pull.
 
+import ParleyWire
+
 extension JitterBuffer {
-    /// The decision for the next 20 ms of output at `now` (monotonic ns). See `JitterDecision` for how each case
+    /// The decision for the next 20 ms of output at `now`. See `JitterDecision` for how each case
     /// is counted. `quiet` says the listener is in a pause (`AudioReceiveStream` passes true after 60 ms of
     /// near-silence): a small excess delay is then taken back at once, where shortening is inaudible, instead of
     /// waiting for the next talkspurt.
-    public func pull(now: Int64, quiet: Bool = false) -> JitterDecision {
+    public func pull(now: Instant, quiet: Bool = false) -> JitterDecision {
+        let now = now.nanoseconds  // the playout arithmetic below is in nanoseconds and milliseconds
         quietHint = quiet
         if targetIsStale {
-            let lo = Double(config.minimumDelayMilliseconds), hi = Double(config.maximumDelayMilliseconds)
+            let lo = Double(config.minimumDelay.milliseconds), hi = Double(config.maximumDelay.milliseconds)
             targetMilliseconds = min(max(unclampedTarget, lo), max(lo, hi))
             targetIsStale = false
         }

@@ -1,8 +1,9 @@
 // The adaptive jitter buffer: state, insert path and restart detection. The playout side is in
-// JitterBuffer+Playout.swift. Pure: never reads a clock; `arrival` and `now` are monotonic nanoseconds.
+// JitterBuffer+Playout.swift. Pure: never reads a clock; `arrival` and `now` are `Instant`s, taken
+// to nanoseconds at the public boundary (the timing model is integer nanoseconds and floating milliseconds).
 import ParleyWire
 
-/// The adaptive jitter buffer. Pure: never reads a clock; `now`/`arrival` are monotonic nanoseconds.
+/// The adaptive jitter buffer. Pure: never reads a clock; `now` and `arrival` are `Instant`s on the monotonic clock.
 ///
 /// Timing model. Every packet's *transit* is `arrival − timestamp/clockRate` on the receiver's clock; the
 /// fastest transit of the last few seconds is the floor (`JitterTransitFloor`), and a packet's *relative delay*
@@ -16,7 +17,7 @@ import ParleyWire
 /// during speech cost quality, so small excesses wait for a quiet moment), and `.expand` when `p < T` (lateness begins there).
 ///
 /// Sequence numbers and timestamps are unwrapped to 64 bits, so 65535→0 and 2³²−1→0 are ordinary steps.
-/// A new SSRC restarts at once; a jump of more than `restartJumpSeconds` in sequence or timeline restarts when
+/// A new SSRC restarts at once; a jump of more than `restartJump` in sequence or timeline restarts when
 /// two consecutive packets agree on the new timeline (a single stray packet is ignored).
 public final class JitterBuffer {
     /// Silence/concealment states of the playout side.
@@ -56,8 +57,8 @@ public final class JitterBuffer {
 
     /// Frames of continuous concealment after which the buffer stops concealing and waits as in silence.
     let maximumConcealRun = 50
-    /// Jump in sequence numbers or timeline, in seconds, taken as a sender restart.
-    let restartJumpSeconds: Int64 = 5
+    /// Jump in sequence numbers or timeline (whole seconds) taken as a sender restart.
+    let restartJump: Interval = .seconds(5)
     /// Excess over the target (ms) beyond which the buffer drops late audio and restarts at the target rather
     /// than accelerating a frame at a time.
     let maximumExcessMilliseconds = 400.0
@@ -84,7 +85,7 @@ public final class JitterBuffer {
     }
 
     private static func makeEstimator(_ config: JitterBufferConfig, quantile: Double) -> JitterDelayEstimator {
-        JitterDelayEstimator(ceilingMilliseconds: max(config.maximumDelayMilliseconds, 1),
+        JitterDelayEstimator(ceilingMilliseconds: Int(max(config.maximumDelay.milliseconds, 1)),
                              quantile: quantile, forgetFactor: config.forgetFactor)
     }
 
@@ -124,7 +125,7 @@ public final class JitterBuffer {
 
     /// Nanoseconds of `samples` at the clock rate.
     @inline(__always) func nanoseconds(_ samples: Int64) -> Int64 {
-        samples * 1_000_000_000 / Int64(config.clockRate)
+        Interval.seconds(samples).nanoseconds / Int64(config.clockRate)
     }
 
     /// Frame duration in ms.
@@ -153,7 +154,8 @@ public final class JitterBuffer {
     /// but not needed: a talkspurt start is recognised by its timestamp gap, which also covers senders that do
     /// not set the marker. A 1–2 byte payload is DTX.
     public func insert(sequenceNumber: UInt16, timestamp: UInt32, ssrc: UInt32, marker: Bool,
-                       payload: UnsafeRawBufferPointer, arrival: Int64) {
+                       payload: UnsafeRawBufferPointer, arrival: Instant) {
+        let arrival = arrival.nanoseconds  // the timing model below is in nanoseconds
         if let current = self.ssrc, current != ssrc {
             restart()
             stats.resets += 1
@@ -207,9 +209,8 @@ public final class JitterBuffer {
         var su = sequenceUnwrapper, tu = timestampUnwrapper
         let s = su.unwrap(sequenceNumber)
         let t = tu.unwrap(timestamp) - timestampOrigin
-        let jumpNanoseconds = restartJumpSeconds * 1_000_000_000
-        let framesPerJump = restartJumpSeconds * Int64(config.clockRate / max(config.frameSamples, 1))
-        let offTimeline = !floor.isEmpty && abs(arrival - nanoseconds(t) - floor.value) > jumpNanoseconds
+        let framesPerJump = restartJump.wholeSeconds * Int64(config.clockRate / max(config.frameSamples, 1))
+        let offTimeline = !floor.isEmpty && abs(arrival - nanoseconds(t) - floor.value) > restartJump.nanoseconds
         if abs(s - highest) <= framesPerJump && !offTimeline {
             restartProbe = nil
             sequenceUnwrapper = su

@@ -1,3 +1,5 @@
+import ParleyWire
+
 // Settings of the adaptive jitter buffer. Plain values; no behaviour lives here.
 
 /// Settings of a `JitterBuffer`: clock, frame size, fixed storage and the bounds of the adaptive target delay.
@@ -11,10 +13,10 @@ public struct JitterBufferConfig: Sendable {
     public var capacity: Int = 64
     /// Largest payload stored; longer payloads are truncated to this many bytes.
     public var maxPayloadBytes: Int = 1500
-    /// Floor for the target delay (a relay may want 20).
-    public var minimumDelayMilliseconds: Int = 0
-    /// Ceiling for the target delay.
-    public var maximumDelayMilliseconds: Int = 1000
+    /// Floor for the target delay (a relay may want 20 ms), in whole milliseconds.
+    public var minimumDelay: Interval = .zero
+    /// Ceiling for the target delay, in whole milliseconds.
+    public var maximumDelay: Interval = .seconds(1)
     /// Whether the sender's payloads carry in-band FEC (Opus LBRR) for the previous frame. When true, a missing
     /// frame whose successor is present is answered with `.fec(next)`, and the delay target only has to cover the
     /// later of each frame and its successor one frame earlier (see `JitterDelayEstimator`). When false, `.fec` is

@@ -1,5 +1,7 @@
 // What `JitterBuffer.pull(now:)` hands the playout side, and the buffer's counters.
 
+import ParleyWire
+
 /// A frame handed out by `pull`; `payload` points into the buffer's own storage and is valid until the next
 /// `insert` or `pull`.
 public struct JitterFrame {
@@ -80,6 +82,8 @@ public struct JitterStats: Sendable, Equatable {
     public var currentDelayMilliseconds: Double = 0
     /// The adaptive target for `currentDelayMilliseconds`, in ms.
     public var targetDelayMilliseconds: Double = 0
+    /// The adaptive target as a span (to the nearest nanosecond).
+    public var targetDelay: Interval { Interval(seconds: targetDelayMilliseconds / 1000) }
     /// Sender restarts detected (new SSRC, or a sequence/timestamp jump of more than a few seconds).
     public var resets: Int = 0
 

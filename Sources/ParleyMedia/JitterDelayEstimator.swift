@@ -1,5 +1,7 @@
 // NetEQ-style delay estimation: a histogram of relative arrival delay with exponential forgetting, and its quantile.
 
+import ParleyWire
+
 /// A histogram of relative delays (ms, 1 ms buckets up to a ceiling) whose old samples fade by a forgetting
 /// factor per new sample; the target delay is a high quantile of it (NetEQ's DelayManager).
 ///
@@ -71,17 +73,18 @@ struct JitterDelayEstimator {
 
 /// The fastest transit (arrival − send time, in ns on the receiver's clock) seen over the last few seconds:
 /// the reference that relative delays are measured from. A sliding minimum over `bucketCount` buckets of
-/// `bucketNanoseconds` of arrival time follows a drifting clock (skew) and a changed base delay within the window.
+/// `bucket` of arrival time follows a drifting clock (skew) and a changed base delay within the window.
 struct JitterTransitFloor {
     private var minima: [Int64]
     private var bucketStart: [Int64]
     private var current = 0
+    /// One bucket's span of arrival time, in nanoseconds (the arithmetic here is on raw nanoseconds).
     let bucketNanoseconds: Int64
 
-    init(bucketCount: Int = 4, bucketNanoseconds: Int64 = 1_000_000_000) {
+    init(bucketCount: Int = 4, bucket: Interval = .seconds(1)) {
         minima = Array(repeating: .max, count: bucketCount)
         bucketStart = Array(repeating: .min, count: bucketCount)
-        self.bucketNanoseconds = bucketNanoseconds
+        self.bucketNanoseconds = bucket.nanoseconds
     }
 
     /// True before the first sample.

@@ -1,9 +1,12 @@
 import Glibc
+import ParleyWire
 
 /// The monotonic clock (CLOCK_MONOTONIC) and the wall clock, in the units the cores take.
 public enum Clock {
     /// Monotonic nanoseconds.
     public static func monotonicNanoseconds(_ calls: SystemCalls = .kernel) -> Int64 { calls.clockNanoseconds(CLOCK_MONOTONIC) }
+    /// Now on the monotonic clock, as the pure cores take it.
+    public static func monotonic(_ calls: SystemCalls = .kernel) -> Instant { Instant(nanoseconds: monotonicNanoseconds(calls)) }
     /// Seconds since the Unix epoch.
     public static func unixSeconds(_ calls: SystemCalls = .kernel) -> Int64 { calls.clockNanoseconds(CLOCK_REALTIME) / 1_000_000_000 }
     /// Milliseconds since the Unix epoch.

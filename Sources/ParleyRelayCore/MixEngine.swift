@@ -108,7 +108,7 @@ final class MixEngine {
     /// Queues a publisher's packet into its jitter buffer.
     func insert(_ packet: RTPPacketView, from member: Member, arrival: Int64) {
         guard let input = input(for: member) else { return }
-        input.stream.insert(packet, arrival: arrival)
+        input.stream.insert(packet, arrival: Instant(nanoseconds: arrival))
     }
 
     /// Forgets a member that left.
@@ -117,7 +117,7 @@ final class MixEngine {
     private func input(for member: Member) -> MixInput? {
         if let i = inputs[member.id] { return i }
         var jc = JitterBufferConfig()
-        jc.minimumDelayMilliseconds = config.mixMinimumJitterDelayMilliseconds
+        jc.minimumDelay = .milliseconds(Int64(config.mixMinimumJitterDelayMilliseconds))
         guard let stream = try? AudioReceiveStream(jitterConfig: jc) else { return nil }
         let i = MixInput(stream: stream, frameSamples: Self.frameSamples)
         inputs[member.id] = i
@@ -153,7 +153,7 @@ final class MixEngine {
         }
         for m in room.members where m.canPublish {
             guard let input = inputs[m.id] else { continue }
-            let outcome = input.stream.pull(now: deadline, into: input.pcm)
+            let outcome = input.stream.pull(now: Instant(nanoseconds: deadline), into: input.pcm)
             // A contributor is playing audio and has spoken recently (RFC 6464 level): the comfort-noise frames an
             // encoder sends before DTX settles, or steady background noise, do not cost a mix.
             let spokeRecently = room.selector.state(of: m.id).lastSpeech.map { deadline - $0 <= config.speakingHold } ?? false

@@ -19,7 +19,7 @@ final class PresenceClient {
         self.ui = ui
         let socket = openSocket(for: server)
         self.socket = socket
-        engine = PresenceEngine(server: server, token: token, now: Clock.monotonicNanoseconds(),
+        engine = PresenceEngine(server: server, token: token, now: Clock.monotonic(),
                                 unixMilliseconds: { Int64(Clock.unixMilliseconds()) }, random: SystemRandomNumberGenerator(),
                                 transmit: { bytes, to in try? socket.send(bytes, to: to) })
     }
@@ -33,7 +33,7 @@ final class PresenceClient {
     func flush() { engine.flush() }
 
     /// Receives what is waiting and runs the session's timers; returns the events.
-    func poll(now: Int64) -> [PresenceSession.Event] {
+    func poll(now: Instant) -> [PresenceSession.Event] {
         var events: [PresenceSession.Event] = []
         while let (n, from) = socket.receive(into: buffer) {
             guard n > 0 else { continue }
@@ -88,7 +88,7 @@ enum CallCommands {
         p.flush()
         while true {
             p.wait(milliseconds: 50)
-            for e in p.poll(now: Clock.monotonicNanoseconds()) {
+            for e in p.poll(now: Clock.monotonic()) {
                 switch e {
                 case .registered: return
                 case .refused(let code, let reason):
@@ -113,19 +113,19 @@ enum CallCommands {
                                 configuration: DeviceAudio.configuration(room: room, audio: audio, listenOnly: false, muted: false, reconnect: false),
                                 devices: devices, ui: p.ui, duration: 0, say: nil)
         let hangupAfter = o["hangup-after"].flatMap(Double.init)
-        let start = Clock.monotonicNanoseconds()
+        let start = Clock.monotonic()
         var over = false
         p.ui.keys = "h hang up · m mute/unmute · t type a message"
         roomCall.onKey = { key in
             guard key == UInt8(ascii: "h") else { return false }
-            p.session.hangUp(callID, now: Clock.monotonicNanoseconds())
+            p.session.hangUp(callID, now: Clock.monotonic())
             p.flush()
             p.ui.event("you hung up")
             roomCall.leaveRequested = true
             return true
         }
         roomCall.onTick = { now in
-            if let after = hangupAfter, !over, Double(now - start) / 1e9 >= after {
+            if let after = hangupAfter, !over, (now - start).seconds >= after {
                 over = true
                 p.session.hangUp(callID, now: now)
                 p.flush()
@@ -144,7 +144,7 @@ enum CallCommands {
         _ = roomCall.run()
         devices.finish()
         if !over {  // we left the room some other way (q, Ctrl-C, lost contact): end the call for the other side too
-            p.session.hangUp(callID, now: Clock.monotonicNanoseconds())
+            p.session.hangUp(callID, now: Clock.monotonic())
             p.flush()
         }
         p.ui.keys = "a answer · r reject · q quit"
@@ -160,22 +160,22 @@ enum CallCommands {
         ui.event("online as \(identity); waiting for calls")
         let duration = o["duration"].flatMap(Double.init) ?? 0
         let answerAfter = o["answer-after"].flatMap(Double.init) ?? 0
-        let start = Clock.monotonicNanoseconds()
-        var ringing: (id: UInt32, from: String, since: Int64)?
+        let start = Clock.monotonic()
+        var ringing: (id: UInt32, from: String, since: Instant)?
         while true {
-            let now = Clock.monotonicNanoseconds()
-            if interrupted.load(ordering: .relaxed) || (duration > 0 && Double(now - start) / 1e9 >= duration) { break }
+            let now = Clock.monotonic()
+            if interrupted.load(ordering: .relaxed) || (duration > 0 && (now - start).seconds >= duration) { break }
             p.wait(milliseconds: 20)
-            for e in p.poll(now: Clock.monotonicNanoseconds()) {
+            for e in p.poll(now: Clock.monotonic()) {
                 switch e {
                 case .registered:
                     ui.event("online as \(identity); waiting for calls")
                 case .incomingCall(let id, let from, let name):
-                    ringing = (id, from, Clock.monotonicNanoseconds())
+                    ringing = (id, from, Clock.monotonic())
                     ui.bell()
                     ui.event("incoming call from \(from)\(name.isEmpty ? "" : " (\(name))")" + (ui.interactive ? " — a answers, r rejects" : ""))
                     if o.has("auto-reject") {
-                        p.session.answer(id, accept: false, now: Clock.monotonicNanoseconds())
+                        p.session.answer(id, accept: false, now: Clock.monotonic())
                         ui.event("rejected the call from \(from)")
                         ringing = nil
                     }
@@ -196,12 +196,12 @@ enum CallCommands {
             }
             // The session ended (here or while a call's room loop polled it): register afresh when the relay went
             // away or forgot us, as `join` rejoins; a refusal or a removal is final.
-            switch p.engine.renewal(now: Clock.monotonicNanoseconds()) {
+            switch p.engine.renewal(now: Clock.monotonic()) {
             case .refused(let code, let reason):
                 ui.close()
                 fail("the relay refused to register us: \(reason) (code \(code.rawValue))", code: 3)
             case .registerAgain(let reason, let wait):
-                ui.event("offline: \(reason); registering again in \(wait / 1_000_000_000) s")
+                ui.event("offline: \(reason); registering again in \(wait.wholeSeconds) s")
                 ringing = nil
             case .removed(_, let reason):
                 ui.close()
@@ -209,8 +209,8 @@ enum CallCommands {
             case nil:
                 break
             }
-            if let r = ringing, o.has("auto-answer"), Double(Clock.monotonicNanoseconds() - r.since) / 1e9 >= answerAfter {
-                p.session.answer(r.id, accept: true, now: Clock.monotonicNanoseconds())
+            if let r = ringing, o.has("auto-answer"), (Clock.monotonic() - r.since).seconds >= answerAfter {
+                p.session.answer(r.id, accept: true, now: Clock.monotonic())
                 ui.event("answered the call from \(r.from)")
                 ringing = nil
             }
@@ -223,9 +223,9 @@ enum CallCommands {
                 }
             }
             p.flush()
-            ui.draw(now: Clock.monotonicNanoseconds())
+            ui.draw(now: Clock.monotonic())
         }
-        p.session.leave(now: Clock.monotonicNanoseconds())
+        p.session.leave(now: Clock.monotonic())
         p.flush()
         ui.close()
         return 0
@@ -239,20 +239,20 @@ enum CallCommands {
         register(p)
         ui.keys = "h hang up"
         ui.status = ["parley · \(identity) · calling \(callee)"]
-        guard let callID = p.session.call(callee, now: Clock.monotonicNanoseconds()) else { fail("cannot call \(callee)") }
+        guard let callID = p.session.call(callee, now: Clock.monotonic()) else { fail("cannot call \(callee)") }
         p.flush()
         ui.event("calling \(callee)")
         var code: Int32 = 9
         loop: while true {
             if interrupted.load(ordering: .relaxed) {
-                p.session.hangUp(callID, now: Clock.monotonicNanoseconds())
+                p.session.hangUp(callID, now: Clock.monotonic())
                 p.flush()
                 ui.event("cancelled")
                 code = 0
                 break
             }
             p.wait(milliseconds: 20)
-            for e in p.poll(now: Clock.monotonicNanoseconds()) {
+            for e in p.poll(now: Clock.monotonic()) {
                 guard case .callStatus(let id, let state, let reason, let room, let token) = e, id == callID else {
                     if case .ended(let reason) = e { ui.event("offline: \(reason)"); code = 5; break loop }
                     continue
@@ -274,15 +274,15 @@ enum CallCommands {
             }
             while let key = ui.key() {
                 guard key == UInt8(ascii: "h") else { continue }
-                p.session.hangUp(callID, now: Clock.monotonicNanoseconds())
+                p.session.hangUp(callID, now: Clock.monotonic())
                 p.flush()
                 ui.event("cancelled")
                 code = 0
                 break loop
             }
-            ui.draw(now: Clock.monotonicNanoseconds())
+            ui.draw(now: Clock.monotonic())
         }
-        p.session.leave(now: Clock.monotonicNanoseconds())
+        p.session.leave(now: Clock.monotonic())
         p.flush()
         ui.close()
         return code
@@ -293,17 +293,17 @@ enum CallCommands {
         guard o.positional.count == 2 else { fail("message needs NAME and TEXT\n\(messageUsage)") }
         let p = PresenceClient(server: server, token: { presenceToken(o, identity: identity) }, ui: ui)
         register(p)
-        guard let id = p.session.sendText(to: o.positional[0], o.positional[1], now: Clock.monotonicNanoseconds()) else {
+        guard let id = p.session.sendText(to: o.positional[0], o.positional[1], now: Clock.monotonic()) else {
             fail("the text must be 1–4096 bytes")
         }
         p.flush()
-        let deadline = Clock.monotonicNanoseconds() + 5_000_000_000
-        while Clock.monotonicNanoseconds() < deadline {
+        let deadline = Clock.monotonic() + .seconds(5)
+        while Clock.monotonic() < deadline {
             p.wait(milliseconds: 20)
-            for e in p.poll(now: Clock.monotonicNanoseconds()) {
+            for e in p.poll(now: Clock.monotonic()) {
                 if case .textStatus(let mid, let delivered, let reason) = e, mid == id {
                     ui.event(delivered ? "delivered" : "failed: \(reason)")
-                    p.session.leave(now: Clock.monotonicNanoseconds())
+                    p.session.leave(now: Clock.monotonic())
                     p.flush()
                     return delivered ? 0 : 10
                 }

@@ -2,6 +2,7 @@ import Foundation
 import ParleyAudioIO
 import ParleyClientCore
 import ParleyNet
+import ParleyWire
 
 /// The client's audio devices (or files, a tone) at the edge of `ClientEngine`: one 20 ms frame at a time, capture
 /// → voice processing → the engine, and the engine's mix → playback. Owns the buffers both sides share.
@@ -13,13 +14,13 @@ final class DeviceAudio {
     let listenOnly: Bool
     private let frame = UnsafeMutableBufferPointer<Int16>.allocate(capacity: 960)
     private let played = UnsafeMutableBufferPointer<Int16>.allocate(capacity: 960)
-    private var lastCheckpoint: Int64 = 0
+    private var lastCheckpoint = Instant.origin
     private let audio: AudioOptions
     private(set) var inputEnded = false
     /// With PARLEY_TIMELINE set, the monotonic times of the first captured (sent) frame and of the first played frame
     /// go to stderr, so a benchmark can measure mouth-to-ear latency between two processes on one machine.
     private let timeline = ProcessInfo.processInfo.environment["PARLEY_TIMELINE"] != nil
-    private var captureStart: Int64?, playbackStart: Int64?
+    private var captureStart: Instant?, playbackStart: Instant?
 
     init(audio: AudioOptions, listenOnly: Bool) {
         self.audio = audio
@@ -57,7 +58,7 @@ final class DeviceAudio {
 
     /// One 20 ms tick: capture (a file or tone only once in the room, so nothing of it is lost to the join; a device
     /// all along so it never overruns), let the engine send it and mix what arrived, play the mix.
-    func tick(now: Int64, engine: ClientEngine) throws(AudioIOError) {
+    func tick(now: Instant, engine: ClientEngine) throws(AudioIOError) {
         guard engine.phase == .inSession else { return }  // waiting to rejoin: devices rest, as the engine does
         let joined = engine.inRoom
         var captured: UnsafeBufferPointer<Int16>?
@@ -66,7 +67,7 @@ final class DeviceAudio {
             if !(try captureState.next(into: frame)) { inputEnded = true }
             if timeline, joined, captureStart == nil {
                 captureStart = now
-                writeLine("timeline capture_start_ns \(now)", fd: 2)
+                writeLine("timeline capture_start_ns \(now.nanoseconds)", fd: 2)
             }
             _ = processor?.process(frame, playedReference: audio.echoCancel ? UnsafeBufferPointer(played) : nil)
             level = audioLevel(UnsafeBufferPointer(frame))
@@ -76,9 +77,9 @@ final class DeviceAudio {
         try playback.play(UnsafeBufferPointer(played))
         if timeline, playbackStart == nil {
             playbackStart = now
-            writeLine("timeline playback_start_ns \(now)", fd: 2)
+            writeLine("timeline playback_start_ns \(now.nanoseconds)", fd: 2)
         }
-        if now - lastCheckpoint >= 1_000_000_000 {
+        if now - lastCheckpoint >= .seconds(1) {
             lastCheckpoint = now
             try playback.checkpoint()
         }

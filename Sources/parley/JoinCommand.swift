@@ -107,7 +107,7 @@ final class RoomCall {
     /// Set from outside (a call hung up by the other side) to leave at the next tick.
     var leaveRequested = false
     /// Called every tick with the time (calls use it to drive their presence session).
-    var onTick: ((Int64) -> Void)?
+    var onTick: ((Instant) -> Void)?
     /// Extra key handling (calls: `h` hangs up); returns true when the key was used.
     var onKey: ((UInt8) -> Bool)?
 
@@ -125,7 +125,7 @@ final class RoomCall {
         let socket = openSocket(for: server)
         self.socket = socket
         do {
-            engine = try ClientEngine(server: server, token: token, configuration: configuration, now: Clock.monotonicNanoseconds(),
+            engine = try ClientEngine(server: server, token: token, configuration: configuration, now: Clock.monotonic(),
                                       unixMilliseconds: { Int64(Clock.unixMilliseconds()) }, random: SystemRandomNumberGenerator(),
                                       transmit: { bytes, to in try? socket.send(bytes, to: to) })
         } catch {
@@ -135,33 +135,33 @@ final class RoomCall {
 
     /// Runs until leaving; returns the exit code.
     func run() -> Int32 {
-        let start = Clock.monotonicNanoseconds()
+        let start = Clock.monotonic()
         var said = false
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
         defer { buffer.deallocate() }
         let poller = Poller(ui.interactive ? [socket.fd, 0] : [socket.fd])
-        var nextTick = Clock.monotonicNanoseconds()
+        var nextTick = Clock.monotonic()
         while true {
-            let now = Clock.monotonicNanoseconds()
+            let now = Clock.monotonic()
             if interrupted.load(ordering: .relaxed), case .waitingToRejoin = engine.phase { return 0 }  // nothing to leave
-            if interrupted.load(ordering: .relaxed) || leaveRequested || (duration > 0 && Double(now - start) / 1e9 >= duration)
+            if interrupted.load(ordering: .relaxed) || leaveRequested || (duration > 0 && (now - start).seconds >= duration)
                 || (devices.inputEnded && !devices.listenOnly && duration == 0) {
                 engine.leave(now: now)
                 ui.event("left \(room)")
                 return 0
             }
-            poller.wait(timeoutMilliseconds: Int32(max(0, min(20, (nextTick - now) / 1_000_000))))
+            poller.wait(timeoutMilliseconds: Int32(max(0, min(20, (nextTick - now).milliseconds))))
             while let (n, from) = socket.receive(into: buffer) {
                 // Only the relay's public port and the welcome's port speak for the session (the engine drops the
                 // rest): another port on the relay's host included, is not the room.
-                for event in engine.receive(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), from: from, now: Clock.monotonicNanoseconds()) {
+                for event in engine.receive(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), from: from, now: Clock.monotonic()) {
                     if let code = show(event) { return code }
                 }
             }
             while let key = ui.key() {
                 if handleKey(key) { engine.leave(now: now); return 0 }
             }
-            let tickNow = Clock.monotonicNanoseconds()
+            let tickNow = Clock.monotonic()
             if tickNow >= nextTick {
                 do {
                     try devices.tick(now: tickNow, engine: engine)
@@ -169,8 +169,8 @@ final class RoomCall {
                     ui.close()
                     fail(error.message, code: 1)
                 }
-                nextTick += 20_000_000
-                if tickNow - nextTick > 200_000_000 { nextTick = tickNow + 20_000_000 }  // stalled: don't catch up
+                nextTick += .milliseconds(20)
+                if tickNow - nextTick > .milliseconds(200) { nextTick = tickNow + .milliseconds(20) }  // stalled: don't catch up
                 let joined = engine.inRoom
                 for event in engine.tick(now: tickNow) {
                     if let code = show(event) { return code }
@@ -192,7 +192,7 @@ final class RoomCall {
         case .session(let e): show(e)
         case .speakersHeard(let heard): showSpeakers(heard)
         case .connectionLost(let reason): ui.event("connection lost: \(reason)")
-        case .rejoining(let wait): ui.event("reconnecting in \(wait / 1_000_000_000) s")
+        case .rejoining(let wait): ui.event("reconnecting in \(wait.wholeSeconds) s")
         case .over(let ending):
             switch ending {
             case .refused(let code, let reason):
@@ -268,7 +268,7 @@ final class RoomCall {
 
     /// Live-view keys; returns true to leave.
     private func handleKey(_ key: UInt8) -> Bool {
-        let now = Clock.monotonicNanoseconds()
+        let now = Clock.monotonic()
         if var text = ui.typing {
             switch key {
             case 10, 13:

@@ -1,5 +1,6 @@
 import Foundation
 import ParleyNet
+import ParleyWire
 
 /// What the person sees: a live view when both ends of the terminal are a TTY (and `--no-tui` is not given), or one
 /// line per event otherwise (pipes, CI). The live view puts the terminal in raw mode and restores it on `close()`.
@@ -7,7 +8,7 @@ final class TerminalUI {
     let interactive: Bool
     private var saved = termios()
     private var log: [String] = []
-    private var lastDraw: Int64 = 0
+    private var lastDraw = Instant.origin
     private var dirty = true
     /// The text being typed after `t`, or nil when not typing.
     var typing: String?
@@ -59,8 +60,8 @@ final class TerminalUI {
     }
 
     /// Redraws the live view at most 10 times a second.
-    func draw(now: Int64) {
-        guard interactive, dirty, now - lastDraw >= 100_000_000 else { return }
+    func draw(now: Instant) {
+        guard interactive, dirty, now - lastDraw >= .milliseconds(100) else { return }
         lastDraw = now
         dirty = false
         var size = winsize()

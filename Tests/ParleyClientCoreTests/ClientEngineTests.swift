@@ -34,7 +34,7 @@ struct ClientEngineTests {
         let h = try Self.joined()
         var tone = try ToneStream()
         let packets = (0..<6).map { _ in tone.next() }
-        var nacks: [(at: Int64, lost: [UInt16])] = []
+        var nacks: [(at: Interval, lost: [UInt16])] = []
         let firstSequence = try packets[0].withUnsafeBytes { try RTPPacketView(parsing: $0).sequenceNumber }
         for step in 0..<6 {
             h.advance(to: Int64(20 + 20 * step) * Self.ms)
@@ -43,7 +43,7 @@ struct ClientEngineTests {
             h.media()
             for d in h.outbox.take() where d.nack != nil {
                 #expect(d.to == ScriptedRelay.workerAddress)
-                nacks.append((h.now, d.nack!.lost))
+                nacks.append((h.elapsed, d.nack!.lost))
             }
         }
         // The gap shows when packet 3 arrives (step 3, t = 80 ms); one round trip (20 ms before any pong) later it
@@ -62,14 +62,14 @@ struct ClientEngineTests {
     func receiverReportCadence() throws {
         let h = try Self.joined()
         var tone = try ToneStream()
-        var reports: [Int64] = []
+        var reports: [Interval] = []
         for step in 1...160 {   // 3.2 s
             h.advance(to: Int64(step) * 20 * Self.ms)
             h.deliver(tone.next())
             h.media()
             for d in h.outbox.take() where d.rtcpTypes.contains(201) {
                 #expect(d.to == ScriptedRelay.workerAddress)
-                reports.append(h.now)
+                reports.append(h.elapsed)
             }
         }
         #expect(reports == [1_000 * Self.ms, 2_000 * Self.ms, 3_000 * Self.ms])
@@ -149,7 +149,7 @@ struct ClientEngineTests {
     func rejoinWithBackoff() throws {
         let h = try Self.joined()
         // The relay goes quiet: the session resumes, and the relay says it does not know us.
-        var resumedAt: Int64?
+        var resumedAt: Instant?
         for step in 1...100 where resumedAt == nil {
             h.advance(to: Int64(step) * 100 * Self.ms)
             h.tick()
@@ -158,7 +158,7 @@ struct ClientEngineTests {
         let t = try #require(resumedAt)
         let events = h.deliver(ScriptedRelay.datagram(.refused(code: .unknownSession, reason: "unknown session")))
         #expect(events == [.session(.forgotten("unknown session")), .connectionLost("unknown session"),
-                           .rejoining(afterNanoseconds: 1_000 * Self.ms)])
+                           .rejoining(after: 1_000 * Self.ms)])
         #expect(h.engine.phase == .waitingToRejoin(until: t + 1_000 * Self.ms))
         #expect(!h.engine.inRoom)
         // Nothing plays, nothing goes out, nothing is taken while waiting.
@@ -180,7 +180,7 @@ struct ClientEngineTests {
             gaveUp = h.tick()
         }
         let lost = "no answer from the relay at \(ScriptedRelay.publicAddress)"
-        #expect(gaveUp == [.connectionLost(lost), .rejoining(afterNanoseconds: 2_000 * Self.ms)])
+        #expect(gaveUp == [.connectionLost(lost), .rejoining(after: 2_000 * Self.ms)])
         // A welcome to the third session resets the backoff to 1 s.
         h.advance(to: h.now + 2_000 * Self.ms)
         h.tick()
@@ -188,7 +188,7 @@ struct ClientEngineTests {
         #expect(h.engine.inRoom && h.sessionsOpened == 3)
         let goodbye = h.deliver(ScriptedRelay.datagram(.goodbye(code: .relayShutdown, reason: "shutting down")))
         #expect(goodbye == [.session(.goodbye(.relayShutdown, "shutting down")), .connectionLost("shutting down"),
-                            .rejoining(afterNanoseconds: 1_000 * Self.ms)])
+                            .rejoining(after: 1_000 * Self.ms)])
     }
 
     @Test("a relay that never answers is unreachable: the engine is over after 10 joins 500 ms apart")
@@ -203,7 +203,7 @@ struct ClientEngineTests {
         }
         #expect(joins == SignallingSession.handshakeAttempts)   // the first went out at init
         #expect(events == [.over(.unreachable("no answer from the relay at \(ScriptedRelay.publicAddress)"))])
-        #expect(h.now == 5_000 * Self.ms)
+        #expect(h.elapsed == 5_000 * Self.ms)
     }
 
     @Test("a refusal, a kick and a goodbye without reconnect are final", arguments: [
@@ -278,12 +278,12 @@ struct ClientEngineTests {
     func speakersFromLevels() throws {
         let h = try Self.joined()
         var tone = try ToneStream()
-        var heard: [(Int64, [SpeakingTracker.Speaker])] = []
+        var heard: [(Interval, [SpeakingTracker.Speaker])] = []
         for step in 1...60 {
             h.advance(to: Int64(step) * 20 * Self.ms)
             if step <= 10 { h.deliver(tone.next()) }
             h.media()
-            for case .speakersHeard(let list) in h.tick() { heard.append((h.now, list)) }
+            for case .speakersHeard(let list) in h.tick() { heard.append((h.elapsed, list)) }
         }
         // The last packet arrives at 200 ms; still speaking at 800 ms (within the hold), not at the next tick.
         #expect(heard.map(\.0) == [20 * Self.ms, 820 * Self.ms])

@@ -4,6 +4,9 @@ import ParleyClientCore
 import ParleyMedia
 import ParleyWire
 
+/// The manual clock's origin: test times read `t0 + 20 * ms`.
+let t0 = Instant.origin
+
 /// One datagram the engine handed to `transmit`.
 struct Transmitted {
     var bytes: [UInt8]
@@ -33,8 +36,8 @@ struct Transmitted {
 
 /// What the engine sends, in order, with the time it was sent.
 final class Outbox {
-    var now: Int64 = 0
-    var sent: [(at: Int64, datagram: Transmitted)] = [] {
+    var now = Instant.origin
+    var sent: [(at: Instant, datagram: Transmitted)] = [] {
         didSet { if sent.count > oldValue.count { everything += sent[oldValue.count...].map(\.datagram) } }
     }
     /// Everything ever sent (`take` does not clear it).
@@ -49,12 +52,14 @@ final class Outbox {
 
 /// The engine, its outbox and the manual clock.
 final class EngineHarness {
-    static let ms: Int64 = 1_000_000
+    static let ms = Interval.milliseconds(1)
     let outbox = Outbox()
     let engine: ClientEngine
     /// Everything the engine said, in order.
     private(set) var events: [ClientEngine.Event] = []
-    var now: Int64 { outbox.now }
+    var now: Instant { outbox.now }
+    /// Time since the clock's origin.
+    var elapsed: Interval { outbox.now - .origin }
 
     init(listenOnly: Bool = true, reconnect: Bool = true, seed: UInt64 = 1) throws {
         var configuration = ClientEngine.Configuration(room: "lobby")
@@ -62,7 +67,7 @@ final class EngineHarness {
         configuration.reconnect = reconnect
         let outbox = outbox
         let counter = TokenCounter()
-        engine = try ClientEngine(server: ScriptedRelay.publicAddress, token: { counter.next() }, configuration: configuration, now: 0,
+        engine = try ClientEngine(server: ScriptedRelay.publicAddress, token: { counter.next() }, configuration: configuration, now: .origin,
                                   unixMilliseconds: { ScriptedRelay.unixMilliseconds }, random: SplitMix64(seed: seed),
                                   transmit: { bytes, to in outbox.sent.append((outbox.now, Transmitted(bytes: Array(bytes), to: to))) })
         tokenCounter = counter
@@ -73,7 +78,9 @@ final class EngineHarness {
     var sessionsOpened: Int { tokenCounter.count }
 
     /// Moves the clock to `time`.
-    func advance(to time: Int64) { outbox.now = time }
+    func advance(to time: Instant) { outbox.now = time }
+    /// Moves the clock to `elapsed` after its origin.
+    func advance(to elapsed: Interval) { outbox.now = .origin + elapsed }
 
     /// Delivers `bytes` from `from` at the current time.
     @discardableResult

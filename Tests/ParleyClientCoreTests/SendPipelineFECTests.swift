@@ -56,50 +56,50 @@ struct SendPipelineFECTests {
 
 @Suite("NACK tracker")
 struct NackTrackerTests {
-    let ms: Int64 = 1_000_000
+    let ms = Interval.milliseconds(1)
 
     @Test func gapIsAskedOnceAndAgainAfterARoundTripWhileItCanStillArrive() {
         var t = NackTracker()
-        t.received(10, now: 0)
-        t.received(13, now: 20 * ms)                 // 11 and 12 missing
-        #expect(t.due(now: 20 * ms, roundTrip: 30 * ms, playoutDelay: 200 * ms) == [11, 12])
-        #expect(t.due(now: 30 * ms, roundTrip: 30 * ms, playoutDelay: 200 * ms).isEmpty)   // within a round trip
-        #expect(t.due(now: 50 * ms, roundTrip: 30 * ms, playoutDelay: 200 * ms) == [11, 12])
-        #expect(t.due(now: 90 * ms, roundTrip: 30 * ms, playoutDelay: 200 * ms).isEmpty)   // asked twice already
+        t.received(10, now: t0)
+        t.received(13, now: t0 + 20 * ms)                 // 11 and 12 missing
+        #expect(t.due(now: t0 + 20 * ms, roundTrip: 30 * ms, playoutDelay: 200 * ms) == [11, 12])
+        #expect(t.due(now: t0 + 30 * ms, roundTrip: 30 * ms, playoutDelay: 200 * ms).isEmpty)   // within a round trip
+        #expect(t.due(now: t0 + 50 * ms, roundTrip: 30 * ms, playoutDelay: 200 * ms) == [11, 12])
+        #expect(t.due(now: t0 + 90 * ms, roundTrip: 30 * ms, playoutDelay: 200 * ms).isEmpty)   // asked twice already
         #expect(t.requested == 4)
     }
 
     @Test func retransmissionCountsAsRecoveredAndStopsTheAsking() {
         var t = NackTracker()
-        t.received(1, now: 0)
-        t.received(3, now: 20 * ms)
-        #expect(t.due(now: 20 * ms, roundTrip: 30 * ms, playoutDelay: 200 * ms) == [2])
-        t.received(2, now: 50 * ms)
+        t.received(1, now: t0)
+        t.received(3, now: t0 + 20 * ms)
+        #expect(t.due(now: t0 + 20 * ms, roundTrip: 30 * ms, playoutDelay: 200 * ms) == [2])
+        t.received(2, now: t0 + 50 * ms)
         #expect(t.recovered == 1)
-        #expect(t.due(now: 100 * ms, roundTrip: 30 * ms, playoutDelay: 200 * ms).isEmpty)
+        #expect(t.due(now: t0 + 100 * ms, roundTrip: 30 * ms, playoutDelay: 200 * ms).isEmpty)
     }
 
     @Test func packetThatCannotArriveInTimeIsNotAsked() {
         var t = NackTracker()
-        t.received(1, now: 0)
-        t.received(3, now: 20 * ms)
+        t.received(1, now: t0)
+        t.received(3, now: t0 + 20 * ms)
         // Play-out 40 ms after the gap was seen; a round trip of 60 ms would bring it too late.
-        #expect(t.due(now: 20 * ms, roundTrip: 60 * ms, playoutDelay: 40 * ms).isEmpty)
+        #expect(t.due(now: t0 + 20 * ms, roundTrip: 60 * ms, playoutDelay: 40 * ms).isEmpty)
         #expect(t.requested == 0)
     }
 
     @Test func gapsAcrossTheSequenceWrapAreAsked() {
         var t = NackTracker()
-        t.received(65_534, now: 0)
-        t.received(1, now: 20 * ms)                   // 65535 and 0 missing
-        #expect(t.due(now: 20 * ms, roundTrip: 30 * ms, playoutDelay: 200 * ms) == [65_535, 0])
+        t.received(65_534, now: t0)
+        t.received(1, now: t0 + 20 * ms)                   // 65535 and 0 missing
+        #expect(t.due(now: t0 + 20 * ms, roundTrip: 30 * ms, playoutDelay: 200 * ms) == [65_535, 0])
     }
 
     @Test func jumpOfMoreThan64IsNotARecoverableGap() {
         var t = NackTracker()
-        t.received(100, now: 0)
-        t.received(300, now: 20 * ms)
-        #expect(t.due(now: 20 * ms, roundTrip: 30 * ms, playoutDelay: 200 * ms).isEmpty)
+        t.received(100, now: t0)
+        t.received(300, now: t0 + 20 * ms)
+        #expect(t.due(now: t0 + 20 * ms, roundTrip: 30 * ms, playoutDelay: 200 * ms).isEmpty)
     }
 }
 
@@ -118,14 +118,14 @@ struct ReceiverReportTests {
         let mixer = ReceiveMixer()
         #expect(mixer.receiverReport(reporter: 9) == nil)
         for s: UInt16 in 0..<10 where s != 4 && s != 7 {      // 2 of 10 lost
-            try Self.rtp(sequence: s, ssrc: 0xAB).withUnsafeBytes { mixer.receive(try RTPPacketView(parsing: $0), now: Int64(s) * 20_000_000) }
+            try Self.rtp(sequence: s, ssrc: 0xAB).withUnsafeBytes { mixer.receive(try RTPPacketView(parsing: $0), now: t0 + Int64(s) * 20 * .milliseconds(1)) }
         }
         let first = try #require(mixer.receiverReport(reporter: 9))
         #expect(first.ssrc == 9)
         #expect(first.reports.map(\.ssrc) == [0xAB])
         #expect(first.reports[0].fractionLost == 51)            // 2/10 × 256
         for s: UInt16 in 10..<20 {
-            try Self.rtp(sequence: s, ssrc: 0xAB).withUnsafeBytes { mixer.receive(try RTPPacketView(parsing: $0), now: Int64(s) * 20_000_000) }
+            try Self.rtp(sequence: s, ssrc: 0xAB).withUnsafeBytes { mixer.receive(try RTPPacketView(parsing: $0), now: t0 + Int64(s) * 20 * .milliseconds(1)) }
         }
         let second = try #require(mixer.receiverReport(reporter: 9))
         #expect(second.reports[0].fractionLost == 0)

@@ -10,9 +10,9 @@ struct SessionLivenessTests {
 
     /// Keeps the relay audible (a pong every 100 ms, acknowledging nothing) while a reliable message goes
     /// unacknowledged; returns when the session ended, or nil after two minutes.
-    static func outlast(tick: (Int64) -> Void, hear: (Int64) -> Void, ended: () -> Bool) -> Int64? {
+    static func outlast(tick: (Instant) -> Void, hear: (Instant) -> Void, ended: () -> Bool) -> Instant? {
         for step in 1...1_200 {
-            let now = Int64(step) * 100 * ms
+            let now = t0 + Int64(step) * 100 * ms
             hear(now)
             tick(now)
             if ended() { return now }
@@ -25,20 +25,20 @@ struct SessionLivenessTests {
     @Test("a member's session ends once the relay never acknowledges a reliable message, though it keeps answering")
     func member() throws {
         let s = welcomedMember()
-        s.setMuted(true, now: 2 * Self.ms)
+        s.setMuted(true, now: t0 + 2 * Self.ms)
         let endedAt = try #require(Self.outlast(
             tick: { _ = s.tick(now: $0); _ = s.drainOutgoing() },
             hear: { now in _ = Self.pong.withUnsafeBytes { s.handle($0, from: ScriptedRelay.workerAddress, now: now) } },
             ended: { if case .ended = s.state { true } else { false } }))
         #expect(s.state == .ended("lost contact with the relay"))
         #expect(s.retransmissions == ReliableChannel.Limits().maxAttempts - 1)  // every attempt after the first
-        #expect(endedAt < 60_000 * Self.ms)
+        #expect(endedAt < t0 + 60_000 * Self.ms)
     }
 
     @Test("a presence session ends the same way, its calls with it")
     func presence() throws {
         let s = registeredPresence()
-        let call = try #require(s.call("bob", now: 2 * Self.ms))
+        let call = try #require(s.call("bob", now: t0 + 2 * Self.ms))
         var events: [PresenceSession.Event] = []
         _ = try #require(Self.outlast(
             tick: { events += s.tick(now: $0); _ = s.drainOutgoing() },

@@ -11,7 +11,7 @@ struct ScriptedRelay {
     static let workerAddress = PeerAddress(ipv4: 10, 0, 0, 1, port: 7401)
     static let connection: UInt32 = 0x00C0_FFEE
     static let unixMilliseconds: Int64 = 1_800_000_000_000
-    static let ms: Int64 = 1_000_000
+    static let ms = Interval.milliseconds(1)
 
     /// A datagram as the relay would serialize it.
     static func datagram(_ message: SignalMessage, connection: UInt32 = connection, sequence: UInt32 = 0) -> [UInt8] {
@@ -41,21 +41,21 @@ struct ScriptedRelay {
 
 /// A member welcomed by the room's worker on port 7401.
 func welcomedMember() -> ClientSession {
-    let s = ClientSession(server: ScriptedRelay.publicAddress, token: "t", room: "lobby", now: 0,
+    let s = ClientSession(server: ScriptedRelay.publicAddress, token: "t", room: "lobby", now: t0,
                           unixMilliseconds: { ScriptedRelay.unixMilliseconds })
-    _ = s.tick(now: 0)
+    _ = s.tick(now: t0)
     let welcome = ScriptedRelay.welcome(answering: s.drainOutgoing(), port: ScriptedRelay.workerAddress.port)
-    _ = welcome.withUnsafeBytes { s.handle($0, from: ScriptedRelay.publicAddress, now: 1 * ScriptedRelay.ms) }
+    _ = welcome.withUnsafeBytes { s.handle($0, from: ScriptedRelay.publicAddress, now: t0 + 1 * ScriptedRelay.ms) }
     _ = s.drainOutgoing()
     return s
 }
 
 /// An identity online (presence lives on the public port: the welcome names it).
 func registeredPresence() -> PresenceSession {
-    let s = PresenceSession(server: ScriptedRelay.publicAddress, token: "t", now: 0, unixMilliseconds: { ScriptedRelay.unixMilliseconds })
-    _ = s.tick(now: 0)
+    let s = PresenceSession(server: ScriptedRelay.publicAddress, token: "t", now: t0, unixMilliseconds: { ScriptedRelay.unixMilliseconds })
+    _ = s.tick(now: t0)
     let welcome = ScriptedRelay.welcome(answering: s.drainOutgoing(), port: ScriptedRelay.publicAddress.port, room: "")
-    _ = welcome.withUnsafeBytes { s.handle($0, from: ScriptedRelay.publicAddress, now: 1 * ScriptedRelay.ms) }
+    _ = welcome.withUnsafeBytes { s.handle($0, from: ScriptedRelay.publicAddress, now: t0 + 1 * ScriptedRelay.ms) }
     _ = s.drainOutgoing()
     return s
 }
@@ -90,7 +90,7 @@ struct SessionSourceTests {
     func memberGoodbye(_ c: GoodbyeCase) {
         let s = welcomedMember()
         let goodbye = ScriptedRelay.datagram(.goodbye(code: .kicked, reason: "bye"), connection: c.connection)
-        let events = goodbye.withUnsafeBytes { s.handle($0, from: c.from, now: 2 * ScriptedRelay.ms) }
+        let events = goodbye.withUnsafeBytes { s.handle($0, from: c.from, now: t0 + 2 * ScriptedRelay.ms) }
         if c.endsTheSession {
             #expect(events == [.goodbye(.kicked, "bye")])
             #expect(s.state == .ended("bye"))
@@ -107,7 +107,7 @@ struct SessionSourceTests {
         // Presence lives on the public port: the welcome's port and the public port are one.
         let from = c.from == ScriptedRelay.workerAddress ? ScriptedRelay.publicAddress : c.from
         let goodbye = ScriptedRelay.datagram(.goodbye(code: .replaced, reason: "bye"), connection: c.connection)
-        let events = goodbye.withUnsafeBytes { s.handle($0, from: from, now: 2 * ScriptedRelay.ms) }
+        let events = goodbye.withUnsafeBytes { s.handle($0, from: from, now: t0 + 2 * ScriptedRelay.ms) }
         if c.endsTheSession {
             #expect(events == [.goodbye(.replaced, "bye")])
             #expect(s.state == .ended("bye"))
@@ -119,19 +119,19 @@ struct SessionSourceTests {
 
     @Test("before the welcome only the public port answers a join")
     func beforeTheWelcome() {
-        let s = ClientSession(server: ScriptedRelay.publicAddress, token: "t", room: "lobby", now: 0,
+        let s = ClientSession(server: ScriptedRelay.publicAddress, token: "t", room: "lobby", now: t0,
                               unixMilliseconds: { ScriptedRelay.unixMilliseconds })
-        _ = s.tick(now: 0)
+        _ = s.tick(now: t0)
         let join = s.drainOutgoing()
         let refused = ScriptedRelay.datagram(.refused(code: .tokenBadSignature, reason: "forged"), connection: 0)
         let welcome = ScriptedRelay.welcome(answering: join, port: ScriptedRelay.workerAddress.port)
         for from in [ScriptedRelay.workerAddress, PeerAddress(ipv4: 10, 0, 0, 1, port: 9999)] {
-            #expect(refused.withUnsafeBytes { s.handle($0, from: from, now: 1) }.isEmpty)
-            #expect(welcome.withUnsafeBytes { s.handle($0, from: from, now: 1) }.isEmpty)
+            #expect(refused.withUnsafeBytes { s.handle($0, from: from, now: t0 + .nanoseconds(1)) }.isEmpty)
+            #expect(welcome.withUnsafeBytes { s.handle($0, from: from, now: t0 + .nanoseconds(1)) }.isEmpty)
             #expect(s.state == .joining)
             #expect(!s.isFromRelay(from))
         }
-        let events = welcome.withUnsafeBytes { s.handle($0, from: ScriptedRelay.publicAddress, now: 2) }
+        let events = welcome.withUnsafeBytes { s.handle($0, from: ScriptedRelay.publicAddress, now: t0 + .nanoseconds(2)) }
         #expect(events.count == 2)  // welcomed, and the (empty) member list
         #expect(s.state == .joined)
         #expect(s.destination == ScriptedRelay.workerAddress)
@@ -145,7 +145,7 @@ struct SessionSourceTests {
         let pong = ScriptedRelay.datagram(.pong(timestamp: 1))
         var resumed = false
         for step in 1...50 {
-            let now = Int64(step) * 100 * ScriptedRelay.ms
+            let now = t0 + Int64(step) * 100 * ScriptedRelay.ms
             _ = pong.withUnsafeBytes { s.handle($0, from: PeerAddress(ipv4: 10, 0, 0, 1, port: 9999), now: now) }
             _ = s.tick(now: now)
             if ScriptedRelay.holdsResume(s.drainOutgoing()) { resumed = true; break }
@@ -158,9 +158,9 @@ struct SessionSourceTests {
 @Suite("A relay that forgot the session: join afresh")
 struct ForgottenSessionTests {
     /// Ticks without hearing from the relay until the session sends a resume (about 4 s of silence).
-    static func goQuiet<S>(_ s: S, tick: (S, Int64) -> Void, drain: (S) -> [[UInt8]]) -> Int64? {
+    static func goQuiet<S>(_ s: S, tick: (S, Instant) -> Void, drain: (S) -> [[UInt8]]) -> Instant? {
         for step in 1...100 {
-            let now = Int64(step) * 100 * ScriptedRelay.ms
+            let now = t0 + Int64(step) * 100 * ScriptedRelay.ms
             tick(s, now)
             if ScriptedRelay.holdsResume(drain(s)) { return now }
         }
@@ -174,18 +174,18 @@ struct ForgottenSessionTests {
         let s = welcomedMember()
         let resumedAt = try #require(Self.goQuiet(s, tick: { _ = $0.tick(now: $1) }, drain: { $0.drainOutgoing() }))
         #expect(s.state == .resuming)
-        let events = Self.unknownSession.withUnsafeBytes { s.handle($0, from: ScriptedRelay.workerAddress, now: resumedAt + 1) }
+        let events = Self.unknownSession.withUnsafeBytes { s.handle($0, from: ScriptedRelay.workerAddress, now: resumedAt + .nanoseconds(1)) }
         #expect(events == [.forgotten("unknown session")])
         #expect(s.state == .ended("unknown session"))
-        #expect(s.tick(now: resumedAt + 2).isEmpty && s.drainOutgoing().isEmpty)
+        #expect(s.tick(now: resumedAt + .nanoseconds(2)).isEmpty && s.drainOutgoing().isEmpty)
     }
 
     @Test("`unknown session` in answer to a resume ends a presence session as forgotten, its calls with it")
     func presenceForgotten() throws {
         let s = registeredPresence()
-        let callID = try #require(s.call("bob", now: 2 * ScriptedRelay.ms))
+        let callID = try #require(s.call("bob", now: t0 + 2 * ScriptedRelay.ms))
         let resumedAt = try #require(Self.goQuiet(s, tick: { _ = $0.tick(now: $1) }, drain: { $0.drainOutgoing() }))
-        let events = Self.unknownSession.withUnsafeBytes { s.handle($0, from: ScriptedRelay.publicAddress, now: resumedAt + 1) }
+        let events = Self.unknownSession.withUnsafeBytes { s.handle($0, from: ScriptedRelay.publicAddress, now: resumedAt + .nanoseconds(1)) }
         #expect(events == [.forgotten("unknown session"),
                            .callStatus(callID: callID, state: .ended, reason: "connection lost", room: nil, token: nil)])
         #expect(s.state == .ended("unknown session"))
@@ -195,20 +195,20 @@ struct ForgottenSessionTests {
     @Test("`unknown session` while joined and not resuming is ignored; a refusal of the join itself stays final")
     func otherRefusals() {
         let s = welcomedMember()
-        #expect(Self.unknownSession.withUnsafeBytes { s.handle($0, from: ScriptedRelay.workerAddress, now: 2 * ScriptedRelay.ms) }.isEmpty)
+        #expect(Self.unknownSession.withUnsafeBytes { s.handle($0, from: ScriptedRelay.workerAddress, now: t0 + 2 * ScriptedRelay.ms) }.isEmpty)
         #expect(s.state == .joined)
 
-        let joining = ClientSession(server: ScriptedRelay.publicAddress, token: "t", room: "lobby", now: 0,
+        let joining = ClientSession(server: ScriptedRelay.publicAddress, token: "t", room: "lobby", now: t0,
                                     unixMilliseconds: { ScriptedRelay.unixMilliseconds })
-        _ = joining.tick(now: 0)
+        _ = joining.tick(now: t0)
         let refused = ScriptedRelay.datagram(.refused(code: .tokenExpired, reason: "token expired"), connection: 0)
-        #expect(refused.withUnsafeBytes { joining.handle($0, from: ScriptedRelay.publicAddress, now: 1) } == [.refused(.tokenExpired, "token expired")])
+        #expect(refused.withUnsafeBytes { joining.handle($0, from: ScriptedRelay.publicAddress, now: t0 + .nanoseconds(1)) } == [.refused(.tokenExpired, "token expired")])
     }
 
     @Test("rejoin waits: 1 s, doubling to 30 s, and 1 s again after a welcome")
     func backoff() {
         var b = RejoinBackoff()
-        let seconds = (0..<7).map { _ in b.take() / 1_000_000_000 }
+        let seconds = (0..<7).map { _ in b.take().wholeSeconds }
         #expect(seconds == [1, 2, 4, 8, 16, 30, 30])
         b.reset()
         #expect(b.take() == RejoinBackoff.first)

@@ -1,6 +1,7 @@
 // A manual clock and a fake network for the jitter buffer tests: packets are scheduled with an arrival time,
 // the receiver pulls every 20 ms, and decisions are recorded as plain values.
 import ParleyMedia
+import ParleyWire
 
 /// A decision reduced to comparable values.
 enum Played: Equatable {
@@ -80,12 +81,12 @@ final class JitterHarness {
                 let p = pending[i]
                 payload.withUnsafeBytes { bytes in
                     buffer.insert(sequenceNumber: p.sequence, timestamp: p.timestamp, ssrc: p.ssrc, marker: p.marker,
-                                  payload: UnsafeRawBufferPointer(rebasing: bytes[0..<p.payloadBytes]), arrival: p.arrival)
+                                  payload: UnsafeRawBufferPointer(rebasing: bytes[0..<p.payloadBytes]), arrival: Instant(nanoseconds: p.arrival))
                 }
                 i += 1
             }
             pending.removeFirst(i)
-            decisions.append(Played(buffer.pull(now: now, quiet: quiet)))
+            decisions.append(Played(buffer.pull(now: Instant(nanoseconds: now), quiet: quiet)))
             delays.append(buffer.stats.currentDelayMilliseconds)
             now += pullPeriod
         }

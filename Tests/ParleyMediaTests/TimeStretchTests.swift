@@ -158,8 +158,8 @@ struct ReceiveStreamSyncBufferTests {
             datagram += [0, 0, 0, 1]
             datagram += payload[..<n]
             let arrival = Int64(k) * 20 * ms
-            try datagram.withUnsafeBytes { stream.insert(try RTPPacketView(parsing: $0), arrival: arrival) }
-            _ = out.withUnsafeMutableBufferPointer { stream.pull(now: arrival + 3 * ms, into: $0.baseAddress!) }
+            try datagram.withUnsafeBytes { stream.insert(try RTPPacketView(parsing: $0), arrival: Instant(nanoseconds: arrival)) }
+            _ = out.withUnsafeMutableBufferPointer { stream.pull(now: Instant(nanoseconds: arrival + 3 * ms), into: $0.baseAddress!) }
         }
         return stream.jitter.stats.accelerated
     }
@@ -200,10 +200,10 @@ struct ReceiveStreamSyncBufferTests {
         for pull in 0..<300 {
             let now = Int64(pull) * 20 * ms
             while next < datagrams.count, datagrams[next].arrival <= now {
-                try datagrams[next].bytes.withUnsafeBytes { stream.insert(try RTPPacketView(parsing: $0), arrival: datagrams[next].arrival) }
+                try datagrams[next].bytes.withUnsafeBytes { stream.insert(try RTPPacketView(parsing: $0), arrival: Instant(nanoseconds: datagrams[next].arrival)) }
                 next += 1
             }
-            let outcome = out.withUnsafeMutableBufferPointer { stream.pull(now: now, into: $0.baseAddress!) }
+            let outcome = out.withUnsafeMutableBufferPointer { stream.pull(now: Instant(nanoseconds: now), into: $0.baseAddress!) }
             if outcome == .speech, out.allSatisfy({ $0 == 0 }) { gapsInSpeech += 1 }
             mostPending = max(mostPending, stream.pendingSamples)
         }

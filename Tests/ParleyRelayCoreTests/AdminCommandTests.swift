@@ -18,7 +18,7 @@ struct AdminCommandTests {
         net.joinAll()
         #expect(alice.session.welcome != nil)
         #expect(bob.events.contains { if case .refused(.roomFull, _) = $0 { true } else { false } })
-        alice.session.leave(now: net.monotonic)
+        alice.session.leave(now: net.instant)
         net.exchange()
         net.advance(milliseconds: 2_100, stepMilliseconds: 100)
         #expect(net.core.roomCount == 0)

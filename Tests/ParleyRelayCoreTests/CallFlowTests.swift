@@ -24,7 +24,7 @@ struct CallFlowTests {
             world.answer(bob, bobID)
             let room = try #require(alice.answered(aliceID)).room
             if world.net.shared.worker(forRoom: room) == workers - 1 { break }
-            alice.session.hangUp(aliceID, now: world.net.monotonic)
+            alice.session.hangUp(aliceID, now: world.net.instant)
             world.exchange()
         }
         let a = try #require(alice.answered(aliceID)), b = try #require(bob.answered(bobID))
@@ -107,8 +107,8 @@ struct CallFlowTests {
         let world = CallWorld()
         let alice = world.addPresence("alice")
         world.registerAll()
-        let id = try #require(alice.session.call("dave", now: world.net.monotonic))
-        let me = try #require(alice.session.call("alice", now: world.net.monotonic))
+        let id = try #require(alice.session.call("dave", now: world.net.instant))
+        let me = try #require(alice.session.call("alice", now: world.net.instant))
         world.exchange()
         #expect(alice.lastStatus(id)! == (.unavailable, "dave is not online"))
         #expect(alice.lastStatus(me)! == (.failed, "you cannot call yourself"))
@@ -122,11 +122,11 @@ struct CallFlowTests {
         let alice = world.addPresence("alice"), bob = world.addPresence("bob"), carol = world.addPresence("carol")
         world.registerAll()
         let (_, bobID) = try #require(world.ring(alice, bob))
-        let first = try #require(carol.session.call("bob", now: world.net.monotonic))
+        let first = try #require(carol.session.call("bob", now: world.net.instant))
         world.exchange()
         #expect(carol.lastStatus(first)! == (.declined, "busy"))
         world.answer(bob, bobID)
-        let second = try #require(carol.session.call("alice", now: world.net.monotonic))
+        let second = try #require(carol.session.call("alice", now: world.net.instant))
         world.exchange()
         #expect(carol.lastStatus(second)! == (.declined, "busy"))
         #expect(bob.incoming.count == 1 && alice.incoming.isEmpty)
@@ -137,7 +137,7 @@ struct CallFlowTests {
     func cancelledWhileRinging() throws {
         let world = CallWorld()
         let (alice, bob, aliceID, bobID) = try world.aliceRingsBob()
-        alice.session.hangUp(aliceID, now: world.net.monotonic)
+        alice.session.hangUp(aliceID, now: world.net.instant)
         world.exchange()
         #expect(bob.lastStatus(bobID)! == (.ended, "cancelled"))
         #expect(alice.lastStatus(aliceID)! == (.ringing, ""))  // the one hanging up is not told again
@@ -153,7 +153,7 @@ struct CallFlowTests {
         let (alice, bob, aliceID, bobID) = try world.aliceRingsBob()
         world.answer(bob, bobID)
         let (hanger, hangerID, other, otherID) = callerHangsUp ? (alice, aliceID, bob, bobID) : (bob, bobID, alice, aliceID)
-        hanger.session.hangUp(hangerID, now: world.net.monotonic)
+        hanger.session.hangUp(hangerID, now: world.net.instant)
         world.exchange()
         #expect(other.lastStatus(otherID)! == (.ended, "hung up by \(hanger.identity)"))
         #expect(hanger.lastStatus(hangerID)?.0 == .answered)
@@ -168,7 +168,7 @@ struct CallFlowTests {
     func calleeHangsUpWhileRinging() throws {
         let world = CallWorld()
         let (alice, bob, aliceID, bobID) = try world.aliceRingsBob()
-        bob.session.hangUp(bobID, now: world.net.monotonic)
+        bob.session.hangUp(bobID, now: world.net.instant)
         world.exchange()
         #expect(alice.lastStatus(aliceID)! == (.declined, "declined by bob"))
         #expect(world.settled)

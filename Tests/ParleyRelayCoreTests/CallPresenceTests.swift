@@ -93,7 +93,7 @@ struct CallPresenceTests {
     func leaveDuringCall() throws {
         let world = CallWorld()
         let (alice, bob, _, bobID) = try world.aliceRingsBob()
-        alice.session.leave(now: world.net.monotonic)
+        alice.session.leave(now: world.net.instant)
         world.exchange()
         #expect(bob.lastStatus(bobID)! == (.ended, "connection lost"))
         #expect(alice.session.calls.isEmpty && world.settled)
@@ -108,7 +108,7 @@ struct CallPresenceTests {
         world.advance(milliseconds: 6_000)
         #expect(bob.events.contains(.resumed) && bob.session.state == .registered)
         #expect(world.core.presenceSnapshot().first { $0.identity == "bob" }?.address == bob.address)
-        bob.session.hangUp(bobID, now: world.net.monotonic)
+        bob.session.hangUp(bobID, now: world.net.instant)
         world.exchange()
         #expect(alice.lastStatus(aliceID)! == (.ended, "hung up by bob"))
     }
@@ -119,8 +119,8 @@ struct CallPresenceTests {
         let alice = world.addPresence("alice"), bob = world.addPresence("bob")
         world.registerAll()
         let long = String(repeating: "é", count: 2048)  // 4096 UTF-8 bytes, 5 fragments
-        let toBob = try #require(alice.session.sendText(to: "bob", long, now: world.net.monotonic))
-        let toDave = try #require(alice.session.sendText(to: "dave", "hello?", now: world.net.monotonic))
+        let toBob = try #require(alice.session.sendText(to: "bob", long, now: world.net.instant))
+        let toDave = try #require(alice.session.sendText(to: "dave", "hello?", now: world.net.instant))
         world.exchange()
         #expect(bob.events.contains(.text(from: "alice", text: long)))
         #expect(alice.events.contains(.textStatus(messageID: toBob, delivered: true, reason: "")))
@@ -135,13 +135,13 @@ struct CallPresenceTests {
         let world = CallWorld(config: config)
         let alice = world.addPresence("alice"), bob = world.addPresence("bob")
         world.registerAll()
-        _ = alice.session.call("dave", now: world.net.monotonic)
+        _ = alice.session.call("dave", now: world.net.instant)
         world.exchange()
         let (_, first) = try #require(world.ring(alice, bob))
         world.answer(bob, first, accept: false)
         let (_, second) = try #require(world.ring(alice, bob))
         world.answer(bob, second)
-        bob.session.hangUp(second, now: world.net.monotonic)
+        bob.session.hangUp(second, now: world.net.instant)
         world.exchange()
         // 7 events into a log of 6: the oldest is overwritten.
         #expect(world.eventSummary == ["ended:unavailable alice→dave", "started alice→bob", "ended:declined alice→bob",

@@ -23,7 +23,7 @@ final class FakePresenceClient {
     }
 
     func receive(_ bytes: [UInt8], from: PeerAddress, now: Int64) {
-        bytes.withUnsafeBytes { events += session.handle($0, from: from, now: now) }
+        bytes.withUnsafeBytes { events += session.handle($0, from: from, now: Instant(nanoseconds: now)) }
     }
 
     /// Every call status received: (call id, state, reason).
@@ -66,7 +66,7 @@ final class CallWorld {
     @discardableResult
     func addPresence(_ identity: String, token: String? = nil) -> FakePresenceClient {
         let address = PeerAddress(ipv4: 172, 16, 0, UInt8(presences.count + 2), port: UInt16(6000 + presences.count))
-        let session = PresenceSession(server: net.publicAddress, token: token ?? self.token(identity), now: net.monotonic,
+        let session = PresenceSession(server: net.publicAddress, token: token ?? self.token(identity), now: net.instant,
                                       unixMilliseconds: { [unowned net] in net.now.unixMilliseconds })
         let client = FakePresenceClient(identity: identity, address: address, session: session)
         presences.append(client)
@@ -75,7 +75,7 @@ final class CallWorld {
 
     /// Registers every presence client not yet registered.
     func registerAll() {
-        for p in presences where p.online { p.events += p.session.tick(now: net.monotonic) }
+        for p in presences where p.online { p.events += p.session.tick(now: net.instant) }
         exchange()
     }
 
@@ -112,7 +112,7 @@ final class CallWorld {
             let step = min(stepMilliseconds, left)
             left -= step
             net.advance(milliseconds: step, stepMilliseconds: step)
-            for p in presences where p.online { p.events += p.session.tick(now: net.monotonic) }
+            for p in presences where p.online { p.events += p.session.tick(now: net.instant) }
             exchange()
         }
     }
@@ -128,12 +128,12 @@ final class CallWorld {
 
     /// The callee answers (or declines) call `id`, and the world settles.
     func answer(_ callee: FakePresenceClient, _ id: UInt32, accept: Bool = true) {
-        callee.session.answer(id, accept: accept, now: net.monotonic)
+        callee.session.answer(id, accept: accept, now: net.instant)
         exchange()
     }
 
     func ring(_ caller: FakePresenceClient, _ callee: FakePresenceClient) -> (UInt32, UInt32)? {
-        guard let id = caller.session.call(callee.identity, now: net.monotonic) else { return nil }
+        guard let id = caller.session.call(callee.identity, now: net.instant) else { return nil }
         exchange()
         guard let incoming = callee.incoming.last else { return nil }
         return (id, incoming.0)

@@ -10,6 +10,8 @@ final class FakeNetwork {
     static let startUnixMilliseconds: Int64 = 1_800_000_000_000
 
     var monotonic: Int64 = 1_000_000_000
+    /// The manual clock as the client sessions take it.
+    var instant: Instant { Instant(nanoseconds: monotonic) }
     var now: Moment { Moment(monotonic: monotonic, unixMilliseconds: Self.startUnixMilliseconds + monotonic / 1_000_000) }
     let shared: RelayShared
     let cores: [RelayCore]
@@ -57,7 +59,7 @@ final class FakeNetwork {
                    speakersFromMedia: Bool = false) -> FakeClient {
         let address = PeerAddress(ipv4: 192, 168, 1, UInt8(clients.count + 2), port: port ?? UInt16(5000 + clients.count))
         let session = ClientSession(server: publicAddress, token: token ?? self.token(identity, room: room), room: room,
-                                    muted: muted, speakersFromMedia: speakersFromMedia, now: monotonic, unixMilliseconds: { [unowned self] in self.now.unixMilliseconds })
+                                    muted: muted, speakersFromMedia: speakersFromMedia, now: instant, unixMilliseconds: { [unowned self] in self.now.unixMilliseconds })
         let client = FakeClient(identity: identity, address: address, session: session)
         clients.append(client)
         return client
@@ -129,7 +131,7 @@ final class FakeNetwork {
             monotonic += step * 1_000_000
             left -= step
             each?()
-            for c in clients where c.online { c.events += c.session.tick(now: monotonic) }
+            for c in clients where c.online { c.events += c.session.tick(now: instant) }
             for (k, core) in cores.enumerated() {
                 if !tickOnlyWhenDue || !core.hasMembers || monotonic >= core.timersDue {
                     core.tick(now: now)
@@ -144,7 +146,7 @@ final class FakeNetwork {
 
     /// Joins every client not yet joined.
     func joinAll() {
-        for c in clients { c.events += c.session.tick(now: monotonic) }
+        for c in clients { c.events += c.session.tick(now: instant) }
         exchange()
     }
 }
@@ -179,7 +181,7 @@ final class FakeClient {
     func receive(_ bytes: [UInt8], from: PeerAddress, now: Int64) {
         bytes.withUnsafeBytes { b in
             if b[0] == Signalling.magic {
-                events += session.handle(b, from: from, now: now)
+                events += session.handle(b, from: from, now: Instant(nanoseconds: now))
             } else if isRTCP(b) {
                 rtcp.append(bytes)
             } else if let p = try? RTPPacketView(parsing: b) {

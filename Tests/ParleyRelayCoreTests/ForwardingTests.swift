@@ -84,11 +84,11 @@ struct ForwardingTests {
                 for packet in derives.received.dropFirst(seen) {
                     packet.withUnsafeBytes { b in
                         guard let p = try? RTPPacketView(parsing: b) else { return }
-                        tracker.observe(ssrc: p.ssrc, level: p.audioLevel(id: 1)?.level, payloadBytes: p.payloadCount, now: net.monotonic)
+                        tracker.observe(ssrc: p.ssrc, level: p.audioLevel(id: 1)?.level, payloadBytes: p.payloadCount, now: net.instant)
                     }
                 }
                 seen = derives.received.count
-                _ = tracker.update(now: net.monotonic)
+                _ = tracker.update(now: net.instant)
             }
         }
         hear(for: 1_000, [(alice, 20), (bob, 30)])

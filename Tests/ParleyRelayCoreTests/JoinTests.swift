@@ -157,7 +157,7 @@ struct JoinTests {
         let welcome = try #require(net.sent.first { $0.worker == 1 })
         #expect(welcome.viaPublic)
         // Once the member speaks on its worker's port, signalling moves there too.
-        alice.session.setMuted(true, now: net.monotonic)
+        alice.session.setMuted(true, now: net.instant)
         net.exchange()
         #expect(net.sent.last?.viaPublic == false)
     }

@@ -80,7 +80,7 @@ struct ResourceReleaseTests {
         watch.watchEverything(in: net.cores)
         #expect(watch.watched == names.count + 1)
 
-        c[1].session.leave(now: net.monotonic)                     // bob leaves
+        c[1].session.leave(now: net.instant)                     // bob leaves
         net.exchange()
         c[2].online = false                                          // carol's client dies: timeout
         let owner = net.cores[net.shared.worker(forRoom: "lobby")]
@@ -110,7 +110,7 @@ struct ResourceReleaseTests {
         net.joinAll()
         net.advance(milliseconds: 400, stepMilliseconds: 20) { c[0].speak(level: 20) }
         watch.watchEverything(in: net.cores)
-        for client in c { client.session.leave(now: net.monotonic) }
+        for client in c { client.session.leave(now: net.instant) }
         net.exchange()
         #expect(net.core.roomCount == 1)  // kept until the empty timeout
         net.advance(milliseconds: 2_100, stepMilliseconds: 100)
@@ -130,7 +130,7 @@ struct ResourceReleaseTests {
         net.advance(milliseconds: 600, stepMilliseconds: 20) { for s in speakers { try? s.send() } }
         #expect(net.core.rooms["mixroom"]?.mix?.encodes ?? 0 > 0)
         watch.watchEverything(in: net.cores)
-        for client in speakers.map(\.client) + [lou] { client.session.leave(now: net.monotonic) }
+        for client in speakers.map(\.client) + [lou] { client.session.leave(now: net.instant) }
         net.exchange()
         net.advance(milliseconds: 2_100, stepMilliseconds: 20)
         Self.expectEmpty(world, watch)
@@ -196,22 +196,22 @@ struct ResourceReleaseTests {
         watch.watchEverything(in: net.cores)
         #expect(watch.watched == 5 + 2 + 1 + 2)  // presences, calls, the call room, its members
 
-        alice.session.hangUp(aliceID, now: net.monotonic)
+        alice.session.hangUp(aliceID, now: net.instant)
         world.exchange()
-        for m in [aliceMedia, bobMedia] { m.session.leave(now: net.monotonic) }
+        for m in [aliceMedia, bobMedia] { m.session.leave(now: net.instant) }
         net.exchange()
         world.advance(milliseconds: net.shared.config.ringTimeout / 1_000_000 + 500)
         #expect(world.core.callSnapshot().isEmpty)
         // bob registers again from a new device (replaced); dave leaves; erin's client dies (timeout).
         let newBob = world.addPresence("bob", token: world.token("bob", expiresIn: 7200))
         world.registerAll()
-        dave.session.leave(now: net.monotonic)
+        dave.session.leave(now: net.instant)
         erin.online = false
         world.exchange()
         watch.watchEverything(in: net.cores)
         world.advance(milliseconds: 16_000)
         #expect(world.core.presenceSnapshot().map(\.identity) == ["alice", "bob", "carol"])
-        for p in [alice, newBob, carol] { p.session.leave(now: net.monotonic) }
+        for p in [alice, newBob, carol] { p.session.leave(now: net.instant) }
         world.exchange()
         world.advance(milliseconds: 2_100)
         Self.expectEmpty(world, watch)

@@ -25,7 +25,7 @@ struct SignallingQueueTests {
         let text = String(repeating: "x", count: 900)
         var ids: [UInt32] = []
         net.advance(milliseconds: 1_000, stepMilliseconds: 20) {
-            for _ in 0..<10 { if let id = alice.session.sendText(text, now: net.monotonic) { ids.append(id) } }
+            for _ in 0..<10 { if let id = alice.session.sendText(text, now: net.instant) { ids.append(id) } }
         }
         #expect(ids.count == 500)   // 450 KB of text
         let bobs = try #require(member(net, "bob"))
@@ -47,7 +47,7 @@ struct SignallingQueueTests {
         net.joinAll()
         bob.dropOutgoing = true
         for _ in 0..<12 {   // one at a time: carol acknowledges each before the next
-            _ = alice.session.sendText("hi", now: net.monotonic)
+            _ = alice.session.sendText("hi", now: net.instant)
             net.exchange()
         }
         #expect(carol.events.filter { if case .text = $0 { true } else { false } }.count == 12)
@@ -69,7 +69,7 @@ struct SignallingQueueTests {
             let guests = (0..<5).map { net.addClient("guest\(batch * 5 + $0)") }
             net.joinAll()
             net.advance(milliseconds: 20)
-            for g in guests { g.session.leave(now: net.monotonic) }
+            for g in guests { g.session.leave(now: net.instant) }
             net.exchange()
             for g in guests { g.online = false }
         }
@@ -111,7 +111,7 @@ struct SignallingQueueTests {
         net.joinAll()
         bob.dropOutgoing = true
         for i in 0..<600 {
-            alice.session.setMuted(i % 2 == 0, now: net.monotonic)
+            alice.session.setMuted(i % 2 == 0, now: net.instant)
             net.exchange()
         }
         net.advance(milliseconds: 2_000, stepMilliseconds: 20) { alice.speak(level: (net.monotonic / 100_000_000) % 2 == 0 ? 10 : 127) }
@@ -134,7 +134,7 @@ struct SignallingQueueTests {
         bob.deaf = true   // acknowledges nothing it never hears
         var ids: [UInt32] = []
         for _ in 0..<200 {
-            if let id = alice.session.sendText(to: "bob", String(repeating: "y", count: 900), now: world.net.monotonic) { ids.append(id) }
+            if let id = alice.session.sendText(to: "bob", String(repeating: "y", count: 900), now: world.net.instant) { ids.append(id) }
             world.exchange()
         }
         let session = try #require(world.core.presence.byIdentity["bob"]?.session)

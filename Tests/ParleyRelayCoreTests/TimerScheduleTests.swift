@@ -38,14 +38,14 @@ struct TimerScheduleTests {
             if step > 40 { bob.speak(level: step % 50 < 25 ? 20 : 127) }   // bob talks in bursts: the speaker list moves
         }
         carol.online = false
-        bob.session.setMuted(true, now: net.monotonic)
+        bob.session.setMuted(true, now: net.instant)
         net.exchange()
         net.advance(milliseconds: 17_000) {
             record()
             if step % 100 < 60 { alice.speak(level: 40) }
         }
-        alice.session.leave(now: net.monotonic)
-        bob.session.leave(now: net.monotonic)
+        alice.session.leave(now: net.instant)
+        bob.session.leave(now: net.instant)
         net.exchange()
         net.advance(milliseconds: 4_000) { record() }
         record()
@@ -103,7 +103,7 @@ struct TimerScheduleTests {
         #expect(net.core.timersDue == net.monotonic)
         net.advance(milliseconds: 20)
         let before = net.core.timersDue
-        bob.session.setMuted(true, now: net.monotonic)
+        bob.session.setMuted(true, now: net.instant)
         net.exchange()
         #expect(net.core.timersDue <= net.monotonic && net.core.timersDue < before)
     }
@@ -150,7 +150,7 @@ struct TimerScheduleTests {
             net.deliverToRelay(Array(bytes[..<n]), from: bob.address, port: 7400)
             #expect(net.core.timersDue == due)
         }
-        bob.session.setMuted(true, now: net.monotonic)
+        bob.session.setMuted(true, now: net.instant)
         net.exchange()
         #expect(net.core.timersDue <= net.monotonic)
     }
