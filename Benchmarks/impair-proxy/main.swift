@@ -33,17 +33,16 @@ struct Profile {
     }
 }
 
-/// SplitMix64: small, seeded, reproducible.
+/// The proxy's one random stream (SplitMix64): small, seeded, reproducible.
 struct Random {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
+    let seed: UInt64
+    var generator: SeededRandomNumberGenerator
+    init(state: UInt64) {
+        seed = state
+        generator = SeededRandomNumberGenerator(seed: state)
     }
-    mutating func uniform() -> Double { Double(next() >> 11) / Double(1 << 53) }
+    mutating func next() -> UInt64 { generator.next() }
+    mutating func uniform() -> Double { generator.unitInterval() }
 }
 
 /// One direction's channel state: Gilbert-Elliott loss and the delay model.
@@ -135,7 +134,7 @@ signal(SIGPIPE, SIG_IGN)
     }
 }
 
-writeLine("impair-proxy ready: \(listenHost):\(portList) → \(upstreamHost), profile \(options["profile"] ?? "clean"), seed \(rng.state)")
+writeLine("impair-proxy ready: \(listenHost):\(portList) → \(upstreamHost), profile \(options["profile"] ?? "clean"), seed \(rng.seed)")
 while duration == 0 || Double(Clock.monotonicNanoseconds() - start) / 1e9 < duration {
     let now = Clock.monotonicNanoseconds()
     let next = pending.map(\.due).min()

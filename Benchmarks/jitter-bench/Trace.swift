@@ -1,6 +1,7 @@
 // Traces: the shared CSV format (`seq,send_ms,arrival_ms` with `lost`), and a synthetic generator of the same
 // network model (base delay + heavy-tailed jitter + Gilbert-Elliott loss + rare delay spikes + clock skew).
 import Foundation
+import ParleyWire
 
 /// One packet of a trace; `arrivalMs` is nil when lost in the network.
 struct TracePacket {
@@ -35,17 +36,12 @@ struct Trace {
     }
 }
 
-/// SplitMix64: a tiny deterministic generator for synthetic traces.
+/// The deterministic generator of synthetic traces (SplitMix64).
 struct SplitMix64 {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    /// Uniform in (0, 1).
+    var generator: SeededRandomNumberGenerator
+    init(state: UInt64) { generator = SeededRandomNumberGenerator(seed: state) }
+    mutating func next() -> UInt64 { generator.next() }
+    /// Uniform in (0, 1) (never 0: traces take its logarithm).
     mutating func uniform() -> Double { (Double(next() >> 11) + 0.5) / Double(1 << 53) }
 }
 

@@ -13,7 +13,7 @@ struct PresenceEngineTests {
     static func online() -> (PresenceEngine, Outbox, TokenCounter) {
         let outbox = Outbox(), tokens = TokenCounter()
         let engine = PresenceEngine(server: ScriptedRelay.publicAddress, token: { tokens.next() }, now: t0,
-                                    unixMilliseconds: { ScriptedRelay.unixMilliseconds }, random: SplitMix64(seed: 3),
+                                    unixMilliseconds: { ScriptedRelay.unixMilliseconds }, random: SeededRandomNumberGenerator(seed: 3),
                                     transmit: { bytes, to in outbox.sent.append((outbox.now, Transmitted(bytes: Array(bytes), to: to))) })
         _ = engine.tick(now: t0)
         register(engine, outbox, at: t0 + 1 * ms)
@@ -78,7 +78,7 @@ struct PresenceEngineTests {
     func refused() {
         let outbox = Outbox()
         let engine = PresenceEngine(server: ScriptedRelay.publicAddress, token: { "t" }, now: t0,
-                                    unixMilliseconds: { ScriptedRelay.unixMilliseconds }, random: SplitMix64(seed: 4),
+                                    unixMilliseconds: { ScriptedRelay.unixMilliseconds }, random: SeededRandomNumberGenerator(seed: 4),
                                     transmit: { bytes, to in outbox.sent.append((outbox.now, Transmitted(bytes: Array(bytes), to: to))) })
         _ = engine.tick(now: t0)
         let events = ScriptedRelay.datagram(.refused(code: .tokenExpired, reason: "token expired"), connection: 0)

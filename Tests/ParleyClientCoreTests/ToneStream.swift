@@ -1,6 +1,7 @@
 // A room member's stream for the engine tests: real Opus from a real `SendPipeline`, seeded.
 import Foundation
 import ParleyClientCore
+import ParleyWire
 
 /// RTP as a room member's stream would carry it: Opus frames of a tone from a real `SendPipeline`.
 struct ToneStream {
@@ -9,7 +10,7 @@ struct ToneStream {
     private var phase = 0.0
 
     init(seed: UInt64 = 7) throws {
-        var random = SplitMix64(seed: seed)
+        var random = SeededRandomNumberGenerator(seed: seed)
         pipeline = try SendPipeline(ssrc: Self.ssrc, dtx: false, random: &random)
     }
 

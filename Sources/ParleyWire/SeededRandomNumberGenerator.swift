@@ -1,3 +1,6 @@
+// The one seeded generator of the project: cores take randomness as a parameter, and tests, benchmarks and the
+// impairment proxy pass this one so a seed decides a run.
+
 /// A deterministic generator for tests and benchmarks: SplitMix64 (Steele, Lea and Flood, 2014), 64 bits of
 /// state, every seed a full-period sequence. Not for production: a relay passes `SystemRandomNumberGenerator`
 /// (getrandom on Linux), because session secrets and connection ids come from it.
@@ -15,4 +18,7 @@ public struct SeededRandomNumberGenerator: RandomNumberGenerator, Sendable {
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
     }
+
+    /// A uniform double in [0, 1): the top 53 bits of `next()`.
+    public mutating func unitInterval() -> Double { Double(next() >> 11) / Double(1 << 53) }
 }
