@@ -24,7 +24,7 @@ public struct SpeakingTracker: Sendable {
     /// Levels at or below this (louder) count as speech.
     public var speechLevel: UInt8 { rules.levelThreshold }
     /// How long a stream stays speaking after its last speech packet, in ns.
-    public var hold: Int64 { rules.hold }
+    public var hold: Int64 { rules.hold.nanoseconds }
     private var streams: [UInt32: (lastSpeech: Int64, level: UInt8)] = [:]
     /// The speakers as last returned by `update`, loudest first.
     public private(set) var current: [Speaker] = []
@@ -52,7 +52,7 @@ public struct SpeakingTracker: Sendable {
     /// Recomputes the speakers at `now`; returns them when the set of speaking streams changed since the last call,
     /// nil otherwise (level changes alone are not reported).
     public mutating func update(now: Int64) -> [Speaker]? {
-        streams = streams.filter { rules.isSpeaking(lastSpeech: $0.value.lastSpeech, now: now) }
+        streams = streams.filter { rules.isSpeaking(lastSpeech: Instant(nanoseconds: $0.value.lastSpeech), now: Instant(nanoseconds: now)) }
         let speakers = streams.map { Speaker(ssrc: $0.key, level: $0.value.level) }
             .sorted { ($0.level, $0.ssrc) < ($1.level, $1.ssrc) }
         let changed = Set(speakers.map(\.ssrc)) != Set(current.map(\.ssrc))
