@@ -1,6 +1,7 @@
 import CAllocCounter
 import Glibc
 import ParleyRelayCore
+import ParleyWire
 
 /// Nanoseconds of CPU time consumed by the calling thread (`CLOCK_THREAD_CPUTIME_ID`): time other processes on the
 /// shared machine take from us does not count; what our own code and the caches it misses cost does.
@@ -31,23 +32,23 @@ public func unixMillisecondsNow() -> Int64 {
 public struct ManualClock {
     /// A clock at the real wall time, monotonic time at an arbitrary origin.
     public init() {}
-    private let originMonotonic: Int64 = 1_000_000_000_000
+    private static let originMonotonic = Instant.origin + .seconds(1000)
     private let originUnixMilliseconds = unixMillisecondsNow()
-    /// Monotonic nanoseconds now.
-    public private(set) var monotonic: Int64 = 1_000_000_000_000
+    /// The monotonic instant now.
+    public private(set) var monotonic = ManualClock.originMonotonic
 
     /// The moment to pass the core.
     public var now: Moment {
-        Moment(monotonic: monotonic, unixMilliseconds: originUnixMilliseconds + (monotonic - originMonotonic) / 1_000_000)
+        Moment(monotonic: monotonic, unixMilliseconds: originUnixMilliseconds + (monotonic - Self.originMonotonic).milliseconds)
     }
 
     /// Moves time forward to `instant` (never backwards).
     @inline(__always)
-    public mutating func advance(to instant: Int64) { monotonic = max(monotonic, instant) }
+    public mutating func advance(to instant: Instant) { monotonic = max(monotonic, instant) }
 
-    /// Moves time forward by `nanoseconds`.
+    /// Moves time forward by `interval`.
     @inline(__always)
-    public mutating func advance(by nanoseconds: Int64) { monotonic += nanoseconds }
+    public mutating func advance(by interval: Interval) { monotonic += interval }
 }
 
 /// The malloc-family call counter of `CAllocCounter` (counts every thread; the benchmark runs on one).

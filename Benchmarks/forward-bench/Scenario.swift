@@ -66,7 +66,7 @@ final class Scenario {
     var clientByAddress: [PeerAddress: Int] = [:]
     /// Every speaker's stream, room by room, speakers in join order within a room.
     var streams: [SpeakerStream] = []
-    private var nextTick: Int64
+    private var nextTick: Instant
 
     /// Builds the relay and joins `shape.rooms × shape.membersPerRoom` clients; the first `speakersPerRoom`
     /// members of each room speak.
@@ -86,7 +86,7 @@ final class Scenario {
                 clientByAddress[client.address] = index
                 join(index, signer: signer)
                 // Joins are rate-limited (500/s): keep the manual clock inside the limit.
-                clock.advance(by: 2_000_000)
+                clock.advance(by: .milliseconds(2))
                 if member < shape.speakersPerRoom {
                     streams.append(SpeakerStream(address: client.address, ssrc: clients[index].ssrc, roomIndex: room))
                 }
@@ -103,7 +103,7 @@ final class Scenario {
         var ticks = TickFigures()
         var watchedAllocations: UInt64 = 0
         // 20 ms between two packets of one speaker, the speakers evenly interleaved.
-        let step = 20_000_000 / Int64(streams.count)
+        let step = Interval.milliseconds(20) / Int64(streams.count)
         let forwardedBefore = core.counters.forwarded
         var i = 0
         var speaker = 0

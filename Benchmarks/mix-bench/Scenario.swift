@@ -78,7 +78,7 @@ final class Scenario {
     var window = Window()
     /// Decode check: one listener per room decodes everything it receives.
     private var checkers: [Int: (decoder: OpusDecoder, errors: Int, frames: Int, energy: Double)] = [:]
-    private var nextTick: Int64 = 0
+    private var nextTick = Instant.origin
     private let sendBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 16)
     private let decoded = UnsafeMutableBufferPointer<Int16>.allocate(capacity: 5760)
     private var encodeKeys: [UInt64] = []
@@ -95,7 +95,7 @@ final class Scenario {
         encodeKeys.reserveCapacity(1024)
         owing.reserveCapacity(1024)
         let origin = clock.monotonic
-        let frame = Int64(20_000_000)
+        let frame = Interval.milliseconds(20)
         let signer = TokenSigner(apiKey: DevDefaults.apiKey, apiSecret: DevDefaults.apiSecret)
         for room in 0..<shape.rooms {
             // The room's mixer starts at its first join: put that join at phase room/rooms of a frame.
@@ -109,7 +109,7 @@ final class Scenario {
                 clients.append(client)
                 clientByAddress[client.address] = index
                 join(index, signer: signer)
-                clock.advance(by: 2_000_000)  // joins are rate-limited (500/s): keep the manual clock inside the limit
+                clock.advance(by: .milliseconds(2))  // joins are rate-limited (500/s): keep the manual clock inside the limit
                 if member < shape.speakersPerRoom {
                     streams.append(SpeakerStream(address: client.address, ssrc: clients[index].ssrc, roomIndex: room,
                                                  ring: rings[member], frame: room * 37))
@@ -131,7 +131,7 @@ final class Scenario {
     /// Plays `count` frames of 20 ms: each speaker's next packet arrives at its own point of the frame (evenly
     /// spread); mixes and ticks run as they fall due.
     func run(frames count: Int) {
-        let step = 20_000_000 / Int64(streams.count)
+        let step = Interval.milliseconds(20) / Int64(streams.count)
         for _ in 0..<count {
             let frameStart = clock.monotonic
             for s in streams.indices {
@@ -143,7 +143,7 @@ final class Scenario {
                 measure(&window.rtp, if: measuring) { core.handle(packet, from: from, now: clock.now) }
                 drain()
             }
-            clock.advance(to: frameStart + 20_000_000)
+            clock.advance(to: frameStart + .milliseconds(20))
             runDueWork()
             if measuring { window.frames += 1 }
         }

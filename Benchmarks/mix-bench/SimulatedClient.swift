@@ -24,7 +24,7 @@ struct SimulatedClient {
     var acknowledged: UInt32 = 0
     /// A reliable message arrived since the client last sent anything.
     var ackOwed = false
-    var lastPing: Int64 = 0
+    var lastPing = Instant.origin
     /// Mixed RTP packets received while measuring.
     var mixedReceived = 0
 }

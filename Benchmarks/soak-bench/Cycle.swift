@@ -34,10 +34,10 @@ extension SoakWorld {
         exchange()
         sessions += 3
         var callMembers: [SoakPeer] = []
-        let callID = caller.presence!.call("p\(k)-b", now: clock.instant)
+        let callID = caller.presence!.call("p\(k)-b", now: clock.monotonic)
         exchange()
         if callID != nil, let incoming = callee.incomingCallIDs.last {
-            callee.presence!.answer(incoming, accept: k % 2 == 0, now: clock.instant)
+            callee.presence!.answer(incoming, accept: k % 2 == 0, now: clock.monotonic)
             exchange()
             for (p, identity) in [(caller, "p\(k)-a"), (callee, "p\(k)-b")] {
                 if let (callRoom, token) = p.answeredCall { callMembers.append(addMember(identity, room: callRoom, token: token)) }
@@ -48,10 +48,10 @@ extension SoakWorld {
 
         run(milliseconds: shape.mediaMilliseconds, speakers: Array(members.prefix(shape.speakers)) + [tool] + callMembers.prefix(1))
 
-        if let callID { caller.presence!.hangUp(callID, now: clock.instant) }
-        for m in callMembers { m.member!.leave(now: clock.instant) }
+        if let callID { caller.presence!.hangUp(callID, now: clock.monotonic) }
+        for m in callMembers { m.member!.leave(now: clock.monotonic) }
         exchange()
-        for p in [caller, callee] { p.presence!.leave(now: clock.instant) }
+        for p in [caller, callee] { p.presence!.leave(now: clock.monotonic) }
         exchange()
         _ = core.deleteRTPEndpoint(room: room, identity: "tool\(k)", now: clock.now)
         for p in [tool, caller, callee] + callMembers { remove(p) }
@@ -59,12 +59,12 @@ extension SoakWorld {
         var stayers: [SoakPeer] = []
         for (i, m) in members.enumerated() {
             switch (i + k) % 5 {
-            case 0: m.member!.leave(now: clock.instant)
+            case 0: m.member!.leave(now: clock.monotonic)
             case 1: _ = core.kick(room: room, identity: "u\(k)-\(i)", now: clock.now)
             case 2:
                 let replacement = addMember("u\(k)-\(i)", room: room, token: token("u\(k)-\(i)", room: room, mode: shape.mode, generation: 1))
                 exchange()
-                replacement.member!.leave(now: clock.instant)
+                replacement.member!.leave(now: clock.monotonic)
                 exchange()
                 remove(replacement)
                 sessions += 1
@@ -76,7 +76,7 @@ extension SoakWorld {
         if k % 2 == 0 {
             _ = core.closeRoom(name: room, reason: "closed by the backend", now: clock.now)
         } else {
-            for m in stayers { m.member!.leave(now: clock.instant) }
+            for m in stayers { m.member!.leave(now: clock.monotonic) }
         }
         exchange()
         for m in members { remove(m) }

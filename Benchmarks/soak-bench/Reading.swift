@@ -1,5 +1,6 @@
 import BenchmarkSupport
 import ParleyRelayCore
+import ParleyWire
 
 /// Memory and table sizes at one point of a run.
 struct Reading {
@@ -12,11 +13,11 @@ struct Reading {
     var fromSystemBytes: UInt64
 
     /// Reads now; with `trim`, after giving the allocator's free pages back.
-    init(_ label: String, world: SoakWorld, sessions: Int, trim: Bool, started: Int64) {
+    init(_ label: String, world: SoakWorld, sessions: Int, trim: Bool, started: Instant) {
         if trim { Heap.trim() }
         self.label = label
         self.sessions = sessions
-        simulatedSeconds = Double(world.clock.monotonic - started) / 1e9
+        simulatedSeconds = (world.clock.monotonic - started).seconds
         live = world.core.liveCounts
         residentBytes = Heap.residentBytes
         inUseBytes = Heap.inUseBytes

@@ -44,11 +44,6 @@ final class SoakPeer {
     }
 }
 
-extension ManualClock {
-    /// The manual clock's monotonic time as the client sessions take it.
-    var instant: Instant { Instant(nanoseconds: monotonic) }
-}
-
 /// One `RelayCore` on a manual clock and the peers talking to it, by address. Datagrams move only in `exchange`,
 /// time only in `step`: the run is the same however fast the machine is.
 final class SoakWorld {
@@ -80,20 +75,20 @@ final class SoakWorld {
     /// A member session that starts joining `room` (call `exchange`).
     func addMember(_ identity: String, room: String, token: String? = nil, mode: String? = nil) -> SoakPeer {
         let session = ClientSession(server: server, token: token ?? self.token(identity, room: room, mode: mode), room: room,
-                                    speakersFromMedia: true, now: clock.instant, unixMilliseconds: { [unowned self] in clock.now.unixMilliseconds })
+                                    speakersFromMedia: true, now: clock.monotonic, unixMilliseconds: { [unowned self] in clock.now.unixMilliseconds })
         let peer = SoakPeer(address: newAddress(), member: session)
         peers[peer.address] = peer
-        _ = session.tick(now: clock.instant)
+        _ = session.tick(now: clock.monotonic)
         return peer
     }
 
     /// A presence session that starts registering (call `exchange`).
     func addPresence(_ identity: String) -> SoakPeer {
-        let session = PresenceSession(server: server, token: token(identity, room: nil), now: clock.instant,
+        let session = PresenceSession(server: server, token: token(identity, room: nil), now: clock.monotonic,
                                       unixMilliseconds: { [unowned self] in clock.now.unixMilliseconds })
         let peer = SoakPeer(address: newAddress(), presence: session)
         peers[peer.address] = peer
-        peer.presenceEvents += session.tick(now: clock.instant)
+        peer.presenceEvents += session.tick(now: clock.monotonic)
         return peer
     }
 
@@ -131,10 +126,10 @@ final class SoakWorld {
                 moved = true
                 guard let peer = peers[d.to], peer.online, d.bytes.first == Signalling.magic else { continue }
                 if let m = peer.member {
-                    _ = m.handle(d.bytes, from: server, now: clock.instant)  // one worker: every answer comes from its port
+                    _ = m.handle(d.bytes, from: server, now: clock.monotonic)  // one worker: every answer comes from its port
                     if let w = m.welcome { peer.ssrc = w.ssrc }
                 } else if let p = peer.presence {
-                    peer.presenceEvents += p.handle(d.bytes, from: server, now: clock.instant)
+                    peer.presenceEvents += p.handle(d.bytes, from: server, now: clock.monotonic)
                 }
             }
             core.outputSent()
@@ -144,12 +139,12 @@ final class SoakWorld {
 
     /// 20 ms pass: each of `speakers` sends one packet, every peer and the core tick, the mixes run.
     func step(speakers: [SoakPeer]) {
-        clock.advance(by: 20_000_000)
+        clock.advance(by: .milliseconds(20))
         for s in speakers where s.online { send(s.rtp(withLevel: s.member != nil), from: s) }
         core.outputSent()
         for peer in peers.values where peer.online {
-            _ = peer.member?.tick(now: clock.instant)
-            if let p = peer.presence { peer.presenceEvents += p.tick(now: clock.instant) }
+            _ = peer.member?.tick(now: clock.monotonic)
+            if let p = peer.presence { peer.presenceEvents += p.tick(now: clock.monotonic) }
         }
         core.tick(now: clock.now)
         core.runMixes(now: clock.now)

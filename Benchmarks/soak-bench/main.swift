@@ -6,20 +6,21 @@ import BenchmarkSupport
 //   swift build -c release --product soak-bench && .build/release/soak-bench [--cycles 3000] [--flood 10000] [--trim]
 import Glibc
 import ParleyRelayCore
+import ParleyWire
 
 let options = Options.parseOrExit(CommandLine.arguments.dropFirst())
 var config = RelayCoreConfig()
-config.emptyRoomTimeout = options.emptyRoomTimeoutSeconds * 1_000_000_000
+config.emptyRoomTimeout = .seconds(options.emptyRoomTimeoutSeconds)
 config.maxRooms = 1_000_000
 config.maxMembersPerRoom = max(config.maxMembersPerRoom, options.shape.members)
 let world = SoakWorld(config: config)
 let started = world.clock.monotonic
 // Time for every session still ending to be removed (dead members time out) and every room to close once empty.
-let settleMilliseconds = (config.memberTimeout + config.emptyRoomTimeout) / 1_000_000 + 2_000
+let settleMilliseconds = (config.memberTimeout + config.emptyRoomTimeout + .seconds(2)).milliseconds
 
 print(options.flood.map { "soak-bench: join flood of \($0) members in rooms of \(options.shape.members), \(options.shape.speakers) speaking per room" }
       ?? "soak-bench: \(options.cycles) cycles of \(options.shape.members) members (\(options.shape.speakers) speaking \(options.shape.mediaMilliseconds) ms, \(options.shape.mode)) + 1 RTP endpoint + 2 presence sessions and a call")
-print("empty_room_timeout \(options.emptyRoomTimeoutSeconds) s, member_timeout \(config.memberTimeout / 1_000_000_000) s\(options.trim ? "; malloc_trim(0) before every reading" : "")")
+print("empty_room_timeout \(options.emptyRoomTimeoutSeconds) s, member_timeout \(config.memberTimeout.wholeSeconds) s\(options.trim ? "; malloc_trim(0) before every reading" : "")")
 print(Reading.header)
 var readings = [Reading("start", world: world, sessions: 0, trim: options.trim, started: started)]
 print(readings[0].row)
@@ -31,7 +32,7 @@ if let flood = options.flood {
     readings.append(Reading("joined", world: world, sessions: sessions, trim: options.trim, started: started))
     print(readings.last!.row)
     for p in peak { world.remove(p) }  // every flood client dies at once
-    world.run(milliseconds: config.memberTimeout / 1_000_000 + 1_000)
+    world.run(milliseconds: (config.memberTimeout + .seconds(1)).milliseconds)
     readings.append(Reading("timed out", world: world, sessions: sessions, trim: options.trim, started: started))
     print(readings.last!.row)
 } else {

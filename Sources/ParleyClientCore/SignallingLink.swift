@@ -58,7 +58,7 @@ struct SignallingLink {
 
     /// Sends what the reliable channel has due, or a bare ack if one is owed.
     mutating func pump(now: Instant) {
-        let due = channel.transmissions(now: now.nanoseconds)
+        let due = channel.transmissions(now: now)
         for t in due {
             let d = SignalDatagram(connectionID: connection, sequence: t.sequence, ack: channel.ackNumber, message: t.message)
             if let bytes = try? d.serialized() { outgoing.append(bytes) }
@@ -84,7 +84,7 @@ struct SignallingLink {
     mutating func receive(_ datagram: SignalDatagram, from: PeerAddress, now: Instant) -> [SignalMessage] {
         guard isRelay(from), connection == 0 || datagram.connectionID == connection else { return [] }
         lastHeard = now
-        return channel.receive(sequence: datagram.sequence, ack: datagram.ack, message: datagram.message, now: now.nanoseconds)
+        return channel.receive(sequence: datagram.sequence, ack: datagram.ack, message: datagram.message, now: now)
     }
 
     /// Records a sign of life other than signalling (media from the relay).

@@ -24,7 +24,7 @@ public struct SpeakingTracker: Sendable {
     /// Levels at or below this (louder) count as speech.
     public var speechLevel: UInt8 { rules.levelThreshold }
     /// How long a stream stays speaking after its last speech packet.
-    public var hold: Interval { Interval(nanoseconds: rules.hold) }
+    public var hold: Interval { rules.hold }
     private var streams: [UInt32: (lastSpeech: Instant, level: UInt8)] = [:]
     /// The speakers as last returned by `update`, loudest first.
     public private(set) var current: [Speaker] = []
@@ -52,7 +52,7 @@ public struct SpeakingTracker: Sendable {
     /// Recomputes the speakers at `now`; returns them when the set of speaking streams changed since the last call,
     /// nil otherwise (level changes alone are not reported).
     public mutating func update(now: Instant) -> [Speaker]? {
-        streams = streams.filter { rules.isSpeaking(lastSpeech: $0.value.lastSpeech.nanoseconds, now: now.nanoseconds) }
+        streams = streams.filter { rules.isSpeaking(lastSpeech: $0.value.lastSpeech, now: now) }
         let speakers = streams.map { Speaker(ssrc: $0.key, level: $0.value.level) }
             .sorted { ($0.level, $0.ssrc) < ($1.level, $1.ssrc) }
         let changed = Set(speakers.map(\.ssrc)) != Set(current.map(\.ssrc))

@@ -5,8 +5,8 @@ import Synchronization
 
 /// A command from the HTTP API to the worker that owns a room. Executed by that worker in its loop.
 public enum AdminCommand: Sendable, Equatable {
-    /// Create an empty room (nil = the relay's defaults; `emptyTimeout` in nanoseconds).
-    case createRoom(name: String, mode: String?, maxMembers: Int?, emptyTimeout: Int64?)
+    /// Create an empty room (nil = the relay's defaults).
+    case createRoom(name: String, mode: String?, maxMembers: Int?, emptyTimeout: Interval?)
     /// Close a room, telling every member why.
     case closeRoom(name: String)
     /// Kick a member out of a room.

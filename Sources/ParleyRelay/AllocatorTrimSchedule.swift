@@ -1,3 +1,5 @@
+import ParleyWire
+
 /// When a worker gives the allocator's free memory back to the system (`Allocator.returnFreePages`).
 ///
 /// glibc returns a heap's pages only from its top: what ended sessions freed below live allocations stays resident,
@@ -8,19 +10,19 @@
 package struct AllocatorTrimSchedule {
     /// Sessions (members and presence sessions) that must have gone, net, since the peak.
     package let drop: Int
-    /// The least time between two trims (monotonic ns).
-    package let interval: Int64
+    /// The least time between two trims.
+    package let interval: Interval
     private var peak = 0
-    private var last: Int64 = .min / 2
+    private var last = Instant.distantPast
 
     /// A schedule that trims after `drop` sessions went, at most once per `interval`.
-    package init(drop: Int = 100, interval: Int64 = 10_000_000_000) {
+    package init(drop: Int = 100, interval: Interval = .seconds(10)) {
         self.drop = max(1, drop)
         self.interval = interval
     }
 
     /// Takes the worker's current session count; true when it should trim now (which then counts as done).
-    package mutating func shouldTrim(sessions: Int, now: Int64) -> Bool {
+    package mutating func shouldTrim(sessions: Int, now: Instant) -> Bool {
         peak = max(peak, sessions)
         guard peak - sessions >= drop || (sessions == 0 && peak > 0), now - last >= interval else { return false }
         peak = sessions

@@ -1,6 +1,7 @@
 import ParleyAuth
 import ParleyNet
 import ParleyRelayCore
+import ParleyWire
 import Synchronization
 
 /// The relay as the HTTP API sees it: the workers' published snapshots to read, their inboxes to post
@@ -34,16 +35,16 @@ public final class RelayAPI: Sendable {
     /// snapshots only on demand, so a stale one is refreshed first (a round trip through the worker's inbox, waited
     /// for at most `snapshotTimeout`; a worker that does not answer in time is shown as it last published).
     public func snapshots() -> [WorkerSnapshot] {
-        let now = Clock.monotonicNanoseconds()
+        let now = Worker.monotonic()
         var waiting: [ReplyBox] = []
         for (slot, inbox) in zip(slots, inboxes) where now - slot.capturedAt > APIPublisher.interval {
             let box = ReplyBox()
             inbox.requestSnapshot(reply: box)
             waiting.append(box)
         }
-        let deadline = now + Int64(snapshotTimeout * 1e9)
+        let deadline = now + Interval(seconds: snapshotTimeout)
         for box in waiting {
-            _ = box.wait(seconds: max(0, Double(deadline - Clock.monotonicNanoseconds()) / 1e9))
+            _ = box.wait(seconds: max(.zero, deadline - Worker.monotonic()).seconds)
         }
         return slots.map { $0.load() }
     }

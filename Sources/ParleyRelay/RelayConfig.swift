@@ -71,19 +71,19 @@ public struct RelayConfig: Sendable {
         case "max_members_per_room": core.maxMembersPerRoom = try int(1...100_000)
         case "max_rooms": core.maxRooms = try int(1...10_000_000)
         case "max_rooms_per_identity": core.maxRoomsPerIdentity = try int(1...10_000_000)
-        case "empty_room_timeout_s": core.emptyRoomTimeout = Int64(try int(0...86_400)) * 1_000_000_000
-        case "member_timeout_s": core.memberTimeout = Int64(try int(1...3600)) * 1_000_000_000
-        case "keepalive_interval_s": core.keepaliveInterval = Int64(try int(1...600)) * 1_000_000_000
+        case "empty_room_timeout_s": core.emptyRoomTimeout = .seconds(Int64(try int(0...86_400)))
+        case "member_timeout_s": core.memberTimeout = .seconds(Int64(try int(1...3600)))
+        case "keepalive_interval_s": core.keepaliveInterval = .seconds(Int64(try int(1...600)))
         case "max_forwarded_speakers": core.maxForwardedSpeakers = try int(1...64)
-        case "speaker_update_interval_ms": core.speakerUpdateInterval = Int64(try int(20...10_000)) * 1_000_000
-        case "speaker_level_update_interval_ms": core.speakerLevelUpdateInterval = Int64(try int(20...60_000)) * 1_000_000
+        case "speaker_update_interval_ms": core.speakerUpdateInterval = .milliseconds(Int64(try int(20...10_000)))
+        case "speaker_level_update_interval_ms": core.speakerLevelUpdateInterval = .milliseconds(Int64(try int(20...60_000)))
         case "speech_level_threshold": core.speechLevelThreshold = UInt8(try int(0...127))
         case "audio_level_extension_id": core.audioLevelExtensionID = UInt8(try int(1...14))
         case "default_room_mode":
             guard value == "forward" || value == "mix" else { throw ConfigError("default_room_mode must be forward or mix, got \"\(value)\"") }
             core.defaultRoomMode = value
         case "joins_per_second": core.joinsPerSecond = Double(try int(1...1_000_000))
-        case "ring_timeout_s": core.ringTimeout = Int64(try int(1...600)) * 1_000_000_000
+        case "ring_timeout_s": core.ringTimeout = .seconds(Int64(try int(1...600)))
         case "mix_complexity": core.mixComplexity = try int(0...10)
         case "mix_bitrate": core.mixBitrate = try int(6_000...510_000)
         case "mix_expected_loss_percent": core.mixExpectedLossPercent = try int(0...100)

@@ -1,12 +1,13 @@
 import ParleyNet
 import ParleyRelayCore
+import ParleyWire
 
 /// A worker's bookkeeping for what it publishes to the HTTP API (owned by the worker's thread).
 struct APIPublisher {
     /// The oldest snapshot a reader takes as it is (older ones are refreshed on demand, see `RelayAPI.snapshots`),
     /// and how often call events are moved to the hub when nothing else moves them.
-    static let interval: Int64 = 200_000_000
-    var lastEventDrain: Int64 = .min / 2
+    static let interval = Interval.milliseconds(200)
+    var lastEventDrain = Instant.distantPast
     var lastRevision: UInt64 = .max
     var drainedRevision: UInt64 = 0
     var mixTime = DurationHistogram()
@@ -21,7 +22,7 @@ extension Worker {
     /// rebuilt only when something came, went or changed state, or members are connected (their stats move).
     func publish(_ core: RelayCore, _ api: inout APIPublisher, _ batch: DatagramBatch, capture: Bool) {
         let revision = core.eventRevision
-        let now = Clock.monotonicNanoseconds()
+        let now = Worker.monotonic()
         if revision != api.drainedRevision {
             events.publish(core.drainEvents())
             api.drainedRevision = revision

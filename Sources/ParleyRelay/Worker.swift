@@ -96,8 +96,11 @@ final class Worker: @unchecked Sendable {
     }
 
     static func moment() -> Moment {
-        Moment(monotonic: Clock.monotonicNanoseconds(), unixMilliseconds: Int64(Clock.unixMilliseconds()))
+        Moment(monotonic: monotonic(), unixMilliseconds: Int64(Clock.unixMilliseconds()))
     }
+
+    /// The monotonic clock's reading as the core takes it.
+    static func monotonic() -> Instant { Instant(nanoseconds: Clock.monotonicNanoseconds()) }
 
     /// The loop; returns after `stop()` once every member has been told.
     func run() {
@@ -111,14 +114,14 @@ final class Worker: @unchecked Sendable {
         var failureLog = DatagramFailureLog()
         var trim = AllocatorTrimSchedule()
         while true {
-            let now = Clock.monotonicNanoseconds()
+            let now = Self.monotonic()
             // Timer work waits for the next wakeup (usually a packet batch) but at most `tickInterval` past its due time.
-            var wakeAt = now + 1_000_000_000
+            var wakeAt = now + .seconds(1)
             if core.hasMembers, core.timersDue < wakeAt - core.tickInterval { wakeAt = max(now, core.timersDue + core.tickInterval) }
             if let mixDue = core.nextMixDeadline, mixDue < wakeAt { wakeAt = mixDue }
-            let wait = max(0, wakeAt - now)
+            let wait = max(.zero, wakeAt - now), millisecond = Interval.milliseconds(1)
             poller.watchWritable(0, batch.pendingCount > 0)
-            poller.wait(timeoutMilliseconds: Int32(min(wait / 1_000_000 + (wait % 1_000_000 > 0 ? 1 : 0), 1000)))
+            poller.wait(timeoutMilliseconds: Int32(min((wait + millisecond - .nanoseconds(1)) / millisecond, 1000)))  // rounded up
             let busyStart = Clock.monotonicNanoseconds()
             if batch.pendingCount > 0, poller.isWritable(0) { batch.sendPending() }
             if stopping.load(ordering: .acquiring) {
@@ -134,7 +137,7 @@ final class Worker: @unchecked Sendable {
                 let commands = inbox.takeCommands()
                 if !commands.isEmpty {
                     let results = commands.map { $0.0.apply(to: core, now: Self.moment()) }
-                    core.noteTimerWork(at: Clock.monotonicNanoseconds())
+                    core.noteTimerWork(at: Self.monotonic())
                     send(core.output, batch: batch)
                     core.outputSent()
                     publish(core, &api, batch, capture: true)  // before answering, so the caller reads its own write
@@ -160,19 +163,19 @@ final class Worker: @unchecked Sendable {
                 core.outputSent()
                 if n < batch.capacity { break }
             }
-            if let mixDue = core.nextMixDeadline, mixDue <= Clock.monotonicNanoseconds() {
+            if let mixDue = core.nextMixDeadline, mixDue <= Self.monotonic() {
                 let mixStart = Clock.monotonicNanoseconds()
                 core.runMixes(now: Self.moment())
                 api.mixTime.observe(nanoseconds: Clock.monotonicNanoseconds() - mixStart)
                 send(core.output, batch: batch)
                 core.outputSent()
             }
-            if !core.hasMembers || Clock.monotonicNanoseconds() >= core.timersDue {
+            if !core.hasMembers || Self.monotonic() >= core.timersDue {
                 core.tick(now: Self.moment())
                 send(core.output, batch: batch)
                 dispatchHandoffs(core)
                 core.outputSent()
-                if trim.shouldTrim(sessions: core.sessionCount, now: Clock.monotonicNanoseconds()) { returnFreeMemory() }
+                if trim.shouldTrim(sessions: core.sessionCount, now: Self.monotonic()) { returnFreeMemory() }
             }
             // Send and receive failures, at most one line per kind per 10 s (a sum of a few counters when nothing failed).
             if log.threshold <= .warning {

@@ -1,5 +1,6 @@
 import ParleyNet
 import ParleyRelayCore
+import ParleyWire
 import Synchronization
 
 /// Cumulative histogram of durations (Prometheus style): counts per upper bound in seconds, plus sum and count.
@@ -57,7 +58,7 @@ public struct WorkerSnapshot: Sendable {
         /// Max members (nil = relay default).
         public var maxMembers: Int?
         /// Empty timeout in nanoseconds (nil = relay default).
-        public var emptyTimeout: Int64?
+        public var emptyTimeout: Interval?
     }
 
     /// An empty snapshot for worker `worker` (before its loop first published).
@@ -107,11 +108,11 @@ public struct WorkerSnapshot: Sendable {
 /// The slot one worker publishes its snapshot into; the HTTP threads copy it out under the lock (a
 /// reference-count bump: the arrays inside are shared, not copied).
 final class SnapshotSlot: Sendable {
-    private let value: Mutex<(snapshot: WorkerSnapshot, at: Int64)>
-    init(worker: Int) { value = Mutex((WorkerSnapshot(worker: worker), .min / 2)) }
-    /// Replaces the snapshot; `at` is when it was captured (monotonic ns).
-    func store(_ snapshot: WorkerSnapshot, at: Int64) { value.withLock { $0 = (snapshot, at) } }
+    private let value: Mutex<(snapshot: WorkerSnapshot, at: Instant)>
+    init(worker: Int) { value = Mutex((WorkerSnapshot(worker: worker), .distantPast)) }
+    /// Replaces the snapshot; `at` is when it was captured.
+    func store(_ snapshot: WorkerSnapshot, at: Instant) { value.withLock { $0 = (snapshot, at) } }
     func load() -> WorkerSnapshot { value.withLock { $0.snapshot } }
-    /// When the snapshot was captured (monotonic ns; far in the past before the first).
-    var capturedAt: Int64 { value.withLock { $0.at } }
+    /// When the snapshot was captured (far in the past before the first).
+    var capturedAt: Instant { value.withLock { $0.at } }
 }

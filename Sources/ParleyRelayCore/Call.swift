@@ -1,3 +1,5 @@
+import ParleyWire
+
 /// One call between two online identities, from invitation to its end. Lives on worker 0 beside the
 /// presence sessions; the call room it opens may live on any worker.
 ///
@@ -19,12 +21,12 @@ final class Call {
     let caller: Presence
     let callee: Presence
     let startedAtUnixMilliseconds: Int64
-    /// While ringing: when the ring times out (monotonic ns); nil once answered.
-    var ringDeadline: Int64?
+    /// While ringing: when the ring times out; nil once answered.
+    var ringDeadline: Instant?
     /// Once answered: the private room.
     var room: String?
 
-    init(id: UInt32, callerCallID: UInt32, caller: Presence, callee: Presence, startedAt: Int64, ringDeadline: Int64) {
+    init(id: UInt32, callerCallID: UInt32, caller: Presence, callee: Presence, startedAt: Int64, ringDeadline: Instant) {
         self.id = id
         self.callerCallID = callerCallID
         self.caller = caller

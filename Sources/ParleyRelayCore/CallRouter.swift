@@ -119,9 +119,9 @@ final class CallRouter {
         for call in due.sorted(by: { $0.id < $1.id }) { ringTimedOut(call, now: now) }
     }
 
-    /// The earliest ring deadline, or `.max`.
-    var nextRingDeadline: Int64 {
-        var due = Int64.max
+    /// The earliest ring deadline, or `.distantFuture`.
+    var nextRingDeadline: Instant {
+        var due = Instant.distantFuture
         for call in active.values {
             if let deadline = call.ringDeadline { due = min(due, deadline) }
         }
@@ -129,7 +129,7 @@ final class CallRouter {
     }
 
     private func ringTimedOut(_ call: Call, now: Moment) {
-        let seconds = config.ringTimeout / 1_000_000_000
+        let seconds = config.ringTimeout.wholeSeconds
         finishCall(call, .noAnswer, detail: "no answer after \(seconds) s", now: now)
         tell(call.caller, call, .noAnswer, "no answer after \(seconds) s", now: now)
         tell(call.callee, call, .ended, "no answer", now: now)

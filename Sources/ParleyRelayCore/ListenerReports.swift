@@ -25,7 +25,7 @@ struct ListenerReports {
         /// After the checks.
         var fractionLost: UInt8
         var jitter: UInt32
-        var at: Int64
+        var at: Instant
         /// Not yet carried in a report to the sender (`takeFresh`).
         var fresh: Bool
     }
@@ -43,13 +43,13 @@ struct ListenerReports {
     /// The largest plausible interarrival jitter: one second of the 48 kHz RTP clock.
     static let maxJitter: UInt32 = 48_000
     /// Reports older than this are forgotten (their listener left, or stopped reporting).
-    static let maxAge: Int64 = 10_000_000_000
+    static let maxAge: Interval = .seconds(10)
 
     /// The latest report of each listener (at most the room's members and those that left within `maxAge`).
     private(set) var entries: [Entry] = []
 
     /// Takes listener `listener`'s report block about the stream, received at `now`.
-    mutating func take(_ block: ReportBlock, from listener: UInt32, now: Int64) -> Verdict {
+    mutating func take(_ block: ReportBlock, from listener: UInt32, now: Instant) -> Verdict {
         guard block.jitter <= Self.maxJitter else { return .rejected }
         let index = entries.firstIndex { $0.listener == listener }
         var allowed = block.fractionLost
@@ -68,13 +68,13 @@ struct ListenerReports {
 
     /// The fraction lost and jitter to carry for the listeners' reports received at or after `since`, with
     /// `listeners` listening: the worst of each, or the second worst from three listeners on.
-    func aggregate(listeners: Int, since: Int64) -> (fractionLost: UInt8, jitter: UInt32) {
+    func aggregate(listeners: Int, since: Instant) -> (fractionLost: UInt8, jitter: UInt32) {
         Self.aggregate(entries.lazy.filter { $0.at >= since }, listeners: listeners)
     }
 
     /// `aggregate` over the reports received since the last call (each report is carried to the sender once), and
     /// forgets reports older than `maxAge`.
-    mutating func takeFresh(listeners: Int, now: Int64) -> (fractionLost: UInt8, jitter: UInt32) {
+    mutating func takeFresh(listeners: Int, now: Instant) -> (fractionLost: UInt8, jitter: UInt32) {
         let figures = Self.aggregate(entries.lazy.filter(\.fresh), listeners: listeners)
         for i in entries.indices { entries[i].fresh = false }
         forget(olderThan: now - Self.maxAge)
@@ -82,7 +82,7 @@ struct ListenerReports {
     }
 
     /// Forgets reports received before `time`.
-    mutating func forget(olderThan time: Int64) {
+    mutating func forget(olderThan time: Instant) {
         entries.removeAll { $0.at < time }
     }
 

@@ -45,8 +45,8 @@ final class Member {
     /// Bytes of retransmissions this member may still be sent in answer to its NACKs (refilled from `stats.bytesOut`).
     var nackBudget = RetransmissionBudget()
     /// Middle 32 bits of the NTP time of the member's last sender report, and when it arrived.
-    var lastSenderReport: (ntpMiddle: UInt32, at: Int64)?
-    var lastReceiverReport: Int64 = 0
+    var lastSenderReport: (ntpMiddle: UInt32, at: Instant)?
+    var lastReceiverReport = Instant.origin
     /// What listeners reported about this member's stream, checked and aggregated for the relay's next receiver
     /// report to it (forward mode; see `RTCPFeedback.sendReport`).
     var listenerReports = ListenerReports()

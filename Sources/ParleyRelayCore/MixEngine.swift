@@ -26,13 +26,13 @@ final class MixInput {
 /// extension. The RTP header of each distinct mix is serialized once; per listener only the sequence number is patched.
 final class MixEngine {
     static let frameSamples = 960
-    static let frameNanoseconds: Int64 = 20_000_000
+    static let frameInterval = Interval.milliseconds(20)
     /// The RTP payload type of the mix (Opus, as the members send it).
     static let payloadType: UInt8 = 111
     let ssrc: UInt32
     let config: RelayCoreConfig
-    /// The next mix deadline (monotonic ns); nil while the room has no members.
-    var nextDeadline: Int64?
+    /// The next mix deadline; nil while the room has no members.
+    var nextDeadline: Instant?
     private var frameIndex: UInt32 = 0
     private let timestampBase: UInt32
     private let bus = AudioMixBus(frameSamples: frameSamples)
@@ -83,7 +83,7 @@ final class MixEngine {
     /// A listener's receiver report block about the mix, from member `listener` of a room of `listeners`: checked
     /// against that listener's earlier ones, then the listeners' reports of the last two seconds — the worst, or the
     /// second worst from three listeners on (`ListenerReports`) — resize every mix encoder's FEC.
-    func listenerReported(_ block: ReportBlock, by listener: UInt32, listeners: Int, now: Int64) -> ListenerReports.Verdict {
+    func listenerReported(_ block: ReportBlock, by listener: UInt32, listeners: Int, now: Instant) -> ListenerReports.Verdict {
         let verdict = reports.take(block, from: listener, now: now)
         reports.forget(olderThan: now - ListenerReports.maxAge)
         let heard = reports.aggregate(listeners: listeners, since: now - Self.reportWindow)
@@ -95,20 +95,20 @@ final class MixEngine {
     }
 
     /// Listeners' reports about the mix count for this long (clients report every second).
-    static let reportWindow: Int64 = 2_000_000_000
+    static let reportWindow = Interval.seconds(2)
 
     /// Starts the clock when the first member arrives.
-    func start(now: Int64) {
-        if nextDeadline == nil { nextDeadline = now + Self.frameNanoseconds }
+    func start(now: Instant) {
+        if nextDeadline == nil { nextDeadline = now + Self.frameInterval }
     }
 
     /// Stops the clock when the room empties: an empty room costs nothing.
     func stop() { nextDeadline = nil }
 
     /// Queues a publisher's packet into its jitter buffer.
-    func insert(_ packet: RTPPacketView, from member: Member, arrival: Int64) {
+    func insert(_ packet: RTPPacketView, from member: Member, arrival: Instant) {
         guard let input = input(for: member) else { return }
-        input.stream.insert(packet, arrival: Instant(nanoseconds: arrival))
+        input.stream.insert(packet, arrival: arrival)
     }
 
     /// Forgets a member that left.
@@ -125,25 +125,25 @@ final class MixEngine {
     }
 
     /// Runs every mix whose deadline has passed (at most 3 back to back; further behind, it skips ahead).
-    func run(room: Room, now: Int64, send: (UnsafeRawBufferPointer, Member) -> Void) {
+    func run(room: Room, now: Instant, send: (UnsafeRawBufferPointer, Member) -> Void) {
         guard var deadline = nextDeadline else { return }
         var done = 0
         while deadline <= now && done < 3 {
             mix(room: room, deadline: deadline, send: send)
-            deadline += Self.frameNanoseconds
+            deadline += Self.frameInterval
             frameIndex &+= 1
             done += 1
         }
         if deadline <= now {
-            let behind = (now - deadline) / Self.frameNanoseconds + 1
+            let behind = (now - deadline) / Self.frameInterval + 1
             skippedDeadlines += Int(behind)
-            deadline += behind * Self.frameNanoseconds
+            deadline += behind * Self.frameInterval
             frameIndex &+= UInt32(truncatingIfNeeded: behind)
         }
         nextDeadline = deadline
     }
 
-    private func mix(room: Room, deadline: Int64, send: (UnsafeRawBufferPointer, Member) -> Void) {
+    private func mix(room: Room, deadline: Instant, send: (UnsafeRawBufferPointer, Member) -> Void) {
         bus.clear()
         // Scratch lists for this frame only: emptied on the way out, so the mixer never keeps a member that leaves
         // between frames (each member holds its room, and the room this mixer).
@@ -153,7 +153,7 @@ final class MixEngine {
         }
         for m in room.members where m.canPublish {
             guard let input = inputs[m.id] else { continue }
-            let outcome = input.stream.pull(now: Instant(nanoseconds: deadline), into: input.pcm)
+            let outcome = input.stream.pull(now: deadline, into: input.pcm)
             // A contributor is playing audio and has spoken recently (RFC 6464 level): the comfort-noise frames an
             // encoder sends before DTX settles, or steady background noise, do not cost a mix.
             let spokeRecently = room.selector.state(of: m.id).lastSpeech.map { deadline - $0 <= config.speakingHold } ?? false

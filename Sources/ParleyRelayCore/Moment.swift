@@ -1,12 +1,14 @@
+import ParleyWire
+
 /// Monotonic and wall-clock time of one moment, as the core takes it.
 public struct Moment: Sendable, Equatable {
-    /// Monotonic nanoseconds.
-    public var monotonic: Int64
+    /// The monotonic clock's instant.
+    public var monotonic: Instant
     /// Milliseconds since the Unix epoch.
     public var unixMilliseconds: Int64
 
     /// A moment.
-    public init(monotonic: Int64, unixMilliseconds: Int64) {
+    public init(monotonic: Instant, unixMilliseconds: Int64) {
         self.monotonic = monotonic
         self.unixMilliseconds = unixMilliseconds
     }

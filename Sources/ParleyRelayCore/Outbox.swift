@@ -13,7 +13,7 @@ final class Outbox {
     let log: LogSink
     /// Answers to addresses not yet verified (cookies, path challenges) this worker sends per second.
     private var unverifiedAnswers: TokenBucket
-    private var dropLogWindow = [Int64](repeating: .min / 2, count: DropReason.allCases.count)
+    private var dropLogWindow = [Instant](repeating: .distantPast, count: DropReason.allCases.count)
     private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
 
     init(output: OutputQueue, config: RelayCoreConfig, log: LogSink) {
@@ -24,14 +24,17 @@ final class Outbox {
     }
 
     /// Takes one answer to an unverified address from the worker's budget (`retriesPerSecond`); false when spent.
-    func takeUnverifiedAnswer(now: Int64) -> Bool { unverifiedAnswers.take(now: now) }
+    func takeUnverifiedAnswer(now: Instant) -> Bool { unverifiedAnswers.take(now: now) }
 
     deinit { scratch.deallocate() }
+
+    /// Drops of one kind are logged at most once per this interval.
+    static let dropLogInterval = Interval.seconds(10)
 
     func drop(_ reason: DropReason, from: PeerAddress, now: Moment) {
         counters.drops[reason.rawValue] &+= 1
         // At most one line per reason every 10 s, so a flood cannot flood the log.
-        if log.threshold <= .info, now.monotonic - dropLogWindow[reason.rawValue] >= 10_000_000_000 {
+        if log.threshold <= .info, now.monotonic - dropLogWindow[reason.rawValue] >= Self.dropLogInterval {
             dropLogWindow[reason.rawValue] = now.monotonic
             log.write(.info, "dropped \(reason.label) from \(from) (count \(counters.drops[reason.rawValue]); further drops of this kind logged at most every 10 s)")
         }

@@ -14,8 +14,10 @@ import ParleyWire
 public struct PathChallenge: Sendable {
     /// Challenge length in bytes.
     public static let size = 16
-    /// Milliseconds an answer may take.
-    public static let lifetimeMilliseconds: Int64 = 10_000
+    /// How long an answer may take.
+    public static let lifetime = Interval.seconds(10)
+    /// How far in the future (our clock behind the minting worker's) an issue time may be.
+    public static let clockSkew = Interval.seconds(2)
     private let secret: [UInt8]
 
     /// A challenge minter/checker with a relay-wide secret.
@@ -41,7 +43,7 @@ public struct PathChallenge: Sendable {
         for i in 0..<8 { issued = issued << 8 | UInt64(challenge[i]) }
         let issuedAt = Int64(bitPattern: issued)
         let age = unixMilliseconds - issuedAt
-        guard age >= -2_000, age <= Self.lifetimeMilliseconds else { return nil }
+        guard age >= -Self.clockSkew.milliseconds, age <= Self.lifetime.milliseconds else { return nil }
         guard Crypto.constantTimeEqual(mint(connectionID: connectionID, address: address, unixMilliseconds: issuedAt), challenge) else { return nil }
         return issuedAt
     }

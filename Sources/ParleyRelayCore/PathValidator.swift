@@ -17,16 +17,16 @@ final class PathValidator {
         self.challenges = challenges
     }
 
-    /// At most one challenge per session per this many nanoseconds (a speaker's packets from a new address arrive
+    /// At most one challenge per session per this interval (a speaker's packets from a new address arrive
     /// every 20 ms; one challenge per round trip is enough).
-    static let challengeInterval: Int64 = 100_000_000
+    static let challengeInterval = Interval.milliseconds(100)
     /// Bytes of a `pathChallenge` datagram: a smaller datagram (an ack, a ping) is not answered with one.
     static let challengeDatagramSize = (try? SignalDatagram(connectionID: 1, sequence: 0, ack: 0,
         message: .pathChallenge(challenge: [UInt8](repeating: 0, count: PathChallenge.size))).serialized().count) ?? Signalling.maxDatagramSize
 
     /// Sends `address` a challenge for session `connectionID`, in no more bytes than `received`, at most once per
     /// `pathChallengeInterval` per session and within the worker's budget for answers to unverified addresses.
-    private func challengePath(connectionID: UInt32, lastChallengeSent: inout Int64, to address: PeerAddress, received: Int,
+    private func challengePath(connectionID: UInt32, lastChallengeSent: inout Instant, to address: PeerAddress, received: Int,
                        now: Moment, viaPublicPort: Bool) {
         guard received >= Self.challengeDatagramSize, now.monotonic - lastChallengeSent >= Self.challengeInterval,
               outbox.takeUnverifiedAnswer(now: now.monotonic) else { return }

@@ -107,7 +107,7 @@ final class RTCPFeedback {
         var lsr: UInt32 = 0, dlsr: UInt32 = 0
         if let sr = member.lastSenderReport {
             lsr = sr.ntpMiddle
-            dlsr = UInt32(truncatingIfNeeded: (now.monotonic - sr.at) * 65_536 / 1_000_000_000)
+            dlsr = UInt32(truncatingIfNeeded: ((now.monotonic - sr.at) * 65_536).wholeSeconds)  // units of 1/65536 s
         }
         var block = member.receiveStats.makeReportBlock(ssrc: member.ssrc, lastSR: lsr, delaySinceLastSR: dlsr)
         // The speaker's in-band FEC has to cover its listeners' legs too (a packet lost between the relay and a

@@ -28,7 +28,7 @@ struct OpenRoomFailure: Error {
 extension RelayCore {
     /// Creates an empty room from the backend: it closes after `emptyTimeout` (default: the relay's) unless
     /// someone joins; `maxMembers` (default: the relay's) caps its members.
-    public func createRoom(name: String, mode: String?, maxMembers: Int?, emptyTimeout: Int64?, now: Moment) -> AdminResult {
+    public func createRoom(name: String, mode: String?, maxMembers: Int?, emptyTimeout: Interval?, now: Moment) -> AdminResult {
         guard !shuttingDown else { return .unavailable("the relay is shutting down") }
         guard rooms[name] == nil else { return .conflict("room \(name) already exists") }
         let mode = mode ?? config.defaultRoomMode
@@ -96,7 +96,7 @@ extension RelayCore {
     public var eventRevision: UInt64 { rooms.events.revision }
 
     /// The per-room limits set at creation (nil = the relay's defaults).
-    public func roomLimits(_ name: String) -> (maxMembers: Int?, emptyTimeout: Int64?)? {
+    public func roomLimits(_ name: String) -> (maxMembers: Int?, emptyTimeout: Interval?)? {
         rooms[name].map { ($0.maxMembers, $0.emptyTimeout) }
     }
 }

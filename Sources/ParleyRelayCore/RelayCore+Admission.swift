@@ -37,7 +37,7 @@ extension RelayCore {
     }
 
     /// The keepalive interval a welcome asks for (never more than a third of the timeout), in milliseconds.
-    var welcomeKeepaliveMilliseconds: UInt32 { UInt32(min(config.keepaliveInterval, config.memberTimeout / 3) / 1_000_000) }
+    var welcomeKeepaliveMilliseconds: UInt32 { UInt32(min(config.keepaliveInterval, config.memberTimeout / 3).milliseconds) }
 
     /// Handed-off joins and registers are deduplicated by address and nonce: a repeat is dropped, anything else
     /// replaces the session at that address.
@@ -142,7 +142,7 @@ extension RelayCore {
                                  sessionSecret: session.sessionSecret, room: room.name, mode: room.mode, identity: member.identity,
                                  memberCount: UInt32(others.count),
                                  keepaliveMilliseconds: welcomeKeepaliveMilliseconds,
-                                 timeoutMilliseconds: UInt32(config.memberTimeout / 1_000_000), flags: member.flags)), to: session)
+                                 timeoutMilliseconds: UInt32(config.memberTimeout.milliseconds), flags: member.flags)), to: session)
         let pages = Self.memberPages(others.map(\.entry))
         for (i, page) in pages.enumerated() {
             outbox.enqueue(.memberPage(index: UInt16(i), count: UInt16(pages.count), members: page), to: session)
@@ -189,7 +189,7 @@ extension RelayCore {
         outbox.enqueue(.welcome(Welcome(
             nonce: request.nonce, memberID: p.id, ssrc: 0, port: shared.workerPorts[Self.presenceWorker], sessionSecret: session.sessionSecret,
             room: "", mode: "presence", identity: p.identity, memberCount: 0, keepaliveMilliseconds: welcomeKeepaliveMilliseconds,
-            timeoutMilliseconds: UInt32(config.memberTimeout / 1_000_000), flags: [])), to: session)
+            timeoutMilliseconds: UInt32(config.memberTimeout.milliseconds), flags: [])), to: session)
         outbox.pump(session, now: now)
         outbox.counters.presenceRegistered &+= 1
         if log.threshold <= .info { log.write(.info, "\(p.identity) online from \(from) (presence \(p.id))") }

@@ -23,7 +23,7 @@ extension RelayCore {
         member.stats.bytesIn &+= UInt64(bytes.count)
         if member.receiveStats.packetsReceived == 0 { noteTimerWork(at: now.monotonic) }  // receiver reports start
         member.receiveStats.record(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp,
-                                   arrivalTimeNanoseconds: now.monotonic)
+                                   arrivalTimeNanoseconds: now.monotonic.nanoseconds)
         // The history is allocated at the member's first RTP packet, not at its join: members that never publish
         // (listeners, a join flood) do not cost its slots (128 × 1,500 bytes by default).
         let history = member.history ?? member.startHistory(slots: config.nackHistorySlots)
@@ -81,8 +81,8 @@ extension RelayCore {
     }
 
     /// The earliest mix deadline of any mix room with members (the loop wakes for it), or nil.
-    public var nextMixDeadline: Int64? {
-        var earliest: Int64?
+    public var nextMixDeadline: Instant? {
+        var earliest: Instant?
         for room in rooms.mixRooms {
             if let d = room.mix?.nextDeadline, earliest == nil || d < earliest! { earliest = d }
         }

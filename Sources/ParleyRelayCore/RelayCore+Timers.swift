@@ -16,30 +16,30 @@ extension RelayCore {
         calls.ringTimeouts(now: now)
         rooms.tick(now: now, housekeeping: housekeeping)
         // Never in the past: a condition this tick could not clear is looked at again on the next wakeup, not in a spin.
-        timersDue = max(nextTimerWork(), now.monotonic &+ 1)
+        timersDue = max(nextTimerWork(), now.monotonic + .nanoseconds(1))
     }
 
     /// How often rooms with speakers are re-checked for a speaker list that went stale (a speaker fell silent),
     /// and the grid receiver reports are sent on (each at the first housekeeping pass once its interval passed).
-    static let housekeepingInterval: Int64 = 100_000_000
+    static let housekeepingInterval = Interval.milliseconds(100)
 
     /// The longest the loop lets work wait past `timersDue`: it ticks on any wakeup at or after `timersDue`
     /// (a packet batch usually comes first) and sets its poll timeout to `timersDue + tickInterval` at the latest.
-    public var tickInterval: Int64 { 20_000_000 }
+    public var tickInterval: Interval { .milliseconds(20) }
 
     /// Records that `tick` may have work from `monotonic` on (something changed between ticks that the last
     /// `tick`'s `timersDue` did not account for: a signalling message, a join, a speaker change, an API command).
-    public func noteTimerWork(at monotonic: Int64) {
+    public func noteTimerWork(at monotonic: Instant) {
         if monotonic < timersDue { timersDue = monotonic }
     }
 
     /// The earliest time any of `tick`'s conditions becomes true, from the state as it stands (after a tick).
     /// Early is harmless (a tick finds nothing to do); late would delay work, so every condition `tick` checks
     /// is mirrored here.
-    func nextTimerWork() -> Int64 {
+    func nextTimerWork() -> Instant {
         var due = calls.nextRingDeadline
         let timeout = config.memberTimeout, reportInterval = config.receiverReportInterval
-        let housekeepingDue = lastHousekeeping &+ Self.housekeepingInterval
+        let housekeepingDue = lastHousekeeping + Self.housekeepingInterval
         for entry in sessions.byConnection.values {
             switch entry {
             case .presence(let p):
@@ -50,7 +50,7 @@ extension RelayCore {
                 due = min(due, member.session.nextDue(timeout: timeout, timesOut: !endpoint || member.canPublish))
                 if !endpoint, member.canPublish, member.receiveStats.packetsReceived > 0 {
                     // Sent on the housekeeping grid: at the first pass once the interval has passed.
-                    due = min(due, max(member.lastReceiverReport &+ reportInterval, housekeepingDue))
+                    due = min(due, max(member.lastReceiverReport + reportInterval, housekeepingDue))
                 }
             }
         }

@@ -40,11 +40,11 @@ public final class RelayCore {
     var joinBucket: TokenBucket
     /// Moves sessions to new addresses once those proved themselves.
     let paths: PathValidator
-    var lastHousekeeping: Int64 = .min / 2
+    var lastHousekeeping = Instant.distantPast
     var shuttingDown = false
     var backendMessageID: UInt32 = 0
     /// The earliest monotonic time at which `tick` has work (see `RelayCore+Timers.swift`).
-    public internal(set) var timersDue: Int64 = .min
+    public internal(set) var timersDue = Instant.distantPast
 
     /// A core for worker `workerIndex`. `random` supplies connection ids, session secrets, SSRCs and call room names:
     /// production passes `SystemRandomNumberGenerator` (the default; getrandom on Linux), tests a

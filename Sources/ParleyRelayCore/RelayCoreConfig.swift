@@ -1,6 +1,7 @@
 import ParleyWire
 
-/// The settings the relay core works by. Times are nanoseconds of the monotonic clock unless named otherwise.
+/// The settings the relay core works by. Spans of the monotonic clock are `Interval`s; a setting named in seconds or
+/// milliseconds goes into a wire or wall-clock field in that unit.
 public struct RelayCoreConfig: Sendable {
     /// Members allowed in one room.
     public var maxMembersPerRoom = 100
@@ -10,29 +11,29 @@ public struct RelayCoreConfig: Sendable {
     /// through the API do not count.
     public var maxRoomsPerIdentity = 10
     /// A room with no members closes after this long.
-    public var emptyRoomTimeout: Int64 = 300 * 1_000_000_000
+    public var emptyRoomTimeout: Interval = .seconds(300)
     /// A member not heard from for this long is removed.
-    public var memberTimeout: Int64 = 15 * 1_000_000_000
+    public var memberTimeout: Interval = .seconds(15)
     /// How often members are told to send a ping (never more than a third of `memberTimeout`).
-    public var keepaliveInterval: Int64 = 5 * 1_000_000_000
+    public var keepaliveInterval: Interval = .seconds(5)
     /// Speakers forwarded to each listener at a time.
     public var maxForwardedSpeakers = 3
     /// Speaker lists are pushed to a room at most this often when someone starts or stops speaking.
-    public var speakerUpdateInterval: Int64 = 200_000_000
+    public var speakerUpdateInterval: Interval = .milliseconds(200)
     /// …and at most this often when only a speaker's level moved (by 10 dB or more): levels are for display, and
     /// each push is a reliable message (and an ack) per member.
-    public var speakerLevelUpdateInterval: Int64 = 1_000_000_000
+    public var speakerLevelUpdateInterval: Interval = .seconds(1)
     /// When a packet is speech and how long a speaker stays speaking (shared with the client: `SpeechRules`).
     public var speech = SpeechRules.standard
     /// A member stays in the announced speaker list this long after its last speech packet (`speech.hold`).
-    public var speakingHold: Int64 {
+    public var speakingHold: Interval {
         get { speech.hold }
         set { speech.hold = newValue }
     }
     /// A forwarded speaker silent this long gives up its slot to anyone who starts speaking.
-    public var speakerReleaseAfter: Int64 = 1_500_000_000
+    public var speakerReleaseAfter: Interval = .milliseconds(1500)
     /// A forwarded speaker keeps its slot at least this long against a louder newcomer.
-    public var speakerMinimumDwell: Int64 = 500_000_000
+    public var speakerMinimumDwell: Interval = .milliseconds(500)
     /// A newcomer must be this many dB louder (smoothed) than the quietest forwarded speaker to take its slot.
     public var speakerHysteresisDecibels: Float = 6
     /// RFC 6464 level (−dBov) at or below which a packet counts as speech (`speech.levelThreshold`).
@@ -60,7 +61,7 @@ public struct RelayCoreConfig: Sendable {
     /// The most retransmitted bytes a member may take at once (the budget's bucket size).
     public var nackBurstBytes = 6_000
     /// How often the relay sends each publisher a receiver report.
-    public var receiverReportInterval: Int64 = 1_000_000_000
+    public var receiverReportInterval: Interval = .seconds(1)
     /// A join cookie is valid this many seconds.
     public var cookieLifetimeSeconds: Int64 = 60
     /// Joins with a valid cookie a worker processes per second (token bucket; the rest are dropped as a flood).
@@ -88,7 +89,7 @@ public struct RelayCoreConfig: Sendable {
     // MARK: Presence and calls (`PresenceDirectory.swift`, `CallRouter.swift`, `Call.swift`)
 
     /// A call not answered within this long ends: the caller hears `noAnswer`.
-    public var ringTimeout: Int64 = 30 * 1_000_000_000
+    public var ringTimeout: Interval = .seconds(30)
     /// Lifetime of the join tokens the relay mints for a call room, in seconds.
     public var callTokenLifetimeSeconds: Int64 = 3600
     /// The API key (id) the relay signs call-room tokens with; nil = the first configured key in sorted order.

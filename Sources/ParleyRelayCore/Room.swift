@@ -12,14 +12,14 @@ final class Room {
     /// The listeners as the forwarding loop reads them, derived from `members`.
     let fanOut = FanOutTable()
     var selector: SpeakerSelector
-    var emptySince: Int64?
-    var lastSpeakerPush: Int64 = .min / 2
-    var speakerPushDue: Int64?
+    var emptySince: Instant?
+    var lastSpeakerPush = Instant.distantPast
+    var speakerPushDue: Instant?
     var announcedSpeakers: [SpeakerEntry] = []
     /// The mixer, in mix mode.
     var mix: MixEngine?
     /// Limits set by the HTTP API at creation (nil = the relay's defaults).
-    var maxMembers: Int?, emptyTimeout: Int64?
+    var maxMembers: Int?, emptyTimeout: Interval?
 
     init(name: String, mode: String, createdAt: Int64, creator: String?, selector: SpeakerSelector) {
         self.name = name

@@ -98,11 +98,11 @@ final class RoomTable {
             room.speakerPushDue = nil
             return
         }
-        let due = room.lastSpeakerPush &+ (change == .speakers ? config.speakerUpdateInterval : config.speakerLevelUpdateInterval)
+        let due = room.lastSpeakerPush + (change == .speakers ? config.speakerUpdateInterval : config.speakerLevelUpdateInterval)
         if now.monotonic >= due {
             pushSpeakers(room, speakerEntries(room, now: now), now: now)
         } else {
-            room.speakerPushDue = min(room.speakerPushDue ?? .max, due)
+            room.speakerPushDue = min(room.speakerPushDue ?? .distantFuture, due)
         }
     }
 
@@ -202,19 +202,19 @@ final class RoomTable {
         }
         for room in closing {
             let timeout = room.emptyTimeout ?? config.emptyRoomTimeout
-            forget(room, reason: "empty for \(timeout / 1_000_000_000) s", now: now)
-            if log.threshold <= .info { log.write(.info, "room \(room.name) closed after \(timeout / 1_000_000_000) s empty") }
+            forget(room, reason: "empty for \(timeout.wholeSeconds) s", now: now)
+            if log.threshold <= .info { log.write(.info, "room \(room.name) closed after \(timeout.wholeSeconds) s empty") }
         }
     }
 
     /// The earliest time `tick` has work, given when the next housekeeping pass falls.
-    func nextWork(housekeepingDue: Int64) -> Int64 {
-        var due = Int64.max
+    func nextWork(housekeepingDue: Instant) -> Instant {
+        var due = Instant.distantFuture
         for room in byName.values {
             if let pushDue = room.speakerPushDue { due = min(due, pushDue) }
             if !room.announcedSpeakers.isEmpty || !room.selector.forwarded.isEmpty { due = min(due, housekeepingDue) }
             if let since = room.emptySince, room.members.isEmpty {
-                due = min(due, since &+ (room.emptyTimeout ?? config.emptyRoomTimeout))
+                due = min(due, since + (room.emptyTimeout ?? config.emptyRoomTimeout))
             }
         }
         return due

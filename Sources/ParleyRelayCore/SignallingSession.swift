@@ -27,12 +27,12 @@ final class SignallingSession {
     var address: PeerAddress
     /// Signalling goes out of the public port until the peer's first datagram reaches its worker's port.
     var viaPublicPort: Bool
-    /// When anything was last heard from the peer (monotonic ns): a session silent for `memberTimeout` is removed.
-    var lastHeard: Int64
+    /// When anything was last heard from the peer a session silent for `memberTimeout` is removed.
+    var lastHeard: Instant
     /// Path validation (`PathChallenge`): the issue time of the last challenge this session answered (each is
     /// single-use), and when it was last sent one (at most one per `PathValidator.challengeInterval`).
     var pathValidatedAt: Int64 = .min
-    var lastChallengeSent: Int64 = .min / 2
+    var lastChallengeSent = Instant.distantPast
     /// Reliable, ordered messages both ways.
     var channel: ReliableChannel
     /// Texts arriving in fragments.
@@ -40,7 +40,7 @@ final class SignallingSession {
 
     init(connectionID: UInt32, identity: String, name: String, sessionSecret: [UInt8], nonce: [UInt8], token: String,
          signals: Bool = true, address: PeerAddress, viaPublicPort: Bool, channel: ReliableChannel = ReliableChannel(),
-         now: Int64) {
+         now: Instant) {
         self.connectionID = connectionID
         self.identity = identity
         self.name = name
@@ -57,7 +57,7 @@ final class SignallingSession {
     /// Media (RTP or RTCP) arrived from the peer at its worker's own port: it is alive, and signalling may leave
     /// from that port too.
     @inline(__always)
-    func heardMedia(at now: Int64) {
+    func heardMedia(at now: Instant) {
         lastHeard = now
         viaPublicPort = false
     }
@@ -65,8 +65,8 @@ final class SignallingSession {
     /// When `tick` next has work for this session: its channel's next transmission or, when it `timesOut`, the
     /// moment it has been silent for longer than `timeout`.
     @inline(__always)
-    func nextDue(timeout: Int64, timesOut: Bool = true) -> Int64 {
-        timesOut ? min(channel.serviceDue, lastHeard &+ timeout &+ 1) : channel.serviceDue
+    func nextDue(timeout: Interval, timesOut: Bool = true) -> Instant {
+        timesOut ? min(channel.serviceDue, lastHeard + timeout + .nanoseconds(1)) : channel.serviceDue
     }
 
     /// How a session stands at a timer scan.
@@ -81,21 +81,24 @@ final class SignallingSession {
 
     /// How this session stands at `now` (after its channel was pumped).
     @inline(__always)
-    func health(now: Int64, timeout: Int64) -> Health {
+    func health(now: Instant, timeout: Interval) -> Health {
         if channel.overflowed { return .slow }
         if channel.failed || isSilent(now: now, timeout: timeout) { return .expired }
         return .alive
     }
 
     /// Whether nothing was heard from the peer for longer than `timeout`.
-    func isSilent(now: Int64, timeout: Int64) -> Bool { now - lastHeard > timeout }
+    func isSilent(now: Instant, timeout: Interval) -> Bool { now - lastHeard > timeout }
 
     /// Whether a resume's proof holds for this session and its time is within a minute of ours.
     func resumeIsProven(timestamp: UInt64, proof: [UInt8], now: Moment) -> Bool {
         let skew = Int64(bitPattern: timestamp) - now.unixMilliseconds
-        return signals && !sessionSecret.isEmpty && abs(skew) <= 60_000
+        return signals && !sessionSecret.isEmpty && abs(skew) <= Self.resumeSkew.milliseconds
             && ResumeProof.verify(proof, secret: sessionSecret, connectionID: connectionID, timestamp: timestamp)
     }
+
+    /// How far a resume's timestamp may be from our wall clock.
+    static let resumeSkew = Interval.seconds(60)
 
     /// Takes a path response to a challenge issued at `issuedAt` (already checked to be this relay's, for this
     /// session at the responding address): true, and the challenge used up, when it is newer than the last one

@@ -15,11 +15,11 @@ public struct SpeakerSelector: Sendable {
         /// Exponentially smoothed loudness in dB above −127 dBov (0 = silence, 127 = full scale).
         public var loudness: Float = 0
         /// When the member last sent a speech packet (nil: never).
-        public var lastSpeech: Int64?
+        public var lastSpeech: Instant?
         /// Whether the member holds a forwarding slot.
         public var forwarded = false
         /// When it took the slot.
-        public var forwardedSince: Int64 = 0
+        public var forwardedSince = Instant.origin
     }
 
     /// Slots.
@@ -27,9 +27,9 @@ public struct SpeakerSelector: Sendable {
     /// When a packet is speech (its level threshold) and how long a speaker stays speaking.
     public let rules: SpeechRules
     /// See the type's rules.
-    public let releaseAfter: Int64
+    public let releaseAfter: Interval
     /// See the type's rules.
-    public let minimumDwell: Int64
+    public let minimumDwell: Interval
     /// See the type's rules.
     public let hysteresis: Float
     /// Members holding slots, in the order they took them.
@@ -37,8 +37,8 @@ public struct SpeakerSelector: Sendable {
     private var states: [UInt32: State] = [:]
 
     /// A selector with `capacity` slots.
-    public init(capacity: Int, rules: SpeechRules = .standard, releaseAfter: Int64 = 1_500_000_000,
-                minimumDwell: Int64 = 500_000_000, hysteresis: Float = 6) {
+    public init(capacity: Int, rules: SpeechRules = .standard, releaseAfter: Interval = .milliseconds(1500),
+                minimumDwell: Interval = .milliseconds(500), hysteresis: Float = 6) {
         self.capacity = max(1, capacity)
         self.rules = rules
         self.releaseAfter = releaseAfter
@@ -61,7 +61,7 @@ public struct SpeakerSelector: Sendable {
     }
 
     /// Takes one packet's level (0 loudest … 127 silence); returns true when the forwarded set changed.
-    public mutating func observe(_ member: UInt32, level: UInt8, now: Int64) -> Bool {
+    public mutating func observe(_ member: UInt32, level: UInt8, now: Instant) -> Bool {
         let loud = AudioLevel.loudness(level: level)
         let speech = rules.isSpeech(level: level)
         // One hash lookup per packet: the state is updated in place.
@@ -73,7 +73,7 @@ public struct SpeakerSelector: Sendable {
             return true
         }
         // A holder silent long enough gives way to anyone speaking.
-        var longestSilent: (id: UInt32, since: Int64)?
+        var longestSilent: (id: UInt32, since: Instant)?
         var quietest: (id: UInt32, loudness: Float)?
         for id in forwarded {
             let h = states[id] ?? State()
@@ -97,7 +97,7 @@ public struct SpeakerSelector: Sendable {
     /// Instant attack, slow release (~10 packets to fall): a talker ranks at its level from its first word,
     /// and a word's pause does not drop it; the dwell and margin in `observe` keep the choice from flapping.
     @inline(__always)
-    private static func update(_ s: inout State, loud: Float, speech: Bool, now: Int64) -> State {
+    private static func update(_ s: inout State, loud: Float, speech: Bool, now: Instant) -> State {
         s.loudness = loud > s.loudness ? loud : s.loudness + 0.1 * (loud - s.loudness)
         if speech { s.lastSpeech = now }
         return s
@@ -114,7 +114,7 @@ public struct SpeakerSelector: Sendable {
 
     /// Forwarded members heard speaking within `hold` (the rules' hold unless given), loudest first, with their
     /// smoothed level (RFC 6464 scale).
-    public func speaking(now: Int64, hold: Int64? = nil) -> [(member: UInt32, level: UInt8)] {
+    public func speaking(now: Instant, hold: Interval? = nil) -> [(member: UInt32, level: UInt8)] {
         let hold = hold ?? rules.hold
         var out: [(member: UInt32, level: UInt8, loudness: Float)] = []
         for id in forwarded {
@@ -127,7 +127,7 @@ public struct SpeakerSelector: Sendable {
         return out.map { ($0.member, $0.level) }
     }
 
-    private mutating func take(_ member: UInt32, now: Int64) {
+    private mutating func take(_ member: UInt32, now: Instant) {
         forwarded.append(member)
         states[member, default: State()].forwarded = true
         states[member, default: State()].forwardedSince = now

@@ -1,9 +1,11 @@
+import ParleyWire
+
 /// A token bucket: `take()` succeeds while tokens remain, refilled at `ratePerSecond` up to `burst`.
 struct TokenBucket {
     let ratePerSecond: Double
     let burst: Double
     var tokens: Double
-    var last: Int64 = 0
+    var last = Instant.origin
 
     init(ratePerSecond: Double, burst: Double) {
         self.ratePerSecond = ratePerSecond
@@ -11,8 +13,8 @@ struct TokenBucket {
         self.tokens = max(1, burst)
     }
 
-    mutating func take(now: Int64) -> Bool {
-        let elapsed = Double(max(0, now - last)) / 1e9
+    mutating func take(now: Instant) -> Bool {
+        let elapsed = max(.zero, now - last).seconds
         last = now
         tokens = min(burst, tokens + elapsed * ratePerSecond)
         guard tokens >= 1 else { return false }

@@ -2,17 +2,17 @@
 /// a cumulative acknowledgement in every datagram, a small receive window for reordering, and retransmission
 /// with an RTO from measured round trips (RFC 6298, Karn's rule) doubling on each retry.
 ///
-/// Pure state: the owner passes `now` (monotonic nanoseconds), sends what `transmissions(now:)` returns with
+/// Pure state: the owner passes `now` (an `Instant` of the monotonic clock), sends what `transmissions(now:)` returns with
 /// the current `ackNumber`, and feeds every received datagram to `receive`.
 public struct ReliableChannel: Sendable {
     /// Timing and window limits.
     public struct Limits: Sendable {
         /// RTO before any round trip is measured.
-        public var initialRTO: Int64 = 250_000_000
+        public var initialRTO: Interval = .milliseconds(250)
         /// Smallest RTO.
-        public var minRTO: Int64 = 100_000_000
+        public var minRTO: Interval = .milliseconds(100)
         /// Largest RTO after backoff.
-        public var maxRTO: Int64 = 4_000_000_000
+        public var maxRTO: Interval = .seconds(4)
         /// Messages in flight before later ones wait.
         public var sendWindow = 32
         /// How far ahead of the next expected sequence the receiver buffers.
@@ -39,8 +39,8 @@ public struct ReliableChannel: Sendable {
     private struct InFlight: Sendable {
         var sequence: UInt32
         var message: SignalMessage
-        var sentAt: Int64
-        var deadline: Int64
+        var sentAt: Instant
+        var deadline: Instant
         var attempts: Int
     }
 
@@ -51,26 +51,26 @@ public struct ReliableChannel: Sendable {
     private var waiting: [SignalMessage] = []
     private var expected: UInt32 = 1
     private var outOfOrder: [UInt32: SignalMessage] = [:]
-    private var smoothedRTT: Int64 = 0
-    private var rttVariance: Int64 = 0
-    private var rto: Int64
+    private var smoothedRTT: Interval = .zero
+    private var rttVariance: Interval = .zero
+    private var rto: Interval
 
     /// Messages retransmitted so far.
     public private(set) var retransmissions = 0
     /// True once a message went unacknowledged for `maxAttempts` attempts.
     public private(set) var failed = false
     /// True once `enqueue` found `maxPending` messages pending: the peer is not keeping up and a message was lost,
-    /// so the owner should end the session (`serviceDue` is `Int64.min` from then on, so it looks at once).
+    /// so the owner should end the session (`serviceDue` is `Instant.distantPast` from then on, so it looks at once).
     public private(set) var overflowed = false
     /// Messages `enqueue` dropped because `maxPending` were pending.
     public private(set) var refused = 0
     /// True when the peer sent a reliable message that no outgoing datagram has acknowledged yet.
     public private(set) var ackOwed = false
-    /// When the owner next has something to send for this channel: `Int64.min` while an ack is owed, a queued
-    /// message fits the window or the channel `overflowed`, else the earliest retransmission deadline, `Int64.max` when nothing is pending.
+    /// When the owner next has something to send for this channel: `Instant.distantPast` while an ack is owed, a queued
+    /// message fits the window or the channel `overflowed`, else the earliest retransmission deadline, `Instant.distantFuture` when nothing is pending.
     /// Stored and recomputed by every mutating method, so an owner scanning many channels each tick reads one field
     /// and calls `transmissions(now:)` only where `serviceDue <= now` (elsewhere it would return nothing).
-    public private(set) var serviceDue: Int64 = .max
+    public private(set) var serviceDue: Instant = .distantFuture
 
     /// A fresh channel.
     public init(limits: Limits = Limits()) {
@@ -82,10 +82,10 @@ public struct ReliableChannel: Sendable {
     public var ackNumber: UInt32 { expected &- 1 }
     /// Messages sent but not yet acknowledged, plus those waiting for the window.
     public var pendingCount: Int { inFlight.count + waiting.count }
-    /// The current retransmission timeout in nanoseconds.
-    public var currentRTO: Int64 { rto }
-    /// The smoothed round-trip time in nanoseconds (0 before the first sample).
-    public var roundTripTime: Int64 { smoothedRTT }
+    /// The current retransmission timeout.
+    public var currentRTO: Interval { rto }
+    /// The smoothed round-trip time (zero before the first sample).
+    public var roundTripTime: Interval { smoothedRTT }
 
     /// Queues a reliable message; it goes out on the next `transmissions(now:)`. With `maxPending` messages already
     /// pending the message is dropped instead, the channel marked `overflowed`, and false returned.
@@ -119,12 +119,12 @@ public struct ReliableChannel: Sendable {
 
     /// What to send now: new messages that fit in the window, and retransmissions whose timer expired.
     /// Sending any datagram acknowledges what was received, so the caller clears the owed ack with `ackSent()`.
-    public mutating func transmissions(now: Int64) -> [Transmission] {
+    public mutating func transmissions(now: Instant) -> [Transmission] {
         var out: [Transmission] = []
         for i in inFlight.indices where inFlight[i].deadline <= now {
             inFlight[i].attempts += 1
             if inFlight[i].attempts > limits.maxAttempts { failed = true; continue }
-            let backoff = min(limits.maxRTO, rto << min(inFlight[i].attempts - 1, 16))
+            let backoff = min(limits.maxRTO, Interval(nanoseconds: rto.nanoseconds << min(inFlight[i].attempts - 1, 16)))
             inFlight[i].deadline = now + backoff
             retransmissions += 1
             out.append(Transmission(sequence: inFlight[i].sequence, message: inFlight[i].message, isRetransmission: true))
@@ -141,7 +141,7 @@ public struct ReliableChannel: Sendable {
     }
 
     /// The earliest time a retransmission falls due, or nil when nothing is in flight.
-    public var nextDeadline: Int64? { inFlight.map(\.deadline).min() }
+    public var nextDeadline: Instant? { inFlight.map(\.deadline).min() }
 
     /// Records that a datagram carrying `ackNumber` went out.
     public mutating func ackSent() {
@@ -151,7 +151,7 @@ public struct ReliableChannel: Sendable {
 
     /// Takes a received datagram's acknowledgement and, for a reliable message, its sequence number.
     /// Returns the messages now deliverable in order (empty for duplicates or messages that arrived early).
-    public mutating func receive(sequence: UInt32, ack: UInt32, message: SignalMessage, now: Int64) -> [SignalMessage] {
+    public mutating func receive(sequence: UInt32, ack: UInt32, message: SignalMessage, now: Instant) -> [SignalMessage] {
         acknowledge(upTo: ack, now: now)
         defer { refreshServiceDue() }
         guard sequence != 0 else { return [message] }
@@ -171,7 +171,7 @@ public struct ReliableChannel: Sendable {
         return []
     }
 
-    private mutating func acknowledge(upTo ack: UInt32, now: Int64) {
+    private mutating func acknowledge(upTo ack: UInt32, now: Instant) {
         guard ack != 0, ack < nextSequence else { return }
         while let first = inFlight.first, first.sequence <= ack {
             if first.attempts == 1 { sampleRTT(now - first.sentAt) }
@@ -181,20 +181,20 @@ public struct ReliableChannel: Sendable {
 
     private mutating func refreshServiceDue() {
         if overflowed || ackOwed || (!waiting.isEmpty && inFlight.count < limits.sendWindow) {
-            serviceDue = .min
+            serviceDue = .distantPast
         } else {
-            var earliest = Int64.max
+            var earliest = Instant.distantFuture
             for f in inFlight where f.deadline < earliest { earliest = f.deadline }
             serviceDue = earliest
         }
     }
 
-    private mutating func sampleRTT(_ sample: Int64) {
-        if smoothedRTT == 0 {
+    private mutating func sampleRTT(_ sample: Interval) {
+        if smoothedRTT == .zero {
             smoothedRTT = sample
             rttVariance = sample / 2
         } else {
-            rttVariance = (3 * rttVariance + abs(smoothedRTT - sample)) / 4
+            rttVariance = (3 * rttVariance + Interval(nanoseconds: abs((smoothedRTT - sample).nanoseconds))) / 4
             smoothedRTT = (7 * smoothedRTT + sample) / 8
         }
         rto = min(limits.maxRTO, max(limits.minRTO, smoothedRTT + 4 * rttVariance))

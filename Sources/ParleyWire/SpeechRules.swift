@@ -8,8 +8,8 @@
 public struct SpeechRules: Equatable, Sendable {
     /// RFC 6464 level (−dBov) at or below which a packet counts as speech.
     public var levelThreshold: UInt8
-    /// How long a member stays speaking after its last speech packet, in nanoseconds.
-    public var hold: Int64
+    /// How long a member stays speaking after its last speech packet.
+    public var hold: Interval
 
     /// Level given to a packet that carries none but whose payload is a real frame.
     public static let unlabelledSpeechLevel: UInt8 = 40
@@ -17,10 +17,10 @@ public struct SpeechRules: Equatable, Sendable {
     public static let unlabelledSpeechMinimumPayload = 10
 
     /// The defaults: level 60, hold 600 ms.
-    public static let standard = SpeechRules(levelThreshold: 60, hold: 600_000_000)
+    public static let standard = SpeechRules(levelThreshold: 60, hold: .milliseconds(600))
 
     /// Rules with the given threshold and hold.
-    public init(levelThreshold: UInt8, hold: Int64) {
+    public init(levelThreshold: UInt8, hold: Interval) {
         self.levelThreshold = levelThreshold
         self.hold = hold
     }
@@ -39,5 +39,5 @@ public struct SpeechRules: Equatable, Sendable {
 
     /// Whether a member whose last speech packet arrived at `lastSpeech` is still speaking at `now`.
     @inlinable
-    public func isSpeaking(lastSpeech: Int64, now: Int64) -> Bool { now - lastSpeech <= hold }
+    public func isSpeaking(lastSpeech: Instant, now: Instant) -> Bool { now - lastSpeech <= hold }
 }

@@ -1,12 +1,13 @@
 import ParleyRelay
+import ParleyWire
 import Testing
 
 @Suite("Allocator trim schedule (worker loop): after sessions went, rarely, never under steady churn")
 struct AllocatorTrimScheduleTests {
     /// The schedule's answers to a series of (sessions, time in s) readings; drop 100, interval 10 s.
     func decisions(_ readings: [(sessions: Int, second: Int64)]) -> [Bool] {
-        var schedule = AllocatorTrimSchedule(drop: 100, interval: 10_000_000_000)
-        return readings.map { schedule.shouldTrim(sessions: $0.sessions, now: $0.second * 1_000_000_000) }
+        var schedule = AllocatorTrimSchedule(drop: 100, interval: .seconds(10))
+        return readings.map { schedule.shouldTrim(sessions: $0.sessions, now: .origin + .seconds($0.second)) }
     }
 
     @Test("a fall of `drop` sessions from the peak trims once; the next needs another fall and the interval")

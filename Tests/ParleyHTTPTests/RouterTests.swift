@@ -3,6 +3,7 @@ import ParleyAuth
 import ParleyHTTP
 import ParleyNet
 import ParleyRelay
+import ParleyWire
 import ParleyRelayCore
 import Synchronization
 import Testing
@@ -24,7 +25,7 @@ final class CoreBackend: APIBackend, @unchecked Sendable {
         [WorkerSnapshot.capture(core, worker: 0, busyNanoseconds: 1_500_000_000, mixTime: DurationHistogram(), datagrams: datagrams)]
     }
     func execute(_ command: AdminCommand) -> AdminResult? {
-        answers ? command.apply(to: core, now: Moment(monotonic: 1_000_000_000, unixMilliseconds: 1_800_000_000_000)) : nil
+        answers ? command.apply(to: core, now: Moment(monotonic: .origin + .seconds(1), unixMilliseconds: 1_800_000_000_000)) : nil
     }
 }
 

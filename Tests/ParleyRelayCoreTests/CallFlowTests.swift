@@ -88,7 +88,7 @@ struct CallFlowTests {
           arguments: [30, 5])
     func noAnswer(seconds: Int64) throws {
         var config = RelayCoreConfig()
-        config.ringTimeout = seconds * 1_000_000_000
+        config.ringTimeout = .seconds(seconds)
         let world = CallWorld(config: config)
         let (alice, bob, aliceID, bobID) = try world.aliceRingsBob()
         world.advance(milliseconds: seconds * 1000 - 200)

@@ -9,7 +9,7 @@ import Testing
 struct DeterminismTests {
     static let alice = PeerAddress(ipv4: 192, 168, 1, 2, port: 5000)
     static let bob = PeerAddress(ipv4: 192, 168, 1, 3, port: 5001)
-    static let moment = Moment(monotonic: 1_000_000_000, unixMilliseconds: FakeNetwork.startUnixMilliseconds)
+    static let moment = Moment(monotonic: .origin + .seconds(1), unixMilliseconds: FakeNetwork.startUnixMilliseconds)
 
     /// A core, and everything it sent in answer to each datagram, in order.
     final class Recorder {
@@ -74,7 +74,7 @@ struct DeterminismTests {
             var packet: [UInt8] = [0x80, 111, UInt8(seq >> 8), UInt8(seq & 0xFF), 0, 0, UInt8(truncatingIfNeeded: Int(seq) * 960 >> 8), UInt8(truncatingIfNeeded: Int(seq) * 960)]
             withUnsafeBytes(of: a.welcome.ssrc.bigEndian) { packet += $0 }
             packet += [UInt8](repeating: 0x55, count: 60)
-            relay.feed(packet, from: alice, now: Moment(monotonic: moment.monotonic + Int64(seq) * 20_000_000,
+            relay.feed(packet, from: alice, now: Moment(monotonic: moment.monotonic + Int64(seq) * .milliseconds(20),
                                                         unixMilliseconds: moment.unixMilliseconds + Int64(seq) * 20))
         }
         relay.feed(try SignalDatagram(connectionID: b.connectionID, sequence: 1, ack: 1, message: .leave).serialized(), from: bob)

@@ -10,9 +10,9 @@ final class FakeNetwork {
     static let startUnixMilliseconds: Int64 = 1_800_000_000_000
 
     var monotonic: Int64 = 1_000_000_000
-    /// The manual clock as the client sessions take it.
+    var now: Moment { Moment(monotonic: instant, unixMilliseconds: Self.startUnixMilliseconds + (instant - .origin).milliseconds) }
+    /// The clock as the relay core reads it (`monotonic` is what the client sessions take, in nanoseconds).
     var instant: Instant { Instant(nanoseconds: monotonic) }
-    var now: Moment { Moment(monotonic: monotonic, unixMilliseconds: Self.startUnixMilliseconds + monotonic / 1_000_000) }
     let shared: RelayShared
     let cores: [RelayCore]
     let log = MemoryLogSink(threshold: .debug)
@@ -128,12 +128,12 @@ final class FakeNetwork {
         var left = milliseconds
         while left > 0 {
             let step = min(stepMilliseconds, left)
-            monotonic += step * 1_000_000
+            monotonic += Interval.milliseconds(step).nanoseconds
             left -= step
             each?()
             for c in clients where c.online { c.events += c.session.tick(now: instant) }
             for (k, core) in cores.enumerated() {
-                if !tickOnlyWhenDue || !core.hasMembers || monotonic >= core.timersDue {
+                if !tickOnlyWhenDue || !core.hasMembers || instant >= core.timersDue {
                     core.tick(now: now)
                     ticks += 1
                 }

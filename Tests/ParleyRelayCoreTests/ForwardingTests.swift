@@ -35,18 +35,18 @@ struct ForwardingTests {
         net.joinAll()
         net.advance(milliseconds: 500)
         let before = bob.speakerUpdates
-        let start = net.monotonic
+        let start = net.instant
         alice.speak(level: 25)
         net.exchange()
         #expect(bob.media[alice.ssrc]?.count == 1)
-        var announcedAt: Int64?
+        var announcedAt: Instant?
         net.advance(milliseconds: 200, stepMilliseconds: 10) {
-            if announcedAt == nil, bob.speakerUpdates > before { announcedAt = net.monotonic }
+            if announcedAt == nil, bob.speakerUpdates > before { announcedAt = net.instant }
             alice.speak(level: 25)
         }
         if announcedAt == nil, bob.speakerUpdates > before { announcedAt = start }
         let latency = try #require(announcedAt) - start
-        #expect(latency <= 150_000_000)
+        #expect(latency <= .milliseconds(150))
         #expect(bob.lastSpeakers?.map(\.memberID) == [alice.memberID])
     }
 
@@ -56,7 +56,7 @@ struct ForwardingTests {
         let speakers = (0..<3).map { net.addClient("s\($0)") }
         let listener = net.addClient("listener")
         net.joinAll()
-        var pushTimes: [Int64] = []
+        var pushTimes: [Instant] = []
         var seen = listener.speakerUpdates
         // Speakers take turns in short bursts so the speaking set changes constantly.
         var t = 0
@@ -64,10 +64,10 @@ struct ForwardingTests {
             let who = speakers[(t / 10) % 3]
             who.speak(level: 20)
             t += 1
-            if listener.speakerUpdates > seen { pushTimes.append(net.monotonic); seen = listener.speakerUpdates }
+            if listener.speakerUpdates > seen { pushTimes.append(net.instant); seen = listener.speakerUpdates }
         }
         #expect(pushTimes.count >= 3)
-        for (a, b) in zip(pushTimes, pushTimes.dropFirst()) { #expect(b - a >= 200_000_000 - 20_000_000) }
+        for (a, b) in zip(pushTimes, pushTimes.dropFirst()) { #expect(b - a >= .milliseconds(200) - .milliseconds(20)) }
     }
 
     @Test("a member that tells speakers from the media gets no speaker lists, and hears the same speakers the list names")
@@ -116,28 +116,28 @@ struct ForwardingTests {
             alice.speak(level: 20); t += 1
         }
         let before = bob.speakerUpdates
-        var pushTimes: [Int64] = []
+        var pushTimes: [Instant] = []
         var seen = before
         net.advance(milliseconds: 3_000, stepMilliseconds: 20) {
             alice.speak(level: (t / 5) % 2 == 0 ? 10 : 40)        // loud and quiet syllables
             t += 1
-            if bob.speakerUpdates > seen { pushTimes.append(net.monotonic); seen = bob.speakerUpdates }
+            if bob.speakerUpdates > seen { pushTimes.append(net.instant); seen = bob.speakerUpdates }
         }
         #expect(!pushTimes.isEmpty)
         #expect(pushTimes.count <= 4)
-        for (a, b) in zip(pushTimes, pushTimes.dropFirst()) { #expect(b - a >= 1_000_000_000 - 20_000_000) }
+        for (a, b) in zip(pushTimes, pushTimes.dropFirst()) { #expect(b - a >= .seconds(1) - .milliseconds(20)) }
         // A new speaker right after a level-only push is announced within the 200 ms interval, not a second.
-        let start = net.monotonic
-        var announcedAt: Int64?
+        let start = net.instant
+        var announcedAt: Instant?
         net.advance(milliseconds: 400, stepMilliseconds: 20) {
             alice.speak(level: 20)
             carol.speak(level: 20)
             if announcedAt == nil, bob.lastSpeakers?.contains(where: { $0.memberID == carol.memberID }) == true {
-                announcedAt = net.monotonic
+                announcedAt = net.instant
             }
         }
-        let latency = (announcedAt ?? .max) - start
-        #expect(latency <= 220_000_000)
+        let latency = (announcedAt ?? .distantFuture) - start
+        #expect(latency <= .milliseconds(220))
     }
 
     @Test("hysteresis: a slightly louder newcomer does not displace a speaker; a much louder one does after the dwell")

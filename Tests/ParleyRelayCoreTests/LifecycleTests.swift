@@ -126,7 +126,7 @@ struct LifecycleTests {
     @Test("an empty room closes after the empty timeout and frees its place")
     func emptyRoomCloses() {
         var config = RelayCoreConfig()
-        config.emptyRoomTimeout = 5_000_000_000
+        config.emptyRoomTimeout = .seconds(5)
         let net = FakeNetwork(config: config)
         let alice = net.addClient("alice")
         net.joinAll()

@@ -182,7 +182,7 @@ struct RTPEndpointTests {
         #expect(net.core.snapshot()[0].members.first { $0.identity == "quiet" }?.ssrc == 6)
         #expect(alice.media[6]?.count == 1)
         // "quiet" stops; it times out after member_timeout; "rec" stays.
-        net.advance(milliseconds: net.shared.config.memberTimeout / 1_000_000 + 1_000, stepMilliseconds: 500)
+        net.advance(milliseconds: (net.shared.config.memberTimeout + .seconds(1)).milliseconds, stepMilliseconds: 500)
         let left = net.core.snapshot()[0].members.map(\.identity).sorted()
         #expect(left == ["alice", "rec"])
         #expect(alice.memberEvents.contains { $0.0 == .left && $0.1 == "quiet" && $0.2 == "timed out" })

@@ -155,7 +155,7 @@ struct ReceiverReportPoisoningTests {
         for (i, c) in Self.checks.enumerated() {
             let block = ReportBlock(ssrc: 9, fractionLost: c.1, cumulativeLost: c.2, highestSequence: c.3, jitter: c.4,
                                     lastSR: 0, delaySinceLastSR: 0)
-            #expect(reports.take(block, from: c.0, now: Int64(i)) == c.5, "row \(i)")
+            #expect(reports.take(block, from: c.0, now: .origin + .nanoseconds(Int64(i))) == c.5, "row \(i)")
         }
         #expect(reports.entries.map(\.listener) == [1, 2])
         #expect(reports.entries.first?.fractionLost == 1)
@@ -166,12 +166,12 @@ struct ReceiverReportPoisoningTests {
     func aggregation(listeners: Int, losses: [Int], expected: Int) {
         var reports = ListenerReports()
         _ = reports.take(ReportBlock(ssrc: 9, fractionLost: 200, cumulativeLost: 9, highestSequence: 1, jitter: 9,
-                                     lastSR: 0, delaySinceLastSR: 0), from: 99, now: 0)   // before `since`
+                                     lastSR: 0, delaySinceLastSR: 0), from: 99, now: .origin)   // before `since`
         for (i, loss) in losses.enumerated() {
             _ = reports.take(ReportBlock(ssrc: 9, fractionLost: UInt8(loss), cumulativeLost: 5, highestSequence: 10,
-                                         jitter: UInt32(loss), lastSR: 0, delaySinceLastSR: 0), from: UInt32(i), now: 10)
+                                         jitter: UInt32(loss), lastSR: 0, delaySinceLastSR: 0), from: UInt32(i), now: .origin + .nanoseconds(10))
         }
-        let got = reports.aggregate(listeners: listeners, since: 5)
+        let got = reports.aggregate(listeners: listeners, since: .origin + .nanoseconds(5))
         #expect(got.fractionLost == UInt8(expected) && got.jitter == UInt32(expected))
     }
 }

@@ -49,7 +49,7 @@ final class ObjectWatch {
 struct ResourceReleaseTests {
     static func config() -> RelayCoreConfig {
         var config = RelayCoreConfig()
-        config.emptyRoomTimeout = 2_000_000_000
+        config.emptyRoomTimeout = .seconds(2)
         return config
     }
 
@@ -200,7 +200,7 @@ struct ResourceReleaseTests {
         world.exchange()
         for m in [aliceMedia, bobMedia] { m.session.leave(now: net.instant) }
         net.exchange()
-        world.advance(milliseconds: net.shared.config.ringTimeout / 1_000_000 + 500)
+        world.advance(milliseconds: (net.shared.config.ringTimeout + .milliseconds(500)).milliseconds)
         #expect(world.core.callSnapshot().isEmpty)
         // bob registers again from a new device (replaced); dave leaves; erin's client dies (timeout).
         let newBob = world.addPresence("bob", token: world.token("bob", expiresIn: 7200))

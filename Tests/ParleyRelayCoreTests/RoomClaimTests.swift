@@ -65,7 +65,7 @@ struct RoomClaimTests {
         // Mallory's first room closes (its only member leaves and the empty room times out): one more may open.
         clients[0].session.leave(now: net.instant)
         net.exchange()
-        net.advance(milliseconds: config.emptyRoomTimeout / 1_000_000 + 1_000, stepMilliseconds: 500)
+        net.advance(milliseconds: (config.emptyRoomTimeout + .seconds(1)).milliseconds, stepMilliseconds: 500)
         let again = net.addClient("mallory", room: "flood-7", token: pattern)
         net.joinAll()
         #expect(again.session.state == .joined)

@@ -114,7 +114,7 @@ struct SignallingQueueTests {
             alice.session.setMuted(i % 2 == 0, now: net.instant)
             net.exchange()
         }
-        net.advance(milliseconds: 2_000, stepMilliseconds: 20) { alice.speak(level: (net.monotonic / 100_000_000) % 2 == 0 ? 10 : 127) }
+        net.advance(milliseconds: 2_000, stepMilliseconds: 20) { alice.speak(level: (net.instant - .origin) / .milliseconds(100) % 2 == 0 ? 10 : 127) }
         let bobs = try #require(member(net, "bob"))
         #expect(bobs.session.channel.pendingCount <= ReliableChannel.Limits().sendWindow + 2)
         #expect(net.core.counters.signallingDrops(.superseded) > 500)

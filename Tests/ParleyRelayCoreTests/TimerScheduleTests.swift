@@ -12,7 +12,7 @@ struct TimerScheduleTests {
     /// nothing and then times out, everyone leaving, the empty room closing — all on a 20 ms step.
     static func run(tickOnlyWhenDue: Bool) -> (trace: Trace, net: FakeNetwork) {
         var config = RelayCoreConfig()
-        config.emptyRoomTimeout = 3_000_000_000
+        config.emptyRoomTimeout = .seconds(3)
         let net = FakeNetwork(config: config)
         net.tickOnlyWhenDue = tickOnlyWhenDue
         let alice = net.addClient("alice"), bob = net.addClient("bob"), carol = net.addClient("carol")
@@ -82,30 +82,30 @@ struct TimerScheduleTests {
         net.joinAll()
         net.advance(milliseconds: 1_000)
         // Idle members: nothing before the keepalive timeout but pings, which arrive as signalling.
-        #expect(net.core.timersDue > net.monotonic)
+        #expect(net.core.timersDue > net.instant)
         let ticks = net.ticks
         net.advance(milliseconds: 200)
         #expect(net.ticks == ticks)   // nothing was due
         alice.speak(level: 30)
         net.exchange()
-        #expect(net.core.timersDue == net.monotonic)   // receiver reports for alice start now
+        #expect(net.core.timersDue == net.instant)   // receiver reports for alice start now
         net.advance(milliseconds: 20)
         #expect(net.sent.contains { $0.to == alice.address && $0.bytes.withUnsafeBytes { isRTCP($0) } })
         // bob's stream starts silent (its first packet starts his receiver reports); then he talks: the forwarded
         // set changes between ticks, and the deferred speaker push must not wait for the due time computed before.
         bob.speak(level: 127)
         net.exchange()
-        #expect(net.core.timersDue == net.monotonic)
+        #expect(net.core.timersDue == net.instant)
         net.advance(milliseconds: 20)
-        #expect(net.core.timersDue > net.monotonic)
+        #expect(net.core.timersDue > net.instant)
         bob.speak(level: 20)
         net.exchange()
-        #expect(net.core.timersDue == net.monotonic)
+        #expect(net.core.timersDue == net.instant)
         net.advance(milliseconds: 20)
         let before = net.core.timersDue
         bob.session.setMuted(true, now: net.instant)
         net.exchange()
-        #expect(net.core.timersDue <= net.monotonic && net.core.timersDue < before)
+        #expect(net.core.timersDue <= net.instant && net.core.timersDue < before)
     }
 
     @Test("steady speech ticks on the 100 ms housekeeping grid: receiver reports wait for it; acks and pings wake nothing")
@@ -115,12 +115,12 @@ struct TimerScheduleTests {
         let alice = net.addClient("alice"), bob = net.addClient("bob"), carol = net.addClient("carol")
         net.joinAll()
         net.advance(milliseconds: 1_000)
-        var reports: [PeerAddress: [Int64]] = [:]
+        var reports: [PeerAddress: [Instant]] = [:]
         var seen = net.sent.count
         let ticks = net.ticks
         var step = 0
         net.advance(milliseconds: 5_000) {
-            for d in net.sent[seen...] where d.bytes.withUnsafeBytes({ isRTCP($0) }) { reports[d.to, default: []].append(net.monotonic) }
+            for d in net.sent[seen...] where d.bytes.withUnsafeBytes({ isRTCP($0) }) { reports[d.to, default: []].append(net.instant) }
             seen = net.sent.count
             step += 1
             alice.speak(level: 30)
@@ -133,14 +133,14 @@ struct TimerScheduleTests {
             let times = reports[who.address] ?? []
             #expect(times.count >= 4)
             for (a, b) in zip(times, times.dropFirst()) {
-                #expect(b - a >= 1_000_000_000 && b - a <= 1_000_000_000 + RelayCore.housekeepingInterval + 20_000_000)
+                #expect(b - a >= .seconds(1) && b - a <= .seconds(1) + RelayCore.housekeepingInterval + .milliseconds(20))
             }
         }
         // A bare ack or a ping from a member leaves the due time where the last tick put it; a mute brings it forward.
         net.core.tick(now: net.now)
         net.collect(0)
         let due = net.core.timersDue
-        #expect(due > net.monotonic)
+        #expect(due > net.instant)
         let member = try #require(net.core.sessions.member(at: bob.address))
         for message in [SignalMessage.ack, .ping(timestamp: 1)] {
             var bytes = [UInt8](repeating: 0, count: Signalling.maxDatagramSize)
@@ -152,6 +152,6 @@ struct TimerScheduleTests {
         }
         bob.session.setMuted(true, now: net.instant)
         net.exchange()
-        #expect(net.core.timersDue <= net.monotonic)
+        #expect(net.core.timersDue <= net.instant)
     }
 }

@@ -159,7 +159,7 @@ struct AudioLevelLoudnessTests {
 @Suite("Speech rules")
 struct SpeechRulesTests {
     @Test func defaults() {
-        #expect(SpeechRules.standard.levelThreshold == 60 && SpeechRules.standard.hold == 600_000_000)
+        #expect(SpeechRules.standard.levelThreshold == 60 && SpeechRules.standard.hold == .milliseconds(600))
     }
 
     @Test(arguments: [(UInt8?.some(30), 0, UInt8(30)), (nil, 11, 40), (nil, 10, 127), (nil, 0, 127), (.some(127), 500, 127)])
@@ -170,6 +170,7 @@ struct SpeechRulesTests {
     @Test func thresholdAndHold() {
         let rules = SpeechRules.standard
         #expect(rules.isSpeech(level: 60) && !rules.isSpeech(level: 61))
-        #expect(rules.isSpeaking(lastSpeech: 0, now: 600_000_000) && !rules.isSpeaking(lastSpeech: 0, now: 600_000_001))
+        #expect(rules.isSpeaking(lastSpeech: .origin, now: .origin + .milliseconds(600))
+                && !rules.isSpeaking(lastSpeech: .origin, now: .origin + .milliseconds(600) + .nanoseconds(1)))
     }
 }

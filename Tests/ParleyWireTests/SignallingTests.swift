@@ -151,28 +151,28 @@ struct ReliableChannelTests {
     @Test("messages are delivered once and in order, across reordering and duplicates")
     func ordering() {
         var rx = ReliableChannel()
-        #expect(rx.receive(sequence: 2, ack: 0, message: .leave, now: 0).isEmpty)
-        #expect(rx.receive(sequence: 1, ack: 0, message: .setMuted(true), now: 0) == [.setMuted(true), .leave])
-        #expect(rx.receive(sequence: 1, ack: 0, message: .setMuted(true), now: 0).isEmpty)
+        #expect(rx.receive(sequence: 2, ack: 0, message: .leave, now: .origin).isEmpty)
+        #expect(rx.receive(sequence: 1, ack: 0, message: .setMuted(true), now: .origin) == [.setMuted(true), .leave])
+        #expect(rx.receive(sequence: 1, ack: 0, message: .setMuted(true), now: .origin).isEmpty)
         #expect(rx.ackNumber == 2)
         #expect(rx.ackOwed)
-        #expect(rx.receive(sequence: 0, ack: 0, message: .ack, now: 0) == [.ack])
+        #expect(rx.receive(sequence: 0, ack: 0, message: .ack, now: .origin) == [.ack])
         // Far beyond the window: ignored.
-        #expect(rx.receive(sequence: 1000, ack: 0, message: .leave, now: 0).isEmpty)
-        #expect(rx.receive(sequence: 3, ack: 0, message: .resumed, now: 0) == [.resumed])
+        #expect(rx.receive(sequence: 1000, ack: 0, message: .leave, now: .origin).isEmpty)
+        #expect(rx.receive(sequence: 3, ack: 0, message: .resumed, now: .origin) == [.resumed])
     }
 
     @Test("unacknowledged messages are resent with a doubling timeout until the peer acknowledges them")
     func retransmission() {
         var tx = ReliableChannel()
         tx.enqueue(.setMuted(true))
-        #expect(tx.transmissions(now: 0).map(\.sequence) == [1])
-        #expect(tx.transmissions(now: 200_000_000).isEmpty)
-        let first = tx.transmissions(now: 250_000_000)
+        #expect(tx.transmissions(now: .origin).map(\.sequence) == [1])
+        #expect(tx.transmissions(now: .origin + .milliseconds(200)).isEmpty)
+        let first = tx.transmissions(now: .origin + .milliseconds(250))
         #expect(first.map(\.isRetransmission) == [true])
-        #expect(tx.transmissions(now: 700_000_000).isEmpty)       // next after 2 × 250 ms
-        #expect(tx.transmissions(now: 750_000_000).count == 1)
-        _ = tx.receive(sequence: 0, ack: 1, message: .ack, now: 800_000_000)
+        #expect(tx.transmissions(now: .origin + .milliseconds(700)).isEmpty)       // next after 2 × 250 ms
+        #expect(tx.transmissions(now: .origin + .milliseconds(750)).count == 1)
+        _ = tx.receive(sequence: 0, ack: 1, message: .ack, now: .origin + .milliseconds(800))
         #expect(tx.pendingCount == 0)
         #expect(tx.retransmissions == 2)
         #expect(tx.nextDeadline == nil)
@@ -182,23 +182,23 @@ struct ReliableChannelTests {
     func rto() {
         var tx = ReliableChannel()
         for i in 0..<10 {
-            let t = Int64(i) * 1_000_000_000
+            let t = Instant.origin + .seconds(Int64(i))
             tx.enqueue(.leave)
             _ = tx.transmissions(now: t)
-            _ = tx.receive(sequence: 0, ack: UInt32(i + 1), message: .ack, now: t + 40_000_000)
+            _ = tx.receive(sequence: 0, ack: UInt32(i + 1), message: .ack, now: t + .milliseconds(40))
         }
-        #expect(tx.roundTripTime == 40_000_000)
-        #expect(tx.currentRTO == 100_000_000)  // clamped to the minimum
+        #expect(tx.roundTripTime == .milliseconds(40))
+        #expect(tx.currentRTO == .milliseconds(100))  // clamped to the minimum
     }
 
     @Test("a message never acknowledged fails the channel after the last attempt")
     func failure() {
         var tx = ReliableChannel()
         tx.enqueue(.leave)
-        var t: Int64 = 0
-        while !tx.failed && t < 120_000_000_000 {
+        var t = Instant.origin
+        while !tx.failed && t < .origin + .seconds(120) {
             _ = tx.transmissions(now: t)
-            t += 50_000_000
+            t += .milliseconds(50)
         }
         #expect(tx.failed)
     }
@@ -206,37 +206,37 @@ struct ReliableChannelTests {
     @Test("serviceDue: now while an ack is owed or a message waits with room in the window, else the next retransmission")
     func serviceDue() {
         var tx = ReliableChannel()
-        #expect(tx.serviceDue == .max)
+        #expect(tx.serviceDue == .distantFuture)
         tx.enqueue(.leave)
-        #expect(tx.serviceDue == .min)
-        _ = tx.transmissions(now: 1_000)
-        #expect(tx.serviceDue == 1_000 + 250_000_000)
-        #expect(tx.transmissions(now: 1_000 + 249_999_999).isEmpty)   // nothing before it
-        _ = tx.receive(sequence: 1, ack: 0, message: .setMuted(true), now: 2_000)
-        #expect(tx.serviceDue == .min)                                  // an ack is owed
+        #expect(tx.serviceDue == .distantPast)
+        _ = tx.transmissions(now: .origin + .microseconds(1))
+        #expect(tx.serviceDue == .origin + .microseconds(1) + .milliseconds(250))
+        #expect(tx.transmissions(now: .origin + .microseconds(1) + .nanoseconds(249_999_999)).isEmpty)   // nothing before it
+        _ = tx.receive(sequence: 1, ack: 0, message: .setMuted(true), now: .origin + .microseconds(2))
+        #expect(tx.serviceDue == .distantPast)                                  // an ack is owed
         tx.ackSent()
-        #expect(tx.serviceDue == 1_000 + 250_000_000)
-        _ = tx.transmissions(now: 250_001_000)                          // retransmitted: next after 2 × 250 ms
-        #expect(tx.serviceDue == 250_001_000 + 500_000_000)
-        _ = tx.receive(sequence: 0, ack: 1, message: .ack, now: 300_000_000)
-        #expect(tx.serviceDue == .max)
+        #expect(tx.serviceDue == .origin + .microseconds(1) + .milliseconds(250))
+        _ = tx.transmissions(now: .origin + .microseconds(250_001))                          // retransmitted: next after 2 × 250 ms
+        #expect(tx.serviceDue == .origin + .microseconds(250_001) + .milliseconds(500))
+        _ = tx.receive(sequence: 0, ack: 1, message: .ack, now: .origin + .milliseconds(300))
+        #expect(tx.serviceDue == .distantFuture)
 
         // A full window: waiting messages are not due until the first in flight times out.
         var full = ReliableChannel()
         for _ in 0..<33 { full.enqueue(.leave) }
-        #expect(full.transmissions(now: 0).count == 32)
-        #expect(full.serviceDue == 250_000_000)
-        _ = full.receive(sequence: 0, ack: 1, message: .ack, now: 10)
-        #expect(full.serviceDue == .min)                                // room again: the 33rd can go
+        #expect(full.transmissions(now: .origin).count == 32)
+        #expect(full.serviceDue == .origin + .milliseconds(250))
+        _ = full.receive(sequence: 0, ack: 1, message: .ack, now: .origin + .nanoseconds(10))
+        #expect(full.serviceDue == .distantPast)                                // room again: the 33rd can go
     }
 
     @Test("the send window holds back messages beyond 32 in flight")
     func window() {
         var tx = ReliableChannel()
         for _ in 0..<40 { tx.enqueue(.leave) }
-        #expect(tx.transmissions(now: 0).count == 32)
-        _ = tx.receive(sequence: 0, ack: 10, message: .ack, now: 1)
-        #expect(tx.transmissions(now: 2).count == 8)
+        #expect(tx.transmissions(now: .origin).count == 32)
+        _ = tx.receive(sequence: 0, ack: 10, message: .ack, now: .origin + .nanoseconds(1))
+        #expect(tx.transmissions(now: .origin + .nanoseconds(2)).count == 8)
     }
 
     @Test("the queue holds at most maxPending: the next message is dropped, counted, and the channel overflows")
@@ -248,14 +248,14 @@ struct ReliableChannelTests {
             let queued = tx.enqueue(.leave)
             #expect(queued)
         }
-        _ = tx.transmissions(now: 0)                      // 32 in flight, 8 waiting: still 40 pending
+        _ = tx.transmissions(now: .origin)                      // 32 in flight, 8 waiting: still 40 pending
         #expect(tx.hasRoom(for: 0, within: .max) && !tx.hasRoom(for: 1, within: .max))
-        #expect(!tx.overflowed && tx.serviceDue == 250_000_000)
+        #expect(!tx.overflowed && tx.serviceDue == .origin + .milliseconds(250))
         let queued = tx.enqueue(.setMuted(true))
         #expect(!queued)
         #expect(tx.overflowed && tx.refused == 1 && tx.pendingCount == 40)
-        #expect(tx.serviceDue == .min)                    // the owner looks at once
-        _ = tx.receive(sequence: 0, ack: 32, message: .ack, now: 1)
+        #expect(tx.serviceDue == .distantPast)                    // the owner looks at once
+        _ = tx.receive(sequence: 0, ack: 32, message: .ack, now: .origin + .nanoseconds(1))
         #expect(tx.pendingCount == 8 && tx.overflowed)   // a lost message stays lost: overflow is for good
     }
 
@@ -270,11 +270,11 @@ struct ReliableChannelTests {
     func dropWaiting() {
         var tx = ReliableChannel()
         for i in 0..<34 { tx.enqueue(i % 2 == 0 ? .setMuted(true) : .leave) }
-        _ = tx.transmissions(now: 0)                      // 0…31 in flight, 32 (muted) and 33 (leave) waiting
+        _ = tx.transmissions(now: .origin)                      // 0…31 in flight, 32 (muted) and 33 (leave) waiting
         let dropped = tx.dropWaiting { $0 == .setMuted(true) }
         #expect(dropped == 1)
         #expect(tx.pendingCount == 33)
-        _ = tx.receive(sequence: 0, ack: 32, message: .ack, now: 1)
-        #expect(tx.transmissions(now: 2).map(\.message) == [.leave])
+        _ = tx.receive(sequence: 0, ack: 32, message: .ack, now: .origin + .nanoseconds(1))
+        #expect(tx.transmissions(now: .origin + .nanoseconds(2)).map(\.message) == [.leave])
     }
 }
