@@ -41,7 +41,10 @@ public struct PathChallenge: Sendable {
         guard challenge.count == Self.size else { return nil }
         var issued: UInt64 = 0
         for i in 0..<8 { issued = issued << 8 | UInt64(challenge[i]) }
+        // The stamp is the sender's until the HMAC below holds: a stamp before 1970 (top bit set, or any negative
+        // value) is refused before it is subtracted, so no forged stamp can overflow the arithmetic.
         let issuedAt = Int64(bitPattern: issued)
+        guard issuedAt >= 0, unixMilliseconds >= 0 else { return nil }
         let age = unixMilliseconds - issuedAt
         guard age >= -Self.clockSkew.milliseconds, age <= Self.lifetime.milliseconds else { return nil }
         guard Crypto.constantTimeEqual(mint(connectionID: connectionID, address: address, unixMilliseconds: issuedAt), challenge) else { return nil }

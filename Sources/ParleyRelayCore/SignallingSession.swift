@@ -92,7 +92,10 @@ final class SignallingSession {
 
     /// Whether a resume's proof holds for this session and its time is within a minute of ours.
     func resumeIsProven(timestamp: UInt64, proof: [UInt8], now: Moment) -> Bool {
-        let skew = Int64(bitPattern: timestamp) - now.unixMilliseconds
+        // The timestamp is the sender's: one past Int64.max would overflow the subtraction (and `abs`), so it is
+        // refused first.
+        guard timestamp <= UInt64(Int64.max), now.unixMilliseconds >= 0 else { return false }
+        let skew = Int64(timestamp) - now.unixMilliseconds
         return signals && !sessionSecret.isEmpty && abs(skew) <= Self.resumeSkew.milliseconds
             && ResumeProof.verify(proof, secret: sessionSecret, connectionID: connectionID, timestamp: timestamp)
     }

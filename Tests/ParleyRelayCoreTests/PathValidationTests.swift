@@ -67,6 +67,31 @@ struct PathValidationTests {
         #expect(sent(net, to: Self.attacker).count == toAttacker.count)
     }
 
+    @Test("the attack: stamps a signed subtraction cannot hold (a path response's issue time, a resume's timestamp) are refused, never trap",
+          arguments: [UInt64(0x8000_0000_0000_0000), 0x8000_0000_0000_0001, 0xFFFF_FFFF_FFFF_FFFF, 0x7FFF_FFFF_FFFF_FFFF])
+    func overflowingStamps(stamp: UInt64) throws {
+        let net = FakeNetwork()
+        let alice = net.addClient("alice"), bob = net.addClient("bob")
+        net.joinAll()
+        let connection = try connectionID(net, of: alice)
+        var challenge = [UInt8](repeating: 0, count: PathChallenge.size)
+        for i in 0..<8 { challenge[i] = UInt8(truncatingIfNeeded: stamp >> UInt64(56 - 8 * i)) }
+        let forgedResponse = try SignalDatagram(connectionID: connection, sequence: 0, ack: 0,
+                                                message: .pathResponse(challenge: challenge, proof: [UInt8](repeating: 0xAB, count: 32))).serialized()
+        net.deliverToRelay(forgedResponse, from: Self.attacker, port: 7400)
+        // A resume with that timestamp and even the right proof (the attacker on the path has neither, but the
+        // timestamp check comes first).
+        net.deliverToRelay(try resume(net, alice, connection: connection, timestamp: stamp), from: Self.attacker, port: 7400)
+        net.exchange()
+        #expect(net.core.counters.drops(.pathRejected) == 1)
+        #expect(net.core.counters.drops(.resumeRejected) == 1)
+        #expect(net.core.counters.resumes == 0)
+        #expect(net.core.snapshot()[0].members.first { $0.identity == "alice" }?.address == alice.address)
+        bob.speak(level: 20)
+        net.exchange()
+        #expect(alice.media[bob.ssrc]?.count == 1, "the relay still forwards")
+    }
+
     @Test("bad resumes are refused in no more bytes than they carried; a good one from a new address only challenges it")
     func resumeChecks() throws {
         let net = FakeNetwork()
