@@ -104,6 +104,8 @@ final class RoomCall {
     private var members: [UInt32: MemberEntry] = [:]
     private var speaking: [SpeakerEntry] = []
     private var myMemberID: UInt32 = 0
+    /// The message being typed after `t` (UTF-8 bytes from the terminal → text), or nil when not typing.
+    private var typing: LineEditor?
     /// Set from outside (a call hung up by the other side) to leave at the next tick.
     var leaveRequested = false
     /// Called every tick with the time (calls use it to drive their presence session).
@@ -269,15 +271,18 @@ final class RoomCall {
     /// Live-view keys; returns true to leave.
     private func handleKey(_ key: UInt8) -> Bool {
         let now = Clock.monotonic()
-        if var text = ui.typing {
-            switch key {
-            case 10, 13:
+        if var editor = typing {
+            switch editor.feed(key) {
+            case .editing:
+                typing = editor
+                ui.typing = editor.text
+            case .finished(let text):
                 if !text.isEmpty, let id = engine.sendText(text, now: now) { ui.event("you: \(text) (text \(id))") }
+                typing = nil
                 ui.typing = nil
-            case 27: ui.typing = nil
-            case 127, 8: if !text.isEmpty { text.removeLast() }; ui.typing = text
-            default:
-                if key >= 32 { text.unicodeScalars.append(Unicode.Scalar(key)); ui.typing = text }
+            case .cancelled:
+                typing = nil
+                ui.typing = nil
             }
             ui.touch()
             return false
@@ -288,7 +293,7 @@ final class RoomCall {
         case UInt8(ascii: "m"):
             engine.setMuted(!engine.muted, now: now)
             ui.event(engine.muted ? "you are muted" : "you are unmuted")
-        case UInt8(ascii: "t"): ui.typing = ""; ui.touch()
+        case UInt8(ascii: "t"): typing = LineEditor(); ui.typing = ""; ui.touch()
         default: break
         }
         return false
