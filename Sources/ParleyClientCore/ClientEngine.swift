@@ -69,6 +69,13 @@ public final class ClientEngine {
         case connectionLost(String)
         /// A new session is opened after this wait.
         case rejoining(after: Interval)
+        /// The relay stopped answering: nothing heard from it for this long (the session is resuming; the engine
+        /// keeps trying, and joins afresh if the session is lost). Said once per silence, at most 4 s after the
+        /// relay's last word (the session pings every second once it has been quiet for 3 s, and resumes a second
+        /// later), long before the session gives up on it.
+        case relaySilent(for: Interval)
+        /// The relay answers again (a resume accepted or a new welcome) after being silent for this long.
+        case relayBack(after: Interval)
         /// Over for good.
         case over(Ending)
     }
@@ -122,6 +129,8 @@ public final class ClientEngine {
     private var backoff = RejoinBackoff()
     private var everWelcomed = false
     private var lastReceiverReport = Instant.origin
+    /// When the relay was last heard before it went silent; nil while it answers.
+    public private(set) var silentSince: Instant?
     private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 16)
 
     /// An engine that joins `configuration.room` at `server` with `token()` (asked afresh for every session) and
@@ -238,6 +247,10 @@ public final class ClientEngine {
             return settle(session.tick(now: now), now: now)
         case .inSession:
             var events = settle(session.tick(now: now), now: now)
+            if phase == .inSession, silentSince == nil, session.state == .resuming {
+                silentSince = session.signalling.lastHeard
+                events.append(.relaySilent(for: now - session.signalling.lastHeard))
+            }
             if phase == .inSession, mode == "forward", let heard = speaking.update(now: now) { events.append(.speakersHeard(heard)) }
             return events
         }
@@ -252,6 +265,9 @@ public final class ClientEngine {
             case .welcomed(let w):
                 mode = w.mode
                 sender?.ssrc = w.ssrc
+                events += relayAnswers(now: now)
+            case .resumed:
+                events += relayAnswers(now: now)
             case .member(.left, let m, _):
                 speaking.forget(ssrc: m.ssrc)
             case .roundTrip(let rtt):
@@ -282,6 +298,16 @@ public final class ClientEngine {
         events.append(.rejoining(after: wait))
         return events
     }
+
+    /// The relay answered: ends a silence, if there was one.
+    private func relayAnswers(now: Instant) -> [Event] {
+        guard let since = silentSince else { return [] }
+        silentSince = nil
+        return [.relayBack(after: now - since)]
+    }
+
+    /// How long the relay has been silent (see `Event.relaySilent`), or nil while it answers.
+    public func relaySilence(now: Instant) -> Interval? { silentSince.map { now - $0 } }
 
     private func finish(_ ending: Ending) -> [Event] {
         flush()

@@ -195,6 +195,8 @@ final class RoomCall {
         case .speakersHeard(let heard): showSpeakers(heard)
         case .connectionLost(let reason): ui.event("connection lost: \(reason)")
         case .rejoining(let wait): ui.event("reconnecting in \(wait.wholeSeconds) s")
+        case .relaySilent(let quiet): ui.notice("the relay at \(server) stopped answering (nothing for \(quiet.wholeSeconds) s); still trying")
+        case .relayBack(let after): ui.notice("the relay at \(server) answers again (silent for \(after.wholeSeconds) s)")
         case .over(let ending):
             switch ending {
             case .refused(let code, let reason):
@@ -299,11 +301,17 @@ final class RoomCall {
         return false
     }
 
+    /// The header's word on the link: connected, connecting, or how long the relay has been silent.
+    private func connection(now: Instant) -> String {
+        if let quiet = engine.relaySilence(now: now) { return "relay silent for \(quiet.wholeSeconds) s, retrying" }
+        return engine.session.state == .joined ? "connected" : "connecting"
+    }
+
     private func updateStatus() {
         guard ui.interactive else { return }
         let audible = Set(engine.audibleSSRCs)
         var lines = ["parley · room \(room) · \(identity)\(engine.muted ? " (muted)" : "") · mic \(devices.listenOnly ? "off" : "-\(engine.inputLevel) dBov")"
-                     + " · \(engine.session.state == .joined ? "connected" : "connecting")"]
+                     + " · \(connection(now: Clock.monotonic()))"]
         let speakingIDs = Set(speaking.map(\.memberID))
         for m in members.values.sorted(by: { $0.identity < $1.identity }) {
             let talking = speakingIDs.contains(m.memberID) || audible.contains(m.ssrc)
