@@ -183,6 +183,10 @@ public final class ClientEngine {
         if isRTCP(bytes) {
             var packets = rtcpPackets(in: bytes)
             while let p = try? packets.next() {
+                if p.packetType == 203, let bye = try? Goodbye(parsing: p) {
+                    for ssrc in bye.ssrcs { receiver.senderLeft(ssrc: ssrc) }
+                    continue
+                }
                 guard p.packetType == 201, let rr = try? ReceiverReport(parsing: p), let sender else { continue }
                 for block in rr.reports where block.ssrc == sender.ssrc { sender.reportedLoss(fraction: block.fractionLost, jitter: block.jitter) }
             }
