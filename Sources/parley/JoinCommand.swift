@@ -110,6 +110,9 @@ final class RoomCall {
     var leaveRequested = false
     /// Called every tick with the time (calls use it to drive their presence session).
     var onTick: ((Instant) -> Void)?
+    /// What the header calls this stay: "room NAME" for a join; "call with PEER" for a call, whose room's name is
+    /// internal (`call-…`) and means nothing to the person.
+    var title: String
     /// Extra key handling (calls: `h` hangs up); returns true when the key was used.
     var onKey: ((UInt8) -> Bool)?
 
@@ -118,6 +121,7 @@ final class RoomCall {
     init(identity: String, server: PeerAddress, token: @escaping () -> String, configuration: ClientEngine.Configuration,
          devices: DeviceAudio, ui: TerminalUI, duration: Double, say: String?) {
         self.room = configuration.room
+        self.title = "room \(configuration.room)"
         self.identity = identity
         self.server = server
         self.devices = devices
@@ -220,7 +224,7 @@ final class RoomCall {
         case .welcomed(let w):
             myMemberID = w.memberID
             names[w.ssrc] = identity
-            ui.event("joined \(w.room) as \(w.identity) (member \(w.memberID), ssrc \(w.ssrc), port \(w.port), mode \(w.mode), \(w.memberCount) others)")
+            ui.event("joined \(title == "room \(w.room)" ? w.room : "the \(title)") as \(w.identity) (member \(w.memberID), ssrc \(w.ssrc), port \(w.port), mode \(w.mode), \(w.memberCount) others)")
         case .memberList(let list):
             for m in list { names[m.ssrc] = m.identity; members[m.memberID] = m }
             ui.event("members: " + (list.isEmpty ? "(nobody else)" : list.map { $0.identity + ($0.flags.contains(.muted) ? " (muted)" : "") }.joined(separator: ", ")))
@@ -310,7 +314,7 @@ final class RoomCall {
     private func updateStatus() {
         guard ui.interactive else { return }
         let audible = Set(engine.audibleSSRCs)
-        var lines = ["parley · room \(room) · \(identity)\(engine.muted ? " (muted)" : "") · mic \(devices.listenOnly ? "off" : "-\(engine.inputLevel) dBov")"
+        var lines = ["parley · \(title) · \(identity)\(engine.muted ? " (muted)" : "") · mic \(devices.listenOnly ? "off" : "-\(engine.inputLevel) dBov")"
                      + " · \(connection(now: Clock.monotonic()))"]
         let speakingIDs = Set(speaking.map(\.memberID))
         for m in members.values.sorted(by: { $0.identity < $1.identity }) {
