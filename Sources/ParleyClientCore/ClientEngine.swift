@@ -129,8 +129,8 @@ public final class ClientEngine {
     private var backoff = RejoinBackoff()
     private var everWelcomed = false
     private var lastReceiverReport = Instant.origin
-    /// When the relay was last heard before it went silent; nil while it answers.
-    public private(set) var silentSince: Instant?
+    /// Whether the relay answers (`relaySilent` / `relayBack`).
+    public private(set) var relayWatch = RelaySilenceWatch()
     private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 16)
 
     /// An engine that joins `configuration.room` at `server` with `token()` (asked afresh for every session) and
@@ -251,9 +251,9 @@ public final class ClientEngine {
             return settle(session.tick(now: now), now: now)
         case .inSession:
             var events = settle(session.tick(now: now), now: now)
-            if phase == .inSession, silentSince == nil, session.state == .resuming {
-                silentSince = session.signalling.lastHeard
-                events.append(.relaySilent(for: now - session.signalling.lastHeard))
+            if phase == .inSession,
+               case .silent(let quiet) = relayWatch.observe(resuming: session.state == .resuming, lastHeard: session.signalling.lastHeard, now: now) {
+                events.append(.relaySilent(for: quiet))
             }
             if phase == .inSession, mode == "forward", let heard = speaking.update(now: now) { events.append(.speakersHeard(heard)) }
             return events
@@ -305,13 +305,12 @@ public final class ClientEngine {
 
     /// The relay answered: ends a silence, if there was one.
     private func relayAnswers(now: Instant) -> [Event] {
-        guard let since = silentSince else { return [] }
-        silentSince = nil
-        return [.relayBack(after: now - since)]
+        guard case .back(let after) = relayWatch.answered(now: now) else { return [] }
+        return [.relayBack(after: after)]
     }
 
     /// How long the relay has been silent (see `Event.relaySilent`), or nil while it answers.
-    public func relaySilence(now: Instant) -> Interval? { silentSince.map { now - $0 } }
+    public func relaySilence(now: Instant) -> Interval? { relayWatch.silence(now: now) }
 
     private func finish(_ ending: Ending) -> [Event] {
         flush()

@@ -196,6 +196,16 @@ enum CallCommands {
                 default: break
                 }
             }
+            for change in p.engine.takeRelayChanges() {
+                switch change {
+                case .silent(let quiet):
+                    ui.notice("the relay at \(server) stopped answering (nothing for \(quiet.wholeSeconds) s); still trying")
+                    ui.status = ["parley · \(identity) · relay silent, retrying"]
+                case .back(let after):
+                    ui.notice("the relay at \(server) answers again (silent for \(after.wholeSeconds) s)")
+                    ui.status = ["parley · \(identity) · online, waiting for calls"]
+                }
+            }
             // The session ended (here or while a call's room loop polled it): register afresh when the relay went
             // away or forgot us, as `join` rejoins; a refusal or a removal is final.
             switch p.engine.renewal(now: Clock.monotonic()) {

@@ -38,7 +38,7 @@ struct RelaySilenceTests {
         let said = Self.silences(h.events)
         #expect(said.count == 1)
         #expect(said.allSatisfy { $0 <= 5_000 * Self.ms && $0 > 3_000 * Self.ms }, "\(said)")
-        #expect(h.engine.silentSince == lastWord)
+        #expect(h.engine.relayWatch.silentSince == lastWord)
         #expect(h.engine.relaySilence(now: h.now) == h.now - lastWord)
         // The engine keeps at it: the session gives up (timeout + 5 s) and joins afresh, silent still, said once.
         Self.run(h, until: lastWord + 30_000 * Self.ms, answering: false)
@@ -51,7 +51,7 @@ struct RelaySilenceTests {
         let before = h.events.count
         h.welcome()
         #expect(h.events[before...].contains(.relayBack(after: h.now - lastWord)))
-        #expect(h.engine.silentSince == nil && h.engine.inRoom)
+        #expect(h.engine.relayWatch.silentSince == nil && h.engine.inRoom)
     }
 
     @Test("a resume answered (a new address, the same relay) ends the silence with `relayBack`")
@@ -67,5 +67,39 @@ struct RelaySilenceTests {
         // A later silence is said again.
         Self.run(h, until: h.now + 5_000 * Self.ms, answering: false)
         #expect(Self.silences(h.events).count == 2)
+    }
+}
+
+@Suite("An online identity's relay stops answering: said once, and its return said")
+struct PresenceRelaySilenceTests {
+    static let ms = ScriptedRelay.ms
+
+    @Test("silent within 5 s of the relay's last word; back when a resume is accepted")
+    func presence() throws {
+        // The engine registers at its first tick; the welcome answers that register's nonce.
+        var outgoing: [[UInt8]] = []
+        let capture = PresenceEngine(server: ScriptedRelay.publicAddress, token: { "t" }, now: t0,
+                                     unixMilliseconds: { ScriptedRelay.unixMilliseconds }, random: SeededRandomNumberGenerator(seed: 3),
+                                     transmit: { bytes, _ in outgoing.append(Array(bytes)) })
+        _ = capture.tick(now: t0)
+        let welcome = ScriptedRelay.welcome(answering: outgoing, port: ScriptedRelay.publicAddress.port, room: "")
+        let lastWord = t0 + 1 * Self.ms
+        _ = welcome.withUnsafeBytes { capture.receive($0, from: ScriptedRelay.publicAddress, now: lastWord) }
+        #expect(capture.session.state == .registered)
+        #expect(capture.takeRelayChanges().isEmpty)
+        var changes: [RelaySilenceWatch.Change] = []
+        var now = lastWord
+        while now < lastWord + 5_000 * Self.ms {
+            now = now + 100 * Self.ms
+            _ = capture.tick(now: now)
+            changes += capture.takeRelayChanges()
+        }
+        #expect(changes.count == 1)
+        guard case .silent(let quiet) = changes.first else { Issue.record("\(changes)"); return }
+        #expect(quiet <= 5_000 * Self.ms && quiet > 3_000 * Self.ms)
+        let resumed = ScriptedRelay.datagram(.resumed, sequence: 2)
+        _ = resumed.withUnsafeBytes { capture.receive($0, from: ScriptedRelay.publicAddress, now: now) }
+        #expect(capture.takeRelayChanges() == [.back(after: now - lastWord)])
+        #expect(capture.relayWatch.silentSince == nil)
     }
 }
