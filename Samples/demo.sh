@@ -11,7 +11,11 @@ mode="${1:-forward}"
 out=Samples/out
 mkdir -p "$out"
 command -v espeak-ng >/dev/null || { echo "demo: needs espeak-ng (apt-get install espeak-ng)"; exit 1; }
-[ -x .build/release/parley ] && [ -x .build/release/parley-relay ] || swift build -c release --product parley-relay >/dev/null && swift build -c release --product parley >/dev/null
+if [ ! -x .build/release/parley ] || [ ! -x .build/release/parley-relay ]; then
+    echo "demo: building parley and parley-relay (release, a few minutes the first time)"
+    swift build -c release --product parley-relay
+    swift build -c release --product parley
+fi
 
 espeak-ng -w "$out/alice-says.wav" "Hello Bob. This is Alice, talking to you through a Parley relay, with no sound card at all."
 port=$((20000 + RANDOM % 20000))

@@ -46,6 +46,7 @@ public final class AlsaDevice: @unchecked Sendable {
         self.direction = direction
         self.channels = channels
 
+        AlsaDevice.silenceLibraryErrors
         var handle: OpaquePointer?
         let stream = direction == .capture ? SND_PCM_STREAM_CAPTURE : SND_PCM_STREAM_PLAYBACK
         let openResult = snd_pcm_open(&handle, name, stream, 0)
@@ -68,6 +69,10 @@ public final class AlsaDevice: @unchecked Sendable {
     deinit {
         close()
     }
+
+    /// Installs a no-op ALSA error handler once per process (before the first ALSA call): without it alsa-lib prints
+    /// its own `ALSA lib …` lines on stderr for every failed lookup, around the one-line error this type throws.
+    private static let silenceLibraryErrors: Void = { _ = parley_alsa_silence_errors() }()
 
     /// Reads exactly `frames` frames (interleaved) — retries short reads, recovers -EPIPE/-ESTRPIPE with snd_pcm_recover (counted as overruns).
     ///
@@ -129,6 +134,7 @@ public final class AlsaDevice: @unchecked Sendable {
     ///
     /// Descriptions that alsa-lib spreads over several lines are joined with " — ". Empty when no hints are available.
     public static func list() -> [(name: String, description: String)] {
+        silenceLibraryErrors
         var hints: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
         guard snd_device_name_hint(-1, "pcm", &hints) == 0, let hints else { return [] }
         defer { snd_device_name_free_hint(hints) }

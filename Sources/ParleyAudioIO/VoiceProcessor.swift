@@ -54,7 +54,9 @@ public final class VoiceProcessor: @unchecked Sendable {
         }
         set(SPEEX_PREPROCESS_SET_DENOISE, options.denoise)
         set(SPEEX_PREPROCESS_SET_AGC, options.agc)
-        set(SPEEX_PREPROCESS_SET_VAD, options.vad)
+        // libspeexdsp prints "The VAD has been replaced by a hack…" on stderr on every SET_VAD, whatever the value;
+        // its VAD starts off, so it is asked for only when wanted (a microphone join, with VAD off, prints nothing).
+        if options.vad { set(SPEEX_PREPROCESS_SET_VAD, true) }
         set(SPEEX_PREPROCESS_SET_DEREVERB, false)
 
         self.frameSamples = frameSamples

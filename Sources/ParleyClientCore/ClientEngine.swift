@@ -69,6 +69,13 @@ public final class ClientEngine {
         case connectionLost(String)
         /// A new session is opened after this wait.
         case rejoining(after: Interval)
+        /// The relay stopped answering: nothing heard from it for this long (the session is resuming; the engine
+        /// keeps trying, and joins afresh if the session is lost). Said once per silence, at most 4 s after the
+        /// relay's last word (the session pings every second once it has been quiet for 3 s, and resumes a second
+        /// later), long before the session gives up on it.
+        case relaySilent(for: Interval)
+        /// The relay answers again (a resume accepted or a new welcome) after being silent for this long.
+        case relayBack(after: Interval)
         /// Over for good.
         case over(Ending)
     }
@@ -122,6 +129,8 @@ public final class ClientEngine {
     private var backoff = RejoinBackoff()
     private var everWelcomed = false
     private var lastReceiverReport = Instant.origin
+    /// Whether the relay answers (`relaySilent` / `relayBack`).
+    public private(set) var relayWatch = RelaySilenceWatch()
     private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 16)
 
     /// An engine that joins `configuration.room` at `server` with `token()` (asked afresh for every session) and
@@ -174,6 +183,10 @@ public final class ClientEngine {
         if isRTCP(bytes) {
             var packets = rtcpPackets(in: bytes)
             while let p = try? packets.next() {
+                if p.packetType == 203, let bye = try? Goodbye(parsing: p) {
+                    for ssrc in bye.ssrcs { receiver.senderLeft(ssrc: ssrc) }
+                    continue
+                }
                 guard p.packetType == 201, let rr = try? ReceiverReport(parsing: p), let sender else { continue }
                 for block in rr.reports where block.ssrc == sender.ssrc { sender.reportedLoss(fraction: block.fractionLost, jitter: block.jitter) }
             }
@@ -238,6 +251,10 @@ public final class ClientEngine {
             return settle(session.tick(now: now), now: now)
         case .inSession:
             var events = settle(session.tick(now: now), now: now)
+            if phase == .inSession,
+               case .silent(let quiet) = relayWatch.observe(resuming: session.state == .resuming, lastHeard: session.signalling.lastHeard, now: now) {
+                events.append(.relaySilent(for: quiet))
+            }
             if phase == .inSession, mode == "forward", let heard = speaking.update(now: now) { events.append(.speakersHeard(heard)) }
             return events
         }
@@ -252,6 +269,9 @@ public final class ClientEngine {
             case .welcomed(let w):
                 mode = w.mode
                 sender?.ssrc = w.ssrc
+                events += relayAnswers(now: now)
+            case .resumed:
+                events += relayAnswers(now: now)
             case .member(.left, let m, _):
                 speaking.forget(ssrc: m.ssrc)
             case .roundTrip(let rtt):
@@ -282,6 +302,15 @@ public final class ClientEngine {
         events.append(.rejoining(after: wait))
         return events
     }
+
+    /// The relay answered: ends a silence, if there was one.
+    private func relayAnswers(now: Instant) -> [Event] {
+        guard case .back(let after) = relayWatch.answered(now: now) else { return [] }
+        return [.relayBack(after: after)]
+    }
+
+    /// How long the relay has been silent (see `Event.relaySilent`), or nil while it answers.
+    public func relaySilence(now: Instant) -> Interval? { relayWatch.silence(now: now) }
 
     private func finish(_ ending: Ending) -> [Event] {
         flush()

@@ -25,6 +25,9 @@ public final class PresenceEngine {
     public private(set) var ending: PresenceSession.Event?
     /// When a new session registers, once `renewal` scheduled it.
     public private(set) var registerAgainAt: Instant?
+    /// Whether the relay answers; its changes are collected for `takeRelayChanges`.
+    public private(set) var relayWatch = RelaySilenceWatch()
+    private var relayChanges: [RelaySilenceWatch.Change] = []
 
     private let token: () -> String
     private let unixMilliseconds: () -> Int64
@@ -47,7 +50,7 @@ public final class PresenceEngine {
 
     /// Takes a signalling datagram from `from`; returns what the session said.
     public func receive(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Instant) -> [PresenceSession.Event] {
-        note(session.handle(bytes, from: from, now: now))
+        note(session.handle(bytes, from: from, now: now), now: now)
     }
 
     /// Timers: registers afresh when the wait `renewal` set is over, then the session's retries, keepalives and resume.
@@ -57,13 +60,25 @@ public final class PresenceEngine {
             ending = nil
             session = PresenceSession(server: server, token: token(), now: now, unixMilliseconds: unixMilliseconds, random: &random)
         }
-        return note(session.tick(now: now))
+        let events = note(session.tick(now: now), now: now)
+        if let change = relayWatch.observe(resuming: session.state == .resuming, lastHeard: session.signalling.lastHeard, now: now) {
+            relayChanges.append(change)
+        }
+        return events
     }
 
-    private func note(_ events: [PresenceSession.Event]) -> [PresenceSession.Event] {
+    /// The relay went silent or answers again since the last call (`RelaySilenceWatch`), oldest first.
+    public func takeRelayChanges() -> [RelaySilenceWatch.Change] {
+        defer { relayChanges.removeAll() }
+        return relayChanges
+    }
+
+    private func note(_ events: [PresenceSession.Event], now: Instant) -> [PresenceSession.Event] {
         for e in events {
             switch e {
-            case .registered: backoff.reset()
+            case .registered, .resumed:
+                if case .registered = e { backoff.reset() }
+                if let change = relayWatch.answered(now: now) { relayChanges.append(change) }
             case .refused, .forgotten, .goodbye, .ended: ending = ending ?? e
             default: break
             }

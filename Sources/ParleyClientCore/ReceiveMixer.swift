@@ -57,6 +57,12 @@ public final class ReceiveMixer {
         stream.audio.insert(packet, arrival: now)
     }
 
+    /// The sender of `ssrc` said goodbye (RTCP BYE, RFC 3550 §6.6): its stream plays out what it holds and then
+    /// falls silent instead of being concealed (`JitterBuffer.senderStopped`).
+    public func senderLeft(ssrc: UInt32) {
+        streams[ssrc]?.audio.jitter.senderStopped()
+    }
+
     /// Generic NACKs (RFC 4585) from `reporter` for every stream's gaps that a retransmission sent now can still
     /// fill before play-out (the stream's target delay plus one frame), each gap asked at most twice, a round trip
     /// apart (`NackTracker`). `roundTrip` is taken as at least `minimumRoundTrip`.

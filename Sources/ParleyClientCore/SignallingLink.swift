@@ -20,7 +20,8 @@ struct SignallingLink {
     private(set) var channel = ReliableChannel()
     private var outgoing: [[UInt8]] = []
     private var lastPing = Instant.origin
-    private var lastHeard: Instant
+    /// When the relay was last heard (signalling or media from it).
+    private(set) var lastHeard: Instant
     private var lastResume = Instant.distantPast
     private let unixMilliseconds: () -> Int64
 

@@ -70,6 +70,8 @@ public final class SignallingSession {
     public private(set) var welcome: Welcome?
     /// Datagrams retransmitted by this side.
     public var retransmissions: Int { link.channel.retransmissions }
+    /// When the relay was last heard: any datagram from it, signalling or (once established) media.
+    public var lastHeard: Instant { link.lastHeard }
     /// Whether the session is welcomed and not over (established or resuming).
     public var isEstablished: Bool { phase == .established || phase == .resuming }
 

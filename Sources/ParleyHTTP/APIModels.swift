@@ -33,6 +33,8 @@ public enum API {
         public var token: String
         public var identity: String
         public var room: String?
+        /// When the token expires, in Unix milliseconds like every time in the API (the token's own `exp` claim is
+        /// in seconds, as RFC 7519 says).
         public var expiresAt: Int64
     }
 

@@ -200,7 +200,8 @@ public struct HTTPRouter: Sendable {
         guard let signer else { throw APIError(503, "unavailable", "the relay has no API key to sign with") }
         let claims = TokenClaims(identity: identity, name: r.name, room: r.room, expiresAt: now + ttl, notBefore: now - 1,
                                  issuedAt: now, grants: grants, mode: r.mode)
-        return Self.json(API.TokenResponse(token: signer.mint(claims), identity: identity, room: r.room, expiresAt: now + ttl), status: 201)
+        return Self.json(API.TokenResponse(token: signer.mint(claims), identity: identity, room: r.room,
+                                                 expiresAt: (now + ttl) * 1000), status: 201)  // the API's times are Unix ms
     }
 
     private func createRoom(_ body: [UInt8]) throws(APIError) -> HTTPResponse {

@@ -113,6 +113,19 @@ extension JitterBuffer {
             mode = .silent
             return pullSilent(now: now)
         }
+        if store.count == 0, senderEnded || lastArrival.map({ now - $0 >= Self.senderSilence.nanoseconds }) ?? false {
+            // Nothing after the due frame, and the sender said goodbye or has sent nothing for a while: it stopped.
+            // End the talkspurt; the frames concealed while waiting were no loss.
+            stats.concealedFrames -= concealRun
+            if concealRun > 0 { stats.concealmentEvents -= 1 }
+            nextSequence = next - Int64(concealRun)  // a sender resuming without DTX continues from here
+            concealRun = 0
+            stats.senderStops += 1
+            stats.silenceFrames += 1
+            mode = .silent
+            inOutage = false
+            return .silence
+        }
         concealRun += 1
         if concealRun > maximumConcealRun {
             mode = .silent

@@ -48,6 +48,10 @@ public final class JitterBuffer {
     var playTimestamp: Int64 = 0
     var concealRun = 0
     var inOutage = false
+    /// Arrival time (ns) of the last packet inserted; nil before the first.
+    var lastArrival: Int64?
+    /// The sender said it has stopped (RTCP BYE) and nothing has arrived since.
+    var senderEnded = false
     var lastWasStretch = false
     var targetMilliseconds: Double = 0
     var targetIsStale = true
@@ -57,6 +61,10 @@ public final class JitterBuffer {
 
     /// Frames of continuous concealment after which the buffer stops concealing and waits as in silence.
     let maximumConcealRun = 50
+    /// No packet for this long after a speech frame, with nothing after the due frame held: the sender stopped (or
+    /// paused without DTX), not a loss. The talkspurt ends in silence instead of concealing on, and what was
+    /// concealed while waiting is not counted (`JitterStats.senderStops`).
+    public static let senderSilence: Interval = .milliseconds(200)
     /// Jump in sequence numbers or timeline (whole seconds) taken as a sender restart.
     let restartJump: Interval = .seconds(5)
     /// Excess over the target (ms) beyond which the buffer drops late audio and restarts at the target rather
@@ -119,6 +127,14 @@ public final class JitterBuffer {
         concealRun = 0
         inOutage = false
         lastWasStretch = false
+        lastArrival = nil
+        senderEnded = false
+    }
+
+    /// The sender said it stopped (RTCP BYE): once what it sent has played, the talkspurt ends in silence at once
+    /// instead of concealing. A packet arriving later starts a talkspurt as usual.
+    public func senderStopped() {
+        senderEnded = true
     }
 
     // MARK: Time conversions
@@ -162,6 +178,8 @@ public final class JitterBuffer {
         }
         guard let (sequence, time) = locate(sequenceNumber, timestamp, arrival: arrival) else { return }
         self.ssrc = ssrc
+        lastArrival = arrival
+        senderEnded = false
 
         // Duplicates: held, or already played.
         if store.contains(sequence) || fate(sequence) == .played {

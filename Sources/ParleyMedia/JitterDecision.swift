@@ -86,6 +86,10 @@ public struct JitterStats: Sendable, Equatable {
     public var targetDelay: Interval { Interval(seconds: targetDelayMilliseconds / 1000) }
     /// Sender restarts detected (new SSRC, or a sequence/timestamp jump of more than a few seconds).
     public var resets: Int = 0
+    /// Talkspurts that ended with the sender falling silent (an RTCP BYE, or `JitterBuffer.senderSilence` without a
+    /// packet after a speech frame): the frames concealed while waiting are taken back from `concealedFrames`, as
+    /// a sender that simply stops lost nothing.
+    public var senderStops: Int = 0
 
     /// All counters zero.
     public init() {}

@@ -23,6 +23,10 @@ public struct RelayConfig: Sendable {
     /// Core settings (limits, timers, forwarding).
     public var core = RelayCoreConfig()
 
+    /// `api_key` and `api_secret` as given (file, environment or flags), applied together by `checkCredentials()`.
+    private var givenKey: String?
+    private var givenSecret: String?
+
     /// Dev defaults.
     public init() {}
 
@@ -59,12 +63,13 @@ public struct RelayConfig: Sendable {
             http = a
         case "workers": workers = try int(0...256)
         case "api_key":
-            let secret = apiKeys.values.first ?? DevDefaults.apiSecret
-            apiKeys = [value: secret]
+            guard !value.isEmpty else { throw ConfigError("api_key must not be empty") }
+            givenKey = value
+            if let givenSecret { apiKeys = [value: givenSecret] }
         case "api_secret":
             guard value.utf8.count >= 16 else { throw ConfigError("api_secret must be at least 16 bytes") }
-            let key = apiKeys.keys.first ?? DevDefaults.apiKey
-            apiKeys = [key: value]
+            givenSecret = value
+            if let givenKey { apiKeys = [givenKey: value] }
         case "log_level":
             guard let l = LogLevel(name: value) else { throw ConfigError("log_level must be debug, info, warning or error, got \"\(value)\"") }
             logLevel = l
@@ -100,7 +105,7 @@ public struct RelayConfig: Sendable {
         case "http_idle_timeout_s": httpLimits.idleTimeoutSeconds = try int(1...3600)
         case "http_header_timeout_s": httpLimits.headerTimeoutSeconds = try int(1...3600)
         case "event_stream_stall_timeout_s": httpLimits.eventStreamStallSeconds = try int(1...3600)
-        default: throw ConfigError("unknown setting \"\(key)\" (known: \(Self.keys.joined(separator: ", ")))")
+        default: throw ConfigError("unknown setting \"\(key)\" (known: \((Self.keys + ["api_keys"]).joined(separator: ", ")))")
         }
     }
 
@@ -124,6 +129,19 @@ public struct RelayConfig: Sendable {
                 throw ConfigError("\(key) in \(path) must be a string or a number")
             }
             try set(key, text)
+        }
+    }
+
+    /// Checks that `api_key` and `api_secret` came as a pair: a key without its secret (or a secret without its key)
+    /// would otherwise leave the public dev secret signing for a key the operator meant to be private. Call it once
+    /// every source has been applied; the dev credentials stay only when no key at all was configured.
+    public func checkCredentials() throws(ConfigError) {
+        switch (givenKey, givenSecret) {
+        case (.some(let key), nil):
+            throw ConfigError("api_key \"\(key)\" is set without api_secret: set both (--api-key K --api-secret S, PARLEY_API_KEY/PARLEY_API_SECRET or the config file), or neither for the dev credentials")
+        case (nil, .some):
+            throw ConfigError("api_secret is set without api_key: set both (--api-key K --api-secret S, PARLEY_API_KEY/PARLEY_API_SECRET or the config file), or neither for the dev credentials")
+        default: break
         }
     }
 

@@ -5,19 +5,24 @@ import ParleyNet
 import ParleyRelay
 import ParleyAuth
 import ParleyRelayCore
+import ParleyWire
 
 let usage = """
 usage: parley-relay [--config FILE.json] [--udp HOST:PORT] [--http HOST:PORT] [--workers N]
-                    [--api-key K --api-secret S] [--log-level debug|info|warning|error]
+                    [--api-key K --api-secret S] [--log-level debug|info|warning|error] [--version]
 
-With no arguments the relay runs with dev defaults: UDP 127.0.0.1:7400, API key "devkey" and a public
-dev secret. Every setting may also come from a PARLEY_* variable (PARLEY_UDP, PARLEY_WORKERS, ...).
-Precedence: defaults < --config file < environment < flags.
+With no arguments the relay runs with dev defaults: UDP 127.0.0.1:7400, HTTP API and /metrics on
+127.0.0.1:7480, one worker per core, API key "devkey" and a public dev secret. --api-key and --api-secret go
+together (a key without its secret is refused); the dev credentials are used only when no key is configured.
+Every setting may also come from a PARLEY_* variable (PARLEY_UDP, PARLEY_WORKERS, PARLEY_API_KEY, ...) or a
+JSON --config file: Samples/parley-relay.json lists every setting, and the README's Configuration table says
+what each means. Precedence: defaults < --config file < environment < flags.
+Exit: 0 stopped by SIGINT/SIGTERM, 1 cannot start (an address in use, no permission), 2 usage or configuration error.
 """
 
-func fail(_ message: String) -> Never {
+func fail(_ message: String, code: Int32 = 2) -> Never {
     writeLine("parley-relay: \(message)", fd: 2)
-    exit(2)
+    exit(code)
 }
 
 var arguments = Array(CommandLine.arguments.dropFirst())
@@ -27,6 +32,10 @@ while !arguments.isEmpty {
     let flag = arguments.removeFirst()
     if flag == "-h" || flag == "--help" {
         writeLine(usage)
+        exit(0)
+    }
+    if flag == "--version" {
+        writeLine("parley-relay \(ParleyVersion.string)")
         exit(0)
     }
     let known = ["--config", "--udp", "--http", "--workers", "--api-key", "--api-secret", "--log-level"]
@@ -41,6 +50,7 @@ do {
     if let configFile { try config.load(file: configFile) }
     try config.load(environment: ProcessInfo.processInfo.environment)
     for (key, value) in flags { try config.set(key, value) }
+    try config.checkCredentials()
 } catch {
     fail(error.description)
 }
@@ -50,7 +60,7 @@ let server: RelayServer
 do {
     server = try RelayServer(config: config, log: log)
 } catch {
-    fail(error.description)
+    fail(error.description, code: 1)
 }
 
 let httpStats = HTTPStats()
@@ -61,7 +71,7 @@ do {
     http = try HTTPServer(address: config.http, router: router, events: server.api.events, limits: config.httpLimits,
                           stats: httpStats, log: log)
 } catch {
-    fail(error.description)
+    fail(error.description, code: 1)
 }
 
 let status = server.run {
@@ -72,7 +82,7 @@ let status = server.run {
     }
     let ports = server.ports.map(String.init).joined(separator: ",")
     let httpHost = config.http.description.split(separator: ":").dropLast().joined(separator: ":")
-    writeLine("parley-relay ready on udp \(publicAddress) (\(server.ports.count) workers on ports \(ports)), http \(httpHost):\(http.port); join with: parley join ROOM --identity NAME --server \(publicAddress)")
+    writeLine("parley-relay \(ParleyVersion.string) ready on udp \(publicAddress) (\(server.ports.count) workers on ports \(ports)), http \(httpHost):\(http.port); join with: parley join ROOM --identity NAME --server \(publicAddress)")
 }
 http.stop()
 exit(status)

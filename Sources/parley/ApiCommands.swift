@@ -18,6 +18,7 @@ enum ApiCommands {
 
     Talks to the relay's HTTP API at PARLEY_URL (default http://127.0.0.1:7480) with an admin token
     signed with PARLEY_API_KEY / PARLEY_API_SECRET (the dev defaults when unset).
+    Exit: 0 done, 2 usage, 3 refused by the relay (its status, code and message on stderr), 5 relay unreachable.
     """
 
     static func rooms(_ arguments: [String]) -> Int32 {
@@ -82,7 +83,8 @@ enum ApiCommands {
         segment.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? segment
     }
 
-    /// One API call; exits with a one-line message on any failure (unreachable relay, 4xx/5xx with its message).
+    /// One API call; exits with a one-line message on any failure: 5 for an unreachable relay, 3 for a refusal (4xx/5xx,
+    /// with its code and message), the codes `join` uses for the same outcomes.
     static func request(_ method: String, _ path: String, _ body: [String: Any]? = nil) -> [String: Any] {
         let base = ProcessInfo.processInfo.environment["PARLEY_URL"] ?? "http://127.0.0.1:7480"
         guard let url = URL(string: base + path) else { fail("PARLEY_URL \(base) is not a URL") }
@@ -102,11 +104,11 @@ enum ApiCommands {
         }.resume()
         done.wait()
         let (data, status, error) = result.withLock { $0 }
-        if let error { fail("cannot reach the relay at \(base): \(error)", code: 1) }
+        if let error { fail("cannot reach the relay at \(base): \(error)", code: 5) }
         let object = data.flatMap { try? JSONSerialization.jsonObject(with: $0) } as? [String: Any] ?? [:]
         guard (200..<300).contains(status) else {
             let e = object["error"] as? [String: Any]
-            fail("\(status) \(e?["code"] ?? "error"): \(e?["message"] ?? "")", code: 1)
+            fail("the relay refused: \(status) \(e?["code"] ?? "error"): \(e?["message"] ?? "")", code: 3)
         }
         return object
     }

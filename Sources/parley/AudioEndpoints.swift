@@ -149,7 +149,7 @@ struct AudioOptions {
         do {
             return .device(try AlsaDevice(name: captureDevice, direction: .capture, periodFrames: 480, periods: 4))
         } catch {
-            fail(error.message, code: 1)
+            fail(error.message + "\n" + Self.noDeviceHint, code: 1)
         }
     }
 
@@ -166,9 +166,12 @@ struct AudioOptions {
         do {
             return .device(try AlsaDevice(name: playbackDevice, direction: .playback, periodFrames: 480, periods: 4))
         } catch {
-            fail(error.message, code: 1)
+            fail(error.message + "\n" + Self.noDeviceHint, code: 1)
         }
     }
+
+    /// The one line said after a device failed to open: what to use instead of a sound card.
+    static let noDeviceHint = "parley: no usable sound device: send with --tone HZ or --input FILE.wav, receive with --output FILE.wav or --no-playback, or point ALSA at Samples/asoundrc (see its header)"
 
     /// Devices are real-time only when both ends are ALSA; files and tones are paced by the loop's clock.
     var usesDevices: Bool { input == nil && tone == nil }

@@ -112,6 +112,7 @@ enum CallCommands {
         let roomCall = RoomCall(identity: identity, server: server, token: { token },
                                 configuration: DeviceAudio.configuration(room: room, audio: audio, listenOnly: false, muted: false, reconnect: false),
                                 devices: devices, ui: p.ui, duration: 0, say: nil)
+        roomCall.title = "call with \(peer)"
         let hangupAfter = o["hangup-after"].flatMap(Double.init)
         let start = Clock.monotonic()
         var over = false
@@ -185,6 +186,7 @@ enum CallCommands {
                         ringing = nil
                         ui.event("in a call with \(peer)")
                         talk(p, callID: id, peer: peer, room: room, token: token, o: o, identity: identity, server: server)
+                        ui.status = ["parley · \(identity) · online, waiting for calls"]  // not the call's room or speakers
                         ui.event("waiting for calls")
                     } else if state == .ended, ringing?.id == id {
                         ui.event("missed call from \(ringing!.from): \(reason)")
@@ -192,6 +194,16 @@ enum CallCommands {
                     }
                 case .text(let from, let text): ui.event("direct text from \(from): \(text)")
                 default: break
+                }
+            }
+            for change in p.engine.takeRelayChanges() {
+                switch change {
+                case .silent(let quiet):
+                    ui.notice("the relay at \(server) stopped answering (nothing for \(quiet.wholeSeconds) s); still trying")
+                    ui.status = ["parley · \(identity) · relay silent, retrying"]
+                case .back(let after):
+                    ui.notice("the relay at \(server) answers again (silent for \(after.wholeSeconds) s)")
+                    ui.status = ["parley · \(identity) · online, waiting for calls"]
                 }
             }
             // The session ended (here or while a call's room loop polled it): register afresh when the relay went

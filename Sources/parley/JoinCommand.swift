@@ -104,10 +104,15 @@ final class RoomCall {
     private var members: [UInt32: MemberEntry] = [:]
     private var speaking: [SpeakerEntry] = []
     private var myMemberID: UInt32 = 0
+    /// The message being typed after `t` (UTF-8 bytes from the terminal → text), or nil when not typing.
+    private var typing: LineEditor?
     /// Set from outside (a call hung up by the other side) to leave at the next tick.
     var leaveRequested = false
     /// Called every tick with the time (calls use it to drive their presence session).
     var onTick: ((Instant) -> Void)?
+    /// What the header calls this stay: "room NAME" for a join; "call with PEER" for a call, whose room's name is
+    /// internal (`call-…`) and means nothing to the person.
+    var title: String
     /// Extra key handling (calls: `h` hangs up); returns true when the key was used.
     var onKey: ((UInt8) -> Bool)?
 
@@ -116,6 +121,7 @@ final class RoomCall {
     init(identity: String, server: PeerAddress, token: @escaping () -> String, configuration: ClientEngine.Configuration,
          devices: DeviceAudio, ui: TerminalUI, duration: Double, say: String?) {
         self.room = configuration.room
+        self.title = "room \(configuration.room)"
         self.identity = identity
         self.server = server
         self.devices = devices
@@ -193,6 +199,8 @@ final class RoomCall {
         case .speakersHeard(let heard): showSpeakers(heard)
         case .connectionLost(let reason): ui.event("connection lost: \(reason)")
         case .rejoining(let wait): ui.event("reconnecting in \(wait.wholeSeconds) s")
+        case .relaySilent(let quiet): ui.notice("the relay at \(server) stopped answering (nothing for \(quiet.wholeSeconds) s); still trying")
+        case .relayBack(let after): ui.notice("the relay at \(server) answers again (silent for \(after.wholeSeconds) s)")
         case .over(let ending):
             switch ending {
             case .refused(let code, let reason):
@@ -216,7 +224,7 @@ final class RoomCall {
         case .welcomed(let w):
             myMemberID = w.memberID
             names[w.ssrc] = identity
-            ui.event("joined \(w.room) as \(w.identity) (member \(w.memberID), ssrc \(w.ssrc), port \(w.port), mode \(w.mode), \(w.memberCount) others)")
+            ui.event("joined \(title == "room \(w.room)" ? w.room : "the \(title)") as \(w.identity) (member \(w.memberID), ssrc \(w.ssrc), port \(w.port), mode \(w.mode), \(w.memberCount) others)")
         case .memberList(let list):
             for m in list { names[m.ssrc] = m.identity; members[m.memberID] = m }
             ui.event("members: " + (list.isEmpty ? "(nobody else)" : list.map { $0.identity + ($0.flags.contains(.muted) ? " (muted)" : "") }.joined(separator: ", ")))
@@ -269,15 +277,18 @@ final class RoomCall {
     /// Live-view keys; returns true to leave.
     private func handleKey(_ key: UInt8) -> Bool {
         let now = Clock.monotonic()
-        if var text = ui.typing {
-            switch key {
-            case 10, 13:
+        if var editor = typing {
+            switch editor.feed(key) {
+            case .editing:
+                typing = editor
+                ui.typing = editor.text
+            case .finished(let text):
                 if !text.isEmpty, let id = engine.sendText(text, now: now) { ui.event("you: \(text) (text \(id))") }
+                typing = nil
                 ui.typing = nil
-            case 27: ui.typing = nil
-            case 127, 8: if !text.isEmpty { text.removeLast() }; ui.typing = text
-            default:
-                if key >= 32 { text.unicodeScalars.append(Unicode.Scalar(key)); ui.typing = text }
+            case .cancelled:
+                typing = nil
+                ui.typing = nil
             }
             ui.touch()
             return false
@@ -288,17 +299,23 @@ final class RoomCall {
         case UInt8(ascii: "m"):
             engine.setMuted(!engine.muted, now: now)
             ui.event(engine.muted ? "you are muted" : "you are unmuted")
-        case UInt8(ascii: "t"): ui.typing = ""; ui.touch()
+        case UInt8(ascii: "t"): typing = LineEditor(); ui.typing = ""; ui.touch()
         default: break
         }
         return false
     }
 
+    /// The header's word on the link: connected, connecting, or how long the relay has been silent.
+    private func connection(now: Instant) -> String {
+        if let quiet = engine.relaySilence(now: now) { return "relay silent for \(quiet.wholeSeconds) s, retrying" }
+        return engine.session.state == .joined ? "connected" : "connecting"
+    }
+
     private func updateStatus() {
         guard ui.interactive else { return }
         let audible = Set(engine.audibleSSRCs)
-        var lines = ["parley · room \(room) · \(identity)\(engine.muted ? " (muted)" : "") · mic \(devices.listenOnly ? "off" : "-\(engine.inputLevel) dBov")"
-                     + " · \(engine.session.state == .joined ? "connected" : "connecting")"]
+        var lines = ["parley · \(title) · \(identity)\(engine.muted ? " (muted)" : "") · mic \(devices.listenOnly ? "off" : "-\(engine.inputLevel) dBov")"
+                     + " · \(connection(now: Clock.monotonic()))"]
         let speakingIDs = Set(speaking.map(\.memberID))
         for m in members.values.sorted(by: { $0.identity < $1.identity }) {
             let talking = speakingIDs.contains(m.memberID) || audible.contains(m.ssrc)

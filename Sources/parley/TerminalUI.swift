@@ -49,6 +49,12 @@ final class TerminalUI {
         }
     }
 
+    /// Reports a change in the link to the relay (silent, back): a line in the live view's log, or a line on
+    /// standard error without it, where a person watching a script's output looks for trouble.
+    func notice(_ line: String) {
+        if interactive { event(line) } else { writeLine("parley: " + line, fd: 2) }
+    }
+
     /// Rings the terminal bell (incoming call).
     func bell() { writeRaw("\u{7}") }
 

@@ -2,6 +2,7 @@
 import Foundation
 import ParleyAudioIO
 import ParleyNet
+import ParleyWire
 
 let usage = """
 usage: parley <command> [options]
@@ -17,6 +18,24 @@ commands:
   members  list a room's members (HTTP API)
   kick     kick a member (HTTP API)
   mute     mute or unmute a member (HTTP API)
+
+options: -h/--help (also after a command), --version
+
+exit codes: 0 done, 1 local error (device, file), 2 usage, 3 refused by the relay, 4 removed by the relay,
+  5 relay unreachable; call: 6 declined, 7 no answer, 8 unavailable, 9 failed; message: 10 not delivered
+
+environment:
+  PARLEY_API_KEY / PARLEY_API_SECRET   sign the tokens every command mints (the relay's dev defaults when unset)
+  PARLEY_URL                           the relay's HTTP API for rooms/members/kick/mute (default http://127.0.0.1:7480)
+  PARLEY_TIMELINE=1                    print the monotonic time of the first sent and first played frame (stderr)
+"""
+
+let devicesUsage = """
+usage: parley devices
+
+Lists the ALSA PCM devices (name, tab, description) to pass to --device, --capture-device or --playback-device.
+With no sound card the list may be empty: use --tone or --input FILE.wav to send, --output FILE.wav or --no-playback
+to receive, or an ALSA configuration such as Samples/asoundrc.
 """
 
 var args = Array(CommandLine.arguments.dropFirst())
@@ -36,8 +55,10 @@ case "members": exit(ApiCommands.members(args))
 case "kick": exit(ApiCommands.kick(args))
 case "mute": exit(ApiCommands.mute(args))
 case "devices":
+    _ = Options(args, valued: [], switches: [], usage: devicesUsage)
     for d in AlsaDevice.list() { writeLine("\(d.name)\t\(d.description)") }
     exit(0)
 case "-h", "--help", "help": writeLine(usage); exit(0)
+case "--version", "version": writeLine("parley \(ParleyVersion.string)"); exit(0)
 default: fail("unknown command \(command)\n\(usage)")
 }

@@ -136,6 +136,8 @@ struct RouterTests {
         let claims = try TokenVerifier(keys: ["k": Self.secret]).verify(token, now: Self.now)
         #expect(claims.identity == "alice" && claims.room == "lobby" && claims.name == "Alice")
         #expect(claims.expiresAt == Self.now + 120)
+        // The answer's `expires_at` is in Unix milliseconds, as every time in the API (`created_at`, `joined_at`, `at`).
+        #expect((json(r)["expires_at"] as? NSNumber)?.int64Value == (Self.now + 120) * 1000)
         #expect(!claims.grants.publish && claims.grants.join && !claims.grants.admin)
     }
 

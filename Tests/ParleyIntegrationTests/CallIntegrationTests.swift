@@ -22,6 +22,10 @@ extension ProcessTests {
             #expect(caller.stdout.contains("\(bob) joined") || caller.stdout.contains("members: \(bob)"))
             #expect(callee.waitFor(seconds: 5) { $0.contains("call ended: hung up by \(alice)") }, "\(callee.stdout)")
             #expect(callee.stdout.contains("incoming call from \(alice)"))
+            // Each side names the other person, never the call room's internal name.
+            #expect(callee.stdout.contains("joined the call with \(alice) as \(bob)"), "\(callee.stdout)")
+            #expect(caller.stdout.contains("joined the call with \(bob) as \(alice)"), "\(caller.stdout)")
+            #expect(!callee.stdout.contains("joined call-") && !caller.stdout.contains("joined call-"))
             callee.signal(SIGINT)
             #expect(callee.wait(seconds: 5) == 0)
         }

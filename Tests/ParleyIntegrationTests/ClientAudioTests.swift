@@ -52,6 +52,11 @@ extension ProcessTests {
                                     environment: env)
             #expect(alice.wait(seconds: 10) == 0, "\(alice.stderr)")
             #expect(bob.wait(seconds: 10) == 0, "\(bob.stderr)")
+            // A microphone join with noise suppression (libspeexdsp's preprocessor) says nothing about speex's VAD.
+            let carol = try Spawned("parley", ["join", "alsa", "--identity", "carol", "--server", server,
+                                               "--capture-device", "parley_in", "--no-playback", "--duration", "1"], environment: env)
+            #expect(carol.wait(seconds: 10) == 0, "\(carol.stderr)")
+            #expect(!carol.stderr.contains("VAD"), "\(carol.stderr)")
             let raw = try Data(contentsOf: URL(fileURLWithPath: output))
             let heard = raw.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
             #expect(heard.count >= 48_000 * 4)
@@ -74,6 +79,10 @@ extension ProcessTests {
             let device = try Spawned("parley", ["join", "x", "--identity", "a", "--capture-device", "no_such_pcm", "--no-playback"])
             #expect(device.wait(seconds: 5) == 1)
             #expect(device.stderr.contains("cannot open ALSA device no_such_pcm"))
+            // alsa-lib's own printer is silenced: the error and one line saying what to use instead, nothing else.
+            #expect(!device.stderr.contains("ALSA lib"), "\(device.stderr)")
+            #expect(device.stderr.contains("--tone") && device.stderr.contains("Samples/asoundrc"))
+            #expect(device.stderr.split(separator: "\n").count == 2, "\(device.stderr)")
             let full = try Spawned("parley", ["join", "x", "--identity", "a", "--listen-only", "--output", "/dev/full", "--server", "127.0.0.1:9"])
             #expect(full.wait(seconds: 10) != 0)
             #expect(!full.stderr.contains("Fatal error"))

@@ -25,12 +25,17 @@ extension ProcessTests {
 
             first.signal(SIGKILL)  // no goodbye: the clients find out by themselves
             first.wait(seconds: 5)
+            // Within 5 s the person is told the relay stopped answering (stderr without the live view).
+            #expect(alice.waitForStderr(seconds: 5) { $0.contains("stopped answering") }, "alice: \(alice.stdout)\(alice.stderr)")
+            #expect(bob.waitForStderr(seconds: 1) { $0.contains("stopped answering") }, "bob: \(bob.stdout)\(bob.stderr)")
             let second = try startRelay(onPort: base, workers: 2)
             relay = second
 
             // Each client's resume gets `unknown session` from the new relay: a cue to join afresh, not to exit.
             let joinedTwice = alice.waitFor(seconds: 20) { $0.components(separatedBy: "joined \(room) as alice").count == 3 }
             #expect(joinedTwice, "alice: \(alice.stdout)\(alice.stderr)")
+            #expect(alice.waitForStderr(seconds: 2) { $0.contains("answers again") }, "alice: \(alice.stderr)")
+            #expect(bob.waitForStderr(seconds: 2) { $0.contains("answers again") }, "bob: \(bob.stderr)")
             let onlineTwice = bob.waitFor(seconds: 20) { $0.components(separatedBy: "online as bob").count == 3 }
             #expect(onlineTwice, "bob: \(bob.stdout)\(bob.stderr)")
             #expect(alice.process.isRunning && bob.process.isRunning)

@@ -123,7 +123,7 @@ extension ProcessTests {
             alice.wait(seconds: 5)
         }
 
-        @Test("parley rooms/members/kick over the API; a clear one-line error when the relay is unreachable")
+        @Test("parley rooms/members/kick over the API; a refusal exits 3 and an unreachable relay 5, each with one clear line")
         func cli() throws {
             let (relay, _) = try startRelay()
             defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
@@ -134,10 +134,12 @@ extension ProcessTests {
             #expect(list.wait(seconds: 5) == 0)
             #expect(list.stdout.contains("cli-room\tmode mix\tmembers 0"))
             let kick = try Spawned("parley", ["kick", "cli-room", "nobody"], environment: env)
-            #expect(kick.wait(seconds: 5) == 1)
+            #expect(kick.wait(seconds: 5) == 3)
             #expect(kick.stderr.contains("404 not_found"))
+            let mute = try Spawned("parley", ["mute", "no-such-room", "nobody"], environment: env)
+            #expect(mute.wait(seconds: 5) == 3)
             let down = try Spawned("parley", ["members", "x"], environment: ["PARLEY_URL": "http://127.0.0.1:1"])
-            #expect(down.wait(seconds: 5) == 1)
+            #expect(down.wait(seconds: 5) == 5)
             #expect(down.stderr.hasPrefix("parley: cannot reach the relay at http://127.0.0.1:1"))
             #expect(down.stderr.split(separator: "\n").count == 1)
         }

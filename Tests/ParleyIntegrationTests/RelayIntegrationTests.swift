@@ -106,5 +106,49 @@ extension ProcessTests {
             #expect(client.wait(seconds: 5) == 2)
             #expect(client.stderr.contains("join needs a ROOM"))
         }
+
+        @Test("an API key without its secret (or a secret without its key) is a configuration error: the relay does not start")
+        func keyWithoutSecret() throws {
+            let keyOnly = try Spawned("parley-relay", ["--udp", "127.0.0.1:0", "--http", "127.0.0.1:0", "--api-key", "prod"])
+            #expect(keyOnly.wait(seconds: 5) == 2)
+            #expect(keyOnly.stderr.contains("api_key \"prod\" is set without api_secret"), "\(keyOnly.stderr)")
+            #expect(!keyOnly.stdout.contains("ready on"))
+            let secretOnly = try Spawned("parley-relay", ["--udp", "127.0.0.1:0", "--http", "127.0.0.1:0"],
+                                         environment: ["PARLEY_API_SECRET": "a-secret-of-enough-bytes"])
+            #expect(secretOnly.wait(seconds: 5) == 2)
+            #expect(secretOnly.stderr.contains("api_secret is set without api_key"), "\(secretOnly.stderr)")
+        }
+
+        @Test("a port in use is a failure to start (exit 1), not a usage error")
+        func portInUse() throws {
+            let (relay, server) = try startRelay(workers: 1)
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            let second = try Spawned("parley-relay", ["--udp", server, "--http", "127.0.0.1:0", "--workers", "1"])
+            #expect(second.wait(seconds: 5) == 1, "\(second.stderr)")
+            #expect(second.stderr.split(separator: "\n").count == 1, "\(second.stderr)")
+        }
+
+        @Test("--version: both programs print one version, which the relay's ready line repeats")
+        func version() throws {
+            let client = try Spawned("parley", ["--version"])
+            #expect(client.wait(seconds: 5) == 0)
+            let relayVersion = try Spawned("parley-relay", ["--version"])
+            #expect(relayVersion.wait(seconds: 5) == 0)
+            let version = try #require(client.stdout.split(separator: " ").last).trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(client.stdout == "parley \(version)\n")
+            #expect(relayVersion.stdout == "parley-relay \(version)\n")
+            let (relay, _) = try startRelay(workers: 1)
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            #expect(relay.lines.contains { $0.hasPrefix("parley-relay \(version) ready on udp") })
+            let devices = try Spawned("parley", ["devices", "--help"])
+            #expect(devices.wait(seconds: 5) == 0)
+            #expect(devices.stdout.hasPrefix("usage: parley devices"))
+            let help = try Spawned("parley", ["--help"])
+            #expect(help.wait(seconds: 5) == 0)
+            #expect(help.stdout.contains("exit codes:") && help.stdout.contains("PARLEY_API_KEY") && help.stdout.contains("PARLEY_URL"))
+            let relayHelp = try Spawned("parley-relay", ["--help"])
+            #expect(relayHelp.wait(seconds: 5) == 0)
+            #expect(relayHelp.stdout.contains("127.0.0.1:7480") && relayHelp.stdout.contains("Samples/parley-relay.json"))
+        }
     }
 }

@@ -1,0 +1,52 @@
+import ParleyAuth
+import ParleyRelay
+import Testing
+
+@Suite("parley-relay's configuration: credentials come in pairs; errors name every setting")
+struct RelayConfigTests {
+    @Test("no key configured: the dev credentials, and nothing to complain about")
+    func devCredentials() throws {
+        let c = RelayConfig()
+        try c.checkCredentials()
+        #expect(c.usesDevCredentials)
+        #expect(c.apiKeys == [DevDefaults.apiKey: DevDefaults.apiSecret])
+    }
+
+    @Test("a key with its secret replaces the dev credentials, in either order")
+    func keyAndSecret() throws {
+        for order in [["api_key", "api_secret"], ["api_secret", "api_key"]] {
+            var c = RelayConfig()
+            for key in order { try c.set(key, key == "api_key" ? "prod" : "a-secret-of-enough-bytes") }
+            try c.checkCredentials()
+            #expect(c.apiKeys == ["prod": "a-secret-of-enough-bytes"])
+            #expect(!c.usesDevCredentials)
+        }
+    }
+
+    @Test("a key without its secret, or a secret without its key, is refused: the dev secret never signs for a chosen key")
+    func halfAPair() throws {
+        var keyOnly = RelayConfig()
+        try keyOnly.set("api_key", "prod")
+        #expect(throws: ConfigError.self) { try keyOnly.checkCredentials() }
+        #expect(keyOnly.apiKeys["prod"] == nil)  // never paired with the dev secret
+        var secretOnly = RelayConfig()
+        try secretOnly.set("api_secret", "a-secret-of-enough-bytes")
+        #expect(throws: ConfigError.self) { try secretOnly.checkCredentials() }
+        var environment = RelayConfig()
+        try environment.load(environment: ["PARLEY_API_KEY": "prod"])
+        #expect(throws: ConfigError.self) { try environment.checkCredentials() }
+        var empty = RelayConfig()
+        #expect(throws: ConfigError.self) { try empty.set("api_key", "") }
+    }
+
+    @Test("an unknown setting's error lists every key a file may hold, api_keys included")
+    func unknownSettingListsEveryKey() {
+        var c = RelayConfig()
+        do {
+            try c.set("member_timeout", "3")
+            Issue.record("an unknown key was accepted")
+        } catch {
+            for key in RelayConfig.keys + ["api_keys"] { #expect(error.description.contains(key), "\(key) missing") }
+        }
+    }
+}
