@@ -1,5 +1,6 @@
 /// JWT claims. JSON field names: sub, name, room, exp, nbf, iat, grants {join,publish,subscribe,admin,create},
-/// mode (optional room mode "forward"/"mix"), call (optional; true on the relay-minted tokens of a private call room).
+/// mode (optional room mode "forward"/"mix"), call (optional; true on the relay-minted tokens of a private call room),
+/// jti (optional token id).
 /// Absent optionals are omitted when encoding.
 public struct TokenClaims: Equatable, Sendable, Codable {
     /// Who the token is for ("sub"); 1...128 UTF-8 bytes, no control characters.
@@ -21,10 +22,13 @@ public struct TokenClaims: Equatable, Sendable, Codable {
     /// "call": true on tokens for a private call room (`call-…`), which the relay mints when a call is answered;
     /// such rooms admit only tokens carrying it. Absent on every other token.
     public var call: Bool?
+    /// "jti" (RFC 7519 JWT ID), optional: tells apart tokens otherwise alike, e.g. the presence tokens two devices of one
+    /// identity mint in the same second (the relay drops a token already in use from another address as a replay).
+    public var tokenID: String?
 
     /// Claims for one token.
     public init(identity: String, name: String? = nil, room: String?, expiresAt: Int64, notBefore: Int64? = nil,
-                issuedAt: Int64? = nil, grants: Grants = Grants(), mode: String? = nil, call: Bool? = nil) {
+                issuedAt: Int64? = nil, grants: Grants = Grants(), mode: String? = nil, call: Bool? = nil, tokenID: String? = nil) {
         self.identity = identity
         self.name = name
         self.room = room
@@ -34,10 +38,11 @@ public struct TokenClaims: Equatable, Sendable, Codable {
         self.grants = grants
         self.mode = mode
         self.call = call
+        self.tokenID = tokenID
     }
 
     private enum CodingKeys: String, CodingKey {
-        case identity = "sub", name, room, expiresAt = "exp", notBefore = "nbf", issuedAt = "iat", grants, mode, call
+        case identity = "sub", name, room, expiresAt = "exp", notBefore = "nbf", issuedAt = "iat", grants, mode, call, tokenID = "jti"
     }
 
     /// Decodes the claims; `sub` and `exp` are required, `grants` defaults to `Grants.empty`.
@@ -52,6 +57,7 @@ public struct TokenClaims: Equatable, Sendable, Codable {
         grants = try container.decodeIfPresent(Grants.self, forKey: .grants) ?? .empty
         mode = try container.decodeIfPresent(String.self, forKey: .mode)
         call = try container.decodeIfPresent(Bool.self, forKey: .call)
+        tokenID = try container.decodeIfPresent(String.self, forKey: .tokenID)
     }
 }
 

@@ -42,7 +42,7 @@ public struct RelayConfig: Sendable {
     public static let keys = ["udp", "http", "workers", "api_key", "api_secret", "log_level", "max_members_per_room",
                               "max_rooms", "max_rooms_per_identity", "empty_room_timeout_s", "member_timeout_s", "keepalive_interval_s",
                               "max_forwarded_speakers", "speaker_update_interval_ms", "speaker_level_update_interval_ms", "speech_level_threshold",
-                              "audio_level_extension_id", "default_room_mode", "joins_per_second", "ring_timeout_s",
+                              "audio_level_extension_id", "default_room_mode", "joins_per_second", "ring_timeout_s", "presence_sessions_per_identity",
                               "mix_complexity", "mix_bitrate", "mix_expected_loss_percent", "metrics_require_auth",
                               "signalling_queue_limit", "text_queue_limit", "nack_budget_percent", "nack_burst_bytes",
                               "http_max_connections", "http_connections_per_address", "http_idle_timeout_s",
@@ -89,6 +89,7 @@ public struct RelayConfig: Sendable {
             core.defaultRoomMode = value
         case "joins_per_second": core.joinsPerSecond = Double(try int(1...1_000_000))
         case "ring_timeout_s": core.ringTimeout = .seconds(Int64(try int(1...600)))
+        case "presence_sessions_per_identity": core.maxPresenceSessionsPerIdentity = try int(1...1_000)
         case "mix_complexity": core.mixComplexity = try int(0...10)
         case "mix_bitrate": core.mixBitrate = try int(6_000...510_000)
         case "mix_expected_loss_percent": core.mixExpectedLossPercent = try int(0...100)

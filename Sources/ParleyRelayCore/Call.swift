@@ -1,47 +1,68 @@
 import ParleyWire
 
 /// One call between two online identities, from invitation to its end. Lives on worker 0 beside the
-/// presence sessions; the call room it opens may live on any worker.
+/// presence sessions; the call room it opens may live on any worker. The callee may be online from several
+/// devices: every one of its sessions rings, the first to accept takes the call and the others stop ringing
+/// (`ended` "answered on another device"); a decline withdraws only that device, and the call is declined when
+/// the last ringing device declined or went away.
 ///
 /// ```
 /// (invite) ──callee offline──▶ unavailable          ──callee in a call──▶ declined "busy"
 ///     │
 ///     ▼
-///  ringing ──accept──▶ answered ──hang-up (either) / connection lost──▶ ended
-///     │ decline / callee hangs up ──▶ declined
+///  ringing (every session of the callee) ──accept (first)──▶ answered ──hang-up (either) / connection lost──▶ ended
+///     │ accept elsewhere ──▶ the other ringing sessions: ended "answered on another device"
+///     │ decline / callee hangs up ──▶ that session stops ringing; the last one ──▶ declined
 ///     │ caller hangs up ──▶ ended "cancelled"
-///     │ ring timeout ──▶ noAnswer (caller), ended "no answer" (callee)
-///     └ connection lost ──▶ ended "connection lost"
+///     │ ring timeout ──▶ noAnswer (caller), ended "no answer" (every ringing session)
+///     └ connection lost (caller, or the last ringing session) ──▶ ended "connection lost"
 /// ```
 final class Call {
-    /// Relay-assigned id: the callee's call id and the id in call events.
+    /// Relay-assigned id: the call id of every callee session and the id in call events.
     let id: UInt32
     /// The id the caller chose in its invite; the caller's statuses carry it.
     let callerCallID: UInt32
     let caller: Presence
-    let callee: Presence
+    /// The identity called.
+    let calleeIdentity: String
+    /// While ringing: the callee's sessions still ringing (a decline or a lost session leaves this list).
+    var ringing: [Presence]
+    /// Once answered: the callee's session that took the call.
+    var callee: Presence?
     let startedAtUnixMilliseconds: Int64
     /// While ringing: when the ring times out; nil once answered.
     var ringDeadline: Instant?
     /// Once answered: the private room.
     var room: String?
 
-    init(id: UInt32, callerCallID: UInt32, caller: Presence, callee: Presence, startedAt: Int64, ringDeadline: Instant) {
+    init(id: UInt32, callerCallID: UInt32, caller: Presence, calleeIdentity: String, ringing: [Presence], startedAt: Int64,
+         ringDeadline: Instant) {
         self.id = id
         self.callerCallID = callerCallID
         self.caller = caller
-        self.callee = callee
+        self.calleeIdentity = calleeIdentity
+        self.ringing = ringing
         self.startedAtUnixMilliseconds = startedAt
         self.ringDeadline = ringDeadline
     }
 
+    /// What the callee's other sessions are told when one of them takes the call.
+    static let answeredElsewhere = "answered on another device"
+
     /// The id `party` knows this call by.
     func callID(for party: Presence) -> UInt32 { party === caller ? callerCallID : id }
-    /// The other party.
-    func other(than party: Presence) -> Presence { party === caller ? callee : caller }
+    /// The sessions on the other side of `party`: for the caller the callee's answering session (or, while it
+    /// rings, every ringing one); for a callee session the caller.
+    func others(than party: Presence) -> [Presence] {
+        guard party === caller else { return [caller] }
+        return callee.map { [$0] } ?? ringing
+    }
+    /// Every session taking part: the caller, the answering callee session, the sessions still ringing.
+    var parties: [Presence] { [caller] + (callee.map { [$0] } ?? []) + ringing }
     /// Whether `party` knows this call as `callID`.
     func matches(_ party: Presence, callID: UInt32) -> Bool {
-        (party === caller && callerCallID == callID) || (party === callee && id == callID)
+        if party === caller { return callerCallID == callID }
+        return id == callID && (party === callee || ringing.contains { $0 === party })
     }
 }
 
@@ -133,4 +154,6 @@ public struct CallSnapshot: Sendable, Equatable {
     public var room: String?
     /// Started at (Unix ms).
     public var startedAtUnixMilliseconds: Int64
+    /// While ringing: how many of the callee's sessions (devices) ring; 0 once answered.
+    public var ringingSessions: Int = 0
 }

@@ -4,7 +4,8 @@ import ParleyAuth
 
 /// Worker 0's calls: routing of invitations, answers and hang-ups between presence sessions, where a call rings and
 /// times out (`ringTimeouts`, called by the core's `tick`), and the call log. See `Call` for the state machine. One
-/// call per identity at a time.
+/// call per identity at a time, whichever of its devices (presence sessions) it is on: while any of them rings, calls
+/// or talks, a call to the identity is busy and a call from it fails.
 final class CallRouter {
     /// Calls ringing or answered, by relay call id.
     private(set) var active: [UInt32: Call] = [:]
@@ -39,43 +40,54 @@ final class CallRouter {
             outbox.send(.callStatus(CallStatus(callID: callID, state: state, reason: reason)), to: caller.session, now: now)
         }
         guard caller.call == nil else { return reply(.failed, "you are already in a call") }
+        guard !directory.isInCall(caller.identity) else { return reply(.failed, "you are already in a call on another device") }
         guard identity != caller.identity else { return reply(.failed, "you cannot call yourself") }
-        guard let callee = directory.byIdentity[identity] else {
+        let callees = directory.sessions(of: identity)
+        guard !callees.isEmpty else {
             let id = nextCallID()
             record(.started, id, caller.identity, identity, now: now)
             record(.ended, id, caller.identity, identity, reason: .unavailable, detail: "\(identity) is not online", now: now)
             return reply(.unavailable, "\(identity) is not online")
         }
-        guard callee.call == nil else {
+        guard !directory.isInCall(identity) else {
             let id = nextCallID()
             record(.started, id, caller.identity, identity, now: now)
             record(.ended, id, caller.identity, identity, reason: .busy, detail: "busy", now: now)
             return reply(.declined, "busy")
         }
-        let call = Call(id: nextCallID(), callerCallID: callID, caller: caller, callee: callee,
+        let call = Call(id: nextCallID(), callerCallID: callID, caller: caller, calleeIdentity: identity, ringing: callees,
                         startedAt: now.unixMilliseconds, ringDeadline: now.monotonic + config.ringTimeout)
         active[call.id] = call
         caller.call = call
-        callee.call = call
         outbox.counters.callsStarted &+= 1
         record(.started, call.id, caller.identity, identity, now: now)
-        outbox.send(.incomingCall(callID: call.id, fromIdentity: caller.identity, fromName: caller.name), to: callee.session, now: now)
+        for callee in callees {
+            callee.call = call
+            outbox.send(.incomingCall(callID: call.id, fromIdentity: caller.identity, fromName: caller.name), to: callee.session, now: now)
+        }
         reply(.ringing, "")
-        if log.threshold <= .info { log.write(.info, "call \(call.id): \(caller.identity) → \(identity) ringing") }
+        if log.threshold <= .info {
+            log.write(.info, "call \(call.id): \(caller.identity) → \(identity) ringing (\(callees.count) session\(callees.count == 1 ? "" : "s"))")
+        }
     }
 
-    /// The callee accepts or declines: on accept both parties get the private room and a token for it.
+    /// A ringing callee session accepts or declines. The first to accept takes the call: both parties get the private
+    /// room and a token for it, and the callee's other sessions stop ringing. A decline withdraws that session only.
     func answer(by callee: Presence, callID: UInt32, accept: Bool, now: Moment) {
         guard let call = callee.call, call.matches(callee, callID: callID) else {
-            // Cancelled or timed out meanwhile: the callee learns the call is over.
+            // Cancelled, timed out or taken on another device meanwhile: the callee learns the call is over.
             return outbox.send(.callStatus(CallStatus(callID: callID, state: .ended, reason: "the call is over")), to: callee.session, now: now)
         }
-        guard call.callee === callee, call.room == nil else { return }  // the caller answering, or a repeated answer
+        guard call.room == nil, call.ringing.contains(where: { $0 === callee }) else { return }  // the caller answering, or a repeated answer
         let caller = call.caller
-        guard accept else {
-            finishCall(call, .declined, detail: "declined by \(callee.identity)", now: now)
-            return tell(caller, call, .declined, "declined by \(callee.identity)", now: now)
+        guard accept else { return decline(call, by: callee, now: now) }
+        call.ringing.removeAll { $0 === callee }
+        call.callee = callee
+        for other in call.ringing {
+            other.call = nil
+            tell(other, call, .ended, Call.answeredElsewhere, now: now)
         }
+        call.ringing = []
         guard let signer else {
             finishCall(call, .failed, detail: "the relay has no API key to mint call tokens with", now: now)
             for p in [caller, callee] { tell(p, call, .failed, "the relay cannot set up call rooms", now: now) }
@@ -85,7 +97,7 @@ final class CallRouter {
         call.room = room
         call.ringDeadline = nil
         outbox.counters.callsAnswered &+= 1
-        record(.answered, call.id, caller.identity, callee.identity, room: room, now: now)
+        record(.answered, call.id, caller.identity, call.calleeIdentity, room: room, now: now)
         for p in [caller, callee] {
             let token = CallRoom.token(identity: p.identity, name: p.name, room: room, signer: signer, now: now,
                                        lifetimeSeconds: config.callTokenLifetimeSeconds)
@@ -94,20 +106,45 @@ final class CallRouter {
         if log.threshold <= .info { log.write(.info, "call \(call.id): answered, room \(room)") }
     }
 
-    /// Either party ends the call (before the answer: the caller cancels, the callee declines).
+    /// Either party ends the call (before the answer: the caller cancels, a ringing callee session declines).
     func hangUp(by p: Presence, callID: UInt32, now: Moment) {
         guard let call = p.call, call.matches(p, callID: callID) else { return }  // already over
-        let other = call.other(than: p)
+        let others = call.others(than: p)
         if call.room != nil {
             finishCall(call, .hungUp, detail: "hung up by \(p.identity)", now: now)
-            tell(other, call, .ended, "hung up by \(p.identity)", now: now)
+            for other in others { tell(other, call, .ended, "hung up by \(p.identity)", now: now) }
         } else if p === call.caller {
             finishCall(call, .cancelled, detail: "cancelled by \(p.identity)", now: now)
-            tell(other, call, .ended, "cancelled", now: now)
+            for other in others { tell(other, call, .ended, "cancelled", now: now) }
         } else {
-            finishCall(call, .declined, detail: "declined by \(p.identity)", now: now)
-            tell(other, call, .declined, "declined by \(p.identity)", now: now)
+            decline(call, by: p, now: now)
         }
+    }
+
+    /// A ringing callee session declines: it stops ringing; when it was the last one ringing the call is declined.
+    private func decline(_ call: Call, by callee: Presence, now: Moment) {
+        call.ringing.removeAll { $0 === callee }
+        if callee.call === call { callee.call = nil }
+        guard call.ringing.isEmpty else {
+            if log.threshold <= .info { log.write(.info, "call \(call.id): declined on one device, \(call.ringing.count) still ringing") }
+            return
+        }
+        finishCall(call, .declined, detail: "declined by \(callee.identity)", now: now)
+        tell(call.caller, call, .declined, "declined by \(callee.identity)", now: now)
+    }
+
+    /// A party's presence session went away (left, timed out, replaced): a ringing callee session just stops ringing
+    /// (the call ends "connection lost" when it was the last one); the caller or the answering session ends the call
+    /// for the other side.
+    func sessionLost(_ p: Presence, now: Moment) {
+        guard let call = p.call else { return }
+        if call.room == nil, p !== call.caller {
+            call.ringing.removeAll { $0 === p }
+            p.call = nil
+            guard call.ringing.isEmpty else { return }
+            return end(call, .connectionLost, detail: "connection lost", notifying: [call.caller], now: now)
+        }
+        end(call, .connectionLost, detail: "connection lost", notifying: call.others(than: p), now: now)
     }
 
     /// Ends every call that rang for `ringTimeout` unanswered (oldest first).
@@ -132,7 +169,7 @@ final class CallRouter {
         let seconds = config.ringTimeout.wholeSeconds
         finishCall(call, .noAnswer, detail: "no answer after \(seconds) s", now: now)
         tell(call.caller, call, .noAnswer, "no answer after \(seconds) s", now: now)
-        tell(call.callee, call, .ended, "no answer", now: now)
+        for callee in call.ringing { tell(callee, call, .ended, "no answer", now: now) }
     }
 
     /// Ends a call and tells `notifying` it `ended` with `detail`.
@@ -151,17 +188,17 @@ final class CallRouter {
     /// Calls ringing or answered, oldest first.
     func snapshot() -> [CallSnapshot] {
         active.values.sorted { $0.id < $1.id }.map {
-            CallSnapshot(callID: $0.id, caller: $0.caller.identity, callee: $0.callee.identity, answered: $0.room != nil,
-                         room: $0.room, startedAtUnixMilliseconds: $0.startedAtUnixMilliseconds)
+            CallSnapshot(callID: $0.id, caller: $0.caller.identity, callee: $0.calleeIdentity, answered: $0.room != nil,
+                         room: $0.room, startedAtUnixMilliseconds: $0.startedAtUnixMilliseconds,
+                         ringingSessions: $0.ringing.count)
         }
     }
 
     /// Forgets a call and logs its end.
     private func finishCall(_ call: Call, _ reason: CallEndReason, detail: String, now: Moment) {
         active[call.id] = nil
-        if call.caller.call === call { call.caller.call = nil }
-        if call.callee.call === call { call.callee.call = nil }
-        record(.ended, call.id, call.caller.identity, call.callee.identity, room: call.room ?? "", reason: reason, detail: detail, now: now)
+        for p in call.parties where p.call === call { p.call = nil }
+        record(.ended, call.id, call.caller.identity, call.calleeIdentity, room: call.room ?? "", reason: reason, detail: detail, now: now)
         if log.threshold <= .info { log.write(.info, "call \(call.id) ended: \(detail)") }
     }
 

@@ -11,7 +11,8 @@ package struct LiveCounts: Equatable, CustomStringConvertible {
     package var speakerStates = 0, mixInputs = 0
     /// The core's member entries in its session table and SSRC table, and the NACK histories its members hold (allocated at a member's first RTP packet).
     package var byConnection = 0, byAddress = 0, bySSRC = 0, nackHistories = 0
-    /// Presence sessions in the session table (by connection and address) and by identity, and calls ringing or answered.
+    /// Presence sessions in the session table (by connection and address) and in the identity table (every device
+    /// of every identity), and calls ringing or answered.
     package var presenceByConnection = 0, presenceByAddress = 0, presenceByIdentity = 0, calls = 0
 
     /// Every table empty.
@@ -50,7 +51,7 @@ extension RelayCore {
             if case .member = entry { c.byAddress += 1 } else { c.presenceByAddress += 1 }
         }
         c.bySSRC = sessions.bySSRC.count
-        c.presenceByIdentity = presence.byIdentity.count
+        c.presenceByIdentity = presence.sessionCount
         c.calls = calls.active.count
         return c
     }

@@ -158,8 +158,9 @@ extension RelayCore {
         }
     }
 
-    /// Verifies the token (signature, `exp`/`nbf`, `join` grant; the `room` claim is ignored), replaces an older
-    /// session of the same identity, and welcomes the new one with room "" and mode "presence".
+    /// Verifies the token (signature, `exp`/`nbf`, `join` grant; the `room` claim is ignored) and welcomes the new
+    /// session with room "" and mode "presence". An identity may be online from several devices at once; beyond
+    /// `maxPresenceSessionsPerIdentity` its oldest session is replaced.
     func admitPresence(_ request: RegisterRequest, from: PeerAddress, received: Int, now: Moment, viaPublicPort: Bool) {
         guard workerIndex == Self.presenceWorker else { return }
         guard joinBucket.take(now: now.monotonic) else { return outbox.drop(.joinFlood, from: from, now: now) }
@@ -176,10 +177,17 @@ extension RelayCore {
             let error = TokenError.missingGrant("join")
             return refuse(RefusalCode(error), error.reason, to: from, now: now, viaPublicPort: viaPublicPort, limit: received)
         }
-        if let previous = presence.byIdentity[claims.identity] {
-            // As for joins: the same token from a second address while its session lives is a replay.
-            if previous.session.token == request.token, previous.session.address != from { return outbox.drop(.tokenReplay, from: from, now: now) }
-            removePresence(previous, reason: "replaced by a new session", goodbye: .replaced, now: now)
+        let online = presence.sessions(of: claims.identity)
+        // As for joins: the same token from a second address while a session opened with it lives is a replay (the
+        // owner moves with resume). A second device presents its own token, and is welcome beside the first.
+        if online.contains(where: { $0.session.token == request.token && $0.session.address != from }) {
+            return outbox.drop(.tokenReplay, from: from, now: now)
+        }
+        let bound = max(1, config.maxPresenceSessionsPerIdentity)
+        for oldest in online.prefix(max(0, online.count - bound + 1)) {
+            let reason = bound == 1 ? "replaced by a new session"
+                : "replaced by a new session (at most \(bound) devices online per identity; this was the oldest)"
+            removePresence(oldest, reason: reason, goodbye: .replaced, now: now)
         }
         let session = openSession(identity: claims.identity, name: claims.name ?? "", nonce: request.nonce, token: request.token,
                                   from: from, viaPublicPort: viaPublicPort, limits: outbox.signallingLimits(), now: now)

@@ -167,12 +167,13 @@ extension RelayCore {
         rooms.memberLeft(member, reason: reason, now: now)
     }
 
-    /// Forgets a presence session (telling it why when `goodbye` is set); its call ends for the other party.
+    /// Forgets a presence session (telling it why when `goodbye` is set); its call ends for the other party, or, when
+    /// it was one of several devices ringing, just stops ringing there.
     func removePresence(_ p: Presence, reason: String, goodbye: GoodbyeCode?, now: Moment) {
         if let code = goodbye { outbox.sayGoodbye(code, reason, to: p.session) }
         sessions.remove(.presence(p), at: p.session.address)
         presence.remove(p)
-        if let call = p.call { calls.end(call, .connectionLost, detail: "connection lost", notifying: [call.other(than: p)], now: now) }
+        calls.sessionLost(p, now: now)
         if log.threshold <= .info { log.write(.info, "\(p.identity) offline: \(reason)") }
     }
 

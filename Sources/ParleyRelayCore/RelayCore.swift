@@ -131,11 +131,16 @@ public final class RelayCore {
         }
     }
 
-    /// Online identities on this worker (only worker 0 has any), by identity.
+    /// Online identities on this worker (only worker 0 has any): one entry per presence session (device), by
+    /// identity, each identity's sessions oldest first.
     public func presenceSnapshot() -> [PresenceSnapshot] {
-        presence.byIdentity.values.sorted { $0.identity < $1.identity }.map {
-            PresenceSnapshot(identity: $0.identity, name: $0.name, address: $0.session.address,
-                             registeredAtUnixMilliseconds: $0.registeredAtUnixMilliseconds, callID: $0.call?.id)
+        presence.byIdentity.keys.sorted().flatMap { identity in
+            let devices = presence.sessions(of: identity)
+            return devices.map {
+                PresenceSnapshot(identity: $0.identity, name: $0.name, address: $0.session.address,
+                                 registeredAtUnixMilliseconds: $0.registeredAtUnixMilliseconds, callID: $0.call?.id,
+                                 presenceID: $0.id, sessions: devices.count)
+            }
         }
     }
 

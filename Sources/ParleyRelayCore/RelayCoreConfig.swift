@@ -88,6 +88,9 @@ public struct RelayCoreConfig: Sendable {
 
     // MARK: Presence and calls (`PresenceDirectory.swift`, `CallRouter.swift`, `Call.swift`)
 
+    /// Presence sessions (devices) one identity may have online at once; a register beyond it replaces the oldest
+    /// (`goodbye: replaced`, saying so). Calls ring, and direct texts reach, every one of them.
+    public var maxPresenceSessionsPerIdentity = 8
     /// A call not answered within this long ends: the caller hears `noAnswer`.
     public var ringTimeout: Interval = .seconds(30)
     /// Lifetime of the join tokens the relay mints for a call room, in seconds.

@@ -80,7 +80,10 @@ enum CallCommands {
     }
 
     static func presenceToken(_ o: Options, identity: String) -> String {
-        o["token"] ?? mintToken(identity: identity, name: o["name"], room: nil, ttlSeconds: 86_400, publish: true, admin: false, mode: nil)
+        // A token id of its own: two devices of one identity starting in the same second present different tokens
+        // (the relay drops a token already online from another address as a replay).
+        o["token"] ?? mintToken(identity: identity, name: o["name"], room: nil, ttlSeconds: 86_400, publish: true, admin: false, mode: nil,
+                                tokenID: String(UInt64.random(in: 1...UInt64.max), radix: 16))
     }
 
     /// Waits for the registration; exits on refusal or no answer.

@@ -9,12 +9,13 @@ func apiCredentials() -> (key: String, secret: String) {
 }
 
 /// Mints a token the way `parley token` does.
-func mintToken(identity: String, name: String?, room: String?, ttlSeconds: Int64, publish: Bool, admin: Bool, mode: String?) -> String {
+func mintToken(identity: String, name: String?, room: String?, ttlSeconds: Int64, publish: Bool, admin: Bool, mode: String?,
+               tokenID: String? = nil) -> String {
     let (key, secret) = apiCredentials()
     let now = Clock.unixSeconds()
     let claims = TokenClaims(identity: identity, name: name, room: room, expiresAt: now + ttlSeconds, notBefore: now - 1,
                              issuedAt: now, grants: Grants(join: true, publish: publish, subscribe: true, admin: admin, create: true),
-                             mode: mode)
+                             mode: mode, tokenID: tokenID)
     return TokenSigner(apiKey: key, apiSecret: secret).mint(claims)
 }
 

@@ -100,5 +100,61 @@ extension ProcessTests {
             callee.signal(SIGINT)
             callee.wait(seconds: 5)
         }
+
+        @Test("one identity on two devices: a one-shot message leaves the running listen online; texts reach both listens")
+        func twoDevicesTexts() throws {
+            let (r, server) = try relay()
+            defer { r.signal(SIGTERM); r.wait(seconds: 5) }
+            let quinn = name(), pat = name()
+            let laptop = try Spawned("parley", ["listen", "--identity", quinn, "--server", server, "--duration", "20"] + bot)
+            #expect(laptop.waitFor(seconds: 5) { $0.contains("waiting for calls") })
+            let phone = try Spawned("parley", ["listen", "--identity", quinn, "--server", server, "--duration", "20"] + bot)
+            #expect(phone.waitFor(seconds: 5) { $0.contains("waiting for calls") })
+            let patListen = try Spawned("parley", ["listen", "--identity", pat, "--server", server, "--duration", "20"] + bot)
+            #expect(patListen.waitFor(seconds: 5) { $0.contains("waiting for calls") })
+            // quinn sends from a third, one-shot session: registers, sends, leaves.
+            let sent = try Spawned("parley", ["message", pat, "hi", "--identity", quinn, "--server", server])
+            #expect(sent.wait(seconds: 8) == 0, "\(sent.stdout)\(sent.stderr)")
+            #expect(patListen.waitFor(seconds: 3) { $0.contains("direct text from \(quinn): hi") }, "\(patListen.stdout)")
+            // Both of quinn's devices get pat's text, and neither went offline.
+            let back = try Spawned("parley", ["message", quinn, "hello both", "--identity", pat, "--server", server])
+            #expect(back.wait(seconds: 8) == 0, "\(back.stdout)\(back.stderr)")
+            #expect(laptop.waitFor(seconds: 3) { $0.contains("direct text from \(pat): hello both") }, "\(laptop.stdout)")
+            #expect(phone.waitFor(seconds: 3) { $0.contains("direct text from \(pat): hello both") }, "\(phone.stdout)")
+            for l in [laptop, phone] {
+                #expect(!l.stdout.contains("offline") && !l.stderr.contains("offline"), "\(l.stdout)\(l.stderr)")
+                l.signal(SIGINT)
+                #expect(l.wait(seconds: 5) == 0)
+            }
+            patListen.signal(SIGINT)
+            patListen.wait(seconds: 5)
+        }
+
+        @Test("one identity on two devices: both ring, the first to answer takes the call, the other is told")
+        func twoDevicesRing() throws {
+            let (r, server) = try relay()
+            defer { r.signal(SIGTERM); r.wait(seconds: 5) }
+            let bob = name(), alice = name()
+            let laptop = try Spawned("parley", ["listen", "--identity", bob, "--server", server, "--auto-answer", "--answer-after", "0.5",
+                                                "--duration", "15"] + bot)
+            #expect(laptop.waitFor(seconds: 5) { $0.contains("waiting for calls") })
+            let phone = try Spawned("parley", ["listen", "--identity", bob, "--server", server, "--duration", "15"] + bot)
+            #expect(phone.waitFor(seconds: 5) { $0.contains("waiting for calls") })
+            let caller = try Spawned("parley", ["call", bob, "--identity", alice, "--server", server, "--hangup-after", "3"] + bot)
+            #expect(phone.waitFor(seconds: 5) { $0.contains("incoming call from \(alice)") }, "\(phone.stdout)")
+            #expect(phone.waitFor(seconds: 5) { $0.contains("missed call from \(alice): answered on another device") }, "\(phone.stdout)")
+            // A second call from the caller's identity on another device fails and leaves the first call alone.
+            #expect(caller.waitFor(seconds: 5) { $0.contains("answered") })
+            let second = try Spawned("parley", ["call", name(), "--identity", alice, "--server", server] + bot)
+            #expect(second.wait(seconds: 8) == 9, "\(second.stdout)\(second.stderr)")
+            #expect(second.stdout.contains("already in a call"), "\(second.stdout)")
+            #expect(caller.wait(seconds: 10) == 0, "\(caller.stdout)\(caller.stderr)")
+            #expect(caller.stdout.contains("you hung up") && !caller.stdout.contains("connection lost"), "\(caller.stdout)")
+            #expect(laptop.waitFor(seconds: 5) { $0.contains("call ended: hung up by \(alice)") }, "\(laptop.stdout)")
+            for l in [laptop, phone] {
+                l.signal(SIGINT)
+                l.wait(seconds: 5)
+            }
+        }
     }
 }

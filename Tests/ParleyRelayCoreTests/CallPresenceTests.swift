@@ -60,9 +60,11 @@ struct CallPresenceTests {
         #expect(world.net.cores[1].presenceSnapshot().isEmpty)
     }
 
-    @Test("a second register for the same identity replaces the first, ending its call for the other party")
+    @Test("with one session per identity configured, a second register replaces the first, ending its call for the other party")
     func replaced() throws {
-        let world = CallWorld()
+        var config = RelayCoreConfig()
+        config.maxPresenceSessionsPerIdentity = 1
+        let world = CallWorld(config: config)
         let (alice, bob, aliceID, _) = try world.aliceRingsBob()
         let newBob = world.addPresence("bob", token: world.token("bob", expiresIn: 7200))
         world.registerAll()

@@ -30,7 +30,7 @@ final class ObjectWatch {
                 case .presence(let p): watch(p, "presence \(p.identity)")
                 }
             }
-            for c in core.calls.active.values { watch(c, "call \(c.caller.identity) → \(c.callee.identity)") }
+            for c in core.calls.active.values { watch(c, "call \(c.caller.identity) → \(c.calleeIdentity)") }
         }
     }
 
@@ -175,7 +175,9 @@ struct ResourceReleaseTests {
 
     @Test("presence and calls: answered, hung up, declined, unanswered, replaced, left and timed out sessions are freed")
     func presenceAndCalls() throws {
-        let world = CallWorld(config: Self.config())
+        var config = Self.config()
+        config.maxPresenceSessionsPerIdentity = 1  // so a second device replaces the first
+        let world = CallWorld(config: config)
         let net = world.net
         let watch = ObjectWatch()
         let alice = world.addPresence("alice"), bob = world.addPresence("bob"), carol = world.addPresence("carol")

@@ -137,7 +137,7 @@ struct SignallingQueueTests {
             if let id = alice.session.sendText(to: "bob", String(repeating: "y", count: 900), now: world.net.instant) { ids.append(id) }
             world.exchange()
         }
-        let session = try #require(world.core.presence.byIdentity["bob"]?.session)
+        let session = try #require(world.core.presence.sessions(of: "bob").first?.session)
         #expect(session.channel.pendingCount <= world.net.shared.config.textQueueLimit)
         let failed = alice.events.filter { if case .textStatus(_, false, "bob is not keeping up") = $0 { true } else { false } }
         #expect(failed.count >= 100)

@@ -50,7 +50,7 @@ struct TextStatusTests {
         let world = CallWorld()
         let alice = world.addPresence("alice"), bob = world.addPresence("bob")
         world.registerAll()
-        let session = try #require(world.core.presence.byIdentity["alice"]?.session)
+        let session = try #require(world.core.presence.sessions(of: "alice").first?.session)
         try Self.sendRaw(world.net, fragments.map { .sendText(to: "bob", fragment: $0) }, connectionID: session.connectionID,
                          after: session.channel.ackNumber, from: alice.address)
         world.exchange()
