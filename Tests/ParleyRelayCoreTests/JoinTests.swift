@@ -87,7 +87,7 @@ struct JoinTests {
     }
 
     @Test("a room name over 128 bytes is refused with its reason after the cookie round trip, in no more bytes than the join",
-          arguments: [129, 200, 600])
+          arguments: [129, 200, 300])
     func roomNameTooLong(bytes: Int) throws {
         let net = FakeNetwork()
         let room = String(repeating: "r", count: bytes)
