@@ -42,8 +42,8 @@ enum JoinCommand {
     \(AudioOptions.usage)
 
     Joins ROOM on the relay (default 127.0.0.1:7400). Without --token it mints one from PARLEY_API_KEY /
-    PARLEY_API_SECRET (dev defaults when unset). Keys in the live view: m mute/unmute, t type a message to the room,
-    q leave. Without a terminal (or with --no-tui) it prints one line per event. Ctrl-C leaves (and finalises --output).
+    PARLEY_API_SECRET (dev defaults when unset). Keys in the live view: m mute/unmute (not while muted by the room),
+    t type a message to the room, q leave. Without a terminal (or with --no-tui) it prints one line per event. Ctrl-C leaves (and finalises --output).
     Exit: 0 left, 1 local error (device, file), 2 usage, 3 refused by the relay, 4 removed by the relay, 5 relay unreachable.
     """
 

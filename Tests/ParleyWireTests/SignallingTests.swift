@@ -73,6 +73,12 @@ struct SignallingTests {
         let join = SignalMessage.join(JoinRequest(token: "a.b.c", room: room, nonce: [UInt8](repeating: 9, count: 16)))
         let bytes = try SignalDatagram(connectionID: 0, sequence: 0, ack: 0, message: join).serialized()
         #expect(try SignalDatagram(parsing: bytes).message == join)
+        // So do the identities a member names (a direct text, a call): the relay answers "not online".
+        for named in [SignalMessage.sendText(to: String(repeating: "i", count: 600), fragment: TextFragment(messageID: 1, index: 0, count: 1, chunk: [0x41])),
+                      .callInvite(callID: 1, to: String(repeating: "i", count: 600))] {
+            let d = SignalDatagram(connectionID: 1, sequence: 1, ack: 0, message: named)
+            #expect(try SignalDatagram(parsing: try d.serialized()) == d)
+        }
         let tooLong = SignalMessage.join(JoinRequest(token: "a.b.c", room: String(repeating: "r", count: 1200), nonce: []))
         #expect(throws: WireError.bufferTooSmall) { try SignalDatagram(connectionID: 0, sequence: 0, ack: 0, message: tooLong).serialized() }
     }
