@@ -115,6 +115,8 @@ public struct MemberSnapshot: Sendable, Equatable {
     public var address: PeerAddress
     /// Muted.
     public var muted: Bool
+    /// Muted by the backend: held until the backend lifts it.
+    public var mutedByRoom = false
     /// Forwarded right now.
     public var forwarded: Bool
     /// Smoothed level (RFC 6464 scale).

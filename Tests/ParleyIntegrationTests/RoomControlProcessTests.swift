@@ -44,6 +44,13 @@ extension ProcessTests {
             #expect(muted)
             #expect(alice.waitFor(seconds: 3) { $0.contains("you are muted by the room (only the room can unmute you)") }, "\(alice.stdout)")
             #expect(bob.waitFor(seconds: 3) { $0.contains("alice muted by the room") }, "\(bob.stdout)")
+            let admin = try mint(["--admin", "--identity", "ops"])
+            var listed = (status: 0, body: "")
+            let shown = try eventually(seconds: 3) {
+                listed = try curl("GET", env["PARLEY_URL"]! + "/v1/rooms/\(room)/members", token: admin)
+                return listed.body.contains(#""muted":true,"muted_by_room":true"#)
+            }
+            #expect(shown, "\(listed.body)")
             let unmute = try Spawned("parley", ["mute", room, "alice", "--unmute"], environment: env)
             #expect(unmute.wait(seconds: 5) == 0)
             #expect(alice.waitFor(seconds: 3) { $0.contains("you are unmuted") }, "\(alice.stdout)")
