@@ -111,6 +111,8 @@ public final class ClientEngine {
     public private(set) var speaking: SpeakingTracker
     /// Muted: captured frames advance the timestamp but nothing is sent.
     public private(set) var muted: Bool
+    /// Muted by the room (the backend): `muted` holds until the room lifts it, and `setMuted(false)` is refused.
+    public private(set) var mutedByRoom = false
     /// The room's mode, from the last welcome ("forward" until then).
     public private(set) var mode = "forward"
     /// The current round-trip estimate from pongs.
@@ -269,9 +271,13 @@ public final class ClientEngine {
             case .welcomed(let w):
                 mode = w.mode
                 sender?.ssrc = w.ssrc
+                followRoomMute(w.flags)
                 events += relayAnswers(now: now)
             case .resumed:
                 events += relayAnswers(now: now)
+            case .member(.muted, let m, _) where m.memberID == session.welcome?.memberID,
+                 .member(.unmuted, let m, _) where m.memberID == session.welcome?.memberID:
+                followRoomMute(m.flags)
             case .member(.left, let m, _):
                 speaking.forget(ssrc: m.ssrc)
             case .roundTrip(let rtt):
@@ -323,11 +329,23 @@ public final class ClientEngine {
         for d in session.drainOutgoing() { d.withUnsafeBytes { transmit($0, session.destination) } }
     }
 
-    /// Mutes or unmutes: the relay is told, and captured frames stop (or start) going out.
-    public func setMuted(_ muted: Bool, now: Instant) {
+    /// Mutes or unmutes: the relay is told, and captured frames stop (or start) going out. Returns false, changing
+    /// nothing, for an unmute while the room's mute holds (`mutedByRoom`).
+    @discardableResult
+    public func setMuted(_ muted: Bool, now: Instant) -> Bool {
+        guard muted || !mutedByRoom else { return false }
         self.muted = muted
         session.setMuted(muted, now: now)
         flush()
+        return true
+    }
+
+    /// Follows the relay's word on this member's own flags: a mute by the room mutes us and holds; when the room
+    /// lifts it, we are as the relay says (unmuted).
+    private func followRoomMute(_ flags: MemberFlags) {
+        let byRoom = flags.contains(.mutedByRoom)
+        if byRoom || mutedByRoom { muted = flags.contains(.muted) }
+        mutedByRoom = byRoom
     }
 
     /// Sends a text to the room (`to` empty) or to one identity; its message id, or nil (see `ClientSession.sendText`).

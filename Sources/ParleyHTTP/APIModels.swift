@@ -117,6 +117,8 @@ public enum API {
         /// Unix milliseconds.
         public var joinedAt: Int64
         public var muted: Bool
+        /// Muted by the backend (`POST .../mute`): the member cannot unmute herself until the backend lifts it.
+        public var mutedByRoom: Bool
         public var speaking: Bool
         /// Smoothed level, RFC 6464 −dBov (0 loudest, 127 silence).
         public var level: Int

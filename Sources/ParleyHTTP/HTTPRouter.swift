@@ -293,6 +293,7 @@ public struct HTTPRouter: Sendable {
 
     static func member(_ m: MemberSnapshot, forwarded: [UInt32]) -> API.Member {
         API.Member(identity: m.identity, name: m.name, joinedAt: m.joinedAtUnixMilliseconds, muted: m.muted,
+                   mutedByRoom: m.mutedByRoom,
                    speaking: forwarded.contains(m.id), level: Int(m.level), ssrc: m.ssrc, address: m.address.description,
                    stats: API.Stats(packetsIn: m.stats.packetsIn, bytesIn: m.stats.bytesIn, packetsOut: m.stats.packetsOut,
                                     bytesOut: m.stats.bytesOut, packetsLost: m.packetsLost,

@@ -39,6 +39,8 @@ final class Member {
     /// fan-out table as it goes stale, the mixer after each frame), which breaks the cycle (see `LiveCounts`).
     let room: Room
     var muted: Bool
+    /// Muted by the backend: `muted` holds until the backend lifts it; the member's own unmute is refused.
+    var mutedByRoom = false
     var receiveStats = RTPReceiveStatistics(clockRate: 48_000)
     /// The member's last packets, to answer NACKs: nil until its first RTP packet (see `startHistory`).
     var history: PacketHistory?
@@ -83,6 +85,7 @@ final class Member {
     var flags: MemberFlags {
         var f: MemberFlags = []
         if muted { f.insert(.muted) }
+        if mutedByRoom { f.insert(.mutedByRoom) }
         if canPublish { f.insert(.publisher) }
         if canSubscribe { f.insert(.subscriber) }
         return f
@@ -112,6 +115,8 @@ public struct MemberSnapshot: Sendable, Equatable {
     public var address: PeerAddress
     /// Muted.
     public var muted: Bool
+    /// Muted by the backend: held until the backend lifts it.
+    public var mutedByRoom = false
     /// Forwarded right now.
     public var forwarded: Bool
     /// Smoothed level (RFC 6464 scale).

@@ -63,11 +63,12 @@ extension RelayCore {
         return .ok
     }
 
-    /// Mutes or unmutes the member `identity` of `room`; the room (the member included) is told.
+    /// Mutes or unmutes the member `identity` of `room`; the room (the member included) is told. A mute from here
+    /// is the room's (flag `mutedByRoom`): it holds, across rejoins, until lifted here; the member cannot undo it.
     public func setMuted(room name: String, identity: String, muted: Bool, now: Moment) -> AdminResult {
         guard let room = rooms[name] else { return .notFound("room \(name) does not exist") }
         guard let member = room.member(identity: identity) else { return .notFound("\(identity) is not in room \(name)") }
-        rooms.setMuted(member, muted, now: now)
+        rooms.setMutedByRoom(member, muted, now: now)
         return .ok
     }
 

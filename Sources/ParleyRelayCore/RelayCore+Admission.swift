@@ -81,8 +81,8 @@ extension RelayCore {
         guard !shuttingDown else {
             return refuse(.shuttingDown, "the relay is shutting down", to: from, now: now, viaPublicPort: viaPublicPort)
         }
-        guard !request.room.isEmpty, !request.room.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
-            return refuse(.badRequest, "room names must be 1–128 bytes without control characters", to: from, now: now, viaPublicPort: viaPublicPort)
+        if let problem = Self.roomNameProblem(request.room) {
+            return refuse(.badRequest, problem, to: from, now: now, viaPublicPort: viaPublicPort)
         }
         let claims: TokenClaims
         do {
@@ -130,6 +130,7 @@ extension RelayCore {
                             canSubscribe: claims.grants.subscribe, joinedAt: now.unixMilliseconds, room: room, muted: request.muted,
                             mixSequence: random.uint16())
         member.speakersFromMedia = request.speakersFromMedia
+        if room.mutedByRoom.contains(member.identity) { member.muted = true; member.mutedByRoom = true }
         let others = room.members
         room.members.append(member)
         room.emptySince = nil
@@ -156,6 +157,20 @@ extension RelayCore {
         if log.threshold <= .info {
             log.write(.info, "\(member.identity) joined \(room.name) from \(from) (member \(member.id), ssrc \(ssrc), \(room.members.count) in room)")
         }
+    }
+
+    /// Why a join cannot name `room` (nil when it can): 1–`Signalling.maxNameBytes` bytes without control characters.
+    /// The codec carries longer names so that this refusal, not a silent drop, answers them.
+    static func roomNameProblem(_ room: String) -> String? {
+        let bytes = room.utf8.count
+        if bytes == 0 { return "the room name is empty" }
+        if bytes > Signalling.maxNameBytes {
+            return "the room name is too long: \(bytes) bytes (longest allowed: \(Signalling.maxNameBytes) bytes)"
+        }
+        if room.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            return "the room name contains a control character"
+        }
+        return nil
     }
 
     /// Verifies the token (signature, `exp`/`nbf`, `join` grant; the `room` claim is ignored) and welcomes the new

@@ -122,7 +122,7 @@ public final class RelayCore {
                                 members: room.members.map { m in
                                     let s = room.selector.state(of: m.id)
                                     return MemberSnapshot(id: m.id, identity: m.identity, name: m.name, ssrc: m.ssrc, address: m.address,
-                                                          muted: m.muted, forwarded: s.forwarded,
+                                                          muted: m.muted, mutedByRoom: m.mutedByRoom, forwarded: s.forwarded,
                                                           level: AudioLevel.level(loudness: s.loudness),
                                                           joinedAtUnixMilliseconds: m.joinedAtUnixMilliseconds, stats: m.stats,
                                                           packetsLost: m.receiveStats.cumulativeLost, jitter: m.receiveStats.jitter)

@@ -20,6 +20,9 @@ final class Room {
     var mix: MixEngine?
     /// Limits set by the HTTP API at creation (nil = the relay's defaults).
     var maxMembers: Int?, emptyTimeout: Interval?
+    /// Identities the backend muted: the mute holds across their rejoins until the backend lifts it (at most one
+    /// entry per backend mute, forgotten with the room).
+    var mutedByRoom: Set<String> = []
 
     init(name: String, mode: String, createdAt: Int64, creator: String?, selector: SpeakerSelector) {
         self.name = name

@@ -153,8 +153,33 @@ final class RoomTable {
 
     /// Mutes or unmutes a member and tells the room (the member included).
     func setMuted(_ member: Member, _ muted: Bool, now: Moment) {
+        if member.mutedByRoom, !muted {
+            // The room's mute holds: the member is told again, with why, and nothing changes.
+            outbox.send(.memberEvent(kind: .muted, member: member.entry, reason: Self.mutedByRoomReason), to: member.session, now: now)
+            return
+        }
         guard member.muted != muted else { return }
         member.muted = muted
+        announceMute(member, now: now)
+    }
+
+    /// Why a member's own unmute is refused.
+    static let mutedByRoomReason = "only the room can unmute you"
+
+    /// The backend mutes or unmutes a member: its mute holds (across rejoins too) until the backend lifts it; lifting
+    /// it unmutes the member.
+    func setMutedByRoom(_ member: Member, _ muted: Bool, now: Moment) {
+        let room = member.room
+        if muted { room.mutedByRoom.insert(member.identity) } else { room.mutedByRoom.remove(member.identity) }
+        guard member.muted != muted || member.mutedByRoom != muted else { return }
+        member.muted = muted
+        member.mutedByRoom = muted
+        announceMute(member, now: now)
+    }
+
+    /// Tells the room (the member included) that a member's mute changed, and the event stream.
+    private func announceMute(_ member: Member, now: Moment) {
+        let muted = member.muted
         let room = member.room
         if muted, room.selector.remove(member.id) { scheduleSpeakerPush(room, now: now) }
         broadcast(.memberEvent(kind: muted ? .muted : .unmuted, member: member.entry, reason: ""), in: room, now: now)

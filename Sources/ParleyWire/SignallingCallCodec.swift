@@ -15,7 +15,7 @@ extension SignalDatagram {
             return .register(RegisterRequest(token: try f.string(.token), cookie: try f.optionalData(.cookie, maxCount: 64),
                                              nonce: try f.data(.nonce, maxCount: 32)))
         case 0x09:
-            let to = try f.string(.to, maxCount: 128)
+            let to = try f.string(.to, maxCount: Signalling.maxDatagramSize)  // the relay answers a name it cannot know
             guard !to.isEmpty else { throw .badField }
             return .callInvite(callID: try callID(f), to: to)
         case 0x0A: return .callAnswer(callID: try callID(f), accept: try f.u8(.accept) != 0)

@@ -147,14 +147,14 @@ extension SignalDatagram {
         let message: SignalMessage
         switch type {
         case 0x01:
-            message = .join(JoinRequest(token: try f.string(.token), room: try f.string(.room, maxCount: 128),
+            message = .join(JoinRequest(token: try f.string(.token), room: try f.string(.room, maxCount: Signalling.maxDatagramSize),
                                         cookie: try f.optionalData(.cookie, maxCount: 64), nonce: try f.data(.nonce, maxCount: 32),
                                         muted: try f.bool(.muted), keyShare: try f.optionalData(.keyShare, maxCount: 64),
                                         speakersFromMedia: try f.bool(.speakersFromMedia)))
         case 0x02: message = .leave
         case 0x03: message = .ping(timestamp: try f.u64(.timestamp))
         case 0x04: message = .setMuted(try f.u8(.muted) != 0)
-        case 0x05: message = .sendText(to: try f.optionalString(.to, maxCount: 128), fragment: try Self.fragment(f))
+        case 0x05: message = .sendText(to: try f.optionalString(.to, maxCount: Signalling.maxDatagramSize), fragment: try Self.fragment(f))
         case 0x06: message = .resume(timestamp: try f.u64(.timestamp), proof: try f.data(.proof, maxCount: 32))
         case 0x07: message = .ack
         case 0x0C: message = .pathResponse(challenge: try f.data(.challenge, maxCount: 32), proof: try f.data(.proof, maxCount: 32))

@@ -33,6 +33,9 @@ public enum Signalling {
     public static let maxTextBytes = 4096
     /// Largest text fragment carried in one datagram.
     public static let maxTextFragmentBytes = 900
+    /// Longest room name or identity a relay admits, in UTF-8 bytes. The codec carries longer ones (up to what a
+    /// datagram holds) so that the relay can refuse them with a reason rather than drop them as malformed.
+    public static let maxNameBytes = 128
 
     /// True when a datagram is signalling rather than RTP/RTCP (first-byte demultiplexing).
     public static func isSignalling(_ firstByte: UInt8) -> Bool { firstByte == magic }
@@ -69,6 +72,9 @@ public struct MemberFlags: OptionSet, Equatable, Sendable, Hashable {
     public static let publisher = MemberFlags(rawValue: 1 << 1)
     /// The member receives audio.
     public static let subscriber = MemberFlags(rawValue: 1 << 2)
+    /// The room (the backend) muted the member: set with `muted`, and only the room lifts it; the member's own
+    /// unmute is refused while it holds.
+    public static let mutedByRoom = MemberFlags(rawValue: 1 << 3)
 }
 
 /// One member of a room as the relay describes it.

@@ -42,8 +42,8 @@ enum JoinCommand {
     \(AudioOptions.usage)
 
     Joins ROOM on the relay (default 127.0.0.1:7400). Without --token it mints one from PARLEY_API_KEY /
-    PARLEY_API_SECRET (dev defaults when unset). Keys in the live view: m mute/unmute, t type a message to the room,
-    q leave. Without a terminal (or with --no-tui) it prints one line per event. Ctrl-C leaves (and finalises --output).
+    PARLEY_API_SECRET (dev defaults when unset). Keys in the live view: m mute/unmute (not while muted by the room),
+    t type a message to the room, q leave. Without a terminal (or with --no-tui) it prints one line per event. Ctrl-C leaves (and finalises --output).
     Exit: 0 left, 1 local error (device, file), 2 usage, 3 refused by the relay, 4 removed by the relay, 5 relay unreachable.
     """
 
@@ -57,12 +57,19 @@ enum JoinCommand {
         guard duration >= 0 else { fail("--duration must be a number of seconds") }
         if let mode = o["mode"], mode != "forward", mode != "mix" { fail("--mode must be forward or mix") }
         let listenOnly = o.has("listen-only")
+        let token = { o["token"] ?? mintToken(identity: identity, name: o["name"], room: room, ttlSeconds: 3600,
+                                                publish: !listenOnly, admin: false, mode: o["mode"]) }
+        // The relay refuses names over its limit with the reason; one so long that the join cannot be sent at all is
+        // said here at once.
+        let probe = SignalDatagram(connectionID: 0, sequence: 0, ack: 0, message: .join(JoinRequest(
+            token: token(), room: room, cookie: [UInt8](repeating: 0, count: 64), nonce: [UInt8](repeating: 0, count: 16))))
+        guard (try? probe.serialized()) != nil else {
+            fail("the room name is too long: \(room.utf8.count) bytes (longest allowed: \(Signalling.maxNameBytes) bytes)")
+        }
         let audio = AudioOptions(o)
         let devices = DeviceAudio(audio: audio, listenOnly: listenOnly)
         let ui = TerminalUI(noTUI: o.has("no-tui"))
         SignalHandlers.install()
-        let token = { o["token"] ?? mintToken(identity: identity, name: o["name"], room: room, ttlSeconds: 3600,
-                                                publish: !listenOnly, admin: false, mode: o["mode"]) }
         let call = RoomCall(identity: identity, server: server, token: token,
                             configuration: DeviceAudio.configuration(room: room, audio: audio, listenOnly: listenOnly, muted: o.has("mute"), reconnect: true),
                             devices: devices, ui: ui, duration: duration, say: o["say"])
@@ -208,7 +215,10 @@ final class RoomCall {
                 writeLine("parley: the relay refused to let us join: \(reason) (code \(code.rawValue))", fd: 2)
                 return 3
             case .left: return 0
-            case .removed: return 4
+            case .removed(let code, let reason):
+                ui.close()
+                writeLine("parley: \(Self.removal(code, room: room)): \(reason.isEmpty ? "no reason given" : reason)", fd: 2)
+                return 4
             case .unreachable(let reason):
                 ui.close()
                 fail("cannot reach the relay at \(server): \(reason)", code: 5)
@@ -233,9 +243,13 @@ final class RoomCall {
             switch kind {
             case .joined: members[m.memberID] = m; ui.event("\(m.identity) joined")
             case .left: members[m.memberID] = nil; ui.event("\(m.identity) left" + (reason.isEmpty ? "" : ": \(reason)"))
+            case .muted where m.memberID == myMemberID && m.flags.contains(.mutedByRoom):
+                ui.event("you are muted by the room" + (reason.isEmpty ? " (only the room can unmute you)" : ": \(reason)"))
+            case .unmuted where m.memberID == myMemberID:
+                ui.event("you are unmuted")
             case .muted:
                 if m.memberID != myMemberID { members[m.memberID] = m }
-                ui.event("\(m.identity) muted")
+                ui.event("\(m.identity) muted" + (m.flags.contains(.mutedByRoom) ? " by the room" : ""))
             case .unmuted:
                 if m.memberID != myMemberID { members[m.memberID] = m }
                 ui.event("\(m.identity) unmuted")
@@ -270,6 +284,16 @@ final class RoomCall {
         ui.event("speaking: " + (heard.isEmpty ? "(nobody)" : heard.map { "\(names[$0.ssrc] ?? "ssrc \($0.ssrc)") (-\($0.level) dBov)" }.joined(separator: ", ")))
     }
 
+    /// What happened, for the line that says why the relay removed us.
+    static func removal(_ code: GoodbyeCode, room: String) -> String {
+        switch code {
+        case .kicked: "removed from the room \(room)"
+        case .roomClosed: "the room \(room) was closed"
+        case .replaced: "this session was replaced by a newer one"
+        default: "the relay ended the session"
+        }
+    }
+
     private func who(_ memberID: UInt32) -> String {
         memberID == myMemberID ? identity : (members[memberID]?.identity ?? "member \(memberID)")
     }
@@ -297,8 +321,11 @@ final class RoomCall {
         switch key {
         case UInt8(ascii: "q"): return true
         case UInt8(ascii: "m"):
-            engine.setMuted(!engine.muted, now: now)
-            ui.event(engine.muted ? "you are muted" : "you are unmuted")
+            if engine.setMuted(!engine.muted, now: now) {
+                ui.event(engine.muted ? "you are muted" : "you are unmuted")
+            } else {
+                ui.event("you cannot unmute: you are muted by the room until it lifts the mute")
+            }
         case UInt8(ascii: "t"): typing = LineEditor(); ui.typing = ""; ui.touch()
         default: break
         }
@@ -314,12 +341,14 @@ final class RoomCall {
     private func updateStatus() {
         guard ui.interactive else { return }
         let audible = Set(engine.audibleSSRCs)
-        var lines = ["parley · \(title) · \(identity)\(engine.muted ? " (muted)" : "") · mic \(devices.listenOnly ? "off" : "-\(engine.inputLevel) dBov")"
+        let mute = engine.mutedByRoom ? " (muted by the room)" : engine.muted ? " (muted)" : ""
+        var lines = ["parley · \(title) · \(identity)\(mute) · mic \(devices.listenOnly ? "off" : "-\(engine.inputLevel) dBov")"
                      + " · \(connection(now: Clock.monotonic()))"]
         let speakingIDs = Set(speaking.map(\.memberID))
         for m in members.values.sorted(by: { $0.identity < $1.identity }) {
             let talking = speakingIDs.contains(m.memberID) || audible.contains(m.ssrc)
-            lines.append("  \(talking ? "🔊" : "  ") \(m.identity)\(m.flags.contains(.muted) ? " (muted)" : "")")
+            let muted = m.flags.contains(.mutedByRoom) ? " (muted by the room)" : m.flags.contains(.muted) ? " (muted)" : ""
+            lines.append("  \(talking ? "🔊" : "  ") \(m.identity)\(muted)")
         }
         let x = devices.xruns
         lines.append("  sent \(engine.packetsSent) · received \(engine.packetsReceived) · concealed \(engine.concealedFrames) · NACKs \(engine.nacksSent) · xruns \(x.over)/\(x.under)")

@@ -127,6 +127,35 @@ struct ClientEngineTests {
         #expect(h.engine.packetsSent == 1)
     }
 
+    @Test("muted by the room: the engine mutes, refuses its own unmute (nothing sent), and follows the room when it lifts the mute")
+    func mutedByTheRoom() throws {
+        let h = try Self.joined(listenOnly: false)
+        let me = MemberEntry(memberID: 7, ssrc: 0x1234_5678, flags: [.publisher, .subscriber], identity: "alice", name: "")
+        var byRoom = me
+        byRoom.flags.formUnion([.muted, .mutedByRoom])
+        h.deliver(ScriptedRelay.datagram(.memberEvent(kind: .muted, member: byRoom, reason: ""), sequence: 2))
+        #expect(h.engine.muted && h.engine.mutedByRoom)
+        _ = h.outbox.take()
+        // Her own unmute is refused here: nothing goes to the relay, and no audio goes out.
+        #expect(h.engine.setMuted(false, now: h.now) == false)
+        #expect(h.engine.muted && h.engine.mutedByRoom)
+        h.advance(to: 20 * Self.ms)
+        h.media(captured: ToneStream.tone(440), level: 20)
+        #expect(!h.outbox.take().contains { if case .setMuted = $0.signal { true } else { $0.signal == nil && !$0.isRTCP } })
+        #expect(h.engine.packetsSent == 0)
+        // A mute of her own is allowed (it changes nothing while the room's holds).
+        #expect(h.engine.setMuted(true, now: h.now))
+        // The room lifts it: unmuted, as the relay says; her own mute works again.
+        h.deliver(ScriptedRelay.datagram(.memberEvent(kind: .unmuted, member: me, reason: ""), sequence: 3))
+        #expect(!h.engine.muted && !h.engine.mutedByRoom)
+        #expect(h.engine.setMuted(true, now: h.now) && h.engine.muted)
+        // Another member's room mute is not ours.
+        var other = byRoom
+        other.memberID = 8
+        h.deliver(ScriptedRelay.datagram(.memberEvent(kind: .muted, member: other, reason: ""), sequence: 4))
+        #expect(!h.engine.mutedByRoom)
+    }
+
     @Test("received audio is played out after the jitter buffer's delay, and the stream's counters show it")
     func playsReceivedAudio() throws {
         let h = try Self.joined()

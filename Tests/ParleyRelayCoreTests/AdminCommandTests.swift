@@ -60,6 +60,52 @@ struct AdminCommandTests {
         #expect(kinds.suffix(2) == [.memberMuted, .memberLeft])
     }
 
+    @Test("a mute from the backend is the room's: the member is told, her own unmute is refused with why, a rejoin stays muted, the backend lifts it")
+    func backendMuteHolds() {
+        let net = FakeNetwork()
+        let alice = net.addClient("alice"), bob = net.addClient("bob")
+        net.joinAll()
+        #expect(net.core.setMuted(room: "lobby", identity: "alice", muted: true, now: net.now) == .ok)
+        net.exchange()
+        func lastEntry(_ c: FakeClient, about who: FakeClient) -> (MemberEventKind, MemberEntry, String)? {
+            for case .member(let kind, let m, let reason) in c.events.reversed() where m.memberID == who.memberID { return (kind, m, reason) }
+            return nil
+        }
+        // Alice hears about herself: muted, and by the room; so does the room.
+        #expect(lastEntry(alice, about: alice)?.0 == .muted)
+        #expect(lastEntry(alice, about: alice)?.1.flags.contains(.mutedByRoom) == true)
+        #expect(lastEntry(bob, about: alice)?.1.flags.isSuperset(of: [.muted, .mutedByRoom]) == true)
+        // Her own unmute changes nothing: she is told again, with the reason; the room hears nothing new.
+        let bobEvents = bob.events.count
+        alice.session.setMuted(false, now: net.instant)
+        net.exchange()
+        #expect(net.core.member(identity: "alice")?.muted == true)
+        #expect(lastEntry(alice, about: alice)?.0 == .muted)
+        #expect(lastEntry(alice, about: alice)?.2 == "only the room can unmute you")
+        #expect(bob.events.count == bobEvents)
+        alice.speak(level: 10)
+        net.exchange()
+        #expect(bob.media[alice.ssrc] == nil)
+        // Leaving and joining again does not escape it.
+        alice.session.leave(now: net.instant)
+        net.exchange()
+        let again = net.addClient("alice")
+        net.joinAll()
+        #expect(again.session.welcome?.flags.isSuperset(of: [.muted, .mutedByRoom]) == true)
+        // The backend lifts it: unmuted, flag gone, and her own mute and unmute work again.
+        #expect(net.core.setMuted(room: "lobby", identity: "alice", muted: false, now: net.now) == .ok)
+        net.exchange()
+        #expect(lastEntry(again, about: again)?.0 == .unmuted)
+        #expect(lastEntry(again, about: again)?.1.flags.contains(.mutedByRoom) == false)
+        #expect(net.core.member(identity: "alice")?.muted == false)
+        again.session.setMuted(true, now: net.instant)
+        net.exchange()
+        again.session.setMuted(false, now: net.instant)
+        net.exchange()
+        #expect(net.core.member(identity: "alice")?.muted == false)
+        #expect(lastEntry(bob, about: again)?.0 == .unmuted)
+    }
+
     @Test("a text from the backend reaches every member as from \"backend\"")
     func backendText() {
         let net = FakeNetwork()

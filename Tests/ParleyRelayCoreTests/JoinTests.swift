@@ -86,6 +86,37 @@ struct JoinTests {
         #expect(net.core.counters.joinsRefused[code.rawValue] == 1)
     }
 
+    @Test("a room name over 128 bytes is refused with its reason after the cookie round trip, in no more bytes than the join",
+          arguments: [129, 200, 300])
+    func roomNameTooLong(bytes: Int) throws {
+        let net = FakeNetwork()
+        let room = String(repeating: "r", count: bytes)
+        let eve = net.addClient("eve", room: room)
+        net.joinAll()
+        guard case .refused(let code, let reason)? = eve.events.last else { Issue.record("not refused: \(eve.events)"); return }
+        #expect(code == .badRequest)
+        #expect(reason == "the room name is too long: \(bytes) bytes (longest allowed: 128 bytes)")
+        #expect(eve.session.state == .ended(reason))
+        // The first join got a cookie; the second (with it) got the refusal: neither answer outgrew its join.
+        #expect(eve.sentToRelay.count == 2)
+        let answers = net.sent.filter { $0.to == eve.address }
+        #expect(answers.count == 2)
+        for (answer, join) in zip(answers, eve.sentToRelay) { #expect(answer.bytes.count <= join.count) }
+        #expect(net.core.counters.drops(.malformedSignalling) == 0)
+        #expect(net.core.counters.joinsRefused[RefusalCode.badRequest.rawValue] == 1)
+        #expect(net.core.memberCount == 0 && net.shared.openRooms == 0)
+    }
+
+    @Test("a room name of exactly 128 bytes (multi-byte characters included) is admitted")
+    func roomNameAtTheLimit() {
+        let net = FakeNetwork()
+        let room = String(repeating: "é", count: 64)  // 128 UTF-8 bytes
+        let alice = net.addClient("alice", room: room)
+        net.joinAll()
+        #expect(alice.session.state == .joined)
+        #expect(alice.session.welcome?.room == room)
+    }
+
     @Test("a room is created only by a token with the create grant; limits on members and rooms hold")
     func roomsAndLimits() {
         var config = RelayCoreConfig()

@@ -47,6 +47,42 @@ struct SignallingTests {
         ])
     }
 
+    @Test("a member entry muted by the room carries flag bit 3 beside muted")
+    func mutedByRoomFlagBytes() throws {
+        let entry = MemberEntry(memberID: 7, ssrc: 9, flags: [.muted, .mutedByRoom, .publisher, .subscriber], identity: "al", name: "")
+        let bytes = try SignalDatagram(connectionID: 1, sequence: 3, ack: 0, message: .memberEvent(kind: .muted, member: entry, reason: "")).serialized()
+        #expect(bytes == [
+            0x50, 0x01, 0x85, 0x00,   // magic 'P', version 1, type 0x85 member event, flags
+            0x00, 0x00, 0x00, 0x01,   // connection id
+            0x00, 0x00, 0x00, 0x03,   // sequence
+            0x00, 0x00, 0x00, 0x00,   // ack
+            0x17, 0x00, 0x01, 0x03,   // field 23 (event kind), length 1, 3 = muted
+            0x16, 0x00, 0x0D,         // field 22 (member), length 13
+            0x00, 0x00, 0x00, 0x07,   //   member id
+            0x00, 0x00, 0x00, 0x09,   //   ssrc
+            0x0F,                     //   flags: muted (bit 0) | publisher | subscriber | muted by the room (bit 3)
+            0x02, 0x61, 0x6C,         //   identity "al"
+            0x00,                     //   name ""
+        ])
+        #expect(try SignalDatagram(parsing: bytes).message == .memberEvent(kind: .muted, member: entry, reason: ""))
+    }
+
+    @Test("a join carries a room name longer than a relay admits (up to what a datagram holds), so the relay can refuse it with a reason")
+    func longRoomNameCarried() throws {
+        let room = String(repeating: "r", count: 600)
+        let join = SignalMessage.join(JoinRequest(token: "a.b.c", room: room, nonce: [UInt8](repeating: 9, count: 16)))
+        let bytes = try SignalDatagram(connectionID: 0, sequence: 0, ack: 0, message: join).serialized()
+        #expect(try SignalDatagram(parsing: bytes).message == join)
+        // So do the identities a member names (a direct text, a call): the relay answers "not online".
+        for named in [SignalMessage.sendText(to: String(repeating: "i", count: 600), fragment: TextFragment(messageID: 1, index: 0, count: 1, chunk: [0x41])),
+                      .callInvite(callID: 1, to: String(repeating: "i", count: 600))] {
+            let d = SignalDatagram(connectionID: 1, sequence: 1, ack: 0, message: named)
+            #expect(try SignalDatagram(parsing: try d.serialized()) == d)
+        }
+        let tooLong = SignalMessage.join(JoinRequest(token: "a.b.c", room: String(repeating: "r", count: 1200), nonce: []))
+        #expect(throws: WireError.bufferTooSmall) { try SignalDatagram(connectionID: 0, sequence: 0, ack: 0, message: tooLong).serialized() }
+    }
+
     @Test("unknown fields are skipped, so later versions can add them")
     func unknownFieldsSkipped() throws {
         var bytes = try SignalDatagram(connectionID: 1, sequence: 0, ack: 0, message: .ping(timestamp: 7)).serialized()
