@@ -88,3 +88,14 @@ extension KeyedDecodingContainer {
         return seconds
     }
 }
+
+extension TokenClaims {
+    /// The claims of `token` read without checking its signature: for a client that holds a token and wants to say
+    /// who it is for (the relay always verifies). Nil when the token is not a JWT with readable claims.
+    public static func unverified(_ token: String) -> TokenClaims? {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, token.utf8.count <= TokenVerifier.maximumTokenBytes,
+              let bytes = Base64URL.decode(parts[1]), !bytes.isEmpty else { return nil }
+        return try? TokenJSON.decode(TokenClaims.self, from: bytes, part: "claims")
+    }
+}

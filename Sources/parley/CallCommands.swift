@@ -82,7 +82,7 @@ enum CallCommands {
     static func presenceToken(_ o: Options, identity: String) -> String {
         // A token id of its own: two devices of one identity starting in the same second present different tokens
         // (the relay drops a token already online from another address as a replay).
-        o["token"] ?? mintToken(identity: identity, name: o["name"], room: nil, ttlSeconds: 86_400, publish: true, admin: false, mode: nil,
+        givenToken(o, identity: identity) ?? mintToken(identity: identity, name: o["name"], room: nil, ttlSeconds: 86_400, publish: true, admin: false, mode: nil,
                                 tokenID: String(UInt64.random(in: 1...UInt64.max), radix: 16))
     }
 

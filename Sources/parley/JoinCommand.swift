@@ -57,7 +57,8 @@ enum JoinCommand {
         guard duration >= 0 else { fail("--duration must be a number of seconds") }
         if let mode = o["mode"], mode != "forward", mode != "mix" { fail("--mode must be forward or mix") }
         let listenOnly = o.has("listen-only")
-        let token = { o["token"] ?? mintToken(identity: identity, name: o["name"], room: room, ttlSeconds: 3600,
+        let given = givenToken(o, identity: identity)
+        let token = { given ?? mintToken(identity: identity, name: o["name"], room: room, ttlSeconds: 3600,
                                                 publish: !listenOnly, admin: false, mode: o["mode"]) }
         // The relay refuses names over its limit with the reason; one so long that the join cannot be sent at all is
         // said here at once.

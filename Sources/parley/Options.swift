@@ -1,4 +1,5 @@
 import Foundation
+import ParleyAuth
 import ParleyNet
 
 /// Command-line parsing shared by the subcommands: `--flag value` and boolean `--flag`.
@@ -49,4 +50,15 @@ func parseDuration(_ text: String) -> Int64? {
     }
     guard let n = Int64(text), n > 0 else { return nil }
     return n
+}
+
+/// The `--token` given, after checking it is `identity`'s: a token minted for someone else would join as them
+/// without a word, so the mismatch is refused (exit 2). Nil when no token was given.
+func givenToken(_ o: Options, identity: String) -> String? {
+    guard let token = o["token"] else { return nil }
+    guard let claims = TokenClaims.unverified(token) else { fail("--token is not a Parley token (a JWT from `parley token`)") }
+    guard claims.identity == identity else {
+        fail("--token is for \(claims.identity), not \(identity): pass --identity \(claims.identity) or a token minted for \(identity)")
+    }
+    return token
 }

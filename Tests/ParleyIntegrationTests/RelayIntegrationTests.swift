@@ -97,6 +97,22 @@ extension ProcessTests {
             #expect(join.stderr.contains("signature"))
         }
 
+        @Test("a token minted for bob, used with --identity alice, is refused before anything is sent")
+        func tokenForSomeoneElse() throws {
+            let token = try Spawned("parley", ["token", "--identity", "bob", "--room", "lobby"])
+            #expect(token.wait(seconds: 5) == 0)
+            let jwt = token.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            // No relay runs: the refusal must come from the client's own check, at once.
+            for command in [["join", "lobby"], ["listen"]] {
+                let client = try Spawned("parley", command + ["--identity", "alice", "--server", "127.0.0.1:9", "--token", jwt, "--no-tui"])
+                #expect(client.wait(seconds: 5) == 2, "\(command): \(client.stderr)")
+                #expect(client.stderr.contains("--token is for bob, not alice"), "\(client.stderr)")
+            }
+            let garbage = try Spawned("parley", ["join", "lobby", "--identity", "alice", "--server", "127.0.0.1:9", "--token", "not-a-jwt"])
+            #expect(garbage.wait(seconds: 5) == 2)
+            #expect(garbage.stderr.contains("--token is not a Parley token"))
+        }
+
         @Test("bad command lines get one clear line and exit 2")
         func badArguments() throws {
             let relay = try Spawned("parley-relay", ["--udp", "nonsense"])
