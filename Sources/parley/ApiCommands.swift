@@ -55,7 +55,8 @@ enum ApiCommands {
         if list.isEmpty { writeLine("no members") }
         for m in list {
             let stats = m["stats"] as? [String: Any] ?? [:]
-            writeLine("\(m["identity"] ?? "")\t\((m["muted"] as? Bool ?? false) ? "muted" : "unmuted")\t"
+            let mute = (m["muted_by_room"] as? Bool ?? false) ? "muted by the room" : (m["muted"] as? Bool ?? false) ? "muted" : "unmuted"
+            writeLine("\(m["identity"] ?? "")\t\(mute)\t"
                       + "\((m["speaking"] as? Bool ?? false) ? "speaking" : "quiet")\tpackets in \(stats["packets_in"] ?? 0)"
                       + " lost \(stats["packets_lost"] ?? 0) jitter \(stats["jitter_ms"] ?? 0) ms")
         }

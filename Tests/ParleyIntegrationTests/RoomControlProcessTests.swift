@@ -51,6 +51,9 @@ extension ProcessTests {
                 return listed.body.contains(#""muted":true,"muted_by_room":true"#)
             }
             #expect(shown, "\(listed.body)")
+            let members = try Spawned("parley", ["members", room], environment: env)
+            #expect(members.wait(seconds: 5) == 0)
+            #expect(members.stdout.contains("alice\tmuted by the room\t"), "\(members.stdout)")
             let unmute = try Spawned("parley", ["mute", room, "alice", "--unmute"], environment: env)
             #expect(unmute.wait(seconds: 5) == 0)
             #expect(alice.waitFor(seconds: 3) { $0.contains("you are unmuted") }, "\(alice.stdout)")
