@@ -38,6 +38,8 @@ let package = Package(
         .target(name: "ParleyWire", swiftSettings: perPacketPath),
         // Signed tokens (JWT HS256), HMAC, cookies, random bytes through libsodium.
         .target(name: "ParleyAuth", dependencies: ["CSodium"]),
+        // Session cryptography on libsodium: X25519 keys, the AEADs, the handshake and SRTP (issue 15, being built).
+        .target(name: "ParleyCrypto", dependencies: ["CSodium", "ParleyWire"]),
         // Every syscall, through one shim tests can replace (`SystemCalls`): sockets, addresses, batched datagram I/O,
         // poll, eventfd, clocks, threads, termination signals.
         .target(name: "ParleyNet", dependencies: ["CParleySys", "ParleyWire"], swiftSettings: perPacketPath),
@@ -82,6 +84,7 @@ let package = Package(
         .testTarget(name: "ParleyClientCoreTests", dependencies: ["ParleyClientCore", "ParleyWire", "ParleyMedia"]),
         .testTarget(name: "ParleyAudioIOTests", dependencies: ["ParleyAudioIO"]),
         .testTarget(name: "ParleyAuthTests", dependencies: ["ParleyAuth"]),
+        .testTarget(name: "ParleyCryptoTests", dependencies: ["ParleyCrypto", "ParleyWire"]),
         .testTarget(name: "ParleyRelayCoreTests", dependencies: ["ParleyRelayCore", "ParleyClientCore", "ParleyWire", "ParleyAuth", "ParleyMedia"]),
         .testTarget(name: "ParleyHTTPTests", dependencies: ["ParleyHTTP", "ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyWire", "ParleyNet"]),
         .testTarget(name: "ParleyIntegrationTests", dependencies: ["ParleyWire", "ParleyNet", "ParleyAuth", "ParleyAudioIO"]),
