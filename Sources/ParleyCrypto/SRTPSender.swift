@@ -1,0 +1,98 @@
+/// The sending half of an SRTP/SRTCP crypto context with AEAD_AES_256_GCM (RFC 7714): protects RTP and RTCP
+/// packets of up to `maxStreams` SSRCs under one key and salt, into caller-owned buffers, without allocating.
+///
+/// The key and salt are given directly (our handshake derives them per member per direction). Each SSRC's rollover
+/// counter follows its sequence numbers as the receiver's will (RFC 3711 Appendix A: a wrap 65535 → 0 counts one
+/// rollover; a late packet from before the wrap keeps the old ROC), and an index already protected is refused
+/// (`replayed`): an IV must never be used twice under one key, so a retransmission resends the protected bytes.
+/// SRTCP indices count from 0 for the whole context. One thread at a time.
+public final class SRTPSender {
+    private let cipher: SRTPCipher
+    private var streams: SRTPStreamTable
+    private var nextRTCPIndex: UInt32 = 0
+
+    /// Bytes `protect` adds to an RTP packet (the tag).
+    public static let rtpOverhead = SRTPLayout.tagLength
+    /// Bytes `protect(rtcp:)` adds to an RTCP packet (the tag, then the E flag and SRTCP index).
+    public static let rtcpOverhead = SRTPLayout.tagLength + SRTPLayout.srtcpTrailerLength
+
+    /// True when this machine can run AES-256-GCM through libsodium (AES-NI); when false, `init` throws `aesGCMUnavailable`.
+    public static var isAvailable: Bool { SRTPCipher.isAvailable }
+
+    /// A context for a 32-byte `key` and a 12-byte `salt`, tracking at most `maxStreams` SSRCs.
+    /// Throws `badKeyLength`, or `aesGCMUnavailable` on a CPU without AES-NI.
+    public init(key: [UInt8], salt: [UInt8], maxStreams: Int = 16) throws(SRTPError) {
+        cipher = try SRTPCipher(key: key, salt: salt)
+        streams = SRTPStreamTable(capacity: maxStreams)
+    }
+
+    /// Protects the RTP packet in `packet` into `out` (which may be the same memory, with `rtpOverhead` bytes to
+    /// spare): header in the clear as associated data, payload encrypted, tag appended. Returns the SRTP length.
+    /// Throws `malformed`, `bufferTooSmall`, `tooManyStreams`, `replayed` or `tooOld` (index already used or far
+    /// behind), `indexExhausted`; nothing changes then.
+    public func protect(_ packet: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) throws(SRTPError) -> Int {
+        let headerLength = try SRTPLayout.rtpHeaderLength(packet)
+        let total = packet.count + SRTPLayout.tagLength
+        guard out.count >= total else { throw .bufferTooSmall }
+        let sequence = SRTPLayout.uint16(packet, at: 2)
+        let ssrc = SRTPLayout.uint32(packet, at: 8)
+        let slot = try streams.slot(for: ssrc)
+        let index = try streams.rtpIndex(sequence: sequence, in: slot)
+
+        let input = packet.baseAddress!, output = out.baseAddress!
+        if output != UnsafeMutableRawPointer(mutating: input) { output.copyMemory(from: input, byteCount: headerLength) }
+        let iv = cipher.rtpIV(ssrc: ssrc, rolloverCounter: SRTPPacketIndex.rolloverCounter(of: index), sequence: sequence)
+        cipher.seal(input + headerLength, count: packet.count - headerLength, into: output + headerLength,
+                    tag: output + packet.count, associatedData: output, associatedDataCount: headerLength, iv: iv)
+        streams.acceptRTP(index, ssrc: ssrc, in: slot)
+        return total
+    }
+
+    /// Protects the (compound) RTCP packet in `packet` into `out` (which may be the same memory, with `rtcpOverhead`
+    /// bytes to spare), with the next SRTCP index: the first header and SSRC in the clear, the rest encrypted unless
+    /// `encrypt` is false (then all of it is only authenticated, E = 0), tag and E ‖ index appended. Returns the SRTCP
+    /// length. Throws `malformed`, `bufferTooSmall`, `indexExhausted` (2³¹ packets: replace the key).
+    public func protect(rtcp packet: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer,
+                        encrypt: Bool = true) throws(SRTPError) -> Int {
+        guard SRTPLayout.isRTCP(packet, minimumLength: SRTPLayout.rtcpClearLength) else { throw .malformed }
+        let length = packet.count
+        let total = length + Self.rtcpOverhead
+        guard out.count >= total else { throw .bufferTooSmall }
+        guard nextRTCPIndex <= SRTPLayout.maxSRTCPIndex else { throw .indexExhausted }
+        let ssrc = SRTPLayout.uint32(packet, at: 4)
+        let index = nextRTCPIndex
+        let trailer = (encrypt ? SRTPLayout.encryptedFlag : 0) | index
+
+        let input = packet.baseAddress!, output = out.baseAddress!
+        let iv = cipher.rtcpIV(ssrc: ssrc, index: index)
+        let clear = SRTPLayout.rtcpClearLength
+        if encrypt {
+            let associatedData = cipher.associatedDataArea
+            associatedData.copyMemory(from: input, byteCount: clear)
+            SRTPLayout.store(trailer, at: associatedData + clear)
+            cipher.seal(input + clear, count: length - clear, into: output + clear, tag: output + length,
+                        associatedData: associatedData, associatedDataCount: clear + SRTPLayout.srtcpTrailerLength, iv: iv)
+            if output != UnsafeMutableRawPointer(mutating: input) { output.copyMemory(from: input, byteCount: clear) }
+        } else {
+            // Associated data is the whole packet and the trailer: lay them out contiguously, then put the tag between.
+            if output != UnsafeMutableRawPointer(mutating: input) { output.copyMemory(from: input, byteCount: length) }
+            SRTPLayout.store(trailer, at: output + length)
+            let tag = cipher.savedTagArea
+            cipher.seal(output, count: 0, into: tag, tag: tag, associatedData: output,
+                        associatedDataCount: length + SRTPLayout.srtcpTrailerLength, iv: iv)
+            (output + length).copyMemory(from: tag, byteCount: SRTPLayout.tagLength)
+        }
+        SRTPLayout.store(trailer, at: output + length + SRTPLayout.tagLength)
+        nextRTCPIndex += 1
+        return total
+    }
+
+    /// The rollover counter of `ssrc`'s stream (what an SDP `a=crypto` or a late joiner would need), nil before its
+    /// first packet.
+    public func rolloverCounter(ssrc: UInt32) -> UInt32? {
+        streams.highestRTPIndex(of: ssrc).map(SRTPPacketIndex.rolloverCounter(of:))
+    }
+
+    /// The SRTCP index the next `protect(rtcp:)` uses.
+    public var nextSRTCPIndex: UInt32 { nextRTCPIndex }
+}
