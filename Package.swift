@@ -24,6 +24,7 @@ let package = Package(
         .executable(name: "mix-bench", targets: ["mix-bench"]),
         .executable(name: "parley-load", targets: ["parley-load"]),
         .executable(name: "soak-bench", targets: ["soak-bench"]),
+        .executable(name: "crypto-bench", targets: ["crypto-bench"]),
     ],
     targets: [
         // C libraries from Debian.
@@ -74,6 +75,10 @@ let package = Package(
         // Memory after many join/leave cycles (or a join flood) against an in-process core: nothing a session held survives it.
         .executableTarget(name: "soak-bench", dependencies: ["BenchmarkSupport", "ParleyRelayCore", "ParleyClientCore", "ParleyWire", "ParleyAuth"],
                           path: "Benchmarks/soak-bench"),
+
+        // SRTP (RFC 7714, AEAD_AES_256_GCM) protect/unprotect per 120-byte packet against libsodium's bare AEADs, allocations per packet.
+        .executableTarget(name: "crypto-bench", dependencies: ["BenchmarkSupport", "ParleyCrypto", "ParleyWire", "CSodium", "CAllocCounter"],
+                          path: "Benchmarks/crypto-bench"),
 
         .executableTarget(name: "parley-load", dependencies: ["ParleyClientCore", "ParleyWire", "ParleyNet", "ParleyAuth", "ParleyMedia", "CParleySys"],
                           path: "Benchmarks/parley-load"),
