@@ -59,3 +59,21 @@ struct RelayKeyRefusalTests {
         #expect(world.core.presenceSnapshot().map(\.identity) == ["alice"])
     }
 }
+
+extension RelayKeyRefusalTests {
+    @Test("the tokens of an answered call name this relay's key: they join here, and no other relay of the same API secret takes them")
+    func callTokensNameTheRelay() throws {
+        let world = CallWorld(relayKey: Self.ours)
+        let alice = world.addPresence("alice"), bob = world.addPresence("bob")
+        world.registerAll()
+        let (aliceID, bobID) = try #require(world.ring(alice, bob))
+        world.answer(bob, bobID)
+        let a = try #require(alice.answered(aliceID))
+        #expect(TokenClaims.unverified(a.token)?.relayKey == Self.ours)
+        let media = world.net.addClient("alice", room: a.room, token: a.token)
+        world.net.joinAll()
+        #expect(media.session.state == .joined)
+        let elsewhere = TokenVerifier(keys: ["devkey": FakeNetwork.apiSecret], relayKey: Self.theirs)
+        #expect(throws: TokenError.wrongRelay) { try elsewhere.verify(a.token, now: world.net.now.unixSeconds) }
+    }
+}
