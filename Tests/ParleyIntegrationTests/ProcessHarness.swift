@@ -25,8 +25,9 @@ final class Spawned: @unchecked Sendable {
         try self.init(url: Spawned.binary(executable), arguments, environment: environment)
     }
 
-    /// The state directory every relay of this test run shares (one key for all: relays starting at once agree on it).
-    static let relayStateDirectory = NSTemporaryDirectory() + "parley-tests-\(getpid())/relay-state"
+    /// The state directory every relay the tests start shares, one per user so runs do not pile up directories (one key
+    /// for all: relays starting at once, even from two test runs, agree on it).
+    static let relayStateDirectory = NSTemporaryDirectory() + "parley-tests-\(geteuid())/relay-state"
 
     /// Starts a program from a Debian package; throws `MissingProgram`, naming the package, when it is not installed.
     convenience init(_ program: ExternalProgram, _ arguments: [String], environment: [String: String] = [:]) throws {
