@@ -53,7 +53,8 @@ public enum PrivateFile {
             if n == 0 { break }
             filled += n
         }
-        return (found, Array(bytes.prefix(filled)))
+        if filled < bytes.count { bytes.removeLast(bytes.count - filled) }  // in place: no second copy of a secret
+        return (found, bytes)
     }
 
     /// Writes `bytes` to a new file beside `path` (mode 0600, `O_EXCL`), flushes it to disk, and links it to `path`
