@@ -1,6 +1,6 @@
 /// JWT claims. JSON field names: sub, name, room, exp, nbf, iat, grants {join,publish,subscribe,admin,create},
 /// mode (optional room mode "forward"/"mix"), call (optional; true on the relay-minted tokens of a private call room),
-/// jti (optional token id).
+/// jti (optional token id), relay_key (optional; the base64url X25519 public key of the one relay the token is for).
 /// Absent optionals are omitted when encoding.
 public struct TokenClaims: Equatable, Sendable, Codable {
     /// Who the token is for ("sub"); 1...128 UTF-8 bytes, no control characters.
@@ -25,10 +25,14 @@ public struct TokenClaims: Equatable, Sendable, Codable {
     /// "jti" (RFC 7519 JWT ID), optional: tells apart tokens otherwise alike, e.g. the presence tokens two devices of one
     /// identity mint in the same second (the relay drops a token already in use from another address as a replay).
     public var tokenID: String?
+    /// "relay_key", optional: the base64url (unpadded, 43 characters) X25519 public key of the relay this token is for.
+    /// A relay whose own key differs refuses the token, so a token minted for one relay cannot be replayed to another.
+    public var relayKey: String?
 
     /// Claims for one token.
     public init(identity: String, name: String? = nil, room: String?, expiresAt: Int64, notBefore: Int64? = nil,
-                issuedAt: Int64? = nil, grants: Grants = Grants(), mode: String? = nil, call: Bool? = nil, tokenID: String? = nil) {
+                issuedAt: Int64? = nil, grants: Grants = Grants(), mode: String? = nil, call: Bool? = nil, tokenID: String? = nil,
+                relayKey: String? = nil) {
         self.identity = identity
         self.name = name
         self.room = room
@@ -39,10 +43,12 @@ public struct TokenClaims: Equatable, Sendable, Codable {
         self.mode = mode
         self.call = call
         self.tokenID = tokenID
+        self.relayKey = relayKey
     }
 
     private enum CodingKeys: String, CodingKey {
-        case identity = "sub", name, room, expiresAt = "exp", notBefore = "nbf", issuedAt = "iat", grants, mode, call, tokenID = "jti"
+        case identity = "sub", name, room, expiresAt = "exp", notBefore = "nbf", issuedAt = "iat", grants, mode, call, tokenID = "jti",
+             relayKey = "relay_key"
     }
 
     /// Decodes the claims; `sub` and `exp` are required, `grants` defaults to `Grants.empty`.
@@ -58,6 +64,7 @@ public struct TokenClaims: Equatable, Sendable, Codable {
         mode = try container.decodeIfPresent(String.self, forKey: .mode)
         call = try container.decodeIfPresent(Bool.self, forKey: .call)
         tokenID = try container.decodeIfPresent(String.self, forKey: .tokenID)
+        relayKey = try container.decodeIfPresent(String.self, forKey: .relayKey)
     }
 }
 

@@ -18,6 +18,8 @@ public enum TokenError: Error, Equatable, Sendable {
     case noRoom
     /// The token lacks a required grant, e.g. "join".
     case missingGrant(String)
+    /// The token's `relay_key` names another relay's public key: it was minted for that relay, not this one.
+    case wrongRelay
 
     /// A short sentence a client can show to a person.
     public var reason: String {
@@ -31,6 +33,7 @@ public enum TokenError: Error, Equatable, Sendable {
         case .wrongRoom(let expected, let got): "The token is for room \"\(got)\", not \"\(expected)\"."
         case .noRoom: "The token names no room; a member token admits only to the room (or pattern such as \"team-*\") it names."
         case .missingGrant(let grant): "The token does not grant \"\(grant)\"."
+        case .wrongRelay: "The token is for another relay (its relay_key is not this relay's public key)."
         }
     }
 
@@ -45,6 +48,7 @@ public enum TokenError: Error, Equatable, Sendable {
         case .notYetValid: "token_not_yet_valid"
         case .wrongRoom, .noRoom: "token_wrong_room"
         case .missingGrant: "token_missing_grant"
+        case .wrongRelay: "token_wrong_relay"
         }
     }
 }

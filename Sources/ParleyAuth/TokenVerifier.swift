@@ -2,7 +2,7 @@
 ///
 /// Order of checks: size, three parts, base64url of header and claims, header JSON, `alg` (so "none" is refused
 /// as an algorithm whatever its signature), `kid`, signature (constant time; a wrong length is a bad signature),
-/// and only then the claims JSON, name rules, `exp` and `nbf`.
+/// and only then the claims JSON, name rules, `exp`, `nbf` and `relay_key`.
 public struct TokenVerifier: Sendable {
     /// Longest token accepted, in bytes.
     public static let maximumTokenBytes = 4096
@@ -10,12 +10,17 @@ public struct TokenVerifier: Sendable {
     private let secrets: [String: [UInt8]]
     /// Seconds of clock skew tolerated on `exp` and `nbf`.
     public let leewaySeconds: Int64
+    /// This relay's public key (base64url): a token whose `relay_key` names another is refused (`wrongRelay`).
+    /// Nil checks no `relay_key` (tools that verify tokens away from a relay).
+    public let relayKey: String?
 
-    /// A verifier for `keys` (apiKey -> apiSecret), tolerating `leewaySeconds` of clock skew.
-    public init(keys: [String: String], leewaySeconds: Int64 = 5) {
+    /// A verifier for `keys` (apiKey -> apiSecret), tolerating `leewaySeconds` of clock skew, on the relay whose
+    /// public key is `relayKey` (base64url).
+    public init(keys: [String: String], leewaySeconds: Int64 = 5, relayKey: String? = nil) {
         precondition(leewaySeconds >= 0, "leeway must not be negative")
         self.secrets = keys.mapValues { Array($0.utf8) }
         self.leewaySeconds = leewaySeconds
+        self.relayKey = relayKey
     }
 
     /// Checks structure, alg, kid, signature (constant time, before parsing claims JSON further than needed), exp, nbf.
@@ -51,6 +56,7 @@ public struct TokenVerifier: Sendable {
         // Saturating arithmetic: an exp near Int64.max must not wrap around into the past.
         guard now < Self.adding(claims.expiresAt, leewaySeconds) else { throw .expired }
         if let notBefore = claims.notBefore, now < Self.adding(notBefore, -leewaySeconds) { throw .notYetValid }
+        if let named = claims.relayKey, let relayKey, named != relayKey { throw .wrongRelay }
         return claims
     }
 

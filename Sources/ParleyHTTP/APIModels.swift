@@ -26,6 +26,16 @@ public enum API {
         public var ttl: Int64?
         public var grants: Grants?
         public var mode: String?
+        /// The relay the token is for (its public key, base64url, as `GET /v1/relay` shows); another relay refuses it.
+        public var relayKey: String?
+    }
+
+    /// `GET /v1/relay`: who this relay is, without authentication.
+    public struct RelayInfo: Codable, Sendable, Equatable {
+        /// The relay's long-term X25519 public key, base64url without padding (absent when it has none).
+        public var publicKey: String?
+        /// The relay's version (`ParleyVersion`).
+        public var version: String
     }
 
     /// A minted token.

@@ -37,6 +37,8 @@ public struct HTTPRouter: Sendable {
     public let metricsRequireAuth: MetricsAuth
     /// The HTTP server's own counters, added to `/metrics` when given.
     public let httpStats: HTTPStats?
+    /// The relay's public key (base64url), served without authentication at `GET /v1/relay`.
+    public let relayKey: String?
     /// Longest body accepted.
     public static let maxBodyBytes = 64 * 1024
     /// Longest room name, identity or display name, in bytes.
@@ -44,13 +46,14 @@ public struct HTTPRouter: Sendable {
 
     /// A router.
     public init(backend: any APIBackend, verifier: TokenVerifier, signer: TokenSigner?, config: RelayCoreConfig,
-                metricsRequireAuth: MetricsAuth = .remote, httpStats: HTTPStats? = nil) {
+                metricsRequireAuth: MetricsAuth = .remote, httpStats: HTTPStats? = nil, relayKey: String? = nil) {
         self.backend = backend
         self.verifier = verifier
         self.signer = signer
         self.config = config
         self.metricsRequireAuth = metricsRequireAuth
         self.httpStats = httpStats
+        self.relayKey = relayKey
     }
 
     /// What the server does with a request once its headers are in, before reading any body.
@@ -69,7 +72,7 @@ public struct HTTPRouter: Sendable {
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
         do throws(APIError) {
             switch parts {
-            case ["healthz"]:
+            case ["healthz"], ["v1", "relay"]:
                 return .answer(try dispatch(request, now: now))
             case ["metrics"]:
                 try allow(request.method, "GET")
@@ -101,6 +104,10 @@ public struct HTTPRouter: Sendable {
         case ["healthz"]:
             try allow(method, "GET")
             return Self.json(API.Done(ok: true, detail: nil))
+        case ["v1", "relay"]:
+            // Public, like the key itself: a fixed small answer that echoes nothing of the request.
+            try allow(method, "GET")
+            return Self.json(API.RelayInfo(publicKey: relayKey, version: ParleyVersion.string))
         case ["metrics"]:
             try allow(method, "GET")
             try authoriseMetrics(request, now: now)
@@ -197,9 +204,12 @@ public struct HTTPRouter: Sendable {
         let ttl = r.ttl ?? 3600
         guard (1...7 * 86_400).contains(ttl) else { throw APIError(400, "invalid_field", "ttl must be 1–604800 seconds") }
         if let mode = r.mode, mode != "forward", mode != "mix" { throw APIError(400, "invalid_field", "mode must be forward or mix") }
+        if let key = r.relayKey, !Self.isRelayKey(key) {
+            throw APIError(400, "invalid_field", "relay_key must be a relay's public key: 43 base64url characters (32 bytes), as GET /v1/relay shows")
+        }
         guard let signer else { throw APIError(503, "unavailable", "the relay has no API key to sign with") }
         let claims = TokenClaims(identity: identity, name: r.name, room: r.room, expiresAt: now + ttl, notBefore: now - 1,
-                                 issuedAt: now, grants: grants, mode: r.mode)
+                                 issuedAt: now, grants: grants, mode: r.mode, relayKey: r.relayKey)
         return Self.json(API.TokenResponse(token: signer.mint(claims), identity: identity, room: r.room,
                                                  expiresAt: (now + ttl) * 1000), status: 201)  // the API's times are Unix ms
     }
@@ -302,6 +312,11 @@ public struct HTTPRouter: Sendable {
     }
 
     // MARK: JSON and validation
+
+    /// Whether `text` is an X25519 public key in base64url without padding, as the relay shows its own.
+    static func isRelayKey(_ text: String) -> Bool {
+        text.utf8.count == 43 && Base64URL.decode(Substring(text)).map { Base64URL.encode($0) == text && $0.count == 32 } == true
+    }
 
     static func noRoom(_ name: String) -> APIError { APIError(404, "not_found", "room \(name) does not exist") }
 

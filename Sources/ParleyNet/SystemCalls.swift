@@ -39,6 +39,20 @@ public struct SystemCalls: Sendable {
     public var write: @Sendable (_ fd: Int32, _ bytes: UnsafeRawPointer?, _ count: Int) -> Int
     /// close(2).
     public var close: @Sendable (_ fd: Int32) -> Int32
+    /// open(2) with `flags` (close-on-exec added) and `mode` for a file it creates, EINTR retried: the descriptor or -errno.
+    public var openFile: @Sendable (_ path: UnsafePointer<CChar>, _ flags: Int32, _ mode: mode_t) -> Int32
+    /// fstat(2): 0 or -errno.
+    public var fileStatus: @Sendable (_ fd: Int32, _ status: UnsafeMutablePointer<stat>) -> Int32
+    /// fsync(2), EINTR retried: 0 or -errno.
+    public var fsync: @Sendable (_ fd: Int32) -> Int32
+    /// mkdir(2): 0 or -errno.
+    public var makeDirectory: @Sendable (_ path: UnsafePointer<CChar>, _ mode: mode_t) -> Int32
+    /// link(2), which never replaces `newPath`: 0 or -errno (-EEXIST when it exists).
+    public var link: @Sendable (_ existingPath: UnsafePointer<CChar>, _ newPath: UnsafePointer<CChar>) -> Int32
+    /// rename(2): 0 or -errno.
+    public var rename: @Sendable (_ oldPath: UnsafePointer<CChar>, _ newPath: UnsafePointer<CChar>) -> Int32
+    /// unlink(2): 0 or -errno.
+    public var unlink: @Sendable (_ path: UnsafePointer<CChar>) -> Int32
     /// eventfd(2) non-blocking and close-on-exec, through the C shim: the descriptor or -errno.
     public var eventfd: @Sendable () -> Int32
     /// clock_gettime(2): nanoseconds of the clock.
@@ -84,6 +98,15 @@ public struct SystemCalls: Sendable {
         read: { fd, buffer, count in retryingInterrupts { Glibc.read(fd, buffer, count) } },
         write: { fd, bytes, count in retryingInterrupts { Glibc.write(fd, bytes, count) } },
         close: { Glibc.close($0) },
+        openFile: { path, flags, mode in
+            Int32(retryingInterrupts { Int(Glibc.open(path, flags | O_CLOEXEC, mode)) })
+        },
+        fileStatus: { fd, status in Glibc.fstat(fd, status) == 0 ? 0 : -errno },
+        fsync: { fd in Int32(retryingInterrupts { Int(Glibc.fsync(fd)) }) },
+        makeDirectory: { path, mode in Glibc.mkdir(path, mode) == 0 ? 0 : -errno },
+        link: { existing, new in Glibc.link(existing, new) == 0 ? 0 : -errno },
+        rename: { old, new in Glibc.rename(old, new) == 0 ? 0 : -errno },
+        unlink: { path in Glibc.unlink(path) == 0 ? 0 : -errno },
         eventfd: { parley_eventfd() },
         clockNanoseconds: { clock in
             var ts = timespec()

@@ -22,6 +22,10 @@ public struct RelayConfig: Sendable {
     public var logLevel = LogLevel.info
     /// Core settings (limits, timers, forwarding).
     public var core = RelayCoreConfig()
+    /// Where the relay keeps its long-term identity key (`RelayKeyFile`); nil = the default,
+    /// `RelayKeyFile.defaultStateDirectory` (`$XDG_STATE_HOME/parley-relay`, `~/.local/state/parley-relay`, or
+    /// `/var/lib/parley-relay` for root).
+    public var stateDir: String?
 
     /// `api_key` and `api_secret` as given (file, environment or flags), applied together by `checkCredentials()`.
     private var givenKey: String?
@@ -39,7 +43,7 @@ public struct RelayConfig: Sendable {
     }
 
     /// The keys a JSON config file and `PARLEY_*` variables may set (variables are the upper-case names).
-    public static let keys = ["udp", "http", "workers", "api_key", "api_secret", "log_level", "max_members_per_room",
+    public static let keys = ["udp", "http", "workers", "api_key", "api_secret", "log_level", "state_dir", "max_members_per_room",
                               "max_rooms", "max_rooms_per_identity", "empty_room_timeout_s", "member_timeout_s", "keepalive_interval_s",
                               "max_forwarded_speakers", "speaker_update_interval_ms", "speaker_level_update_interval_ms", "speech_level_threshold",
                               "audio_level_extension_id", "default_room_mode", "joins_per_second", "ring_timeout_s", "presence_sessions_per_identity",
@@ -62,6 +66,9 @@ public struct RelayConfig: Sendable {
             guard let a = PeerAddress(parsing: value) else { throw ConfigError("http must be HOST:PORT (e.g. 127.0.0.1:7480), got \"\(value)\"") }
             http = a
         case "workers": workers = try int(0...256)
+        case "state_dir":
+            guard !value.isEmpty, !value.utf8.contains(0) else { throw ConfigError("state_dir must be a directory path, got \"\(value)\"") }
+            stateDir = value
         case "api_key":
             guard !value.isEmpty else { throw ConfigError("api_key must not be empty") }
             givenKey = value

@@ -1,4 +1,5 @@
 import ParleyAuth
+import ParleyCrypto
 import ParleyNet
 import ParleyRelayCore
 import ParleyWire
@@ -13,11 +14,15 @@ public final class RelayServer {
     private let workers: [Worker]
     /// What the HTTP API reads and posts commands through.
     public let api: RelayAPI
+    /// The relay's long-term identity key pair (`RelayKeyFile`); nil when started without one.
+    public let identity: X25519KeyPair?
     private let log: LogSink
 
-    /// Binds every socket; throws with a one-line message when a port is taken.
-    public init(config: RelayConfig, log: LogSink) throws(ConfigError) {
+    /// Binds every socket; throws with a one-line message when a port is taken. Tokens whose `relay_key` names
+    /// another key than `identity`'s public key are refused.
+    public init(config: RelayConfig, identity: X25519KeyPair? = nil, log: LogSink) throws(ConfigError) {
         self.config = config
+        self.identity = identity
         self.log = log
         let count = config.effectiveWorkers
         var sockets: [UDPSocket] = []
@@ -34,7 +39,7 @@ public final class RelayServer {
             throw ConfigError("cannot open UDP port: \(error)")
         }
         ports = sockets.map { $0.localAddress?.port ?? 0 }
-        let verifier = TokenVerifier(keys: config.apiKeys)
+        let verifier = TokenVerifier(keys: config.apiKeys, relayKey: identity.map { Base64URL.encode($0.publicKey) })
         let shared = RelayShared(config: config.core, verifier: verifier, cookieSecret: Crypto.randomBytes(32), workerPorts: ports)
         var built: [Worker] = []
         let events = EventHub()
@@ -51,6 +56,9 @@ public final class RelayServer {
         api = RelayAPI(slots: built.map(\.published), inboxes: built.map(\.inbox), shared: shared, events: events,
                        udpHost: host == "0.0.0.0" || host == "[::]" || host.isEmpty ? "127.0.0.1" : host)
     }
+
+    /// The relay's public key as tokens and the API name it: base64url without padding (43 characters); nil without one.
+    public var relayKey: String? { identity.map { Base64URL.encode($0.publicKey) } }
 
     /// Runs until SIGINT or SIGTERM; returns the exit status (0; 1 when a worker thread cannot be started).
     public func run(onReady: () -> Void) -> Int32 {

@@ -34,11 +34,13 @@ enum CallRoom {
         return (.privateRoom, "room \(room) is a private call room; only its two parties may join it")
     }
 
-    /// The join token of one party: that room only, join/publish/subscribe/create, `call: true`.
-    static func token(identity: String, name: String, room: String, signer: TokenSigner, now: Moment, lifetimeSeconds: Int64) -> String {
+    /// The join token of one party: that room only, join/publish/subscribe/create, `call: true`, and `relay_key` when
+    /// the relay has a key (no other relay takes the token).
+    static func token(identity: String, name: String, room: String, signer: TokenSigner, relayKey: String? = nil, now: Moment,
+                      lifetimeSeconds: Int64) -> String {
         signer.mint(TokenClaims(identity: identity, name: name.isEmpty ? nil : name, room: room,
                                 expiresAt: now.unixSeconds + lifetimeSeconds, issuedAt: now.unixSeconds,
                                 grants: Grants(join: true, publish: true, subscribe: true, admin: false, create: true),
-                                mode: "forward", call: true))
+                                mode: "forward", call: true, relayKey: relayKey))
     }
 }

@@ -16,14 +16,17 @@ final class CallRouter {
     private let directory: PresenceDirectory
     /// Mints the call rooms' join tokens; nil when the relay has no key for that (calls then fail at the answer).
     private let signer: TokenSigner?
+    /// This relay's public key (base64url), named in the call tokens so no other relay takes them; nil names none.
+    private let relayKey: String?
     private let random: RelayRandom
     private var config: RelayCoreConfig { outbox.config }
     private var log: LogSink { outbox.log }
 
-    init(outbox: Outbox, directory: PresenceDirectory, signer: TokenSigner?, random: RelayRandom) {
+    init(outbox: Outbox, directory: PresenceDirectory, signer: TokenSigner?, relayKey: String? = nil, random: RelayRandom) {
         self.outbox = outbox
         self.directory = directory
         self.signer = signer
+        self.relayKey = relayKey
         self.random = random
         events = CallEventLog(capacity: outbox.config.callEventCapacity)
     }
@@ -99,7 +102,7 @@ final class CallRouter {
         outbox.counters.callsAnswered &+= 1
         record(.answered, call.id, caller.identity, call.calleeIdentity, room: room, now: now)
         for p in [caller, callee] {
-            let token = CallRoom.token(identity: p.identity, name: p.name, room: room, signer: signer, now: now,
+            let token = CallRoom.token(identity: p.identity, name: p.name, room: room, signer: signer, relayKey: relayKey, now: now,
                                        lifetimeSeconds: config.callTokenLifetimeSeconds)
             outbox.send(.callStatus(CallStatus(callID: call.callID(for: p), state: .answered, room: room, token: token)), to: p.session, now: now)
         }

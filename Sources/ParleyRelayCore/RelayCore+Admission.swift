@@ -249,6 +249,7 @@ extension RefusalCode {
         case .notYetValid: self = .tokenNotYetValid
         case .wrongRoom, .noRoom: self = .tokenWrongRoom
         case .missingGrant: self = .tokenMissingGrant
+        case .wrongRelay: self = .tokenWrongRelay
         }
     }
 }

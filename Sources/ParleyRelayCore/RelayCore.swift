@@ -60,7 +60,8 @@ public final class RelayCore {
         self.rtcp = RTCPFeedback(relaySSRC: random.ssrc(), sessions: sessions, outbox: outbox)
         self.presence = PresenceDirectory(outbox: outbox)
         self.rooms = RoomTable(shared: shared, workerIndex: workerIndex, outbox: outbox, random: random)
-        self.calls = CallRouter(outbox: outbox, directory: presence, signer: shared.callSigner, random: random)
+        self.calls = CallRouter(outbox: outbox, directory: presence, signer: shared.callSigner, relayKey: shared.verifier.relayKey,
+                                random: random)
         joinBucket = TokenBucket(ratePerSecond: shared.config.joinsPerSecond, burst: shared.config.joinsPerSecond * 2)
         paths = PathValidator(sessions: sessions, outbox: outbox, challenges: shared.pathChallenges)
     }

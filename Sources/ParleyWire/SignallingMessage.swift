@@ -133,6 +133,8 @@ public enum RefusalCode: UInt16, Equatable, Sendable {
     case shuttingDown = 40
     /// A `call-` room is private: only the two parties, with the tokens the relay minted for the call, may join it.
     case privateRoom = 23
+    /// The token's `relay_key` names another relay: it was minted for that relay and may not be replayed here.
+    case tokenWrongRelay = 18
 }
 
 /// Why the relay ended a member's session. The numeric values are part of the protocol.

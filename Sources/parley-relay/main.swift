@@ -9,11 +9,13 @@ import ParleyWire
 
 let usage = """
 usage: parley-relay [--config FILE.json] [--udp HOST:PORT] [--http HOST:PORT] [--workers N]
-                    [--api-key K --api-secret S] [--log-level debug|info|warning|error] [--version]
+                    [--api-key K --api-secret S] [--state-dir DIR] [--log-level debug|info|warning|error] [--version]
 
 With no arguments the relay runs with dev defaults: UDP 127.0.0.1:7400, HTTP API and /metrics on
 127.0.0.1:7480, one worker per core, API key "devkey" and a public dev secret. --api-key and --api-secret go
 together (a key without its secret is refused); the dev credentials are used only when no key is configured.
+The relay's long-term key (X25519, its public half in the ready line and at GET /v1/relay) is made on first start
+in --state-dir (default $XDG_STATE_HOME/parley-relay, else ~/.local/state/parley-relay; /var/lib/parley-relay for root).
 Every setting may also come from a PARLEY_* variable (PARLEY_UDP, PARLEY_WORKERS, PARLEY_API_KEY, ...) or a
 JSON --config file: Samples/parley-relay.json lists every setting, and the README's Configuration table says
 what each means. Precedence: defaults < --config file < environment < flags.
@@ -38,7 +40,7 @@ while !arguments.isEmpty {
         writeLine("parley-relay \(ParleyVersion.string)")
         exit(0)
     }
-    let known = ["--config", "--udp", "--http", "--workers", "--api-key", "--api-secret", "--log-level"]
+    let known = ["--config", "--udp", "--http", "--workers", "--api-key", "--api-secret", "--log-level", "--state-dir"]
     guard known.contains(flag) else { fail("unknown option \(flag)\n\(usage)") }
     guard let value = arguments.first, !value.hasPrefix("--") else { fail("\(flag) needs a value") }
     arguments.removeFirst()
@@ -56,16 +58,29 @@ do {
 }
 
 let log = StderrLog(threshold: config.logLevel)
+let identity: RelayKeyFile.Loaded
+do {
+    let environment = ProcessInfo.processInfo.environment
+    guard let directory = config.stateDir ?? RelayKeyFile.defaultStateDirectory(environment: environment, userID: geteuid()) else {
+        fail("no state directory for the relay key: HOME is not set; set state_dir (--state-dir, PARLEY_STATE_DIR)")
+    }
+    identity = try RelayKeyFile.loadOrCreate(stateDirectory: directory)
+} catch {
+    fail(error.description)
+}
+if identity.created { log.write(.info, "made a new relay key in \(identity.path)") }
+
 let server: RelayServer
 do {
-    server = try RelayServer(config: config, log: log)
+    server = try RelayServer(config: config, identity: identity.keyPair, log: log)
 } catch {
     fail(error.description, code: 1)
 }
 
 let httpStats = HTTPStats()
-let router = HTTPRouter(backend: server.api, verifier: TokenVerifier(keys: config.apiKeys), signer: server.api.signer,
-                        config: config.core, metricsRequireAuth: config.metricsRequireAuth, httpStats: httpStats)
+let router = HTTPRouter(backend: server.api, verifier: TokenVerifier(keys: config.apiKeys, relayKey: server.relayKey),
+                        signer: server.api.signer, config: config.core, metricsRequireAuth: config.metricsRequireAuth,
+                        httpStats: httpStats, relayKey: server.relayKey)
 let http: HTTPServer
 do {
     http = try HTTPServer(address: config.http, router: router, events: server.api.events, limits: config.httpLimits,
@@ -82,7 +97,7 @@ let status = server.run {
     }
     let ports = server.ports.map(String.init).joined(separator: ",")
     let httpHost = config.http.description.split(separator: ":").dropLast().joined(separator: ":")
-    writeLine("parley-relay \(ParleyVersion.string) ready on udp \(publicAddress) (\(server.ports.count) workers on ports \(ports)), http \(httpHost):\(http.port); join with: parley join ROOM --identity NAME --server \(publicAddress)")
+    writeLine("parley-relay \(ParleyVersion.string) ready on udp \(publicAddress) (\(server.ports.count) workers on ports \(ports)), relay key \(server.relayKey ?? "none"), http \(httpHost):\(http.port); join with: parley join ROOM --identity NAME --server \(publicAddress)")
 }
 http.stop()
 exit(status)

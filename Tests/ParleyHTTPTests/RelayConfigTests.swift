@@ -1,3 +1,4 @@
+import Foundation
 import ParleyAuth
 import ParleyRelay
 import Testing
@@ -37,6 +38,19 @@ struct RelayConfigTests {
         #expect(throws: ConfigError.self) { try environment.checkCredentials() }
         var empty = RelayConfig()
         #expect(throws: ConfigError.self) { try empty.set("api_key", "") }
+    }
+
+    @Test("Samples/parley-relay.json lists every setting, and loads")
+    func sampleListsEverySetting() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let path = root.appendingPathComponent("Samples/parley-relay.json").path
+        let data = try #require(FileManager.default.contents(atPath: path))
+        let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let listed = Set(object.keys)
+        for key in RelayConfig.keys where key != "api_key" && key != "api_secret" { #expect(listed.contains(key), "\(key) missing") }
+        var c = RelayConfig()
+        try c.load(file: path)
+        #expect(c.stateDir == "/var/lib/parley-relay")
     }
 
     @Test("an unknown setting's error lists every key a file may hold, api_keys included")

@@ -17,10 +17,17 @@ final class Spawned: @unchecked Sendable {
     private var openPipes = 2
     private var exited = false
 
-    /// Starts one of the package's executables (from the build folder) by name.
+    /// Starts one of the package's executables (from the build folder) by name. Relays keep their identity key in
+    /// `relayStateDirectory` unless `environment` names another `PARLEY_STATE_DIR`: never in the user's home.
     convenience init(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws {
+        var environment = environment
+        if executable == "parley-relay" && environment["PARLEY_STATE_DIR"] == nil { environment["PARLEY_STATE_DIR"] = Spawned.relayStateDirectory }
         try self.init(url: Spawned.binary(executable), arguments, environment: environment)
     }
+
+    /// The state directory every relay the tests start shares, one per user so runs do not pile up directories (one key
+    /// for all: relays starting at once, even from two test runs, agree on it).
+    static let relayStateDirectory = NSTemporaryDirectory() + "parley-tests-\(geteuid())/relay-state"
 
     /// Starts a program from a Debian package; throws `MissingProgram`, naming the package, when it is not installed.
     convenience init(_ program: ExternalProgram, _ arguments: [String], environment: [String: String] = [:]) throws {

@@ -168,3 +168,75 @@ extension ProcessTests {
         }
     }
 }
+
+extension ProcessTests {
+    /// The relay's long-term identity key (issue 15): made once in the state directory, shown, and named by tokens.
+    @Suite("Relay identity key: in the ready line and at GET /v1/relay, the same after a restart, named by tokens")
+    struct RelayIdentityProcessTests {
+        static func relayKey(in relay: Spawned) -> String? {
+            guard let line = relay.lines.first(where: { $0.contains("ready on udp") }),
+                  let range = line.range(of: #"relay key [A-Za-z0-9_-]{43},"#, options: .regularExpression) else { return nil }
+            return String(line[range].dropFirst("relay key ".count).dropLast())
+        }
+
+        @Test("the ready line shows the key; a restart on the same state directory shows the same key; another directory another key")
+        func sameKeyAfterRestart() throws {
+            let directory = NSTemporaryDirectory() + "parley-identity-\(getpid())-\(UUID().uuidString)"
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            var keys: [String] = []
+            for _ in 0..<2 {
+                let (relay, _) = try startRelay(workers: 1, environment: ["PARLEY_STATE_DIR": directory])
+                keys.append(try #require(Self.relayKey(in: relay), "\(relay.stdout)"))
+                // The API serves the same key, without a token.
+                let answer = try curl("GET", try #require(httpBase(of: relay)) + "/v1/relay")
+                #expect(answer.status == 200)
+                #expect(answer.body.contains(#""public_key":"\#(keys.last!)""#), "\(answer.body)")
+                relay.signal(SIGTERM)
+                #expect(relay.wait(seconds: 5) == 0)
+            }
+            #expect(keys[0] == keys[1])
+            let attributes = try FileManager.default.attributesOfItem(atPath: directory + "/relay-key")
+            #expect(attributes[.posixPermissions] as? Int == 0o600)
+            #expect(attributes[.size] as? Int == 32)
+            let (other, _) = try startRelay(workers: 1, environment: ["PARLEY_STATE_DIR": directory + "/other"])
+            defer { other.signal(SIGTERM); other.wait(seconds: 5) }
+            #expect(Self.relayKey(in: other) != keys[0])
+        }
+
+        @Test("a key file others may read is a configuration error (exit 2) naming the file; the relay does not start")
+        func looseKeyFile() throws {
+            let directory = NSTemporaryDirectory() + "parley-identity-\(getpid())-\(UUID().uuidString)"
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            #expect(FileManager.default.createFile(atPath: directory + "/relay-key", contents: Data(repeating: 1, count: 32),
+                                                   attributes: [.posixPermissions: 0o644]))
+            let relay = try Spawned("parley-relay", ["--udp", "127.0.0.1:0", "--http", "127.0.0.1:0", "--state-dir", directory])
+            #expect(relay.wait(seconds: 5) == 2)
+            #expect(relay.stderr.contains("\(directory)/relay-key may be read by group or others"), "\(relay.stderr)")
+            #expect(!relay.stdout.contains("ready on"))
+        }
+
+        @Test("a token minted for another relay (parley token --relay-key) is refused by this one: exit 3, 'token is for another relay'")
+        func tokenForAnotherRelay() throws {
+            let (relay, server) = try startRelay(workers: 1)
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            let ours = try #require(Self.relayKey(in: relay))
+            let theirs = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8"
+            for (key, joins) in [(theirs, false), (ours, true)] {
+                let token = try Spawned("parley", ["token", "--identity", "alice", "--room", "lobby", "--relay-key", key])
+                #expect(token.wait(seconds: 5) == 0)
+                let jwt = token.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+                let client = try Spawned("parley", ["join", "lobby", "--identity", "alice", "--server", server, "--token", jwt,
+                                                    "--no-tui", "--listen-only", "--no-playback", "--duration", "1"])
+                if joins {
+                    #expect(client.wait(seconds: 10) == 0, "\(client.stderr)")
+                } else {
+                    #expect(client.wait(seconds: 10) == 3, "\(client.stderr)")
+                    #expect(client.stderr.contains("token is for another relay"), "\(client.stderr)")
+                }
+            }
+            let bad = try Spawned("parley", ["token", "--identity", "alice", "--room", "lobby", "--relay-key", "short"])
+            #expect(bad.wait(seconds: 5) == 2)
+        }
+    }
+}

@@ -51,8 +51,8 @@ final class CallWorld {
     let net: FakeNetwork
     var presences: [FakePresenceClient] = []
 
-    init(config: RelayCoreConfig = RelayCoreConfig(), workers: Int = 1) {
-        net = FakeNetwork(config: config, workers: workers)
+    init(config: RelayCoreConfig = RelayCoreConfig(), workers: Int = 1, relayKey: String? = nil) {
+        net = FakeNetwork(config: config, workers: workers, relayKey: relayKey)
     }
 
     var core: RelayCore { net.core }

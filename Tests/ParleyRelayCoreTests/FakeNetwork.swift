@@ -28,10 +28,11 @@ final class FakeNetwork {
     var ticks = 0
 
     /// `seed` fixes every random number the cores draw (worker k draws from `seed + k`): a run is repeatable.
-    init(config: RelayCoreConfig = RelayCoreConfig(), workers: Int = 1, seed: UInt64 = 13) {
+    /// `relayKey` is the relay's public key (base64url) tokens naming another relay are refused against.
+    init(config: RelayCoreConfig = RelayCoreConfig(), workers: Int = 1, seed: UInt64 = 13, relayKey: String? = nil) {
         var ports: [UInt16] = []
         for k in 0..<workers { ports.append(7400 + UInt16(k)) }
-        let shared = RelayShared(config: config, verifier: TokenVerifier(keys: ["devkey": Self.apiSecret]),
+        let shared = RelayShared(config: config, verifier: TokenVerifier(keys: ["devkey": Self.apiSecret], relayKey: relayKey),
                                  cookieSecret: Array(repeating: 7, count: 32), workerPorts: ports)
         let log = self.log
         self.shared = shared
@@ -48,10 +49,10 @@ final class FakeNetwork {
     }
 
     func token(_ identity: String, room: String = "lobby", grants: Grants = Grants(), expiresIn: Int64 = 3600,
-               notBefore: Int64? = nil, mode: String? = nil, secret: String = FakeNetwork.apiSecret) -> String {
+               notBefore: Int64? = nil, mode: String? = nil, secret: String = FakeNetwork.apiSecret, relayKey: String? = nil) -> String {
         TokenSigner(apiKey: "devkey", apiSecret: secret).mint(
             TokenClaims(identity: identity, name: identity.capitalized, room: room, expiresAt: now.unixSeconds + expiresIn,
-                        notBefore: notBefore, grants: grants, mode: mode))
+                        notBefore: notBefore, grants: grants, mode: mode, relayKey: relayKey))
     }
 
     @discardableResult

@@ -19,7 +19,7 @@ struct WhereThingsLiveTests {
         "ParleyAudioIO": ([], ["CALSA", "CSpeexDSP", "Glibc"]),
         "ParleyRelayCore": (["ParleyWire", "ParleyAuth", "ParleyMedia"], []),
         "ParleyClientCore": (["ParleyWire", "ParleyAuth", "ParleyMedia"], []),
-        "ParleyRelay": (["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire"], ["Foundation", "Dispatch"]),
+        "ParleyRelay": (["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto"], ["Foundation", "Dispatch"]),
         "ParleyHTTP": (["ParleyRelay", "ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire"], ["CMicroHTTPD", "Foundation"]),
         "parley-relay": (["ParleyRelay", "ParleyHTTP", "ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire"], nil),
         "parley": (["ParleyClientCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyMedia", "ParleyAudioIO"], nil),
