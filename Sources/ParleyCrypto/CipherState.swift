@@ -13,7 +13,8 @@ public struct CipherState: Sendable {
     /// The largest Noise message (§3): 65535 bytes.
     public static let maxMessageLength = 65535
 
-    /// The key, or nil before `initializeKey` (then encryption is the identity).
+    /// The key, or nil before `initializeKey` (then encryption is the identity). An array, so copies are not wiped:
+    /// handshake states are short-lived, and long-lived transport keys move into `SealedChannel`, which wipes them.
     var key: [UInt8]?
     /// The next nonce; 2^64−1 is reserved and never used.
     public private(set) var nonce: UInt64 = 0

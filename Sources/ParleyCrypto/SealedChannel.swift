@@ -45,7 +45,8 @@ public final class SealedChannel {
     }
 
     /// Seals `plaintext` with the next counter into `buffer` (at least `plaintext.count + overhead` bytes) and
-    /// returns the datagram's length. Throws `.bufferTooSmall`, or `.nonceExhausted` past 2^64−2.
+    /// returns the datagram's length. Throws `.bufferTooSmall`, or `.nonceExhausted` past 2^64−2. `plaintext` and
+    /// `buffer` must not overlap (the body lands 8 bytes after the buffer's start).
     public func seal(_ plaintext: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer) throws(NoiseError) -> Int {
         guard nextSendCounter < UInt64.max else { throw .nonceExhausted }
         guard buffer.count >= plaintext.count + Self.overhead else { throw .bufferTooSmall }
