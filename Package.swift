@@ -78,7 +78,7 @@ let package = Package(
                           path: "Benchmarks/soak-bench"),
 
         // SRTP (RFC 7714, AEAD_AES_256_GCM) protect/unprotect per 120-byte packet against libsodium's bare AEADs, allocations per packet.
-        .executableTarget(name: "crypto-bench", dependencies: ["BenchmarkSupport", "ParleyCrypto", "ParleyWire", "CSodium", "CAllocCounter"],
+        .executableTarget(name: "crypto-bench", dependencies: ["BenchmarkSupport", "ParleyCrypto", "ParleyAuth", "ParleyWire", "CSodium", "CAllocCounter"],
                           path: "Benchmarks/crypto-bench"),
 
         .executableTarget(name: "parley-load", dependencies: ["ParleyClientCore", "ParleyWire", "ParleyNet", "ParleyAuth", "ParleyMedia", "CParleySys"],
