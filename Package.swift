@@ -70,7 +70,7 @@ let package = Package(
 
         .executableTarget(name: "jitter-bench", dependencies: ["ParleyMedia", "ParleyClientCore", "ParleyAudioIO", "ParleyWire", "CSpeexDSP"], path: "Benchmarks/jitter-bench"),
         .executableTarget(name: "impair-proxy", dependencies: ["ParleyNet", "ParleyWire"], path: "Benchmarks/impair-proxy"),
-        .executableTarget(name: "opus-bench", dependencies: ["ParleyMedia", "COpus"], path: "Benchmarks/opus-bench"),
+        .executableTarget(name: "opus-bench", dependencies: ["BenchmarkSupport", "ParleyMedia", "COpus"], path: "Benchmarks/opus-bench"),
         .executableTarget(name: "mix-bench", dependencies: ["BenchmarkSupport", "ParleyRelayCore", "ParleyMedia", "ParleyWire", "ParleyAuth", "CAllocCounter"], path: "Benchmarks/mix-bench"),
 
         // Memory after many join/leave cycles (or a join flood) against an in-process core: nothing a session held survives it.

@@ -21,22 +21,14 @@ struct Options {
     /// Parses `arguments` (without the program name); prints the usage and exits on anything it does not understand.
     static func parseOrExit(_ arguments: some Sequence<String>) -> Options {
         var options = Options()
-        var rest = arguments.makeIterator()
-        while let flag = rest.next() {
-            if flag == "--json" { options.jsonOnly = true; continue }
-            if flag == "-h" || flag == "--help" { print(usage); exit(0) }
-            guard let text = rest.next(), let value = Int(text), value > 0 else { exitWithUsage("\(flag) needs a positive integer") }
+        let line = BenchmarkCommandLine(program: "crypto-bench", usage: usage)
+        options.jsonOnly = line.parse(arguments) { flag, next in
             switch flag {
-            case "--packets": options.packets = value
-            case "--runs": options.runs = value
-            default: exitWithUsage("unknown option \(flag)")
+            case "--packets": options.packets = line.integer(flag, next)
+            case "--runs": options.runs = line.integer(flag, next)
+            default: line.fail("unknown option \(flag)")
             }
-        }
+        }.json
         return options
-    }
-
-    private static func exitWithUsage(_ problem: String) -> Never {
-        printToStandardError("crypto-bench: \(problem)\n\(usage)")
-        exit(2)
     }
 }

@@ -28,31 +28,23 @@ struct Options {
     /// Parses `arguments` (without the program name); prints the usage and exits on anything it does not understand.
     static func parseOrExit(_ arguments: some Sequence<String>) -> Options {
         var options = Options()
-        var rest = arguments.makeIterator()
-        while let flag = rest.next() {
-            if flag == "--json" { options.jsonOnly = true; continue }
-            if flag == "-h" || flag == "--help" { print(usage); exit(0) }
-            guard let text = rest.next(), let value = Int(text), value > 0 else { exitWithUsage("\(flag) needs a positive integer") }
+        let line = BenchmarkCommandLine(program: "forward-bench", usage: usage)
+        options.jsonOnly = line.parse(arguments) { flag, next in
             switch flag {
-            case "--rooms": options.rooms = value
-            case "--members": options.members = value
-            case "--speakers": options.speakers = value
-            case "--packets": options.packets = value
-            case "--warmup": options.warmup = value
-            case "--runs": options.runs = value
-            default: exitWithUsage("unknown option \(flag)")
+            case "--rooms": options.rooms = line.integer(flag, next)
+            case "--members": options.members = line.integer(flag, next)
+            case "--speakers": options.speakers = line.integer(flag, next)
+            case "--packets": options.packets = line.integer(flag, next)
+            case "--warmup": options.warmup = line.integer(flag, next)
+            case "--runs": options.runs = line.integer(flag, next)
+            default: line.fail("unknown option \(flag)")
             }
-        }
+        }.json
         let limits = RelayCoreConfig()  // the defaults the benchmark runs with
-        if options.members < 2 { exitWithUsage("--members must be at least 2 (a speaker and a listener)") }
-        if options.members > limits.maxMembersPerRoom { exitWithUsage("--members is at most \(limits.maxMembersPerRoom) (maxMembersPerRoom)") }
-        if options.rooms > limits.maxRooms - 1 { exitWithUsage("--rooms is at most \(limits.maxRooms - 1) (maxRooms, less one for the selection room)") }
-        if options.speakers > options.members { exitWithUsage("--speakers cannot exceed --members") }
+        if options.members < 2 { line.fail("--members must be at least 2 (a speaker and a listener)") }
+        if options.members > limits.maxMembersPerRoom { line.fail("--members is at most \(limits.maxMembersPerRoom) (maxMembersPerRoom)") }
+        if options.rooms > limits.maxRooms - 1 { line.fail("--rooms is at most \(limits.maxRooms - 1) (maxRooms, less one for the selection room)") }
+        if options.speakers > options.members { line.fail("--speakers cannot exceed --members") }
         return options
-    }
-
-    private static func exitWithUsage(_ problem: String) -> Never {
-        printToStandardError("forward-bench: \(problem)\n\(usage)")
-        exit(2)
     }
 }

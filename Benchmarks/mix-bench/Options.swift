@@ -42,40 +42,29 @@ struct Options {
     /// Parses `arguments` (without the program name); prints the usage and exits on anything it does not understand.
     static func parseOrExit(_ arguments: some Sequence<String>) -> Options {
         var options = Options()
-        var rest = arguments.makeIterator()
-        while let flag = rest.next() {
-            if flag == "--json" { options.jsonOnly = true; continue }
-            if flag == "-h" || flag == "--help" { print(usage); exit(0) }
-            guard let text = rest.next() else { exitWithUsage("\(flag) needs a value") }
-            if flag == "--talk-pattern" {
-                guard let pattern = TalkPattern(rawValue: text) else { exitWithUsage("--talk-pattern is continuous or pauses") }
-                options.talkPattern = pattern
-                continue
-            }
-            guard let value = Int(text), value >= 0 else { exitWithUsage("\(flag) needs a non-negative integer") }
+        let line = BenchmarkCommandLine(program: "mix-bench", usage: usage)
+        options.jsonOnly = line.parse(arguments) { flag, next in
             switch flag {
-            case "--rooms": options.rooms = value
-            case "--members": options.members = value
-            case "--speakers": options.speakers = value
-            case "--seconds": options.seconds = value
-            case "--warmup": options.warmupSeconds = value
-            case "--complexity": options.complexity = value
-            default: exitWithUsage("unknown option \(flag)")
+            case "--talk-pattern":
+                guard let pattern = next().flatMap(TalkPattern.init(rawValue:)) else { line.fail("--talk-pattern is continuous or pauses") }
+                options.talkPattern = pattern
+            case "--rooms": options.rooms = line.integer(flag, next, minimum: 0)
+            case "--members": options.members = line.integer(flag, next, minimum: 0)
+            case "--speakers": options.speakers = line.integer(flag, next, minimum: 0)
+            case "--seconds": options.seconds = line.integer(flag, next, minimum: 0)
+            case "--warmup": options.warmupSeconds = line.integer(flag, next, minimum: 0)
+            case "--complexity": options.complexity = line.integer(flag, next, minimum: 0)
+            default: line.fail("unknown option \(flag)")
             }
-        }
+        }.json
         let limits = RelayCoreConfig()  // the defaults the benchmark runs with
-        if options.rooms < 1 { exitWithUsage("--rooms must be at least 1") }
-        if options.rooms > limits.maxRooms { exitWithUsage("--rooms is at most \(limits.maxRooms) (maxRooms)") }
-        if options.members < 2 { exitWithUsage("--members must be at least 2 (a speaker and a listener)") }
-        if options.members > limits.maxMembersPerRoom { exitWithUsage("--members is at most \(limits.maxMembersPerRoom) (maxMembersPerRoom)") }
-        if options.speakers < 1 || options.speakers > min(options.members, 15) { exitWithUsage("--speakers is 1...min(--members, 15)") }
-        if options.seconds < 1 { exitWithUsage("--seconds must be at least 1") }
-        if options.complexity > 10 { exitWithUsage("--complexity is 0...10") }
+        if options.rooms < 1 { line.fail("--rooms must be at least 1") }
+        if options.rooms > limits.maxRooms { line.fail("--rooms is at most \(limits.maxRooms) (maxRooms)") }
+        if options.members < 2 { line.fail("--members must be at least 2 (a speaker and a listener)") }
+        if options.members > limits.maxMembersPerRoom { line.fail("--members is at most \(limits.maxMembersPerRoom) (maxMembersPerRoom)") }
+        if options.speakers < 1 || options.speakers > min(options.members, 15) { line.fail("--speakers is 1...min(--members, 15)") }
+        if options.seconds < 1 { line.fail("--seconds must be at least 1") }
+        if options.complexity > 10 { line.fail("--complexity is 0...10") }
         return options
-    }
-
-    private static func exitWithUsage(_ problem: String) -> Never {
-        printToStandardError("mix-bench: \(problem)\n\(usage)")
-        exit(2)
     }
 }

@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import Glibc
 
 /// The command line: what to encode and how long to measure it.
@@ -21,35 +22,24 @@ struct Options {
     /// Parses `arguments` (without the program name); prints the usage and exits on anything it does not understand.
     static func parseOrExit(_ arguments: some Sequence<String>) -> Options {
         var options = Options()
-        var rest = arguments.makeIterator()
-        while let flag = rest.next() {
-            if flag == "--json" { options.jsonOnly = true; continue }
-            if flag == "-h" || flag == "--help" { print(usage); exit(0) }
-            guard let text = rest.next(), let value = Int(text), value >= 0 else { exitWithUsage("\(flag) needs a non-negative integer") }
+        let line = BenchmarkCommandLine(program: "opus-bench", usage: usage)
+        options.jsonOnly = line.parse(arguments) { flag, next in
             switch flag {
             case "--complexity":
-                guard value <= 10 else { exitWithUsage("--complexity is 0...10") }
+                let value = line.integer(flag, next, minimum: 0)
+                guard value <= 10 else { line.fail("--complexity is 0...10") }
                 options.complexity = Int32(value)
             case "--frames":
-                guard value > 0 else { exitWithUsage("--frames must be positive") }
+                let value = line.integer(flag, next, minimum: 0)
+                guard value > 0 else { line.fail("--frames must be positive") }
                 options.frames = value
             case "--rounds":
-                guard value > 0 else { exitWithUsage("--rounds must be positive") }
+                let value = line.integer(flag, next, minimum: 0)
+                guard value > 0 else { line.fail("--rounds must be positive") }
                 options.rounds = value
-            default: exitWithUsage("unknown option \(flag)")
+            default: line.fail("unknown option \(flag)")
             }
-        }
+        }.json
         return options
     }
-
-    private static func exitWithUsage(_ problem: String) -> Never {
-        printToStandardError("opus-bench: \(problem)\n\(usage)")
-        exit(2)
-    }
-}
-
-/// Writes `text` and a newline to standard error (fd 2; the C `stderr` global is not concurrency-safe in Swift 6).
-func printToStandardError(_ text: String) {
-    let line = text + "\n"
-    _ = line.utf8CString.withUnsafeBufferPointer { write(2, $0.baseAddress, $0.count - 1) }
 }

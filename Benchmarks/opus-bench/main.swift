@@ -4,6 +4,7 @@
 // settings, and decode the same packets. Each round runs both paths over all frames with fresh codec states,
 // interleaved in blocks of 50 frames (A B B A …) so drift and noise on this shared machine hit both alike; the
 // per-frame medians over the rounds are reported, and the two bitstreams must be identical.
+import BenchmarkSupport
 import Glibc
 import ParleyMedia
 

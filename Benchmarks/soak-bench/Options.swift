@@ -31,35 +31,25 @@ struct Options {
     /// Parses `arguments` (without the program name); prints the usage and exits on anything it does not understand.
     static func parseOrExit(_ arguments: some Sequence<String>) -> Options {
         var o = Options()
-        var rest = arguments.makeIterator()
-        func positive(_ flag: String) -> Int {
-            guard let text = rest.next(), let v = Int(text), v > 0 else { exitWithUsage("\(flag) needs a positive integer") }
-            return v
-        }
-        while let flag = rest.next() {
+        let line = BenchmarkCommandLine(program: "soak-bench", usage: usage)
+        line.parse(arguments, acceptsJSON: false) { flag, next in
             switch flag {
-            case "-h", "--help": print(usage); exit(0)
-            case "--cycles": o.cycles = positive(flag)
-            case "--block": o.block = positive(flag)
-            case "--members": o.shape.members = positive(flag)
-            case "--speakers": o.shape.speakers = positive(flag)
-            case "--media-ms": o.shape.mediaMilliseconds = Int64(positive(flag))
+            case "--cycles": o.cycles = line.integer(flag, next)
+            case "--block": o.block = line.integer(flag, next)
+            case "--members": o.shape.members = line.integer(flag, next)
+            case "--speakers": o.shape.speakers = line.integer(flag, next)
+            case "--media-ms": o.shape.mediaMilliseconds = Int64(line.integer(flag, next))
             case "--mode":
-                o.shape.mode = rest.next() ?? ""
-                if o.shape.mode != "forward" && o.shape.mode != "mix" { exitWithUsage("--mode must be forward or mix") }
-            case "--empty-timeout": o.emptyRoomTimeoutSeconds = Int64(positive(flag))
-            case "--flood": o.flood = positive(flag)
+                o.shape.mode = next() ?? ""
+                if o.shape.mode != "forward" && o.shape.mode != "mix" { line.fail("--mode must be forward or mix") }
+            case "--empty-timeout": o.emptyRoomTimeoutSeconds = Int64(line.integer(flag, next))
+            case "--flood": o.flood = line.integer(flag, next)
             case "--trim": o.trim = true
-            default: exitWithUsage("unknown option \(flag)")
+            default: line.fail("unknown option \(flag)")
             }
         }
-        if o.shape.members < 2 { exitWithUsage("--members must be at least 2") }
-        if o.shape.speakers > o.shape.members { exitWithUsage("--speakers cannot exceed --members") }
+        if o.shape.members < 2 { line.fail("--members must be at least 2") }
+        if o.shape.speakers > o.shape.members { line.fail("--speakers cannot exceed --members") }
         return o
-    }
-
-    private static func exitWithUsage(_ problem: String) -> Never {
-        printToStandardError("soak-bench: \(problem)\n\(usage)")
-        exit(2)
     }
 }
