@@ -50,7 +50,7 @@ public struct RelayConfig: Sendable {
                               "mix_complexity", "mix_bitrate", "mix_expected_loss_percent", "metrics_require_auth",
                               "signalling_queue_limit", "text_queue_limit", "nack_budget_percent", "nack_burst_bytes",
                               "http_max_connections", "http_connections_per_address", "http_idle_timeout_s",
-                              "http_header_timeout_s", "event_stream_stall_timeout_s"]
+                              "http_header_timeout_s", "event_stream_stall_timeout_s", "allow_cleartext"]
 
     /// Applies one key's value; throws a message naming the key on a bad value.
     public mutating func set(_ key: String, _ value: String) throws(ConfigError) {
@@ -113,6 +113,10 @@ public struct RelayConfig: Sendable {
         case "http_idle_timeout_s": httpLimits.idleTimeoutSeconds = try int(1...3600)
         case "http_header_timeout_s": httpLimits.headerTimeoutSeconds = try int(1...3600)
         case "event_stream_stall_timeout_s": httpLimits.eventStreamStallSeconds = try int(1...3600)
+        case "allow_cleartext":
+            let choices = ["true": true, "1": true, "false": false, "0": false]
+            guard let allowed = choices[value] else { throw ConfigError("allow_cleartext must be true or false, got \"\(value)\"") }
+            core.allowCleartext = allowed
         default: throw ConfigError("unknown setting \"\(key)\" (known: \((Self.keys + ["api_keys"]).joined(separator: ", ")))")
         }
     }

@@ -85,6 +85,9 @@ public struct RelayCoreConfig: Sendable {
     public var csrcAudioLevelExtensionID: UInt8 = 3
     /// The longest datagram accepted.
     public var maxDatagramSize = 1500
+    /// A debugging switch, off by default: admits the version-1 cleartext protocol (token, names, texts and voice
+    /// readable on the path) beside the encrypted one, and plain-RTP endpoints without SRTP when their request asks.
+    public var allowCleartext = false
 
     // MARK: Presence and calls (`PresenceDirectory.swift`, `CallRouter.swift`, `Call.swift`)
 

@@ -9,7 +9,8 @@ import ParleyWire
 
 let usage = """
 usage: parley-relay [--config FILE.json] [--udp HOST:PORT] [--http HOST:PORT] [--workers N]
-                    [--api-key K --api-secret S] [--state-dir DIR] [--log-level debug|info|warning|error] [--version]
+                    [--api-key K --api-secret S] [--state-dir DIR] [--log-level debug|info|warning|error]
+                    [--allow-cleartext] [--version]
 
 With no arguments the relay runs with dev defaults: UDP 127.0.0.1:7400, HTTP API and /metrics on
 127.0.0.1:7480, one worker per core, API key "devkey" and a public dev secret. --api-key and --api-secret go
@@ -39,6 +40,10 @@ while !arguments.isEmpty {
     if flag == "--version" {
         writeLine("parley-relay \(ParleyVersion.string)")
         exit(0)
+    }
+    if flag == "--allow-cleartext" {  // a switch: the debugging protocol without encryption
+        flags.append(("allow_cleartext", "true"))
+        continue
     }
     let known = ["--config", "--udp", "--http", "--workers", "--api-key", "--api-secret", "--log-level", "--state-dir"]
     guard known.contains(flag) else { fail("unknown option \(flag)\n\(usage)") }
