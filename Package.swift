@@ -49,7 +49,7 @@ let package = Package(
         // Audio devices and files for the client: ALSA capture/playback, WAV read/write, resampling, speexdsp DSP.
         .target(name: "ParleyAudioIO", dependencies: ["CALSA", "CSpeexDSP"]),
         // The relay's pure core: rooms, members, signalling sessions, forwarding, NACK, stats. No sockets, no clocks.
-        .target(name: "ParleyRelayCore", dependencies: ["ParleyWire", "ParleyAuth", "ParleyMedia"], swiftSettings: perPacketPath),
+        .target(name: "ParleyRelayCore", dependencies: ["ParleyWire", "ParleyAuth", "ParleyMedia", "ParleyCrypto"], swiftSettings: perPacketPath),
         // The relay runtime: config, the identity key file, worker loops that drive the core over real sockets.
         .target(name: "ParleyRelay", dependencies: ["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto"],
                 swiftSettings: perPacketPath),
@@ -57,7 +57,7 @@ let package = Package(
         .target(name: "ParleyHTTP", dependencies: ["CMicroHTTPD", "ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyNet", "ParleyWire"]),
         // The client's pure core: one signalling session (handshake, reliable messages, keepalives, resume) under room
         // members and presence, and the clock-driven engine (send/receive paths, NACKs, receiver reports, FEC, rejoin).
-        .target(name: "ParleyClientCore", dependencies: ["ParleyWire", "ParleyAuth", "ParleyMedia"]),
+        .target(name: "ParleyClientCore", dependencies: ["ParleyWire", "ParleyAuth", "ParleyMedia", "ParleyCrypto"]),
 
         .executableTarget(name: "parley-relay", dependencies: ["ParleyRelay", "ParleyHTTP", "ParleyAuth"]),
         .executableTarget(name: "parley", dependencies: ["ParleyClientCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyMedia", "ParleyAudioIO"]),
@@ -74,7 +74,7 @@ let package = Package(
         .executableTarget(name: "mix-bench", dependencies: ["BenchmarkSupport", "ParleyRelayCore", "ParleyMedia", "ParleyWire", "ParleyAuth", "CAllocCounter"], path: "Benchmarks/mix-bench"),
 
         // Memory after many join/leave cycles (or a join flood) against an in-process core: nothing a session held survives it.
-        .executableTarget(name: "soak-bench", dependencies: ["BenchmarkSupport", "ParleyRelayCore", "ParleyClientCore", "ParleyWire", "ParleyAuth"],
+        .executableTarget(name: "soak-bench", dependencies: ["BenchmarkSupport", "ParleyRelayCore", "ParleyClientCore", "ParleyWire", "ParleyAuth", "ParleyCrypto"],
                           path: "Benchmarks/soak-bench"),
 
         // SRTP (RFC 7714, AEAD_AES_256_GCM) protect/unprotect per 120-byte packet against libsodium's bare AEADs, allocations per packet.
@@ -91,7 +91,7 @@ let package = Package(
         .testTarget(name: "ParleyAudioIOTests", dependencies: ["ParleyAudioIO"]),
         .testTarget(name: "ParleyAuthTests", dependencies: ["ParleyAuth"]),
         .testTarget(name: "ParleyCryptoTests", dependencies: ["ParleyCrypto", "ParleyWire"]),
-        .testTarget(name: "ParleyRelayCoreTests", dependencies: ["ParleyRelayCore", "ParleyClientCore", "ParleyWire", "ParleyAuth", "ParleyMedia"]),
+        .testTarget(name: "ParleyRelayCoreTests", dependencies: ["ParleyRelayCore", "ParleyClientCore", "ParleyWire", "ParleyAuth", "ParleyMedia", "ParleyCrypto"]),
         .testTarget(name: "ParleyHTTPTests", dependencies: ["ParleyHTTP", "ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyWire", "ParleyNet"]),
         .testTarget(name: "ParleyIntegrationTests", dependencies: ["ParleyWire", "ParleyNet", "ParleyAuth", "ParleyAudioIO"]),
         // README.md's "Where things live" table against the code: every source directory listed, imports per target.

@@ -40,6 +40,8 @@ public final class ClientEngine {
         /// When what we send counts as voice (its level against the threshold), and who we hear speaking: the
         /// relay's rules.
         public var speech = SpeechRules.standard
+        /// Encrypted (the default; with the relay key to insist on, if known) or cleartext (debugging).
+        public var security = SignallingSession.Security.encrypted(relayKey: nil)
 
         /// A configuration for `room` with the client's defaults.
         public init(room: String) { self.room = room }
@@ -57,6 +59,8 @@ public final class ClientEngine {
         case unreachable(String)
         /// A welcomed session ended without a goodbye and the engine does not reconnect.
         case lost(String)
+        /// The relay did not prove it holds the key the member expects.
+        case relayUnproven(String)
     }
 
     /// What the engine tells its owner.
@@ -134,6 +138,10 @@ public final class ClientEngine {
     /// Whether the relay answers (`relaySilent` / `relayBack`).
     public private(set) var relayWatch = RelaySilenceWatch()
     private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 16)
+    /// Where media is protected or unprotected (SRTP; the plaintext of a received packet lives here until the next).
+    private let cryptoScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
+    /// The session's SRTP (nil: cleartext, or before the welcome).
+    public private(set) var crypto: MediaCrypto?
 
     /// An engine that joins `configuration.room` at `server` with `token()` (asked afresh for every session) and
     /// sends its join at once. Nonces and the RTP stream's first sequence number and timestamp come from `random`.
@@ -154,13 +162,17 @@ public final class ClientEngine {
                                random: &random)
         receiver = ReceiveMixer(jitterConfig: configuration.jitter)
         session = ClientSession(server: server, token: token(), room: configuration.room, muted: configuration.muted,
-                                speakersFromMedia: true, now: now, unixMilliseconds: unixMilliseconds, random: &random)
+                                speakersFromMedia: true, security: configuration.security, now: now, unixMilliseconds: unixMilliseconds,
+                                random: &random)
         self.random = random
         _ = session.tick(now: now)
         flush()
     }
 
-    deinit { scratch.deallocate() }
+    deinit {
+        scratch.deallocate()
+        cryptoScratch.deallocate()
+    }
 
     /// Whether the member is in the room (joined, or resuming): captured audio is sent, NACKs and reports go out.
     public var inRoom: Bool {
@@ -181,7 +193,14 @@ public final class ClientEngine {
         return []
     }
 
-    private func receiveMedia(_ bytes: UnsafeRawBufferPointer, now: Instant) {
+    private func receiveMedia(_ received: UnsafeRawBufferPointer, now: Instant) {
+        var bytes = received
+        if let crypto {
+            guard let n = crypto.unprotect(received, into: cryptoScratch) else { return }
+            bytes = UnsafeRawBufferPointer(rebasing: cryptoScratch[..<n])
+        } else if case .encrypted = configuration.security {
+            return  // nothing unprotected is taken from the relay of an encrypted session
+        }
         if isRTCP(bytes) {
             var packets = rtcpPackets(in: bytes)
             while let p = try? packets.next() {
@@ -213,7 +232,7 @@ public final class ClientEngine {
             inputLevel = level
             if joined, let sender,
                let packet = sender.packetize(captured, level: level, voice: configuration.speech.isSpeech(level: level), muted: muted) {
-                transmit(packet, session.destination)
+                transmitMedia(packet)
                 packetsSent += 1
             }
         }
@@ -223,7 +242,7 @@ public final class ClientEngine {
         if now - lastReceiverReport >= Self.receiverReportInterval {
             lastReceiverReport = now
             if let report = receiver.receiverReport(reporter: sender?.ssrc ?? 0), let n = try? report.serialize(into: scratch) {
-                transmit(UnsafeRawBufferPointer(rebasing: scratch[0..<n]), session.destination)
+                transmitMedia(UnsafeRawBufferPointer(rebasing: scratch[0..<n]))
             }
         }
         return true
@@ -233,8 +252,19 @@ public final class ClientEngine {
     private func sendNacks(now: Instant) {
         for nack in receiver.nacksDue(now: now, roundTrip: roundTrip, reporter: sender?.ssrc ?? 0) {
             guard let n = try? nack.serialize(into: scratch) else { continue }
-            transmit(UnsafeRawBufferPointer(rebasing: scratch[0..<n]), session.destination)
+            transmitMedia(UnsafeRawBufferPointer(rebasing: scratch[0..<n]))
             nacksSent += 1
+        }
+    }
+
+    /// Sends RTP or RTCP to the relay, protected with the session's SRTP when it is encrypted (never in the clear
+    /// then: before the keys nothing goes out).
+    private func transmitMedia(_ packet: UnsafeRawBufferPointer) {
+        if let crypto {
+            guard let n = crypto.protect(packet, into: cryptoScratch) else { return }
+            transmit(UnsafeRawBufferPointer(rebasing: cryptoScratch[..<n]), session.destination)
+        } else if configuration.security == .cleartext {
+            transmit(packet, session.destination)
         }
     }
 
@@ -247,7 +277,8 @@ public final class ClientEngine {
         case .waitingToRejoin(let until):
             guard now >= until else { return [] }
             session = ClientSession(server: server, token: token(), room: configuration.room, muted: muted, speakersFromMedia: true,
-                                    now: now, unixMilliseconds: unixMilliseconds, random: &random)
+                                    security: configuration.security, now: now, unixMilliseconds: unixMilliseconds, random: &random)
+            crypto = nil
             roundTrip = Self.initialRoundTrip
             phase = .inSession
             return settle(session.tick(now: now), now: now)
@@ -271,6 +302,7 @@ public final class ClientEngine {
             case .welcomed(let w):
                 mode = w.mode
                 sender?.ssrc = w.ssrc
+                crypto = try? session.makeMediaCrypto()
                 followRoomMute(w.flags)
                 events += relayAnswers(now: now)
             case .resumed:
@@ -284,6 +316,8 @@ public final class ClientEngine {
                 roundTrip = rtt
             case .refused(let code, let reason):
                 return events + finish(.refused(code, reason))
+            case .relayUnproven(let reason):
+                return events + finish(.relayUnproven(reason))
             case .goodbye(.relayShutdown, _) where configuration.reconnect, .goodbye(.timedOut, _) where configuration.reconnect:
                 break
             case .goodbye(.left, _):

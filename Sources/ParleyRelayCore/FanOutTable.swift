@@ -7,6 +7,7 @@ import ParleyWire
 /// ```
 /// entries ─▶ ┌──────────────┬────────┬──────┬────────────┬──────────┐
 ///            │ address (24) │ member │ kind │ packetsOut │ bytesOut │  one listener, 56 bytes
+///            │              │        │ (endpoint, cleartext)       │          │
 ///            ├──────────────┼────────┼──────┼────────────┼──────────┤
 ///            │ …            │        │      │            │          │  `count` entries
 /// members ─▶ [Member] in the same order (only `rebuild` and `foldCounters` read it)
@@ -27,6 +28,8 @@ final class FanOutTable {
         var memberID: UInt32
         /// A plain-RTP endpoint hears only the first forwarded speaker other than itself.
         var isRTPEndpoint: Bool
+        /// It is sent packets as they arrived in the clear, not protected with the room's downstream key.
+        var cleartext: Bool
         /// Forwarded to it since the last `foldCounters`.
         var packetsOut: UInt64
         /// Bytes of those packets.
@@ -103,7 +106,7 @@ final class FanOutTable {
         }
         for m in listeners {
             (entries + count).initialize(to: Entry(address: m.address, memberID: m.id, isRTPEndpoint: m.isRTPEndpoint,
-                                                   packetsOut: 0, bytesOut: 0))
+                                                   cleartext: m.receivesCleartext, packetsOut: 0, bytesOut: 0))
             members.append(m)
             count += 1
         }

@@ -1,3 +1,4 @@
+import ParleyCrypto
 import ParleyWire
 
 /// RTCP between the relay and its members (forward and mix mode): sender reports noted, listeners' receiver
@@ -20,8 +21,20 @@ final class RTCPFeedback {
 
     /// One RTCP datagram from `from`: sender reports are noted, listeners' receiver reports checked and kept (for the
     /// mix encoders' FEC, or the speaker's next report), NACKs answered from the source's history.
-    func handle(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
+    func handle(_ received: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
         guard let member = sessions.member(at: from) else { return outbox.drop(.unknownSender, from: from, now: now) }
+        var bytes = received
+        if let srtp = member.srtpIn {
+            // SRTCP: authenticated (and decrypted) before anything is read or changed.
+            let space = output.reserve(received.count)
+            do {
+                bytes = output.keep(space, length: try srtp.unprotect(rtcp: received, into: space))
+            } catch .replayed, .tooOld {
+                return outbox.drop(.srtpReplayed, from: from, now: now)
+            } catch {
+                return outbox.drop(.srtpRejected, from: from, now: now)
+            }
+        }
         member.session.heardMedia(at: now.monotonic)
         member.stats.packetsIn &+= 1
         member.stats.bytesIn &+= UInt64(bytes.count)
@@ -76,6 +89,9 @@ final class RTCPFeedback {
     func answer(_ nack: GenericNACKView, requester: Member, now: Moment) {
         guard let source = sessions.bySSRC[nack.mediaSSRC], source.room === requester.room, source !== requester,
               let history = source.history else { return }
+        // The history holds what the room's encrypted listeners were sent; a cleartext listener (debugging) beside
+        // them is not answered.
+        guard requester.receivesCleartext == (requester.room.downstream == nil) else { return }
         var budget = 64
         nack.forEachLostSequence { sequence in
             guard budget > 0 else {
@@ -122,8 +138,12 @@ final class RTCPFeedback {
         block.fractionLost = max(block.fractionLost, heard.fractionLost)
         block.jitter = max(block.jitter, heard.jitter)
         let report = ReceiverReport(ssrc: relaySSRC, reports: [block])
-        let space = output.reserve(report.serializedSize)
-        guard let n = try? report.serialize(into: space) else { return }
+        let space = output.reserve(report.serializedSize + SRTPSender.rtcpOverhead)
+        guard var n = try? report.serialize(into: space) else { return }
+        if let srtp = member.srtpOut {
+            guard let protected = try? srtp.protect(rtcp: UnsafeRawBufferPointer(rebasing: space[..<n]), into: space) else { return }
+            n = protected
+        }
         output.commit(space, length: n, to: member.address)
         outbox.counters.packetsQueued &+= 1
         outbox.counters.bytesQueued &+= UInt64(n)
