@@ -105,12 +105,13 @@ public final class HTTPServer: @unchecked Sendable {
     /// Whether this libmicrohttpd can serve HTTPS (`MHD_FEATURE_TLS`; Debian's is built with GnuTLS).
     public static var supportsTLS: Bool { parley_mhd_has_tls() == 1 }
 
+    /// What to say when HTTPS is asked for and `supportsTLS` is false.
+    public static let tlsUnsupported = ConfigError("this libmicrohttpd was built without TLS (MHD_FEATURE_TLS): install Debian's libmicrohttpd12 (GnuTLS), or unset http_tls_cert and http_tls_key")
+
     /// Checks that GnuTLS takes `files` as a certificate and its key (libmicrohttpd starts a daemon with them and no
     /// socket, and stops it); throws GnuTLS's reason, naming both files, when it does not or when `supportsTLS` is false.
     public static func checkTLS(_ files: HTTPTLSFiles) throws(ConfigError) {
-        guard supportsTLS else {
-            throw ConfigError("this libmicrohttpd was built without TLS (MHD_FEATURE_TLS): install Debian's libmicrohttpd12 (GnuTLS), or unset http_tls_cert and http_tls_key")
-        }
+        guard supportsTLS else { throw tlsUnsupported }
         let reasons = TLSCheckLog()
         let pem = PEMStrings(files)
         let line: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?) -> Void = { cls, text in
