@@ -27,7 +27,8 @@ exit codes: 0 done, 1 local error (device, file), 2 usage, 3 refused by the rela
 
 environment:
   PARLEY_API_KEY / PARLEY_API_SECRET   sign the tokens every command mints (the relay's dev defaults when unset)
-  PARLEY_URL                           the relay's HTTP API for rooms/members/kick/mute (default http://127.0.0.1:7480)
+  PARLEY_URL                           the relay's HTTP API for rooms/members/kick/mute (default http://127.0.0.1:7480;
+                                       https:// checks the certificate against the system's CA store)
   PARLEY_TIMELINE=1                    print the monotonic time of the first sent and first played frame (stderr)
 """
 
