@@ -1,3 +1,4 @@
+import ParleyCrypto
 import ParleyWire
 
 /// The listeners of one room as the per-packet fan-out reads them: a contiguous array of plain values
@@ -5,10 +6,10 @@ import ParleyWire
 /// takes no reference count and runs no exclusivity check per listener.
 ///
 /// ```
-/// entries ─▶ ┌──────────────┬────────┬──────┬────────────┬──────────┐
-///            │ address (24) │ member │ kind │ packetsOut │ bytesOut │  one listener, 56 bytes
-///            ├──────────────┼────────┼──────┼────────────┼──────────┤
-///            │ …            │        │      │            │          │  `count` entries
+/// entries ─▶ ┌──────────────┬────────┬──────┬──────┬────────────┬──────────┐
+///            │ address (24) │ member │ kind │ srtp │ packetsOut │ bytesOut │  one listener
+///            ├──────────────┼────────┼──────┼──────┼────────────┼──────────┤
+///            │ …            │        │      │      │            │          │  `count` entries
 /// members ─▶ [Member] in the same order (only `rebuild` and `foldCounters` read it)
 /// ```
 ///
@@ -27,6 +28,8 @@ final class FanOutTable {
         var memberID: UInt32
         /// A plain-RTP endpoint hears only the first forwarded speaker other than itself.
         var isRTPEndpoint: Bool
+        /// An SRTP endpoint's outbound session (unretained: the member in `members` holds it), nil for cleartext.
+        var srtp: Unmanaged<SDESSession>?
         /// Forwarded to it since the last `foldCounters`.
         var packetsOut: UInt64
         /// Bytes of those packets.
@@ -103,6 +106,7 @@ final class FanOutTable {
         }
         for m in listeners {
             (entries + count).initialize(to: Entry(address: m.address, memberID: m.id, isRTPEndpoint: m.isRTPEndpoint,
+                                                   srtp: m.endpointSRTP.map { .passUnretained($0.toEndpoint) },
                                                    packetsOut: 0, bytesOut: 0))
             members.append(m)
             count += 1

@@ -61,6 +61,8 @@ final class Member {
     var mixSequence: UInt16
     /// The only address a publishing RTP endpoint's packets are accepted from (named at creation).
     var rtpSource: PeerAddress?
+    /// An SRTP endpoint's sessions (nil: a signalling member, or a cleartext endpoint); see `EndpointSRTP`.
+    var endpointSRTP: EndpointSRTP? { didSet { room.fanOut.invalidate() } }
 
     init(id: UInt32, session: SignallingSession, ssrc: UInt32, canPublish: Bool, canSubscribe: Bool, joinedAt: Int64,
          room: Room, muted: Bool, mixSequence: UInt16) {

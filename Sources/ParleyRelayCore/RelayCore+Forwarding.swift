@@ -5,10 +5,16 @@ import ParleyWire
 /// received buffer (`FanOutTable`), or handed to the room's mixer; and the mix deadlines the loop wakes for.
 extension RelayCore {
     /// The per-packet path: latch check, stats, history, speaker selection, fan-out. No allocation.
-    func handleRTP(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
+    func handleRTP(_ received: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
         guard let member = sessions.member(at: from) else {
-            paths.challengeRTPSender(bytes, from: from, now: now)
+            paths.challengeRTPSender(received, from: from, now: now)
             return outbox.drop(.unknownSender, from: from, now: now)
+        }
+        // An SRTP endpoint's packet is checked and decrypted first (RelayCore+RTPEndpoints.swift); the rest reads the clear copy.
+        var bytes = received
+        if member.endpointSRTP != nil {
+            guard let clear = unprotectEndpointRTP(received, from: member, address: from, now: now) else { return }
+            bytes = clear
         }
         let packet: RTPPacketView
         do {
@@ -44,7 +50,7 @@ extension RelayCore {
         guard room.selector.isForwarded(member.id) else { return }
 
         let size = UInt64(bytes.count)
-        var sent: UInt64 = 0
+        var sent: UInt64 = 0, protected: UInt64 = 0, protectedBytes: UInt64 = 0
         let table = room.fanOut
         table.refresh(from: room.members)
         let entries = table.entries
@@ -53,14 +59,23 @@ extension RelayCore {
             guard listener.pointee.memberID != member.id else { continue }
             // A plain-RTP endpoint hears one stream: the first forwarded speaker other than itself.
             if listener.pointee.isRTPEndpoint, firstForwarded(in: room, except: listener.pointee.memberID) != member.id { continue }
+            if let srtp = listener.pointee.srtp {  // an SRTP endpoint: a protected copy in the arena
+                let n = EndpointSRTP.queue(bytes, rtcp: false, with: srtp.takeUnretainedValue(), to: listener.pointee.address, in: output)
+                guard n > 0 else { continue }
+                listener.pointee.packetsOut &+= 1
+                listener.pointee.bytesOut &+= UInt64(n)
+                protectedBytes &+= UInt64(n)
+                protected &+= 1
+                continue
+            }
             output.append(bytes, to: listener.pointee.address)
             listener.pointee.packetsOut &+= 1
             listener.pointee.bytesOut &+= size
             sent &+= 1
         }
-        outbox.counters.forwarded &+= sent
-        outbox.counters.packetsQueued &+= sent
-        outbox.counters.bytesQueued &+= sent &* size
+        outbox.counters.forwarded &+= sent &+ protected
+        outbox.counters.packetsQueued &+= sent &+ protected
+        outbox.counters.bytesQueued &+= sent &* size &+ protectedBytes
     }
 
     /// Runs the mixes of every mix-mode room whose deadline has passed.
@@ -68,13 +83,19 @@ extension RelayCore {
         for room in rooms.mixRooms {
             guard let mix = room.mix, let due = mix.nextDeadline, due <= now.monotonic else { continue }
             mix.run(room: room, now: now.monotonic) { bytes, listener in
-                let space = output.reserve(bytes.count)
-                space.copyMemory(from: bytes)
-                output.commit(space, length: bytes.count, to: listener.address)
+                var length = bytes.count
+                if let srtp = listener.endpointSRTP {  // an SRTP endpoint hears the mix protected
+                    length = EndpointSRTP.queue(bytes, rtcp: false, with: srtp.toEndpoint, to: listener.address, in: output)
+                    guard length > 0 else { return }
+                } else {
+                    let space = output.reserve(bytes.count)
+                    space.copyMemory(from: bytes)
+                    output.commit(space, length: bytes.count, to: listener.address)
+                }
                 listener.stats.packetsOut &+= 1
-                listener.stats.bytesOut &+= UInt64(bytes.count)
+                listener.stats.bytesOut &+= UInt64(length)
                 outbox.counters.packetsQueued &+= 1
-                outbox.counters.bytesQueued &+= UInt64(bytes.count)
+                outbox.counters.bytesQueued &+= UInt64(length)
                 outbox.counters.mixedPacketsSent &+= 1
             }
         }

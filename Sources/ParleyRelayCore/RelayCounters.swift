@@ -3,6 +3,10 @@ public enum DropReason: Int, CaseIterable, Sendable {
     case oversize, unknownProtocol, malformedRTP, malformedRTCP, malformedSignalling, unknownSender
     case ssrcMismatch, notPublisher, muted, connectionMismatch, unexpectedMessage, joinFlood, badCookie
     case resumeRejected, tokenReplay, pathRejected
+    /// An SRTP endpoint's packet whose tag did not verify (forged, tampered, or the wrong key).
+    case srtpAuthenticationFailed
+    /// An SRTP endpoint's packet whose index was already accepted, or is older than the replay window.
+    case srtpReplayed
 
     /// The metric label.
     public var label: String {
@@ -23,6 +27,8 @@ public enum DropReason: Int, CaseIterable, Sendable {
         case .resumeRejected: "resume_rejected"
         case .tokenReplay: "token_replay"
         case .pathRejected: "path_rejected"
+        case .srtpAuthenticationFailed: "srtp_auth_failed"
+        case .srtpReplayed: "srtp_replayed"
         }
     }
 }
