@@ -76,6 +76,8 @@ final class Member {
         if room.mix == nil { try room.startDownstream(streams: maxStreams) }
         room.fanOut.invalidate()
     }
+    /// An SRTP endpoint's sessions (nil: a signalling member, or a cleartext endpoint); see `EndpointSRTP`.
+    var endpointSRTP: EndpointSRTP? { didSet { room.fanOut.invalidate() } }
 
     init(id: UInt32, session: SignallingSession, ssrc: UInt32, canPublish: Bool, canSubscribe: Bool, joinedAt: Int64,
          room: Room, muted: Bool, mixSequence: UInt16) {

@@ -5,13 +5,19 @@ import ParleyWire
 /// counted, kept for NACKs, observed for speaker selection, and fanned out to the room's listeners straight from the
 /// received buffer (`FanOutTable`), or handed to the room's mixer; and the mix deadlines the loop wakes for.
 extension RelayCore {
-    /// The per-packet path: latch check, SRTP unprotect (an encrypted member), stats, history, speaker selection,
-    /// SRTP protect with the room's downstream key (once per packet), fan-out. No allocation: the plaintext and the
-    /// protected packet live in the output arena, which every listener's entry points into.
-    func handleRTP(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
+    /// The per-packet path: latch check, SRTP unprotect (an encrypted member, or an SDES endpoint), stats, history,
+    /// speaker selection, SRTP protect with the room's downstream key (once per packet), fan-out. No allocation: the
+    /// plaintext and the protected packet live in the output arena, which every listener's entry points into.
+    func handleRTP(_ received: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
         guard let member = sessions.member(at: from) else {
-            paths.challengeRTPSender(bytes, from: from, now: now)
+            paths.challengeRTPSender(received, from: from, now: now)
             return outbox.drop(.unknownSender, from: from, now: now)
+        }
+        // An SRTP endpoint's packet is checked and decrypted first (RelayCore+RTPEndpoints.swift); the rest reads the clear copy.
+        var bytes = received
+        if member.endpointSRTP != nil {
+            guard let clear = unprotectEndpointRTP(received, from: member, address: from, now: now) else { return }
+            bytes = clear
         }
         var plain = bytes
         var packet: RTPPacketView
@@ -81,6 +87,15 @@ extension RelayCore {
             guard listener.pointee.memberID != member.id else { continue }
             // A plain-RTP endpoint hears one stream: the first forwarded speaker other than itself.
             if listener.pointee.isRTPEndpoint, firstForwarded(in: room, except: listener.pointee.memberID) != member.id { continue }
+            if let srtp = listener.pointee.srtp {  // an SRTP endpoint: a copy protected with its own key in the arena
+                let n = EndpointSRTP.queue(plain, rtcp: false, with: srtp.takeUnretainedValue(), to: listener.pointee.address, in: output)
+                guard n > 0 else { continue }
+                listener.pointee.packetsOut &+= 1
+                listener.pointee.bytesOut &+= UInt64(n)
+                sent &+= 1
+                sentBytes &+= UInt64(n)
+                continue
+            }
             let out = listener.pointee.cleartext ? plain : protected
             output.append(out, to: listener.pointee.address)
             listener.pointee.packetsOut &+= 1
@@ -98,17 +113,23 @@ extension RelayCore {
         for room in rooms.mixRooms {
             guard let mix = room.mix, let due = mix.nextDeadline, due <= now.monotonic else { continue }
             mix.run(room: room, now: now.monotonic) { bytes, listener in
-                // Each mix is its listener's own: protected with that member's key (encrypted members).
-                let space = output.reserve(bytes.count + SRTPSender.rtpOverhead)
+                // Each mix is its listener's own: protected with that member's key (an encrypted member) or its SDES
+                // session (an SRTP endpoint).
                 let length: Int
-                if let srtp = listener.srtpOut {
-                    guard let n = try? srtp.protect(bytes, into: space) else { return }
-                    length = n
+                if let srtp = listener.endpointSRTP {
+                    length = EndpointSRTP.queue(bytes, rtcp: false, with: srtp.toEndpoint, to: listener.address, in: output)
+                    guard length > 0 else { return }
                 } else {
-                    space.copyMemory(from: bytes)
-                    length = bytes.count
+                    let space = output.reserve(bytes.count + SRTPSender.rtpOverhead)
+                    if let srtp = listener.srtpOut {
+                        guard let n = try? srtp.protect(bytes, into: space) else { return }
+                        length = n
+                    } else {
+                        space.copyMemory(from: bytes)
+                        length = bytes.count
+                    }
+                    output.commit(space, length: length, to: listener.address)
                 }
-                output.commit(space, length: length, to: listener.address)
                 listener.stats.packetsOut &+= 1
                 listener.stats.bytesOut &+= UInt64(length)
                 outbox.counters.packetsQueued &+= 1
