@@ -96,6 +96,12 @@ extension RelayCore {
     /// Admits an opened join or register with its session keys (here or, handed off, on the worker that owns it).
     func admitSealed(_ request: SignalDatagram, keys: SessionKeys, received: Int, from: PeerAddress, now: Moment, viaPublicPort: Bool) {
         let reply = AdmissionReply(address: from, viaPublicPort: viaPublicPort, received: received, keys: keys)
+        // An initiation replayed (from its own address, within its cookie's life, after its cached response was
+        // forgotten) carries the nonce of the session it opened: it may not replace that session with keys its
+        // sender does not hold.
+        if let existing = sessions.byAddress[from], existing.session.sealed != nil, existing.session.nonce == request.message.requestNonce {
+            return outbox.drop(.sealedReplayed, from: from, now: now)
+        }
         switch request.message {
         case .join(let join):
             if let existing = sessions.byAddress[from] { removeSession(existing, reason: "rejoined", goodbye: nil, now: now) }
@@ -175,7 +181,9 @@ struct AdmissionReply {
 
 /// The responses to recent initiations, by the initiation's ephemeral key and address: a repeated initiation (its
 /// response was lost) gets the same response again, so both sides keep the same keys, and costs no Diffie-Hellman.
-/// Bounded (`capacity`, oldest forgotten first) and short-lived (`lifetime`).
+/// Bounded (`capacity`, oldest forgotten first) and as long-lived as a cookie (`lifetime`: the 60 s a cookie lives
+/// and its 2 s of skew); an initiation repeated after its response was forgotten cannot replace its session either
+/// (`admitSealed` knows it by its nonce).
 final class HandshakeResponses {
     private struct Entry {
         let address: PeerAddress
@@ -188,7 +196,7 @@ final class HandshakeResponses {
     let capacity: Int
     let lifetime: Interval
 
-    init(capacity: Int = 4096, lifetime: Interval = .seconds(30)) {
+    init(capacity: Int = 4096, lifetime: Interval = .seconds(62)) {
         self.capacity = capacity
         self.lifetime = lifetime
     }
@@ -217,4 +225,22 @@ final class HandshakeResponses {
 
     /// Responses held.
     var count: Int { entries.count }
+
+    /// Forgets every response (tests: as if the capacity had pushed them out).
+    func removeAll() {
+        entries.removeAll()
+        order.removeAll()
+        head = 0
+    }
+}
+
+extension SignalMessage {
+    /// The nonce of a join or register (nil for anything else).
+    var requestNonce: [UInt8]? {
+        switch self {
+        case .join(let j): j.nonce
+        case .register(let r): r.nonce
+        default: nil
+        }
+    }
 }

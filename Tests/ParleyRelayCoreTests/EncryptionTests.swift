@@ -119,6 +119,16 @@ struct EncryptionTests {
         #expect(net.inFlight.map(\.bytes) == [response.bytes])
         #expect(net.core.counters.handshakes == 1)
         #expect(alice.session.state == .joined)
+        // Once the response is forgotten, a replay from her address costs a handshake but cannot replace her session.
+        net.core.handshakeResponses.removeAll()
+        let member = try #require(net.core.member(identity: "alice"))
+        net.inFlight.removeAll()
+        net.deliverToRelay(initiation, from: alice.address, port: 7400)
+        #expect(net.core.counters.drops(.sealedReplayed) == 1)
+        #expect(net.core.member(identity: "alice") === member)
+        net.exchange()
+        net.advance(milliseconds: 200)
+        #expect(alice.session.state == .joined)
     }
 
     @Test("tampered and replayed sealed signalling is dropped and counted; the session is untouched")
