@@ -16,9 +16,10 @@ struct ExternalProgram: Sendable, CustomStringConvertible {
     static let ffmpeg = ExternalProgram(path: "/usr/bin/ffmpeg", package: "ffmpeg")
     static let espeakNG = ExternalProgram(path: "/usr/bin/espeak-ng", package: "espeak-ng")
     static let openssl = ExternalProgram(path: "/usr/bin/openssl", package: "openssl")
+    static let tcpdump = ExternalProgram(path: "/usr/bin/tcpdump", package: "tcpdump")
 
     /// Every program the tests start.
-    static let all: [ExternalProgram] = [.curl, .ffmpeg, .espeakNG, .openssl]
+    static let all: [ExternalProgram] = [.curl, .ffmpeg, .espeakNG, .openssl, .tcpdump]
 
     var description: String { path }
 
