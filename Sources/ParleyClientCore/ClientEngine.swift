@@ -1,3 +1,4 @@
+import ParleyCrypto
 import ParleyMedia
 import ParleyWire
 
@@ -134,6 +135,18 @@ public final class ClientEngine {
     /// Whether the relay answers (`relaySilent` / `relayBack`).
     public private(set) var relayWatch = RelaySilenceWatch()
     private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 16)
+    /// A received packet with its payload opened (end-to-end calls).
+    private let opened = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 16)
+
+    /// End-to-end encryption of the Opus payloads (a call's `FrameCipher`), or nil: every payload we send is sealed
+    /// before it goes into RTP, every payload received is opened after RTP and before the jitter buffer; one that
+    /// does not open (tampered, replayed, cleartext, our own reflected) is dropped and counted in
+    /// `framesRefusedEndToEnd`. Set before media flows.
+    public var endToEnd: FrameCipher? {
+        didSet { sender?.endToEnd = endToEnd }
+    }
+    /// Received payloads that did not open with `endToEnd`.
+    public private(set) var framesRefusedEndToEnd = 0
 
     /// An engine that joins `configuration.room` at `server` with `token()` (asked afresh for every session) and
     /// sends its join at once. Nonces and the RTP stream's first sequence number and timestamp come from `random`.
@@ -160,7 +173,10 @@ public final class ClientEngine {
         flush()
     }
 
-    deinit { scratch.deallocate() }
+    deinit {
+        scratch.deallocate()
+        opened.deallocate()
+    }
 
     /// Whether the member is in the room (joined, or resuming): captured audio is sent, NACKs and reports go out.
     public var inRoom: Bool {
@@ -194,13 +210,30 @@ public final class ClientEngine {
             }
             return
         }
-        guard let packet = try? RTPPacketView(parsing: bytes) else { return }
+        guard var packet = try? RTPPacketView(parsing: bytes) else { return }
+        if let endToEnd {
+            guard let plain = open(packet, with: endToEnd) else {
+                framesRefusedEndToEnd += 1
+                return
+            }
+            packet = plain
+        }
         packetsReceived += 1
         bytesReceived += bytes.count
         receivedBySSRC[packet.ssrc, default: 0] += 1
         speaking.observe(ssrc: packet.ssrc, level: packet.audioLevel(id: SendPipeline.defaultLevelExtensionID)?.level,
                          payloadBytes: packet.payloadCount, now: now)
         receiver.receive(packet, now: now)
+    }
+
+    /// The packet with its payload opened into `opened` (same header, padding dropped), or nil when it does not open.
+    private func open(_ packet: RTPPacketView, with cipher: FrameCipher) -> RTPPacketView? {
+        let headerEnd = packet.payloadOffset
+        opened.copyMemory(from: UnsafeRawBufferPointer(rebasing: packet.bytes[0..<headerEnd]))
+        opened[0] &= ~0x20  // the padding bit: the opened payload carries none
+        let frame = UnsafeRawBufferPointer(rebasing: packet.bytes[headerEnd..<(headerEnd + packet.payloadCount)])
+        guard let n = try? cipher.open(frame, into: UnsafeMutableRawBufferPointer(rebasing: opened[headerEnd...])) else { return nil }
+        return try? RTPPacketView(parsing: UnsafeRawBufferPointer(rebasing: opened[0..<(headerEnd + n)]))
     }
 
     /// One 20 ms media step: sends `captured` (already voice-processed, at `level`) when in the room, mixes the

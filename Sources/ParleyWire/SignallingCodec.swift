@@ -11,6 +11,9 @@ enum SignalTag: UInt8 {
     case speakersFromMedia = 37
     /// Path validation: the relay's challenge to a new address.
     case challenge = 38
+    /// Calls: an end-to-end key share (32 bytes, opaque to the relay). Numbered apart from 39… (taken by the
+    /// encrypted-signalling work) so the two can merge.
+    case callKeyShare = 48
 }
 
 /// Writes big-endian integers and TLVs into a caller-owned buffer.

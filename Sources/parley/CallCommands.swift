@@ -1,5 +1,6 @@
 import Foundation
 import ParleyClientCore
+import ParleyCrypto
 import ParleyNet
 import ParleyWire
 
@@ -107,15 +108,35 @@ enum CallCommands {
         }
     }
 
+    /// Finishes a call's end-to-end key agreement once it is answered and says how the call is protected: the safety
+    /// code both sides print (to compare by voice), or that the call is NOT end-to-end encrypted because the other
+    /// client sent no share (or an unusable one). Returns the frame cipher, or nil for a call the relay can hear.
+    static func endToEnd(_ p: PresenceClient, agreement: CallKeyAgreement, callID: UInt32, callerIdentity: String,
+                         calleeIdentity: String, room: String) -> FrameCipher? {
+        let peer = agreement.role == .caller ? calleeIdentity : callerIdentity
+        let share = p.session.calls[callID]?.peerKeyShare ?? []
+        guard !share.isEmpty else {
+            p.ui.event("this call is NOT end-to-end encrypted: \(peer)'s client sent no key share (the relay can hear it)")
+            return nil
+        }
+        guard let keys = try? agreement.agree(peerShare: share, callerIdentity: callerIdentity, calleeIdentity: calleeIdentity, room: room) else {
+            p.ui.event("this call is NOT end-to-end encrypted: \(peer)'s key share is unusable (the relay can hear it)")
+            return nil
+        }
+        p.ui.event("end-to-end encrypted; safety code: \(keys.safetyCode) — compare it with \(peer) by voice")
+        return keys.frameCipher()
+    }
+
     /// Talks in an answered call's room until either side hangs up; returns when it is over.
     static func talk(_ p: PresenceClient, callID: UInt32, peer: String, room: String, token: String, o: Options, identity: String,
-                     server: PeerAddress) {
+                     server: PeerAddress, endToEnd: FrameCipher?) {
         let audio = AudioOptions(o)
         let devices = DeviceAudio(audio: audio, listenOnly: false)
         let roomCall = RoomCall(identity: identity, server: server, token: { token },
                                 configuration: DeviceAudio.configuration(room: room, audio: audio, listenOnly: false, muted: false, reconnect: false),
                                 devices: devices, ui: p.ui, duration: 0, say: nil)
         roomCall.title = "call with \(peer)"
+        roomCall.engine.endToEnd = endToEnd
         let hangupAfter = o["hangup-after"].flatMap(Double.init)
         let start = Clock.monotonic()
         var over = false
@@ -166,6 +187,13 @@ enum CallCommands {
         let answerAfter = o["answer-after"].flatMap(Double.init) ?? 0
         let start = Clock.monotonic()
         var ringing: (id: UInt32, from: String, since: Instant)?
+        /// This side's end-to-end key agreement, drawn when we accept a call.
+        var agreements: [UInt32: CallKeyAgreement] = [:]
+        func accept(_ r: (id: UInt32, from: String, since: Instant), now: Instant) {
+            let agreement = CallKeyAgreement(role: .callee)
+            agreements = [r.id: agreement]
+            p.session.answer(r.id, accept: true, keyShare: agreement.share, now: now)
+        }
         while true {
             let now = Clock.monotonic()
             if interrupted.load(ordering: .relaxed) || (duration > 0 && (now - start).seconds >= duration) { break }
@@ -188,7 +216,11 @@ enum CallCommands {
                         let peer = p.session.calls[id]?.peer ?? ringing?.from ?? "?"
                         ringing = nil
                         ui.event("in a call with \(peer)")
-                        talk(p, callID: id, peer: peer, room: room, token: token, o: o, identity: identity, server: server)
+                        let cipher = agreements.removeValue(forKey: id).flatMap {
+                            endToEnd(p, agreement: $0, callID: id, callerIdentity: peer,
+                                     calleeIdentity: p.session.welcome?.identity ?? identity, room: room)
+                        }
+                        talk(p, callID: id, peer: peer, room: room, token: token, o: o, identity: identity, server: server, endToEnd: cipher)
                         ui.status = ["parley · \(identity) · online, waiting for calls"]  // not the call's room or speakers
                         ui.event("waiting for calls")
                     } else if state == .ended, ringing?.id == id {
@@ -225,13 +257,13 @@ enum CallCommands {
                 break
             }
             if let r = ringing, o.has("auto-answer"), (Clock.monotonic() - r.since).seconds >= answerAfter {
-                p.session.answer(r.id, accept: true, now: Clock.monotonic())
+                accept(r, now: Clock.monotonic())
                 ui.event("answered the call from \(r.from)")
                 ringing = nil
             }
             while let key = ui.key() {
                 switch key {
-                case UInt8(ascii: "a"): if let r = ringing { p.session.answer(r.id, accept: true, now: now); ui.event("answering \(r.from)"); ringing = nil }
+                case UInt8(ascii: "a"): if let r = ringing { accept(r, now: now); ui.event("answering \(r.from)"); ringing = nil }
                 case UInt8(ascii: "r"): if let r = ringing { p.session.answer(r.id, accept: false, now: now); ui.event("rejected the call from \(r.from)"); ringing = nil }
                 case UInt8(ascii: "q"): interrupted.store(true, ordering: .relaxed)
                 default: break
@@ -254,7 +286,8 @@ enum CallCommands {
         register(p)
         ui.keys = "h hang up"
         ui.status = ["parley · \(identity) · calling \(callee)"]
-        guard let callID = p.session.call(callee, now: Clock.monotonic()) else { fail("cannot call \(callee)") }
+        let agreement = CallKeyAgreement(role: .caller)
+        guard let callID = p.session.call(callee, keyShare: agreement.share, now: Clock.monotonic()) else { fail("cannot call \(callee)") }
         p.flush()
         ui.event("calling \(callee)")
         var code: Int32 = 9
@@ -277,7 +310,9 @@ enum CallCommands {
                 case .answered:
                     guard let room, let token else { continue }
                     ui.event("answered")
-                    talk(p, callID: callID, peer: callee, room: room, token: token, o: o, identity: identity, server: server)
+                    let cipher = endToEnd(p, agreement: agreement, callID: callID, callerIdentity: p.session.welcome?.identity ?? identity,
+                                          calleeIdentity: callee, room: room)
+                    talk(p, callID: callID, peer: callee, room: room, token: token, o: o, identity: identity, server: server, endToEnd: cipher)
                     code = 0
                     break loop
                 case .declined: ui.event("declined" + (reason.isEmpty ? "" : ": \(reason)")); code = 6; break loop

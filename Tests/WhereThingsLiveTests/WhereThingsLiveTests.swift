@@ -18,11 +18,11 @@ struct WhereThingsLiveTests {
         "ParleyMedia": (["ParleyWire"], ["COpus", "Glibc"]),
         "ParleyAudioIO": ([], ["CALSA", "CSpeexDSP", "Glibc"]),
         "ParleyRelayCore": (["ParleyWire", "ParleyAuth", "ParleyMedia"], []),
-        "ParleyClientCore": (["ParleyWire", "ParleyAuth", "ParleyMedia"], []),
+        "ParleyClientCore": (["ParleyWire", "ParleyAuth", "ParleyMedia", "ParleyCrypto"], []),
         "ParleyRelay": (["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto"], ["Foundation", "Dispatch"]),
         "ParleyHTTP": (["ParleyRelay", "ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire"], ["CMicroHTTPD", "Foundation"]),
         "parley-relay": (["ParleyRelay", "ParleyHTTP", "ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire"], nil),
-        "parley": (["ParleyClientCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyMedia", "ParleyAudioIO"], nil),
+        "parley": (["ParleyClientCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyMedia", "ParleyAudioIO", "ParleyCrypto"], nil),
     ]
 
     /// Modules of the Swift toolchain that reach nothing outside the process: allowed everywhere.
