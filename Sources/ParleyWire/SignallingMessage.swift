@@ -135,6 +135,9 @@ public enum RefusalCode: UInt16, Equatable, Sendable {
     case privateRoom = 23
     /// The token's `relay_key` names another relay: it was minted for that relay and may not be replayed here.
     case tokenWrongRelay = 18
+    /// The token asks for an end-to-end encrypted room (`e2ee`), but the room mixes on the relay, which must decode
+    /// every stream: the two cannot go together. (Numbered apart from the codes the encrypted-signalling work adds.)
+    case endToEndInMixRoom = 50
 }
 
 /// Why the relay ended a member's session. The numeric values are part of the protocol.
