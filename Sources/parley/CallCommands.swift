@@ -52,17 +52,21 @@ final class PresenceClient {
 enum CallCommands {
     static let listenUsage = """
     usage: parley listen --identity NAME [--server HOST:PORT] [--token T] [--auto-answer [--answer-after S] | --auto-reject]
-                         [--hangup-after S] [--duration S] [--no-tui] [audio options]
+                         [--hangup-after S] [--duration S] [--no-e2ee] [--no-tui] [audio options]
     \(AudioOptions.usage)
 
     Stays online for calls. An incoming call rings (bell and a line): a answers, r rejects; in a call h hangs up;
     q quits. Direct texts to you are shown. --auto-answer/--auto-reject/--hangup-after are for bots and tests.
+    Calls are end-to-end encrypted when both clients can: both sides print the same "safety code" to compare by
+    voice. --no-e2ee sends no key share (as a client without end-to-end calls; for tests).
     """
     static let callUsage = """
-    usage: parley call NAME --identity ME [--server HOST:PORT] [--token T] [--hangup-after S] [--no-tui] [audio options]
+    usage: parley call NAME --identity ME [--server HOST:PORT] [--token T] [--hangup-after S] [--no-e2ee] [--no-tui] [audio options]
     \(AudioOptions.usage)
 
     Calls NAME and shows progress (ringing, answered, declined, no answer after 30 s, unavailable). h hangs up.
+    The call is end-to-end encrypted when both clients can: both sides print the same "safety code" to compare by
+    voice; otherwise both say the call is NOT end-to-end encrypted. --no-e2ee sends no key share (for tests).
     Exit: 0 the call took place, 6 declined, 7 no answer, 8 unavailable, 9 failed, 3 refused, 5 relay unreachable.
     """
     static let messageUsage = """
@@ -74,7 +78,7 @@ enum CallCommands {
     static let common: Set<String> = ["identity", "server", "token", "name", "duration", "hangup-after", "answer-after"]
 
     static func parse(_ arguments: [String], usage: String, extraSwitches: Set<String> = []) -> (Options, String, PeerAddress, TerminalUI) {
-        let o = Options(arguments, valued: AudioOptions.valued.union(common), switches: AudioOptions.switches.union(["no-tui"]).union(extraSwitches), usage: usage)
+        let o = Options(arguments, valued: AudioOptions.valued.union(common), switches: AudioOptions.switches.union(["no-tui", "no-e2ee"]).union(extraSwitches), usage: usage)
         guard let identity = o["identity"], !identity.isEmpty else { fail("needs --identity\n\(usage)") }
         guard let server = PeerAddress(parsing: o["server"] ?? "127.0.0.1:7400") else { fail("--server must be HOST:PORT") }
         return (o, identity, server, TerminalUI(noTUI: o.has("no-tui")))
@@ -112,8 +116,12 @@ enum CallCommands {
     /// code both sides print (to compare by voice), or that the call is NOT end-to-end encrypted because the other
     /// client sent no share (or an unusable one). Returns the frame cipher, or nil for a call the relay can hear.
     static func endToEnd(_ p: PresenceClient, agreement: CallKeyAgreement, callID: UInt32, callerIdentity: String,
-                         calleeIdentity: String, room: String) -> FrameCipher? {
+                         calleeIdentity: String, room: String, sentNoShare: Bool) -> FrameCipher? {
         let peer = agreement.role == .caller ? calleeIdentity : callerIdentity
+        guard !sentNoShare else {
+            p.ui.event("this call is NOT end-to-end encrypted: --no-e2ee (the relay can hear it)")
+            return nil
+        }
         let share = p.session.calls[callID]?.peerKeyShare ?? []
         guard !share.isEmpty else {
             p.ui.event("this call is NOT end-to-end encrypted: \(peer)'s client sent no key share (the relay can hear it)")
@@ -168,6 +176,10 @@ enum CallCommands {
         }
         _ = roomCall.run()
         devices.finish()
+        let engine = roomCall.engine
+        let played = engine.receiver.streams.values.reduce(0) { $0 + $1.audio.jitter.stats.played }
+        p.ui.event("call audio: received \(engine.packetsReceived) packets, played \(played) frames"
+                   + (endToEnd == nil ? " (not end-to-end encrypted)" : ", \(engine.framesRefusedEndToEnd) refused by end-to-end decryption"))
         if !over {  // we left the room some other way (q, Ctrl-C, lost contact): end the call for the other side too
             p.session.hangUp(callID, now: Clock.monotonic())
             p.flush()
@@ -192,7 +204,7 @@ enum CallCommands {
         func accept(_ r: (id: UInt32, from: String, since: Instant), now: Instant) {
             let agreement = CallKeyAgreement(role: .callee)
             agreements = [r.id: agreement]
-            p.session.answer(r.id, accept: true, keyShare: agreement.share, now: now)
+            p.session.answer(r.id, accept: true, keyShare: o.has("no-e2ee") ? [] : agreement.share, now: now)
         }
         while true {
             let now = Clock.monotonic()
@@ -218,7 +230,7 @@ enum CallCommands {
                         ui.event("in a call with \(peer)")
                         let cipher = agreements.removeValue(forKey: id).flatMap {
                             endToEnd(p, agreement: $0, callID: id, callerIdentity: peer,
-                                     calleeIdentity: p.session.welcome?.identity ?? identity, room: room)
+                                     calleeIdentity: p.session.welcome?.identity ?? identity, room: room, sentNoShare: o.has("no-e2ee"))
                         }
                         talk(p, callID: id, peer: peer, room: room, token: token, o: o, identity: identity, server: server, endToEnd: cipher)
                         ui.status = ["parley · \(identity) · online, waiting for calls"]  // not the call's room or speakers
@@ -287,7 +299,9 @@ enum CallCommands {
         ui.keys = "h hang up"
         ui.status = ["parley · \(identity) · calling \(callee)"]
         let agreement = CallKeyAgreement(role: .caller)
-        guard let callID = p.session.call(callee, keyShare: agreement.share, now: Clock.monotonic()) else { fail("cannot call \(callee)") }
+        guard let callID = p.session.call(callee, keyShare: o.has("no-e2ee") ? [] : agreement.share, now: Clock.monotonic()) else {
+            fail("cannot call \(callee)")
+        }
         p.flush()
         ui.event("calling \(callee)")
         var code: Int32 = 9
@@ -311,7 +325,7 @@ enum CallCommands {
                     guard let room, let token else { continue }
                     ui.event("answered")
                     let cipher = endToEnd(p, agreement: agreement, callID: callID, callerIdentity: p.session.welcome?.identity ?? identity,
-                                          calleeIdentity: callee, room: room)
+                                          calleeIdentity: callee, room: room, sentNoShare: o.has("no-e2ee"))
                     talk(p, callID: callID, peer: callee, room: room, token: token, o: o, identity: identity, server: server, endToEnd: cipher)
                     code = 0
                     break loop
