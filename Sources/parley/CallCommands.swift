@@ -114,9 +114,9 @@ enum CallCommands {
 
     /// Finishes a call's end-to-end key agreement once it is answered and says how the call is protected: the safety
     /// code both sides print (to compare by voice), or that the call is NOT end-to-end encrypted because the other
-    /// client sent no share (or an unusable one). Returns the frame cipher, or nil for a call the relay can hear.
+    /// client sent no share (or an unusable one). Returns the frame cipher and code, or nil for a call the relay can hear.
     static func endToEnd(_ p: PresenceClient, agreement: CallKeyAgreement, callID: UInt32, callerIdentity: String,
-                         calleeIdentity: String, room: String, sentNoShare: Bool) -> FrameCipher? {
+                         calleeIdentity: String, room: String, sentNoShare: Bool) -> (cipher: FrameCipher, code: SafetyCode)? {
         let peer = agreement.role == .caller ? calleeIdentity : callerIdentity
         guard !sentNoShare else {
             p.ui.event("this call is NOT end-to-end encrypted: --no-e2ee (the relay can hear it)")
@@ -132,19 +132,21 @@ enum CallCommands {
             return nil
         }
         p.ui.event("end-to-end encrypted; safety code: \(keys.safetyCode) — compare it with \(peer) by voice")
-        return keys.frameCipher()
+        return (keys.frameCipher(), keys.safetyCode)
     }
 
     /// Talks in an answered call's room until either side hangs up; returns when it is over.
     static func talk(_ p: PresenceClient, callID: UInt32, peer: String, room: String, token: String, o: Options, identity: String,
-                     server: PeerAddress, endToEnd: FrameCipher?) {
+                     server: PeerAddress, endToEnd: (cipher: FrameCipher, code: SafetyCode)?) {
         let audio = AudioOptions(o)
         let devices = DeviceAudio(audio: audio, listenOnly: false)
         let roomCall = RoomCall(identity: identity, server: server, token: { token },
                                 configuration: DeviceAudio.configuration(room: room, audio: audio, listenOnly: false, muted: false, reconnect: false),
                                 devices: devices, ui: p.ui, duration: 0, say: nil)
+        // The live view keeps the code in its header, where it stays while the event lines scroll.
         roomCall.title = "call with \(peer)"
-        roomCall.engine.endToEnd = endToEnd
+        roomCall.headerNote = endToEnd.map { " · safety code \($0.code)" } ?? " · NOT end-to-end encrypted"
+        roomCall.engine.endToEnd = endToEnd?.cipher
         let hangupAfter = o["hangup-after"].flatMap(Double.init)
         let start = Clock.monotonic()
         var over = false
