@@ -345,7 +345,7 @@ final class RoomCall {
         guard ui.interactive else { return }
         let audible = Set(engine.audibleSSRCs)
         let mute = engine.mutedByRoom ? " (muted by the room)" : engine.muted ? " (muted)" : ""
-        var lines = ["parley · \(title)\(headerNote) · \(identity)\(mute) · mic \(devices.listenOnly ? "off" : "-\(engine.inputLevel) dBov")"
+        var lines = ["parley · \(title) · \(identity)\(headerNote)\(mute) · mic \(devices.listenOnly ? "off" : "-\(engine.inputLevel) dBov")"
                      + " · \(connection(now: Clock.monotonic()))"]
         let speakingIDs = Set(speaking.map(\.memberID))
         for m in members.values.sorted(by: { $0.identity < $1.identity }) {
