@@ -33,14 +33,17 @@ let package = Package(
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(name: "CSpeexDSP", pkgConfig: "speexdsp", providers: [.apt(["libspeexdsp-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        // SRTP with SDES keys (AES_CM_128_HMAC_SHA1_80) for the plain-RTP endpoints (ffmpeg, GStreamer).
+        .systemLibrary(name: "CSRTP", pkgConfig: "libsrtp2", providers: [.apt(["libsrtp2-dev"])]),
         .target(name: "CParleySys"),
 
         // Wire formats: RTP, RTCP, header extensions, sequence math, the signalling protocol. Pure, no Foundation.
         .target(name: "ParleyWire", swiftSettings: perPacketPath),
         // Signed tokens (JWT HS256), HMAC, cookies, random bytes through libsodium.
         .target(name: "ParleyAuth", dependencies: ["CSodium"]),
-        // Session cryptography on libsodium: X25519 keys, the AEADs, the handshake and SRTP (issue 15, being built).
-        .target(name: "ParleyCrypto", dependencies: ["CSodium", "ParleyWire"]),
+        // Session cryptography on libsodium: X25519 keys, the AEADs, the handshake and SRTP (issue 15, being built);
+        // libsrtp2 for the plain-RTP endpoints' SDES profile (`SDESSession`).
+        .target(name: "ParleyCrypto", dependencies: ["CSodium", "CSRTP", "ParleyWire"]),
         // Every syscall, through one shim tests can replace (`SystemCalls`): sockets, addresses, batched datagram I/O,
         // poll, eventfd, clocks, threads, termination signals.
         .target(name: "ParleyNet", dependencies: ["CParleySys", "ParleyWire"], swiftSettings: perPacketPath),
@@ -49,12 +52,12 @@ let package = Package(
         // Audio devices and files for the client: ALSA capture/playback, WAV read/write, resampling, speexdsp DSP.
         .target(name: "ParleyAudioIO", dependencies: ["CALSA", "CSpeexDSP"]),
         // The relay's pure core: rooms, members, signalling sessions, forwarding, NACK, stats. No sockets, no clocks.
-        .target(name: "ParleyRelayCore", dependencies: ["ParleyWire", "ParleyAuth", "ParleyMedia"], swiftSettings: perPacketPath),
+        .target(name: "ParleyRelayCore", dependencies: ["ParleyWire", "ParleyAuth", "ParleyMedia", "ParleyCrypto"], swiftSettings: perPacketPath),
         // The relay runtime: config, the identity key file, worker loops that drive the core over real sockets.
         .target(name: "ParleyRelay", dependencies: ["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto"],
                 swiftSettings: perPacketPath),
         // The HTTP API: a pure router (JSON in/out, auth, validation), Prometheus metrics, libmicrohttpd at the edge.
-        .target(name: "ParleyHTTP", dependencies: ["CMicroHTTPD", "ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyNet", "ParleyWire"]),
+        .target(name: "ParleyHTTP", dependencies: ["CMicroHTTPD", "ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyNet", "ParleyWire", "ParleyCrypto"]),
         // The client's pure core: one signalling session (handshake, reliable messages, keepalives, resume) under room
         // members and presence, and the clock-driven engine (send/receive paths, NACKs, receiver reports, FEC, rejoin).
         .target(name: "ParleyClientCore", dependencies: ["ParleyWire", "ParleyAuth", "ParleyMedia", "ParleyCrypto"]),
@@ -74,7 +77,7 @@ let package = Package(
         .executableTarget(name: "mix-bench", dependencies: ["BenchmarkSupport", "ParleyRelayCore", "ParleyMedia", "ParleyWire", "ParleyAuth", "CAllocCounter"], path: "Benchmarks/mix-bench"),
 
         // Memory after many join/leave cycles (or a join flood) against an in-process core: nothing a session held survives it.
-        .executableTarget(name: "soak-bench", dependencies: ["BenchmarkSupport", "ParleyRelayCore", "ParleyClientCore", "ParleyWire", "ParleyAuth"],
+        .executableTarget(name: "soak-bench", dependencies: ["BenchmarkSupport", "ParleyRelayCore", "ParleyClientCore", "ParleyWire", "ParleyAuth", "ParleyCrypto"],
                           path: "Benchmarks/soak-bench"),
 
         // SRTP (RFC 7714, AEAD_AES_256_GCM) protect/unprotect per 120-byte packet against libsodium's bare AEADs, allocations per packet.
@@ -92,7 +95,7 @@ let package = Package(
         .testTarget(name: "ParleyAuthTests", dependencies: ["ParleyAuth"]),
         .testTarget(name: "ParleyCryptoTests", dependencies: ["ParleyCrypto", "ParleyWire"]),
         .testTarget(name: "ParleyRelayCoreTests", dependencies: ["ParleyRelayCore", "ParleyClientCore", "ParleyWire", "ParleyAuth", "ParleyMedia", "ParleyCrypto"]),
-        .testTarget(name: "ParleyHTTPTests", dependencies: ["ParleyHTTP", "ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyWire", "ParleyNet"]),
+        .testTarget(name: "ParleyHTTPTests", dependencies: ["ParleyHTTP", "ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyWire", "ParleyNet", "ParleyCrypto"]),
         .testTarget(name: "ParleyIntegrationTests", dependencies: ["ParleyWire", "ParleyNet", "ParleyAuth", "ParleyAudioIO"]),
         // README.md's "Where things live" table against the code: every source directory listed, imports per target.
         .testTarget(name: "WhereThingsLiveTests"),

@@ -185,7 +185,7 @@ final class LoadRun {
         result = RunResult()
         speakerBySSRC = [:]
         for m in members {
-            m.session = nil; m.joinedAt = nil; m.refused = nil; m.removed = nil; m.packetsSent = 0; m.packetsDue = 0; m.tallies = []
+            m.session = nil; m.crypto = nil; m.joinedAt = nil; m.refused = nil; m.removed = nil; m.packetsSent = 0; m.packetsDue = 0; m.tallies = []
             m.destination = target.address
             pollSet[m.index] = pollfd(fd: m.socket.fd, events: Int16(POLLIN), revents: 0)
         }
@@ -225,7 +225,8 @@ final class LoadRun {
                                              issuedAt: unixNow, grants: Grants(), mode: options.mode)
                     // Like the parley client, members tell speakers from the forwarded streams (no `speakers` messages).
                     let session = ClientSession(server: server, token: signer.mint(claims), room: "\(prefix)-r\(m.room)",
-                                                speakersFromMedia: true, now: Instant(nanoseconds: now), unixMilliseconds: { Int64(Clock.unixMilliseconds()) })
+                                                speakersFromMedia: true, security: options.cleartext ? .cleartext : .encrypted(relayKey: nil),
+                                                now: Instant(nanoseconds: now), unixMilliseconds: { Int64(Clock.unixMilliseconds()) })
                     m.session = session
                     m.joinStarted = now
                     _ = session.tick(now: Instant(nanoseconds: now))
@@ -380,7 +381,13 @@ final class LoadRun {
         block.beginElement(id: LoadPacket.sendTimeExtensionID, dataCount: 8)
         block.append(bigEndian: UInt64(Clock.monotonicNanoseconds()))
         block.finish()
-        try? s.socket.send(UnsafeRawBufferPointer(start: p, count: LoadPacket.headerSize + f.count), to: s.destination)
+        var length = LoadPacket.headerSize + f.count
+        if let crypto = s.crypto {
+            // SRTP in place (the buffer has room for the tag), as the parley client protects each packet.
+            guard let n = crypto.protect(UnsafeRawBufferPointer(start: p, count: length), into: UnsafeMutableRawBufferPointer(start: p, count: 1536)) else { return }
+            length = n
+        }
+        try? s.socket.send(UnsafeRawBufferPointer(start: p, count: length), to: s.destination)
         s.sequence &+= 1
         s.packetsSent += 1
         windowSent += 1
@@ -457,6 +464,7 @@ final class LoadRun {
                 }
                 m.ssrc = w.ssrc
                 m.destination = s.destination
+                m.crypto = try? s.makeMediaCrypto()
             case .refused(_, let reason):
                 m.refused = reason
             case .goodbye(_, let reason):
@@ -468,7 +476,14 @@ final class LoadRun {
         flushSignalling(m)
     }
 
-    private func receiveRTP(_ m: Member, _ bytes: UnsafeRawBufferPointer, arrival: Int64) {
+    private func receiveRTP(_ m: Member, _ received: UnsafeRawBufferPointer, arrival: Int64) {
+        var bytes = received
+        if let crypto = m.crypto {
+            // Only packets that authenticate count as delivered (decrypted as a listener would, in place).
+            let buffer = UnsafeMutableRawBufferPointer(mutating: received)
+            guard let n = crypto.unprotect(received, into: buffer) else { return }
+            bytes = UnsafeRawBufferPointer(rebasing: received[..<n])
+        }
         m.session?.noteTraffic(now: Instant(nanoseconds: arrival))
         let sequence = UInt16(bytes[2]) << 8 | UInt16(bytes[3])
         let timestamp = bytes.loadUnaligned(fromByteOffset: 4, as: UInt32.self).bigEndian

@@ -12,6 +12,8 @@ final class Member {
     let socket: UDPSocket
     let identity: String
     var session: ClientSession?
+    /// The member's SRTP once welcomed (nil: cleartext run, or the raw forwarder).
+    var crypto: MediaCrypto?
     var joinStarted: Int64 = 0
     var joinedAt: Int64?
     var refused: String?

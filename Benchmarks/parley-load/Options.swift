@@ -25,6 +25,9 @@ struct Options {
     /// With --raw-baseline: blocks per side, alternating (P R R P …); --duration is split among them.
     var blocks = 2
     var selfCheck = false
+    /// Members speak the cleartext protocol (debugging; the spawned relay runs --allow-cleartext): the same run
+    /// without encryption, to see what encryption costs.
+    var cleartext = false
 
     static let usage = """
         usage: parley-load [--server HOST:PORT [--relay-pid PID] | --spawn [--workers N]] --rooms R --members M --speakers S
@@ -96,6 +99,7 @@ struct Options {
             case "--max-tick-lateness-ms": o.maxTickLatenessMilliseconds = milliseconds(flag)
             case "--blocks": o.blocks = positive(flag)
             case "--self-check": o.selfCheck = true
+            case "--cleartext": o.cleartext = true
             default: exitWithUsage("unknown option \(flag)")
             }
         }

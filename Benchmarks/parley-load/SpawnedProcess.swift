@@ -81,10 +81,11 @@ func currentExecutablePath() -> String {
 
 extension SpawnedProcess {
     /// A `parley-relay` from the folder parley-load lives in, on a free loopback port, with `environment` added to ours.
-    static func relay(workers: Int, environment: [String: String]) throws -> SpawnedProcess {
+    static func relay(workers: Int, environment: [String: String], allowCleartext: Bool = false) throws -> SpawnedProcess {
         let binary = URL(fileURLWithPath: currentExecutablePath()).deletingLastPathComponent().appendingPathComponent("parley-relay").path
         return try SpawnedProcess(name: "parley-relay", binary: binary,
-                                  arguments: ["--udp", "127.0.0.1:0", "--http", "127.0.0.1:0", "--workers", "\(workers)", "--log-level", "warning"],
+                                  arguments: ["--udp", "127.0.0.1:0", "--http", "127.0.0.1:0", "--workers", "\(workers)", "--log-level", "warning"]
+                                      + (allowCleartext ? ["--allow-cleartext"] : []),
                                   environment: environment)
     }
 

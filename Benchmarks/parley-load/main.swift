@@ -37,7 +37,7 @@ case .spawn:
     let largestRoom = findMaxSteps.max() ?? options.members
     let limits = RelayLimits.environment(membersPerRoom: largestRoom, roomsOverRun: options.rooms * max(1, findMaxSteps.count),
                                          membersAtOnce: options.rooms * largestRoom, rampSeconds: options.ramp)
-    do { spawned = try SpawnedProcess.relay(workers: options.workers, environment: limits) } catch { writeLine("parley-load: \(error)", fd: 2); exit(1) }
+    do { spawned = try SpawnedProcess.relay(workers: options.workers, environment: limits, allowCleartext: options.cleartext) } catch { writeLine("parley-load: \(error)", fd: 2); exit(1) }
     server = spawned!.address
     probe = spawned!.probe
     writeLine("spawned relay limits: " + limits.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))

@@ -29,7 +29,7 @@ extension SoakWorld {
 
         let tool = addTool()
         _ = core.createRTPEndpoint(room: room, identity: "tool\(k)", displayName: nil, publish: true, subscribe: true,
-                                   source: nil, receive: tool.address, now: clock.now)
+                                   source: nil, receive: tool.address, keys: nil, now: clock.now)
         let caller = addPresence("p\(k)-a"), callee = addPresence("p\(k)-b")
         exchange()
         sessions += 3

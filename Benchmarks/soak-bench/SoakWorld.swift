@@ -1,6 +1,7 @@
 import BenchmarkSupport
 import ParleyAuth
 import ParleyClientCore
+import ParleyCrypto
 import ParleyRelayCore
 import ParleyWire
 
@@ -23,6 +24,8 @@ final class SoakPeer {
     var ssrc: UInt32
     private var sequence = UInt16.random(in: 0...UInt16.max)
     private var timestamp = UInt32.random(in: 0...UInt32.max)
+    /// A member's SRTP, made at its first packet after the welcome.
+    private var crypto: MediaCrypto?
 
     init(address: PeerAddress, member: ClientSession? = nil, presence: PresenceSession? = nil, ssrc: UInt32 = 0) {
         self.address = address
@@ -38,9 +41,14 @@ final class SoakPeer {
                                extensions: extensions)
         sequence &+= 1
         timestamp &+= 960
-        var out = [UInt8](repeating: 0x5A, count: header.serializedSize + 120)
+        var out = [UInt8](repeating: 0x5A, count: header.serializedSize + 120 + MediaCrypto.rtpOverhead)
         _ = out.withUnsafeMutableBytes { try! header.serialize(into: $0) }
-        return out
+        if crypto == nil, let member { crypto = try? member.makeMediaCrypto() }
+        guard let crypto else { return Array(out.dropLast(MediaCrypto.rtpOverhead)) }
+        let n = out.withUnsafeMutableBytes { b in
+            crypto.protect(UnsafeRawBufferPointer(rebasing: b[..<(header.serializedSize + 120)]), into: b)
+        }
+        return Array(out.prefix(n ?? 0))
     }
 }
 
@@ -53,10 +61,12 @@ final class SoakWorld {
     private var addressCounter: UInt32 = 0
     private let signer = TokenSigner(apiKey: DevDefaults.apiKey, apiSecret: DevDefaults.apiSecret)
     let server = PeerAddress(ipv4: 127, 0, 0, 1, port: 7400)
+    /// The relay's key: sessions run the encrypted handshake, as real clients do.
+    let relayIdentity = X25519KeyPair()
 
     init(config: RelayCoreConfig) {
         let shared = RelayShared(config: config, verifier: TokenVerifier(keys: [DevDefaults.apiKey: DevDefaults.apiSecret]),
-                                 cookieSecret: Crypto.randomBytes(32), workerPorts: [server.port])
+                                 cookieSecret: Crypto.randomBytes(32), workerPorts: [server.port], identity: relayIdentity)
         core = RelayCore(shared: shared, workerIndex: 0, log: SilentLog())
     }
 
@@ -75,7 +85,7 @@ final class SoakWorld {
     /// A member session that starts joining `room` (call `exchange`).
     func addMember(_ identity: String, room: String, token: String? = nil, mode: String? = nil) -> SoakPeer {
         let session = ClientSession(server: server, token: token ?? self.token(identity, room: room, mode: mode), room: room,
-                                    speakersFromMedia: true, now: clock.monotonic, unixMilliseconds: { [unowned self] in clock.now.unixMilliseconds })
+                                    speakersFromMedia: true, security: .encrypted(relayKey: relayIdentity.publicKey), now: clock.monotonic, unixMilliseconds: { [unowned self] in clock.now.unixMilliseconds })
         let peer = SoakPeer(address: newAddress(), member: session)
         peers[peer.address] = peer
         _ = session.tick(now: clock.monotonic)
@@ -84,7 +94,8 @@ final class SoakWorld {
 
     /// A presence session that starts registering (call `exchange`).
     func addPresence(_ identity: String) -> SoakPeer {
-        let session = PresenceSession(server: server, token: token(identity, room: nil), now: clock.monotonic,
+        let session = PresenceSession(server: server, token: token(identity, room: nil),
+                                      security: .encrypted(relayKey: relayIdentity.publicKey), now: clock.monotonic,
                                       unixMilliseconds: { [unowned self] in clock.now.unixMilliseconds })
         let peer = SoakPeer(address: newAddress(), presence: session)
         peers[peer.address] = peer

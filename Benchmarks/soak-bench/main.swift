@@ -10,6 +10,8 @@ import ParleyWire
 
 let options = Options.parseOrExit(CommandLine.arguments.dropFirst())
 var config = RelayCoreConfig()
+// The soak's plain-RTP tool sends cleartext RTP (what it measures is memory, not SRTP): the core must allow it.
+config.allowCleartext = true
 config.emptyRoomTimeout = .seconds(options.emptyRoomTimeoutSeconds)
 config.maxRooms = 1_000_000
 config.maxMembersPerRoom = max(config.maxMembersPerRoom, options.shape.members)

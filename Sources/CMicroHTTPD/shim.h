@@ -32,16 +32,54 @@ static inline void parley_mhd_log(void *cls, const char *format, va_list ap) {
     logger->line(logger->cls, text);
 }
 
+/// The TLS versions HTTPS offers (GnuTLS priority string): 1.3 and 1.2, GnuTLS's NORMAL ciphers.
+#define PARLEY_MHD_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+
+/// Fills `items` (4 entries) with the HTTPS options for MHD_OPTION_ARRAY: the PEM certificate (chain) and key and
+/// the TLS versions, or nothing when `cert_pem` or `key_pem` is NULL. The strings must outlive the daemon.
+static inline void parley_mhd_tls_options(struct MHD_OptionItem items[4], const char *cert_pem, const char *key_pem) {
+    struct MHD_OptionItem end = {MHD_OPTION_END, 0, NULL};
+    items[0] = items[1] = items[2] = items[3] = end;
+    if (cert_pem == NULL || key_pem == NULL) return;
+    items[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)cert_pem};
+    items[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)key_pem};
+    items[2] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)PARLEY_MHD_TLS_PRIORITIES};
+}
+
+/// 1 when this libmicrohttpd was built with TLS (Debian's is, with GnuTLS).
+static inline int parley_mhd_has_tls(void) { return MHD_is_feature_supported(MHD_FEATURE_TLS) == MHD_YES; }
+
+/// Whether GnuTLS (through libmicrohttpd) takes `cert_pem` and `key_pem` as a matching certificate and key: starts a
+/// daemon with TLS and no socket and stops it at once. 1 yes, 0 no (the reason goes to `logger`).
+static inline int parley_mhd_check_tls(const char *cert_pem, const char *key_pem, MHD_AccessHandlerCallback handler,
+                                       const struct parley_mhd_logger *logger) {
+    struct MHD_OptionItem tls[4];
+    parley_mhd_tls_options(tls, cert_pem, key_pem);
+    struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_TLS | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG, 0, NULL, NULL, handler, NULL,
+                                            MHD_OPTION_EXTERNAL_LOGGER, parley_mhd_log, (void *)logger,
+                                            MHD_OPTION_ARRAY, tls,
+                                            MHD_OPTION_END);
+    if (d == NULL) return 0;
+    MHD_stop_daemon(d);
+    return 1;
+}
+
 /// Starts a daemon on `addr` (IPv4, network order inside): one internal thread running an epoll loop over every
 /// connection (no thread per connection), with suspend/resume so that answers computed elsewhere and event streams
 /// waiting for events do not hold it. `handler(cls, ...)` for every request, `completed` when one ends, `notify` when
-/// a connection opens or closes, its messages to `logger`.
+/// a connection opens or closes, its messages to `logger`. HTTPS with `cert_pem` and `key_pem` (PEM text, kept by the
+/// caller until the daemon stops) when both are given, plain HTTP when they are NULL.
 static inline struct MHD_Daemon *parley_mhd_start(const struct sockaddr_in *addr, MHD_AccessHandlerCallback handler, void *cls,
                                                   MHD_RequestCompletedCallback completed, MHD_NotifyConnectionCallback notify,
-                                                  const struct parley_mhd_logger *logger, struct parley_mhd_limits limits) {
-    return MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
+                                                  const struct parley_mhd_logger *logger, struct parley_mhd_limits limits,
+                                                  const char *cert_pem, const char *key_pem) {
+    struct MHD_OptionItem tls[4];
+    parley_mhd_tls_options(tls, cert_pem, key_pem);
+    const int https = tls[0].option != MHD_OPTION_END;
+    return MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | (https ? MHD_USE_TLS : 0),
                             ntohs(addr->sin_port), NULL, NULL, handler, cls,
                             MHD_OPTION_EXTERNAL_LOGGER, parley_mhd_log, (void *)logger,  // first, or some go to stderr
+                            MHD_OPTION_ARRAY, tls,
                             MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)addr,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, cls,
                             MHD_OPTION_NOTIFY_CONNECTION, notify, cls,

@@ -41,6 +41,8 @@ public final class ClientEngine {
         /// When what we send counts as voice (its level against the threshold), and who we hear speaking: the
         /// relay's rules.
         public var speech = SpeechRules.standard
+        /// Encrypted (the default; with the relay key to insist on, if known) or cleartext (debugging).
+        public var security = SignallingSession.Security.encrypted(relayKey: nil)
 
         /// A configuration for `room` with the client's defaults.
         public init(room: String) { self.room = room }
@@ -58,6 +60,8 @@ public final class ClientEngine {
         case unreachable(String)
         /// A welcomed session ended without a goodbye and the engine does not reconnect.
         case lost(String)
+        /// The relay did not prove it holds the key the member expects.
+        case relayUnproven(String)
     }
 
     /// What the engine tells its owner.
@@ -135,8 +139,12 @@ public final class ClientEngine {
     /// Whether the relay answers (`relaySilent` / `relayBack`).
     public private(set) var relayWatch = RelaySilenceWatch()
     private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 16)
+    /// Where media is protected or unprotected (SRTP; the plaintext of a received packet lives here until the next).
+    private let cryptoScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
+    /// The session's SRTP (nil: cleartext, or before the welcome).
+    public private(set) var crypto: MediaCrypto?
     /// A received packet with its payload opened (end-to-end calls).
-    private let opened = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 16)
+    private let opened = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
 
     /// End-to-end encryption of the Opus payloads (a call's `FrameCipher`), or nil: every payload we send is sealed
     /// before it goes into RTP, every payload received is opened after RTP and before the jitter buffer; one that
@@ -167,7 +175,8 @@ public final class ClientEngine {
                                random: &random)
         receiver = ReceiveMixer(jitterConfig: configuration.jitter)
         session = ClientSession(server: server, token: token(), room: configuration.room, muted: configuration.muted,
-                                speakersFromMedia: true, now: now, unixMilliseconds: unixMilliseconds, random: &random)
+                                speakersFromMedia: true, security: configuration.security, now: now, unixMilliseconds: unixMilliseconds,
+                                random: &random)
         self.random = random
         _ = session.tick(now: now)
         flush()
@@ -175,6 +184,7 @@ public final class ClientEngine {
 
     deinit {
         scratch.deallocate()
+        cryptoScratch.deallocate()
         opened.deallocate()
     }
 
@@ -197,7 +207,14 @@ public final class ClientEngine {
         return []
     }
 
-    private func receiveMedia(_ bytes: UnsafeRawBufferPointer, now: Instant) {
+    private func receiveMedia(_ received: UnsafeRawBufferPointer, now: Instant) {
+        var bytes = received
+        if let crypto {
+            guard let n = crypto.unprotect(received, into: cryptoScratch) else { return }
+            bytes = UnsafeRawBufferPointer(rebasing: cryptoScratch[..<n])
+        } else if case .encrypted = configuration.security {
+            return  // nothing unprotected is taken from the relay of an encrypted session
+        }
         if isRTCP(bytes) {
             var packets = rtcpPackets(in: bytes)
             while let p = try? packets.next() {
@@ -229,6 +246,7 @@ public final class ClientEngine {
     /// The packet with its payload opened into `opened` (same header, padding dropped), or nil when it does not open.
     private func open(_ packet: RTPPacketView, with cipher: FrameCipher) -> RTPPacketView? {
         let headerEnd = packet.payloadOffset
+        guard headerEnd + packet.payloadCount <= opened.count else { return nil }  // a hostile size: nothing larger opens
         opened.copyMemory(from: UnsafeRawBufferPointer(rebasing: packet.bytes[0..<headerEnd]))
         opened[0] &= ~0x20  // the padding bit: the opened payload carries none
         let frame = UnsafeRawBufferPointer(rebasing: packet.bytes[headerEnd..<(headerEnd + packet.payloadCount)])
@@ -246,7 +264,7 @@ public final class ClientEngine {
             inputLevel = level
             if joined, let sender,
                let packet = sender.packetize(captured, level: level, voice: configuration.speech.isSpeech(level: level), muted: muted) {
-                transmit(packet, session.destination)
+                transmitMedia(packet)
                 packetsSent += 1
             }
         }
@@ -256,7 +274,7 @@ public final class ClientEngine {
         if now - lastReceiverReport >= Self.receiverReportInterval {
             lastReceiverReport = now
             if let report = receiver.receiverReport(reporter: sender?.ssrc ?? 0), let n = try? report.serialize(into: scratch) {
-                transmit(UnsafeRawBufferPointer(rebasing: scratch[0..<n]), session.destination)
+                transmitMedia(UnsafeRawBufferPointer(rebasing: scratch[0..<n]))
             }
         }
         return true
@@ -266,8 +284,19 @@ public final class ClientEngine {
     private func sendNacks(now: Instant) {
         for nack in receiver.nacksDue(now: now, roundTrip: roundTrip, reporter: sender?.ssrc ?? 0) {
             guard let n = try? nack.serialize(into: scratch) else { continue }
-            transmit(UnsafeRawBufferPointer(rebasing: scratch[0..<n]), session.destination)
+            transmitMedia(UnsafeRawBufferPointer(rebasing: scratch[0..<n]))
             nacksSent += 1
+        }
+    }
+
+    /// Sends RTP or RTCP to the relay, protected with the session's SRTP when it is encrypted (never in the clear
+    /// then: before the keys nothing goes out).
+    private func transmitMedia(_ packet: UnsafeRawBufferPointer) {
+        if let crypto {
+            guard let n = crypto.protect(packet, into: cryptoScratch) else { return }
+            transmit(UnsafeRawBufferPointer(rebasing: cryptoScratch[..<n]), session.destination)
+        } else if configuration.security == .cleartext {
+            transmit(packet, session.destination)
         }
     }
 
@@ -280,7 +309,8 @@ public final class ClientEngine {
         case .waitingToRejoin(let until):
             guard now >= until else { return [] }
             session = ClientSession(server: server, token: token(), room: configuration.room, muted: muted, speakersFromMedia: true,
-                                    now: now, unixMilliseconds: unixMilliseconds, random: &random)
+                                    security: configuration.security, now: now, unixMilliseconds: unixMilliseconds, random: &random)
+            crypto = nil
             roundTrip = Self.initialRoundTrip
             phase = .inSession
             return settle(session.tick(now: now), now: now)
@@ -304,6 +334,7 @@ public final class ClientEngine {
             case .welcomed(let w):
                 mode = w.mode
                 sender?.ssrc = w.ssrc
+                crypto = try? session.makeMediaCrypto()
                 followRoomMute(w.flags)
                 events += relayAnswers(now: now)
             case .resumed:
@@ -317,6 +348,8 @@ public final class ClientEngine {
                 roundTrip = rtt
             case .refused(let code, let reason):
                 return events + finish(.refused(code, reason))
+            case .relayUnproven(let reason):
+                return events + finish(.relayUnproven(reason))
             case .goodbye(.relayShutdown, _) where configuration.reconnect, .goodbye(.timedOut, _) where configuration.reconnect:
                 break
             case .goodbye(.left, _):

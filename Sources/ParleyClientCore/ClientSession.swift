@@ -1,3 +1,4 @@
+import ParleyCrypto
 import ParleyWire
 
 /// A room member's side of Parley signalling: a `SignallingSession` that joins a room, plus what the room's
@@ -37,6 +38,8 @@ public final class ClientSession {
         case textStatus(messageID: UInt32, delivered: Bool, reason: String)
         /// The relay refused the join (or a resume).
         case refused(RefusalCode, String)
+        /// The relay did not prove it holds the key the member expects (`SignallingSession.Security`): final.
+        case relayUnproven(String)
         /// The relay no longer knows this session (it restarted, or dropped us while we were away) and said so to our
         /// resume: the session is over, and a fresh join is the way back.
         case forgotten(String)
@@ -77,19 +80,28 @@ public final class ClientSession {
     /// A session that will join `room` at `server` with `token`, its nonce drawn from `random`. With
     /// `speakersFromMedia` the member tells the relay it works out who speaks from the streams it receives
     /// (`SpeakingTracker`), so a forward room sends it no `speakers` messages.
-    public init(server: PeerAddress, token: String, room: String, muted: Bool = false, speakersFromMedia: Bool = false, now: Instant,
+    public init(server: PeerAddress, token: String, room: String, muted: Bool = false, speakersFromMedia: Bool = false,
+                security: SignallingSession.Security = .encrypted(relayKey: nil), now: Instant,
                 unixMilliseconds: @escaping () -> Int64, random: inout some RandomNumberGenerator) {
         signalling = SignallingSession(server: server, token: token,
                                        request: .join(room: room, muted: muted, speakersFromMedia: speakersFromMedia),
-                                       now: now, unixMilliseconds: unixMilliseconds, random: &random)
+                                       security: security, now: now, unixMilliseconds: unixMilliseconds, random: &random)
     }
 
     /// A session as above with its nonce from the system's generator.
     public convenience init(server: PeerAddress, token: String, room: String, muted: Bool = false, speakersFromMedia: Bool = false,
-                            now: Instant, unixMilliseconds: @escaping () -> Int64) {
+                            security: SignallingSession.Security = .encrypted(relayKey: nil), now: Instant,
+                            unixMilliseconds: @escaping () -> Int64) {
         var random = SystemRandomNumberGenerator()
-        self.init(server: server, token: token, room: room, muted: muted, speakersFromMedia: speakersFromMedia, now: now,
-                  unixMilliseconds: unixMilliseconds, random: &random)
+        self.init(server: server, token: token, room: room, muted: muted, speakersFromMedia: speakersFromMedia, security: security,
+                  now: now, unixMilliseconds: unixMilliseconds, random: &random)
+    }
+
+    /// The member's SRTP once welcomed through the encrypted protocol (nil: cleartext, or not welcomed yet).
+    public func makeMediaCrypto() throws(SRTPError) -> MediaCrypto? {
+        guard let keys = signalling.keys, let welcome else { return nil }
+        let roomKey = welcome.roomMediaKey.count == MediaKey.keyLength + MediaKey.saltLength ? MediaKey(material: welcome.roomMediaKey) : nil
+        return try MediaCrypto(keys: keys, roomKey: roomKey)
     }
 
     /// Datagrams to send to `destination`, oldest first.
@@ -119,6 +131,7 @@ public final class ClientSession {
         switch event {
         case .welcomed(let w): return w.memberCount == 0 ? [.welcomed(w), .memberList([])] : [.welcomed(w)]
         case .refused(let code, let reason): return [.refused(code, reason)]
+        case .relayUnproven(let reason): return [.relayUnproven(reason)]
         case .forgotten(let reason): return [.forgotten(reason)]
         case .goodbye(let code, let reason): return [.goodbye(code, reason)]
         case .resumed: return [.resumed]

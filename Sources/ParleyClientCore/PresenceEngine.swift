@@ -34,17 +34,22 @@ public final class PresenceEngine {
     private let transmit: (UnsafeRawBufferPointer, PeerAddress) -> Void
     private var random: any RandomNumberGenerator
     private var backoff = RejoinBackoff()
+    /// Encrypted (the default) or cleartext (debugging), for every session.
+    public let security: SignallingSession.Security
 
     /// An engine whose first session registers `token()` at `server` at its first `tick`. Nonces come from `random`;
     /// datagrams go out through `transmit(bytes, to)`.
-    public init(server: PeerAddress, token: @escaping () -> String, now: Instant, unixMilliseconds: @escaping () -> Int64,
+    public init(server: PeerAddress, token: @escaping () -> String, security: SignallingSession.Security = .encrypted(relayKey: nil),
+                now: Instant, unixMilliseconds: @escaping () -> Int64,
                 random: some RandomNumberGenerator, transmit: @escaping (UnsafeRawBufferPointer, PeerAddress) -> Void) {
         self.server = server
+        self.security = security
         self.token = token
         self.unixMilliseconds = unixMilliseconds
         self.transmit = transmit
         var random = random
-        session = PresenceSession(server: server, token: token(), now: now, unixMilliseconds: unixMilliseconds, random: &random)
+        session = PresenceSession(server: server, token: token(), security: security, now: now, unixMilliseconds: unixMilliseconds,
+                                  random: &random)
         self.random = random
     }
 
@@ -58,7 +63,10 @@ public final class PresenceEngine {
         if let at = registerAgainAt, now >= at {
             registerAgainAt = nil
             ending = nil
-            session = PresenceSession(server: server, token: token(), now: now, unixMilliseconds: unixMilliseconds, random: &random)
+            var generator = random
+            session = PresenceSession(server: server, token: token(), security: security, now: now, unixMilliseconds: unixMilliseconds,
+                                      random: &generator)
+            random = generator
         }
         let events = note(session.tick(now: now), now: now)
         if let change = relayWatch.observe(resuming: session.state == .resuming, lastHeard: session.signalling.lastHeard, now: now) {

@@ -74,6 +74,8 @@ public final class PresenceSession {
         case textStatus(messageID: UInt32, delivered: Bool, reason: String)
         /// The relay refused the registration.
         case refused(RefusalCode, String)
+        /// The relay did not prove it holds the key the member expects (`SignallingSession.Security`).
+        case relayUnproven(String)
         /// The relay no longer knows this session (it restarted, or dropped us while we were away) and said so to our
         /// resume: the session is over, and a fresh registration is the way back.
         case forgotten(String)
@@ -117,16 +119,17 @@ public final class PresenceSession {
     private var texts: [UInt32: TextReassembler] = [:]
 
     /// A session that will put the token's identity online at `server`, its nonce drawn from `random`.
-    public init(server: PeerAddress, token: String, now: Instant, unixMilliseconds: @escaping () -> Int64,
-                random: inout some RandomNumberGenerator) {
-        signalling = SignallingSession(server: server, token: token, request: .register, now: now,
+    public init(server: PeerAddress, token: String, security: SignallingSession.Security = .encrypted(relayKey: nil), now: Instant,
+                unixMilliseconds: @escaping () -> Int64, random: inout some RandomNumberGenerator) {
+        signalling = SignallingSession(server: server, token: token, request: .register, security: security, now: now,
                                        unixMilliseconds: unixMilliseconds, random: &random)
     }
 
     /// A session as above with its nonce from the system's generator.
-    public convenience init(server: PeerAddress, token: String, now: Instant, unixMilliseconds: @escaping () -> Int64) {
+    public convenience init(server: PeerAddress, token: String, security: SignallingSession.Security = .encrypted(relayKey: nil),
+                            now: Instant, unixMilliseconds: @escaping () -> Int64) {
         var random = SystemRandomNumberGenerator()
-        self.init(server: server, token: token, now: now, unixMilliseconds: unixMilliseconds, random: &random)
+        self.init(server: server, token: token, security: security, now: now, unixMilliseconds: unixMilliseconds, random: &random)
     }
 
     /// Datagrams to send to `destination`, oldest first.
@@ -163,6 +166,7 @@ public final class PresenceSession {
         switch event {
         case .welcomed(let w): return [.registered(w)]
         case .refused(let code, let reason): return ended(.refused(code, reason))
+        case .relayUnproven(let reason): return ended(.relayUnproven(reason))
         case .forgotten(let reason): return ended(.forgotten(reason))
         case .goodbye(let code, let reason): return ended(.goodbye(code, reason))
         case .gaveUp(let reason): return ended(.ended(reason))

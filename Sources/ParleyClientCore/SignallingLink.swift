@@ -1,4 +1,5 @@
 import ParleyAuth
+import ParleyCrypto
 import ParleyWire
 
 /// The plumbing under `SignallingSession`: the connection id, the reliable channel, the queue of datagrams to send,
@@ -24,6 +25,8 @@ struct SignallingLink {
     private(set) var lastHeard: Instant
     private var lastResume = Instant.distantPast
     private let unixMilliseconds: () -> Int64
+    /// Seals every datagram once the encrypted handshake gave keys (nil: cleartext, or not yet).
+    private var sealer: SealedChannel?
 
     /// What `keepAlive` found.
     enum Liveness { case alive, resuming, lost }
@@ -41,10 +44,42 @@ struct SignallingLink {
         return outgoing
     }
 
+    /// From now on every datagram goes out sealed with `channel`, and only sealed ones are taken.
+    mutating func seal(with channel: SealedChannel) { sealer = channel }
+
+    /// Whether datagrams are sealed.
+    var isSealed: Bool { sealer != nil }
+
+    /// Queues bytes made by the handshake (hello, initiation) as they are.
+    mutating func sendRaw(_ bytes: [UInt8]) { outgoing.append(bytes) }
+
+    /// Queues a datagram, sealed when the session is.
+    private mutating func queue(_ datagram: SignalDatagram) {
+        guard let bytes = try? datagram.serialized() else { return }
+        guard let sealer else { return outgoing.append(bytes) }
+        guard bytes.count <= SignallingEnvelope.maxSealedPlaintext else { return }
+        var out = SignallingEnvelope.header(.sealed, connectionID: datagram.connectionID)
+        var body = [UInt8](repeating: 0, count: bytes.count + SealedChannel.overhead)
+        guard let n = try? sealer.seal(bytes, into: &body) else { return }
+        out += body.prefix(n)
+        outgoing.append(out)
+    }
+
+    /// Opens a sealed datagram: the version 1 datagram inside, when it opens and names the connection its envelope
+    /// names; nil otherwise (forged, replayed, another session's, or before the keys).
+    func open(_ envelope: EnvelopeView) -> SignalDatagram? {
+        guard let sealer, envelope.kind == .sealed else { return nil }
+        var plaintext = [UInt8](repeating: 0, count: envelope.body.count)
+        let body = Array(envelope.body)
+        guard let n = try? sealer.open(body, into: &plaintext),
+              let datagram = try? SignalDatagram(parsing: Array(plaintext.prefix(n))),
+              datagram.connectionID == envelope.connectionID else { return nil }
+        return datagram
+    }
+
     /// Queues an unreliable message (it carries the current acknowledgement).
     mutating func send(_ message: SignalMessage) {
-        let d = SignalDatagram(connectionID: connection, sequence: 0, ack: channel.ackNumber, message: message)
-        if let bytes = try? d.serialized() { outgoing.append(bytes) }
+        queue(SignalDatagram(connectionID: connection, sequence: 0, ack: channel.ackNumber, message: message))
         channel.ackSent()
     }
 
@@ -61,8 +96,7 @@ struct SignallingLink {
     mutating func pump(now: Instant) {
         let due = channel.transmissions(now: now)
         for t in due {
-            let d = SignalDatagram(connectionID: connection, sequence: t.sequence, ack: channel.ackNumber, message: t.message)
-            if let bytes = try? d.serialized() { outgoing.append(bytes) }
+            queue(SignalDatagram(connectionID: connection, sequence: t.sequence, ack: channel.ackNumber, message: t.message))
         }
         if !due.isEmpty { channel.ackSent() } else if channel.ackOwed { send(.ack) }
     }

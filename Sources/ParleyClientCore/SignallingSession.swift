@@ -1,3 +1,5 @@
+import ParleyAuth
+import ParleyCrypto
 import ParleyWire
 
 /// One signalling session with the relay, whatever it is for: the handshake (join a room or register presence,
@@ -11,6 +13,11 @@ import ParleyWire
 ///      │                     │                       └─ unknown session → ended (.forgotten)
 ///      └─ 10 tries / refused └─ goodbye / lost contact / channel failed → ended
 /// ```
+///
+/// Encrypted (the default, protocol version 2, `SignallingEnvelope`): the handshake is hello → cookie (with the
+/// relay's key, checked against the pinned one) → Noise initiation carrying the join or register → response (the
+/// session keys, `keys`) → the sealed welcome; every datagram after it is sealed. Cleartext (version 1, debugging)
+/// sends the join or register as it is and repeats it with the cookie.
 public final class SignallingSession {
     /// What the session asks the relay for.
     public enum Request: Equatable, Sendable {
@@ -33,8 +40,21 @@ public final class SignallingSession {
         case ended(String)
     }
 
+    /// How the session protects itself.
+    public enum Security: Equatable, Sendable {
+        /// Protocol version 2: a Noise NK handshake with the relay, sealed signalling, SRTP media. `relayKey` is the
+        /// relay's public key the member insists on (from its token's `relay_key`, or given); nil takes the key the
+        /// relay presents, which keeps onlookers out but not an active attacker posing as the relay.
+        case encrypted(relayKey: [UInt8]?)
+        /// Protocol version 1, everything readable on the path: debugging only, and only with a relay that allows it.
+        case cleartext
+    }
+
     /// What the session tells its owner.
     public enum Event: Equatable, Sendable {
+        /// The relay did not prove it holds the key the member expects: it presented another key, or never
+        /// answered the handshake made for that key. The session is over.
+        case relayUnproven(String)
         /// The relay welcomed us.
         case welcomed(Welcome)
         /// The relay refused the join or register, or a resume.
@@ -75,18 +95,27 @@ public final class SignallingSession {
     /// Whether the session is welcomed and not over (established or resuming).
     public var isEstablished: Bool { phase == .established || phase == .resuming }
 
+    /// How the session protects itself.
+    public let security: Security
+    /// The session keys once the handshake completed (encrypted sessions): SRTP keys per direction for the media.
+    public private(set) var keys: SessionKeys?
+    /// The key the relay presented in its cookie answer (encrypted sessions).
+    public private(set) var presentedRelayKey: [UInt8]?
+
     private let token: String
     private let nonce: [UInt8]
     private var cookie: [UInt8] = []
+    private var handshake: MemberHandshake?
     private var link: SignallingLink
     private var lastHandshake = Instant.distantPast
     private var handshakes = 0
 
     /// A session that will ask `server` for `request` with `token`; its nonce (16 bytes) comes from `random`.
-    public init(server: PeerAddress, token: String, request: Request, now: Instant, unixMilliseconds: @escaping () -> Int64,
-                random: inout some RandomNumberGenerator) {
+    public init(server: PeerAddress, token: String, request: Request, security: Security = .encrypted(relayKey: nil), now: Instant,
+                unixMilliseconds: @escaping () -> Int64, random: inout some RandomNumberGenerator) {
         self.token = token
         self.request = request
+        self.security = security
         self.nonce = (0..<16).map { _ in UInt8.random(in: 0...255, using: &random) }
         self.link = SignallingLink(server: server, now: now, unixMilliseconds: unixMilliseconds)
     }
@@ -102,16 +131,53 @@ public final class SignallingSession {
         if phase == .established { link.heard(now: now) }
     }
 
+    /// The join or register as the relay reads it (cleartext: as it is; encrypted: inside the initiation).
+    private var requestMessage: SignalMessage {
+        switch request {
+        case .join(let room, let muted, let speakersFromMedia):
+            .join(JoinRequest(token: token, room: room, cookie: security == .cleartext ? cookie : [], nonce: nonce, muted: muted,
+                              speakersFromMedia: speakersFromMedia))
+        case .register:
+            .register(RegisterRequest(token: token, cookie: security == .cleartext ? cookie : [], nonce: nonce))
+        }
+    }
+
     private func sendHandshake(now: Instant) {
         lastHandshake = now
         handshakes += 1
-        switch request {
-        case .join(let room, let muted, let speakersFromMedia):
-            link.send(.join(JoinRequest(token: token, room: room, cookie: cookie, nonce: nonce, muted: muted,
-                                        speakersFromMedia: speakersFromMedia)))
-        case .register:
-            link.send(.register(RegisterRequest(token: token, cookie: cookie, nonce: nonce)))
+        guard security != .cleartext else { return link.send(requestMessage) }
+        if keys != nil { return }  // keyed: the relay's reliable channel brings the welcome (or a refusal)
+        if let handshake {
+            link.sendRaw(SignallingEnvelope.initiation(cookie: cookie, noiseMessage: handshake.initiation))
+        } else {
+            link.sendRaw(SignallingEnvelope.hello(nonce: nonce))
         }
+    }
+
+    /// A cookie answer: checks the relay's key and starts (or, with a fresh cookie, restarts) the Noise handshake.
+    private func takeCookie(_ envelope: EnvelopeView, now: Instant) -> [Event] {
+        guard phase == .handshaking, keys == nil, let (newCookie, relayKey) = try? envelope.cookieAnswer() else { return [] }
+        if case .encrypted(let pinned?) = security, pinned != relayKey {
+            let reason = "the relay at \(server) presented key \(Base64URL.encode(relayKey)), not the expected \(Base64URL.encode(pinned))"
+            return end(reason, .relayUnproven(reason))
+        }
+        guard let payload = try? SignalDatagram(connectionID: 0, sequence: 0, ack: 0, message: requestMessage).serialized(),
+              let started = try? MemberHandshake(relayKey: relayKey, cookie: newCookie, payload: payload) else { return [] }
+        presentedRelayKey = relayKey
+        cookie = newCookie
+        handshake = started
+        sendHandshake(now: now)
+        return []
+    }
+
+    /// The relay's response: the session keys; from now on everything is sealed.
+    private func takeResponse(_ envelope: EnvelopeView, now: Instant) {
+        guard phase == .handshaking, keys == nil, var pending = handshake,
+              let (_, sessionKeys) = try? pending.finish(response: Array(envelope.body)) else { return }
+        handshake = pending
+        keys = sessionKeys
+        link.seal(with: sessionKeys.signallingChannel())
+        link.heard(now: now)
     }
 
     private func end(_ reason: String, _ event: Event) -> [Event] {
@@ -128,6 +194,10 @@ public final class SignallingSession {
         case .handshaking:
             guard now - lastHandshake >= Self.handshakeInterval else { return [] }
             if handshakes >= Self.handshakeAttempts {
+                if case .encrypted(let pinned?) = security, presentedRelayKey != nil {
+                    let reason = "the relay at \(server) did not prove it holds key \(Base64URL.encode(pinned)) (no valid handshake response)"
+                    return end(reason, .relayUnproven(reason))
+                }
                 let reason = "no answer from the relay at \(server)"
                 return end(reason, .gaveUp(reason))
             }
@@ -148,14 +218,42 @@ public final class SignallingSession {
     /// Takes a signalling datagram that came from `from`; anything not from the relay (`isFromRelay`), or naming
     /// another session, is ignored. Messages after the one that ended the session are dropped.
     public func handle(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Instant) -> [Event] {
-        guard let datagram = try? SignalDatagram(parsing: bytes) else { return [] }
+        guard isFromRelay(from) else { return [] }
         if case .ended = phase { return [] }
+        let datagram: SignalDatagram
+        if SignallingEnvelope.isEnvelope(bytes) {
+            guard security != .cleartext, let envelope = try? EnvelopeView(parsing: bytes) else { return [] }
+            switch envelope.kind {
+            case .cookie: return takeCookie(envelope, now: now)
+            case .response:
+                takeResponse(envelope, now: now)
+                return []
+            case .sealed:
+                guard let opened = link.open(envelope) else { return [] }
+                datagram = opened
+            case .hello, .initiation:
+                return []
+            }
+        } else {
+            guard let parsed = try? SignalDatagram(parsing: bytes) else { return [] }
+            if security != .cleartext {
+                // Unsealed, only what a relay without our keys can say: it forgot the session we try to resume, or
+                // it is an old relay that speaks only cleartext.
+                switch parsed.message {
+                case .refused(.unknownSession, let reason) where phase == .resuming:
+                    return end(reason, .forgotten(reason))
+                default:
+                    return []
+                }
+            }
+            datagram = parsed
+        }
         var events: [Event] = []
         for message in link.receive(datagram, from: from, now: now) {
             if case .ended = phase { break }
             switch message {
             case .retry(let c):
-                guard phase == .handshaking else { continue }
+                guard phase == .handshaking, security == .cleartext else { continue }
                 cookie = c
                 sendHandshake(now: now)
             case .welcome(let w):

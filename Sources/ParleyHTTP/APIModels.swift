@@ -79,6 +79,23 @@ public enum API {
         public var sourceAddress: String?
         /// `IPV4:PORT` the relay sends the room's media to (default `source_address`).
         public var receiveAddress: String?
+        /// Default true: SRTP with SDES keys the relay makes. False asks for cleartext RTP, which only a relay with
+        /// `allow_cleartext` grants (403 otherwise).
+        public var srtp: Bool?
+    }
+
+    /// The SDES keys of an SRTP endpoint (`AES_CM_128_HMAC_SHA1_80`, each base64 of 30 bytes: key ‖ salt).
+    public struct SRTPKeys: Codable, Sendable, Equatable {
+        /// `AES_CM_128_HMAC_SHA1_80`.
+        public var suite: String
+        /// The key the endpoint must send its SRTP/SRTCP with (ffmpeg: `-srtp_out_params`).
+        public var endpointKey: String
+        /// The key the relay sends to the endpoint with (ffmpeg: `-srtp_in_params`, or the SDP's `a=crypto`).
+        public var relayKey: String
+        /// `a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:<endpoint_key>`: the line of the endpoint's own SDP.
+        public var endpointCrypto: String
+        /// `a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:<relay_key>`: the line of `sdp` (what a receiver decrypts with).
+        public var relayCrypto: String
     }
 
     /// A created plain-RTP endpoint.
@@ -96,8 +113,15 @@ public enum API {
         public var receiveAddress: String?
         public var publish: Bool
         public var subscribe: Bool
-        /// Session description for ffmpeg/GStreamer.
+        /// Session description for ffmpeg/GStreamer: the stream the endpoint receives (`RTP/SAVP` with the relay's key
+        /// in `a=crypto` for SRTP).
         public var sdp: String
+        /// The SDES keys; nil for a cleartext endpoint.
+        public var srtp: SRTPKeys?
+        /// ffmpeg output options that publish into the room (after the encoder options; publishing endpoints).
+        public var ffmpegSendArgs: [String]?
+        /// ffmpeg input options that receive the room's media, with `sdp` saved as `endpoint.sdp` (subscribing endpoints).
+        public var ffmpegReceiveArgs: [String]?
     }
 
     /// A room as listed.

@@ -1,5 +1,6 @@
 import Foundation
 import ParleyAuth
+import ParleyCrypto
 import ParleyRelay
 import ParleyRelayCore
 import ParleyWire
@@ -245,20 +246,52 @@ public struct HTTPRouter: Sendable {
         if subscribe && source == nil && receive == nil {
             throw APIError(400, "invalid_field", "a subscribing endpoint needs receive_address, the IPV4:PORT it listens on")
         }
+        // SRTP unless the request asks for cleartext and the relay allows it: the keys come from libsodium, here.
+        let srtp = r.srtp ?? true
+        if !srtp && !config.allowCleartext {
+            throw APIError(403, "cleartext_refused", "this relay refuses cleartext RTP endpoints (allow_cleartext is off): leave out \"srtp\": false")
+        }
+        let keys = srtp ? RTPEndpointKeys(endpointSends: .random(), relaySends: .random()) : nil
         let result = backend.execute(.addRTPEndpoint(room: room, identity: identity, name: r.name, publish: publish,
-                                                     subscribe: subscribe, sourceAddress: source, receiveAddress: receive))
+                                                     subscribe: subscribe, sourceAddress: source, receiveAddress: receive, keys: keys))
         guard case .rtpEndpoint(let info)? = result else { return try answer(result) }
-        let host = backend.udpHost
-        // The SDP describes the stream from the tool's side: it receives on `m=`'s port, from the relay at `c=`.
+        return Self.json(Self.describe(info, room: room, host: backend.udpHost, publish: publish, subscribe: subscribe), status: 201)
+    }
+
+    /// What the backend is told about a new endpoint: addresses, the SDP of the stream it receives, the SDES keys, and
+    /// the ffmpeg options that use them.
+    static func describe(_ info: RTPEndpointInfo, room: String, host: String, publish: Bool, subscribe: Bool) -> API.RTPEndpoint {
+        // The SDP describes the stream from the tool's side: it receives on `m=`'s port, from the relay at `c=`. With
+        // SDES its `a=crypto` carries the key of that stream, the one the relay sends with (RFC 4568 §6.1).
         let direction = publish && subscribe ? "sendrecv" : publish ? "sendonly" : "recvonly"
         let mediaPort = info.receiveAddress?.port ?? info.port
-        let sdp = ["v=0", "o=- 0 0 IN IP4 127.0.0.1", "s=Parley \(room)", "c=IN IP4 \(host)", "t=0 0",
-                   "m=audio \(mediaPort) RTP/AVP \(info.payloadType)", "a=rtpmap:\(info.payloadType) opus/48000/2",
-                   "a=fmtp:\(info.payloadType) sprop-stereo=0", "a=\(direction)"].joined(separator: "\r\n") + "\r\n"
-        return Self.json(API.RTPEndpoint(room: room, identity: info.identity, ssrc: info.ssrc, payloadType: Int(info.payloadType),
-                                         relayAddress: "\(host):\(info.port)", relayHost: host, relayPort: Int(info.port),
-                                         sourceAddress: info.sourceAddress?.description, receiveAddress: info.receiveAddress?.description, publish: publish, subscribe: subscribe,
-                                         sdp: sdp), status: 201)
+        let pt = info.payloadType
+        var lines = ["v=0", "o=- 0 0 IN IP4 127.0.0.1", "s=Parley \(room)", "c=IN IP4 \(host)", "t=0 0",
+                     "m=audio \(mediaPort) \(info.keys == nil ? "RTP/AVP" : "RTP/SAVP") \(pt)", "a=rtpmap:\(pt) opus/48000/2",
+                     "a=fmtp:\(pt) sprop-stereo=0"]
+        if let keys = info.keys { lines.append("a=" + keys.relaySends.cryptoAttribute()) }
+        lines.append("a=\(direction)")
+        let sdp = lines.joined(separator: "\r\n") + "\r\n"
+        let srtp = info.keys.map { keys in
+            API.SRTPKeys(suite: SDESKey.suite, endpointKey: keys.endpointSends.base64, relayKey: keys.relaySends.base64,
+                         endpointCrypto: "a=" + keys.endpointSends.cryptoAttribute(), relayCrypto: "a=" + keys.relaySends.cryptoAttribute())
+        }
+        var send: [String]?
+        if publish {
+            let from = info.sourceAddress.map { "?localport=\($0.port)" } ?? ""
+            send = ["-payload_type", "\(pt)", "-ssrc", "\(info.ssrc)", "-f", "rtp"]
+            if let srtp {
+                send! += ["-srtp_out_suite", srtp.suite, "-srtp_out_params", srtp.endpointKey, "srtp://\(host):\(info.port)\(from)"]
+            } else {
+                send! += ["rtp://\(host):\(info.port)\(from)"]
+            }
+        }
+        let receive = subscribe ? ["-protocol_whitelist", srtp == nil ? "file,udp,rtp" : "file,udp,rtp,srtp", "-i", "endpoint.sdp"] : nil
+        return API.RTPEndpoint(room: room, identity: info.identity, ssrc: info.ssrc, payloadType: Int(pt),
+                               relayAddress: "\(host):\(info.port)", relayHost: host, relayPort: Int(info.port),
+                               sourceAddress: info.sourceAddress?.description, receiveAddress: info.receiveAddress?.description,
+                               publish: publish, subscribe: subscribe, sdp: sdp, srtp: srtp, ffmpegSendArgs: send,
+                               ffmpegReceiveArgs: receive)
     }
 
     private func run(_ command: AdminCommand) throws(APIError) -> HTTPResponse {

@@ -17,6 +17,9 @@ import Synchronization
 /// Each client address gets at most `HTTPLimits.connectionsPerAddress` connections, each connection a bounded
 /// memory pool; a connection where no byte moves for `idleTimeoutSeconds`, or whose request headers take longer than
 /// `headerTimeoutSeconds` (`HeaderDeadlines`), is closed. Owns the daemon and stops it in `stop()`/`deinit`.
+///
+/// Given `HTTPTLSFiles`, it serves HTTPS instead (libmicrohttpd's own TLS, GnuTLS on Debian; TLS 1.3 and 1.2), on the
+/// same thread and with the same limits; plain HTTP to that port gets no answer.
 public final class HTTPServer: @unchecked Sendable {
     // Invariant: `daemon` is set in `init` and cleared only in `stop()` (called once, from the owning thread);
     // everything the C callbacks touch is immutable or `Sendable`.
@@ -32,10 +35,16 @@ public final class HTTPServer: @unchecked Sendable {
     private let logger = UnsafeMutablePointer<parley_mhd_logger>.allocate(capacity: 1)
     /// The port bound (the one asked for, or the ephemeral one for port 0).
     public private(set) var port: UInt16 = 0
+    /// The certificate and key handed to libmicrohttpd, kept until the daemon stops; nil for plain HTTP.
+    private let pem: PEMStrings?
+    /// "https" when serving TLS, else "http" (the ready line says which).
+    public var scheme: String { pem == nil ? "http" : "https" }
 
     /// Binds `address` (IPv4) and starts serving; throws a one-line message on failure.
+    /// With `tls`, HTTPS (check the files with `checkTLS` first: a refusal here reads as a failure to start).
     public init(address: PeerAddress, router: HTTPRouter, events: EventHub, limits: HTTPLimits = HTTPLimits(),
-                stats: HTTPStats = HTTPStats(), log: LogSink) throws(ConfigError) {
+                stats: HTTPStats = HTTPStats(), log: LogSink, tls: HTTPTLSFiles? = nil) throws(ConfigError) {
+        pem = tls.map(PEMStrings.init)
         self.router = router
         self.stats = stats
         self.log = log
@@ -56,12 +65,15 @@ public final class HTTPServer: @unchecked Sendable {
         logger.initialize(to: parley_mhd_logger(line: Self.libraryLine, cls: cls))
         let c = parley_mhd_limits(max_connections: UInt32(clamping: limits.maxConnections), per_address: UInt32(clamping: limits.connectionsPerAddress),
                                   idle_timeout_seconds: UInt32(clamping: limits.idleTimeoutSeconds), memory_bytes: limits.connectionMemoryBytes)
-        let started = withUnsafePointer(to: &sin) { parley_mhd_start($0, Self.access, cls, Self.completed, Self.notify, logger, c) }
+        let started = withUnsafePointer(to: &sin) {
+            parley_mhd_start($0, Self.access, cls, Self.completed, Self.notify, logger, c, pem?.certificate, pem?.key)
+        }
         guard let started else {
             streams.stop()
             api.stop()
             deadlines.stop()
-            throw ConfigError("cannot serve HTTP on \(address) (port taken?)")
+            throw ConfigError(pem == nil ? "cannot serve HTTP on \(address) (port taken?)"
+                                         : "cannot serve HTTPS on \(address) (port taken? the log says more)")
         }
         daemon = started
         port = parley_mhd_port(started)
@@ -86,6 +98,69 @@ public final class HTTPServer: @unchecked Sendable {
     deinit {
         stop()
         logger.deallocate()
+    }
+
+    // MARK: TLS
+
+    /// Whether this libmicrohttpd can serve HTTPS (`MHD_FEATURE_TLS`; Debian's is built with GnuTLS).
+    public static var supportsTLS: Bool { parley_mhd_has_tls() == 1 }
+
+    /// What to say when HTTPS is asked for and `supportsTLS` is false.
+    public static let tlsUnsupported = ConfigError("this libmicrohttpd was built without TLS (MHD_FEATURE_TLS): install Debian's libmicrohttpd12 (GnuTLS), or unset http_tls_cert and http_tls_key")
+
+    /// Checks that GnuTLS takes `files` as a certificate and its key (libmicrohttpd starts a daemon with them and no
+    /// socket, and stops it); throws GnuTLS's reason, naming both files, when it does not or when `supportsTLS` is false.
+    public static func checkTLS(_ files: HTTPTLSFiles) throws(ConfigError) {
+        guard supportsTLS else { throw tlsUnsupported }
+        let reasons = TLSCheckLog()
+        let pem = PEMStrings(files)
+        let line: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?) -> Void = { cls, text in
+            guard let cls, let text else { return }
+            Unmanaged<TLSCheckLog>.fromOpaque(cls).takeUnretainedValue().lines.append(String(cString: text).trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        var logger = parley_mhd_logger(line: line, cls: Unmanaged.passUnretained(reasons).toOpaque())
+        let accepted = withExtendedLifetime(reasons) { parley_mhd_check_tls(pem.certificate, pem.key, Self.refuse, &logger) }
+        guard accepted == 1 else {
+            let reason = reasons.lines.first { $0.contains("GnuTLS") } ?? reasons.lines.first ?? "no reason given"
+            throw ConfigError("http_tls_cert \(files.certificatePath) and http_tls_key \(files.keyPath) were refused: \(reason)")
+        }
+    }
+
+    /// libmicrohttpd's messages during `checkTLS` (one thread: the caller's).
+    private final class TLSCheckLog {
+        var lines: [String] = []
+    }
+
+    /// The handler of `checkTLS`'s daemon, which has no socket and so no requests.
+    private static let refuse: MHD_AccessHandlerCallback = { _, _, _, _, _, _, _, _ in MHD_NO }
+
+    /// The certificate and key as C strings for libmicrohttpd, which keeps the pointers while its daemon runs; the
+    /// key's copy is zeroed when freed.
+    final class PEMStrings: @unchecked Sendable {
+        // Invariant: written once in `init`, read only by libmicrohttpd while starting; freed in `deinit`, after the
+        // owning `HTTPServer` stopped its daemon.
+        let certificate: UnsafeMutablePointer<CChar>
+        let key: UnsafeMutablePointer<CChar>
+        private let keyCount: Int
+
+        init(_ files: HTTPTLSFiles) {
+            certificate = Self.cString(files.certificatePEM)
+            key = Self.cString(files.keyPEM)
+            keyCount = files.keyPEM.count + 1
+        }
+
+        private static func cString(_ bytes: [UInt8]) -> UnsafeMutablePointer<CChar> {
+            let p = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count + 1)
+            bytes.withUnsafeBytes { if let base = $0.baseAddress { UnsafeMutableRawPointer(p).copyMemory(from: base, byteCount: $0.count) } }
+            p[bytes.count] = 0
+            return p
+        }
+
+        deinit {
+            certificate.deallocate()
+            key.update(repeating: 0, count: keyCount)
+            key.deallocate()
+        }
     }
 
     // MARK: C callbacks

@@ -54,6 +54,8 @@ public enum PrometheusExporter {
         family("parley_receiver_reports_implausible_total", "counter",
                "Listeners' report blocks ignored (jitter over 1 s) or whose fraction lost was lowered to what their own counts allow.",
                total(\.implausibleReports))
+        family("parley_handshakes_total", "counter", "Encrypted handshakes answered (Noise NK, one Diffie-Hellman pair each).",
+               total(\.handshakes))
         family("parley_joins_accepted_total", "counter", "Joins accepted.", total(\.joinsAccepted))
         var refused: [UInt16: UInt64] = [:]
         for w in workers { for (code, n) in w.counters.joinsRefused { refused[code, default: 0] &+= n } }

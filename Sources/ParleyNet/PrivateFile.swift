@@ -37,9 +37,11 @@ public enum PrivateFile {
     }
 
     /// The status of the file at `path` and, when it is a regular file of at most `limit` bytes, its bytes; nil when
-    /// there is no such file. A symbolic link is refused (`O_NOFOLLOW`: ELOOP), not followed.
-    public static func read(_ path: String, limit: Int, calls: SystemCalls = .kernel) throws(SystemError) -> (status: Status, bytes: [UInt8])? {
-        let fd = path.withCString { calls.openFile($0, O_RDONLY | O_NOFOLLOW, 0) }
+    /// there is no such file. A symbolic link is refused (`O_NOFOLLOW`: ELOOP), not followed, unless `followingLinks`
+    /// (files another tool keeps up to date behind a link, such as certbot's TLS keys): then the status is the target's.
+    public static func read(_ path: String, limit: Int, followingLinks: Bool = false,
+                            calls: SystemCalls = .kernel) throws(SystemError) -> (status: Status, bytes: [UInt8])? {
+        let fd = path.withCString { calls.openFile($0, O_RDONLY | (followingLinks ? 0 : O_NOFOLLOW), 0) }
         if fd == -ENOENT { return nil }
         guard fd >= 0 else { throw SystemError("open \(path)", -fd) }
         defer { _ = calls.close(fd) }

@@ -18,7 +18,7 @@ public enum AdminCommand: Sendable, Equatable {
     /// Add a plain-RTP endpoint to a room: RTP accepted only from `sourceAddress`, media sent only to `receiveAddress`
     /// (each defaults to the other; see `RelayCore.createRTPEndpoint`).
     case addRTPEndpoint(room: String, identity: String, name: String?, publish: Bool, subscribe: Bool, sourceAddress: PeerAddress?,
-                        receiveAddress: PeerAddress?)
+                        receiveAddress: PeerAddress?, keys: RTPEndpointKeys?)
     /// Remove a plain-RTP endpoint.
     case removeRTPEndpoint(room: String, identity: String)
 
@@ -27,7 +27,7 @@ public enum AdminCommand: Sendable, Equatable {
         switch self {
         case .createRoom(let name, _, _, _), .closeRoom(let name): name
         case .kick(let room, _), .mute(let room, _, _), .message(let room, _): room
-        case .addRTPEndpoint(let room, _, _, _, _, _, _), .removeRTPEndpoint(let room, _): room
+        case .addRTPEndpoint(let room, _, _, _, _, _, _, _), .removeRTPEndpoint(let room, _): room
         }
     }
 
@@ -40,9 +40,9 @@ public enum AdminCommand: Sendable, Equatable {
         case .kick(let room, let identity): core.kick(room: room, identity: identity, now: now)
         case .mute(let room, let identity, let muted): core.setMuted(room: room, identity: identity, muted: muted, now: now)
         case .message(let room, let text): core.sendText(room: room, text: text, now: now)
-        case .addRTPEndpoint(let room, let identity, let name, let publish, let subscribe, let sourceAddress, let receiveAddress):
+        case .addRTPEndpoint(let room, let identity, let name, let publish, let subscribe, let sourceAddress, let receiveAddress, let keys):
             core.createRTPEndpoint(room: room, identity: identity, displayName: name, publish: publish, subscribe: subscribe,
-                                   source: sourceAddress, receive: receiveAddress, now: now)
+                                   source: sourceAddress, receive: receiveAddress, keys: keys, now: now)
         case .removeRTPEndpoint(let room, let identity): core.deleteRTPEndpoint(room: room, identity: identity, now: now)
         }
     }

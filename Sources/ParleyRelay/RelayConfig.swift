@@ -10,6 +10,11 @@ public struct RelayConfig: Sendable {
     public var udp = PeerAddress(ipv4: 127, 0, 0, 1, port: 7400)
     /// The HTTP API address (served from the HTTP API issue on).
     public var http = PeerAddress(ipv4: 127, 0, 0, 1, port: 7480)
+    /// The HTTP API's TLS certificate and key (PEM file paths, `HTTPTLSFiles`): HTTPS when both are set, plain HTTP
+    /// when neither is; one without the other is refused by `checkCredentials()`.
+    public var httpTLSCertificate: String?
+    /// See `httpTLSCertificate`.
+    public var httpTLSKey: String?
     /// Who needs an admin token for `/metrics`: clients not on loopback, unless set otherwise.
     public var metricsRequireAuth = MetricsAuth.remote
     /// Connection limits and timeouts of the HTTP API.
@@ -50,7 +55,7 @@ public struct RelayConfig: Sendable {
                               "mix_complexity", "mix_bitrate", "mix_expected_loss_percent", "metrics_require_auth",
                               "signalling_queue_limit", "text_queue_limit", "nack_budget_percent", "nack_burst_bytes",
                               "http_max_connections", "http_connections_per_address", "http_idle_timeout_s",
-                              "http_header_timeout_s", "event_stream_stall_timeout_s", "allow_cleartext"]
+                              "http_header_timeout_s", "event_stream_stall_timeout_s", "allow_cleartext", "http_tls_cert", "http_tls_key"]
 
     /// Applies one key's value; throws a message naming the key on a bad value.
     public mutating func set(_ key: String, _ value: String) throws(ConfigError) {
@@ -65,6 +70,9 @@ public struct RelayConfig: Sendable {
         case "http":
             guard let a = PeerAddress(parsing: value) else { throw ConfigError("http must be HOST:PORT (e.g. 127.0.0.1:7480), got \"\(value)\"") }
             http = a
+        case "http_tls_cert", "http_tls_key":  // "" = not set (plain HTTP)
+            guard !value.utf8.contains(0) else { throw ConfigError("\(key) must be a file path, got \"\(value)\"") }
+            if key == "http_tls_cert" { httpTLSCertificate = value.isEmpty ? nil : value } else { httpTLSKey = value.isEmpty ? nil : value }
         case "workers": workers = try int(0...256)
         case "state_dir":
             guard !value.isEmpty, !value.utf8.contains(0) else { throw ConfigError("state_dir must be a directory path, got \"\(value)\"") }
@@ -146,8 +154,16 @@ public struct RelayConfig: Sendable {
 
     /// Checks that `api_key` and `api_secret` came as a pair: a key without its secret (or a secret without its key)
     /// would otherwise leave the public dev secret signing for a key the operator meant to be private. Call it once
-    /// every source has been applied; the dev credentials stay only when no key at all was configured.
+    /// every source has been applied; the dev credentials stay only when no key at all was configured. The same for
+    /// `http_tls_cert` and `http_tls_key`: half a pair would otherwise serve plain HTTP where HTTPS was meant.
     public func checkCredentials() throws(ConfigError) {
+        switch (httpTLSCertificate, httpTLSKey) {
+        case (.some(let certificate), nil):
+            throw ConfigError("http_tls_cert \(certificate) is set without http_tls_key: set both (--http-tls-cert FILE --http-tls-key FILE, PARLEY_HTTP_TLS_CERT/PARLEY_HTTP_TLS_KEY or the config file) for HTTPS, or neither for plain HTTP")
+        case (nil, .some(let key)):
+            throw ConfigError("http_tls_key \(key) is set without http_tls_cert: set both (--http-tls-cert FILE --http-tls-key FILE, PARLEY_HTTP_TLS_CERT/PARLEY_HTTP_TLS_KEY or the config file) for HTTPS, or neither for plain HTTP")
+        default: break
+        }
         switch (givenKey, givenSecret) {
         case (.some(let key), nil):
             throw ConfigError("api_key \"\(key)\" is set without api_secret: set both (--api-key K --api-secret S, PARLEY_API_KEY/PARLEY_API_SECRET or the config file), or neither for the dev credentials")
@@ -155,6 +171,13 @@ public struct RelayConfig: Sendable {
             throw ConfigError("api_secret is set without api_key: set both (--api-key K --api-secret S, PARLEY_API_KEY/PARLEY_API_SECRET or the config file), or neither for the dev credentials")
         default: break
         }
+    }
+
+    /// The HTTP API's certificate and key, read and checked (`HTTPTLSFiles.read`); nil for plain HTTP (neither set).
+    /// Call it after `checkCredentials()`.
+    public func readHTTPTLSFiles() throws(ConfigError) -> HTTPTLSFiles? {
+        guard let httpTLSCertificate, let httpTLSKey else { return nil }
+        return try HTTPTLSFiles.read(certificate: httpTLSCertificate, key: httpTLSKey)
     }
 
     /// Applies `PARLEY_<KEY>` variables.

@@ -40,7 +40,8 @@ public final class RelayServer {
         }
         ports = sockets.map { $0.localAddress?.port ?? 0 }
         let verifier = TokenVerifier(keys: config.apiKeys, relayKey: identity.map { Base64URL.encode($0.publicKey) })
-        let shared = RelayShared(config: config.core, verifier: verifier, cookieSecret: Crypto.randomBytes(32), workerPorts: ports)
+        let shared = RelayShared(config: config.core, verifier: verifier, cookieSecret: Crypto.randomBytes(32), workerPorts: ports,
+                                 identity: identity)
         var built: [Worker] = []
         let events = EventHub()
         do {

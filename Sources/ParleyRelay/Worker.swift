@@ -6,7 +6,7 @@ import Synchronization
 /// Joins handed from one worker to the worker that owns the room. The only lock between workers, and it is
 /// on the join path, never the per-packet path.
 final class WorkerInbox: Sendable {
-    private let queue = Mutex<[(datagram: [UInt8], from: PeerAddress)]>([])
+    private let queue = Mutex<[(handoff: Handoff, from: PeerAddress)]>([])
     /// Commands from the HTTP API, with the box their answer goes into.
     private let commands = Mutex<[(AdminCommand, ReplyBox)]>([])
     /// Readers waiting for a fresh snapshot (see `RelayAPI.snapshots`).
@@ -15,8 +15,8 @@ final class WorkerInbox: Sendable {
 
     init() throws(SystemError) { wakeup = try WakeupSignal() }
 
-    func post(_ datagram: [UInt8], from: PeerAddress) {
-        queue.withLock { $0.append((datagram, from)) }
+    func post(_ handoff: Handoff, from: PeerAddress) {
+        queue.withLock { $0.append((handoff, from)) }
         wakeup.signal()
     }
 
@@ -50,7 +50,7 @@ final class WorkerInbox: Sendable {
     }
 
     /// The joins waiting (empty, without allocating, when there are none).
-    func take() -> [(datagram: [UInt8], from: PeerAddress)] {
+    func take() -> [(handoff: Handoff, from: PeerAddress)] {
         wakeup.drain()
         return queue.withLock { q in
             if q.isEmpty { return [] }
@@ -132,7 +132,7 @@ final class Worker: @unchecked Sendable {
             }
             if poller.isReadable(1) {
                 for handoff in inbox.take() {
-                    handoff.datagram.withUnsafeBytes { core.handleHandedOffJoin($0, from: handoff.from, now: Self.moment()) }
+                    core.handleHandoff(handoff.handoff, from: handoff.from, now: Self.moment())
                 }
                 let commands = inbox.takeCommands()
                 if !commands.isEmpty {
@@ -211,7 +211,7 @@ final class Worker: @unchecked Sendable {
 
     private func dispatchHandoffs(_ core: RelayCore) {
         for h in core.handoffs where h.worker < peers.count {
-            peers[h.worker].post(h.datagram, from: h.from)
+            peers[h.worker].post(h.handoff, from: h.from)
         }
     }
 }

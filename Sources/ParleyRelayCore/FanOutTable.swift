@@ -1,3 +1,4 @@
+import ParleyCrypto
 import ParleyWire
 
 /// The listeners of one room as the per-packet fan-out reads them: a contiguous array of plain values
@@ -5,10 +6,10 @@ import ParleyWire
 /// takes no reference count and runs no exclusivity check per listener.
 ///
 /// ```
-/// entries ─▶ ┌──────────────┬────────┬──────┬────────────┬──────────┐
-///            │ address (24) │ member │ kind │ packetsOut │ bytesOut │  one listener, 56 bytes
-///            ├──────────────┼────────┼──────┼────────────┼──────────┤
-///            │ …            │        │      │            │          │  `count` entries
+/// entries ─▶ ┌──────────────┬────────┬──────┬──────┬────────────┬──────────┐
+///            │ address (24) │ member │ kind │ srtp │ packetsOut │ bytesOut │  one listener (kind: endpoint, cleartext)
+///            ├──────────────┼────────┼──────┼──────┼────────────┼──────────┤
+///            │ …            │        │      │      │            │          │  `count` entries
 /// members ─▶ [Member] in the same order (only `rebuild` and `foldCounters` read it)
 /// ```
 ///
@@ -27,6 +28,11 @@ final class FanOutTable {
         var memberID: UInt32
         /// A plain-RTP endpoint hears only the first forwarded speaker other than itself.
         var isRTPEndpoint: Bool
+        /// An SRTP endpoint's outbound session (unretained: the member in `members` holds it), nil for cleartext.
+        var srtp: Unmanaged<SDESSession>?
+        /// It is sent packets as they arrived in the clear, not protected with the room's downstream key (a
+        /// cleartext member, debugging only; an endpoint's packets are protected with `srtp` when it has one).
+        var cleartext: Bool
         /// Forwarded to it since the last `foldCounters`.
         var packetsOut: UInt64
         /// Bytes of those packets.
@@ -103,7 +109,8 @@ final class FanOutTable {
         }
         for m in listeners {
             (entries + count).initialize(to: Entry(address: m.address, memberID: m.id, isRTPEndpoint: m.isRTPEndpoint,
-                                                   packetsOut: 0, bytesOut: 0))
+                                                   srtp: m.endpointSRTP.map { .passUnretained($0.toEndpoint) },
+                                                   cleartext: m.receivesCleartext, packetsOut: 0, bytesOut: 0))
             members.append(m)
             count += 1
         }

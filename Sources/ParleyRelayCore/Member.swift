@@ -1,3 +1,4 @@
+import ParleyCrypto
 import ParleyWire
 
 /// Traffic counters of one member, as the HTTP API will show them.
@@ -61,6 +62,22 @@ final class Member {
     var mixSequence: UInt16
     /// The only address a publishing RTP endpoint's packets are accepted from (named at creation).
     var rtpSource: PeerAddress?
+    /// An encrypted member's SRTP/SRTCP from it (nil: cleartext, debugging only).
+    var srtpIn: SRTPReceiver?
+    /// An encrypted member's SRTP/SRTCP to it: the relay's own RTCP and, in a mix room, its mix.
+    var srtpOut: SRTPSender?
+    /// Whether media to this member goes in the clear (a cleartext member, or an RTP endpoint without SRTP).
+    var receivesCleartext: Bool { srtpOut == nil }
+
+    /// Starts SRTP with the keys of the member's handshake (and the room's downstream key in a forward room).
+    func startMedia(keys: SessionKeys, maxStreams: Int) throws(SRTPError) {
+        srtpIn = try keys.mediaReceive.receiver(maxStreams: 4)
+        srtpOut = try keys.mediaSend.sender(maxStreams: 4)
+        if room.mix == nil { try room.startDownstream(streams: maxStreams) }
+        room.fanOut.invalidate()
+    }
+    /// An SRTP endpoint's sessions (nil: a signalling member, or a cleartext endpoint); see `EndpointSRTP`.
+    var endpointSRTP: EndpointSRTP? { didSet { room.fanOut.invalidate() } }
 
     init(id: UInt32, session: SignallingSession, ssrc: UInt32, canPublish: Bool, canSubscribe: Bool, joinedAt: Int64,
          room: Room, muted: Bool, mixSequence: UInt16) {

@@ -1,3 +1,4 @@
+import ParleyCrypto
 import ParleyWire
 
 /// How every datagram a core sends leaves it, and what is counted on the way: unreliable signals and refusals (each
@@ -15,6 +16,8 @@ final class Outbox {
     private var unverifiedAnswers: TokenBucket
     private var dropLogWindow = [Instant](repeating: .distantPast, count: DropReason.allCases.count)
     private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
+    /// Where a sealed datagram is opened (its plaintext is read before the next one arrives).
+    let openScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
 
     init(output: OutputQueue, config: RelayCoreConfig, log: LogSink) {
         self.output = output
@@ -26,7 +29,10 @@ final class Outbox {
     /// Takes one answer to an unverified address from the worker's budget (`retriesPerSecond`); false when spent.
     func takeUnverifiedAnswer(now: Instant) -> Bool { unverifiedAnswers.take(now: now) }
 
-    deinit { scratch.deallocate() }
+    deinit {
+        scratch.deallocate()
+        openScratch.deallocate()
+    }
 
     /// Drops of one kind are logged at most once per this interval.
     static let dropLogInterval = Interval.seconds(10)
@@ -40,38 +46,67 @@ final class Outbox {
         }
     }
 
-    /// Sends one unreliable signalling message to `address`; `limit` caps its size (anti-amplification).
+    /// Sends one unreliable signalling message to `address`; `limit` caps its size (anti-amplification). With
+    /// `sealedWith` it goes out sealed (`SignallingEnvelope`) with that channel.
     func sendSignal(_ message: SignalMessage, to address: PeerAddress, connectionID: UInt32, ack: UInt32 = 0,
-                    viaPublicPort: Bool, limit: Int = Signalling.maxDatagramSize) {
+                    viaPublicPort: Bool, limit: Int = Signalling.maxDatagramSize, sealedWith channel: SealedChannel? = nil) {
         sendDatagram(SignalDatagram(connectionID: connectionID, sequence: 0, ack: ack, message: message),
-                     to: address, viaPublicPort: viaPublicPort, limit: limit)
+                     to: address, viaPublicPort: viaPublicPort, limit: limit, sealedWith: channel)
+    }
+
+    /// Sends one unreliable message to a session, at its address, with its acknowledgement, sealed when it is.
+    func sendSignal(_ message: SignalMessage, to session: SignallingSession) {
+        sendSignal(message, to: session.address, connectionID: session.connectionID, ack: session.channel.ackNumber,
+                   viaPublicPort: session.viaPublicPort, sealedWith: session.sealed)
     }
 
     /// Sends a refusal in at most `limit` bytes (the size of the request it answers: no refusal amplifies). A reason
     /// too long for that is cut on a UTF-8 boundary; the code always goes out.
     func sendRefusal(_ code: RefusalCode, _ reason: String, to address: PeerAddress, connectionID: UInt32, viaPublicPort: Bool,
-                     limit: Int) {
+                     limit: Int, sealedWith channel: SealedChannel? = nil) {
         func datagram(_ reason: String) -> SignalDatagram {
             SignalDatagram(connectionID: connectionID, sequence: 0, ack: 0, message: .refused(code: code, reason: reason))
         }
+        let overhead = channel == nil ? 0 : SignallingEnvelope.sealedOverhead
         var fitted = reason
-        if let whole = try? datagram(reason).serialize(into: scratch), whole > limit {
-            fitted = reason.prefix(utf8Bytes: reason.utf8.count - (whole - limit))
+        if let whole = try? datagram(reason).serialize(into: scratch), whole + overhead > limit {
+            fitted = reason.prefix(utf8Bytes: max(0, reason.utf8.count - (whole + overhead - limit)))
         }
         // Only a request smaller than a refusal with no reason at all (none parses) goes unanswered.
-        sendDatagram(datagram(fitted), to: address, viaPublicPort: viaPublicPort, limit: limit)
+        sendDatagram(datagram(fitted), to: address, viaPublicPort: viaPublicPort, limit: limit, sealedWith: channel)
     }
 
-    func sendDatagram(_ datagram: SignalDatagram, to address: PeerAddress, viaPublicPort: Bool, limit: Int = Signalling.maxDatagramSize) {
+    /// Sends a datagram, sealed with `channel` when given; nothing goes out when it would exceed `limit` bytes.
+    func sendDatagram(_ datagram: SignalDatagram, to address: PeerAddress, viaPublicPort: Bool, limit: Int = Signalling.maxDatagramSize,
+                      sealedWith channel: SealedChannel? = nil) {
         let space = output.reserve(Signalling.maxDatagramSize)
-        guard let n = try? datagram.serialize(into: space) else {
-            log.write(.error, "could not serialize \(datagram.message.typeCode) for \(address)")
+        let n: Int
+        do {
+            if let channel {
+                let inner = try datagram.serialize(into: UnsafeMutableRawBufferPointer(rebasing: scratch[..<SignallingEnvelope.maxSealedPlaintext]))
+                SignallingEnvelope.writeHeader(.sealed, connectionID: datagram.connectionID, into: space)
+                let body = UnsafeMutableRawBufferPointer(rebasing: space[SignallingEnvelope.headerSize...])
+                n = SignallingEnvelope.headerSize + (try channel.seal(UnsafeRawBufferPointer(rebasing: scratch[..<inner]), into: body))
+            } else {
+                n = try datagram.serialize(into: space)
+            }
+        } catch {
+            log.write(.error, "could not serialize \(datagram.message.typeCode) for \(address): \(error)")
             return
         }
         guard n <= limit else { return }
         output.commit(space, length: n, to: address, viaPublicPort: viaPublicPort)
         counters.packetsQueued &+= 1
         counters.bytesQueued &+= UInt64(n)
+    }
+
+    /// Sends bytes made elsewhere (handshake answers).
+    func sendRaw(_ bytes: UnsafeRawBufferPointer, to address: PeerAddress, viaPublicPort: Bool) {
+        let space = output.reserve(bytes.count)
+        space.copyMemory(from: bytes)
+        output.commit(space, length: bytes.count, to: address, viaPublicPort: viaPublicPort)
+        counters.packetsQueued &+= 1
+        counters.bytesQueued &+= UInt64(bytes.count)
     }
 
     /// The reliable channel settings of members and presence sessions: `signallingQueueLimit` bounds each queue, and
@@ -121,13 +156,13 @@ final class Outbox {
         for t in due {
             if t.isRetransmission { counters.signallingRetransmissions &+= 1 }
             sendDatagram(SignalDatagram(connectionID: session.connectionID, sequence: t.sequence, ack: session.channel.ackNumber,
-                                        message: t.message), to: session.address, viaPublicPort: session.viaPublicPort)
+                                        message: t.message), to: session.address, viaPublicPort: session.viaPublicPort,
+                         sealedWith: session.sealed)
         }
         if !due.isEmpty {
             session.channel.ackSent()
         } else if session.channel.ackOwed {
-            sendSignal(.ack, to: session.address, connectionID: session.connectionID, ack: session.channel.ackNumber,
-                       viaPublicPort: session.viaPublicPort)
+            sendSignal(.ack, to: session)
             session.channel.ackSent()
         }
     }
@@ -141,8 +176,7 @@ final class Outbox {
     /// Tells a session it is being removed and why (unreliable: nothing will retransmit it).
     func sayGoodbye(_ code: GoodbyeCode, _ reason: String, to session: SignallingSession) {
         guard session.signals else { return }
-        sendSignal(.goodbye(code: code, reason: reason), to: session.address, connectionID: session.connectionID,
-                   ack: session.channel.ackNumber, viaPublicPort: session.viaPublicPort)
+        sendSignal(.goodbye(code: code, reason: reason), to: session)
     }
 
     /// The reason a text status gives for recipients that were not keeping up ("" for none).

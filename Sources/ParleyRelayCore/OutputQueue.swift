@@ -65,6 +65,13 @@ public final class OutputQueue {
         append(UnsafeRawBufferPointer(start: space.baseAddress, count: length), to: to, viaPublicPort: viaPublicPort)
     }
 
+    /// Keeps the first `length` bytes of the space `reserve` returned without queuing them (a decrypted or protected
+    /// packet that several entries will point at); they live until `reset`.
+    public func keep(_ space: UnsafeMutableRawBufferPointer, length: Int) -> UnsafeRawBufferPointer {
+        chunkOffset += (length + 15) & ~15
+        return UnsafeRawBufferPointer(start: space.baseAddress, count: length)
+    }
+
     /// Forgets every entry and arena byte (after the loop sent them).
     public func reset() {
         count = 0

@@ -1,4 +1,5 @@
 import ParleyAuth
+import ParleyCrypto
 import ParleyWire
 
 /// Moving a session to a new address (NAT rebinding, a new network) only after the new address proved it can receive
@@ -27,12 +28,14 @@ final class PathValidator {
     /// Sends `address` a challenge for session `connectionID`, in no more bytes than `received`, at most once per
     /// `pathChallengeInterval` per session and within the worker's budget for answers to unverified addresses.
     private func challengePath(connectionID: UInt32, lastChallengeSent: inout Instant, to address: PeerAddress, received: Int,
-                       now: Moment, viaPublicPort: Bool) {
-        guard received >= Self.challengeDatagramSize, now.monotonic - lastChallengeSent >= Self.challengeInterval,
+                       now: Moment, viaPublicPort: Bool, sealedWith channel: SealedChannel?) {
+        let size = Self.challengeDatagramSize + (channel == nil ? 0 : SignallingEnvelope.sealedOverhead)
+        guard received >= size, now.monotonic - lastChallengeSent >= Self.challengeInterval,
               outbox.takeUnverifiedAnswer(now: now.monotonic) else { return }
         lastChallengeSent = now.monotonic
         let challenge = challenges.mint(connectionID: connectionID, address: address, unixMilliseconds: now.unixMilliseconds)
-        outbox.sendSignal(.pathChallenge(challenge: challenge), to: address, connectionID: connectionID, viaPublicPort: viaPublicPort, limit: received)
+        outbox.sendSignal(.pathChallenge(challenge: challenge), to: address, connectionID: connectionID, viaPublicPort: viaPublicPort,
+                          limit: received, sealedWith: channel)
         outbox.counters.pathChallengesSent &+= 1
     }
 
@@ -41,7 +44,7 @@ final class PathValidator {
     func challengeUnknownAddress(connectionID: UInt32, from: PeerAddress, received: Int, now: Moment, viaPublicPort: Bool) -> Bool {
         guard let session = sessions.byConnection[connectionID]?.session, session.signals else { return false }
         challengePath(connectionID: connectionID, lastChallengeSent: &session.lastChallengeSent, to: from, received: received,
-                      now: now, viaPublicPort: viaPublicPort)
+                      now: now, viaPublicPort: viaPublicPort, sealedWith: session.sealed)
         return true
     }
 
@@ -52,7 +55,7 @@ final class PathValidator {
         let ssrc = UInt32(bigEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt32.self))
         guard let member = sessions.bySSRC[ssrc], !member.isRTPEndpoint else { return }
         challengePath(connectionID: member.connectionID, lastChallengeSent: &member.session.lastChallengeSent, to: from,
-                      received: bytes.count, now: now, viaPublicPort: false)
+                      received: bytes.count, now: now, viaPublicPort: false, sealedWith: member.session.sealed)
     }
 
     /// A resume from an address that is not the session's: challenge it when the proof holds, else tell the sender to

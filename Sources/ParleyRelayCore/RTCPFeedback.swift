@@ -1,3 +1,4 @@
+import ParleyCrypto
 import ParleyWire
 
 /// RTCP between the relay and its members (forward and mix mode): sender reports noted, listeners' receiver
@@ -20,8 +21,29 @@ final class RTCPFeedback {
 
     /// One RTCP datagram from `from`: sender reports are noted, listeners' receiver reports checked and kept (for the
     /// mix encoders' FEC, or the speaker's next report), NACKs answered from the source's history.
-    func handle(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
+    func handle(_ received: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
         guard let member = sessions.member(at: from) else { return outbox.drop(.unknownSender, from: from, now: now) }
+        var bytes = received
+        if let srtp = member.srtpIn {
+            // SRTCP: authenticated (and decrypted) before anything is read or changed.
+            let space = output.reserve(received.count)
+            do {
+                bytes = output.keep(space, length: try srtp.unprotect(rtcp: received, into: space))
+            } catch .replayed, .tooOld {
+                return outbox.drop(.srtpReplayed, from: from, now: now)
+            } catch {
+                return outbox.drop(.srtpRejected, from: from, now: now)
+            }
+        } else if let srtp = member.endpointSRTP {  // an SRTP endpoint's SRTCP: from its own SSRC only, checked and decrypted first
+            guard received.count >= 8, EndpointSRTP.word(received, at: 4) == member.ssrc else {
+                return outbox.drop(.ssrcMismatch, from: from, now: now)
+            }
+            do {
+                bytes = try srtp.unprotect(received, rtcp: true, in: output)
+            } catch {
+                return outbox.drop(EndpointSRTP.dropReason(error, rtcp: true), from: from, now: now)
+            }
+        }
         member.session.heardMedia(at: now.monotonic)
         member.stats.packetsIn &+= 1
         member.stats.bytesIn &+= UInt64(bytes.count)
@@ -76,6 +98,12 @@ final class RTCPFeedback {
     func answer(_ nack: GenericNACKView, requester: Member, now: Moment) {
         guard let source = sessions.bySSRC[nack.mediaSSRC], source.room === requester.room, source !== requester,
               let history = source.history else { return }
+        // The history holds what the room's listeners were sent: protected with the room's key when it has one. An
+        // encrypted member resends those bytes as they are; an SDES endpoint or a cleartext listener (debugging)
+        // needs the plaintext, which such a history no longer holds: not answered.
+        let historyIsProtected = requester.room.downstream != nil
+        let usable = requester.endpointSRTP != nil ? !historyIsProtected : (requester.srtpOut != nil) == historyIsProtected
+        guard usable else { return }
         var budget = 64
         nack.forEachLostSequence { sequence in
             guard budget > 0 else {
@@ -91,12 +119,18 @@ final class RTCPFeedback {
                 outbox.counters.nacksRefused &+= 1
                 return
             }
-            let space = output.reserve(packet.count)
-            space.copyMemory(from: packet)
-            output.commit(space, length: packet.count, to: requester.address)
+            var length = packet.count
+            if let srtp = requester.endpointSRTP {  // an SRTP endpoint: the resent packet protected again (same index)
+                length = EndpointSRTP.queue(packet, rtcp: false, with: srtp.toEndpoint, to: requester.address, in: output)
+                guard length > 0 else { return }
+            } else {
+                let space = output.reserve(packet.count)
+                space.copyMemory(from: packet)
+                output.commit(space, length: packet.count, to: requester.address)
+            }
             outbox.counters.nacksAnswered &+= 1
             outbox.counters.packetsQueued &+= 1
-            outbox.counters.bytesQueued &+= UInt64(packet.count)
+            outbox.counters.bytesQueued &+= UInt64(length)
             requester.stats.retransmittedToMember &+= 1
         }
     }
@@ -122,8 +156,15 @@ final class RTCPFeedback {
         block.fractionLost = max(block.fractionLost, heard.fractionLost)
         block.jitter = max(block.jitter, heard.jitter)
         let report = ReceiverReport(ssrc: relaySSRC, reports: [block])
-        let space = output.reserve(report.serializedSize)
-        guard let n = try? report.serialize(into: space) else { return }
+        let space = output.reserve(report.serializedSize + max(SRTPSender.rtcpOverhead, SDESSession.trailerCapacity))
+        guard var n = try? report.serialize(into: space) else { return }
+        if let srtp = member.srtpOut {
+            guard let protected = try? srtp.protect(rtcp: UnsafeRawBufferPointer(rebasing: space[..<n]), into: space) else { return }
+            n = protected
+        } else if let srtp = member.endpointSRTP {  // an SRTP endpoint: SRTCP, protected in place
+            guard let protected = try? srtp.toEndpoint.protectRTCP(space, length: n) else { return }
+            n = protected
+        }
         output.commit(space, length: n, to: member.address)
         outbox.counters.packetsQueued &+= 1
         outbox.counters.bytesQueued &+= UInt64(n)

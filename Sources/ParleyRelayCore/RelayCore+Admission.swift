@@ -22,18 +22,21 @@ extension RelayCore {
             return
         }
         guard owner == workerIndex else {
-            handoffs.append((owner, Array(bytes), from))
+            handoffs.append((owner, .cleartext(Array(bytes)), from))
             return
         }
         accept()
     }
 
-    /// Opens the signalling session of a join or register the caller admitted: a fresh connection id and secret.
-    func openSession(identity: String, name: String, nonce: [UInt8], token: String, from: PeerAddress, viaPublicPort: Bool,
+    /// Opens the signalling session of a join or register the caller admitted: a fresh connection id and secret,
+    /// sealed with the handshake's keys when it came through the encrypted protocol.
+    func openSession(identity: String, name: String, nonce: [UInt8], token: String, reply: AdmissionReply,
                      limits: ReliableChannel.Limits, now: Moment) -> SignallingSession {
-        SignallingSession(connectionID: sessions.newConnectionID(random), identity: identity, name: name,
-                          sessionSecret: random.bytes(32), nonce: nonce, token: token, address: from,
-                          viaPublicPort: viaPublicPort, channel: ReliableChannel(limits: limits), now: now.monotonic)
+        let session = SignallingSession(connectionID: sessions.newConnectionID(random), identity: identity, name: name,
+                                        sessionSecret: random.bytes(32), nonce: nonce, token: token, address: reply.address,
+                                        viaPublicPort: reply.viaPublicPort, channel: ReliableChannel(limits: limits), now: now.monotonic)
+        session.sealed = reply.keys?.signallingChannel()
+        return session
     }
 
     /// The keepalive interval a welcome asks for (never more than a third of the timeout), in milliseconds.
@@ -48,36 +51,60 @@ extension RelayCore {
         return true
     }
 
-    /// A join another worker verified the cookie of and passed here because this worker owns the room.
-    /// (Also takes registers, which always go to worker 0.)
-    public func handleHandedOffJoin(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
+    /// A join or register another worker passed here because this worker admits it: a cleartext one whose cookie
+    /// that worker verified, or a sealed one whose handshake it completed.
+    public func handleHandoff(_ handoff: Handoff, from: PeerAddress, now: Moment) {
         noteTimerWork(at: now.monotonic)
+        switch handoff {
+        case .sealed(let request, let keys, let received):
+            guard let datagram = try? SignalDatagram(parsing: request) else { return outbox.drop(.malformedSignalling, from: from, now: now) }
+            admitSealed(datagram, keys: keys, received: received, from: from, now: now, viaPublicPort: true)
+        case .cleartext(let bytes):
+            bytes.withUnsafeBytes { handleHandedOffCleartext($0, from: from, now: now) }
+        }
+    }
+
+    /// A cleartext join or register handed off (debugging only: `allowCleartext`).
+    func handleHandedOffCleartext(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
         guard let datagram = try? SignalDatagram(parsing: bytes) else { return outbox.drop(.malformedSignalling, from: from, now: now) }
+        let reply = AdmissionReply(address: from, viaPublicPort: true, received: bytes.count, keys: nil)
         switch datagram.message {
         case .register(let request):
             guard replaceSession(at: from, nonce: request.nonce, reason: "registered again", now: now) else { return }
-            admitPresence(request, from: from, received: bytes.count, now: now, viaPublicPort: true)
+            guard joinBucket.take(now: now.monotonic) else { return outbox.drop(.joinFlood, from: from, now: now) }
+            admitPresence(request, reply: reply, now: now)
         case .join(let request):
             guard replaceSession(at: from, nonce: request.nonce, reason: "rejoined", now: now) else { return }
-            admit(request, from: from, received: bytes.count, now: now, viaPublicPort: true)
+            guard joinBucket.take(now: now.monotonic) else { return outbox.drop(.joinFlood, from: from, now: now) }
+            admit(request, reply: reply, now: now)
         default:
             outbox.drop(.malformedSignalling, from: from, now: now)
         }
     }
 
-    /// Refuses a join or register of `received` bytes, in no more bytes than that (the reason is cut to fit).
-    func refuse(_ code: RefusalCode, _ reason: String, to address: PeerAddress, now: Moment, viaPublicPort: Bool, limit received: Int) {
+    /// Refuses a join or register: sealed with its handshake's keys, or (cleartext) in no more bytes than the request
+    /// (the reason is cut to fit).
+    func refuse(_ code: RefusalCode, _ reason: String, reply: AdmissionReply, now: Moment) {
         outbox.counters.joinsRefused[code.rawValue, default: 0] &+= 1
-        if log.threshold <= .info { log.write(.info, "join from \(address) refused: \(reason)") }
-        outbox.sendRefusal(code, reason, to: address, connectionID: 0, viaPublicPort: viaPublicPort, limit: received)
+        if log.threshold <= .info { log.write(.info, "join from \(reply.address) refused: \(reason)") }
+        // A refusal's keys seal this one datagram: no session is ever opened with them, so counter 0 is used once.
+        let channel = reply.keys?.signallingChannel()
+        outbox.sendRefusal(code, reason, to: reply.address, connectionID: 0, viaPublicPort: reply.viaPublicPort,
+                           limit: channel == nil ? reply.received : Signalling.maxDatagramSize, sealedWith: channel)
     }
 
-    func admit(_ request: JoinRequest, from: PeerAddress, received: Int, now: Moment, viaPublicPort: Bool) {
-        // Every refusal below answers this join: none may be larger than its `received` bytes.
+    /// Refuses a cleartext join or register of `received` bytes, in no more bytes than that.
+    func refuse(_ code: RefusalCode, _ reason: String, to address: PeerAddress, now: Moment, viaPublicPort: Bool, limit received: Int) {
+        refuse(code, reason, reply: AdmissionReply(address: address, viaPublicPort: viaPublicPort, received: received, keys: nil), now: now)
+    }
+
+    /// Admits a join whose cookie (and, encrypted, handshake) checked out; the caller took it from the join budget.
+    func admit(_ request: JoinRequest, reply: AdmissionReply, now: Moment) {
+        let from = reply.address, viaPublicPort = reply.viaPublicPort
+        // Every refusal below answers this join: sealed, or no larger than its `received` bytes.
         func refuse(_ code: RefusalCode, _ reason: String, to address: PeerAddress, now: Moment, viaPublicPort: Bool) {
-            self.refuse(code, reason, to: address, now: now, viaPublicPort: viaPublicPort, limit: received)
+            self.refuse(code, reason, reply: reply, now: now)
         }
-        guard joinBucket.take(now: now.monotonic) else { return outbox.drop(.joinFlood, from: from, now: now) }
         guard !shuttingDown else {
             return refuse(.shuttingDown, "the relay is shutting down", to: from, now: now, viaPublicPort: viaPublicPort)
         }
@@ -130,12 +157,19 @@ extension RelayCore {
         }
 
         let session = openSession(identity: claims.identity, name: claims.name ?? "", nonce: request.nonce, token: request.token,
-                                  from: from, viaPublicPort: viaPublicPort, limits: outbox.signallingLimits(roomCapacity: capacity), now: now)
+                                  reply: reply, limits: outbox.signallingLimits(roomCapacity: capacity), now: now)
         let ssrc = newMemberSSRC()
         let member = Member(id: shared.nextMemberID(), session: session, ssrc: ssrc, canPublish: claims.grants.publish,
                             canSubscribe: claims.grants.subscribe, joinedAt: now.unixMilliseconds, room: room, muted: request.muted,
                             mixSequence: random.uint16())
         member.speakersFromMedia = request.speakersFromMedia
+        if let keys = reply.keys {
+            do {
+                try member.startMedia(keys: keys, maxStreams: capacity)
+            } catch {
+                return refuse(.badRequest, "the relay cannot run SRTP: \(error)", to: from, now: now, viaPublicPort: viaPublicPort)
+            }
+        }
         if room.mutedByRoom.contains(member.identity) { member.muted = true; member.mutedByRoom = true }
         let others = room.members
         room.members.append(member)
@@ -149,7 +183,8 @@ extension RelayCore {
                                  sessionSecret: session.sessionSecret, room: room.name, mode: room.mode, identity: member.identity,
                                  memberCount: UInt32(others.count),
                                  keepaliveMilliseconds: welcomeKeepaliveMilliseconds,
-                                 timeoutMilliseconds: UInt32(config.memberTimeout.milliseconds), flags: member.flags)), to: session)
+                                 timeoutMilliseconds: UInt32(config.memberTimeout.milliseconds), flags: member.flags,
+                                 roomMediaKey: reply.keys != nil && room.mix == nil ? room.downstreamKey.material : [])), to: session)
         let pages = Self.memberPages(others.map(\.entry))
         for (i, page) in pages.enumerated() {
             outbox.enqueue(.memberPage(index: UInt16(i), count: UInt16(pages.count), members: page), to: session)
@@ -182,21 +217,19 @@ extension RelayCore {
     /// Verifies the token (signature, `exp`/`nbf`, `join` grant; the `room` claim is ignored) and welcomes the new
     /// session with room "" and mode "presence". An identity may be online from several devices at once; beyond
     /// `maxPresenceSessionsPerIdentity` its oldest session is replaced.
-    func admitPresence(_ request: RegisterRequest, from: PeerAddress, received: Int, now: Moment, viaPublicPort: Bool) {
+    func admitPresence(_ request: RegisterRequest, reply: AdmissionReply, now: Moment) {
+        let from = reply.address
         guard workerIndex == Self.presenceWorker else { return }
-        guard joinBucket.take(now: now.monotonic) else { return outbox.drop(.joinFlood, from: from, now: now) }
-        guard !shuttingDown else {
-            return refuse(.shuttingDown, "the relay is shutting down", to: from, now: now, viaPublicPort: viaPublicPort, limit: received)
-        }
+        guard !shuttingDown else { return refuse(.shuttingDown, "the relay is shutting down", reply: reply, now: now) }
         let claims: TokenClaims
         do {
             claims = try shared.verifier.verify(request.token, now: now.unixSeconds)
         } catch {
-            return refuse(RefusalCode(error), error.reason, to: from, now: now, viaPublicPort: viaPublicPort, limit: received)
+            return refuse(RefusalCode(error), error.reason, reply: reply, now: now)
         }
         guard claims.grants.join else {
             let error = TokenError.missingGrant("join")
-            return refuse(RefusalCode(error), error.reason, to: from, now: now, viaPublicPort: viaPublicPort, limit: received)
+            return refuse(RefusalCode(error), error.reason, reply: reply, now: now)
         }
         let online = presence.sessions(of: claims.identity)
         // As for joins: the same token from a second address while a session opened with it lives is a replay (the
@@ -211,7 +244,7 @@ extension RelayCore {
             removePresence(oldest, reason: reason, goodbye: .replaced, now: now)
         }
         let session = openSession(identity: claims.identity, name: claims.name ?? "", nonce: request.nonce, token: request.token,
-                                  from: from, viaPublicPort: viaPublicPort, limits: outbox.signallingLimits(), now: now)
+                                  reply: reply, limits: outbox.signallingLimits(), now: now)
         let p = Presence(id: shared.nextMemberID(), session: session, registeredAt: now.unixMilliseconds)
         sessions.add(.presence(p), at: from)
         presence.add(p)
@@ -227,7 +260,7 @@ extension RelayCore {
     /// Splits member entries into pages whose datagrams fit in `Signalling.maxDatagramSize`.
     static func memberPages(_ entries: [MemberEntry]) -> [[MemberEntry]] {
         guard !entries.isEmpty else { return [] }
-        let budget = Signalling.maxDatagramSize - Signalling.headerSize - 2 * 5
+        let budget = SignallingEnvelope.maxSealedPlaintext - Signalling.headerSize - 2 * 5
         var pages: [[MemberEntry]] = [[]]
         var used = 0
         for e in entries {

@@ -1,16 +1,26 @@
+import ParleyCrypto
 import ParleyWire
 
 /// The media hot path, kept on the core so a forwarded packet takes no extra hop: RTP from a member is checked,
 /// counted, kept for NACKs, observed for speaker selection, and fanned out to the room's listeners straight from the
 /// received buffer (`FanOutTable`), or handed to the room's mixer; and the mix deadlines the loop wakes for.
 extension RelayCore {
-    /// The per-packet path: latch check, stats, history, speaker selection, fan-out. No allocation.
-    func handleRTP(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
+    /// The per-packet path: latch check, SRTP unprotect (an encrypted member, or an SDES endpoint), stats, history,
+    /// speaker selection, SRTP protect with the room's downstream key (once per packet), fan-out. No allocation: the
+    /// plaintext and the protected packet live in the output arena, which every listener's entry points into.
+    func handleRTP(_ received: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
         guard let member = sessions.member(at: from) else {
-            paths.challengeRTPSender(bytes, from: from, now: now)
+            paths.challengeRTPSender(received, from: from, now: now)
             return outbox.drop(.unknownSender, from: from, now: now)
         }
-        let packet: RTPPacketView
+        // An SRTP endpoint's packet is checked and decrypted first (RelayCore+RTPEndpoints.swift); the rest reads the clear copy.
+        var bytes = received
+        if member.endpointSRTP != nil {
+            guard let clear = unprotectEndpointRTP(received, from: member, address: from, now: now) else { return }
+            bytes = clear
+        }
+        var plain = bytes
+        var packet: RTPPacketView
         do {
             packet = try RTPPacketView(parsing: bytes)
         } catch {
@@ -18,16 +28,25 @@ extension RelayCore {
         }
         guard packet.ssrc == member.ssrc || adoptEndpointSSRC(member, packet.ssrc) else { return outbox.drop(.ssrcMismatch, from: from, now: now) }
         guard member.canPublish else { return outbox.drop(.notPublisher, from: from, now: now) }
+        if let srtp = member.srtpIn {
+            // Authenticated before anything is counted or changed: a forged packet moves nothing.
+            let space = output.reserve(bytes.count)
+            do {
+                plain = output.keep(space, length: try srtp.unprotect(bytes, into: space))
+            } catch .replayed, .tooOld {
+                return outbox.drop(.srtpReplayed, from: from, now: now)
+            } catch {
+                return outbox.drop(.srtpRejected, from: from, now: now)
+            }
+            guard let view = try? RTPPacketView(parsing: plain) else { return outbox.drop(.malformedRTP, from: from, now: now) }
+            packet = view
+        }
         member.session.heardMedia(at: now.monotonic)
         member.stats.packetsIn &+= 1
         member.stats.bytesIn &+= UInt64(bytes.count)
         if member.receiveStats.packetsReceived == 0 { noteTimerWork(at: now.monotonic) }  // receiver reports start
         member.receiveStats.record(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp,
                                    arrivalTimeNanoseconds: now.monotonic.nanoseconds)
-        // The history is allocated at the member's first RTP packet, not at its join: members that never publish
-        // (listeners, a join flood) do not cost its slots (128 × 1,500 bytes by default).
-        let history = member.history ?? member.startHistory(slots: config.nackHistorySlots)
-        history.store(sequence: packet.sequenceNumber, bytes)
         guard !member.muted else { return outbox.drop(.muted, from: from, now: now) }
 
         let room = member.room
@@ -43,8 +62,23 @@ extension RelayCore {
         }
         guard room.selector.isForwarded(member.id) else { return }
 
-        let size = UInt64(bytes.count)
-        var sent: UInt64 = 0
+        // Encrypted listeners get the packet protected with the room's key: one encryption for all of them.
+        var protected = plain
+        if let downstream = room.downstream {
+            let space = output.reserve(plain.count + SRTPSender.rtpOverhead)
+            do {
+                protected = output.keep(space, length: try downstream.protect(plain, into: space))
+            } catch {
+                return outbox.drop(.srtpReplayed, from: from, now: now)  // an index the room key already protected
+            }
+        }
+        // The history keeps what encrypted listeners were sent: a retransmission resends those bytes (an SRTP index
+        // is never protected twice). It is allocated at the member's first forwarded packet, not at its join: members
+        // that never speak (listeners, a join flood) do not cost its slots (128 × 1,500 bytes by default).
+        let history = member.history ?? member.startHistory(slots: config.nackHistorySlots)
+        history.store(sequence: packet.sequenceNumber, protected)
+
+        var sent: UInt64 = 0, sentBytes: UInt64 = 0
         let table = room.fanOut
         table.refresh(from: room.members)
         let entries = table.entries
@@ -53,14 +87,25 @@ extension RelayCore {
             guard listener.pointee.memberID != member.id else { continue }
             // A plain-RTP endpoint hears one stream: the first forwarded speaker other than itself.
             if listener.pointee.isRTPEndpoint, firstForwarded(in: room, except: listener.pointee.memberID) != member.id { continue }
-            output.append(bytes, to: listener.pointee.address)
+            if let srtp = listener.pointee.srtp {  // an SRTP endpoint: a copy protected with its own key in the arena
+                let n = EndpointSRTP.queue(plain, rtcp: false, with: srtp.takeUnretainedValue(), to: listener.pointee.address, in: output)
+                guard n > 0 else { continue }
+                listener.pointee.packetsOut &+= 1
+                listener.pointee.bytesOut &+= UInt64(n)
+                sent &+= 1
+                sentBytes &+= UInt64(n)
+                continue
+            }
+            let out = listener.pointee.cleartext ? plain : protected
+            output.append(out, to: listener.pointee.address)
             listener.pointee.packetsOut &+= 1
-            listener.pointee.bytesOut &+= size
+            listener.pointee.bytesOut &+= UInt64(out.count)
             sent &+= 1
+            sentBytes &+= UInt64(out.count)
         }
         outbox.counters.forwarded &+= sent
         outbox.counters.packetsQueued &+= sent
-        outbox.counters.bytesQueued &+= sent &* size
+        outbox.counters.bytesQueued &+= sentBytes
     }
 
     /// Runs the mixes of every mix-mode room whose deadline has passed.
@@ -68,13 +113,27 @@ extension RelayCore {
         for room in rooms.mixRooms {
             guard let mix = room.mix, let due = mix.nextDeadline, due <= now.monotonic else { continue }
             mix.run(room: room, now: now.monotonic) { bytes, listener in
-                let space = output.reserve(bytes.count)
-                space.copyMemory(from: bytes)
-                output.commit(space, length: bytes.count, to: listener.address)
+                // Each mix is its listener's own: protected with that member's key (an encrypted member) or its SDES
+                // session (an SRTP endpoint).
+                let length: Int
+                if let srtp = listener.endpointSRTP {
+                    length = EndpointSRTP.queue(bytes, rtcp: false, with: srtp.toEndpoint, to: listener.address, in: output)
+                    guard length > 0 else { return }
+                } else {
+                    let space = output.reserve(bytes.count + SRTPSender.rtpOverhead)
+                    if let srtp = listener.srtpOut {
+                        guard let n = try? srtp.protect(bytes, into: space) else { return }
+                        length = n
+                    } else {
+                        space.copyMemory(from: bytes)
+                        length = bytes.count
+                    }
+                    output.commit(space, length: length, to: listener.address)
+                }
                 listener.stats.packetsOut &+= 1
-                listener.stats.bytesOut &+= UInt64(bytes.count)
+                listener.stats.bytesOut &+= UInt64(length)
                 outbox.counters.packetsQueued &+= 1
-                outbox.counters.bytesQueued &+= UInt64(bytes.count)
+                outbox.counters.bytesQueued &+= UInt64(length)
                 outbox.counters.mixedPacketsSent &+= 1
             }
         }

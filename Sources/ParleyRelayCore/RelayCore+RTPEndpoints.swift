@@ -17,6 +17,8 @@ public struct RTPEndpointInfo: Sendable, Equatable {
     public var receiveAddress: PeerAddress?
     /// Member id.
     public var memberID: UInt32
+    /// The SDES keys (nil: a cleartext endpoint, which only `allowCleartext` permits).
+    public var keys: RTPEndpointKeys?
 }
 
 /// The backend's plain-RTP endpoints: members with no signalling whose addresses the backend names.
@@ -28,10 +30,20 @@ extension RelayCore {
     /// never learned from traffic: RTP is accepted only from `source` (a publisher must have one; default `receive`,
     /// as tools that send and receive on one port do), and the room's media goes only to `receive` (a subscriber must
     /// have one; default `source`). A stranger's packet therefore takes nothing, and nothing is sent anywhere the
-    /// backend did not name.
+    /// backend did not name. With `keys` (the default of the API) the endpoint speaks SRTP `AES_CM_128_HMAC_SHA1_80`:
+    /// what it sends is checked and decrypted before anything else, what it is sent is protected; without them it
+    /// speaks cleartext RTP, which only a relay that allows cleartext (`allowCleartext`) accepts.
     public func createRTPEndpoint(room name: String, identity: String, displayName: String?, publish: Bool, subscribe: Bool,
-                                  source: PeerAddress?, receive: PeerAddress?, now: Moment) -> AdminResult {
+                                  source: PeerAddress?, receive: PeerAddress?, keys: RTPEndpointKeys?, now: Moment) -> AdminResult {
         guard !shuttingDown else { return .unavailable("the relay is shutting down") }
+        guard keys != nil || config.allowCleartext else {
+            return .invalid("this relay refuses cleartext RTP endpoints (allow_cleartext is off): leave out \"srtp\": false")
+        }
+        var srtp: EndpointSRTP?
+        if let keys {
+            guard let sessions = EndpointSRTP(keys: keys) else { return .unavailable("libsrtp could not set up the endpoint's SRTP") }
+            srtp = sessions
+        }
         guard let room = rooms[name] else { return .notFound("room \(name) does not exist") }
         let source = publish ? source ?? receive : nil
         let destination = subscribe ? receive ?? source : nil
@@ -51,6 +63,7 @@ extension RelayCore {
                             joinedAt: now.unixMilliseconds, room: room, muted: false, mixSequence: random.uint16())
         member.hasDestination = destination != nil
         member.rtpSource = source
+        member.endpointSRTP = srtp
         room.members.append(member)
         room.emptySince = nil
         room.mix?.start(now: now.monotonic)
@@ -61,11 +74,11 @@ extension RelayCore {
         rooms.events.append(RelayEvent(kind: .memberJoined, room: room.name, identity: identity, detail: member.name,
                                  unixMilliseconds: now.unixMilliseconds))
         if log.threshold <= .info {
-            log.write(.info, "RTP endpoint \(identity) added to \(room.name) (member \(member.id), ssrc \(ssrc), from \(source.map(\.description) ?? "-"), to \(destination.map(\.description) ?? "-"))")
+            log.write(.info, "\(srtp == nil ? "cleartext RTP" : "SRTP") endpoint \(identity) added to \(room.name) (member \(member.id), ssrc \(ssrc), from \(source.map(\.description) ?? "-"), to \(destination.map(\.description) ?? "-"))")
         }
         let port = shared.workerPorts[min(workerIndex, shared.workerPorts.count - 1)]
         return .rtpEndpoint(RTPEndpointInfo(identity: identity, ssrc: ssrc, port: port, payloadType: Self.rtpEndpointPayloadType,
-                                            sourceAddress: source, receiveAddress: destination, memberID: member.id))
+                                            sourceAddress: source, receiveAddress: destination, memberID: member.id, keys: keys))
     }
 
     /// Removes the RTP endpoint `identity` of `room` (a signalling member is not touched).
@@ -76,6 +89,33 @@ extension RelayCore {
         }
         removeMember(member, reason: "removed by the backend", goodbye: nil, now: now)
         return .ok
+    }
+
+    /// An SRTP endpoint's RTP, checked and decrypted into the output arena (valid until the loop's flush), or nil when
+    /// dropped. libsrtp sets up a stream per SSRC it authenticates, so only the endpoint's SSRC reaches it — or, at a
+    /// publisher's first packet, the tool's own (adopted by `adoptEndpointSSRC` once it verifies) — and nothing from
+    /// an endpoint that may not publish.
+    func unprotectEndpointRTP(_ bytes: UnsafeRawBufferPointer, from member: Member, address: PeerAddress, now: Moment) -> UnsafeRawBufferPointer? {
+        guard let srtp = member.endpointSRTP else { return bytes }
+        guard member.canPublish else {
+            outbox.drop(.notPublisher, from: address, now: now)
+            return nil
+        }
+        guard bytes.count >= 12 else {
+            outbox.drop(.malformedRTP, from: address, now: now)
+            return nil
+        }
+        let ssrc = EndpointSRTP.word(bytes, at: 8)
+        guard ssrc == member.ssrc || (member.stats.packetsIn == 0 && sessions.bySSRC[ssrc] == nil) else {
+            outbox.drop(.ssrcMismatch, from: address, now: now)
+            return nil
+        }
+        do {
+            return try srtp.unprotect(bytes, rtcp: false, in: output)
+        } catch {
+            outbox.drop(EndpointSRTP.dropReason(error, rtcp: false), from: address, now: now)
+            return nil
+        }
     }
 
     /// An endpoint's first packet may carry the tool's own SSRC (ffmpeg and GStreamer pick one unless told): it

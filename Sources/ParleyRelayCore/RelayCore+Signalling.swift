@@ -9,26 +9,33 @@ import ParleyWire
 /// to a proven address, for members and presence sessions alike.
 extension RelayCore {
     func handleSignalling(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment, viaPublicPort: Bool) {
+        if SignallingEnvelope.isEnvelope(bytes) { return handleEnvelope(bytes, from: from, now: now, viaPublicPort: viaPublicPort) }
         let datagram: SignalDatagram
         do {
             datagram = try SignalDatagram(parsing: bytes)
         } catch {
             return outbox.drop(.malformedSignalling, from: from, now: now)
         }
+        guard config.allowCleartext else { return refuseCleartext(datagram, received: bytes.count, from: from, now: now, viaPublicPort: viaPublicPort) }
         if let entry = sessions.byAddress[from] {
+            // A sealed session takes only sealed datagrams: a cleartext one at its address is anyone's forgery.
+            guard entry.session.sealed == nil else { return outbox.drop(.cleartext, from: from, now: now) }
             return handleSessionSignal(entry, datagram, bytes: bytes, now: now, viaPublicPort: viaPublicPort)
         }
         noteTimerWork(at: now.monotonic)
+        let reply = AdmissionReply(address: from, viaPublicPort: viaPublicPort, received: bytes.count, keys: nil)
         switch datagram.message {
         case .join(let request):
             handleAdmissionRequest(cookie: request.cookie, owner: shared.worker(forRoom: request.room), bytes: bytes, from: from,
                                    now: now, viaPublicPort: viaPublicPort) {
-                admit(request, from: from, received: bytes.count, now: now, viaPublicPort: viaPublicPort)
+                guard joinBucket.take(now: now.monotonic) else { return outbox.drop(.joinFlood, from: from, now: now) }
+                admit(request, reply: reply, now: now)
             }
         case .register(let request):
             handleAdmissionRequest(cookie: request.cookie, owner: Self.presenceWorker, bytes: bytes, from: from, now: now,
                                    viaPublicPort: viaPublicPort) {
-                admitPresence(request, from: from, received: bytes.count, now: now, viaPublicPort: viaPublicPort)
+                guard joinBucket.take(now: now.monotonic) else { return outbox.drop(.joinFlood, from: from, now: now) }
+                admitPresence(request, reply: reply, now: now)
             }
         case .resume(let timestamp, let proof):
             paths.resume(connectionID: datagram.connectionID, timestamp: timestamp, proof: proof, received: bytes.count,
@@ -45,6 +52,21 @@ extension RelayCore {
                                             viaPublicPort: viaPublicPort)
             }
             outbox.drop(.unknownSender, from: from, now: now)
+        }
+    }
+
+    /// Version 1 signalling when the relay admits only version 2: a join or register is told why (in no more bytes
+    /// than it sent, within the budget for unverified addresses) so an old client says something clear; the rest is
+    /// dropped. All of it is counted as `cleartext`.
+    func refuseCleartext(_ datagram: SignalDatagram, received: Int, from: PeerAddress, now: Moment, viaPublicPort: Bool) {
+        outbox.drop(.cleartext, from: from, now: now)
+        switch datagram.message {
+        case .join, .register:
+            guard outbox.takeUnverifiedAnswer(now: now.monotonic) else { return }
+            outbox.sendRefusal(.encryptionRequired, "this relay admits only encrypted signalling (protocol version 2): update parley",
+                               to: from, connectionID: 0, viaPublicPort: viaPublicPort, limit: received)
+        default:
+            break
         }
     }
 
@@ -73,8 +95,7 @@ extension RelayCore {
                 removeSession(entry, reason: "left", goodbye: .left, now: now)
                 return
             case .ping(let timestamp):
-                outbox.sendSignal(.pong(timestamp: timestamp), to: session.address, connectionID: session.connectionID,
-                           ack: session.channel.ackNumber, viaPublicPort: session.viaPublicPort)
+                outbox.sendSignal(.pong(timestamp: timestamp), to: session)
                 session.channel.ackSent()
             case .sendText(let to, let fragment):
                 for finished in session.texts.take(fragment) {
@@ -96,23 +117,28 @@ extension RelayCore {
             case .ack:
                 break
             case .join(let request):
-                guard case .member = entry else { outbox.drop(.unexpectedMessage, from: session.address, now: now); continue }
+                // A sealed session joins afresh with a new handshake, never with a join inside its channel.
+                guard case .member = entry, session.sealed == nil else { outbox.drop(.unexpectedMessage, from: session.address, now: now); continue }
                 if request.nonce == session.nonce { continue }  // a repeat: the welcome is on its way
                 let address = session.address
                 removeSession(entry, reason: "rejoined", goodbye: nil, now: now)
+                let reply = AdmissionReply(address: address, viaPublicPort: viaPublicPort, received: bytes.count, keys: nil)
                 handleAdmissionRequest(cookie: request.cookie, owner: shared.worker(forRoom: request.room), bytes: bytes, from: address,
                                        now: now, viaPublicPort: viaPublicPort) {
-                    admit(request, from: address, received: bytes.count, now: now, viaPublicPort: viaPublicPort)
+                    guard joinBucket.take(now: now.monotonic) else { return outbox.drop(.joinFlood, from: address, now: now) }
+                    admit(request, reply: reply, now: now)
                 }
                 return
             case .register(let request):
-                guard case .presence = entry else { outbox.drop(.unexpectedMessage, from: session.address, now: now); continue }
+                guard case .presence = entry, session.sealed == nil else { outbox.drop(.unexpectedMessage, from: session.address, now: now); continue }
                 if request.nonce == session.nonce { continue }  // a repeat: the welcome is on its way
                 let address = session.address
                 removeSession(entry, reason: "registered again", goodbye: nil, now: now)
+                let reply = AdmissionReply(address: address, viaPublicPort: viaPublicPort, received: bytes.count, keys: nil)
                 handleAdmissionRequest(cookie: request.cookie, owner: Self.presenceWorker, bytes: bytes, from: address, now: now,
                                        viaPublicPort: viaPublicPort) {
-                    admitPresence(request, from: address, received: bytes.count, now: now, viaPublicPort: viaPublicPort)
+                    guard joinBucket.take(now: now.monotonic) else { return outbox.drop(.joinFlood, from: address, now: now) }
+                    admitPresence(request, reply: reply, now: now)
                 }
                 return
             default:

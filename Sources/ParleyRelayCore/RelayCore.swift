@@ -1,4 +1,5 @@
 import ParleyAuth
+import ParleyCrypto
 import ParleyWire
 
 /// The relay's logic for one worker loop: the rooms it owns, their members, signalling sessions and
@@ -13,8 +14,8 @@ public final class RelayCore {
     public let workerIndex: Int
     /// Datagrams to send after each call.
     public let output = OutputQueue()
-    /// Joins that belong to another worker's room: (worker, datagram, sender). The loop posts them there.
-    public internal(set) var handoffs: [(worker: Int, datagram: [UInt8], from: PeerAddress)] = []
+    /// Joins and registers another worker admits: (worker, what, sender). The loop posts them there.
+    public internal(set) var handoffs: [(worker: Int, handoff: Handoff, from: PeerAddress)] = []
     /// Counters.
     public var counters: RelayCounters { outbox.counters }
     /// The SSRC the relay uses for its own RTCP on this worker.
@@ -40,6 +41,8 @@ public final class RelayCore {
     var joinBucket: TokenBucket
     /// Moves sessions to new addresses once those proved themselves.
     let paths: PathValidator
+    /// Responses to recent handshake initiations, resent when an initiation repeats.
+    let handshakeResponses = HandshakeResponses()
     var lastHousekeeping = Instant.distantPast
     var shuttingDown = false
     var backendMessageID: UInt32 = 0

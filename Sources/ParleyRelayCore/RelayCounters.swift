@@ -3,6 +3,10 @@ public enum DropReason: Int, CaseIterable, Sendable {
     case oversize, unknownProtocol, malformedRTP, malformedRTCP, malformedSignalling, unknownSender
     case ssrcMismatch, notPublisher, muted, connectionMismatch, unexpectedMessage, joinFlood, badCookie
     case resumeRejected, tokenReplay, pathRejected
+    /// Encryption (issue 15): version 1 signalling to a relay that requires version 2; a handshake initiation that
+    /// does not open with the relay's key; a sealed datagram that does not open (forged, tampered, another session's);
+    /// a sealed datagram whose counter was seen (replayed); SRTP/SRTCP that fails its tag, or repeats an index.
+    case cleartext, handshakeFailed, sealedRejected, sealedReplayed, srtpRejected, srtpReplayed
 
     /// The metric label.
     public var label: String {
@@ -23,6 +27,12 @@ public enum DropReason: Int, CaseIterable, Sendable {
         case .resumeRejected: "resume_rejected"
         case .tokenReplay: "token_replay"
         case .pathRejected: "path_rejected"
+        case .cleartext: "cleartext"
+        case .handshakeFailed: "handshake_failed"
+        case .sealedRejected: "sealed_rejected"
+        case .sealedReplayed: "sealed_replayed"
+        case .srtpRejected: "srtp_rejected"
+        case .srtpReplayed: "srtp_replayed"
         }
     }
 }
@@ -63,6 +73,8 @@ public struct RelayCounters: Sendable, Equatable {
     public var joinsRefused: [UInt16: UInt64] = [:]
     /// Cookie answers sent.
     public var retriesSent: UInt64 = 0
+    /// Handshakes answered (initiations that opened with the relay's key; repeats answered from the cache excluded).
+    public var handshakes: UInt64 = 0
     /// NACKed packets resent from history, and those no longer held.
     public var nacksAnswered: UInt64 = 0, nacksMissed: UInt64 = 0
     /// NACKed packets not resent because the requester's retransmission budget was spent (or past 64 in one NACK).

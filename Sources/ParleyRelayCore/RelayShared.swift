@@ -1,4 +1,5 @@
 import ParleyAuth
+import ParleyCrypto
 import Synchronization
 
 /// What every worker of one relay shares: configuration, the token verifier, the cookie secret, the
@@ -16,6 +17,9 @@ public final class RelayShared: Sendable {
     public let workerCount: Int
     /// The UDP port of each worker, by index (index 0 is the public port).
     public let workerPorts: [UInt16]
+    /// The relay's long-term key pair: members' handshakes prove the relay holds it. Nil only in tests of the
+    /// cleartext protocol; then every version 2 handshake is dropped.
+    public let identity: X25519KeyPair?
     /// Mints the join tokens of call rooms with `config.callTokenKey` (or the first configured key); nil when
     /// the verifier has no such key, and then calls fail at the answer.
     public let callSigner: TokenSigner?
@@ -25,8 +29,10 @@ public final class RelayShared: Sendable {
     private let memberIDs = Atomic<UInt32>(0)
 
     /// Shared state for `workerCount` workers.
-    public init(config: RelayCoreConfig, verifier: TokenVerifier, cookieSecret: [UInt8], workerPorts: [UInt16]) {
+    public init(config: RelayCoreConfig, verifier: TokenVerifier, cookieSecret: [UInt8], workerPorts: [UInt16],
+                identity: X25519KeyPair? = nil) {
         self.config = config
+        self.identity = identity
         self.verifier = verifier
         self.cookies = JoinCookie(secret: cookieSecret, lifetimeSeconds: config.cookieLifetimeSeconds)
         self.pathChallenges = PathChallenge(secret: Crypto.hmacSHA256(key: cookieSecret, message: Array("parley path challenges".utf8)))

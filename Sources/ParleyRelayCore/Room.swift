@@ -1,3 +1,4 @@
+import ParleyCrypto
 import ParleyWire
 
 /// One room: its members, its speaker selection, and its speaker-announcement schedule.
@@ -23,6 +24,16 @@ final class Room {
     /// Identities the backend muted: the mute holds across their rejoins until the backend lifts it (at most one
     /// entry per backend mute, forgotten with the room).
     var mutedByRoom: Set<String> = []
+    /// Forward mode, encrypted members: the key forwarded packets are protected with, once per packet for every
+    /// listener (they all hold it, from their sealed welcome). Made at the first encrypted member's join.
+    private(set) lazy var downstreamKey = MediaKey.random()
+    /// Protects forwarded packets with `downstreamKey` (nil until an encrypted member joined).
+    private(set) var downstream: SRTPSender?
+
+    /// Starts the downstream SRTP context if it is not running, tracking up to `streams` speakers.
+    func startDownstream(streams: Int) throws(SRTPError) {
+        if downstream == nil { downstream = try downstreamKey.sender(maxStreams: max(16, streams)) }
+    }
 
     init(name: String, mode: String, createdAt: Int64, creator: String?, selector: SpeakerSelector) {
         self.name = name

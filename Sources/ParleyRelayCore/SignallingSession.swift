@@ -1,4 +1,5 @@
 import ParleyAuth
+import ParleyCrypto
 import ParleyWire
 
 /// One signalling session on the relay, whatever it is for: a room member's or an online identity's (`Member` and
@@ -35,6 +36,9 @@ final class SignallingSession {
     var lastChallengeSent = Instant.distantPast
     /// Reliable, ordered messages both ways.
     var channel: ReliableChannel
+    /// Seals and opens every datagram of a session admitted through the encrypted protocol (nil: cleartext,
+    /// debugging only, or a plain-RTP endpoint).
+    var sealed: SealedChannel?
     /// Texts arriving in fragments.
     var texts = TextReassembler()
 

@@ -11,6 +11,8 @@ enum SignalTag: UInt8 {
     case speakersFromMedia = 37
     /// Path validation: the relay's challenge to a new address.
     case challenge = 38
+    /// Welcome: the room's downstream SRTP key and salt (encrypted sessions in forward rooms).
+    case roomMediaKey = 39
     /// Calls: an end-to-end key share (32 bytes, opaque to the relay). Numbered apart from 39… (taken by the
     /// encrypted-signalling work) so the two can merge.
     case callKeyShare = 48
@@ -170,7 +172,7 @@ extension SignalDatagram {
                 mode: try f.string(.mode, maxCount: 16), identity: try f.string(.identity, maxCount: 128),
                 memberCount: try f.u32(.memberCount), keepaliveMilliseconds: try f.u32(.keepalive),
                 timeoutMilliseconds: try f.u32(.timeout), flags: MemberFlags(rawValue: try f.u8(.flags)),
-                keyShare: try f.optionalData(.keyShare, maxCount: 64)))
+                keyShare: try f.optionalData(.keyShare, maxCount: 64), roomMediaKey: try f.optionalData(.roomMediaKey, maxCount: 64)))
         case 0x83:
             guard let code = RefusalCode(rawValue: try f.u16(.code)) else { throw .badField }
             message = .refused(code: code, reason: try f.optionalString(.reason, maxCount: 512))
@@ -246,6 +248,7 @@ extension SignalDatagram {
             w.field(.keepalive, u32: x.keepaliveMilliseconds); w.field(.timeout, u32: x.timeoutMilliseconds)
             w.field(.flags, u8: x.flags.rawValue)
             if !x.keyShare.isEmpty { w.field(.keyShare, x.keyShare) }
+            if !x.roomMediaKey.isEmpty { w.field(.roomMediaKey, x.roomMediaKey) }
         case .refused(let code, let reason):
             w.field(.code, u16: code.rawValue)
             if !reason.isEmpty { w.field(.reason, string: reason) }

@@ -135,6 +135,8 @@ public enum RefusalCode: UInt16, Equatable, Sendable {
     case privateRoom = 23
     /// The token's `relay_key` names another relay: it was minted for that relay and may not be replayed here.
     case tokenWrongRelay = 18
+    /// Version 1 (cleartext) signalling to a relay that admits only the encrypted version 2 (see `SignallingEnvelope`).
+    case encryptionRequired = 3
     /// The token asks for an end-to-end encrypted room (`e2ee`), but the room mixes on the relay, which must decode
     /// every stream: the two cannot go together. (Numbered apart from the codes the encrypted-signalling work adds.)
     case endToEndInMixRoom = 50
@@ -204,11 +206,14 @@ public struct Welcome: Equatable, Sendable {
     public var flags: MemberFlags
     /// Reserved for key agreement; empty in version 1.
     public var keyShare: [UInt8]
+    /// Encrypted sessions in a forward room: the SRTP key and salt (44 bytes) the relay protects forwarded speakers'
+    /// packets with, shared by the room's listeners (one encryption per packet serves all of them). Empty otherwise.
+    public var roomMediaKey: [UInt8]
 
     /// A welcome.
     public init(nonce: [UInt8], memberID: UInt32, ssrc: UInt32, port: UInt16, sessionSecret: [UInt8], room: String,
                 mode: String, identity: String, memberCount: UInt32, keepaliveMilliseconds: UInt32,
-                timeoutMilliseconds: UInt32, flags: MemberFlags, keyShare: [UInt8] = []) {
+                timeoutMilliseconds: UInt32, flags: MemberFlags, keyShare: [UInt8] = [], roomMediaKey: [UInt8] = []) {
         self.nonce = nonce
         self.memberID = memberID
         self.ssrc = ssrc
@@ -222,6 +227,7 @@ public struct Welcome: Equatable, Sendable {
         self.timeoutMilliseconds = timeoutMilliseconds
         self.flags = flags
         self.keyShare = keyShare
+        self.roomMediaKey = roomMediaKey
     }
 }
 

@@ -9,12 +9,14 @@ import ParleyWire
 
 let usage = """
 usage: parley-relay [--config FILE.json] [--udp HOST:PORT] [--http HOST:PORT] [--workers N]
-                    [--api-key K --api-secret S] [--state-dir DIR] [--log-level debug|info|warning|error]
-                    [--allow-cleartext] [--version]
+                    [--api-key K --api-secret S] [--http-tls-cert FILE --http-tls-key FILE] [--state-dir DIR]
+                    [--log-level debug|info|warning|error] [--allow-cleartext] [--version]
 
 With no arguments the relay runs with dev defaults: UDP 127.0.0.1:7400, HTTP API and /metrics on
 127.0.0.1:7480, one worker per core, API key "devkey" and a public dev secret. --api-key and --api-secret go
 together (a key without its secret is refused); the dev credentials are used only when no key is configured.
+--http-tls-cert and --http-tls-key (PEM files, both or neither) make the API serve HTTPS; the ready line then says
+"https HOST:PORT". Without them the API is plain HTTP: keep it on loopback or behind a TLS proxy.
 The relay's long-term key (X25519, its public half in the ready line and at GET /v1/relay) is made on first start
 in --state-dir (default $XDG_STATE_HOME/parley-relay, else ~/.local/state/parley-relay; /var/lib/parley-relay for root).
 Every setting may also come from a PARLEY_* variable (PARLEY_UDP, PARLEY_WORKERS, PARLEY_API_KEY, ...) or a
@@ -45,7 +47,8 @@ while !arguments.isEmpty {
         flags.append(("allow_cleartext", "true"))
         continue
     }
-    let known = ["--config", "--udp", "--http", "--workers", "--api-key", "--api-secret", "--log-level", "--state-dir"]
+    let known = ["--config", "--udp", "--http", "--workers", "--api-key", "--api-secret", "--log-level", "--state-dir",
+                 "--http-tls-cert", "--http-tls-key"]
     guard known.contains(flag) else { fail("unknown option \(flag)\n\(usage)") }
     guard let value = arguments.first, !value.hasPrefix("--") else { fail("\(flag) needs a value") }
     arguments.removeFirst()
@@ -61,6 +64,16 @@ do {
 } catch {
     fail(error.description)
 }
+let httpTLS: HTTPTLSFiles?
+do {
+    httpTLS = try config.readHTTPTLSFiles()
+} catch {
+    fail(error.description)
+}
+if let httpTLS {
+    guard HTTPServer.supportsTLS else { fail(HTTPServer.tlsUnsupported.description, code: 1) }  // this machine, not the settings
+    do { try HTTPServer.checkTLS(httpTLS) } catch { fail(error.description) }
+}
 
 let log = StderrLog(threshold: config.logLevel)
 let identity: RelayKeyFile.Loaded
@@ -74,6 +87,7 @@ do {
     fail(error.description)
 }
 if identity.created { log.write(.info, "made a new relay key in \(identity.path)") }
+for warning in httpTLS?.warnings ?? [] { log.write(.warning, warning) }
 
 let server: RelayServer
 do {
@@ -89,7 +103,7 @@ let router = HTTPRouter(backend: server.api, verifier: TokenVerifier(keys: confi
 let http: HTTPServer
 do {
     http = try HTTPServer(address: config.http, router: router, events: server.api.events, limits: config.httpLimits,
-                          stats: httpStats, log: log)
+                          stats: httpStats, log: log, tls: httpTLS)
 } catch {
     fail(error.description, code: 1)
 }
@@ -102,7 +116,7 @@ let status = server.run {
     }
     let ports = server.ports.map(String.init).joined(separator: ",")
     let httpHost = config.http.description.split(separator: ":").dropLast().joined(separator: ":")
-    writeLine("parley-relay \(ParleyVersion.string) ready on udp \(publicAddress) (\(server.ports.count) workers on ports \(ports)), relay key \(server.relayKey ?? "none"), http \(httpHost):\(http.port); join with: parley join ROOM --identity NAME --server \(publicAddress)")
+    writeLine("parley-relay \(ParleyVersion.string) ready on udp \(publicAddress) (\(server.ports.count) workers on ports \(ports)), relay key \(server.relayKey ?? "none"), \(http.scheme) \(httpHost):\(http.port); join with: parley join ROOM --identity NAME --server \(publicAddress)")
 }
 http.stop()
 exit(status)

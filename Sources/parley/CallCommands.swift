@@ -15,12 +15,12 @@ final class PresenceClient {
     let engine: PresenceEngine
     private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
 
-    init(server: PeerAddress, token: @escaping () -> String, ui: TerminalUI) {
+    init(server: PeerAddress, token: @escaping () -> String, security: SignallingSession.Security, ui: TerminalUI) {
         self.server = server
         self.ui = ui
         let socket = openSocket(for: server)
         self.socket = socket
-        engine = PresenceEngine(server: server, token: token, now: Clock.monotonic(),
+        engine = PresenceEngine(server: server, token: token, security: security, now: Clock.monotonic(),
                                 unixMilliseconds: { Int64(Clock.unixMilliseconds()) }, random: SystemRandomNumberGenerator(),
                                 transmit: { bytes, to in try? socket.send(bytes, to: to) })
     }
@@ -78,7 +78,8 @@ enum CallCommands {
     static let common: Set<String> = ["identity", "server", "token", "name", "duration", "hangup-after", "answer-after"]
 
     static func parse(_ arguments: [String], usage: String, extraSwitches: Set<String> = []) -> (Options, String, PeerAddress, TerminalUI) {
-        let o = Options(arguments, valued: AudioOptions.valued.union(common), switches: AudioOptions.switches.union(["no-tui", "no-e2ee"]).union(extraSwitches), usage: usage)
+        let o = Options(arguments, valued: AudioOptions.valued.union(common).union(SecurityOptions.valued),
+                        switches: AudioOptions.switches.union(["no-tui", "no-e2ee"]).union(extraSwitches).union(SecurityOptions.switches), usage: usage)
         guard let identity = o["identity"], !identity.isEmpty else { fail("needs --identity\n\(usage)") }
         guard let server = PeerAddress(parsing: o["server"] ?? "127.0.0.1:7400") else { fail("--server must be HOST:PORT") }
         return (o, identity, server, TerminalUI(noTUI: o.has("no-tui")))
@@ -102,6 +103,9 @@ enum CallCommands {
                 case .refused(let code, let reason):
                     p.ui.close()
                     fail("the relay refused to register us: \(reason) (code \(code.rawValue))", code: 3)
+                case .relayUnproven(let reason):
+                    p.ui.close()
+                    fail("refusing the relay at \(p.server): \(reason)", code: 11)
                 case .ended(let reason):
                     p.ui.close()
                     fail("cannot reach the relay at \(p.server): \(reason)", code: 5)
@@ -141,7 +145,8 @@ enum CallCommands {
         let audio = AudioOptions(o)
         let devices = DeviceAudio(audio: audio, listenOnly: false)
         let roomCall = RoomCall(identity: identity, server: server, token: { token },
-                                configuration: DeviceAudio.configuration(room: room, audio: audio, listenOnly: false, muted: false, reconnect: false),
+                                configuration: DeviceAudio.configuration(room: room, audio: audio, listenOnly: false, muted: false, reconnect: false,
+                                                                         security: SecurityOptions.security(o, token: token)),
                                 devices: devices, ui: p.ui, duration: 0, say: nil)
         // The live view keeps the code in its header, where it stays while the event lines scroll.
         roomCall.title = "call with \(peer)"
@@ -192,7 +197,8 @@ enum CallCommands {
     static func listen(_ arguments: [String]) -> Int32 {
         let (o, identity, server, ui) = parse(arguments, usage: listenUsage, extraSwitches: ["auto-answer", "auto-reject"])
         SignalHandlers.install()
-        let p = PresenceClient(server: server, token: { presenceToken(o, identity: identity) }, ui: ui)
+        let p = PresenceClient(server: server, token: { presenceToken(o, identity: identity) },
+                               security: SecurityOptions.security(o, token: o["token"]), ui: ui)
         register(p)
         ui.keys = "a answer · r reject · q quit"
         ui.status = ["parley · \(identity) · online, waiting for calls"]
@@ -296,7 +302,8 @@ enum CallCommands {
         let (o, identity, server, ui) = parse(arguments, usage: callUsage)
         guard let callee = o.positional.first else { fail("call needs the NAME to call\n\(callUsage)") }
         SignalHandlers.install()
-        let p = PresenceClient(server: server, token: { presenceToken(o, identity: identity) }, ui: ui)
+        let p = PresenceClient(server: server, token: { presenceToken(o, identity: identity) },
+                               security: SecurityOptions.security(o, token: o["token"]), ui: ui)
         register(p)
         ui.keys = "h hang up"
         ui.status = ["parley · \(identity) · calling \(callee)"]
@@ -357,7 +364,8 @@ enum CallCommands {
     static func message(_ arguments: [String]) -> Int32 {
         let (o, identity, server, ui) = parse(arguments, usage: messageUsage)
         guard o.positional.count == 2 else { fail("message needs NAME and TEXT\n\(messageUsage)") }
-        let p = PresenceClient(server: server, token: { presenceToken(o, identity: identity) }, ui: ui)
+        let p = PresenceClient(server: server, token: { presenceToken(o, identity: identity) },
+                               security: SecurityOptions.security(o, token: o["token"]), ui: ui)
         register(p)
         guard let id = p.session.sendText(to: o.positional[0], o.positional[1], now: Clock.monotonic()) else {
             fail("the text must be 1–4096 bytes")

@@ -45,8 +45,10 @@ final class DeviceAudio {
     }
 
     /// The engine's configuration for these audio options.
-    static func configuration(room: String, audio: AudioOptions, listenOnly: Bool, muted: Bool, reconnect: Bool) -> ClientEngine.Configuration {
+    static func configuration(room: String, audio: AudioOptions, listenOnly: Bool, muted: Bool, reconnect: Bool,
+                              security: SignallingSession.Security) -> ClientEngine.Configuration {
         var c = ClientEngine.Configuration(room: room)
+        c.security = security
         c.listenOnly = listenOnly
         c.muted = muted
         c.reconnect = reconnect

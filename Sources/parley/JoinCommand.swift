@@ -44,12 +44,14 @@ enum JoinCommand {
     Joins ROOM on the relay (default 127.0.0.1:7400). Without --token it mints one from PARLEY_API_KEY /
     PARLEY_API_SECRET (dev defaults when unset). Keys in the live view: m mute/unmute (not while muted by the room),
     t type a message to the room, q leave. Without a terminal (or with --no-tui) it prints one line per event. Ctrl-C leaves (and finalises --output).
-    Exit: 0 left, 1 local error (device, file), 2 usage, 3 refused by the relay, 4 removed by the relay, 5 relay unreachable.
+    Exit: 0 left, 1 local error (device, file), 2 usage, 3 refused by the relay, 4 removed by the relay, 5 relay unreachable,
+    11 the relay did not prove it holds the expected key.
     """
 
     static func run(_ arguments: [String]) -> Int32 {
-        let o = Options(arguments, valued: AudioOptions.valued.union(["identity", "server", "token", "name", "duration", "mode", "say"]),
-                        switches: AudioOptions.switches.union(["mute", "listen-only", "no-tui"]), usage: usage)
+        let o = Options(arguments, valued: AudioOptions.valued.union(["identity", "server", "token", "name", "duration", "mode", "say"])
+                            .union(SecurityOptions.valued),
+                        switches: AudioOptions.switches.union(["mute", "listen-only", "no-tui"]).union(SecurityOptions.switches), usage: usage)
         guard let room = o.positional.first else { fail("join needs a ROOM\n\(usage)") }
         guard let identity = o["identity"], !identity.isEmpty else { fail("join needs --identity\n\(usage)") }
         guard let server = PeerAddress(parsing: o["server"] ?? "127.0.0.1:7400") else { fail("--server must be HOST:PORT") }
@@ -72,7 +74,8 @@ enum JoinCommand {
         let ui = TerminalUI(noTUI: o.has("no-tui"))
         SignalHandlers.install()
         let call = RoomCall(identity: identity, server: server, token: token,
-                            configuration: DeviceAudio.configuration(room: room, audio: audio, listenOnly: listenOnly, muted: o.has("mute"), reconnect: true),
+                            configuration: DeviceAudio.configuration(room: room, audio: audio, listenOnly: listenOnly, muted: o.has("mute"), reconnect: true,
+                                                                     security: SecurityOptions.security(o, token: given)),
                             devices: devices, ui: ui, duration: duration, say: o["say"])
         let code = call.run()
         devices.finish()
@@ -226,6 +229,9 @@ final class RoomCall {
                 ui.close()
                 fail("cannot reach the relay at \(server): \(reason)", code: 5)
             case .lost: return 5
+            case .relayUnproven(let reason):
+                ui.close()
+                fail("refusing the relay at \(server): \(reason)", code: 11)
             }
         }
         return nil
@@ -264,8 +270,8 @@ final class RoomCall {
             ui.event("\(direct ? "direct text" : "text") from \(from): \(text)")
         case .textStatus(let id, let delivered, let reason):
             ui.event("text \(id) " + (delivered ? (reason.isEmpty ? "delivered" : "delivered, but \(reason)") : "failed: \(reason)"))
-        case .refused:
-            break  // the engine ends with `.over(.refused)`
+        case .refused, .relayUnproven:
+            break  // the engine ends with `.over(.refused)` / `.over(.relayUnproven)`
         case .forgotten(let reason):
             // The relay restarted (or dropped us while we were away): the engine joins afresh after the backoff, as
             // after a shutdown.

@@ -1,5 +1,6 @@
 import Foundation
 import ParleyAuth
+import ParleyClientCore
 import ParleyNet
 
 /// Command-line parsing shared by the subcommands: `--flag value` and boolean `--flag`.
@@ -61,4 +62,31 @@ func givenToken(_ o: Options, identity: String) -> String? {
         fail("--token is for \(claims.identity), not \(identity): pass --identity \(claims.identity) or a token minted for \(identity)")
     }
     return token
+}
+
+/// `--relay-key KEY` and `--cleartext`: how a session protects itself (`SignallingSession.Security`).
+enum SecurityOptions {
+    /// Flags that take a value.
+    static let valued: Set<String> = ["relay-key"]
+    /// Switches.
+    static let switches: Set<String> = ["cleartext"]
+    /// The lines the commands' usage shows.
+    static let usage = """
+      --relay-key KEY   the relay's public key (43 characters, as its ready line and GET /v1/relay show it); the
+                        session ends with exit 11 unless the relay proves it holds it. Default: the token's relay_key
+                        claim, else the key the relay presents (encrypted, but not proof against an impostor).
+      --cleartext       debugging only: protocol version 1 without encryption (the relay must run --allow-cleartext)
+    """
+
+    /// The security the options ask for; `token` is the token the session will present (its `relay_key` claim pins
+    /// the relay's key unless `--relay-key` does). Exits 2 on a key that is not 32 bytes of base64url.
+    static func security(_ o: Options, token: String?) -> SignallingSession.Security {
+        if o.has("cleartext") { return .cleartext }
+        let text = o["relay-key"] ?? token.flatMap { TokenClaims.unverified($0)?.relayKey }
+        guard let text else { return .encrypted(relayKey: nil) }
+        guard let key = Base64URL.decode(Substring(text)), key.count == 32 else {
+            fail("the relay key \"\(text)\" is not 43 characters of base64url (32 bytes)")
+        }
+        return .encrypted(relayKey: key)
+    }
 }

@@ -22,11 +22,13 @@ commands:
 options: -h/--help (also after a command), --version
 
 exit codes: 0 done, 1 local error (device, file), 2 usage, 3 refused by the relay, 4 removed by the relay,
-  5 relay unreachable; call: 6 declined, 7 no answer, 8 unavailable, 9 failed; message: 10 not delivered
+  5 relay unreachable; call: 6 declined, 7 no answer, 8 unavailable, 9 failed; message: 10 not delivered;
+  11 the relay did not prove it holds the expected key (--relay-key, or the token's relay_key)
 
 environment:
   PARLEY_API_KEY / PARLEY_API_SECRET   sign the tokens every command mints (the relay's dev defaults when unset)
-  PARLEY_URL                           the relay's HTTP API for rooms/members/kick/mute (default http://127.0.0.1:7480)
+  PARLEY_URL                           the relay's HTTP API for rooms/members/kick/mute (default http://127.0.0.1:7480;
+                                       https:// checks the certificate against the system's CA store)
   PARLEY_TIMELINE=1                    print the monotonic time of the first sent and first played frame (stderr)
 """
 

@@ -63,6 +63,7 @@ final class EngineHarness {
 
     init(listenOnly: Bool = true, reconnect: Bool = true, seed: UInt64 = 1) throws {
         var configuration = ClientEngine.Configuration(room: "lobby")
+        configuration.security = .cleartext  // ScriptedRelay speaks protocol version 1
         configuration.listenOnly = listenOnly
         configuration.reconnect = reconnect
         let outbox = outbox

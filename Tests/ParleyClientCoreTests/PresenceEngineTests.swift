@@ -12,7 +12,7 @@ struct PresenceEngineTests {
     /// A registered engine at t = 1 ms (presence lives on the public port), its outbox emptied.
     static func online() -> (PresenceEngine, Outbox, TokenCounter) {
         let outbox = Outbox(), tokens = TokenCounter()
-        let engine = PresenceEngine(server: ScriptedRelay.publicAddress, token: { tokens.next() }, now: t0,
+        let engine = PresenceEngine(server: ScriptedRelay.publicAddress, token: { tokens.next() }, security: .cleartext, now: t0,
                                     unixMilliseconds: { ScriptedRelay.unixMilliseconds }, random: SeededRandomNumberGenerator(seed: 3),
                                     transmit: { bytes, to in outbox.sent.append((outbox.now, Transmitted(bytes: Array(bytes), to: to))) })
         _ = engine.tick(now: t0)
@@ -77,7 +77,7 @@ struct PresenceEngineTests {
     @Test("a refused registration is final")
     func refused() {
         let outbox = Outbox()
-        let engine = PresenceEngine(server: ScriptedRelay.publicAddress, token: { "t" }, now: t0,
+        let engine = PresenceEngine(server: ScriptedRelay.publicAddress, token: { "t" }, security: .cleartext, now: t0,
                                     unixMilliseconds: { ScriptedRelay.unixMilliseconds }, random: SeededRandomNumberGenerator(seed: 4),
                                     transmit: { bytes, to in outbox.sent.append((outbox.now, Transmitted(bytes: Array(bytes), to: to))) })
         _ = engine.tick(now: t0)

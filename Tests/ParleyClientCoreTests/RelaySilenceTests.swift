@@ -78,7 +78,7 @@ struct PresenceRelaySilenceTests {
     func presence() throws {
         // The engine registers at its first tick; the welcome answers that register's nonce.
         var outgoing: [[UInt8]] = []
-        let capture = PresenceEngine(server: ScriptedRelay.publicAddress, token: { "t" }, now: t0,
+        let capture = PresenceEngine(server: ScriptedRelay.publicAddress, token: { "t" }, security: .cleartext, now: t0,
                                      unixMilliseconds: { ScriptedRelay.unixMilliseconds }, random: SeededRandomNumberGenerator(seed: 3),
                                      transmit: { bytes, _ in outgoing.append(Array(bytes)) })
         _ = capture.tick(now: t0)

@@ -41,7 +41,7 @@ struct ScriptedRelay {
 
 /// A member welcomed by the room's worker on port 7401.
 func welcomedMember() -> ClientSession {
-    let s = ClientSession(server: ScriptedRelay.publicAddress, token: "t", room: "lobby", now: t0,
+    let s = ClientSession(server: ScriptedRelay.publicAddress, token: "t", room: "lobby", security: .cleartext, now: t0,
                           unixMilliseconds: { ScriptedRelay.unixMilliseconds })
     _ = s.tick(now: t0)
     let welcome = ScriptedRelay.welcome(answering: s.drainOutgoing(), port: ScriptedRelay.workerAddress.port)
@@ -52,7 +52,7 @@ func welcomedMember() -> ClientSession {
 
 /// An identity online (presence lives on the public port: the welcome names it).
 func registeredPresence() -> PresenceSession {
-    let s = PresenceSession(server: ScriptedRelay.publicAddress, token: "t", now: t0, unixMilliseconds: { ScriptedRelay.unixMilliseconds })
+    let s = PresenceSession(server: ScriptedRelay.publicAddress, token: "t", security: .cleartext, now: t0, unixMilliseconds: { ScriptedRelay.unixMilliseconds })
     _ = s.tick(now: t0)
     let welcome = ScriptedRelay.welcome(answering: s.drainOutgoing(), port: ScriptedRelay.publicAddress.port, room: "")
     _ = welcome.withUnsafeBytes { s.handle($0, from: ScriptedRelay.publicAddress, now: t0 + 1 * ScriptedRelay.ms) }
@@ -119,7 +119,7 @@ struct SessionSourceTests {
 
     @Test("before the welcome only the public port answers a join")
     func beforeTheWelcome() {
-        let s = ClientSession(server: ScriptedRelay.publicAddress, token: "t", room: "lobby", now: t0,
+        let s = ClientSession(server: ScriptedRelay.publicAddress, token: "t", room: "lobby", security: .cleartext, now: t0,
                               unixMilliseconds: { ScriptedRelay.unixMilliseconds })
         _ = s.tick(now: t0)
         let join = s.drainOutgoing()
@@ -198,7 +198,7 @@ struct ForgottenSessionTests {
         #expect(Self.unknownSession.withUnsafeBytes { s.handle($0, from: ScriptedRelay.workerAddress, now: t0 + 2 * ScriptedRelay.ms) }.isEmpty)
         #expect(s.state == .joined)
 
-        let joining = ClientSession(server: ScriptedRelay.publicAddress, token: "t", room: "lobby", now: t0,
+        let joining = ClientSession(server: ScriptedRelay.publicAddress, token: "t", room: "lobby", security: .cleartext, now: t0,
                                     unixMilliseconds: { ScriptedRelay.unixMilliseconds })
         _ = joining.tick(now: t0)
         let refused = ScriptedRelay.datagram(.refused(code: .tokenExpired, reason: "token expired"), connection: 0)

@@ -1,5 +1,6 @@
 import Foundation
 import ParleyAuth
+import ParleyCrypto
 import ParleyHTTP
 import ParleyRelay
 import ParleyRelayCore
@@ -31,13 +32,27 @@ struct RTPEndpointRouterTests {
         #expect(body["payload_type"] as? Int == 111)
         #expect(body["receive_address"] as? String == "127.0.0.1:45000")
         #expect((body["ssrc"] as? Int ?? 0) != 0)
+        // SRTP by default: two fresh keys; the SDP (the stream the endpoint receives) carries the relay's.
+        let srtp = try #require(body["srtp"] as? [String: Any])
+        let relayKey = try #require(srtp["relay_key"] as? String), endpointKey = try #require(srtp["endpoint_key"] as? String)
+        #expect(srtp["suite"] as? String == "AES_CM_128_HMAC_SHA1_80")
+        #expect(SDESKey(base64: relayKey) != nil && SDESKey(base64: endpointKey) != nil && relayKey != endpointKey)
+        #expect(srtp["relay_crypto"] as? String == "a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:" + relayKey)
+        #expect(srtp["endpoint_crypto"] as? String == "a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:" + endpointKey)
         let sdp = try #require(body["sdp"] as? String)
         #expect(sdp == "v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=Parley lobby\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n"
-                + "m=audio 45000 RTP/AVP 111\r\na=rtpmap:111 opus/48000/2\r\na=fmtp:111 sprop-stereo=0\r\na=recvonly\r\n")
+                + "m=audio 45000 RTP/SAVP 111\r\na=rtpmap:111 opus/48000/2\r\na=fmtp:111 sprop-stereo=0\r\n"
+                + "a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(relayKey)\r\na=recvonly\r\n")
+        #expect(body["ffmpeg_receive_args"] as? [String] == ["-protocol_whitelist", "file,udp,rtp,srtp", "-i", "endpoint.sdp"])
+        #expect(body["ffmpeg_send_args"] == nil)
         let pub = json(call("POST", "/v1/rooms/lobby/rtp-endpoints", #"{"identity":"cam","subscribe":false,"source_address":"127.0.0.1:45002"}"#))
         #expect(pub["source_address"] as? String == "127.0.0.1:45002")
-        #expect((pub["sdp"] as? String)?.contains("m=audio 7400 RTP/AVP 111\r\n") == true)
+        #expect((pub["sdp"] as? String)?.contains("m=audio 7400 RTP/SAVP 111\r\n") == true)
         #expect((pub["sdp"] as? String)?.contains("a=sendonly") == true)
+        let pubKey = try #require((pub["srtp"] as? [String: Any])?["endpoint_key"] as? String)
+        #expect(pub["ffmpeg_send_args"] as? [String] == ["-payload_type", "111", "-ssrc", "\(pub["ssrc"] as? Int ?? 0)", "-f", "rtp",
+                                                          "-srtp_out_suite", "AES_CM_128_HMAC_SHA1_80", "-srtp_out_params", pubKey,
+                                                          "srtp://127.0.0.1:7400?localport=45002"])
         let members = json(call("GET", "/v1/rooms/lobby/members"))["members"] as? [[String: Any]] ?? []
         #expect(Set(members.compactMap { $0["identity"] as? String }) == ["rec", "cam"])
         #expect(call("POST", "/v1/rooms/lobby/rtp-endpoints", #"{"identity":"cam","receive_address":"127.0.0.1:45004"}"#).status == 409)
@@ -45,6 +60,34 @@ struct RTPEndpointRouterTests {
         #expect(call("DELETE", "/v1/rooms/lobby/rtp-endpoints/cam").status == 404)
         let after = json(call("GET", "/v1/rooms/lobby/members"))["members"] as? [[String: Any]] ?? []
         #expect(after.compactMap { $0["identity"] as? String } == ["rec"])
+    }
+
+    @Test("cleartext (\"srtp\": false) is refused with 403 cleartext_refused unless the relay allows cleartext; then plain RTP/AVP")
+    func cleartext() throws {
+        #expect(call("POST", "/v1/rooms", #"{"name":"lobby"}"#).status == 201)
+        let refused = call("POST", "/v1/rooms/lobby/rtp-endpoints", #"{"identity":"rec","publish":false,"receive_address":"127.0.0.1:45000","srtp":false}"#)
+        #expect(refused.status == 403 && errorCode(refused) == "cleartext_refused")
+        #expect(call("POST", "/v1/rooms/lobby/rtp-endpoints", #"{"identity":"rec","srtp":"no","receive_address":"127.0.0.1:45000"}"#).status == 400)
+        var config = RelayCoreConfig()
+        config.allowCleartext = true
+        let open = CoreBackend(config: config)
+        let router = HTTPRouter(backend: open, verifier: TokenVerifier(keys: ["k": RouterTests.secret]),
+                                signer: TokenSigner(apiKey: "k", apiSecret: RouterTests.secret), config: config)
+        func post(_ path: String, _ body: String) -> HTTPResponse {
+            router.route(HTTPRequest(method: "POST", path: path, authorization: "Bearer " + RouterTests.token(admin: true),
+                                     body: Array(body.utf8)), now: RouterTests.now)
+        }
+        #expect(post("/v1/rooms", #"{"name":"lobby"}"#).status == 201)
+        let r = post("/v1/rooms/lobby/rtp-endpoints", #"{"identity":"cam","subscribe":false,"source_address":"127.0.0.1:45002","srtp":false}"#)
+        #expect(r.status == 201, "\(String(decoding: r.body, as: UTF8.self))")
+        let body = json(r)
+        #expect(body["srtp"] == nil)
+        #expect((body["sdp"] as? String)?.contains("m=audio 7400 RTP/AVP 111\r\n") == true)
+        #expect((body["sdp"] as? String)?.contains("a=crypto") == false)
+        #expect((body["ffmpeg_send_args"] as? [String])?.last == "rtp://127.0.0.1:7400?localport=45002")
+        // Even with cleartext allowed, SRTP stays the default.
+        let srtp = json(post("/v1/rooms/lobby/rtp-endpoints", #"{"identity":"mic","subscribe":false,"source_address":"127.0.0.1:45004"}"#))
+        #expect(srtp["srtp"] is [String: Any])
     }
 
     @Test("validation", arguments: [

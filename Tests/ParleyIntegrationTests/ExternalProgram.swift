@@ -15,9 +15,10 @@ struct ExternalProgram: Sendable, CustomStringConvertible {
     static let curl = ExternalProgram(path: "/usr/bin/curl", package: "curl")
     static let ffmpeg = ExternalProgram(path: "/usr/bin/ffmpeg", package: "ffmpeg")
     static let espeakNG = ExternalProgram(path: "/usr/bin/espeak-ng", package: "espeak-ng")
+    static let openssl = ExternalProgram(path: "/usr/bin/openssl", package: "openssl")
 
     /// Every program the tests start.
-    static let all: [ExternalProgram] = [.curl, .ffmpeg, .espeakNG]
+    static let all: [ExternalProgram] = [.curl, .ffmpeg, .espeakNG, .openssl]
 
     var description: String { path }
 

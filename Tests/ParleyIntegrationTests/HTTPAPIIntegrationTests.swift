@@ -1,19 +1,24 @@
 import Foundation
 import Testing
 
-/// The HTTP port a relay started by `startRelay` reported ("http 127.0.0.1:PORT" in its ready line).
+/// The API's base URL a relay started by `startRelay` reported ("http 127.0.0.1:PORT", or "https 127.0.0.1:PORT"
+/// with a TLS certificate, in its ready line): "http://127.0.0.1:PORT" or "https://127.0.0.1:PORT".
 func httpBase(of relay: Spawned) -> String? {
     guard let line = relay.lines.first(where: { $0.contains("ready on udp") }),
-          let range = line.range(of: #"http 127\.0\.0\.1:[0-9]+"#, options: .regularExpression) else { return nil }
-    return "http://" + line[range].dropFirst(5)
+          let range = line.range(of: #"https? 127\.0\.0\.1:[0-9]+"#, options: .regularExpression) else { return nil }
+    let found = line[range].split(separator: " ")
+    return "\(found[0])://\(found[1])"
 }
 
-/// Runs curl as a user would; returns (status, body).
+/// Runs curl as a user would; returns (status, body). `caCertificate`: the PEM file curl trusts for https (`--cacert`);
+/// status 0 when no HTTP answer came (refused, reset, or a TLS failure).
 @discardableResult
-func curl(_ method: String, _ url: String, token: String? = nil, body: String? = nil) throws -> (status: Int, body: String) {
+func curl(_ method: String, _ url: String, token: String? = nil, body: String? = nil,
+          caCertificate: String? = nil) throws -> (status: Int, body: String) {
     let p = Process()
     p.executableURL = try ExternalProgram.curl.url()
     var args = ["-s", "-X", method, "-w", "\n%{http_code}", "--max-time", "5", url]
+    if let caCertificate { args += ["--cacert", caCertificate] }
     if let token { args += ["-H", "Authorization: Bearer \(token)"] }
     if let body { args += ["-H", "Content-Type: application/json", "--data-binary", body] }
     p.arguments = args

@@ -86,7 +86,7 @@ extension ProcessTests {
 
         init() throws { try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) }
 
-        @Test("ffmpeg publishes a 600 Hz Opus tone into a forward-mode room over plain RTP; a Parley client records it")
+        @Test("ffmpeg publishes a 600 Hz Opus tone into a forward-mode room over SRTP with only the API's answer; a Parley client records it")
         func ffmpegPublishes() throws {
             let (relay, server) = try startRelay()
             defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
@@ -103,13 +103,13 @@ extension ProcessTests {
                                    body: #"{"identity":"ffmpeg","publish":true,"subscribe":false,"source_address":"127.0.0.1:\#(source)"}"#)
             #expect(created.status == 201, "\(created.body)")
             let answer = jsonObject(created.body)
-            let port = try #require(answer["relay_port"] as? Int)
-            let ssrc = try #require(answer["ssrc"] as? Int)
             #expect(answer["payload_type"] as? Int == 111)
+            // SRTP by default: ffmpeg is given only the options the API returned (keys, suite, SSRC, the srtp:// URL).
+            let sendArgs = try #require(answer["ffmpeg_send_args"] as? [String])
+            #expect(sendArgs.contains("-srtp_out_params") && sendArgs.last?.hasPrefix("srtp://127.0.0.1:") == true, "\(sendArgs)")
             #expect(recorder.waitFor(seconds: 3) { $0.contains("ffmpeg joined") }, "\(recorder.stdout)")
             let ffmpeg = try Spawned(.ffmpeg, ["-hide_banner", "-loglevel", "error", "-re", "-f", "lavfi", "-i", "sine=frequency=600:duration=4",
-                                           "-ac", "1", "-ar", "48000", "-c:a", "libopus", "-b:a", "32k", "-payload_type", "111",
-                                           "-ssrc", "\(ssrc)", "-f", "rtp", "rtp://127.0.0.1:\(port)?localport=\(source)"])
+                                           "-ac", "1", "-ar", "48000", "-c:a", "libopus", "-b:a", "32k"] + sendArgs)
             #expect(ffmpeg.wait(seconds: 10) == 0, "\(ffmpeg.stderr)")
             // The endpoint latched ffmpeg's address: the member list shows it (API snapshots are up to 200 ms old).
             var members = (status: 0, body: "")
@@ -123,10 +123,27 @@ extension ProcessTests {
             let loud = loudestSecond(heard)
             let share = goertzelShare(loud, frequency: 600)
             #expect(share > 0.5, "600 Hz share \(share) of \(heard.count) samples")
+            // Every SRTP packet verified: nothing counted as forged or replayed.
+            let metrics = try curl("GET", base + "/metrics", token: admin).body
+            #expect(metrics.contains(#"parley_drops_total{reason="srtp_rejected"} 0"#), "\(metrics.split(separator: "\n").filter { $0.contains("srtp") })")
+            #expect(metrics.contains(#"parley_drops_total{reason="srtp_replayed"} 0"#))
             #expect(try curl("DELETE", base + "/v1/rooms/\(room)/rtp-endpoints/ffmpeg", token: admin).status == 200)
         }
 
-        @Test("a subscribe-only endpoint receives a mix-mode room's mix of two tones; ffmpeg reads it through the SDP")
+        @Test("a relay that does not allow cleartext refuses a cleartext endpoint with 403 cleartext_refused")
+        func cleartextRefused() throws {
+            let (relay, _) = try startRelay()
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            let base = try #require(httpBase(of: relay))
+            let admin = try mint(["--admin", "--identity", "ops"])
+            let room = "rtp-clear-\(UInt32.random(in: 0...UInt32.max))"
+            #expect(try curl("POST", base + "/v1/rooms", token: admin, body: #"{"name":"\#(room)"}"#).status == 201)
+            let refused = try curl("POST", base + "/v1/rooms/\(room)/rtp-endpoints", token: admin,
+                                   body: #"{"identity":"ffmpeg","subscribe":false,"source_address":"127.0.0.1:40000","srtp":false}"#)
+            #expect(refused.status == 403 && refused.body.contains("cleartext_refused"), "\(refused.body)")
+        }
+
+        @Test("a subscribe-only endpoint receives a mix-mode room's mix of two tones over SRTP; ffmpeg decodes it with the API's SDP and options")
         func ffmpegSubscribesToMix() throws {
             let (relay, server) = try startRelay()
             defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
@@ -138,11 +155,14 @@ extension ProcessTests {
             let created = try curl("POST", base + "/v1/rooms/\(room)/rtp-endpoints", token: admin,
                                    body: #"{"identity":"listener","publish":false,"subscribe":true,"receive_address":"127.0.0.1:\#(receivePort)"}"#)
             #expect(created.status == 201, "\(created.body)")
-            let sdp = try #require(jsonObject(created.body)["sdp"] as? String)
-            #expect(sdp.contains("m=audio \(receivePort) RTP/AVP 111") && sdp.contains("a=recvonly"))
+            let answer = jsonObject(created.body)
+            let sdp = try #require(answer["sdp"] as? String)
+            #expect(sdp.contains("m=audio \(receivePort) RTP/SAVP 111") && sdp.contains("a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:")
+                    && sdp.contains("a=recvonly"), "\(sdp)")
             try sdp.write(toFile: "\(dir)/endpoint.sdp", atomically: true, encoding: .utf8)
-            let ffmpeg = try Spawned(.ffmpeg, ["-hide_banner", "-loglevel", "error", "-protocol_whitelist", "file,udp,rtp",
-                                               "-i", "\(dir)/endpoint.sdp", "-t", "4", "-ac", "1", "-y", "\(dir)/mix.wav"])
+            // The API's input options, with the SDP where it says: ffmpeg decrypts with the SDP's a=crypto key.
+            let receiveArgs = try #require(answer["ffmpeg_receive_args"] as? [String]).map { $0 == "endpoint.sdp" ? "\(dir)/endpoint.sdp" : $0 }
+            let ffmpeg = try Spawned(.ffmpeg, ["-hide_banner", "-loglevel", "error"] + receiveArgs + ["-t", "4", "-ac", "1", "-y", "\(dir)/mix.wav"])
             #expect(eventually(seconds: 5) { udpPortIsBound(receivePort) }, "ffmpeg did not bind 127.0.0.1:\(receivePort): \(ffmpeg.stderr)")
             let a = try Spawned("parley", ["join", room, "--identity", "a", "--server", server, "--tone", "440", "--no-playback", "--no-tui", "--duration", "8"])
             let b = try Spawned("parley", ["join", room, "--identity", "b", "--server", server, "--tone", "900", "--no-playback", "--no-tui", "--duration", "8"])

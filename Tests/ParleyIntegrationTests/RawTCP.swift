@@ -116,10 +116,10 @@ func processStatus(_ pid: Int32) -> (threads: Int, rssKiB: Int) {
     return (field("Threads"), field("VmRSS"))
 }
 
-/// The HTTP port in a relay's ready line (`..., http HOST:PORT; ...`).
+/// The HTTP port in a relay's ready line (`..., http HOST:PORT; ...`, or `https HOST:PORT`).
 func httpPort(of relay: Spawned) -> UInt16? {
     guard let line = relay.lines.first(where: { $0.contains("ready on udp") }),
-          let range = line.range(of: #"http [0-9.]+:[0-9]+"#, options: .regularExpression) else { return nil }
+          let range = line.range(of: #"https? [0-9.]+:[0-9]+"#, options: .regularExpression) else { return nil }
     return UInt16(line[range].split(separator: ":").last ?? "")
 }
 

@@ -216,23 +216,29 @@ extension ProcessTests {
             #expect(!relay.stdout.contains("ready on"))
         }
 
-        @Test("a token minted for another relay (parley token --relay-key) is refused by this one: exit 3, 'token is for another relay'")
+        @Test("a token minted for another relay: the client refuses this relay (exit 11, the keys named); told to trust it anyway, the relay refuses the token (exit 3)")
         func tokenForAnotherRelay() throws {
             let (relay, server) = try startRelay(workers: 1)
             defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
             let ours = try #require(Self.relayKey(in: relay))
             let theirs = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8"
-            for (key, joins) in [(theirs, false), (ours, true)] {
+            // (token's relay key, --relay-key given, expected exit)
+            for (key, pinned, exit) in [(theirs, nil, 11), (theirs, ours, 3), (ours, nil, 0)] as [(String, String?, Int32)] {
                 let token = try Spawned("parley", ["token", "--identity", "alice", "--room", "lobby", "--relay-key", key])
                 #expect(token.wait(seconds: 5) == 0)
                 let jwt = token.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
                 let client = try Spawned("parley", ["join", "lobby", "--identity", "alice", "--server", server, "--token", jwt,
-                                                    "--no-tui", "--listen-only", "--no-playback", "--duration", "1"])
-                if joins {
-                    #expect(client.wait(seconds: 10) == 0, "\(client.stderr)")
-                } else {
-                    #expect(client.wait(seconds: 10) == 3, "\(client.stderr)")
+                                                    "--no-tui", "--listen-only", "--no-playback", "--duration", "1"]
+                                                    + (pinned.map { ["--relay-key", $0] } ?? []))
+                #expect(client.wait(seconds: 10) == exit, "\(client.stderr)")
+                switch exit {
+                case 11:
+                    // The token pins their key; this relay presents ours: the client stops before the token leaves.
+                    #expect(client.stderr.contains("presented key \(ours), not the expected \(theirs)"), "\(client.stderr)")
+                case 3:
                     #expect(client.stderr.contains("token is for another relay"), "\(client.stderr)")
+                default:
+                    break
                 }
             }
             let bad = try Spawned("parley", ["token", "--identity", "alice", "--room", "lobby", "--relay-key", "short"])

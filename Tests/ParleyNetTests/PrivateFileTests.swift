@@ -28,7 +28,7 @@ struct PrivateFileTests {
         #expect(big.bytes.isEmpty && big.status.size == 3)
     }
 
-    @Test("a symbolic link is not followed; a file where a directory should be is ENOTDIR")
+    @Test("a symbolic link is not followed unless asked; a file where a directory should be is ENOTDIR")
     func noFollow() throws {
         let directory = Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -37,6 +37,9 @@ struct PrivateFileTests {
         try FileManager.default.createSymbolicLink(atPath: directory + "/link", withDestinationPath: directory + "/target")
         #expect(throws: SystemError("open \(directory)/link", ELOOP)) { _ = try PrivateFile.read(directory + "/link", limit: 16) }
         #expect(throws: SystemError("open \(directory)/target", ENOTDIR)) { _ = try PrivateFile.makeDirectory(directory + "/target") }
+        // Asked to follow links (TLS files behind certbot's links), it reads the target and reports the target's mode.
+        let followed = try #require(try PrivateFile.read(directory + "/link", limit: 16, followingLinks: true))
+        #expect(followed.bytes == [7] && followed.status.isRegularFile && followed.status.permissions == 0o600)
     }
 
     @Test("without hard links (EPERM from link) the file is renamed into place; the temporary name is always removed")

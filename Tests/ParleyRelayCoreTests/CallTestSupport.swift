@@ -51,8 +51,8 @@ final class CallWorld {
     let net: FakeNetwork
     var presences: [FakePresenceClient] = []
 
-    init(config: RelayCoreConfig = RelayCoreConfig(), workers: Int = 1, relayKey: String? = nil) {
-        net = FakeNetwork(config: config, workers: workers, relayKey: relayKey)
+    init(config: RelayCoreConfig = RelayCoreConfig(), workers: Int = 1, relayKey: String? = nil, encrypted: Bool = false) {
+        net = FakeNetwork(config: config, workers: workers, relayKey: relayKey, encrypted: encrypted)
     }
 
     var core: RelayCore { net.core }
@@ -66,7 +66,7 @@ final class CallWorld {
     @discardableResult
     func addPresence(_ identity: String, token: String? = nil) -> FakePresenceClient {
         let address = PeerAddress(ipv4: 172, 16, 0, UInt8(presences.count + 2), port: UInt16(6000 + presences.count))
-        let session = PresenceSession(server: net.publicAddress, token: token ?? self.token(identity), now: net.instant,
+        let session = PresenceSession(server: net.publicAddress, token: token ?? self.token(identity), security: net.security, now: net.instant,
                                       unixMilliseconds: { [unowned net] in net.now.unixMilliseconds })
         let client = FakePresenceClient(identity: identity, address: address, session: session)
         presences.append(client)

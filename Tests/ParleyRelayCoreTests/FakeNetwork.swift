@@ -1,5 +1,6 @@
 import ParleyAuth
 import ParleyClientCore
+import ParleyCrypto
 import ParleyWire
 @testable import ParleyRelayCore
 
@@ -27,13 +28,24 @@ final class FakeNetwork {
     /// `tick` calls made by `advance`.
     var ticks = 0
 
+    /// The relay's identity key in every fake network (encrypted sessions pin its public half).
+    static let relayIdentity = X25519KeyPair(secretKey: [UInt8](repeating: 0x42, count: 32))!
+    /// Whether clients speak the encrypted protocol (version 2, SRTP media) or, as the tests of signalling and
+    /// forwarding logic do by default, the cleartext one the relay admits with `allowCleartext`.
+    let encrypted: Bool
+    /// The security new clients use.
+    var security: ParleyClientCore.SignallingSession.Security { encrypted ? .encrypted(relayKey: Self.relayIdentity.publicKey) : .cleartext }
+
     /// `seed` fixes every random number the cores draw (worker k draws from `seed + k`): a run is repeatable.
     /// `relayKey` is the relay's public key (base64url) tokens naming another relay are refused against.
-    init(config: RelayCoreConfig = RelayCoreConfig(), workers: Int = 1, seed: UInt64 = 13, relayKey: String? = nil) {
+    init(config: RelayCoreConfig = RelayCoreConfig(), workers: Int = 1, seed: UInt64 = 13, relayKey: String? = nil, encrypted: Bool = false) {
         var ports: [UInt16] = []
         for k in 0..<workers { ports.append(7400 + UInt16(k)) }
+        var config = config
+        if !encrypted { config.allowCleartext = true }
+        self.encrypted = encrypted
         let shared = RelayShared(config: config, verifier: TokenVerifier(keys: ["devkey": Self.apiSecret], relayKey: relayKey),
-                                 cookieSecret: Array(repeating: 7, count: 32), workerPorts: ports)
+                                 cookieSecret: Array(repeating: 7, count: 32), workerPorts: ports, identity: Self.relayIdentity)
         let log = self.log
         self.shared = shared
         cores = (0..<workers).map {
@@ -60,7 +72,7 @@ final class FakeNetwork {
                    speakersFromMedia: Bool = false) -> FakeClient {
         let address = PeerAddress(ipv4: 192, 168, 1, UInt8(clients.count + 2), port: port ?? UInt16(5000 + clients.count))
         let session = ClientSession(server: publicAddress, token: token ?? self.token(identity, room: room), room: room,
-                                    muted: muted, speakersFromMedia: speakersFromMedia, now: instant, unixMilliseconds: { [unowned self] in self.now.unixMilliseconds })
+                                    muted: muted, speakersFromMedia: speakersFromMedia, security: security, now: instant, unixMilliseconds: { [unowned self] in self.now.unixMilliseconds })
         let client = FakeClient(identity: identity, address: address, session: session)
         clients.append(client)
         return client
@@ -84,7 +96,7 @@ final class FakeNetwork {
             inFlight.append((worker, Array(d.bytes), d.to, d.viaPublicPort))
         }
         for h in core.handoffs {
-            h.datagram.withUnsafeBytes { cores[h.worker].handleHandedOffJoin($0, from: h.from, now: now) }
+            cores[h.worker].handleHandoff(h.handoff, from: h.from, now: now)
             collect(h.worker)
         }
         core.outputSent()
@@ -103,6 +115,7 @@ final class FakeNetwork {
                 }
                 for d in c.pendingMedia {
                     moved = true
+                    c.sentMedia.append(d)
                     deliverToRelay(d, from: c.address, port: c.session.destination.port)
                 }
                 c.pendingMedia.removeAll()
@@ -162,11 +175,17 @@ final class FakeClient {
     var events: [ClientSession.Event] = []
     var sentToRelay: [[UInt8]] = []
     var pendingMedia: [[UInt8]] = []
+    /// Media sent to the relay, as it went on the wire.
+    var sentMedia: [[UInt8]] = []
     /// RTP received: ssrc → sequence numbers.
     var media: [UInt32: [UInt16]] = [:]
     /// RTP received, whole datagrams in arrival order.
     var received: [[UInt8]] = []
     var rtcp: [[UInt8]] = []
+    /// SRTP once welcomed through the encrypted protocol: `rtp` protects, `receive` unprotects (and keeps plaintext).
+    var crypto: MediaCrypto?
+    /// Media from the relay that did not authenticate.
+    var rejectedMedia = 0
     private var sequence: UInt16 = 65_500
     private var timestamp: UInt32 = 4_294_960_000
 
@@ -179,10 +198,18 @@ final class FakeClient {
     var ssrc: UInt32 { session.welcome?.ssrc ?? 0 }
     var memberID: UInt32 { session.welcome?.memberID ?? 0 }
 
-    func receive(_ bytes: [UInt8], from: PeerAddress, now: Int64) {
+    func receive(_ datagram: [UInt8], from: PeerAddress, now: Int64) {
+        var bytes = datagram
+        if datagram.first != Signalling.magic, let crypto {
+            var plain = [UInt8](repeating: 0, count: datagram.count)
+            let n = datagram.withUnsafeBytes { r in plain.withUnsafeMutableBytes { crypto.unprotect(r, into: $0) } }
+            guard let n else { rejectedMedia += 1; return }
+            bytes = Array(plain.prefix(n))
+        }
         bytes.withUnsafeBytes { b in
             if b[0] == Signalling.magic {
                 events += session.handle(b, from: from, now: Instant(nanoseconds: now))
+                if crypto == nil { crypto = try? session.makeMediaCrypto() }
             } else if isRTCP(b) {
                 rtcp.append(bytes)
             } else if let p = try? RTPPacketView(parsing: b) {
@@ -201,7 +228,15 @@ final class FakeClient {
         var out = [UInt8](repeating: 0, count: header.serializedSize + payload)
         _ = out.withUnsafeMutableBytes { try! header.serialize(into: $0) }
         for i in header.serializedSize..<out.count { out[i] = UInt8(truncatingIfNeeded: i) }
-        return out
+        return protect(out)
+    }
+
+    /// `packet` (RTP or RTCP) as this client sends it: SRTP-protected once it has keys, else as it is.
+    func protect(_ packet: [UInt8]) -> [UInt8] {
+        guard let crypto else { return packet }
+        var out = [UInt8](repeating: 0, count: packet.count + MediaCrypto.rtcpOverhead)
+        let n = packet.withUnsafeBytes { p in out.withUnsafeMutableBytes { crypto.protect(p, into: $0) } }
+        return Array(out.prefix(n ?? 0))
     }
 
     /// Queues one RTP packet for the next exchange.

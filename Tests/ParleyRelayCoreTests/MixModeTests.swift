@@ -64,7 +64,7 @@ final class ToneMember {
         timestamp &+= 960
         var bytes = [UInt8](repeating: 0, count: header.serializedSize)
         _ = try bytes.withUnsafeMutableBytes { try header.serialize(into: $0) }
-        client.pendingMedia.append(bytes + payload.prefix(n))
+        client.pendingMedia.append(client.protect(bytes + payload.prefix(n)))
     }
 
     /// Decodes every mixed packet received since the last call.

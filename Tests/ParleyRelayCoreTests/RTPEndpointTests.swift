@@ -36,6 +36,8 @@ final class PlainRTPSender {
 struct RTPEndpointTests {
     static let tool = PeerAddress(ipv4: 172, 16, 0, 9, port: 40_000)
     static let sink = PeerAddress(ipv4: 172, 16, 0, 9, port: 40_002)
+    /// These tests speak cleartext RTP, which a relay admits only when it allows cleartext (SRTP: `SRTPEndpointTests`).
+    static let cleartext = { var c = RelayCoreConfig(); c.allowCleartext = true; return c }()
 
     func room(_ net: FakeNetwork, mode: String = "forward") {
         #expect(net.core.createRoom(name: "lobby", mode: mode, maxMembers: nil, emptyTimeout: nil, now: net.now) == .ok)
@@ -44,7 +46,7 @@ struct RTPEndpointTests {
     func create(_ net: FakeNetwork, _ identity: String, publish: Bool = true, subscribe: Bool = true,
                 source: PeerAddress? = nil, receive: PeerAddress? = nil) throws -> RTPEndpointInfo {
         let result = net.core.createRTPEndpoint(room: "lobby", identity: identity, displayName: nil, publish: publish,
-                                                subscribe: subscribe, source: source, receive: receive, now: net.now)
+                                                subscribe: subscribe, source: source, receive: receive, keys: nil, now: net.now)
         guard case .rtpEndpoint(let info) = result else { Issue.record("got \(result)"); throw CancellationError() }
         net.exchange()
         return info
@@ -54,7 +56,7 @@ struct RTPEndpointTests {
 
     @Test("every SSRC the relay assigns is in 1…2³¹−1, which ffmpeg's signed -ssrc option accepts")
     func assignedSSRCsFitASignedInteger() throws {
-        var config = RelayCoreConfig()
+        var config = Self.cleartext
         config.maxMembersPerRoom = 300
         let net = FakeNetwork(config: config)
         room(net)
@@ -70,7 +72,7 @@ struct RTPEndpointTests {
 
     @Test("an endpoint is a member: others see it join; RTP from its source address is forwarded, with the tool's own SSRC")
     func publishFromTheNamedSource() throws {
-        let net = FakeNetwork()
+        let net = FakeNetwork(config: Self.cleartext)
         room(net)
         let alice = net.addClient("alice")
         net.joinAll()
@@ -95,7 +97,7 @@ struct RTPEndpointTests {
 
     @Test("the attack: a stranger's packets take no waiting endpoint, reach no listener and get nothing back")
     func strangersTakeNothing() throws {
-        let net = FakeNetwork()
+        let net = FakeNetwork(config: Self.cleartext)
         room(net)
         let alice = net.addClient("alice")
         net.joinAll()
@@ -121,7 +123,7 @@ struct RTPEndpointTests {
 
     @Test("a subscribing endpoint with a receive address hears only the first forwarded speaker, unchanged; no signalling reaches it")
     func forwardToEndpoint() throws {
-        let net = FakeNetwork()
+        let net = FakeNetwork(config: Self.cleartext)
         room(net)
         let alice = net.addClient("alice"), bob = net.addClient("bob")
         net.joinAll()
@@ -145,7 +147,7 @@ struct RTPEndpointTests {
 
     @Test("a tool that sends and receives on one port names it once: receive_address is its source too")
     func symmetricPort() throws {
-        let net = FakeNetwork()
+        let net = FakeNetwork(config: Self.cleartext)
         room(net)
         let alice = net.addClient("alice")
         net.joinAll()
@@ -160,7 +162,7 @@ struct RTPEndpointTests {
 
     @Test("DELETE removes it (others see it leave, its address is forgotten); silence times a publisher out; a subscriber with a receive address stays")
     func removal() throws {
-        let net = FakeNetwork()
+        let net = FakeNetwork(config: Self.cleartext)
         room(net)
         let alice = net.addClient("alice")
         net.joinAll()
@@ -192,19 +194,19 @@ struct RTPEndpointTests {
 
     @Test("creation refuses unknown rooms and taken identities")
     func refusals() throws {
-        let net = FakeNetwork()
+        let net = FakeNetwork(config: Self.cleartext)
         #expect(net.core.createRTPEndpoint(room: "lobby", identity: "x", displayName: nil, publish: true, subscribe: true,
-                                           source: Self.tool, receive: nil, now: net.now) == .notFound("room lobby does not exist"))
+                                           source: Self.tool, receive: nil, keys: nil, now: net.now) == .notFound("room lobby does not exist"))
         room(net)
         _ = try create(net, "x", source: Self.tool)
         #expect(net.core.createRTPEndpoint(room: "lobby", identity: "x", displayName: nil, publish: true, subscribe: true,
-                                           source: Self.sink, receive: nil, now: net.now) == .conflict("x is already in room lobby"))
+                                           source: Self.sink, receive: nil, keys: nil, now: net.now) == .conflict("x is already in room lobby"))
         #expect(net.core.createRTPEndpoint(room: "lobby", identity: "y", displayName: nil, publish: true, subscribe: false,
-                                           source: Self.tool, receive: nil, now: net.now) == .conflict("\(Self.tool) is already a member's address"))
+                                           source: Self.tool, receive: nil, keys: nil, now: net.now) == .conflict("\(Self.tool) is already a member's address"))
         // Addresses are named, never learned: an endpoint without the one it needs is refused.
         if case .invalid = net.core.createRTPEndpoint(room: "lobby", identity: "z", displayName: nil, publish: true, subscribe: false,
-                                                      source: nil, receive: nil, now: net.now) {} else { Issue.record("publisher without source accepted") }
+                                                      source: nil, receive: nil, keys: nil, now: net.now) {} else { Issue.record("publisher without source accepted") }
         if case .invalid = net.core.createRTPEndpoint(room: "lobby", identity: "z", displayName: nil, publish: false, subscribe: true,
-                                                      source: nil, receive: nil, now: net.now) {} else { Issue.record("subscriber without receive accepted") }
+                                                      source: nil, receive: nil, keys: nil, now: net.now) {} else { Issue.record("subscriber without receive accepted") }
     }
 }

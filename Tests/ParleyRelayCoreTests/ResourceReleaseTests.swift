@@ -1,5 +1,6 @@
 import ParleyAuth
 import ParleyClientCore
+import ParleyCrypto
 import ParleyWire
 import Testing
 @testable import ParleyRelayCore
@@ -145,9 +146,13 @@ struct ResourceReleaseTests {
         #expect(core.createRoom(name: "studio", mode: nil, maxMembers: nil, emptyTimeout: nil, now: net.now) == .ok)
         let sam = net.addClient("sam", room: "studio")
         net.joinAll()
+        // SRTP endpoints, so their libsrtp sessions are among what must be freed (the senders' cleartext packets are
+        // dropped unauthenticated; the endpoints are freed all the same).
+        let keys = RTPEndpointKeys(endpointSends: SDESKey(bytes: Array(repeating: 1, count: 30))!,
+                                   relaySends: SDESKey(bytes: Array(repeating: 2, count: 30))!)
         func create(_ identity: String, publish: Bool, subscribe: Bool, source: PeerAddress?, receive: PeerAddress?) {
             let result = core.createRTPEndpoint(room: "studio", identity: identity, displayName: nil, publish: publish,
-                                                subscribe: subscribe, source: source, receive: receive, now: net.now)
+                                                subscribe: subscribe, source: source, receive: receive, keys: keys, now: net.now)
             if case .rtpEndpoint = result {} else { Issue.record("\(identity): \(result)") }
         }
         let camAddress = PeerAddress(ipv4: 172, 16, 0, 9, port: 40_000), micAddress = PeerAddress(ipv4: 172, 16, 0, 9, port: 40_004)
