@@ -63,7 +63,7 @@ let package = Package(
         .target(name: "ParleyClientCore", dependencies: ["ParleyWire", "ParleyAuth", "ParleyMedia", "ParleyCrypto"]),
 
         .executableTarget(name: "parley-relay", dependencies: ["ParleyRelay", "ParleyHTTP", "ParleyAuth"]),
-        .executableTarget(name: "parley", dependencies: ["ParleyClientCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyMedia", "ParleyAudioIO"]),
+        .executableTarget(name: "parley", dependencies: ["ParleyClientCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyMedia", "ParleyAudioIO", "ParleyCrypto"]),
 
         .target(name: "CAllocCounter", path: "Benchmarks/CAllocCounter"),
         // What the in-process benchmarks share: clocks (a manual one for the core), allocation counts, output helpers.
@@ -90,7 +90,7 @@ let package = Package(
         .testTarget(name: "ParleyWireTests", dependencies: ["ParleyWire"]),
         .testTarget(name: "ParleyNetTests", dependencies: ["ParleyNet", "ParleyWire", "CParleySys"]),
         .testTarget(name: "ParleyMediaTests", dependencies: ["ParleyMedia", "ParleyWire"]),
-        .testTarget(name: "ParleyClientCoreTests", dependencies: ["ParleyClientCore", "ParleyWire", "ParleyMedia"]),
+        .testTarget(name: "ParleyClientCoreTests", dependencies: ["ParleyClientCore", "ParleyWire", "ParleyMedia", "ParleyCrypto"]),
         .testTarget(name: "ParleyAudioIOTests", dependencies: ["ParleyAudioIO"]),
         .testTarget(name: "ParleyAuthTests", dependencies: ["ParleyAuth"]),
         .testTarget(name: "ParleyCryptoTests", dependencies: ["ParleyCrypto", "ParleyWire"]),

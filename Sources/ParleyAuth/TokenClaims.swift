@@ -1,6 +1,7 @@
 /// JWT claims. JSON field names: sub, name, room, exp, nbf, iat, grants {join,publish,subscribe,admin,create},
 /// mode (optional room mode "forward"/"mix"), call (optional; true on the relay-minted tokens of a private call room),
-/// jti (optional token id), relay_key (optional; the base64url X25519 public key of the one relay the token is for).
+/// jti (optional token id), relay_key (optional; the base64url X25519 public key of the one relay the token is for),
+/// e2ee (optional; true asks for an end-to-end encrypted room, which the relay refuses in a mix room).
 /// Absent optionals are omitted when encoding.
 public struct TokenClaims: Equatable, Sendable, Codable {
     /// Who the token is for ("sub"); 1...128 UTF-8 bytes, no control characters.
@@ -28,11 +29,14 @@ public struct TokenClaims: Equatable, Sendable, Codable {
     /// "relay_key", optional: the base64url (unpadded, 43 characters) X25519 public key of the relay this token is for.
     /// A relay whose own key differs refuses the token, so a token minted for one relay cannot be replayed to another.
     public var relayKey: String?
+    /// "e2ee", optional: true when the application encrypts this room's media end to end (with a key of its own the
+    /// relay never sees). The relay cannot mix what it cannot decode, so it refuses such a token in a mix room.
+    public var endToEnd: Bool?
 
     /// Claims for one token.
     public init(identity: String, name: String? = nil, room: String?, expiresAt: Int64, notBefore: Int64? = nil,
                 issuedAt: Int64? = nil, grants: Grants = Grants(), mode: String? = nil, call: Bool? = nil, tokenID: String? = nil,
-                relayKey: String? = nil) {
+                relayKey: String? = nil, endToEnd: Bool? = nil) {
         self.identity = identity
         self.name = name
         self.room = room
@@ -44,11 +48,12 @@ public struct TokenClaims: Equatable, Sendable, Codable {
         self.call = call
         self.tokenID = tokenID
         self.relayKey = relayKey
+        self.endToEnd = endToEnd
     }
 
     private enum CodingKeys: String, CodingKey {
         case identity = "sub", name, room, expiresAt = "exp", notBefore = "nbf", issuedAt = "iat", grants, mode, call, tokenID = "jti",
-             relayKey = "relay_key"
+             relayKey = "relay_key", endToEnd = "e2ee"
     }
 
     /// Decodes the claims; `sub` and `exp` are required, `grants` defaults to `Grants.empty`.
@@ -65,6 +70,7 @@ public struct TokenClaims: Equatable, Sendable, Codable {
         call = try container.decodeIfPresent(Bool.self, forKey: .call)
         tokenID = try container.decodeIfPresent(String.self, forKey: .tokenID)
         relayKey = try container.decodeIfPresent(String.self, forKey: .relayKey)
+        endToEnd = try container.decodeIfPresent(Bool.self, forKey: .endToEnd)
     }
 }
 

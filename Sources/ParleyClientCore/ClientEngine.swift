@@ -1,3 +1,4 @@
+import ParleyCrypto
 import ParleyMedia
 import ParleyWire
 
@@ -142,6 +143,18 @@ public final class ClientEngine {
     private let cryptoScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
     /// The session's SRTP (nil: cleartext, or before the welcome).
     public private(set) var crypto: MediaCrypto?
+    /// A received packet with its payload opened (end-to-end calls).
+    private let opened = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
+
+    /// End-to-end encryption of the Opus payloads (a call's `FrameCipher`), or nil: every payload we send is sealed
+    /// before it goes into RTP, every payload received is opened after RTP and before the jitter buffer; one that
+    /// does not open (tampered, replayed, cleartext, our own reflected) is dropped and counted in
+    /// `framesRefusedEndToEnd`. Set before media flows.
+    public var endToEnd: FrameCipher? {
+        didSet { sender?.endToEnd = endToEnd }
+    }
+    /// Received payloads that did not open with `endToEnd`.
+    public private(set) var framesRefusedEndToEnd = 0
 
     /// An engine that joins `configuration.room` at `server` with `token()` (asked afresh for every session) and
     /// sends its join at once. Nonces and the RTP stream's first sequence number and timestamp come from `random`.
@@ -172,6 +185,7 @@ public final class ClientEngine {
     deinit {
         scratch.deallocate()
         cryptoScratch.deallocate()
+        opened.deallocate()
     }
 
     /// Whether the member is in the room (joined, or resuming): captured audio is sent, NACKs and reports go out.
@@ -213,13 +227,31 @@ public final class ClientEngine {
             }
             return
         }
-        guard let packet = try? RTPPacketView(parsing: bytes) else { return }
+        guard var packet = try? RTPPacketView(parsing: bytes) else { return }
+        if let endToEnd {
+            guard let plain = open(packet, with: endToEnd) else {
+                framesRefusedEndToEnd += 1
+                return
+            }
+            packet = plain
+        }
         packetsReceived += 1
         bytesReceived += bytes.count
         receivedBySSRC[packet.ssrc, default: 0] += 1
         speaking.observe(ssrc: packet.ssrc, level: packet.audioLevel(id: SendPipeline.defaultLevelExtensionID)?.level,
                          payloadBytes: packet.payloadCount, now: now)
         receiver.receive(packet, now: now)
+    }
+
+    /// The packet with its payload opened into `opened` (same header, padding dropped), or nil when it does not open.
+    private func open(_ packet: RTPPacketView, with cipher: FrameCipher) -> RTPPacketView? {
+        let headerEnd = packet.payloadOffset
+        guard headerEnd + packet.payloadCount <= opened.count else { return nil }  // a hostile size: nothing larger opens
+        opened.copyMemory(from: UnsafeRawBufferPointer(rebasing: packet.bytes[0..<headerEnd]))
+        opened[0] &= ~0x20  // the padding bit: the opened payload carries none
+        let frame = UnsafeRawBufferPointer(rebasing: packet.bytes[headerEnd..<(headerEnd + packet.payloadCount)])
+        guard let n = try? cipher.open(frame, into: UnsafeMutableRawBufferPointer(rebasing: opened[headerEnd...])) else { return nil }
+        return try? RTPPacketView(parsing: UnsafeRawBufferPointer(rebasing: opened[0..<(headerEnd + n)]))
     }
 
     /// One 20 ms media step: sends `captured` (already voice-processed, at `level`) when in the room, mixes the

@@ -55,6 +55,9 @@ public final class PresenceSession {
         public var outgoing: Bool
         /// Where it stands.
         public var phase: CallPhase
+        /// The other party's end-to-end key share (32 bytes): from the ring (incoming) or the answer (outgoing);
+        /// empty until then, or for good when the other client sent none (then the call is not end-to-end encrypted).
+        public var peerKeyShare: [UInt8] = []
     }
 
     /// What the session tells its owner.
@@ -175,8 +178,8 @@ public final class PresenceSession {
 
     private func presenceMessage(_ message: SignalMessage) -> [Event] {
         switch message {
-        case .incomingCall(let id, let from, let name):
-            calls[id] = Call(id: id, peer: from, peerName: name, outgoing: false, phase: .incoming)
+        case .incomingCall(let id, let from, let name, let share):
+            calls[id] = Call(id: id, peer: from, peerName: name, outgoing: false, phase: .incoming, peerKeyShare: share)
             return [.incomingCall(callID: id, from: from, name: name)]
         case .callStatus(let s):
             return callStatus(s)
@@ -200,6 +203,7 @@ public final class PresenceSession {
             calls[s.callID] = call
         case .answered:
             call.phase = .answered(room: s.room, token: s.token)
+            if call.outgoing { call.peerKeyShare = s.keyShare }
             calls[s.callID] = call
         case .declined, .noAnswer, .unavailable, .ended, .failed:
             calls[s.callID] = nil
@@ -208,22 +212,24 @@ public final class PresenceSession {
         return [.callStatus(callID: s.callID, state: s.state, reason: s.reason, room: answered ? s.room : nil, token: answered ? s.token : nil)]
     }
 
-    /// Calls an online identity; returns the call id its statuses will carry, nil when not online.
-    public func call(_ identity: String, now: Instant) -> UInt32? {
+    /// Calls an online identity; returns the call id its statuses will carry, nil when not online. `keyShare` is
+    /// this side's end-to-end share for the call (empty: the call will not be end-to-end encrypted).
+    public func call(_ identity: String, keyShare: [UInt8] = [], now: Instant) -> UInt32? {
         guard isOnline, !identity.isEmpty else { return nil }
         let id = nextCallID | Self.outgoingCallIDBit
         nextCallID = (nextCallID &+ 1) & ~Self.outgoingCallIDBit
         if nextCallID == 0 { nextCallID = 1 }
         calls[id] = Call(id: id, peer: identity, peerName: "", outgoing: true, phase: .calling)
-        signalling.sendReliable(.callInvite(callID: id, to: identity), now: now)
+        signalling.sendReliable(.callInvite(callID: id, to: identity, keyShare: keyShare), now: now)
         return id
     }
 
-    /// Accepts or declines an incoming call. Declining forgets it at once.
-    public func answer(_ callID: UInt32, accept: Bool, now: Instant) {
+    /// Accepts or declines an incoming call. Declining forgets it at once. `keyShare`: this side's end-to-end share
+    /// when accepting (sent only with an accept).
+    public func answer(_ callID: UInt32, accept: Bool, keyShare: [UInt8] = [], now: Instant) {
         guard isOnline, let call = calls[callID], call.phase == .incoming else { return }
         if accept { calls[callID]?.phase = .answering } else { calls[callID] = nil }
-        signalling.sendReliable(.callAnswer(callID: callID, accept: accept), now: now)
+        signalling.sendReliable(.callAnswer(callID: callID, accept: accept, keyShare: accept ? keyShare : []), now: now)
     }
 
     /// Hangs up (cancels, declines or ends) a call and forgets it; the relay tells the other party.

@@ -1,3 +1,4 @@
+import ParleyCrypto
 import ParleyMedia
 import ParleyWire
 
@@ -10,6 +11,11 @@ public final class SendPipeline {
     static let headerSize = RTPFixedHeader.size + RTPExtensionWriter.oneByteBlockSize(elements: 1, dataBytes: 1)
     private let encoder: OpusEncoder
     private let packet = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 16)
+    /// The Opus frame before end-to-end sealing (used only with `endToEnd`).
+    private let opusFrame = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 16)
+    /// End-to-end encryption of each Opus payload before it goes into RTP (a call's `FrameCipher`), or nil. Sealing
+    /// happens here, at the payload level, so a hop-by-hop layer under RTP (SRTP) is unaffected.
+    public var endToEnd: FrameCipher?
     private var sequence: UInt16
     private var timestamp: UInt32
     private var talking = false
@@ -62,7 +68,10 @@ public final class SendPipeline {
         self.levelExtensionID = levelExtensionID
     }
 
-    deinit { packet.deallocate() }
+    deinit {
+        packet.deallocate()
+        opusFrame.deallocate()
+    }
 
     /// Encodes one 20 ms frame; returns the RTP packet to send (valid until the next call), or nil during DTX.
     /// `muted` frames advance the timestamp but send nothing.
@@ -73,7 +82,9 @@ public final class SendPipeline {
             return nil
         }
         let body = UnsafeMutableRawBufferPointer(rebasing: packet[Self.headerSize...])
-        guard let n = try? encoder.encode(frame, frameSize: Self.frameSamples, into: body) else { return nil }
+        // With end-to-end encryption Opus writes beside the packet and the sealed frame lands in the payload.
+        let target = endToEnd == nil ? body : UnsafeMutableRawBufferPointer(rebasing: opusFrame[0..<(body.count - FrameCipher.overhead)])
+        guard let n = try? encoder.encode(frame, frameSize: Self.frameSamples, into: target) else { return nil }
         framesEncoded += 1
         if n <= 2 {
             // DTX. The first DTX frame after audio is sent (it tells the receiver's jitter buffer that silence, not
@@ -83,11 +94,20 @@ public final class SendPipeline {
                 return nil
             }
             talking = false
-            return header(payloadBytes: n, marker: false, level: 127, voice: false)
+            guard let payload = seal(opusBytes: n, from: target, into: body) else { return nil }
+            return header(payloadBytes: payload, marker: false, level: 127, voice: false)
         }
         let marker = !talking
         talking = true
-        return header(payloadBytes: n, marker: marker, level: level, voice: voice)
+        guard let payload = seal(opusBytes: n, from: target, into: body) else { return nil }
+        return header(payloadBytes: payload, marker: marker, level: level, voice: voice)
+    }
+
+    /// The payload's length: the Opus frame as encoded, or sealed from `target` into `body` with `endToEnd`; nil when
+    /// the cipher refuses (its counter is exhausted: nothing goes out in the clear instead).
+    private func seal(opusBytes n: Int, from target: UnsafeMutableRawBufferPointer, into body: UnsafeMutableRawBufferPointer) -> Int? {
+        guard let endToEnd else { return n }
+        return try? endToEnd.seal(UnsafeRawBufferPointer(rebasing: target[0..<n]), into: body)
     }
 
     /// Writes the RTP header (V=2, X=1, one-byte extension block with the level) before `payloadBytes` of payload.

@@ -37,8 +37,9 @@ final class CallRouter {
         return lastCallID
     }
 
-    /// `caller` invites `identity` (its call id `callID`): ring the callee, or tell the caller why not.
-    func invite(from caller: Presence, callID: UInt32, to identity: String, now: Moment) {
+    /// `caller` invites `identity` (its call id `callID`): ring the callee, or tell the caller why not. `keyShare` (the
+    /// caller's end-to-end share, empty or 32 bytes as the codec enforces) goes to every ringing session unread.
+    func invite(from caller: Presence, callID: UInt32, to identity: String, keyShare: [UInt8] = [], now: Moment) {
         func reply(_ state: CallState, _ reason: String) {
             outbox.send(.callStatus(CallStatus(callID: callID, state: state, reason: reason)), to: caller.session, now: now)
         }
@@ -66,7 +67,8 @@ final class CallRouter {
         record(.started, call.id, caller.identity, identity, now: now)
         for callee in callees {
             callee.call = call
-            outbox.send(.incomingCall(callID: call.id, fromIdentity: caller.identity, fromName: caller.name), to: callee.session, now: now)
+            outbox.send(.incomingCall(callID: call.id, fromIdentity: caller.identity, fromName: caller.name, keyShare: keyShare),
+                        to: callee.session, now: now)
         }
         reply(.ringing, "")
         if log.threshold <= .info {
@@ -76,7 +78,8 @@ final class CallRouter {
 
     /// A ringing callee session accepts or declines. The first to accept takes the call: both parties get the private
     /// room and a token for it, and the callee's other sessions stop ringing. A decline withdraws that session only.
-    func answer(by callee: Presence, callID: UInt32, accept: Bool, now: Moment) {
+    /// The accepting session's `keyShare` goes to the caller with `answered`, unread.
+    func answer(by callee: Presence, callID: UInt32, accept: Bool, keyShare: [UInt8] = [], now: Moment) {
         guard let call = callee.call, call.matches(callee, callID: callID) else {
             // Cancelled, timed out or taken on another device meanwhile: the callee learns the call is over.
             return outbox.send(.callStatus(CallStatus(callID: callID, state: .ended, reason: "the call is over")), to: callee.session, now: now)
@@ -104,7 +107,9 @@ final class CallRouter {
         for p in [caller, callee] {
             let token = CallRoom.token(identity: p.identity, name: p.name, room: room, signer: signer, relayKey: relayKey, now: now,
                                        lifetimeSeconds: config.callTokenLifetimeSeconds)
-            outbox.send(.callStatus(CallStatus(callID: call.callID(for: p), state: .answered, room: room, token: token)), to: p.session, now: now)
+            let share = p === caller ? keyShare : []  // the callee already has the caller's share from its ring
+            outbox.send(.callStatus(CallStatus(callID: call.callID(for: p), state: .answered, room: room, token: token, keyShare: share)),
+                        to: p.session, now: now)
         }
         if log.threshold <= .info { log.write(.info, "call \(call.id): answered, room \(room)") }
     }

@@ -131,6 +131,9 @@ extension RelayCore {
             guard mode == "forward" || mode == "mix" else {
                 return refuse(.badRequest, "unknown room mode \(mode)", to: from, now: now, viaPublicPort: viaPublicPort)
             }
+            if let (code, reason) = EndToEndRoom.refusal(claims, room: request.room, mode: mode) {
+                return refuse(code, reason, to: from, now: now, viaPublicPort: viaPublicPort)  // before the room exists
+            }
             let created: Room
             switch rooms.open(name: request.room, mode: mode, creator: claims.identity, now: now) {
             case .success(let r): created = r
@@ -139,6 +142,9 @@ extension RelayCore {
             room = created
         }
         guard let room else { return }
+        if let (code, reason) = EndToEndRoom.refusal(claims, room: room.name, mode: room.mode) {
+            return refuse(code, reason, to: from, now: now, viaPublicPort: viaPublicPort)
+        }
         if let previous = room.member(identity: claims.identity) {
             // The same token from a second address while its session lives is a replay: the owner moves with
             // resume, and a restarted client presents a fresh token.

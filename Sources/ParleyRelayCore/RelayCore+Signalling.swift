@@ -168,8 +168,8 @@ extension RelayCore {
     /// What only a presence session sends; false for anything else.
     func handlePresenceMessage(_ message: SignalMessage, from p: Presence, now: Moment) -> Bool {
         switch message {
-        case .callInvite(let callID, let to): calls.invite(from: p, callID: callID, to: to, now: now)
-        case .callAnswer(let callID, let accept): calls.answer(by: p, callID: callID, accept: accept, now: now)
+        case .callInvite(let callID, let to, let share): calls.invite(from: p, callID: callID, to: to, keyShare: share, now: now)
+        case .callAnswer(let callID, let accept, let share): calls.answer(by: p, callID: callID, accept: accept, keyShare: share, now: now)
         case .callHangup(let callID): calls.hangUp(by: p, callID: callID, now: now)
         default: return false
         }

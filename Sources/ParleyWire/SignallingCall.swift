@@ -42,6 +42,12 @@ public enum CallState: UInt8, Equatable, Sendable, CaseIterable {
     public var isFinal: Bool { self != .ringing && self != .answered }
 }
 
+/// End-to-end key shares as signalling carries them: absent, or exactly one X25519 public key.
+public enum CallKeyShare {
+    /// The only length a present share may have.
+    public static let length = 32
+}
+
 /// The relay's report on one call.
 public struct CallStatus: Equatable, Sendable {
     /// The call, as the receiving party knows it (the caller's own id; the id `incomingCall` gave the callee).
@@ -54,13 +60,17 @@ public struct CallStatus: Equatable, Sendable {
     public var room: String
     /// With `answered`: a relay-minted join token for `room`, for the receiving party only; else empty.
     public var token: String
+    /// With `answered`, to the caller: the callee's end-to-end key share as the callee sent it (32 bytes), or empty
+    /// when the callee sent none; else empty.
+    public var keyShare: [UInt8]
 
     /// A call status.
-    public init(callID: UInt32, state: CallState, reason: String = "", room: String = "", token: String = "") {
+    public init(callID: UInt32, state: CallState, reason: String = "", room: String = "", token: String = "", keyShare: [UInt8] = []) {
         self.callID = callID
         self.state = state
         self.reason = reason
         self.room = room
         self.token = token
+        self.keyShare = keyShare
     }
 }

@@ -13,6 +13,9 @@ enum SignalTag: UInt8 {
     case challenge = 38
     /// Welcome: the room's downstream SRTP key and salt (encrypted sessions in forward rooms).
     case roomMediaKey = 39
+    /// Calls: an end-to-end key share (32 bytes, opaque to the relay). Numbered apart from 39… (taken by the
+    /// encrypted-signalling work) so the two can merge.
+    case callKeyShare = 48
 }
 
 /// Writes big-endian integers and TLVs into a caller-owned buffer.

@@ -137,6 +137,9 @@ public enum RefusalCode: UInt16, Equatable, Sendable {
     case tokenWrongRelay = 18
     /// Version 1 (cleartext) signalling to a relay that admits only the encrypted version 2 (see `SignallingEnvelope`).
     case encryptionRequired = 3
+    /// The token asks for an end-to-end encrypted room (`e2ee`), but the room mixes on the relay, which must decode
+    /// every stream: the two cannot go together. (Numbered apart from the codes the encrypted-signalling work adds.)
+    case endToEndInMixRoom = 50
 }
 
 /// Why the relay ended a member's session. The numeric values are part of the protocol.
@@ -268,9 +271,10 @@ public enum SignalMessage: Equatable, Sendable {
     /// 0x08 Go online without a room (unreliable: repeated by the client until answered); answered like a join.
     case register(RegisterRequest)
     /// 0x09 Call an online identity; `callID` is the caller's choice, unique among its open calls (reliable).
-    case callInvite(callID: UInt32, to: String)
-    /// 0x0A Accept or decline a ringing call (reliable).
-    case callAnswer(callID: UInt32, accept: Bool)
+    /// `keyShare`: the caller's end-to-end key share (32 bytes, or empty from a client without end-to-end calls).
+    case callInvite(callID: UInt32, to: String, keyShare: [UInt8] = [])
+    /// 0x0A Accept or decline a ringing call (reliable). `keyShare`: the callee's share when accepting (or empty).
+    case callAnswer(callID: UInt32, accept: Bool, keyShare: [UInt8] = [])
     /// 0x0B Hang up: cancels a ringing call, declines an incoming one, ends an answered one (reliable).
     case callHangup(callID: UInt32)
     /// 0x0C Answer to `pathChallenge`, from the address that received it: proof = HMAC-SHA-256(session secret,
@@ -301,7 +305,8 @@ public enum SignalMessage: Equatable, Sendable {
     /// 0x8B A resume was accepted; the flow continues from the sender's new address (reliable).
     case resumed
     /// 0x8C Someone is calling this presence session; answer with `callAnswer(callID)` (reliable).
-    case incomingCall(callID: UInt32, fromIdentity: String, fromName: String)
+    /// `keyShare`: the caller's end-to-end key share as the caller sent it (empty when it sent none).
+    case incomingCall(callID: UInt32, fromIdentity: String, fromName: String, keyShare: [UInt8] = [])
     /// 0x8D A call's state changed (reliable).
     case callStatus(CallStatus)
     /// 0x8E Prove that this new address is yours: answer `pathResponse` with the challenge (unreliable, never larger

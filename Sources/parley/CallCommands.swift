@@ -1,5 +1,6 @@
 import Foundation
 import ParleyClientCore
+import ParleyCrypto
 import ParleyNet
 import ParleyWire
 
@@ -51,17 +52,21 @@ final class PresenceClient {
 enum CallCommands {
     static let listenUsage = """
     usage: parley listen --identity NAME [--server HOST:PORT] [--token T] [--auto-answer [--answer-after S] | --auto-reject]
-                         [--hangup-after S] [--duration S] [--no-tui] [audio options]
+                         [--hangup-after S] [--duration S] [--no-e2ee] [--no-tui] [audio options]
     \(AudioOptions.usage)
 
     Stays online for calls. An incoming call rings (bell and a line): a answers, r rejects; in a call h hangs up;
     q quits. Direct texts to you are shown. --auto-answer/--auto-reject/--hangup-after are for bots and tests.
+    Calls are end-to-end encrypted when both clients can: both sides print the same "safety code" to compare by
+    voice. --no-e2ee sends no key share (as a client without end-to-end calls; for tests).
     """
     static let callUsage = """
-    usage: parley call NAME --identity ME [--server HOST:PORT] [--token T] [--hangup-after S] [--no-tui] [audio options]
+    usage: parley call NAME --identity ME [--server HOST:PORT] [--token T] [--hangup-after S] [--no-e2ee] [--no-tui] [audio options]
     \(AudioOptions.usage)
 
     Calls NAME and shows progress (ringing, answered, declined, no answer after 30 s, unavailable). h hangs up.
+    The call is end-to-end encrypted when both clients can: both sides print the same "safety code" to compare by
+    voice; otherwise both say the call is NOT end-to-end encrypted. --no-e2ee sends no key share (for tests).
     Exit: 0 the call took place, 6 declined, 7 no answer, 8 unavailable, 9 failed, 3 refused, 5 relay unreachable.
     """
     static let messageUsage = """
@@ -74,7 +79,7 @@ enum CallCommands {
 
     static func parse(_ arguments: [String], usage: String, extraSwitches: Set<String> = []) -> (Options, String, PeerAddress, TerminalUI) {
         let o = Options(arguments, valued: AudioOptions.valued.union(common).union(SecurityOptions.valued),
-                        switches: AudioOptions.switches.union(["no-tui"]).union(extraSwitches).union(SecurityOptions.switches), usage: usage)
+                        switches: AudioOptions.switches.union(["no-tui", "no-e2ee"]).union(extraSwitches).union(SecurityOptions.switches), usage: usage)
         guard let identity = o["identity"], !identity.isEmpty else { fail("needs --identity\n\(usage)") }
         guard let server = PeerAddress(parsing: o["server"] ?? "127.0.0.1:7400") else { fail("--server must be HOST:PORT") }
         return (o, identity, server, TerminalUI(noTUI: o.has("no-tui")))
@@ -111,16 +116,42 @@ enum CallCommands {
         }
     }
 
+    /// Finishes a call's end-to-end key agreement once it is answered and says how the call is protected: the safety
+    /// code both sides print (to compare by voice), or that the call is NOT end-to-end encrypted because the other
+    /// client sent no share (or an unusable one). Returns the frame cipher and code, or nil for a call the relay can hear.
+    static func endToEnd(_ p: PresenceClient, agreement: CallKeyAgreement, callID: UInt32, callerIdentity: String,
+                         calleeIdentity: String, room: String, sentNoShare: Bool) -> (cipher: FrameCipher, code: SafetyCode)? {
+        let peer = agreement.role == .caller ? calleeIdentity : callerIdentity
+        guard !sentNoShare else {
+            p.ui.event("this call is NOT end-to-end encrypted: --no-e2ee (the relay can hear it)")
+            return nil
+        }
+        let share = p.session.calls[callID]?.peerKeyShare ?? []
+        guard !share.isEmpty else {
+            p.ui.event("this call is NOT end-to-end encrypted: \(peer)'s client sent no key share (the relay can hear it)")
+            return nil
+        }
+        guard let keys = try? agreement.agree(peerShare: share, callerIdentity: callerIdentity, calleeIdentity: calleeIdentity, room: room) else {
+            p.ui.event("this call is NOT end-to-end encrypted: \(peer)'s key share is unusable (the relay can hear it)")
+            return nil
+        }
+        p.ui.event("end-to-end encrypted; safety code: \(keys.safetyCode) — compare it with \(peer) by voice")
+        return (keys.frameCipher(), keys.safetyCode)
+    }
+
     /// Talks in an answered call's room until either side hangs up; returns when it is over.
     static func talk(_ p: PresenceClient, callID: UInt32, peer: String, room: String, token: String, o: Options, identity: String,
-                     server: PeerAddress) {
+                     server: PeerAddress, endToEnd: (cipher: FrameCipher, code: SafetyCode)?) {
         let audio = AudioOptions(o)
         let devices = DeviceAudio(audio: audio, listenOnly: false)
         let roomCall = RoomCall(identity: identity, server: server, token: { token },
                                 configuration: DeviceAudio.configuration(room: room, audio: audio, listenOnly: false, muted: false, reconnect: false,
                                                                          security: SecurityOptions.security(o, token: token)),
                                 devices: devices, ui: p.ui, duration: 0, say: nil)
+        // The live view keeps the code in its header, where it stays while the event lines scroll.
         roomCall.title = "call with \(peer)"
+        roomCall.headerNote = endToEnd.map { " · safety code \($0.code)" } ?? " · NOT end-to-end encrypted"
+        roomCall.engine.endToEnd = endToEnd?.cipher
         let hangupAfter = o["hangup-after"].flatMap(Double.init)
         let start = Clock.monotonic()
         var over = false
@@ -152,6 +183,10 @@ enum CallCommands {
         }
         _ = roomCall.run()
         devices.finish()
+        let engine = roomCall.engine
+        let played = engine.receiver.streams.values.reduce(0) { $0 + $1.audio.jitter.stats.played }
+        p.ui.event("call audio: received \(engine.packetsReceived) packets, played \(played) frames"
+                   + (endToEnd == nil ? " (not end-to-end encrypted)" : ", \(engine.framesRefusedEndToEnd) refused by end-to-end decryption"))
         if !over {  // we left the room some other way (q, Ctrl-C, lost contact): end the call for the other side too
             p.session.hangUp(callID, now: Clock.monotonic())
             p.flush()
@@ -172,6 +207,13 @@ enum CallCommands {
         let answerAfter = o["answer-after"].flatMap(Double.init) ?? 0
         let start = Clock.monotonic()
         var ringing: (id: UInt32, from: String, since: Instant)?
+        /// This side's end-to-end key agreement, drawn when we accept a call.
+        var agreements: [UInt32: CallKeyAgreement] = [:]
+        func accept(_ r: (id: UInt32, from: String, since: Instant), now: Instant) {
+            let agreement = CallKeyAgreement(role: .callee)
+            agreements = [r.id: agreement]
+            p.session.answer(r.id, accept: true, keyShare: o.has("no-e2ee") ? [] : agreement.share, now: now)
+        }
         while true {
             let now = Clock.monotonic()
             if interrupted.load(ordering: .relaxed) || (duration > 0 && (now - start).seconds >= duration) { break }
@@ -194,7 +236,11 @@ enum CallCommands {
                         let peer = p.session.calls[id]?.peer ?? ringing?.from ?? "?"
                         ringing = nil
                         ui.event("in a call with \(peer)")
-                        talk(p, callID: id, peer: peer, room: room, token: token, o: o, identity: identity, server: server)
+                        let cipher = agreements.removeValue(forKey: id).flatMap {
+                            endToEnd(p, agreement: $0, callID: id, callerIdentity: peer,
+                                     calleeIdentity: p.session.welcome?.identity ?? identity, room: room, sentNoShare: o.has("no-e2ee"))
+                        }
+                        talk(p, callID: id, peer: peer, room: room, token: token, o: o, identity: identity, server: server, endToEnd: cipher)
                         ui.status = ["parley · \(identity) · online, waiting for calls"]  // not the call's room or speakers
                         ui.event("waiting for calls")
                     } else if state == .ended, ringing?.id == id {
@@ -231,13 +277,13 @@ enum CallCommands {
                 break
             }
             if let r = ringing, o.has("auto-answer"), (Clock.monotonic() - r.since).seconds >= answerAfter {
-                p.session.answer(r.id, accept: true, now: Clock.monotonic())
+                accept(r, now: Clock.monotonic())
                 ui.event("answered the call from \(r.from)")
                 ringing = nil
             }
             while let key = ui.key() {
                 switch key {
-                case UInt8(ascii: "a"): if let r = ringing { p.session.answer(r.id, accept: true, now: now); ui.event("answering \(r.from)"); ringing = nil }
+                case UInt8(ascii: "a"): if let r = ringing { accept(r, now: now); ui.event("answering \(r.from)"); ringing = nil }
                 case UInt8(ascii: "r"): if let r = ringing { p.session.answer(r.id, accept: false, now: now); ui.event("rejected the call from \(r.from)"); ringing = nil }
                 case UInt8(ascii: "q"): interrupted.store(true, ordering: .relaxed)
                 default: break
@@ -261,7 +307,10 @@ enum CallCommands {
         register(p)
         ui.keys = "h hang up"
         ui.status = ["parley · \(identity) · calling \(callee)"]
-        guard let callID = p.session.call(callee, now: Clock.monotonic()) else { fail("cannot call \(callee)") }
+        let agreement = CallKeyAgreement(role: .caller)
+        guard let callID = p.session.call(callee, keyShare: o.has("no-e2ee") ? [] : agreement.share, now: Clock.monotonic()) else {
+            fail("cannot call \(callee)")
+        }
         p.flush()
         ui.event("calling \(callee)")
         var code: Int32 = 9
@@ -284,7 +333,9 @@ enum CallCommands {
                 case .answered:
                     guard let room, let token else { continue }
                     ui.event("answered")
-                    talk(p, callID: callID, peer: callee, room: room, token: token, o: o, identity: identity, server: server)
+                    let cipher = endToEnd(p, agreement: agreement, callID: callID, callerIdentity: p.session.welcome?.identity ?? identity,
+                                          calleeIdentity: callee, room: room, sentNoShare: o.has("no-e2ee"))
+                    talk(p, callID: callID, peer: callee, room: room, token: token, o: o, identity: identity, server: server, endToEnd: cipher)
                     code = 0
                     break loop
                 case .declined: ui.event("declined" + (reason.isEmpty ? "" : ": \(reason)")); code = 6; break loop

@@ -124,6 +124,8 @@ final class RoomCall {
     /// What the header calls this stay: "room NAME" for a join; "call with PEER" for a call, whose room's name is
     /// internal (`call-…`) and means nothing to the person.
     var title: String
+    /// Appended to the live view's header line (a call's safety code, or that it is not end-to-end encrypted).
+    var headerNote = ""
     /// Extra key handling (calls: `h` hangs up); returns true when the key was used.
     var onKey: ((UInt8) -> Bool)?
 
@@ -349,7 +351,7 @@ final class RoomCall {
         guard ui.interactive else { return }
         let audible = Set(engine.audibleSSRCs)
         let mute = engine.mutedByRoom ? " (muted by the room)" : engine.muted ? " (muted)" : ""
-        var lines = ["parley · \(title) · \(identity)\(mute) · mic \(devices.listenOnly ? "off" : "-\(engine.inputLevel) dBov")"
+        var lines = ["parley · \(title) · \(identity)\(headerNote)\(mute) · mic \(devices.listenOnly ? "off" : "-\(engine.inputLevel) dBov")"
                      + " · \(connection(now: Clock.monotonic()))"]
         let speakingIDs = Set(speaking.map(\.memberID))
         for m in members.values.sorted(by: { $0.identity < $1.identity }) {

@@ -161,6 +161,14 @@ write("signalling", "incomingcall", datagram(0x8C, [u32(CALLID, 1), tlv(IDENTITY
 write("signalling", "callstatus-answered", datagram(0x8D, [u32(CALLID, 0x80000001), u8(CALLSTATE, 2),
                                                            tlv(ROOM, b"call-0123456789abcdef0123456789abcdef"), tlv(TOKEN_T, b"t.t.t")],
                                                   conn=0xC0FFEE, seq=3))
+KEYSHARE = 48
+write("signalling", "callinvite-keyshare", datagram(0x09, [u32(CALLID, 0x80000001), tlv(TO, b"bob"), tlv(KEYSHARE, bytes(range(32)))],
+                                                  conn=0xC0FFEE, seq=2))
+write("signalling", "callanswer-keyshare", datagram(0x0A, [u32(CALLID, 1), u8(ACCEPT, 1), tlv(KEYSHARE, b"\x42" * 32)], conn=0xC0FFEE, seq=3))
+write("signalling", "incomingcall-keyshare", datagram(0x8C, [u32(CALLID, 1), tlv(IDENTITY, b"alice"), tlv(KEYSHARE, b"\x07" * 32)],
+                                                    conn=0xC0FFEE, seq=2))
+write("signalling", "callstatus-answered-keyshare", datagram(0x8D, [u32(CALLID, 0x80000001), u8(CALLSTATE, 2), tlv(ROOM, b"call-x"),
+                                                                    tlv(TOKEN_T, b"t.t.t"), tlv(KEYSHARE, b"\x09" * 32)], conn=0xC0FFEE, seq=3))
 write("signalling", "callstatus-declined", datagram(0x8D, [u32(CALLID, 0x80000001), u8(CALLSTATE, 3), tlv(REASON, b"busy")],
                                                   conn=0xC0FFEE, seq=4))
 
