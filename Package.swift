@@ -68,7 +68,7 @@ let package = Package(
         .target(name: "CAllocCounter", path: "Benchmarks/CAllocCounter"),
         // What the in-process benchmarks share: clocks (a manual one for the core), allocation counts, output helpers.
         .target(name: "BenchmarkSupport", dependencies: ["ParleyRelayCore", "CAllocCounter"], path: "Benchmarks/BenchmarkSupport"),
-        .executableTarget(name: "forward-bench", dependencies: ["BenchmarkSupport", "ParleyRelayCore", "ParleyWire", "ParleyAuth", "CAllocCounter"],
+        .executableTarget(name: "forward-bench", dependencies: ["BenchmarkSupport", "ParleyRelayCore", "ParleyClientCore", "ParleyCrypto", "ParleyWire", "ParleyAuth", "CAllocCounter"],
                           path: "Benchmarks/forward-bench"),
 
         .executableTarget(name: "jitter-bench", dependencies: ["ParleyMedia", "ParleyClientCore", "ParleyAudioIO", "ParleyWire", "CSpeexDSP"], path: "Benchmarks/jitter-bench"),

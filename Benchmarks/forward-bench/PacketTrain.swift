@@ -1,4 +1,5 @@
 import BenchmarkSupport
+import ParleyClientCore
 import ParleyWire
 
 /// One speaker's RTP stream: Opus-like packets (PT 111) every 20 ms with an RFC 6464 audio level.
@@ -19,6 +20,8 @@ struct SpeakerStream {
     let roomIndex: Int
     var sequenceNumber = UInt16.random(in: .min ... .max)
     var timestamp = UInt32.random(in: .min ... .max)
+    /// The speaker's SRTP in an encrypted scenario: each packet is protected as the client protects it.
+    var crypto: MediaCrypto?
 
     /// Writes the next packet at the start of `buffer` and returns its size.
     mutating func writeNextPacket(into buffer: UnsafeMutableRawBufferPointer) -> Int {
@@ -28,7 +31,8 @@ struct SpeakerStream {
         for i in 0..<Self.payloadBytes { buffer[headerSize + i] = UInt8(truncatingIfNeeded: i &* 37 &+ Int(sequenceNumber)) }
         sequenceNumber &+= 1
         timestamp &+= Self.samplesPerPacket
-        return headerSize + Self.payloadBytes
+        guard let crypto else { return headerSize + Self.payloadBytes }
+        return crypto.protect(UnsafeRawBufferPointer(rebasing: buffer[..<(headerSize + Self.payloadBytes)]), into: buffer)!
     }
 }
 

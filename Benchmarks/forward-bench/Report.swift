@@ -23,6 +23,8 @@ struct Results {
     var options: Options
     var core: [PacketFigures]
     var baseline: [PacketFigures]
+    /// The same shape with encrypted members (SRTP in, the room's key out).
+    var encrypted: [PacketFigures]
     var ticks: TickFigures
     /// The selection scenario: a speaker beyond the forwarded slots.
     var droppedPackets: Int
@@ -49,6 +51,9 @@ struct Results {
             ("allocations_per_forwarded_packet", fixed(allocationsPerForwarded(core), 4)),
             ("baseline_ns_per_forwarded_packet", fixed(b.nanosecondsPerForwarded, 2)),
             ("ratio_to_baseline", fixed(ratio, 2)),
+            ("encrypted_ns_per_packet_in", fixed(median(encrypted).nanosecondsPerPacketIn, 1)),
+            ("encrypted_ns_per_forwarded_packet", fixed(median(encrypted).nanosecondsPerForwarded, 2)),
+            ("encrypted_allocations_per_forwarded_packet", fixed(allocationsPerForwarded(encrypted), 4)),
             ("allocations_per_tick", fixed(allocationsPerTick, 2)),
             ("ns_per_tick", fixed(nanosecondsPerTick, 0)),
             ("allocations_per_unforwarded_packet", fixed(droppedAllocationsPerPacket, 4)),
@@ -75,6 +80,9 @@ struct Results {
                           fixed(Double(c.forwarded) / Double(c.packetsIn), 2), fixed(allocationsPerForwarded(core), 4)]))
         lines.append(row(["baseline: parse, lookup, queue", fixed(b.nanosecondsPerPacketIn, 1), fixed(b.nanosecondsPerForwarded, 2),
                           fixed(Double(b.forwarded) / Double(b.packetsIn), 2), fixed(allocationsPerForwarded(baseline), 4)]))
+        let e = median(encrypted)
+        lines.append(row(["encrypted (SRTP in, room key out)", fixed(e.nanosecondsPerPacketIn, 1), fixed(e.nanosecondsPerForwarded, 2),
+                          fixed(Double(e.forwarded) / Double(max(1, e.packetsIn)), 2), fixed(allocationsPerForwarded(encrypted), 4)]))
         lines.append(row(["core / baseline", fixed(c.nanosecondsPerPacketIn / b.nanosecondsPerPacketIn, 2) + "×",
                           fixed(ratio, 2) + "×", "", ""]))
         lines.append("")

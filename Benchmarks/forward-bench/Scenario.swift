@@ -1,5 +1,6 @@
 import BenchmarkSupport
 import ParleyAuth
+import ParleyCrypto
 import ParleyRelayCore
 import ParleyWire
 
@@ -70,12 +71,15 @@ final class Scenario {
 
     /// Builds the relay and joins `shape.rooms × shape.membersPerRoom` clients; the first `speakersPerRoom`
     /// members of each room speak.
-    init(shape: Shape, config: RelayCoreConfig = RelayCoreConfig()) {
+    /// With `encrypted`, members join through the encrypted protocol (real `ClientSession`s) and speak SRTP, so
+    /// the relay unprotects each packet and protects it once with the room's key; otherwise they speak the cleartext
+    /// protocol (`allowCleartext`), built by hand in `SimulatedClient`.
+    init(shape: Shape, config: RelayCoreConfig = RelayCoreConfig(), encrypted: Bool = false) {
         self.shape = shape
         var config = config
-        config.allowCleartext = true  // members join with version 1 datagrams built by hand (see SimulatedClient)
+        config.allowCleartext = !encrypted
         let shared = RelayShared(config: config, verifier: TokenVerifier(keys: [DevDefaults.apiKey: DevDefaults.apiSecret]),
-                                 cookieSecret: Crypto.randomBytes(32), workerPorts: [7400])
+                                 cookieSecret: Crypto.randomBytes(32), workerPorts: [7400], identity: encrypted ? X25519KeyPair() : nil)
         core = RelayCore(shared: shared, workerIndex: 0, log: SilentLog())
         nextTick = clock.monotonic
         let signer = TokenSigner(apiKey: DevDefaults.apiKey, apiSecret: DevDefaults.apiSecret)
@@ -90,7 +94,9 @@ final class Scenario {
                 // Joins are rate-limited (500/s): keep the manual clock inside the limit.
                 clock.advance(by: .milliseconds(2))
                 if member < shape.speakersPerRoom {
-                    streams.append(SpeakerStream(address: client.address, ssrc: clients[index].ssrc, roomIndex: room))
+                    var stream = SpeakerStream(address: client.address, ssrc: clients[index].ssrc, roomIndex: room)
+                    stream.crypto = clients[index].session.flatMap { try? $0.makeMediaCrypto() }
+                    streams.append(stream)
                 }
             }
         }

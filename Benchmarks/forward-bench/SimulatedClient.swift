@@ -1,5 +1,7 @@
 import BenchmarkSupport
 import ParleyAuth
+import ParleyClientCore
+import ParleyCrypto
 import ParleyRelayCore
 import ParleyWire
 
@@ -22,12 +24,16 @@ struct SimulatedClient {
     /// A reliable message arrived since the client last sent anything.
     var ackOwed = false
     var lastPing = Instant.origin
+    /// Encrypted scenarios: the client's real session (Noise handshake, sealed signalling), which does all of the
+    /// above itself.
+    var session: ClientSession?
 }
 
 extension Scenario {
     /// Joins client `index` exactly as a client would: a join without cookie, the `retry` answer, the same join
     /// with the cookie, the `welcome` (connection id, SSRC); then acknowledges everything the join caused.
     func join(_ index: Int, signer: TokenSigner) {
+        if let identity = core.shared.identity { return joinEncrypted(index, signer: signer, relayKey: identity.publicKey) }
         let client = clients[index]
         let claims = TokenClaims(identity: client.identity, room: client.roomName,
                                  expiresAt: clock.now.unixSeconds + 365 * 86_400, grants: Grants())
@@ -45,6 +51,37 @@ extension Scenario {
         clients[index].lastPing = clock.monotonic
     }
 
+    /// Joins client `index` through the encrypted protocol with a real `ClientSession`: hello, cookie, Noise
+    /// initiation and response, sealed welcome.
+    func joinEncrypted(_ index: Int, signer: TokenSigner, relayKey: [UInt8]) {
+        let client = clients[index]
+        let claims = TokenClaims(identity: client.identity, room: client.roomName,
+                                 expiresAt: clock.now.unixSeconds + 365 * 86_400, grants: Grants())
+        let session = ClientSession(server: Self.relayAddress, token: signer.mint(claims), room: client.roomName, speakersFromMedia: true,
+                                    security: .encrypted(relayKey: relayKey), now: clock.monotonic,
+                                    unixMilliseconds: { [unowned self] in self.clock.now.unixMilliseconds })
+        clients[index].session = session
+        _ = session.tick(now: clock.monotonic)
+        for _ in 0..<8 where session.welcome == nil {
+            sendSessionOutput(index)
+            answerSignalling(queuedFrom: 0)
+            core.outputSent()
+        }
+        guard let welcome = session.welcome else { fail("no welcome answered \(client.identity)'s encrypted join") }
+        clients[index].ssrc = welcome.ssrc
+        clients[index].connectionID = 1
+        clients[index].lastPing = clock.monotonic
+    }
+
+    /// Hands what client `index`'s session queued to the core.
+    func sendSessionOutput(_ index: Int) {
+        guard let session = clients[index].session else { return }
+        for d in session.drainOutgoing() { d.withUnsafeBytes { core.handle($0, from: clients[index].address, now: clock.now) } }
+    }
+
+    /// The relay's address as clients see it (worker 0's only port).
+    static let relayAddress = PeerAddress(ipv4: 127, 0, 0, 1, port: 7400)
+
     /// Sends one signalling datagram from client `index`, acknowledging what it has received.
     func send(_ message: SignalMessage, from index: Int) {
         let client = clients[index]
@@ -60,11 +97,18 @@ extension Scenario {
         var start = start
         while start < core.output.count {
             let end = core.output.count
+            var answering: [Int] = []
             for i in start..<end {
                 let datagram = core.output[i]
                 guard datagram.bytes.first == Signalling.magic, let index = clientByAddress[datagram.to] else { continue }
-                receive(try! SignalDatagram(parsing: datagram.bytes), at: index)
+                if let session = clients[index].session {
+                    _ = session.handle(datagram.bytes, from: Self.relayAddress, now: clock.monotonic)
+                    answering.append(index)
+                } else {
+                    receive(try! SignalDatagram(parsing: datagram.bytes), at: index)
+                }
             }
+            for index in answering { sendSessionOutput(index) }
             for index in clients.indices where clients[index].ackOwed { send(.ack, from: index) }
             start = end
         }
@@ -74,7 +118,12 @@ extension Scenario {
     func sendDuePings() {
         let interval = core.shared.config.keepaliveInterval
         for index in clients.indices where clock.monotonic - clients[index].lastPing >= interval {
-            send(.ping(timestamp: UInt64(clock.now.unixMilliseconds)), from: index)
+            if let session = clients[index].session {
+                _ = session.tick(now: clock.monotonic)
+                sendSessionOutput(index)
+            } else {
+                send(.ping(timestamp: UInt64(clock.now.unixMilliseconds)), from: index)
+            }
             clients[index].lastPing = clock.monotonic
         }
     }

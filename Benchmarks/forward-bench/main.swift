@@ -41,6 +41,25 @@ for reason in DropReason.allCases where counters.drops(reason) > 0 {
     problems.append("\(counters.drops(reason)) datagrams dropped as \(reason.label)")
 }
 
+// The same shape encrypted: members joined through the Noise handshake speak SRTP; the relay unprotects each
+// packet with its speaker's key and protects it once with the room's key for every listener.
+let sealed = Scenario(shape: scenario.shape, encrypted: true)
+train.load(options.warmup, from: &sealed.streams)
+_ = sealed.run(train)
+var encryptedRuns: [PacketFigures] = []
+for _ in 0..<options.runs {
+    train.load(options.packets, from: &sealed.streams)
+    Allocations.counting(true)
+    encryptedRuns.append(sealed.run(train).packets)
+    Allocations.counting(false)
+}
+for reason in DropReason.allCases where sealed.core.counters.drops(reason) > 0 {
+    problems.append("encrypted: \(sealed.core.counters.drops(reason)) datagrams dropped as \(reason.label)")
+}
+if let forwarded = encryptedRuns.first?.forwarded, forwarded != coreRuns.first?.forwarded {
+    problems.append("encrypted run forwarded \(forwarded) datagrams, cleartext \(coreRuns.first?.forwarded ?? 0)")
+}
+
 // Selection: one speaker more than the forwarded slots, in one room. Its packets are received, counted and
 // observed, then dropped by selection; count the allocations made while handling them alone.
 let slots = config.maxForwardedSpeakers
@@ -59,7 +78,7 @@ if selectionRun.packets.forwarded != expectedForwarded {
     problems.append("selection room forwarded \(selectionRun.packets.forwarded) datagrams, expected \(expectedForwarded)")
 }
 
-let results = Results(options: options, core: coreRuns, baseline: baselineRuns, ticks: ticks, droppedPackets: extraPackets,
+let results = Results(options: options, core: coreRuns, baseline: baselineRuns, encrypted: encryptedRuns, ticks: ticks, droppedPackets: extraPackets,
                       droppedAllocations: selectionRun.watchedAllocations, droppedSpeakerIndex: extra, slots: slots,
                       problems: problems)
 if !options.jsonOnly {
