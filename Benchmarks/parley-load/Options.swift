@@ -32,7 +32,7 @@ struct Options {
     static let usage = """
         usage: parley-load [--server HOST:PORT [--relay-pid PID] | --spawn [--workers N]] --rooms R --members M --speakers S
                            --duration SECONDS [--mode forward|mix] [--ramp SECONDS] [--json FILE] [--raw-baseline [--blocks N]]
-                           [--find-max [--find-max-cap SECONDS]] [--late-ms MS] [--max-tick-lateness-ms MS]
+                           [--find-max [--find-max-cap SECONDS]] [--late-ms MS] [--max-tick-lateness-ms MS] [--cleartext]
                parley-load --self-check
           Simulated members (one UDP socket each, loopback) join through Parley signalling; S per room send pre-encoded
           Opus speech every 20 ms with a send timestamp (RTP header extension id 2); every member accounts for what it
@@ -45,6 +45,9 @@ struct Options {
           (P R R P …, default 2; --duration is split among them); both sides' CPU is every thread of their process.
           It reports each block and Parley's output packets per CPU-second as a ratio of the forwarder's: pooled, and
           the median of the block pairs.
+          Members speak the encrypted protocol (Noise handshake, SRTP both ways; a packet counts as delivered only when
+          it authenticates). --cleartext: the debugging protocol instead (the spawned relay runs --allow-cleartext), to
+          see what encryption costs.
           --late-ms: one-way latency above which a packet counts as late (default 20).
           --max-tick-lateness-ms: if 1 % or more of this generator's 20 ms send ticks (the 99th percentile) run later
           than this (default 10), the run measured the generator, not the relay, and says so; a lone late tick (the
