@@ -92,7 +92,7 @@ let package = Package(
         .testTarget(name: "ParleyMediaTests", dependencies: ["ParleyMedia", "ParleyWire"]),
         .testTarget(name: "ParleyClientCoreTests", dependencies: ["ParleyClientCore", "ParleyWire", "ParleyMedia", "ParleyCrypto"]),
         .testTarget(name: "ParleyAudioIOTests", dependencies: ["ParleyAudioIO"]),
-        .testTarget(name: "ParleyAuthTests", dependencies: ["ParleyAuth"]),
+        .testTarget(name: "ParleyAuthTests", dependencies: ["ParleyAuth", "ParleyWire"]),
         .testTarget(name: "ParleyCryptoTests", dependencies: ["ParleyCrypto", "ParleyWire"]),
         .testTarget(name: "ParleyRelayCoreTests", dependencies: ["ParleyRelayCore", "ParleyClientCore", "ParleyWire", "ParleyAuth", "ParleyMedia", "ParleyCrypto"]),
         .testTarget(name: "ParleyHTTPTests", dependencies: ["ParleyHTTP", "ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyWire", "ParleyNet", "ParleyCrypto"]),

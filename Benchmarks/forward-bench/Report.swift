@@ -25,6 +25,8 @@ struct Results {
     var baseline: [PacketFigures]
     /// The same shape with encrypted members (SRTP in, the room's key out).
     var encrypted: [PacketFigures]
+    /// The encrypted scenario's joins: initiations the core handled and the time inside `handle` for them.
+    var initiations: (count: Int, nanoseconds: Int64)
     var ticks: TickFigures
     /// The selection scenario: a speaker beyond the forwarded slots.
     var droppedPackets: Int
@@ -35,6 +37,7 @@ struct Results {
     var problems: [String]
 
     var ratio: Double { median(core).nanosecondsPerForwarded / median(baseline).nanosecondsPerForwarded }
+    var microsecondsPerJoin: Double { Double(initiations.nanoseconds) / 1_000 / Double(max(1, initiations.count)) }
     var nanosecondsPerTick: Double { Double(ticks.nanoseconds) / Double(max(1, ticks.ticks)) }
     var allocationsPerTick: Double { Double(ticks.allocations) / Double(max(1, ticks.ticks)) }
     var droppedAllocationsPerPacket: Double { Double(droppedAllocations) / Double(max(1, droppedPackets)) }
@@ -54,6 +57,8 @@ struct Results {
             ("encrypted_ns_per_packet_in", fixed(median(encrypted).nanosecondsPerPacketIn, 1)),
             ("encrypted_ns_per_forwarded_packet", fixed(median(encrypted).nanosecondsPerForwarded, 2)),
             ("encrypted_allocations_per_forwarded_packet", fixed(allocationsPerForwarded(encrypted), 4)),
+            ("encrypted_join_us", fixed(microsecondsPerJoin, 1)),
+            ("encrypted_joins_per_cpu_second", fixed(1_000_000 / microsecondsPerJoin, 0)),
             ("allocations_per_tick", fixed(allocationsPerTick, 2)),
             ("ns_per_tick", fixed(nanosecondsPerTick, 0)),
             ("allocations_per_unforwarded_packet", fixed(droppedAllocationsPerPacket, 4)),
@@ -90,6 +95,9 @@ struct Results {
         lines.append("ns/forwarded per run (core | baseline): " + perRun.joined(separator: ",  "))
         lines.append("per run: \(c.packetsIn) packets in, \(c.forwarded) forwarded")
         lines.append("")
+        lines.append("encrypted joins on the relay (initiation in: cookie, Noise NK both ways, token check, admission, sealed " +
+                     "welcome out), median of 3 runs of \(initiations.count): \(fixed(microsecondsPerJoin, 1)) µs per join = " +
+                     "\(fixed(1_000_000 / microsecondsPerJoin, 0)) per CPU-second")
         lines.append("RelayCore.tick (not in the figures above): \(ticks.ticks / max(1, o.runs)) ticks per run, " +
                      "\(fixed(nanosecondsPerTick, 0)) ns/tick, \(fixed(allocationsPerTick, 2)) allocs/tick")
         lines.append("received but not forwarded (speaker \(droppedSpeakerIndex + 1) in a room of \(slots) slots): " +

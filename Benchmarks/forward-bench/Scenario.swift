@@ -67,6 +67,8 @@ final class Scenario {
     var clientByAddress: [PeerAddress: Int] = [:]
     /// Every speaker's stream, room by room, speakers in join order within a room.
     var streams: [SpeakerStream] = []
+    /// Encrypted scenarios: handshake initiations the core handled while members joined, and the time it took.
+    var initiations = (count: 0, nanoseconds: Int64(0))
     private var nextTick: Instant
 
     /// Builds the relay and joins `shape.rooms × shape.membersPerRoom` clients; the first `speakersPerRoom`

@@ -73,10 +73,19 @@ extension Scenario {
         clients[index].lastPing = clock.monotonic
     }
 
-    /// Hands what client `index`'s session queued to the core.
+    /// Hands what client `index`'s session queued to the core; the time the core spends on handshake initiations
+    /// (cookie check, both Diffie-Hellmans, token check, admission, the sealed welcome) is added to `initiations`.
     func sendSessionOutput(_ index: Int) {
         guard let session = clients[index].session else { return }
-        for d in session.drainOutgoing() { d.withUnsafeBytes { core.handle($0, from: clients[index].address, now: clock.now) } }
+        for d in session.drainOutgoing() {
+            let isInitiation = d.count > 2 && d[1] == SignallingEnvelope.version && d[2] == SignallingEnvelope.Kind.initiation.rawValue
+            let start = monotonicNanoseconds()
+            d.withUnsafeBytes { core.handle($0, from: clients[index].address, now: clock.now) }
+            if isInitiation {
+                initiations.count += 1
+                initiations.nanoseconds += monotonicNanoseconds() - start
+            }
+        }
     }
 
     /// The relay's address as clients see it (worker 0's only port).

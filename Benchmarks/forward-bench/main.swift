@@ -60,6 +60,10 @@ if let forwarded = encryptedRuns.first?.forwarded, forwarded != coreRuns.first?.
     problems.append("encrypted run forwarded \(forwarded) datagrams, cleartext \(coreRuns.first?.forwarded ?? 0)")
 }
 
+// Encrypted joins: 1,000 members into 100 rooms of 10, three times; the relay's time inside `handle` for each initiation.
+let joinRuns = (0..<3).map { _ in Scenario(shape: Shape(rooms: 100, membersPerRoom: 10, speakersPerRoom: 1), encrypted: true).initiations }
+let joins = joinRuns.sorted { Double($0.nanoseconds) / Double(max(1, $0.count)) < Double($1.nanoseconds) / Double(max(1, $1.count)) }[1]
+
 // Selection: one speaker more than the forwarded slots, in one room. Its packets are received, counted and
 // observed, then dropped by selection; count the allocations made while handling them alone.
 let slots = config.maxForwardedSpeakers
@@ -78,7 +82,8 @@ if selectionRun.packets.forwarded != expectedForwarded {
     problems.append("selection room forwarded \(selectionRun.packets.forwarded) datagrams, expected \(expectedForwarded)")
 }
 
-let results = Results(options: options, core: coreRuns, baseline: baselineRuns, encrypted: encryptedRuns, ticks: ticks, droppedPackets: extraPackets,
+let results = Results(options: options, core: coreRuns, baseline: baselineRuns, encrypted: encryptedRuns,
+                      initiations: joins, ticks: ticks, droppedPackets: extraPackets,
                       droppedAllocations: selectionRun.watchedAllocations, droppedSpeakerIndex: extra, slots: slots,
                       problems: problems)
 if !options.jsonOnly {

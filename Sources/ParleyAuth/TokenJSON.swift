@@ -1,7 +1,7 @@
 import Foundation
 
 /// The JOSE header of the tokens this module mints and accepts: {"alg":"HS256","kid":…,"typ":"JWT"}.
-struct TokenHeader: Codable, Sendable {
+struct TokenHeader: Codable, Sendable, Equatable {
     /// Signing algorithm; only "HS256" is accepted.
     var alg: String?
     /// API key id naming the secret that signed the token.

@@ -37,7 +37,10 @@ public struct TokenVerifier: Sendable {
             throw .malformed("claims are not base64url")
         }
 
-        let header = try TokenJSON.decode(TokenHeader.self, from: headerBytes, part: "header")
+        let header: TokenHeader
+        if let fast = TokenFastJSON.header(headerBytes) { header = fast } else {
+            header = try TokenJSON.decode(TokenHeader.self, from: headerBytes, part: "header")
+        }
         guard let alg = header.alg else { throw .malformed("header alg is missing") }
         guard alg == "HS256" else { throw .unsupportedAlgorithm(alg) }
         guard let kid = header.kid else { throw .malformed("header kid is missing") }
@@ -48,7 +51,10 @@ public struct TokenVerifier: Sendable {
         let expected = Crypto.hmacSHA256(key: secret, message: signingInput)
         guard Crypto.constantTimeEqual(expected, signature) else { throw .badSignature }
 
-        let claims = try TokenJSON.decode(TokenClaims.self, from: claimsBytes, part: "claims")
+        let claims: TokenClaims
+        if let fast = TokenFastJSON.claims(claimsBytes) { claims = fast } else {
+            claims = try TokenJSON.decode(TokenClaims.self, from: claimsBytes, part: "claims")
+        }
         if let problem = TokenNameRules.problem(with: claims.identity, field: "sub") { throw .malformed(problem) }
         if let room = claims.room, let problem = TokenNameRules.problem(with: room, field: "room") {
             throw .malformed(problem)

@@ -14,31 +14,41 @@ enum NoiseHash {
 
     /// `HASH` over an array of parts.
     static func hash(_ parts: [[UInt8]]) -> [UInt8] {
+        hash { update in for part in parts { update(part) } }
+    }
+
+    /// `HASH` over whatever `feed` passes to its `update` function, in order. The state lives on the stack (64-byte
+    /// aligned, as C declares it) and is wiped after use.
+    private static func hash(_ feed: (_ update: ([UInt8]) -> Void) -> Void) -> [UInt8] {
         Sodium.ensureReady()
-        // The state is 64-byte aligned in C (`CRYPTO_ALIGN(64)`), so Swift sees it as opaque: allocate it aligned.
-        let raw = UnsafeMutableRawPointer.allocate(byteCount: crypto_generichash_statebytes(), alignment: 64)
-        defer {
-            sodium_memzero(raw, crypto_generichash_statebytes())
-            raw.deallocate()
+        return withUnsafeTemporaryAllocation(byteCount: crypto_generichash_statebytes(), alignment: 64) { raw in
+            let state = OpaquePointer(raw.baseAddress!)
+            crypto_generichash_init(state, nil, 0, hashLength)
+            feed { part in part.withUnsafeBufferPointer { _ = crypto_generichash_update(state, $0.baseAddress, UInt64($0.count)) } }
+            var out = [UInt8](repeating: 0, count: hashLength)
+            out.withUnsafeMutableBufferPointer { _ = crypto_generichash_final(state, $0.baseAddress!, hashLength) }
+            sodium_memzero(raw.baseAddress!, raw.count)
+            return out
         }
-        let state = OpaquePointer(raw)
-        crypto_generichash_init(state, nil, 0, hashLength)
-        for part in parts {
-            part.withUnsafeBufferPointer { _ = crypto_generichash_update(state, $0.baseAddress, UInt64($0.count)) }
-        }
-        var out = [UInt8](repeating: 0, count: hashLength)
-        out.withUnsafeMutableBufferPointer { _ = crypto_generichash_final(state, $0.baseAddress!, hashLength) }
-        return out
     }
 
     /// `HMAC-HASH(key, data)` per RFC 2104: `H((K ⊕ opad) || H((K ⊕ ipad) || data))`, the key zero-padded to 128
-    /// bytes (hashed first if longer, which Noise never does: its keys are `HASHLEN` long).
+    /// bytes (hashed first if longer, which Noise never does: its keys are `HASHLEN` long). One pad buffer, turned
+    /// from the inner pad into the outer one in place.
     static func hmac(key: [UInt8], _ data: [UInt8]...) -> [UInt8] {
-        var block = key.count > blockLength ? hash(key) : key
-        block += [UInt8](repeating: 0, count: blockLength - block.count)
-        let inner = hash([block.map { $0 ^ 0x36 }] + data)
-        let outer = hash(block.map { $0 ^ 0x5c }, inner)
-        sodium_memzero(&block, block.count)
+        let key = key.count > blockLength ? hash(key) : key
+        var pad = [UInt8](repeating: 0x36, count: blockLength)
+        for i in key.indices { pad[i] ^= key[i] }
+        let inner = hash { update in
+            update(pad)
+            for part in data { update(part) }
+        }
+        for i in pad.indices { pad[i] ^= 0x36 ^ 0x5c }
+        let outer = hash { update in
+            update(pad)
+            update(inner)
+        }
+        sodium_memzero(&pad, pad.count)
         return outer
     }
 
