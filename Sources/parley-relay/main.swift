@@ -114,6 +114,9 @@ let status = server.run {
     if config.usesDevCredentials {
         log.write(.warning, "using the public dev credentials: api key \"devkey\", api secret \"\(config.apiKeys["devkey"] ?? "")\" — set your own for anything but development")
     }
+    if config.core.allowCleartext {
+        log.write(.warning, "allow_cleartext is on: clients may join with the cleartext protocol (tokens, names, texts and voice readable on the path) — for debugging only")
+    }
     let ports = server.ports.map(String.init).joined(separator: ",")
     let httpHost = config.http.description.split(separator: ":").dropLast().joined(separator: ":")
     writeLine("parley-relay \(ParleyVersion.string) ready on udp \(publicAddress) (\(server.ports.count) workers on ports \(ports)), relay key \(server.relayKey ?? "none"), \(http.scheme) \(httpHost):\(http.port); join with: parley join ROOM --identity NAME --server \(publicAddress)")
