@@ -36,6 +36,7 @@ public final class SRTPSender {
         guard out.count >= total else { throw .bufferTooSmall }
         let sequence = SRTPLayout.uint16(packet, at: 2)
         let ssrc = SRTPLayout.uint32(packet, at: 8)
+        if !retired.isEmpty, retired.contains(ssrc) { throw .replayed }  // a retired SSRC never has a slot
         let slot = try streams.slot(for: ssrc)
         let index = try streams.rtpIndex(sequence: sequence, in: slot)
 
@@ -95,4 +96,18 @@ public final class SRTPSender {
 
     /// The SRTCP index the next `protect(rtcp:)` uses.
     public var nextSRTCPIndex: UInt32 { nextRTCPIndex }
+
+    /// SSRCs whose streams ended (`retire`): never protected again under this key.
+    public private(set) var retired: Set<UInt32> = []
+
+    /// Ends `ssrc`'s stream: its slot is freed for another SSRC, and the SSRC is refused (`replayed`) from now on, so
+    /// none of its indices is ever protected twice under this key. A long-lived context (a room's downstream key)
+    /// thus serves any number of streams over time, `maxStreams` at once.
+    public func retire(ssrc: UInt32) {
+        streams.remove(ssrc)
+        retired.insert(ssrc)
+    }
+
+    /// Whether `ssrc` was retired (a new stream must take another SSRC).
+    public func isRetired(_ ssrc: UInt32) -> Bool { retired.contains(ssrc) }
 }

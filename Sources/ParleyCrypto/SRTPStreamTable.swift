@@ -69,6 +69,12 @@ struct SRTPStreamTable {
     /// Streams tracked.
     var count: Int { streams.count }
 
+    /// Forgets `ssrc`'s stream, freeing its slot. Its indices may then be used again under the same key: the caller
+    /// must make sure the SSRC never comes back (see `SRTPSender.retire`).
+    mutating func remove(_ ssrc: UInt32) {
+        if let i = streams.firstIndex(where: { $0.ssrc == ssrc }) { streams.remove(at: i) }
+    }
+
     private mutating func position(of ssrc: UInt32, _ slot: Slot) -> Int {
         if let i = slot.position { return i }
         streams.append(Stream(ssrc: ssrc))  // within the reserved capacity: `slot(for:)` checked the count

@@ -158,7 +158,8 @@ extension RelayCore {
 
         let session = openSession(identity: claims.identity, name: claims.name ?? "", nonce: request.nonce, token: request.token,
                                   reply: reply, limits: outbox.signallingLimits(roomCapacity: capacity), now: now)
-        let ssrc = newMemberSSRC()
+        var ssrc = newMemberSSRC()
+        while room.downstream?.isRetired(ssrc) == true { ssrc = newMemberSSRC() }  // never an SSRC the room's key protected
         let member = Member(id: shared.nextMemberID(), session: session, ssrc: ssrc, canPublish: claims.grants.publish,
                             canSubscribe: claims.grants.subscribe, joinedAt: now.unixMilliseconds, room: room, muted: request.muted,
                             mixSequence: random.uint16())

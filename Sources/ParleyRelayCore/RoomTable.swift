@@ -139,6 +139,8 @@ final class RoomTable {
     func memberLeft(_ member: Member, reason: String, now: Moment) {
         let room = member.room
         room.members.removeAll { $0 === member }
+        // Its stream under the room's key ends: the slot is freed, the SSRC never protected again under this key.
+        room.downstream?.retire(ssrc: member.ssrc)
         if room.selector.remove(member.id) { scheduleSpeakerPush(room, now: now) }
         broadcast(.memberEvent(kind: .left, member: member.entry, reason: reason), in: room, now: now)
         room.mix?.remove(member)

@@ -40,6 +40,19 @@ struct SRTPReplayTests {
         #expect(receiver.unprotect(protected) == .success(packet))
     }
 
+    @Test("a retired stream frees its slot and its SSRC is never protected again under the key")
+    func retiredStreams() throws {
+        let sender = try SRTPSender(key: T.key, salt: T.salt, maxStreams: 1)
+        let first = T.rtp(sequence: 5, ssrc: 0x1111_1111), other = T.rtp(sequence: 5, ssrc: 0x2222_2222)
+        _ = try sender.protect(first).get()
+        #expect(sender.protect(other) == .failure(.tooManyStreams))
+        sender.retire(ssrc: 0x1111_1111)
+        #expect(sender.isRetired(0x1111_1111))
+        #expect((try? sender.protect(other).get()) != nil)
+        // Back with a fresh sequence number, it would reuse indices of its first life: refused.
+        #expect(sender.protect(T.rtp(sequence: 6, ssrc: 0x1111_1111)) == .failure(.replayed))
+    }
+
     @Test("another key is refused")
     func wrongKey() throws {
         let sender = try SRTPSender(key: T.key, salt: T.salt)

@@ -207,4 +207,27 @@ struct EncryptionTests {
         #expect(bob.media[alice.ssrc]?.count == 14)
         #expect(alice.session.state == .joined)
     }
+
+    @Test("a long-lived room forwards any number of speakers over time under its one key: a leaver's stream is retired")
+    func downstreamStreamsAreRetired() throws {
+        var config = RelayCoreConfig()
+        config.maxMembersPerRoom = 3  // the room's key tracks at most 16 streams at once
+        let net = FakeNetwork(config: config, encrypted: true)
+        let listener = net.addClient("listener")
+        net.joinAll()
+        for k in 0..<24 {
+            let speaker = net.addClient("speaker\(k)")
+            net.joinAll()
+            speaker.speak(level: 20)
+            speaker.speak(level: 20)
+            net.advance(milliseconds: 20)
+            #expect(listener.media[speaker.ssrc]?.count == 2, "speaker \(k)")
+            speaker.session.leave(now: net.instant)
+            net.exchange()
+            speaker.online = false
+        }
+        #expect(net.core.counters.drops(.srtpReplayed) == 0)
+        let room = try #require(net.core.rooms["lobby"])
+        #expect(room.downstream?.retired.count == 24)
+    }
 }
