@@ -1,4 +1,5 @@
 import Foundation
+import ParleyAuth
 import ParleyClientCore
 import ParleyNet
 import ParleyWire
@@ -237,6 +238,20 @@ final class RoomCall {
         return nil
     }
 
+    /// How the session is protected, for the line after "joined": encrypted with which relay key, and whether that key
+    /// was insisted on (`--relay-key` or the token's `relay_key`) or taken as the relay presented it.
+    static func protection(_ signalling: SignallingSession) -> String {
+        switch signalling.security {
+        case .cleartext:
+            return "NOT encrypted (--cleartext): everything, the token included, is readable on the path"
+        case .encrypted(let pinned):
+            let key = signalling.presentedRelayKey.map { Base64URL.encode($0) } ?? "?"
+            return pinned == nil
+                ? "encrypted; relay key \(key) (as presented: compare it with the relay's ready line, or pass --relay-key)"
+                : "encrypted; relay key \(key) (proven, as expected)"
+        }
+    }
+
     /// Shows what the session said.
     private func show(_ event: ClientSession.Event) {
         switch event {
@@ -244,6 +259,7 @@ final class RoomCall {
             myMemberID = w.memberID
             names[w.ssrc] = identity
             ui.event("joined \(title == "room \(w.room)" ? w.room : "the \(title)") as \(w.identity) (member \(w.memberID), ssrc \(w.ssrc), port \(w.port), mode \(w.mode), \(w.memberCount) others)")
+            ui.event(Self.protection(engine.session.signalling))
         case .memberList(let list):
             for m in list { names[m.ssrc] = m.identity; members[m.memberID] = m }
             ui.event("members: " + (list.isEmpty ? "(nobody else)" : list.map { $0.identity + ($0.flags.contains(.muted) ? " (muted)" : "") }.joined(separator: ", ")))

@@ -238,7 +238,8 @@ extension ProcessTests {
                 case 3:
                     #expect(client.stderr.contains("token is for another relay"), "\(client.stderr)")
                 default:
-                    break
+                    // The token pins this relay's key: the client says the relay proved it.
+                    #expect(client.stdout.contains("encrypted; relay key \(ours) (proven, as expected)"), "\(client.stdout)")
                 }
             }
             let bad = try Spawned("parley", ["token", "--identity", "alice", "--room", "lobby", "--relay-key", "short"])
