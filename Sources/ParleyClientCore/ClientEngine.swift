@@ -273,16 +273,20 @@ public final class ClientEngine {
         sendNacks(now: now)
         if now - lastReceiverReport >= Self.receiverReportInterval {
             lastReceiverReport = now
-            if let report = receiver.receiverReport(reporter: sender?.ssrc ?? 0), let n = try? report.serialize(into: scratch) {
+            if let report = receiver.receiverReport(reporter: reporterSSRC), let n = try? report.serialize(into: scratch) {
                 transmitMedia(UnsafeRawBufferPointer(rebasing: scratch[0..<n]))
             }
         }
         return true
     }
 
+    /// The SSRC our RTCP names as its sender: the one the welcome assigned, listen-only or not (RFC 3550 has no
+    /// SSRC 0 for a receiver that does not send; every participant has an SSRC).
+    private var reporterSSRC: UInt32 { sender?.ssrc ?? session.welcome?.ssrc ?? 0 }
+
     /// Sends the NACKs still useful (`ReceiveMixer.nacksDue`) to the relay.
     private func sendNacks(now: Instant) {
-        for nack in receiver.nacksDue(now: now, roundTrip: roundTrip, reporter: sender?.ssrc ?? 0) {
+        for nack in receiver.nacksDue(now: now, roundTrip: roundTrip, reporter: reporterSSRC) {
             guard let n = try? nack.serialize(into: scratch) else { continue }
             transmitMedia(UnsafeRawBufferPointer(rebasing: scratch[0..<n]))
             nacksSent += 1

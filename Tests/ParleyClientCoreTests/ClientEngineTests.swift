@@ -69,6 +69,8 @@ struct ClientEngineTests {
             h.media()
             for d in h.outbox.take() where d.rtcpTypes.contains(201) {
                 #expect(d.to == ScriptedRelay.workerAddress)
+                // Listen-only, but the report names the SSRC the welcome assigned, never 0 (issue 16).
+                #expect(Array(d.bytes[4..<8]) == [0x12, 0x34, 0x56, 0x78])
                 reports.append(h.elapsed)
             }
         }
