@@ -10,9 +10,6 @@ import Testing
 extension ProcessTests {
     @Suite("A capture on the path: encrypted, nothing readable; cleartext, everything")
     struct CaptureTests {
-        /// One UDP payload of a capture.
-        struct Datagram { var bytes: [UInt8] }
-
         /// The UDP payloads of a pcap file (link types Ethernet (1) and Linux cooked (113), IPv4).
         static func udpPayloads(pcap: [UInt8]) -> [[UInt8]] {
             guard pcap.count >= 24 else { return [] }
@@ -48,21 +45,6 @@ extension ProcessTests {
             return false
         }
 
-        /// Share of `frequency` in `samples` (Goertzel power over the signal's energy).
-        static func toneShare(_ samples: [Int16], frequency: Double) -> Double {
-            let w = 2 * Double.pi * frequency / 48_000, coefficient = 2 * cos(w)
-            var s1 = 0.0, s2 = 0.0, energy = 0.0
-            for x in samples {
-                let v = Double(x)
-                let s0 = v + coefficient * s1 - s2
-                s2 = s1
-                s1 = s0
-                energy += v * v
-            }
-            let power = s1 * s1 + s2 * s2 - coefficient * s1 * s2
-            return energy > 0 ? 2 * power / (Double(samples.count) * energy) : 0
-        }
-
         /// Decodes the capture's RTP with Opus as a listener on the path would: one decoder per SSRC, each packet once
         /// (the uplink and forwarded copies of a packet share SSRC and sequence number). Returns each stream's share of
         /// `frequency` (the best of them), how many payloads libopus refused, and how many packets there were.
@@ -81,7 +63,7 @@ extension ProcessTests {
                     if let n { samples[view.ssrc, default: []] += pcm.prefix(n) } else { refused += 1 }
                 }
             }
-            let best = samples.values.filter { $0.count >= 48_000 }.map { toneShare($0, frequency: frequency) }.max() ?? 0
+            let best = samples.values.filter { $0.count >= 48_000 }.map { goertzelShare($0[...], frequency: frequency) }.max() ?? 0
             return (best, refused, packets)
         }
 
