@@ -64,9 +64,11 @@ extension RelayCore {
             return response.withUnsafeBytes { outbox.sendRaw($0, to: from, viaPublicPort: viaPublicPort) }
         }
         guard joinBucket.take(now: now.monotonic) else { return outbox.drop(.joinFlood, from: from, now: now) }
-        guard var (payload, handshake) = try? ParleyHandshake.read(initiation: noiseMessage, cookie: cookie, relayKey: identity) else {
+        guard let opened = try? ParleyHandshake.read(initiation: noiseMessage, cookie: cookie, relayKey: identity) else {
             return outbox.drop(.handshakeFailed, from: from, now: now)
         }
+        let payload = opened.0
+        var handshake = opened.1
         let request: SignalDatagram
         do {
             request = try SignalDatagram(parsing: payload)
