@@ -104,8 +104,11 @@ public enum API {
         public var identity: String
         /// The SSRC the relay assigned (the first packet's SSRC is taken instead if it differs).
         public var ssrc: UInt32
+        /// The SSRC of the one stream a subscribing endpoint receives (forward rooms: whoever speaks, rewritten onto
+        /// it with continuous numbering; the speaker is its CSRC). Mix rooms send the mix's SSRC instead.
+        public var streamSSRC: UInt32?
         public var payloadType: Int
-        /// `HOST:PORT` to send RTP to (the owning worker's port).
+        /// `HOST:PORT` to send RTP (and RTCP) to (the owning worker's port).
         public var relayAddress: String
         public var relayHost: String
         public var relayPort: Int

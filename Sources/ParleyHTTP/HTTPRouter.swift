@@ -263,13 +263,20 @@ public struct HTTPRouter: Sendable {
     static func describe(_ info: RTPEndpointInfo, room: String, host: String, publish: Bool, subscribe: Bool) -> API.RTPEndpoint {
         // The SDP describes the stream from the tool's side: it receives on `m=`'s port, from the relay at `c=`. With
         // SDES its `a=crypto` carries the key of that stream, the one the relay sends with (RFC 4568 §6.1).
+        // RTCP travels on the RTP port both ways (`a=rtcp-mux`); Opus as RFC 7587 describes it, with in-band FEC
+        // (the relay's reports drive it) and 10 ms as the shortest packet; the level extensions the relay writes; the
+        // SSRC and CNAME of the one stream a subscriber receives; a session id of its own.
         let direction = publish && subscribe ? "sendrecv" : publish ? "sendonly" : "recvonly"
         let mediaPort = info.receiveAddress?.port ?? info.port
         let pt = info.payloadType
-        var lines = ["v=0", "o=- 0 0 IN IP4 127.0.0.1", "s=Parley \(room)", "c=IN IP4 \(host)", "t=0 0",
+        let sessionID = UInt64(info.memberID) << 32 | UInt64(info.streamSSRC ?? info.ssrc)
+        var lines = ["v=0", "o=- \(sessionID) 1 IN IP4 \(host)", "s=Parley \(room)", "c=IN IP4 \(host)", "t=0 0",
                      "m=audio \(mediaPort) \(info.keys == nil ? "RTP/AVP" : "RTP/SAVP") \(pt)", "a=rtpmap:\(pt) opus/48000/2",
-                     "a=fmtp:\(pt) sprop-stereo=0"]
+                     "a=fmtp:\(pt) minptime=10;useinbandfec=1;stereo=0;sprop-stereo=0", "a=ptime:20", "a=rtcp-mux",
+                     "a=extmap:\(info.audioLevelExtensionID) urn:ietf:params:rtp-hdrext:ssrc-audio-level",
+                     "a=extmap:\(info.csrcAudioLevelExtensionID) urn:ietf:params:rtp-hdrext:csrc-audio-level"]
         if let keys = info.keys { lines.append("a=" + keys.relaySends.cryptoAttribute()) }
+        if let stream = info.streamSSRC { lines.append("a=ssrc:\(stream) cname:\(info.cname)") }
         lines.append("a=\(direction)")
         let sdp = lines.joined(separator: "\r\n") + "\r\n"
         let srtp = info.keys.map { keys in
@@ -278,7 +285,8 @@ public struct HTTPRouter: Sendable {
         }
         var send: [String]?
         if publish {
-            let from = info.sourceAddress.map { "?localport=\($0.port)" } ?? ""
+            // RTCP to the relay's RTP port too (the tool sends it from its own RTP port + 1, which the relay accepts).
+            let from = (info.sourceAddress.map { "?localport=\($0.port)&" } ?? "?") + "rtcpport=\(info.port)"
             send = ["-payload_type", "\(pt)", "-ssrc", "\(info.ssrc)", "-f", "rtp"]
             if let srtp {
                 send! += ["-srtp_out_suite", srtp.suite, "-srtp_out_params", srtp.endpointKey, "srtp://\(host):\(info.port)\(from)"]
@@ -287,7 +295,7 @@ public struct HTTPRouter: Sendable {
             }
         }
         let receive = subscribe ? ["-protocol_whitelist", srtp == nil ? "file,udp,rtp" : "file,udp,rtp,srtp", "-i", "endpoint.sdp"] : nil
-        return API.RTPEndpoint(room: room, identity: info.identity, ssrc: info.ssrc, payloadType: Int(pt),
+        return API.RTPEndpoint(room: room, identity: info.identity, ssrc: info.ssrc, streamSSRC: info.streamSSRC, payloadType: Int(pt),
                                relayAddress: "\(host):\(info.port)", relayHost: host, relayPort: Int(info.port),
                                sourceAddress: info.sourceAddress?.description, receiveAddress: info.receiveAddress?.description,
                                publish: publish, subscribe: subscribe, sdp: sdp, srtp: srtp, ffmpegSendArgs: send,

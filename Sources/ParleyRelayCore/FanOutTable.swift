@@ -7,7 +7,8 @@ import ParleyWire
 ///
 /// ```
 /// entries ─▶ ┌──────────────┬────────┬──────┬──────┬────────────┬──────────┐
-///            │ address (24) │ member │ kind │ srtp │ packetsOut │ bytesOut │  one listener (kind: endpoint, cleartext)
+///            │ address (24) │ member │ kind │ srtp │ packetsOut │ bytesOut │  one listener (kind: endpoint, cleartext;
+///                                                                             an endpoint's Member for its stream)
 ///            ├──────────────┼────────┼──────┼──────┼────────────┼──────────┤
 ///            │ …            │        │      │      │            │          │  `count` entries
 /// members ─▶ [Member] in the same order (only `rebuild` and `foldCounters` read it)
@@ -30,6 +31,8 @@ final class FanOutTable {
         var isRTPEndpoint: Bool
         /// An SRTP endpoint's outbound session (unretained: the member in `members` holds it), nil for cleartext.
         var srtp: Unmanaged<SDESSession>?
+        /// An RTP endpoint's member (unretained, held by `members`): its one rewritten stream lives there.
+        var endpoint: Unmanaged<Member>?
         /// It is sent packets as they arrived in the clear, not protected with the room's downstream key (a
         /// cleartext member, debugging only; an endpoint's packets are protected with `srtp` when it has one).
         var cleartext: Bool
@@ -110,6 +113,7 @@ final class FanOutTable {
         for m in listeners {
             (entries + count).initialize(to: Entry(address: m.address, memberID: m.id, isRTPEndpoint: m.isRTPEndpoint,
                                                    srtp: m.endpointSRTP.map { .passUnretained($0.toEndpoint) },
+                                                   endpoint: m.isRTPEndpoint ? .passUnretained(m) : nil,
                                                    cleartext: m.receivesCleartext, packetsOut: 0, bytesOut: 0))
             members.append(m)
             count += 1

@@ -62,6 +62,14 @@ final class Member {
     var mixSequence: UInt16
     /// The only address a publishing RTP endpoint's packets are accepted from (named at creation).
     var rtpSource: PeerAddress?
+    /// Where an RTP endpoint's tool may send RTCP from besides `rtpSource`: the next port up from its RTP port, as
+    /// tools without RTCP multiplexing do (ffmpeg sends its reports from its RTP port + 1), and a subscriber's own
+    /// receive address. RTCP only: RTP from these is dropped. Named at creation like the rest, never learned.
+    var rtcpSources: [PeerAddress] = []
+    /// The one stream a subscribing RTP endpoint receives in a forward room: whoever is the first forwarded speaker
+    /// (other than itself), rewritten onto one SSRC with continuous numbering (`RTPStreamRewriter`). Nil for members
+    /// with signalling, which receive each speaker's own stream.
+    var endpointStream: RTPStreamRewriter?
     /// An encrypted member's SRTP/SRTCP from it (nil: cleartext, debugging only).
     var srtpIn: SRTPReceiver?
     /// An encrypted member's SRTP/SRTCP to it: the relay's own RTCP and, in a mix room, its mix.

@@ -68,7 +68,10 @@ final class RTCPFeedback {
                         }
                     } else {
                         for block in report.reports {
-                            guard let speaker = sessions.bySSRC[block.ssrc], speaker.room === member.room, speaker !== member else { continue }
+                            // An endpoint reports on its one rewritten stream: about whoever speaks in it now.
+                            let about = block.ssrc == member.endpointStream?.ssrc ? member.endpointStream?.source.flatMap { member.room.member(id: $0) }
+                                : sessions.bySSRC[block.ssrc]
+                            guard let speaker = about, speaker.room === member.room, speaker !== member else { continue }
                             if speaker.listenerReports.take(block, from: member.id, now: now.monotonic) != .taken {
                                 outbox.counters.implausibleReports &+= 1
                             }
@@ -96,6 +99,7 @@ final class RTCPFeedback {
     /// Resends NACKed packets from the source's history, at most 64 per NACK and within the requester's
     /// retransmission budget (`RetransmissionBudget`, refilled by the caller); what either refuses is counted.
     func answer(_ nack: GenericNACKView, requester: Member, now: Moment) {
+        if nack.mediaSSRC == requester.endpointStream?.ssrc { return answerEndpoint(nack, requester: requester, now: now) }
         guard let source = sessions.bySSRC[nack.mediaSSRC], source.room === requester.room, source !== requester,
               let history = source.history else { return }
         // The history holds what the room's listeners were sent: protected with the room's key when it has one. An
@@ -128,6 +132,44 @@ final class RTCPFeedback {
                 space.copyMemory(from: packet)
                 output.commit(space, length: packet.count, to: requester.address)
             }
+            outbox.counters.nacksAnswered &+= 1
+            outbox.counters.packetsQueued &+= 1
+            outbox.counters.bytesQueued &+= UInt64(length)
+            requester.stats.retransmittedToMember &+= 1
+        }
+    }
+
+    /// Answers an endpoint's NACK about its one rewritten stream: each sequence number is translated back to the
+    /// speaker and sequence it came from (`RTPStreamRewriter.original`), resent from that speaker's history rewritten
+    /// as it was first sent. Only a history of plaintext packets can be rewritten (a room without encrypted members).
+    private func answerEndpoint(_ nack: GenericNACKView, requester: Member, now: Moment) {
+        guard let stream = requester.endpointStream, requester.room.downstream == nil else { return }
+        var budget = 64
+        nack.forEachLostSequence { sequence in
+            guard budget > 0 else {
+                outbox.counters.nacksRefused &+= 1
+                return
+            }
+            budget -= 1
+            guard let origin = stream.original(of: sequence), let source = requester.room.member(id: origin.source),
+                  let bytes = source.history?.packet(sequence: origin.sequence), let packet = try? RTPPacketView(parsing: bytes) else {
+                outbox.counters.nacksMissed &+= 1
+                return
+            }
+            guard requester.nackBudget.spend(bytes.count) else {
+                outbox.counters.nacksRefused &+= 1
+                return
+            }
+            let out = RTPStreamRewriter.Output(sequenceNumber: sequence, timestamp: packet.timestamp &+ origin.timestampOffset, marker: false)
+            let level = packet.audioLevel(id: config.audioLevelExtensionID) ?? AudioLevel(voice: true, level: SpeechRules.unlabelledSpeechLevel)
+            let space = output.reserve(EndpointPacket.headerSize + packet.payloadCount + SDESSession.trailerCapacity)
+            var length = EndpointPacket.write(packet.payload, as: out, ssrc: stream.ssrc, speaker: source.ssrc, level: level,
+                                              config: config, into: space)
+            if let srtp = requester.endpointSRTP {
+                guard let protected = try? srtp.toEndpoint.protectRTP(space, length: length) else { return }
+                length = protected
+            }
+            output.commit(space, length: length, to: requester.address)
             outbox.counters.nacksAnswered &+= 1
             outbox.counters.packetsQueued &+= 1
             outbox.counters.bytesQueued &+= UInt64(length)

@@ -13,11 +13,15 @@ extension RelayCore {
             paths.challengeRTPSender(received, from: from, now: now)
             return outbox.drop(.unknownSender, from: from, now: now)
         }
-        // An SRTP endpoint's packet is checked and decrypted first (RelayCore+RTPEndpoints.swift); the rest reads the clear copy.
+        // An endpoint's RTP comes from its named source only (its other addresses are for RTCP); an SRTP endpoint's
+        // packet is checked and decrypted first (RelayCore+RTPEndpoints.swift); the rest reads the clear copy.
         var bytes = received
-        if member.endpointSRTP != nil {
-            guard let clear = unprotectEndpointRTP(received, from: member, address: from, now: now) else { return }
-            bytes = clear
+        if member.isRTPEndpoint {
+            guard from == member.rtpSource else { return outbox.drop(.unknownSender, from: from, now: now) }
+            if member.endpointSRTP != nil {
+                guard let clear = unprotectEndpointRTP(received, from: member, address: from, now: now) else { return }
+                bytes = clear
+            }
         }
         var plain = bytes
         var packet: RTPPacketView
@@ -85,10 +89,12 @@ extension RelayCore {
         for i in 0..<table.count {
             let listener = entries + i
             guard listener.pointee.memberID != member.id else { continue }
-            // A plain-RTP endpoint hears one stream: the first forwarded speaker other than itself.
-            if listener.pointee.isRTPEndpoint, firstForwarded(in: room, except: listener.pointee.memberID) != member.id { continue }
-            if let srtp = listener.pointee.srtp {  // an SRTP endpoint: a copy protected with its own key in the arena
-                let n = EndpointSRTP.queue(plain, rtcp: false, with: srtp.takeUnretainedValue(), to: listener.pointee.address, in: output)
+            // A plain-RTP endpoint hears one stream: one forwarded speaker at a time, rewritten onto the endpoint's
+            // own SSRC and numbering (RelayCore+RTPEndpoints.swift), protected with its key when it has one.
+            if let endpoint = listener.pointee.endpoint {
+                guard endpointHears(member, endpoint: endpoint.takeUnretainedValue(), now: now.monotonic) else { continue }
+                let n = forwardToEndpoint(packet, from: member, level: level, to: endpoint.takeUnretainedValue(),
+                                          srtp: listener.pointee.srtp?.takeUnretainedValue(), address: listener.pointee.address, now: now)
                 guard n > 0 else { continue }
                 listener.pointee.packetsOut &+= 1
                 listener.pointee.bytesOut &+= UInt64(n)

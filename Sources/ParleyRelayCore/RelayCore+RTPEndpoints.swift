@@ -1,3 +1,4 @@
+import ParleyCrypto
 import ParleyAuth
 import ParleyWire
 
@@ -19,12 +20,22 @@ public struct RTPEndpointInfo: Sendable, Equatable {
     public var memberID: UInt32
     /// The SDES keys (nil: a cleartext endpoint, which only `allowCleartext` permits).
     public var keys: RTPEndpointKeys?
+    /// The SSRC of the one stream the endpoint receives in a forward room (nil: it does not subscribe).
+    public var streamSSRC: UInt32?
+    /// The relay's CNAME for that stream (RTCP SDES, the SDP's `a=ssrc … cname:`).
+    public var cname: String
+    /// The RFC 6464 and RFC 6465 header extension ids the relay uses.
+    public var audioLevelExtensionID: UInt8
+    public var csrcAudioLevelExtensionID: UInt8
 }
 
 /// The backend's plain-RTP endpoints: members with no signalling whose addresses the backend names.
 extension RelayCore {
     /// Opus payload type of plain-RTP endpoints.
     public static let rtpEndpointPayloadType: UInt8 = 111
+
+    /// The CNAME of the streams this worker originates (RTCP SDES and the endpoints' SDP): random, names no one.
+    public var relayCNAME: String { "parley-" + String(relaySSRC, radix: 16) }
 
     /// Creates a plain-RTP member of `room` (no signalling). Its addresses are named by the backend that creates it,
     /// never learned from traffic: RTP is accepted only from `source` (a publisher must have one; default `receive`,
@@ -64,11 +75,24 @@ extension RelayCore {
         member.hasDestination = destination != nil
         member.rtpSource = source
         member.endpointSRTP = srtp
+        if destination != nil && room.mix == nil {
+            member.endpointStream = RTPStreamRewriter(ssrc: newMemberSSRC(), initialSequence: random.uint16(), initialTimestamp: random.uint32())
+        }
         room.members.append(member)
         room.emptySince = nil
         room.mix?.start(now: now.monotonic)
         sessions.add(.member(member), at: source)
         sessions.bySSRC[ssrc] = member
+        // RTCP may also come from the RTP port + 1 of the tool (no RTCP multiplexing) and, for a subscriber, from its
+        // receive address: each linked unless another member already uses it.
+        var rtcp: [PeerAddress] = []
+        for base in [source, destination].compactMap({ $0 }) {
+            var next = base
+            next.port &+= 1
+            for a in [base, next] where a.port != 0 && a != source && !rtcp.contains(a) && sessions.byAddress[a] == nil { rtcp.append(a) }
+        }
+        for a in rtcp { sessions.link(a, to: .member(member)) }
+        member.rtcpSources = rtcp
         noteTimerWork(at: now.monotonic)
         rooms.broadcast(.memberEvent(kind: .joined, member: member.entry, reason: ""), in: room, except: member, now: now)
         rooms.events.append(RelayEvent(kind: .memberJoined, room: room.name, identity: identity, detail: member.name,
@@ -78,7 +102,11 @@ extension RelayCore {
         }
         let port = shared.workerPorts[min(workerIndex, shared.workerPorts.count - 1)]
         return .rtpEndpoint(RTPEndpointInfo(identity: identity, ssrc: ssrc, port: port, payloadType: Self.rtpEndpointPayloadType,
-                                            sourceAddress: source, receiveAddress: destination, memberID: member.id, keys: keys))
+                                            sourceAddress: source, receiveAddress: destination, memberID: member.id, keys: keys,
+                                            streamSSRC: destination == nil ? nil : room.mix?.ssrc ?? member.endpointStream?.ssrc,
+                                            cname: relayCNAME,
+                                            audioLevelExtensionID: config.audioLevelExtensionID,
+                                            csrcAudioLevelExtensionID: config.csrcAudioLevelExtensionID))
     }
 
     /// Removes the RTP endpoint `identity` of `room` (a signalling member is not touched).
@@ -129,10 +157,63 @@ extension RelayCore {
         return true
     }
 
-    /// The first forwarded member of `room` other than `listener` (what a plain-RTP endpoint hears in forward mode).
-    @inline(__always)
-    func firstForwarded(in room: Room, except listener: UInt32) -> UInt32? {
-        for id in room.selector.forwarded where id != listener { return id }
-        return nil
+    /// Queues `packet` from `speaker` to an endpoint as its one stream (`Member.endpointStream`): same payload, the
+    /// stream's SSRC, sequence number and timestamp (`RTPStreamRewriter`: continuous across speaker changes, marker at
+    /// each change), the speaker named in the CSRC list, its level in both the RFC 6464 element and the RFC 6465
+    /// element of the CSRC; protected in place with the endpoint's SDES session when it has one. Returns the bytes
+    /// queued (0: not queued — a packet from before the speaker's first in this stream, or libsrtp refused).
+    func forwardToEndpoint(_ packet: RTPPacketView, from speaker: Member, level: UInt8, to endpoint: Member, srtp: SDESSession?,
+                           address: PeerAddress, now: Moment) -> Int {
+        guard endpoint.endpointStream != nil,
+              let out = endpoint.endpointStream!.rewrite(source: speaker.id, sequence: packet.sequenceNumber, timestamp: packet.timestamp,
+                                                         marker: packet.marker, payloadBytes: packet.payloadCount, now: now.monotonic)
+        else { return 0 }
+        let voice = packet.audioLevel(id: config.audioLevelExtensionID)?.voice ?? (level < AudioLevel.silence)
+        let space = output.reserve(EndpointPacket.headerSize + packet.payloadCount + SDESSession.trailerCapacity)
+        var n = EndpointPacket.write(packet.payload, as: out, ssrc: endpoint.endpointStream!.ssrc, speaker: speaker.ssrc,
+                                     level: AudioLevel(voice: voice, level: level), config: config, into: space)
+        if let srtp {
+            guard let protected = try? srtp.protectRTP(space, length: n) else { return 0 }
+            n = protected
+        }
+        output.commit(space, length: n, to: address)
+        return n
+    }
+
+    /// Whether a forwarded `speaker`'s packet goes into `endpoint`'s one stream: the endpoint hears one speaker at a
+    /// time, the one it hears now for as long as it holds a forwarding slot and keeps speaking; another takes over when
+    /// that one has been silent for the speech hold, or is `hysteresis` louder (smoothed) after `minimumDwell`. Packets
+    /// of the one it hears flow through silence too (DTX), so its stream's timing stays its own.
+    func endpointHears(_ speaker: Member, endpoint: Member, now: Instant) -> Bool {
+        guard let stream = endpoint.endpointStream else { return false }
+        guard let current = stream.source, current != speaker.id else { return true }
+        let selector = endpoint.room.selector
+        guard selector.isForwarded(current), current != endpoint.id else { return true }
+        let held = selector.state(of: current), candidate = selector.state(of: speaker.id)
+        guard let spoke = candidate.lastSpeech, selector.rules.isSpeaking(lastSpeech: spoke, now: now) else { return false }
+        guard let heldSpoke = held.lastSpeech, selector.rules.isSpeaking(lastSpeech: heldSpoke, now: now) else { return true }
+        return candidate.loudness > held.loudness + selector.hysteresis && now - stream.lastSwitchAt >= selector.minimumDwell
+    }
+}
+
+/// One packet of an endpoint's rewritten stream (see `RelayCore.forwardToEndpoint`).
+enum EndpointPacket {
+    /// Bytes the rewritten header may take: fixed header, one CSRC, and an extension block with the RFC 6464 and
+    /// RFC 6465 levels (4 + 2 + 2 bytes, padded to 8).
+    static let headerSize = RTPFixedHeader.extensionOffset(csrcCount: 1) + 8
+
+    /// Writes `payload` with the stream's header (`out`, `ssrc`), the speaker as the one CSRC and its level in both
+    /// elements, into `space` (room for `headerSize` + payload); returns the packet's size.
+    static func write(_ payload: UnsafeRawBufferPointer, as out: RTPStreamRewriter.Output, ssrc: UInt32, speaker: UInt32,
+                      level: AudioLevel, config: RelayCoreConfig, into space: UnsafeMutableRawBufferPointer) -> Int {
+        RTPFixedHeader(marker: out.marker, payloadType: RelayCore.rtpEndpointPayloadType, sequenceNumber: out.sequenceNumber,
+                       timestamp: out.timestamp, ssrc: ssrc, csrcCount: 1, hasExtension: true).write(into: space)
+        RTPFixedHeader.writeCSRC(speaker, at: 0, into: space)
+        var levels = RTPExtensionWriter(into: space, at: RTPFixedHeader.extensionOffset(csrcCount: 1))
+        levels.appendElement(id: config.audioLevelExtensionID, byte: level.byte)
+        levels.appendElement(id: config.csrcAudioLevelExtensionID, byte: level.level)
+        let headerSize = levels.finish()
+        UnsafeMutableRawBufferPointer(rebasing: space[headerSize..<(headerSize + payload.count)]).copyMemory(from: payload)
+        return headerSize + payload.count
     }
 }

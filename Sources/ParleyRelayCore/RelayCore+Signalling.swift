@@ -189,6 +189,7 @@ extension RelayCore {
     func removeMember(_ member: Member, reason: String, goodbye: GoodbyeCode?, now: Moment) {
         if let code = goodbye { outbox.sayGoodbye(code, reason, to: member.session) }
         sessions.remove(.member(member), at: member.isRTPEndpoint ? member.rtpSource : member.address)
+        for a in member.rtcpSources { sessions.unlink(a, from: .member(member)) }
         sessions.bySSRC[member.ssrc] = nil
         rooms.memberLeft(member, reason: reason, now: now)
     }

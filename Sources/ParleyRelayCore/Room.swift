@@ -44,6 +44,7 @@ final class Room {
     }
 
     func member(identity: String) -> Member? { members.first { $0.identity == identity } }
+    func member(id: UInt32) -> Member? { members.first { $0.id == id } }
 }
 
 /// A read-only view of a room.

@@ -29,8 +29,9 @@ public struct RTPStreamRewriter: Sendable {
     /// Packets and payload octets rewritten (the counts of an RTCP sender report).
     public private(set) var packetsSent: UInt32 = 0
     public private(set) var octetsSent: UInt32 = 0
-    /// Source changes so far (the first source included).
+    /// Source changes so far (the first source included), and when the last happened.
     public private(set) var switches = 0
+    public private(set) var lastSwitchAt = Instant.distantPast
 
     private var sequenceOffset: UInt16 = 0
     private var timestampOffset: UInt32 = 0
@@ -52,8 +53,9 @@ public struct RTPStreamRewriter: Sendable {
         var source: UInt32
         var outputStart: UInt16
         var sequenceOffset: UInt16
+        var timestampOffset: UInt32
         var valid: Bool
-        static let none = Segment(source: 0, outputStart: 0, sequenceOffset: 0, valid: false)
+        static let none = Segment(source: 0, outputStart: 0, sequenceOffset: 0, timestampOffset: 0, valid: false)
     }
 
     /// What one input packet becomes.
@@ -61,6 +63,12 @@ public struct RTPStreamRewriter: Sendable {
         public var sequenceNumber: UInt16
         public var timestamp: UInt32
         public var marker: Bool
+
+        public init(sequenceNumber: UInt16, timestamp: UInt32, marker: Bool) {
+            self.sequenceNumber = sequenceNumber
+            self.timestamp = timestamp
+            self.marker = marker
+        }
     }
 
     /// A stream that will start at `initialSequence` and `initialTimestamp` (random, RFC 3550 §5.1).
@@ -102,14 +110,21 @@ public struct RTPStreamRewriter: Sendable {
         return lastTimestamp &+ UInt32(truncatingIfNeeded: samples(since: lastSentAt, now: now))
     }
 
-    /// The source and input sequence number an output sequence number came from, or nil when it was never sent by
-    /// one of the last `segmentCapacity` sources (or is newer than anything sent).
-    public func original(of output: UInt16) -> (source: UInt32, sequence: UInt16)? {
+    /// Where an output packet came from: its source, its input sequence number, and what was added to its timestamp.
+    public struct Origin: Equatable, Sendable {
+        public var source: UInt32
+        public var sequence: UInt16
+        public var timestampOffset: UInt32
+    }
+
+    /// The origin of an output sequence number, or nil when it was never sent by one of the last `segmentCapacity`
+    /// sources (or is newer than anything sent).
+    public func original(of output: UInt16) -> Origin? {
         guard source != nil, sequenceDistance(from: output, to: lastSequence) >= 0 else { return nil }
         for back in 1...Self.segmentCapacity {
             let s = segment((segmentNext - back + Self.segmentCapacity * 2) % Self.segmentCapacity)
             guard s.valid else { return nil }
-            if sequenceDistance(from: s.outputStart, to: output) >= 0 { return (s.source, output &- s.sequenceOffset) }
+            if sequenceDistance(from: s.outputStart, to: output) >= 0 { return Origin(source: s.source, sequence: output &- s.sequenceOffset, timestampOffset: s.timestampOffset) }
         }
         return nil
     }
@@ -126,7 +141,9 @@ public struct RTPStreamRewriter: Sendable {
         highestInput = sequence
         inputAdvance = 0
         switches += 1
-        setSegment(segmentNext, Segment(source: source, outputStart: outputSequence, sequenceOffset: sequenceOffset, valid: true))
+        lastSwitchAt = now
+        setSegment(segmentNext, Segment(source: source, outputStart: outputSequence, sequenceOffset: sequenceOffset,
+                                          timestampOffset: timestampOffset, valid: true))
         segmentNext = (segmentNext + 1) % Self.segmentCapacity
     }
 

@@ -40,9 +40,20 @@ struct RTPEndpointRouterTests {
         #expect(srtp["relay_crypto"] as? String == "a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:" + relayKey)
         #expect(srtp["endpoint_crypto"] as? String == "a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:" + endpointKey)
         let sdp = try #require(body["sdp"] as? String)
-        #expect(sdp == "v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=Parley lobby\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n"
-                + "m=audio 45000 RTP/SAVP 111\r\na=rtpmap:111 opus/48000/2\r\na=fmtp:111 sprop-stereo=0\r\n"
-                + "a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(relayKey)\r\na=recvonly\r\n")
+        let stream = try #require(body["stream_ssrc"] as? Int)
+        #expect(stream != 0 && stream != body["ssrc"] as? Int)
+        // A complete description: a session id of its own, RTCP on the RTP port, Opus with FEC, both level extensions,
+        // the SSRC and CNAME of the stream it receives.
+        let lines = sdp.components(separatedBy: "\r\n")
+        #expect(sdp.hasSuffix("\r\n"))
+        #expect(lines.first == "v=0" && lines.contains { $0.hasPrefix("o=- ") && !$0.hasPrefix("o=- 0 ") && $0.hasSuffix(" 1 IN IP4 127.0.0.1") })
+        for line in ["s=Parley lobby", "c=IN IP4 127.0.0.1", "t=0 0", "m=audio 45000 RTP/SAVP 111", "a=rtpmap:111 opus/48000/2",
+                     "a=fmtp:111 minptime=10;useinbandfec=1;stereo=0;sprop-stereo=0", "a=ptime:20", "a=rtcp-mux",
+                     "a=extmap:1 urn:ietf:params:rtp-hdrext:ssrc-audio-level", "a=extmap:3 urn:ietf:params:rtp-hdrext:csrc-audio-level",
+                     "a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(relayKey)", "a=recvonly"] {
+            #expect(lines.contains(line), "\(line)")
+        }
+        #expect(lines.contains { $0.hasPrefix("a=ssrc:\(stream) cname:parley-") })
         #expect(body["ffmpeg_receive_args"] as? [String] == ["-protocol_whitelist", "file,udp,rtp,srtp", "-i", "endpoint.sdp"])
         #expect(body["ffmpeg_send_args"] == nil)
         let pub = json(call("POST", "/v1/rooms/lobby/rtp-endpoints", #"{"identity":"cam","subscribe":false,"source_address":"127.0.0.1:45002"}"#))
@@ -52,7 +63,7 @@ struct RTPEndpointRouterTests {
         let pubKey = try #require((pub["srtp"] as? [String: Any])?["endpoint_key"] as? String)
         #expect(pub["ffmpeg_send_args"] as? [String] == ["-payload_type", "111", "-ssrc", "\(pub["ssrc"] as? Int ?? 0)", "-f", "rtp",
                                                           "-srtp_out_suite", "AES_CM_128_HMAC_SHA1_80", "-srtp_out_params", pubKey,
-                                                          "srtp://127.0.0.1:7400?localport=45002"])
+                                                          "srtp://127.0.0.1:7400?localport=45002&rtcpport=7400"])
         let members = json(call("GET", "/v1/rooms/lobby/members"))["members"] as? [[String: Any]] ?? []
         #expect(Set(members.compactMap { $0["identity"] as? String }) == ["rec", "cam"])
         #expect(call("POST", "/v1/rooms/lobby/rtp-endpoints", #"{"identity":"cam","receive_address":"127.0.0.1:45004"}"#).status == 409)
@@ -84,7 +95,7 @@ struct RTPEndpointRouterTests {
         #expect(body["srtp"] == nil)
         #expect((body["sdp"] as? String)?.contains("m=audio 7400 RTP/AVP 111\r\n") == true)
         #expect((body["sdp"] as? String)?.contains("a=crypto") == false)
-        #expect((body["ffmpeg_send_args"] as? [String])?.last == "rtp://127.0.0.1:7400?localport=45002")
+        #expect((body["ffmpeg_send_args"] as? [String])?.last == "rtp://127.0.0.1:7400?localport=45002&rtcpport=7400")
         // Even with cleartext allowed, SRTP stays the default.
         let srtp = json(post("/v1/rooms/lobby/rtp-endpoints", #"{"identity":"mic","subscribe":false,"source_address":"127.0.0.1:45004"}"#))
         #expect(srtp["srtp"] is [String: Any])

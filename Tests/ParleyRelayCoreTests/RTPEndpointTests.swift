@@ -121,13 +121,13 @@ struct RTPEndpointTests {
         #expect(sentTo(net, Self.sink).count == 1)
     }
 
-    @Test("a subscribing endpoint with a receive address hears only the first forwarded speaker, unchanged; no signalling reaches it")
+    @Test("a subscribing endpoint with a receive address hears one speaker at a time on its own SSRC, the speaker as CSRC; no signalling reaches it")
     func forwardToEndpoint() throws {
         let net = FakeNetwork(config: Self.cleartext)
         room(net)
         let alice = net.addClient("alice"), bob = net.addClient("bob")
         net.joinAll()
-        _ = try create(net, "rec", publish: false, receive: Self.sink)
+        let info = try create(net, "rec", publish: false, receive: Self.sink)
         net.advance(milliseconds: 200, stepMilliseconds: 20) {
             alice.speak(level: 20)
             bob.speak(level: 30)
@@ -136,7 +136,9 @@ struct RTPEndpointTests {
         #expect(got.count >= 9)
         #expect(got.allSatisfy { $0[0] & 0xC0 == 0x80 })  // RTP only
         let ssrcs = Set(got.compactMap { b in b.withUnsafeBytes { try? RTPPacketView(parsing: $0).ssrc } })
-        #expect(ssrcs == [alice.ssrc])
+        #expect(ssrcs == [try #require(info.streamSSRC)])
+        let speakers = Set(got.compactMap { b in b.withUnsafeBytes { p in (try? RTPPacketView(parsing: p)).map { $0.csrcCount == 1 ? $0.csrc(at: 0) : 0 } } })
+        #expect(speakers == [alice.ssrc])  // bob speaks as loud at the same time: alice, heard first, keeps the stream
         // bob heard alice and the endpoint did not disturb anyone.
         #expect((bob.media[alice.ssrc]?.count ?? 0) >= 9)
         // Member events (bob's mute) are not sent to the endpoint.

@@ -169,7 +169,9 @@ struct ResourceReleaseTests {
         }
         mic.send(net)
         watch.watchEverything(in: net.cores)
-        #expect(core.liveCounts.byAddress == 4)  // sam, and the sources of cam, mic and idle: named at creation, not learned
+        // sam; the sources of cam, mic and idle; and the RTCP addresses, all named at creation, not learned: the next
+        // port of each source (tools without RTCP multiplexing), a subscriber's receive address and the next.
+        #expect(core.liveCounts.byAddress == 11)
         #expect(core.deleteRTPEndpoint(room: "studio", identity: "cam", now: net.now) == .ok)
         net.advance(milliseconds: 16_000, stepMilliseconds: 100) { sam.speak(level: 20) }
         #expect(core.snapshot().first?.members.map(\.identity).sorted() == ["ear", "rec", "sam"])

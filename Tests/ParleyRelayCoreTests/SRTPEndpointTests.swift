@@ -142,12 +142,17 @@ struct SRTPEndpointTests {
         let got = sentTo(net, Self.sink)
         #expect(got.count >= 9)
         let heardByBob = sentTo(net, bob.address).filter { $0.count > 12 && $0[0] & 0xC0 == 0x80 && $0[1] & 0x7F == 111 }
+        let payloadsHeardByBob = heardByBob.compactMap { b in b.withUnsafeBytes { (try? RTPPacketView(parsing: $0)).map { Array($0.payload) } } }
         for packet in got {
             #expect(packet.count > 12 + SDESSession.rtpOverhead)
             let clear = try rec.unprotect(packet)
-            // The same packet bob heard in the clear, byte for byte.
-            #expect(heardByBob.contains(clear))
-            #expect(clear.withUnsafeBytes { (try? RTPPacketView(parsing: $0).ssrc) } == alice.ssrc)
+            // The payload bob heard in the clear, byte for byte, on the endpoint's own stream with alice as its CSRC.
+            let (payload, csrcs, ssrc) = try clear.withUnsafeBytes { raw in
+                let view = try RTPPacketView(parsing: raw)
+                return (Array(view.payload), (0..<view.csrcCount).map { view.csrc(at: $0) }, view.ssrc)
+            }
+            #expect(payloadsHeardByBob.contains(payload))
+            #expect(csrcs == [alice.ssrc] && ssrc != alice.ssrc)
         }
         // The wire bytes are not the clear ones (the payload is encrypted).
         #expect(!got.contains { heardByBob.contains($0) })

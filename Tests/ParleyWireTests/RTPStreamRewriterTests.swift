@@ -86,10 +86,12 @@ struct RTPStreamRewriterTests {
         var r = RTPStreamRewriter(ssrc: 1, initialSequence: 65534, initialTimestamp: 0)
         _ = Self.run(&r, [(1, 10, 0, 0), (1, 11, 960, 20), (2, 500, 0, 40), (2, 502, 1_920, 80)])
         // outputs: 65534 65535 | 0 (2:500)  [1 lost] 2 (2:502)
-        #expect(r.original(of: 65534)! == (1, 10))
-        #expect(r.original(of: 65535)! == (1, 11))
-        #expect(r.original(of: 0)! == (2, 500))
-        #expect(r.original(of: 1)! == (2, 501))    // lost on the way in: the NACK names the source's 501
+        #expect(r.original(of: 65534).map { [$0.source, UInt32($0.sequence)] } == [1, 10])
+        #expect(r.original(of: 65535).map { [$0.source, UInt32($0.sequence)] } == [1, 11])
+        #expect(r.original(of: 0).map { [$0.source, UInt32($0.sequence)] } == [2, 500])
+        #expect(r.original(of: 1).map { [$0.source, UInt32($0.sequence)] } == [2, 501])    // lost on the way in: the NACK names the source's 501
+        // the timestamp offset of speaker 2's segment: its 0 became 65534's ts (0) + 960 + 20 ms after 11 (at 20 ms) = 1_920
+        #expect(r.original(of: 2)?.timestampOffset == 1_920 && r.original(of: 65535)?.timestampOffset == 0)
         #expect(r.original(of: 3) == nil)          // never sent
         #expect(r.original(of: 65000) == nil)      // before the first segment
     }
@@ -97,8 +99,8 @@ struct RTPStreamRewriterTests {
     @Test func onlyTheLastSegmentsAreRemembered() {
         var r = RTPStreamRewriter(ssrc: 1, initialSequence: 0, initialTimestamp: 0)
         for s in UInt32(1)...6 { _ = r.rewrite(source: s, sequence: 100, timestamp: 0, marker: false, payloadBytes: 1, now: Self.at(Int64(s) * 20)) }
-        #expect(r.original(of: 5)! == (6, 100))
-        #expect(r.original(of: 2)! == (3, 100))
+        #expect(r.original(of: 5).map { [$0.source, UInt32($0.sequence)] } == [6, 100])
+        #expect(r.original(of: 2).map { [$0.source, UInt32($0.sequence)] } == [3, 100])
         #expect(r.original(of: 1) == nil && r.original(of: 0) == nil)
     }
 
