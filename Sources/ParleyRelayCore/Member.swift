@@ -60,6 +60,8 @@ final class Member {
     var wantsSpeakerLists: Bool { !speakersFromMedia || room.mix != nil }
     /// Sequence number of the next mixed packet this member receives (mix mode).
     var mixSequence: UInt16
+    /// The mix frame this member was last sent (mix mode): a gap before the next sets its marker bit.
+    var lastMixFrame: UInt32?
     /// The only address a publishing RTP endpoint's packets are accepted from (named at creation).
     var rtpSource: PeerAddress?
     /// Where an RTP endpoint's tool may send RTCP from besides `rtpSource`: the next port up from its RTP port, as

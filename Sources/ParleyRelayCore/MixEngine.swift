@@ -211,6 +211,11 @@ final class MixEngine {
         for listener in targets {
             RTPFixedHeader.patchSequenceNumber(listener.mixSequence, in: packet)
             listener.mixSequence &+= 1
+            // The marker bit on the first packet of each talkspurt (RFC 3551 §4.1): the first this listener gets
+            // after frames it got nothing for (no one else spoke), so its jitter buffer may adapt there.
+            let marker = listener.lastMixFrame.map { frameIndex != $0 &+ 1 } ?? true
+            listener.lastMixFrame = frameIndex
+            packet[1] = marker ? packet[1] | 0x80 : packet[1] & 0x7F
             send(UnsafeRawBufferPointer(start: p, count: headerSize + n), listener)
         }
     }

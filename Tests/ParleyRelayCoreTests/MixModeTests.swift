@@ -191,6 +191,27 @@ struct MixModeTests {
         #expect(net.core.nextMixDeadline == nil)
     }
 
+    @Test("the mix a listener receives sets the marker bit on the first packet of each talkspurt, and only there")
+    func markerAfterSilence() throws {
+        let (net, c) = mixRoom(["alice"], listeners: ["carol"])
+        let alice = try ToneMember(c[0], frequency: 440)
+        net.advance(milliseconds: 600, stepMilliseconds: 20) { try? alice.send() }
+        net.advance(milliseconds: 1_000, stepMilliseconds: 20) { try? alice.send(silent: true) }
+        net.advance(milliseconds: 600, stepMilliseconds: 20) { try? alice.send() }
+        let packets = mixedPackets(net, to: c[1]).compactMap { b in
+            b.withUnsafeBytes { raw in (try? RTPPacketView(parsing: raw)).map { ($0.marker, $0.sequenceNumber, $0.timestamp) } }
+        }
+        #expect(packets.count >= 40)
+        // Two talkspurts: the first packet of each is marked; the gap between them shows in the timestamps only.
+        let marked = packets.indices.filter { packets[$0].0 }
+        #expect(marked.count == 2 && marked.first == 0)
+        if marked.count == 2 {
+            let i = marked[1]
+            #expect(packets[i].1 == packets[i - 1].1 &+ 1)           // sequence numbers stay consecutive
+            #expect(packets[i].2 &- packets[i - 1].2 > 960 * 10)     // the timestamp jumps over the silence
+        }
+    }
+
     @Test("loss and late packets are concealed; the mix keeps its 20 ms cadence")
     func lossAndLateness() throws {
         let (net, c) = mixRoom(["alice"], listeners: ["bob"])
