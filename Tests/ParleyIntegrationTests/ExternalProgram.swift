@@ -17,9 +17,12 @@ struct ExternalProgram: Sendable, CustomStringConvertible {
     static let espeakNG = ExternalProgram(path: "/usr/bin/espeak-ng", package: "espeak-ng")
     static let openssl = ExternalProgram(path: "/usr/bin/openssl", package: "openssl")
     static let tcpdump = ExternalProgram(path: "/usr/bin/tcpdump", package: "tcpdump")
+    /// GStreamer's launcher; its pipelines need the plugin packages beside it (DEBS_TEST: plugins base, good, bad).
+    static let gstLaunch = ExternalProgram(path: "/usr/bin/gst-launch-1.0", package: "gstreamer1.0-tools")
+    static let tshark = ExternalProgram(path: "/usr/bin/tshark", package: "tshark")
 
     /// Every program the tests start.
-    static let all: [ExternalProgram] = [.curl, .ffmpeg, .espeakNG, .openssl, .tcpdump]
+    static let all: [ExternalProgram] = [.curl, .ffmpeg, .espeakNG, .openssl, .tcpdump, .gstLaunch, .tshark]
 
     var description: String { path }
 
