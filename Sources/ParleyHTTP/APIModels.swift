@@ -171,6 +171,8 @@ public enum API {
         /// Interarrival jitter in milliseconds.
         public var jitterMs: Double
         public var nacksReceived: UInt64, retransmitted: UInt64
+        /// RTCP sender reports received from the member about its stream.
+        public var senderReports: UInt64
     }
 
     /// `GET /v1/rooms/{name}/members`.

@@ -9,6 +9,8 @@ public struct MemberStats: Sendable, Equatable {
     public var packetsOut: UInt64 = 0, bytesOut: UInt64 = 0
     /// NACKs the member sent, and packets resent to it in answer.
     public var nacksReceived: UInt64 = 0, retransmittedToMember: UInt64 = 0
+    /// RTCP sender reports received about the member's own stream.
+    public var senderReports: UInt64 = 0
     /// Zeroed stats.
     public init() {}
 }

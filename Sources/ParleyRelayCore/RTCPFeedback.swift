@@ -55,6 +55,7 @@ final class RTCPFeedback {
                 case 200:
                     let report = try SenderReport(parsing: packet)
                     if report.ssrc == member.ssrc {
+                        member.stats.senderReports &+= 1
                         member.lastSenderReport = (UInt32(truncatingIfNeeded: report.ntpTimestamp >> 16), now.monotonic)
                     }
                 case 201:

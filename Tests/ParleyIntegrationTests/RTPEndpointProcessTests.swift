@@ -118,6 +118,11 @@ extension ProcessTests {
                 return members.body.contains(#""identity":"ffmpeg""#) && members.body.contains("127.0.0.1:")
             }
             #expect(latched, "\(members.body)")
+            // ffmpeg sent with the SSRC it was given, and its RTCP (sender reports, from its RTP port + 1 to the relay's
+            // RTP port, as the API's options say) reached the relay and was taken as the endpoint's.
+            let listed = (jsonObject(members.body)["members"] as? [[String: Any]] ?? []).first { $0["identity"] as? String == "ffmpeg" }
+            #expect(listed?["ssrc"] as? Int == answer["ssrc"] as? Int, "\(members.body)")
+            #expect(((listed?["stats"] as? [String: Any])?["sender_reports"] as? Int ?? 0) >= 1, "\(members.body)")
             #expect(recorder.wait(seconds: 8) == 0, "\(recorder.stderr)")
             let heard = try WAVReader(path: "\(dir)/heard.wav").readAllMono48k()
             let loud = loudestSecond(heard)
