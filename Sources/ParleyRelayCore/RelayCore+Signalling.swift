@@ -190,6 +190,7 @@ extension RelayCore {
         if let code = goodbye { outbox.sayGoodbye(code, reason, to: member.session) }
         sessions.remove(.member(member), at: member.isRTPEndpoint ? member.rtpSource : member.address)
         sessions.bySSRC[member.ssrc] = nil
+        rtcp.streamsEnded(for: member, now: now)
         rooms.memberLeft(member, reason: reason, now: now)
     }
 
@@ -209,7 +210,7 @@ extension RelayCore {
     /// one stays until deleted.
     func scanSessions(now: Moment, housekeeping: Bool) {
         var expired: [SessionTable.Entry] = [], slow: [SessionTable.Entry] = []
-        let timeout = config.memberTimeout, reportInterval = config.receiverReportInterval
+        let timeout = config.memberTimeout
         for entry in sessions.byConnection.values {
             switch entry {
             case .presence(let p):
@@ -221,7 +222,11 @@ extension RelayCore {
                 }
             case .member(let member):
                 if member.isRTPEndpoint {
-                    if member.canPublish && member.session.isSilent(now: now.monotonic, timeout: timeout) { expired.append(entry) }
+                    if member.canPublish && member.session.isSilent(now: now.monotonic, timeout: timeout) {
+                        expired.append(entry)
+                    } else if housekeeping, rtcp.wantsReports(member), now.monotonic >= member.nextReport {
+                        rtcp.sendReport(to: member, now: now)
+                    }
                     continue
                 }
                 if member.session.channel.serviceDue <= now.monotonic { outbox.pump(member.session, now: now) }
@@ -229,8 +234,7 @@ extension RelayCore {
                 case .slow: slow.append(entry)
                 case .expired: expired.append(entry)
                 case .alive:
-                    if housekeeping, member.canPublish, member.receiveStats.packetsReceived > 0,
-                       now.monotonic - member.lastReceiverReport >= reportInterval {
+                    if housekeeping, rtcp.wantsReports(member), now.monotonic >= member.nextReport {
                         rtcp.sendReport(to: member, now: now)
                     }
                 }
