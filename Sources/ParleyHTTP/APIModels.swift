@@ -168,6 +168,9 @@ public enum API {
         /// Interarrival jitter in milliseconds.
         public var jitterMs: Double
         public var nacksReceived: UInt64, retransmitted: UInt64
+        /// Round trip between the relay and the member from RTCP (its reports about the relay's mix), in
+        /// milliseconds; absent until known.
+        public var roundTripMs: Double? = nil
     }
 
     /// `GET /v1/rooms/{name}/members`.

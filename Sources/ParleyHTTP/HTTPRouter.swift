@@ -341,7 +341,8 @@ public struct HTTPRouter: Sendable {
                    stats: API.Stats(packetsIn: m.stats.packetsIn, bytesIn: m.stats.bytesIn, packetsOut: m.stats.packetsOut,
                                     bytesOut: m.stats.bytesOut, packetsLost: m.packetsLost,
                                     jitterMs: (Double(m.jitter) / 48.0 * 100).rounded() / 100,
-                                    nacksReceived: m.stats.nacksReceived, retransmitted: m.stats.retransmittedToMember))
+                                    nacksReceived: m.stats.nacksReceived, retransmitted: m.stats.retransmittedToMember,
+                                    roundTripMs: m.roundTrip.map { (Double($0.nanoseconds) / 10_000).rounded() / 100 }))
     }
 
     // MARK: JSON and validation
