@@ -122,6 +122,11 @@ public final class ClientEngine {
     public private(set) var mode = "forward"
     /// The current round-trip estimate from pongs.
     public private(set) var roundTrip = ClientEngine.initialRoundTrip
+    /// The round trip on the media path from RTCP (RFC 3550 §6.4.1: the relay's report block about our uplink names
+    /// our sender report), smoothed; nil until one arrived (listen-only members send no SR, so never).
+    public private(set) var mediaRoundTrip: Interval?
+    /// The round trip NACK timing uses: the media path's when known, else the signalling pongs'.
+    public var nackRoundTrip: Interval { mediaRoundTrip ?? roundTrip }
     /// Counters for the live view and the summary.
     public private(set) var packetsSent = 0, packetsReceived = 0, bytesReceived = 0, nacksSent = 0
     /// Per SSRC: packets received.
@@ -136,6 +141,14 @@ public final class ClientEngine {
     private var backoff = RejoinBackoff()
     private var everWelcomed = false
     private var lastReceiverReport = Instant.origin
+    /// The CNAME of our RTCP: random per session, so that it names no one (RFC 7022 short-term persistence).
+    public private(set) var cname = ""
+    /// When the last captured frame was taken and the RTP timestamp it got: an SR maps its NTP time through it.
+    private var lastCapture: (at: Instant, timestamp: UInt32)?
+    /// When we last sent RTP (an SR only while we send, RFC 3550 §6.4).
+    private var lastMediaSent: Instant?
+    /// NTP middle words of our last two sender reports: a report block's LSR must name one to give a round trip.
+    private var senderReportsSent: (last: UInt32, previous: UInt32) = (0, 0)
     /// Whether the relay answers (`relaySilent` / `relayBack`).
     public private(set) var relayWatch = RelaySilenceWatch()
     private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 16)
@@ -218,12 +231,26 @@ public final class ClientEngine {
         if isRTCP(bytes) {
             var packets = rtcpPackets(in: bytes)
             while let p = try? packets.next() {
-                if p.packetType == 203, let bye = try? Goodbye(parsing: p) {
+                var blocks: [ReportBlock] = []
+                switch p.packetType {
+                case 200:
+                    guard let sr = try? SenderReport(parsing: p) else { continue }
+                    receiver.senderReported(ssrc: sr.ssrc, ntpMiddle: NTPTimestamp(bits: sr.ntpTimestamp).middle, now: now)
+                    blocks = sr.reports
+                case 201:
+                    guard let rr = try? ReceiverReport(parsing: p) else { continue }
+                    blocks = rr.reports
+                case 203:
+                    guard let bye = try? Goodbye(parsing: p) else { continue }
                     for ssrc in bye.ssrcs { receiver.senderLeft(ssrc: ssrc) }
+                default:
                     continue
                 }
-                guard p.packetType == 201, let rr = try? ReceiverReport(parsing: p), let sender else { continue }
-                for block in rr.reports where block.ssrc == sender.ssrc { sender.reportedLoss(fraction: block.fractionLost, jitter: block.jitter) }
+                guard let sender else { continue }
+                for block in blocks where block.ssrc == sender.ssrc {
+                    sender.reportedLoss(fraction: block.fractionLost, jitter: block.jitter)
+                    noteRoundTrip(block)
+                }
             }
             return
         }
@@ -262,20 +289,24 @@ public final class ClientEngine {
         let joined = inRoom
         if let captured {
             inputLevel = level
-            if joined, let sender,
-               let packet = sender.packetize(captured, level: level, voice: configuration.speech.isSpeech(level: level), muted: muted) {
-                transmitMedia(packet)
-                packetsSent += 1
+            if joined, let sender {
+                lastCapture = (now, sender.nextTimestamp)
+                if let packet = sender.packetize(captured, level: level, voice: configuration.speech.isSpeech(level: level), muted: muted) {
+                    transmitMedia(packet)
+                    packetsSent += 1
+                    lastMediaSent = now
+                }
             }
         }
         receiver.pull(now: now, into: out)
         guard joined else { return true }
-        sendNacks(now: now)
+        // NACKs still useful go out at once: in this second's report when it is due, else in a compound of their own.
+        let nacks = receiver.nacksDue(now: now, roundTrip: nackRoundTrip, reporter: reporterSSRC)
         if now - lastReceiverReport >= Self.receiverReportInterval {
             lastReceiverReport = now
-            if let report = receiver.receiverReport(reporter: reporterSSRC), let n = try? report.serialize(into: scratch) {
-                transmitMedia(UnsafeRawBufferPointer(rebasing: scratch[0..<n]))
-            }
+            sendRTCP(now: now, report: true, nacks: nacks)
+        } else if !nacks.isEmpty {
+            sendRTCP(now: now, report: false, nacks: nacks)
         }
         return true
     }
@@ -284,13 +315,49 @@ public final class ClientEngine {
     /// SSRC 0 for a receiver that does not send; every participant has an SSRC).
     private var reporterSSRC: UInt32 { sender?.ssrc ?? session.welcome?.ssrc ?? 0 }
 
-    /// Sends the NACKs still useful (`ReceiveMixer.nacksDue`) to the relay.
-    private func sendNacks(now: Instant) {
-        for nack in receiver.nacksDue(now: now, roundTrip: roundTrip, reporter: reporterSSRC) {
-            guard let n = try? nack.serialize(into: scratch) else { continue }
-            transmitMedia(UnsafeRawBufferPointer(rebasing: scratch[0..<n]))
-            nacksSent += 1
+    /// Sends one compound RTCP packet (RFC 3550 §6.1) to the relay: with `report`, an SR about our uplink while we
+    /// send (else an RR) with a block per received stream; without, an RR with no blocks (the minimal compound RFC 4585
+    /// asks around feedback); then SDES with our CNAME, `nacks`, and a BYE for our SSRC when `goodbye`.
+    private func sendRTCP(now: Instant, report: Bool, nacks: [GenericNACK], goodbye: Bool = false) {
+        var writer = RTCPCompoundWriter(into: scratch)
+        let ssrc = reporterSSRC
+        do {
+            if report, let sender, let capture = lastCapture, let sent = lastMediaSent, now - sent <= 2 * Self.receiverReportInterval {
+                let ntp = NTPTimestamp(unixMilliseconds: unixMilliseconds())
+                // The RTP clock at this instant: the last captured frame's timestamp plus the 48 kHz ticks since.
+                let ticks = (now - capture.at).nanoseconds * Int64(Self.clockRate) / 1_000_000_000
+                try writer.senderReport(ssrc: ssrc, ntpTimestamp: ntp.bits, rtpTimestamp: capture.timestamp &+ UInt32(truncatingIfNeeded: ticks),
+                                        packetCount: sender.packetsSent, octetCount: sender.octetsSent)
+                senderReportsSent = (ntp.middle, senderReportsSent.last)
+            } else {
+                try writer.receiverReport(ssrc: ssrc)
+            }
+            if report { for block in receiver.reportBlocks(now: now) { try writer.reportBlock(block) } }
+            try writer.cname(ssrc: ssrc, cname)
+            for nack in nacks {
+                try writer.nack(nack)
+                nacksSent += 1
+            }
+            if goodbye { try writer.goodbye(ssrc: ssrc) }
+        } catch {
+            // Only a full buffer (NACKs for many streams at once): what fits is sent; the rest is asked again later.
         }
+        transmitMedia(writer.bytes)
+    }
+
+    /// The RTP clock rate of what we send (Opus).
+    static let clockRate = 48_000
+    /// Round trips longer than this from RTCP are taken as stale and ignored.
+    public static let maxRoundTrip = Interval.seconds(10)
+
+    /// A block from the relay about our uplink: when its LSR names one of our last two SRs, the round trip (RFC 3550
+    /// §6.4.1) smoothed into `mediaRoundTrip` (1/8 gain); negative or over `maxRoundTrip`, ignored.
+    private func noteRoundTrip(_ block: ReportBlock) {
+        guard block.lastSR != 0, block.lastSR == senderReportsSent.last || block.lastSR == senderReportsSent.previous else { return }
+        let arrival = NTPTimestamp(unixMilliseconds: unixMilliseconds()).middle
+        guard let rtt = NTPTimestamp.roundTrip(arrival: arrival, lastSR: block.lastSR, delaySinceLastSR: block.delaySinceLastSR),
+              rtt <= Self.maxRoundTrip else { return }
+        mediaRoundTrip = mediaRoundTrip.map { $0 + (rtt - $0) / 8 } ?? rtt
     }
 
     /// Sends RTP or RTCP to the relay, protected with the session's SRTP when it is encrypted (never in the clear
@@ -316,6 +383,8 @@ public final class ClientEngine {
                                     security: configuration.security, now: now, unixMilliseconds: unixMilliseconds, random: &random)
             crypto = nil
             roundTrip = Self.initialRoundTrip
+            mediaRoundTrip = nil
+            senderReportsSent = (0, 0)
             phase = .inSession
             return settle(session.tick(now: now), now: now)
         case .inSession:
@@ -338,6 +407,7 @@ public final class ClientEngine {
             case .welcomed(let w):
                 mode = w.mode
                 sender?.ssrc = w.ssrc
+                cname = Self.randomCNAME(using: &random)
                 crypto = try? session.makeMediaCrypto()
                 followRoomMute(w.flags)
                 events += relayAnswers(now: now)
@@ -424,8 +494,17 @@ public final class ClientEngine {
         return session.sendText(text, to: to, now: now)
     }
 
-    /// Leaves the room now (the relay removes the member on receipt); the engine is then over.
+    /// A CNAME of 16 random hex digits: a participant's RTCP name that says nothing about who it is.
+    static func randomCNAME(using random: inout any RandomNumberGenerator) -> String {
+        let bits = random.next()
+        let hex = String(bits, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
+    /// Leaves the room now (the relay removes the member on receipt): an RTCP BYE for our SSRC goes first (in a
+    /// compound, protected like our other RTCP), then the signalling leave; the engine is then over.
     public func leave(now: Instant) {
+        if inRoom { sendRTCP(now: now, report: false, nacks: [], goodbye: true) }
         session.leave(now: now)
         flush()
         phase = .over(.left)

@@ -16,6 +16,9 @@ public final class ReceiveMixer {
         public var statistics = RTPReceiveStatistics(clockRate: 48_000)
         /// When a packet last arrived.
         public var lastPacket: Instant
+        /// The NTP middle word of the stream's last sender report and when it arrived: the LSR/DLSR of our blocks
+        /// about it, from which its sender (the relay, for its mix) learns the round trip.
+        public var lastSenderReport: (ntpMiddle: UInt32, at: Instant)?
         /// What the last pull produced.
         public var lastOutcome: AudioReceiveStream.Outcome = .silence
         let pcm: UnsafeMutablePointer<Int16>
@@ -84,15 +87,30 @@ public final class ReceiveMixer {
     /// One frame of the mix (960 samples at 48 kHz).
     static let frameDuration: Interval = .milliseconds(20)
 
-    /// An RTCP receiver report from `reporter` with one block per stream (at most 31), fraction lost counted
-    /// since the previous report; nil with no streams. The relay sizes its mix encoders' FEC by these.
-    public func receiverReport(reporter: UInt32) -> ReceiverReport? {
-        guard !streams.isEmpty else { return nil }
+    /// The sender of `ssrc` sent a sender report stamped `ntpMiddle` (the middle of its NTP time), received at `now`.
+    public func senderReported(ssrc: UInt32, ntpMiddle: UInt32, now: Instant) {
+        streams[ssrc]?.lastSenderReport = (ntpMiddle, now)
+    }
+
+    /// One report block per stream (at most 31), fraction lost counted since the previous call, LSR/DLSR naming the
+    /// stream's last sender report (0 when none). The relay sizes its mix encoders' FEC by these.
+    public func reportBlocks(now: Instant) -> [ReportBlock] {
         var blocks: [ReportBlock] = []
         for stream in streams.values.prefix(31) {
-            blocks.append(stream.statistics.makeReportBlock(ssrc: stream.ssrc, lastSR: 0, delaySinceLastSR: 0))
+            var lsr: UInt32 = 0, dlsr: UInt32 = 0
+            if let sr = stream.lastSenderReport {
+                lsr = sr.ntpMiddle
+                dlsr = NTPTimestamp.compactUnits(now - sr.at)
+            }
+            blocks.append(stream.statistics.makeReportBlock(ssrc: stream.ssrc, lastSR: lsr, delaySinceLastSR: dlsr))
         }
-        return ReceiverReport(ssrc: reporter, reports: blocks)
+        return blocks
+    }
+
+    /// An RTCP receiver report from `reporter` with `reportBlocks(now:)`; nil with no streams.
+    public func receiverReport(reporter: UInt32, now: Instant) -> ReceiverReport? {
+        guard !streams.isEmpty else { return nil }
+        return ReceiverReport(ssrc: reporter, reports: reportBlocks(now: now))
     }
 
     /// Mixes the next 20 ms of every stream into `out` (960 samples); returns the SSRCs that played audio.

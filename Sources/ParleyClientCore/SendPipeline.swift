@@ -38,6 +38,11 @@ public final class SendPipeline {
     }
     private var fec = LossAdaptiveFEC()
 
+    /// RTP packets and payload octets sent so far (a sender report's counts, RFC 3550 §6.4.1).
+    public private(set) var packetsSent: UInt32 = 0, octetsSent: UInt32 = 0
+    /// The RTP timestamp of the next frame `packetize` takes.
+    public var nextTimestamp: UInt32 { timestamp }
+
     /// Frames encoded, and those that were DTX (not sent).
     public private(set) var framesEncoded = 0, framesSuppressed = 0
 
@@ -119,6 +124,8 @@ public final class SendPipeline {
         let end = block.finish()
         assert(end == Self.headerSize)
         sequence &+= 1
+        packetsSent &+= 1
+        octetsSent &+= UInt32(truncatingIfNeeded: payloadBytes)
         return UnsafeRawBufferPointer(start: packet.baseAddress!, count: end + payloadBytes)
     }
 }

@@ -173,6 +173,9 @@ public enum API {
         public var nacksReceived: UInt64, retransmitted: UInt64
         /// RTCP sender reports received from the member about its stream.
         public var senderReports: UInt64
+        /// Round trip between the relay and the member from RTCP (its reports about the relay's mix), in
+        /// milliseconds; absent until known.
+        public var roundTripMs: Double? = nil
     }
 
     /// `GET /v1/rooms/{name}/members`.

@@ -350,7 +350,8 @@ public struct HTTPRouter: Sendable {
                                     bytesOut: m.stats.bytesOut, packetsLost: m.packetsLost,
                                     jitterMs: (Double(m.jitter) / 48.0 * 100).rounded() / 100,
                                     nacksReceived: m.stats.nacksReceived, retransmitted: m.stats.retransmittedToMember,
-                                    senderReports: m.stats.senderReports))
+                                    senderReports: m.stats.senderReports,
+                                    roundTripMs: m.roundTrip.map { (Double($0.nanoseconds) / 10_000).rounded() / 100 }))
     }
 
     // MARK: JSON and validation

@@ -51,7 +51,19 @@ final class Member {
     var nackBudget = RetransmissionBudget()
     /// Middle 32 bits of the NTP time of the member's last sender report, and when it arrived.
     var lastSenderReport: (ntpMiddle: UInt32, at: Instant)?
-    var lastReceiverReport = Instant.origin
+    /// When the relay's next regular RTCP report to the member is due (`RTCPFeedback.sendReport`; RFC 3550 §6.3
+    /// intervals from `RTCPInterval`).
+    var nextReport = Instant.origin
+    /// The running average size of the relay's RTCP to the member (RFC 3550 §6.3.3), for the report interval.
+    var averageReportSize = 100.0
+    /// NTP middle words of the last two sender reports the relay sent the member: an LSR must name one of them to give
+    /// a round trip (a member cannot steer `roundTrip` with an LSR the relay never sent).
+    var senderReportsSent: (last: UInt32, previous: UInt32) = (0, 0)
+    /// The round trip to the member, from its report blocks' LSR/DLSR about a stream the relay originates (RFC 3550
+    /// §6.4.1), smoothed; nil until one arrived.
+    var roundTrip: Interval?
+    /// RTP packets and payload octets of the room's mix sent to this member (mix mode): its sender reports' counts.
+    var mixPacketsSent: UInt32 = 0, mixOctetsSent: UInt32 = 0
     /// What listeners reported about this member's stream, checked and aggregated for the relay's next receiver
     /// report to it (forward mode; see `RTCPFeedback.sendReport`).
     var listenerReports = ListenerReports()
@@ -158,5 +170,7 @@ public struct MemberSnapshot: Sendable, Equatable {
     public var packetsLost: Int64
     /// Interarrival jitter of this member's stream in RTP units.
     public var jitter: UInt32
+    /// Round trip between the relay and the member from RTCP (LSR/DLSR of its reports about the relay's mix), or nil.
+    public var roundTrip: Interval? = nil
 }
 

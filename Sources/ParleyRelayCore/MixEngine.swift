@@ -97,6 +97,18 @@ final class MixEngine {
     /// Listeners' reports about the mix count for this long (clients report every second).
     static let reportWindow = Interval.seconds(2)
 
+    /// The mix timeline's RTP timestamp at `now` (what a sender report pairs with the wall clock): the next frame's
+    /// timestamp, less the 48 kHz samples between `now` and its deadline. Nil while the clock is stopped.
+    func rtpTimestamp(at now: Instant) -> UInt32? {
+        guard let deadline = nextDeadline else { return nil }
+        let next = timestampBase &+ frameIndex &* UInt32(Self.frameSamples)
+        let samples = (now - deadline).nanoseconds * Int64(Self.clockRate) / 1_000_000_000
+        return next &+ UInt32(truncatingIfNeeded: samples)
+    }
+
+    /// The RTP clock rate of the mix (Opus).
+    static let clockRate = 48_000
+
     /// Starts the clock when the first member arrives.
     func start(now: Instant) {
         if nextDeadline == nil { nextDeadline = now + Self.frameInterval }
@@ -211,6 +223,8 @@ final class MixEngine {
         for listener in targets {
             RTPFixedHeader.patchSequenceNumber(listener.mixSequence, in: packet)
             listener.mixSequence &+= 1
+            listener.mixPacketsSent &+= 1   // the listener's sender report counts (RFC 3550: payload octets)
+            listener.mixOctetsSent &+= UInt32(truncatingIfNeeded: n)
             // The marker bit on the first packet of each talkspurt (RFC 3551 §4.1): the first this listener gets
             // after frames it got nothing for (no one else spoke), so its jitter buffer may adapt there.
             let marker = listener.lastMixFrame.map { frameIndex != $0 &+ 1 } ?? true

@@ -1,22 +1,29 @@
 import ParleyCrypto
 import ParleyWire
 
-/// RTCP between the relay and its members (forward and mix mode): sender reports noted, listeners' receiver
-/// reports checked (`ListenerReports`, the mixer's FEC), NACKs answered from the source's `PacketHistory` within the
-/// requester's `RetransmissionBudget`, and the relay's own receiver report to each publisher (RFC 3550 §6.4.2),
-/// which the core sends on its housekeeping grid. Owned by one `RelayCore` (one thread).
+/// RTCP between the relay and its members (forward and mix mode): sender reports noted, listeners' report blocks
+/// checked (`ListenerReports`, the mixer's FEC), NACKs answered from the source's `PacketHistory` within the
+/// requester's `RetransmissionBudget`; and the relay's own compound reports, round trips and goodbyes
+/// (`RTCPFeedback+Reports.swift`), which the core sends on its housekeeping grid. Owned by one `RelayCore` (one thread).
 final class RTCPFeedback {
     /// The SSRC the relay sends its own RTCP with on this worker.
     let relaySSRC: UInt32
-    private let sessions: SessionTable
-    private let outbox: Outbox
-    private var config: RelayCoreConfig { outbox.config }
-    private var output: OutputQueue { outbox.output }
+    /// The CNAME of every SSRC the relay sends with on this worker (its reports' and its mixes'): one participant.
+    let cname: String
+    let sessions: SessionTable
+    let outbox: Outbox
+    var config: RelayCoreConfig { outbox.config }
+    var output: OutputQueue { outbox.output }
+    /// Draws the randomization of report intervals. Seeded from `relaySSRC` (itself from the core's generator) so
+    /// that it takes nothing from the core's sequence: it spreads reports in time, it protects nothing.
+    var intervalRandom: SeededRandomNumberGenerator
 
     init(relaySSRC: UInt32, sessions: SessionTable, outbox: Outbox) {
         self.relaySSRC = relaySSRC
+        self.cname = "parley-relay-" + String(relaySSRC, radix: 16)
         self.sessions = sessions
         self.outbox = outbox
+        self.intervalRandom = SeededRandomNumberGenerator(seed: UInt64(relaySSRC) &* 0x9E37_79B9_7F4A_7C15)
     }
 
     /// One RTCP datagram from `from`: sender reports are noted, listeners' receiver reports checked and kept (for the
@@ -53,31 +60,16 @@ final class RTCPFeedback {
             while let packet = try packets.next() {
                 switch packet.packetType {
                 case 200:
+                    // A speaker's sender report: its own stream's clock (for the LSR of our next report), and report
+                    // blocks about what it hears, like a receiver report's.
                     let report = try SenderReport(parsing: packet)
                     if report.ssrc == member.ssrc {
                         member.stats.senderReports &+= 1
                         member.lastSenderReport = (UInt32(truncatingIfNeeded: report.ntpTimestamp >> 16), now.monotonic)
                     }
+                    take(report.reports, from: member, now: now)
                 case 201:
-                    // Listeners' reports, checked against their own earlier ones (`ListenerReports`): about the room's
-                    // mix they size the mix encoders' FEC; about a forwarded stream, the speaker's next report.
-                    let report = try ReceiverReport(parsing: packet)
-                    if let mix = member.room.mix {
-                        for block in report.reports where block.ssrc == mix.ssrc {
-                            let verdict = mix.listenerReported(block, by: member.id, listeners: member.room.members.count, now: now.monotonic)
-                            if verdict != .taken { outbox.counters.implausibleReports &+= 1 }
-                        }
-                    } else {
-                        for block in report.reports {
-                            // An endpoint reports on its one rewritten stream: about whoever speaks in it now.
-                            let about = block.ssrc == member.endpointStream?.ssrc ? member.endpointStream?.source.flatMap { member.room.member(id: $0) }
-                                : sessions.bySSRC[block.ssrc]
-                            guard let speaker = about, speaker.room === member.room, speaker !== member else { continue }
-                            if speaker.listenerReports.take(block, from: member.id, now: now.monotonic) != .taken {
-                                outbox.counters.implausibleReports &+= 1
-                            }
-                        }
-                    }
+                    take(try ReceiverReport(parsing: packet).reports, from: member, now: now)
                 case 205 where packet.countOrFormat == 1:
                     let nack = try GenericNACKView(parsing: packet)
                     member.stats.nacksReceived &+= 1
@@ -94,6 +86,29 @@ final class RTCPFeedback {
             }
         } catch {
             outbox.drop(.malformedRTCP, from: from, now: now)
+        }
+    }
+
+    /// Report blocks from `member` (in an SR or RR), checked against its own earlier ones (`ListenerReports`): about the
+    /// room's mix they size the mix encoders' FEC and give the member's round trip; about a forwarded stream, the
+    /// speaker's next report.
+    private func take(_ blocks: [ReportBlock], from member: Member, now: Moment) {
+        if let mix = member.room.mix {
+            for block in blocks where block.ssrc == mix.ssrc {
+                noteRoundTrip(block, from: member, now: now)
+                let verdict = mix.listenerReported(block, by: member.id, listeners: member.room.members.count, now: now.monotonic)
+                if verdict != .taken { outbox.counters.implausibleReports &+= 1 }
+            }
+        } else {
+            for block in blocks {
+                // An endpoint reports on its one rewritten stream: about whoever speaks in it now.
+                let about = block.ssrc == member.endpointStream?.ssrc ? member.endpointStream?.source.flatMap { member.room.member(id: $0) }
+                    : sessions.bySSRC[block.ssrc]
+                guard let speaker = about, speaker.room === member.room, speaker !== member else { continue }
+                if speaker.listenerReports.take(block, from: member.id, now: now.monotonic) != .taken {
+                    outbox.counters.implausibleReports &+= 1
+                }
+            }
         }
     }
 
@@ -176,40 +191,5 @@ final class RTCPFeedback {
             outbox.counters.bytesQueued &+= UInt64(length)
             requester.stats.retransmittedToMember &+= 1
         }
-    }
-
-    /// Sends a receiver report about the member's stream (RFC 3550 §6.4.2).
-    func sendReport(to member: Member, now: Moment) {
-        member.lastReceiverReport = now.monotonic
-        var lsr: UInt32 = 0, dlsr: UInt32 = 0
-        if let sr = member.lastSenderReport {
-            lsr = sr.ntpMiddle
-            dlsr = UInt32(truncatingIfNeeded: ((now.monotonic - sr.at) * 65_536).wholeSeconds)  // units of 1/65536 s
-        }
-        var block = member.receiveStats.makeReportBlock(ssrc: member.ssrc, lastSR: lsr, delaySinceLastSR: dlsr)
-        // The speaker's in-band FEC has to cover its listeners' legs too (a packet lost between the relay and a
-        // listener is lost to that listener just the same), so the report carries the worse of the relay's own
-        // figures and what listeners reported since the last one — as mediasoup reports the worst remote fraction
-        // lost to Opus senders — but checked, and the second worst from three listeners on, so that no single
-        // listener steers the speaker's FEC for everyone (`ListenerReports`). Cumulative counts and the extended
-        // sequence stay the relay's own.
-        var listeners = 0
-        for m in member.room.members where m !== member && m.canSubscribe { listeners += 1 }
-        let heard = member.listenerReports.takeFresh(listeners: listeners, now: now.monotonic)
-        block.fractionLost = max(block.fractionLost, heard.fractionLost)
-        block.jitter = max(block.jitter, heard.jitter)
-        let report = ReceiverReport(ssrc: relaySSRC, reports: [block])
-        let space = output.reserve(report.serializedSize + max(SRTPSender.rtcpOverhead, SDESSession.trailerCapacity))
-        guard var n = try? report.serialize(into: space) else { return }
-        if let srtp = member.srtpOut {
-            guard let protected = try? srtp.protect(rtcp: UnsafeRawBufferPointer(rebasing: space[..<n]), into: space) else { return }
-            n = protected
-        } else if let srtp = member.endpointSRTP {  // an SRTP endpoint: SRTCP, protected in place
-            guard let protected = try? srtp.toEndpoint.protectRTCP(space, length: n) else { return }
-            n = protected
-        }
-        output.commit(space, length: n, to: member.address)
-        outbox.counters.packetsQueued &+= 1
-        outbox.counters.bytesQueued &+= UInt64(n)
     }
 }

@@ -138,6 +138,7 @@ extension RelayCore {
                 }
                 listener.stats.packetsOut &+= 1
                 listener.stats.bytesOut &+= UInt64(length)
+                if listener.mixPacketsSent == 1 { noteTimerWork(at: now.monotonic) }  // its sender reports start
                 outbox.counters.packetsQueued &+= 1
                 outbox.counters.bytesQueued &+= UInt64(length)
                 outbox.counters.mixedPacketsSent &+= 1

@@ -191,6 +191,7 @@ extension RelayCore {
         sessions.remove(.member(member), at: member.isRTPEndpoint ? member.rtpSource : member.address)
         for a in member.rtcpSources { sessions.unlink(a, from: .member(member)) }
         sessions.bySSRC[member.ssrc] = nil
+        rtcp.streamsEnded(for: member, now: now)
         rooms.memberLeft(member, reason: reason, now: now)
     }
 
@@ -210,7 +211,7 @@ extension RelayCore {
     /// one stays until deleted.
     func scanSessions(now: Moment, housekeeping: Bool) {
         var expired: [SessionTable.Entry] = [], slow: [SessionTable.Entry] = []
-        let timeout = config.memberTimeout, reportInterval = config.receiverReportInterval
+        let timeout = config.memberTimeout
         for entry in sessions.byConnection.values {
             switch entry {
             case .presence(let p):
@@ -222,7 +223,11 @@ extension RelayCore {
                 }
             case .member(let member):
                 if member.isRTPEndpoint {
-                    if member.canPublish && member.session.isSilent(now: now.monotonic, timeout: timeout) { expired.append(entry) }
+                    if member.canPublish && member.session.isSilent(now: now.monotonic, timeout: timeout) {
+                        expired.append(entry)
+                    } else if housekeeping, rtcp.wantsReports(member), now.monotonic >= member.nextReport {
+                        rtcp.sendReport(to: member, now: now)
+                    }
                     continue
                 }
                 if member.session.channel.serviceDue <= now.monotonic { outbox.pump(member.session, now: now) }
@@ -230,8 +235,7 @@ extension RelayCore {
                 case .slow: slow.append(entry)
                 case .expired: expired.append(entry)
                 case .alive:
-                    if housekeeping, member.canPublish, member.receiveStats.packetsReceived > 0,
-                       now.monotonic - member.lastReceiverReport >= reportInterval {
+                    if housekeeping, rtcp.wantsReports(member), now.monotonic >= member.nextReport {
                         rtcp.sendReport(to: member, now: now)
                     }
                 }

@@ -38,7 +38,7 @@ extension RelayCore {
     /// is mirrored here.
     func nextTimerWork() -> Instant {
         var due = calls.nextRingDeadline
-        let timeout = config.memberTimeout, reportInterval = config.receiverReportInterval
+        let timeout = config.memberTimeout
         let housekeepingDue = lastHousekeeping + Self.housekeepingInterval
         for entry in sessions.byConnection.values {
             switch entry {
@@ -48,9 +48,9 @@ extension RelayCore {
                 // A plain-RTP endpoint times out only while it publishes; a subscribe-only one stays until deleted.
                 let endpoint = member.isRTPEndpoint
                 due = min(due, member.session.nextDue(timeout: timeout, timesOut: !endpoint || member.canPublish))
-                if !endpoint, member.canPublish, member.receiveStats.packetsReceived > 0 {
+                if rtcp.wantsReports(member) {
                     // Sent on the housekeeping grid: at the first pass once the interval has passed.
-                    due = min(due, max(member.lastReceiverReport + reportInterval, housekeepingDue))
+                    due = min(due, max(member.nextReport, housekeepingDue))
                 }
             }
         }

@@ -129,7 +129,8 @@ public final class RelayCore {
                                                           muted: m.muted, mutedByRoom: m.mutedByRoom, forwarded: s.forwarded,
                                                           level: AudioLevel.level(loudness: s.loudness),
                                                           joinedAtUnixMilliseconds: m.joinedAtUnixMilliseconds, stats: m.stats,
-                                                          packetsLost: m.receiveStats.cumulativeLost, jitter: m.receiveStats.jitter)
+                                                          packetsLost: m.receiveStats.cumulativeLost, jitter: m.receiveStats.jitter,
+                                                          roundTrip: m.roundTrip)
                                 },
                                 forwardedSpeakers: room.selector.forwarded)
         }

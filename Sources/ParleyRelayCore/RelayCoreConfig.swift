@@ -60,7 +60,9 @@ public struct RelayCoreConfig: Sendable {
     public var nackBudgetPercent = 20
     /// The most retransmitted bytes a member may take at once (the budget's bucket size).
     public var nackBurstBytes = 6_000
-    /// How often the relay sends each publisher a receiver report.
+    /// The floor of the relay's RTCP report interval to each member (RFC 3550 §6.3.1's Tmin; the actual interval is
+    /// randomized around it, `RTCPInterval`). 1 s rather than RFC 3550's 5 s: the speakers' and the mix encoders'
+    /// in-band FEC follow the loss these reports carry, and should hear of it within about a second.
     public var receiverReportInterval: Interval = .seconds(1)
     /// A join cookie is valid this many seconds.
     public var cookieLifetimeSeconds: Int64 = 60

@@ -376,7 +376,8 @@ final class RoomCall {
             lines.append("  \(talking ? "🔊" : "  ") \(m.identity)\(muted)")
         }
         let x = devices.xruns
-        lines.append("  sent \(engine.packetsSent) · received \(engine.packetsReceived) · concealed \(engine.concealedFrames) · NACKs \(engine.nacksSent) · xruns \(x.over)/\(x.under)")
+        lines.append("  sent \(engine.packetsSent) · received \(engine.packetsReceived) · concealed \(engine.concealedFrames) · NACKs \(engine.nacksSent) · xruns \(x.over)/\(x.under)"
+                     + (engine.mediaRoundTrip.map { " · RTT \($0.milliseconds) ms" } ?? ""))
         ui.status = lines
     }
 }

@@ -261,14 +261,21 @@ struct ClientEngineTests {
         #expect(h.sessionsOpened == 1)
     }
 
-    @Test("leaving sends the leave to the worker and ends the engine; nothing is pending afterwards")
+    @Test("leaving sends an RTCP BYE for our SSRC, then the leave, to the worker and ends the engine; nothing is pending afterwards")
     func leave() throws {
         let h = try Self.joined()
         h.advance(to: 10 * Self.ms)
         h.engine.leave(now: h.now)
         let sent = h.outbox.take()
-        #expect(sent.count == 1 && sent[0].to == ScriptedRelay.workerAddress)
-        guard case .leave = sent.first?.signal else { Issue.record("no leave: \(sent)"); return }
+        #expect(sent.count == 2 && sent.allSatisfy { $0.to == ScriptedRelay.workerAddress })
+        #expect(sent.first?.rtcpTypes == [201, 202, 203])
+        let goodbye = try #require(sent.first).bytes.withUnsafeBytes { raw -> Goodbye? in
+            var it = rtcpPackets(in: raw)
+            while let p = try? it.next() { if p.packetType == 203 { return try? Goodbye(parsing: p) } }
+            return nil
+        }
+        #expect(goodbye == Goodbye(ssrcs: [0x1234_5678]))   // the welcome's SSRC, listen-only or not
+        guard case .leave = sent.last?.signal else { Issue.record("no leave: \(sent)"); return }
         #expect(h.engine.phase == .over(.left))
         h.advance(to: 10_000 * Self.ms)
         #expect(h.tick().isEmpty && h.outbox.take().isEmpty)

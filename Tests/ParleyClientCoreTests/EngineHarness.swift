@@ -69,7 +69,7 @@ final class EngineHarness {
         let outbox = outbox
         let counter = TokenCounter()
         engine = try ClientEngine(server: ScriptedRelay.publicAddress, token: { counter.next() }, configuration: configuration, now: .origin,
-                                  unixMilliseconds: { ScriptedRelay.unixMilliseconds }, random: SeededRandomNumberGenerator(seed: seed),
+                                  unixMilliseconds: { ScriptedRelay.unixMilliseconds + (outbox.now - .origin).milliseconds }, random: SeededRandomNumberGenerator(seed: seed),
                                   transmit: { bytes, to in outbox.sent.append((outbox.now, Transmitted(bytes: Array(bytes), to: to))) })
         tokenCounter = counter
     }

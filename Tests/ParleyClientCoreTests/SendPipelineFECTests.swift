@@ -116,18 +116,18 @@ struct ReceiverReportTests {
 
     @Test func reportCountsLossSinceTheLastReportPerStream() throws {
         let mixer = ReceiveMixer()
-        #expect(mixer.receiverReport(reporter: 9) == nil)
+        #expect(mixer.receiverReport(reporter: 9, now: t0) == nil)
         for s: UInt16 in 0..<10 where s != 4 && s != 7 {      // 2 of 10 lost
             try Self.rtp(sequence: s, ssrc: 0xAB).withUnsafeBytes { mixer.receive(try RTPPacketView(parsing: $0), now: t0 + Int64(s) * 20 * .milliseconds(1)) }
         }
-        let first = try #require(mixer.receiverReport(reporter: 9))
+        let first = try #require(mixer.receiverReport(reporter: 9, now: t0))
         #expect(first.ssrc == 9)
         #expect(first.reports.map(\.ssrc) == [0xAB])
         #expect(first.reports[0].fractionLost == 51)            // 2/10 × 256
         for s: UInt16 in 10..<20 {
             try Self.rtp(sequence: s, ssrc: 0xAB).withUnsafeBytes { mixer.receive(try RTPPacketView(parsing: $0), now: t0 + Int64(s) * 20 * .milliseconds(1)) }
         }
-        let second = try #require(mixer.receiverReport(reporter: 9))
+        let second = try #require(mixer.receiverReport(reporter: 9, now: t0))
         #expect(second.reports[0].fractionLost == 0)
     }
 }

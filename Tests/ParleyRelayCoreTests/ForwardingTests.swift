@@ -231,8 +231,8 @@ struct ForwardingTests {
             let n = try bytes.withUnsafeMutableBytes { try ReceiverReport(ssrc: client.ssrc, reports: [block]).serialize(into: $0) }
             client.pendingMedia.append(Array(bytes[0..<n]))
         }
-        func lastReportToAlice() throws -> ReportBlock {
-            let report = try alice.rtcp.last!.withUnsafeBytes { b in
+        func reportToAlice(_ index: Int) throws -> ReportBlock {
+            let report = try alice.rtcp[index].withUnsafeBytes { b in
                 var it = rtcpPackets(in: b)
                 return try ReceiverReport(parsing: try #require(try it.next()))
             }
@@ -241,16 +241,17 @@ struct ForwardingTests {
         try listenerReports(bob, fractionLost: 13, jitter: 480, about: alice.ssrc)      // 5 %, 10 ms
         try listenerReports(carol, fractionLost: 5, jitter: 960, about: alice.ssrc)     // 2 %, 20 ms
         try listenerReports(carol, fractionLost: 200, jitter: 9_999, about: 0xDEAD)     // no such stream: ignored
+        net.exchange()
         let before = alice.rtcp.count
         net.advance(milliseconds: 1_100, stepMilliseconds: 20) { alice.speak(level: 30) }
         #expect(alice.rtcp.count > before)
-        let worst = try lastReportToAlice()
+        let worst = try reportToAlice(before)         // the first report since: the listeners' reports, once
         #expect(worst.ssrc == alice.ssrc)
         #expect(worst.fractionLost == 13)
         #expect(worst.jitter == 960)
         #expect(worst.cumulativeLost == 0)            // the relay's own count: it lost nothing
         net.advance(milliseconds: 1_100, stepMilliseconds: 20) { alice.speak(level: 30) }
-        let next = try lastReportToAlice()            // nothing reported since: the relay's own figures again
+        let next = try reportToAlice(alice.rtcp.count - 1)   // nothing reported since: the relay's own figures again
         #expect(next.fractionLost == 0)
         #expect(next.jitter < 480)
     }

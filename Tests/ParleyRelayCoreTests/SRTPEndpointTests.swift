@@ -33,6 +33,13 @@ final class SRTPTool {
     }
 
     /// What the relay sent, decrypted (throws on a packet that does not verify).
+    /// The relay's SRTCP to the tool, unprotected.
+    func unprotectRTCP(_ srtcp: [UInt8]) throws -> [UInt8] {
+        var buffer = srtcp
+        let n = try buffer.withUnsafeMutableBytes { b in try inbound.unprotectRTCP(b, length: srtcp.count) }
+        return Array(buffer[0..<n])
+    }
+
     func unprotect(_ srtp: [UInt8]) throws -> [UInt8] {
         var buffer = srtp
         let n = try buffer.withUnsafeMutableBytes { b in try inbound.unprotectRTP(b, length: srtp.count) }
@@ -171,8 +178,13 @@ struct SRTPEndpointTests {
         let ear = try SRTPTool(address: Self.sink, ssrc: 1, keys: keys)
         let tone = try ToneMember(alice, frequency: 440)
         net.advance(milliseconds: 1_500, stepMilliseconds: 20) { try? tone.send() }
-        let got = sentTo(net, Self.sink)
+        let everything = sentTo(net, Self.sink)
+        let got = everything.filter { b in b.withUnsafeBytes { !isRTCP($0) } }
         #expect(got.count >= 50)
+        // The relay's sender reports about the mix reach it as SRTCP under the same key: SR (mix SSRC) + SDES.
+        let reports = try everything.filter { b in b.withUnsafeBytes { isRTCP($0) } }.map { try ear.unprotectRTCP($0) }
+        #expect(!reports.isEmpty)
+        for report in reports { #expect(rtcpTypes(report) == [200, 202]) }
         let decoder = try OpusDecoder(sampleRate: 48_000, channels: 1)
         var heard: [Int16] = []
         for packet in got {

@@ -133,7 +133,9 @@ struct TimerScheduleTests {
             let times = reports[who.address] ?? []
             #expect(times.count >= 4)
             for (a, b) in zip(times, times.dropFirst()) {
-                #expect(b - a >= .seconds(1) && b - a <= .seconds(1) + RelayCore.housekeepingInterval + .milliseconds(20))
+                // RFC 3550 §6.3.1: the 1 s floor × uniform(0.5, 1.5) / (e − 3/2), then the next housekeeping pass.
+                let shortest = Interval(seconds: 0.5 / RTCPInterval.compensation), longest = Interval(seconds: 1.5 / RTCPInterval.compensation)
+                #expect(b - a >= shortest && b - a <= longest + RelayCore.housekeepingInterval + .milliseconds(20))
             }
         }
         // A bare ack or a ping from a member leaves the due time where the last tick put it; a mute brings it forward.

@@ -45,6 +45,13 @@ private func check(_ packet: RTCPPacketView, size: Int) {
             parse: { packet throws(WireError) in try ReceiverReport(parsing: packet) }
         precondition(back == rr, "RR round trip changed the value")
     }
+    if let sdes = try? SourceDescription(parsing: packet) {
+        precondition(sdes.chunks.count == Int(packet.countOrFormat), "SDES chunk count")
+        precondition(sdes.serializedSize <= packet.lengthBytes, "SDES grew: unknown items are dropped, nothing added")
+        let back = roundTrip(size: sdes.serializedSize) { buffer throws(WireError) in try sdes.serialize(into: buffer) }
+            parse: { packet throws(WireError) in try SourceDescription(parsing: packet) }
+        precondition(back == sdes, "SDES round trip changed the value")
+    }
     if let bye = try? Goodbye(parsing: packet) {
         precondition(bye.ssrcs.count == Int(packet.countOrFormat), "BYE source count")
         if let reason = bye.reason, reason.utf8.count > Goodbye.maxReasonLength {
