@@ -53,6 +53,11 @@ extension RTCPFeedback {
         if let mix = member.room.mix, member.mixPacketsSent > 0, let rtp = mix.rtpTimestamp(at: now.monotonic) {
             body(OriginatedStream(ssrc: mix.ssrc, packetCount: member.mixPacketsSent, octetCount: member.mixOctetsSent, rtpTimestamp: rtp))
         }
+        // An RTP endpoint's one stream in a forward room (`RTPStreamRewriter`): its own counts and timeline.
+        if let stream = member.endpointStream, stream.packetsSent > 0 {
+            body(OriginatedStream(ssrc: stream.ssrc, packetCount: stream.packetsSent, octetCount: stream.octetsSent,
+                                  rtpTimestamp: stream.timestamp(at: now.monotonic)))
+        }
     }
 
     /// Whether `forEachOriginatedStream` lists anything for `member`.
@@ -67,6 +72,7 @@ extension RTCPFeedback {
     func wantsReports(_ member: Member) -> Bool {
         if member.isRTPEndpoint && !member.hasDestination { return false }
         return (member.canPublish && member.receiveStats.packetsReceived > 0) || member.mixPacketsSent > 0
+            || (member.endpointStream?.packetsSent ?? 0) > 0
     }
 
     /// Sends the member its regular compound report and schedules the next.

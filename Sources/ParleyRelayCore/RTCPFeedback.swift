@@ -101,7 +101,9 @@ final class RTCPFeedback {
             }
         } else {
             for block in blocks {
-                // An endpoint reports on its one rewritten stream: about whoever speaks in it now.
+                // An endpoint reports on its one rewritten stream: about whoever speaks in it now (and, as it is
+                // the relay's stream, the round trip to the endpoint).
+                if block.ssrc == member.endpointStream?.ssrc { noteRoundTrip(block, from: member, now: now) }
                 let about = block.ssrc == member.endpointStream?.ssrc ? member.endpointStream?.source.flatMap { member.room.member(id: $0) }
                     : sessions.bySSRC[block.ssrc]
                 guard let speaker = about, speaker.room === member.room, speaker !== member else { continue }

@@ -104,6 +104,44 @@ struct EndpointStreamTests {
         #expect(net.core.counters.drops(.unknownSender) == 0)
     }
 
+    /// The RTCP packet types of each compound sent to `address`, with the SRs and SDES chunks in them.
+    static func rtcp(_ net: FakeNetwork, to address: PeerAddress) -> [(types: [UInt8], srs: [SenderReport], cnames: [UInt32], byes: [UInt32])] {
+        net.sent.filter { $0.to == address }.compactMap { d in
+            d.bytes.withUnsafeBytes { raw in
+                guard isRTCP(raw) else { return nil }
+                var types: [UInt8] = [], srs: [SenderReport] = [], cnames: [UInt32] = [], byes: [UInt32] = []
+                var packets = rtcpPackets(in: raw)
+                while let p = try? packets.next() {
+                    types.append(p.packetType)
+                    if let sr = try? SenderReport(parsing: p) { srs.append(sr) }
+                    if let sdes = try? SourceDescription(parsing: p) { cnames += sdes.chunks.filter { $0.cname != nil }.map(\.ssrc) }
+                    if let bye = try? Goodbye(parsing: p) { byes += bye.ssrcs }
+                }
+                return (types, srs, cnames, byes)
+            }
+        }
+    }
+
+    @Test("the endpoint's stream has sender reports (its own counts, SDES CNAME) and ends with a BYE when the endpoint is removed")
+    func senderReportsAndGoodbye() throws {
+        let (net, info) = try setUp()
+        let stream = try #require(info.streamSSRC)
+        let alice = net.addClient("alice")
+        net.joinAll()
+        net.advance(milliseconds: 3_000, stepMilliseconds: 20) { alice.speak(level: 20) }
+        let reports = Self.rtcp(net, to: Self.sink)
+        #expect(reports.count >= 2)
+        #expect(reports.allSatisfy { $0.types.first == 200 && $0.types.contains(202) })
+        #expect(reports.allSatisfy { $0.srs.first?.ssrc == stream && $0.cnames.contains(stream) })
+        let sent = Self.heard(net, at: Self.sink).count
+        let last = try #require(reports.last?.srs.first)
+        #expect(last.packetCount > 0 && Int(last.packetCount) <= sent && Int(last.packetCount) >= sent - 60)
+        net.sent.removeAll()
+        #expect(net.core.deleteRTPEndpoint(room: "lobby", identity: "rec", now: net.now) == .ok)
+        net.exchange()
+        #expect(Self.rtcp(net, to: Self.sink).contains { $0.byes == [stream] && $0.types.first == 200 })
+    }
+
     @Test("RTCP from the tool's RTP port + 1 is taken as the endpoint's; RTP from there is not")
     func rtcpFromTheNextPort() throws {
         let net = FakeNetwork(config: RTPEndpointTests.cleartext)
