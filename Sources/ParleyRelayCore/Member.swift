@@ -117,7 +117,7 @@ final class Member {
         return h
     }
 
-    /// Allocates the uplink gap tracking (at the member's first packet in a forward room, with uplink repair on).
+    /// Allocates the uplink gap tracking (at the member's first packet in a forward room).
     func startUplinkGaps() -> UplinkGaps {
         let g = UplinkGaps()
         uplinkGaps = g

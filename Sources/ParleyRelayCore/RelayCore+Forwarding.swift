@@ -49,9 +49,7 @@ extension RelayCore {
                                    arrivalTimeNanoseconds: now.monotonic.nanoseconds)
         let room = member.room
         // Gaps are tracked from every authenticated packet (a muted member's too: unmuting makes no false gap).
-        if room.mix == nil, config.uplinkRepair {
-            uplinkRepair.arrived(packet.sequenceNumber, from: member, forwarded: room.selector.isForwarded(member.id), now: now)
-        }
+        if room.mix == nil { uplinkRepair.arrived(packet.sequenceNumber, from: member, forwarded: room.selector.isForwarded(member.id), now: now) }
         guard !member.muted else { return outbox.drop(.muted, from: from, now: now) }
 
         // No RFC 6464 level (plain RTP tools): a full-size packet counts as speech, a DTX one as silence.

@@ -61,7 +61,7 @@ public struct RelayCoreConfig: Sendable {
     /// The most retransmitted bytes a member may take at once (the budget's bucket size).
     public var nackBurstBytes = 6_000
     /// Uplink repair (`UplinkRepair`): the relay NACKs a forwarded speaker for packets lost on the way in, and
-    /// forwards the retransmissions. On by default.
+    /// forwards the retransmissions. On by default; off, gaps are still counted but nobody is asked.
     public var uplinkRepair = true
     /// A missing packet is asked for only this long after its gap was seen: about what a listener's jitter buffer
     /// holds on a lossy path (its target delay on the `moderate` impairment profile is around 100 ms), beyond which a

@@ -10,6 +10,7 @@ import ParleyWire
 /// is still missing, and never after `uplinkRepairWindow` from when the gap was seen. Bounded per member: at most
 /// `uplinkRepairNacksPerSecond` datagrams a second, each naming at most 64 numbers, only to its latched address, only
 /// while it is forwarded and not muted. A forged jump of any size costs the relay at most that bound.
+/// With `uplinkRepair` off, gaps are still counted (`parley_uplink_packets_lost_total`) but nobody is asked.
 /// Mix rooms are left out: a publisher's jitter buffer there holds 20–40 ms, less than a round trip to the speaker.
 final class UplinkRepair {
     private let rtcp: RTCPFeedback
@@ -23,7 +24,7 @@ final class UplinkRepair {
     }
 
     /// The packet path's call for each authenticated packet of `member` (forward rooms): tracks `sequence`, counts,
-    /// and sends the NACK that is due, if the member is `forwarded` (and not muted).
+    /// and sends the NACK that is due, if uplink repair is on and the member is `forwarded` (and not muted).
     func arrived(_ sequence: UInt16, from member: Member, forwarded: Bool, now: Moment) {
         let gaps = member.uplinkGaps ?? member.startUplinkGaps()
         let arrival = gaps.arrived(sequence, now: now.monotonic)
@@ -31,7 +32,7 @@ final class UplinkRepair {
         outbox.counters.uplinkGivenUp &+= UInt64(arrival.givenUp)
         if arrival.recovered { outbox.counters.uplinkRecovered &+= 1 }
         guard gaps.isDue(now: now.monotonic) else { return }
-        sweep(gaps, of: member, asking: forwarded && !member.muted, now: now)
+        sweep(gaps, of: member, asking: config.uplinkRepair && forwarded && !member.muted, now: now)
     }
 
     /// Gives up what is over and, when `asking` and within the bound, queues one NACK for what is due.
