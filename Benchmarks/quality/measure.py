@@ -208,6 +208,7 @@ def pesq_wb(mode, workdir):
 
 
 def main():
+    global PROFILE, BIN
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--modes", default="forward,mix")
     ap.add_argument("--json", action="store_true")
@@ -219,7 +220,6 @@ def main():
     ap.add_argument("--uplink-repair", choices=["on", "off"],
                     help="the relay's uplink_repair setting (default: the relay's own, on)")
     args = ap.parse_args()
-    global PROFILE, BIN
     PROFILE = args.profile
     BIN = os.path.abspath(args.bin)
     if args.uplink_repair:
