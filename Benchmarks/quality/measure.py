@@ -2,6 +2,7 @@
 """Parley quality bench: mouth-to-ear latency and PESQ-WB through a real relay on loopback.
 
   python3 Benchmarks/quality/measure.py [--modes forward,mix] [--profile clean|mild|moderate|harsh] [--runs N] [--json]
+                                       [--bin DIR] [--uplink-repair on|off]
 
 Needs release builds (`make release`), espeak-ng, and PyPI's `pesq`, `numpy`, `scipy` (`pip install pesq numpy scipy`).
 
@@ -12,12 +13,37 @@ during the 20 ms before it is read, as from a microphone) and its ear time is pl
 
 PESQ-WB: alice sends espeak-ng speech; bob's recording is resampled to 16 kHz, aligned to the reference by
 cross-correlation, and scored with `pesq` (ITU-T P.862.2, wideband).
+
+Repair: before the relay stops, its /metrics are read; each line prints the listener's NACKs the relay answered from
+its history and those it no longer held, and the speaker's packets lost on the way to the relay (forward rooms), how
+many of them the relay recovered by NACKing the speaker, and how many it gave up on (both runs of a mode added up).
 """
 import argparse, json, os, random, re, subprocess, sys, tempfile, time, wave
 import numpy as np
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BIN = os.path.join(ROOT, ".build", "release")
+# The relay's environment beyond ours (`--uplink-repair` sets PARLEY_UPLINK_REPAIR).
+RELAY_ENV = {}
+# /metrics counters read before each relay stops, added up per mode.
+COUNTERS = {"parley_nacks_answered_total": "nacks_answered", "parley_nacks_missed_total": "nacks_missed",
+            "parley_uplink_packets_lost_total": "uplink_lost", "parley_uplink_packets_recovered_total": "uplink_recovered",
+            "parley_uplink_repairs_given_up_total": "uplink_given_up", "parley_uplink_nacks_sent_total": "uplink_nacked"}
+
+
+def read_counters(http_port):
+    """The relay's COUNTERS from /metrics (loopback needs no token), or {} when it does not answer."""
+    import urllib.request
+    try:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{http_port}/metrics", timeout=2).read().decode()
+    except OSError:
+        return {}
+    values = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] in COUNTERS:
+            values[COUNTERS[parts[0]]] = int(float(parts[1]))
+    return values
 
 
 def write_wav(path, samples, rate=48000):
@@ -40,10 +66,12 @@ PROFILE = "clean"
 
 def run_pair(mode, alice_input, seconds, workdir, extra=()):
     """Relay + bob (records) + alice (sends alice_input), through the impairment proxy unless the profile is clean;
-    returns (bob's recording, alice capture start, bob playback start)."""
+    returns (bob's recording, alice capture start, bob playback start, the relay's COUNTERS)."""
     port = random.randint(20000, 40000)
-    relay = subprocess.Popen([os.path.join(BIN, "parley-relay"), "--udp", f"127.0.0.1:{port}", "--http", "127.0.0.1:0", "--workers", "2",
-                              "--log-level", "warning"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    http_port = port + 2  # the two workers take port and port + 1
+    relay = subprocess.Popen([os.path.join(BIN, "parley-relay"), "--udp", f"127.0.0.1:{port}", "--http", f"127.0.0.1:{http_port}",
+                              "--workers", "2", "--log-level", "warning"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             env=dict(os.environ, **RELAY_ENV))
     proxy = None
     server = f"127.0.0.1:{port}"
     if PROFILE != "clean":
@@ -68,7 +96,8 @@ def run_pair(mode, alice_input, seconds, workdir, extra=()):
         play = int(re.search(r"timeline playback_start_ns (\d+)", bob_err).group(1))
         recording, rate = read_wav(out)
         assert rate == 48000
-        return recording, cap, play
+        time.sleep(0.3)  # /metrics lags the workers by up to 200 ms
+        return recording, cap, play, read_counters(http_port)
     finally:
         relay.terminate(); relay.wait()
         if proxy:
@@ -95,7 +124,7 @@ def latency(mode, workdir):
         x[c:c + 96] += 20000 * np.hanning(96) * np.sin(np.arange(96) * 2 * np.pi * 2000 / 48000)
     path = os.path.join(workdir, "clicks.wav")
     write_wav(path, x)
-    rec, cap, play = run_pair(mode, path, seconds + 2, workdir, extra=["--no-dtx"])
+    rec, cap, play, counters = run_pair(mode, path, seconds + 2, workdir, extra=["--no-dtx"])
     outs = click_onsets(rec, 3000)
     ins = click_onsets(x, 3000)
     if os.environ.get("MEASURE_DEBUG"):
@@ -109,7 +138,7 @@ def latency(mode, workdir):
         if cands:
             lat.append(min(cands) / 1e6)
     lat = np.array(lat)
-    return {"mode": mode, "clicks_sent": len(ins), "clicks_heard": int(len(lat)),
+    return {"mode": mode, "clicks_sent": len(ins), "clicks_heard": int(len(lat)), "counters": counters,
             "mouth_to_ear_ms_median": round(float(np.median(lat)), 1) if len(lat) else None,
             "mouth_to_ear_ms_p95": round(float(np.percentile(lat, 95)), 1) if len(lat) else None,
             "mouth_to_ear_ms_min": round(float(lat.min()), 1) if len(lat) else None}
@@ -167,9 +196,9 @@ def pesq_wb(mode, workdir):
     make_speech(ref_path)
     ref, rate = read_wav(ref_path)
     seconds = int(len(ref) / rate) + 4
-    rec, _, _ = run_pair(mode, ref_path, seconds, workdir)
+    rec, _, _, counters = run_pair(mode, ref_path, seconds, workdir)
     value, lag, gap = score(ref_path, rec)
-    result = {"mode": mode, "profile": PROFILE, "pesq_wb": value, "alignment_ms": lag, "longest_gap_ms": gap}
+    result = {"mode": mode, "profile": PROFILE, "pesq_wb": value, "alignment_ms": lag, "longest_gap_ms": gap, "counters": counters}
     # Baseline on the same file, measured in the same run: Opus at the client's default bit rate (56 kbit/s)
     # through ffmpeg (libopus, its defaults), no network.
     base = ffmpeg_baseline(ref_path, workdir, "56k")
@@ -179,6 +208,7 @@ def pesq_wb(mode, workdir):
 
 
 def main():
+    global PROFILE, BIN
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--modes", default="forward,mix")
     ap.add_argument("--json", action="store_true")
@@ -186,9 +216,14 @@ def main():
                     help="network between clients and relay (impair-proxy); FEC and NACK are on in the client")
     ap.add_argument("--runs", type=int, default=1,
                     help="repeat each mode and summarise (median, min, max): runs through the proxy vary")
+    ap.add_argument("--bin", default=BIN, help="where parley-relay, parley and impair-proxy are (default: %(default)s)")
+    ap.add_argument("--uplink-repair", choices=["on", "off"],
+                    help="the relay's uplink_repair setting (default: the relay's own, on)")
     args = ap.parse_args()
-    global PROFILE
     PROFILE = args.profile
+    BIN = os.path.abspath(args.bin)
+    if args.uplink_repair:
+        RELAY_ENV["PARLEY_UPLINK_REPAIR"] = "true" if args.uplink_repair == "on" else "false"
     for b in ("parley", "parley-relay", "impair-proxy"):
         if not os.access(os.path.join(BIN, b), os.X_OK):
             sys.exit(f"measure.py: {BIN}/{b} missing: run `make release` first")
@@ -198,7 +233,10 @@ def main():
             runs = []
             for _ in range(max(1, args.runs)):
                 r = latency(mode, d)
+                clicks = r.pop("counters")
                 r.update(pesq_wb(mode, d))
+                speech = r.pop("counters")
+                r["repair"] = {k: clicks.get(k, 0) + speech.get(k, 0) for k in COUNTERS.values()}
                 runs.append(r)
                 results.append(r)
                 if not args.json:
@@ -206,19 +244,28 @@ def main():
                           f"min {r['mouth_to_ear_ms_min']}; {r['clicks_heard']}/{r['clicks_sent']} clicks)   PESQ-WB {r['pesq_wb']}"
                           f" (ffmpeg Opus 56k on the same speech: {r.get('pesq_wb_ffmpeg_opus_56k')}); longest gap {r['longest_gap_ms']} ms",
                           flush=True)
+                    c = r["repair"]
+                    print(f"{'':8} {'':8} listener NACKs answered {c['nacks_answered']}, missed {c['nacks_missed']}; "
+                          f"uplink lost {c['uplink_lost']}, asked {c['uplink_nacked']}, recovered {c['uplink_recovered']}, "
+                          f"given up {c['uplink_given_up']}", flush=True)
             if len(runs) > 1:
                 values = [r["pesq_wb"] for r in runs]
                 delays = [r["mouth_to_ear_ms_median"] for r in runs if r["mouth_to_ear_ms_median"] is not None]
                 summary = {"mode": mode, "profile": PROFILE, "runs": len(runs), "pesq_wb_median": float(np.median(values)),
                            "pesq_wb_min": min(values), "pesq_wb_max": max(values),
                            "mouth_to_ear_ms_median": float(np.median(delays)) if delays else None,
-                           "longest_gap_ms_max": max(r["longest_gap_ms"] for r in runs)}
+                           "longest_gap_ms_max": max(r["longest_gap_ms"] for r in runs),
+                           "repair": {k: sum(r["repair"][k] for r in runs) for k in COUNTERS.values()}}
                 if args.json:
                     print(json.dumps(summary))
                 else:
                     print(f"{PROFILE:8} {mode:8} {len(runs)} runs: PESQ-WB median {summary['pesq_wb_median']:.3f} "
                           f"({summary['pesq_wb_min']}–{summary['pesq_wb_max']}), mouth-to-ear median {summary['mouth_to_ear_ms_median']} ms, "
                           f"longest gap {summary['longest_gap_ms_max']} ms", flush=True)
+                    c = summary["repair"]
+                    print(f"{'':8} {'':8} all runs: listener NACKs answered {c['nacks_answered']}, missed {c['nacks_missed']}; "
+                          f"uplink lost {c['uplink_lost']}, asked {c['uplink_nacked']}, recovered {c['uplink_recovered']}, "
+                          f"given up {c['uplink_given_up']}", flush=True)
     if args.json:
         for r in results:
             print(json.dumps(r))

@@ -112,6 +112,8 @@ public final class ClientEngine {
     public let receiver: ReceiveMixer
     /// The send path (nil when listen-only).
     public let sender: SendPipeline?
+    /// What the send path put on the wire lately, resent when the relay NACKs our stream (nil when listen-only).
+    public let sentHistory: SentPacketHistory?
     /// Who speaks, from the levels of the received streams (forward rooms send no `speakers` to this client).
     public private(set) var speaking: SpeakingTracker
     /// Muted: captured frames advance the timestamp but nothing is sent.
@@ -186,6 +188,7 @@ public final class ClientEngine {
         sender = configuration.listenOnly ? nil
             : try SendPipeline(ssrc: 0, bitrate: configuration.bitrate, complexity: configuration.complexity, dtx: configuration.dtx,
                                random: &random)
+        sentHistory = configuration.listenOnly ? nil : SentPacketHistory()
         receiver = ReceiveMixer(jitterConfig: configuration.jitter)
         session = ClientSession(server: server, token: token(), room: configuration.room, muted: configuration.muted,
                                 speakersFromMedia: true, security: configuration.security, now: now, unixMilliseconds: unixMilliseconds,
@@ -243,6 +246,13 @@ public final class ClientEngine {
                 case 203:
                     guard let bye = try? Goodbye(parsing: p) else { continue }
                     for ssrc in bye.ssrcs { receiver.senderLeft(ssrc: ssrc) }
+                case 205 where p.countOrFormat == 1:
+                    // The relay asks for packets of ours it never got (uplink repair): resent as they went out.
+                    if let nack = try? GenericNACKView(parsing: p), let sender, let sentHistory,
+                       nack.mediaSSRC == sender.ssrc, nack.senderSSRC != sender.ssrc {
+                        sentHistory.answer(nack, now: now) { transmit($0, session.destination) }
+                    }
+                    continue
                 default:
                     continue
                 }
@@ -361,13 +371,18 @@ public final class ClientEngine {
     }
 
     /// Sends RTP or RTCP to the relay, protected with the session's SRTP when it is encrypted (never in the clear
-    /// then: before the keys nothing goes out).
+    /// then: before the keys nothing goes out). RTP is kept in `sentHistory` as it went out.
     private func transmitMedia(_ packet: UnsafeRawBufferPointer) {
+        var wire = packet
         if let crypto {
             guard let n = crypto.protect(packet, into: cryptoScratch) else { return }
-            transmit(UnsafeRawBufferPointer(rebasing: cryptoScratch[..<n]), session.destination)
-        } else if configuration.security == .cleartext {
-            transmit(packet, session.destination)
+            wire = UnsafeRawBufferPointer(rebasing: cryptoScratch[..<n])
+        } else if configuration.security != .cleartext {
+            return
+        }
+        transmit(wire, session.destination)
+        if let sentHistory, !isRTCP(packet), packet.count >= RTPFixedHeader.size {
+            sentHistory.store(sequence: UInt16(packet[2]) << 8 | UInt16(packet[3]), wire)
         }
     }
 
@@ -408,6 +423,7 @@ public final class ClientEngine {
                 mode = w.mode
                 sender?.ssrc = w.ssrc
                 cname = Self.randomCNAME(using: &random)
+                sentHistory?.clear()
                 crypto = try? session.makeMediaCrypto()
                 followRoomMute(w.flags)
                 events += relayAnswers(now: now)

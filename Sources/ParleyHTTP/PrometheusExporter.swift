@@ -51,6 +51,15 @@ public enum PrometheusExporter {
         family("parley_nacks_refused_total", "counter",
                "NACKed packets not resent: the requester's retransmission budget was spent, or past 64 in one NACK.",
                total(\.nacksRefused))
+        family("parley_uplink_packets_lost_total", "counter",
+               "Sequence numbers missing from speakers' streams on their way to the relay (gaps seen; forward rooms).",
+               total(\.uplinkLost))
+        family("parley_uplink_nacks_sent_total", "counter",
+               "Sequence numbers the relay asked speakers to resend (uplink repair; a retry counts again).", total(\.uplinkNacked))
+        family("parley_uplink_packets_recovered_total", "counter",
+               "Speakers' packets that arrived after the relay asked for them (uplink repair).", total(\.uplinkRecovered))
+        family("parley_uplink_repairs_given_up_total", "counter",
+               "Speakers' packets still missing when their repair window ended (uplink repair).", total(\.uplinkGivenUp))
         family("parley_receiver_reports_implausible_total", "counter",
                "Listeners' report blocks ignored (jitter over 1 s) or whose fraction lost was lowered to what their own counts allow.",
                total(\.implausibleReports))

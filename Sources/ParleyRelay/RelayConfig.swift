@@ -54,6 +54,7 @@ public struct RelayConfig: Sendable {
                               "audio_level_extension_id", "default_room_mode", "joins_per_second", "ring_timeout_s", "presence_sessions_per_identity",
                               "mix_complexity", "mix_bitrate", "mix_expected_loss_percent", "metrics_require_auth",
                               "signalling_queue_limit", "text_queue_limit", "nack_budget_percent", "nack_burst_bytes",
+                              "uplink_repair", "uplink_repair_window_ms",
                               "http_max_connections", "http_connections_per_address", "http_idle_timeout_s",
                               "http_header_timeout_s", "event_stream_stall_timeout_s", "allow_cleartext", "http_tls_cert", "http_tls_key"]
 
@@ -112,6 +113,11 @@ public struct RelayConfig: Sendable {
         case "text_queue_limit": core.textQueueLimit = try int(5...1_000_000)
         case "nack_budget_percent": core.nackBudgetPercent = try int(0...100)
         case "nack_burst_bytes": core.nackBurstBytes = try int(0...1_000_000)
+        case "uplink_repair":
+            let choices = ["true": true, "1": true, "false": false, "0": false]
+            guard let on = choices[value] else { throw ConfigError("uplink_repair must be true or false, got \"\(value)\"") }
+            core.uplinkRepair = on
+        case "uplink_repair_window_ms": core.uplinkRepairWindow = .milliseconds(Int64(try int(20...1_000)))
         case "metrics_require_auth":
             let choices: [String: MetricsAuth] = ["true": .always, "1": .always, "remote": .remote, "false": .never, "0": .never]
             guard let a = choices[value] else { throw ConfigError("metrics_require_auth must be true, remote or false, got \"\(value)\"") }

@@ -47,6 +47,8 @@ final class Member {
     var receiveStats = RTPReceiveStatistics(clockRate: 48_000)
     /// The member's last packets, to answer NACKs: nil until its first RTP packet (see `startHistory`).
     var history: PacketHistory?
+    /// The sequence numbers missing from its stream, for uplink repair: nil until its first packet in a forward room.
+    var uplinkGaps: UplinkGaps?
     /// Bytes of retransmissions this member may still be sent in answer to its NACKs (refilled from `stats.bytesOut`).
     var nackBudget = RetransmissionBudget()
     /// Middle 32 bits of the NTP time of the member's last sender report, and when it arrived.
@@ -137,6 +139,13 @@ final class Member {
         let h = PacketHistory(slots: slots)
         history = h
         return h
+    }
+
+    /// Allocates the uplink gap tracking (at the member's first packet in a forward room).
+    func startUplinkGaps() -> UplinkGaps {
+        let g = UplinkGaps()
+        uplinkGaps = g
+        return g
     }
 
     var entry: MemberEntry { MemberEntry(memberID: id, ssrc: ssrc, flags: flags, identity: identity, name: name) }

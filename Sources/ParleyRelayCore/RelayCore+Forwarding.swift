@@ -51,9 +51,11 @@ extension RelayCore {
         if member.receiveStats.packetsReceived == 0 { noteTimerWork(at: now.monotonic) }  // receiver reports start
         member.receiveStats.record(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp,
                                    arrivalTimeNanoseconds: now.monotonic.nanoseconds)
+        let room = member.room
+        // Gaps are tracked from every authenticated packet (a muted member's too: unmuting makes no false gap).
+        if room.mix == nil { uplinkRepair.arrived(packet.sequenceNumber, from: member, forwarded: room.selector.isForwarded(member.id), now: now) }
         guard !member.muted else { return outbox.drop(.muted, from: from, now: now) }
 
-        let room = member.room
         // No RFC 6464 level (plain RTP tools): a full-size packet counts as speech, a DTX one as silence.
         let level = SpeechRules.level(packet.audioLevel(id: config.audioLevelExtensionID)?.level, payloadBytes: packet.payloadCount)
         if room.selector.observe(member.id, level: level, now: now.monotonic) {

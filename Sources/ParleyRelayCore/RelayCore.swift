@@ -35,6 +35,8 @@ public final class RelayCore {
     let calls: CallRouter
     /// RTCP from and to members: reports, NACKs, the relay's receiver reports.
     let rtcp: RTCPFeedback
+    /// NACKs to speakers for packets lost on their way in (forward rooms).
+    let uplinkRepair: UplinkRepair
     /// Where every random number the core uses comes from.
     let random: RelayRandom
     /// Joins and registers with a valid cookie this worker admits per second.
@@ -61,6 +63,7 @@ public final class RelayCore {
         let random = RelayRandom(random)
         self.random = random
         self.rtcp = RTCPFeedback(relaySSRC: random.ssrc(), sessions: sessions, outbox: outbox)
+        self.uplinkRepair = UplinkRepair(rtcp: rtcp, outbox: outbox)
         self.presence = PresenceDirectory(outbox: outbox)
         self.rooms = RoomTable(shared: shared, workerIndex: workerIndex, outbox: outbox, random: random)
         self.calls = CallRouter(outbox: outbox, directory: presence, signer: shared.callSigner, relayKey: shared.verifier.relayKey,

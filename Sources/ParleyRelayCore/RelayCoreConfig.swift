@@ -60,6 +60,17 @@ public struct RelayCoreConfig: Sendable {
     public var nackBudgetPercent = 20
     /// The most retransmitted bytes a member may take at once (the budget's bucket size).
     public var nackBurstBytes = 6_000
+    /// Uplink repair (`UplinkRepair`): the relay NACKs a forwarded speaker for packets lost on the way in, and
+    /// forwards the retransmissions. On by default; off, gaps are still counted but nobody is asked.
+    public var uplinkRepair = true
+    /// A missing packet is asked for only this long after its gap was seen: about what a listener's jitter buffer
+    /// holds on a lossy path (its target delay on the `moderate` impairment profile is around 100 ms), beyond which a
+    /// retransmission reaches listeners too late to be played.
+    public var uplinkRepairWindow: Interval = .milliseconds(120)
+    /// A missing packet is asked for a second time this long after the first NACK (once).
+    public var uplinkRepairRetry: Interval = .milliseconds(60)
+    /// NACK datagrams the relay sends one speaker per second, at most (each names at most 64 sequence numbers).
+    public var uplinkRepairNacksPerSecond = 10
     /// The floor of the relay's RTCP report interval to each member (RFC 3550 §6.3.1's Tmin; the actual interval is
     /// randomized around it, `RTCPInterval`). 1 s rather than RFC 3550's 5 s: the speakers' and the mix encoders'
     /// in-band FEC follow the loss these reports carry, and should hear of it within about a second.

@@ -79,6 +79,9 @@ public struct RelayCounters: Sendable, Equatable {
     public var nacksAnswered: UInt64 = 0, nacksMissed: UInt64 = 0
     /// NACKed packets not resent because the requester's retransmission budget was spent (or past 64 in one NACK).
     public var nacksRefused: UInt64 = 0
+    /// Uplink repair: sequence numbers found missing from speakers' streams (gaps seen), asked for again in NACKs
+    /// to speakers (a retry counts again), arrived after being asked for, and still missing when their window ended.
+    public var uplinkLost: UInt64 = 0, uplinkNacked: UInt64 = 0, uplinkRecovered: UInt64 = 0, uplinkGivenUp: UInt64 = 0
     /// Listeners' report blocks ignored (jitter over a second) or whose fraction lost was lowered to what the
     /// listener's own counts allow (`ListenerReports`).
     public var implausibleReports: UInt64 = 0
