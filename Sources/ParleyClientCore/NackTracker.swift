@@ -21,11 +21,13 @@ public struct NackTracker: Sendable {
     /// A tracker with nothing seen.
     public init() {}
 
-    /// Records an arriving packet.
-    public mutating func received(_ sequence: UInt16, now: Instant) {
+    /// Records an arriving packet; returns true when it fills a gap this tracker asked for (a retransmission, or an
+    /// original so late it was given up for lost): its delay says nothing about the path's jitter.
+    @discardableResult
+    public mutating func received(_ sequence: UInt16, now: Instant) -> Bool {
         guard let top = highest else {
             highest = sequence
-            return
+            return false
         }
         let distance = sequenceDistance(from: top, to: sequence)
         if distance > 0 {
@@ -39,9 +41,12 @@ public struct NackTracker: Sendable {
             if distance > 64 { missing.removeAll() }  // a jump (new talkspurt or restart): nothing to recover
             highest = sequence
         } else if let i = missing.firstIndex(where: { $0.sequence == sequence }) {
-            if missing[i].asks > 0 { recovered += 1 }
+            let asked = missing[i].asks > 0
+            if asked { recovered += 1 }
             missing.remove(at: i)
+            return asked
         }
+        return false
     }
 
     /// Sequence numbers to NACK now: asked at most twice, spaced by `roundTrip`, while `now + roundTrip` is

@@ -56,8 +56,10 @@ public final class ReceiveMixer {
         guard let stream else { return }
         stream.lastPacket = now
         _ = stream.statistics.record(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp, arrivalTimeNanoseconds: now.nanoseconds)
-        stream.nacks.received(packet.sequenceNumber, now: now)
-        stream.audio.insert(packet, arrival: now)
+        // A packet we NACKed arrives at least a round trip after its neighbours: kept out of the jitter buffer's
+        // delay estimate (as NetEq keeps retransmissions out), or each repair would raise everyone's play-out delay.
+        let repaired = stream.nacks.received(packet.sequenceNumber, now: now)
+        stream.audio.insert(packet, arrival: now, retransmission: repaired)
     }
 
     /// The sender of `ssrc` said goodbye (RTCP BYE, RFC 3550 §6.6): its stream plays out what it holds and then

@@ -57,10 +57,10 @@ public final class AudioReceiveStream {
 
     deinit { sync.deallocate() }
 
-    /// Queues one RTP packet's payload.
-    public func insert(_ packet: RTPPacketView, arrival: Instant) {
+    /// Queues one RTP packet's payload (`retransmission`: see `JitterBuffer.insert`).
+    public func insert(_ packet: RTPPacketView, arrival: Instant, retransmission: Bool = false) {
         jitter.insert(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp, ssrc: packet.ssrc,
-                      marker: packet.marker, payload: packet.payload, arrival: arrival)
+                      marker: packet.marker, payload: packet.payload, arrival: arrival, retransmission: retransmission)
     }
 
     /// Decoded samples waiting to be played.

@@ -168,11 +168,11 @@ public final class JitterBuffer {
     // MARK: Insert
 
     /// Accepts one received packet. Copies `payload` into a slot; drops duplicates and late packets (counting
-    /// them); detects sender restarts; feeds the delay estimator (late packets included). `marker` is accepted
+    /// them); detects sender restarts; feeds the delay estimator (late packets included; a `retransmission` only fills its slot). `marker` is accepted
     /// but not needed: a talkspurt start is recognised by its timestamp gap, which also covers senders that do
     /// not set the marker. A 1–2 byte payload is DTX.
     public func insert(sequenceNumber: UInt16, timestamp: UInt32, ssrc: UInt32, marker: Bool,
-                       payload: UnsafeRawBufferPointer, arrival: Instant) {
+                       payload: UnsafeRawBufferPointer, arrival: Instant, retransmission: Bool = false) {
         let arrival = arrival.nanoseconds  // the timing model below is in nanoseconds
         if let current = self.ssrc, current != ssrc {
             restart()
@@ -188,9 +188,13 @@ public final class JitterBuffer {
             stats.duplicates += 1
             return
         }
+        // A retransmission (a packet the receiver asked for again) is played if still in time, but its delay is the
+        // repair's round trip, not the path's jitter: it stays out of the delay estimate and the transit floor.
         let transit = arrival - nanoseconds(time)
-        floor.add(transit: transit, arrival: arrival)
-        addDelaySample(sequence: sequence, transit: transit)
+        if !retransmission {
+            floor.add(transit: transit, arrival: arrival)
+            addDelaySample(sequence: sequence, transit: transit)
+        }
         highestSequence = max(highestSequence ?? sequence, sequence)
 
         if let next = nextSequence, sequence < next {

@@ -85,6 +85,28 @@ struct JitterBufferAdaptationTests {
         #expect(s.played >= count - 60)
     }
 
+    /// One packet in 25 lost on the way and resent 120 ms late (a NACK round trip): flagged as a retransmission, it
+    /// leaves the target where the path's own jitter puts it; taken as an ordinary arrival, it raises the target to
+    /// cover the repair's round trip — the uplink-repair regression measured on the `moderate` profile.
+    @Test(arguments: [true, false])
+    func retransmissionsStayOutOfTheDelayEstimate(flagged: Bool) {
+        var random = TestRandom(state: 5)
+        let h = JitterHarness()
+        var packets = stream(count: 3_000) { _ in 30 * ms + Int64(random.next() * 10 * Double(ms)) }
+        for i in stride(from: 10, to: packets.count, by: 25) {
+            packets[i].arrival += 120 * ms
+            packets[i].retransmission = flagged
+        }
+        h.send(packets)
+        h.run(pulls: 3_000)
+        let target = h.buffer.stats.targetDelayMilliseconds
+        if flagged {
+            #expect(target <= 40, "target \(target) ms")
+        } else {
+            #expect(target >= 80, "target \(target) ms")
+        }
+    }
+
     @Test func targetRisesWithAJitterBurstAndRelaxesAfterwards() {
         var random = TestRandom(state: 3)
         let h = JitterHarness()

@@ -36,6 +36,8 @@ struct ScheduledPacket {
     var marker = false
     var payloadBytes = 40
     var arrival: Int64
+    /// A packet the receiver asked for again (a NACK answer): played if in time, kept out of the delay estimate.
+    var retransmission = false
 }
 
 /// Deterministic pseudo-random numbers in 0..<1 (a 64-bit LCG).
@@ -81,7 +83,8 @@ final class JitterHarness {
                 let p = pending[i]
                 payload.withUnsafeBytes { bytes in
                     buffer.insert(sequenceNumber: p.sequence, timestamp: p.timestamp, ssrc: p.ssrc, marker: p.marker,
-                                  payload: UnsafeRawBufferPointer(rebasing: bytes[0..<p.payloadBytes]), arrival: Instant(nanoseconds: p.arrival))
+                                  payload: UnsafeRawBufferPointer(rebasing: bytes[0..<p.payloadBytes]), arrival: Instant(nanoseconds: p.arrival),
+                                  retransmission: p.retransmission)
                 }
                 i += 1
             }
