@@ -190,12 +190,14 @@ extension RTCPFeedback {
     }
 
     /// `leaver`'s streams end (it left, timed out, or its endpoint was removed): in a forward room the remaining
-    /// listeners get a BYE for its SSRC when its stream was ever forwarded; a removed RTP endpoint gets a BYE for the
-    /// streams the relay sent it. Called while the leaver is still in `room.members` (the mix's clock still runs).
+    /// listeners that received its SSRC get a BYE for it when its stream was ever forwarded; a removed RTP endpoint gets
+    /// a BYE for the streams the relay sent it. An endpoint receiving one rewritten stream gets no BYE for a speaker
+    /// who leaves: it saw that speaker only as a CSRC, and tools end the whole session on any BYE (ffmpeg's rtpdec stops
+    /// reading at the first). Called while the leaver is still in `room.members` (the mix's clock still runs).
     func streamsEnded(for leaver: Member, now: Moment) {
         let room = leaver.room
         if room.mix == nil, leaver.history != nil {
-            for m in room.members where m !== leaver && m.canSubscribe && m.hasDestination {
+            for m in room.members where m !== leaver && m.canSubscribe && m.hasDestination && m.endpointStream == nil {
                 queueCompound(to: m, now: now, block: nil, goodbye: .stream(leaver.ssrc))
             }
         }

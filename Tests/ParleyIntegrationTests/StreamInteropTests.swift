@@ -87,10 +87,14 @@ extension ProcessTests {
                 + "srtp-cipher=aes-128-icm,srtp-auth=hmac-sha1-80,srtcp-cipher=aes-128-icm,srtcp-auth=hmac-sha1-80"
             // Raw PCM to a file: the pipeline ends by being killed (no EOS to finish a WAV header).
             let raw = "\(dir)/turns.raw"
-            let gst = try Spawned(.gstLaunch, ["-q", "udpsrc", "address=127.0.0.1", "port=\(port)", "caps=\(caps)", "!", "srtpdec", "!",
+            // The relay's SRTCP (sender reports) arrives muxed on the RTP port: srtpdec sends it out of rtcp_src, which
+            // must be linked (to a fakesink here) or the pipeline stops with "not-linked" at the first report.
+            let gst = try Spawned(.gstLaunch, ["-q", "udpsrc", "address=127.0.0.1", "port=\(port)", "caps=\(caps)", "!",
+                                              "srtpdec", "name=d", "d.rtp_src", "!",
                                               "rtpjitterbuffer", "latency=100", "!", "rtpopusdepay", "!", "opusdec", "!", "audioconvert", "!",
                                               "audioresample", "!", "audio/x-raw,format=S16LE,rate=48000,channels=1", "!",
-                                              "filesink", "location=\(raw)", "buffer-mode=unbuffered", "sync=false"])
+                                              "filesink", "location=\(raw)", "buffer-mode=unbuffered", "sync=false",
+                                              "d.rtcp_src", "!", "fakesink", "sync=false", "async=false"])
             #expect(eventually(seconds: 5) { udpPortIsBound(port) }, "gst-launch did not bind 127.0.0.1:\(port): \(gst.stderr)")
             try speakTurns(room: room, server: server)
             Thread.sleep(forTimeInterval: 0.5)

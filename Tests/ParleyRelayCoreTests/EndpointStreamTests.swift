@@ -122,11 +122,11 @@ struct EndpointStreamTests {
         }
     }
 
-    @Test("the endpoint's stream has sender reports (its own counts, SDES CNAME) and ends with a BYE when the endpoint is removed")
+    @Test("the endpoint's stream has sender reports (its own counts, SDES CNAME); a speaker leaving sends it no BYE; removing the endpoint does")
     func senderReportsAndGoodbye() throws {
         let (net, info) = try setUp()
         let stream = try #require(info.streamSSRC)
-        let alice = net.addClient("alice")
+        let alice = net.addClient("alice"), bob = net.addClient("bob")
         net.joinAll()
         net.advance(milliseconds: 3_000, stepMilliseconds: 20) { alice.speak(level: 20) }
         let reports = Self.rtcp(net, to: Self.sink)
@@ -136,6 +136,15 @@ struct EndpointStreamTests {
         let sent = Self.heard(net, at: Self.sink).count
         let last = try #require(reports.last?.srs.first)
         #expect(last.packetCount > 0 && Int(last.packetCount) <= sent && Int(last.packetCount) >= sent - 60)
+        // The speaker leaves: bob (who received alice's SSRC) gets a BYE for it; the endpoint saw alice only as a CSRC
+        // of its one stream, and ffmpeg ends the whole session at any BYE, so it gets none.
+        net.sent.removeAll()
+        let bobRTCP = bob.rtcp.count
+        alice.session.leave(now: net.instant)
+        net.advance(milliseconds: 2_000, stepMilliseconds: 20) { bob.speak(level: 20) }
+        #expect(bob.rtcp.dropFirst(bobRTCP).contains { rtcpTypes($0).contains(203) })
+        #expect(Self.rtcp(net, to: Self.sink).allSatisfy { $0.byes.isEmpty })
+        #expect(Set(Self.heard(net, at: Self.sink).map(\.ssrc)) == [stream])
         net.sent.removeAll()
         #expect(net.core.deleteRTPEndpoint(room: "lobby", identity: "rec", now: net.now) == .ok)
         net.exchange()
