@@ -35,6 +35,9 @@ let package = Package(
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         // SRTP with SDES keys (AES_CM_128_HMAC_SHA1_80) for the plain-RTP endpoints (ffmpeg, GStreamer).
         .systemLibrary(name: "CSRTP", pkgConfig: "libsrtp2", providers: [.apt(["libsrtp2-dev"])]),
+        // DTLS-SRTP for WebRTC members (certificates, the handshake through memory BIOs, RFC 5764 key export) and
+        // HMAC-SHA1 for STUN.
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .target(name: "CParleySys"),
 
         // Wire formats: RTP, RTCP, header extensions, sequence math, the signalling protocol. Pure, no Foundation.
@@ -53,6 +56,9 @@ let package = Package(
         .target(name: "ParleyAudioIO", dependencies: ["CALSA", "CSpeexDSP"]),
         // The relay's pure core: rooms, members, signalling sessions, forwarding, NACK, stats. No sockets, no clocks.
         .target(name: "ParleyRelayCore", dependencies: ["ParleyWire", "ParleyAuth", "ParleyMedia", "ParleyCrypto"], swiftSettings: perPacketPath),
+        // WebRTC's wire and handshake pieces, each pure or wrapping one OpenSSL handle: STUN (ICE-lite checks, RFC 8489/8445),
+        // SDP offers and answers (RFC 8829/8866 as browsers write them), the DTLS server session and its certificate.
+        .target(name: "ParleyWebRTC", dependencies: ["COpenSSL", "ParleyWire"]),
         // The relay runtime: config, the identity key file, worker loops that drive the core over real sockets.
         .target(name: "ParleyRelay", dependencies: ["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto"],
                 swiftSettings: perPacketPath),
@@ -93,6 +99,7 @@ let package = Package(
         .testTarget(name: "ParleyClientCoreTests", dependencies: ["ParleyClientCore", "ParleyWire", "ParleyMedia", "ParleyCrypto"]),
         .testTarget(name: "ParleyAudioIOTests", dependencies: ["ParleyAudioIO"]),
         .testTarget(name: "ParleyAuthTests", dependencies: ["ParleyAuth", "ParleyWire"]),
+        .testTarget(name: "ParleyWebRTCTests", dependencies: ["ParleyWebRTC", "ParleyWire"]),
         .testTarget(name: "ParleyCryptoTests", dependencies: ["ParleyCrypto", "ParleyWire"]),
         .testTarget(name: "ParleyRelayCoreTests", dependencies: ["ParleyRelayCore", "ParleyClientCore", "ParleyWire", "ParleyAuth", "ParleyMedia", "ParleyCrypto"]),
         .testTarget(name: "ParleyHTTPTests", dependencies: ["ParleyHTTP", "ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyWire", "ParleyNet", "ParleyCrypto"]),
