@@ -55,15 +55,15 @@ let package = Package(
         // Audio devices and files for the client: ALSA capture/playback, WAV read/write, resampling, speexdsp DSP.
         .target(name: "ParleyAudioIO", dependencies: ["CALSA", "CSpeexDSP"]),
         // The relay's pure core: rooms, members, signalling sessions, forwarding, NACK, stats. No sockets, no clocks.
-        .target(name: "ParleyRelayCore", dependencies: ["ParleyWire", "ParleyAuth", "ParleyMedia", "ParleyCrypto"], swiftSettings: perPacketPath),
+        .target(name: "ParleyRelayCore", dependencies: ["ParleyWire", "ParleyAuth", "ParleyMedia", "ParleyCrypto", "ParleyWebRTC"], swiftSettings: perPacketPath),
         // WebRTC's wire and handshake pieces, each pure or wrapping one OpenSSL handle: STUN (ICE-lite checks, RFC 8489/8445),
         // SDP offers and answers (RFC 8829/8866 as browsers write them), the DTLS server session and its certificate.
         .target(name: "ParleyWebRTC", dependencies: ["COpenSSL", "ParleyWire"]),
         // The relay runtime: config, the identity key file, worker loops that drive the core over real sockets.
-        .target(name: "ParleyRelay", dependencies: ["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto"],
+        .target(name: "ParleyRelay", dependencies: ["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto", "ParleyWebRTC"],
                 swiftSettings: perPacketPath),
         // The HTTP API: a pure router (JSON in/out, auth, validation), Prometheus metrics, libmicrohttpd at the edge.
-        .target(name: "ParleyHTTP", dependencies: ["CMicroHTTPD", "ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyNet", "ParleyWire", "ParleyCrypto"]),
+        .target(name: "ParleyHTTP", dependencies: ["CMicroHTTPD", "ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyNet", "ParleyWire", "ParleyCrypto", "ParleyWebRTC"]),
         // The client's pure core: one signalling session (handshake, reliable messages, keepalives, resume) under room
         // members and presence, and the clock-driven engine (send/receive paths, NACKs, receiver reports, FEC, rejoin).
         .target(name: "ParleyClientCore", dependencies: ["ParleyWire", "ParleyAuth", "ParleyMedia", "ParleyCrypto"]),
@@ -101,8 +101,8 @@ let package = Package(
         .testTarget(name: "ParleyAuthTests", dependencies: ["ParleyAuth", "ParleyWire"]),
         .testTarget(name: "ParleyWebRTCTests", dependencies: ["ParleyWebRTC", "ParleyWire"]),
         .testTarget(name: "ParleyCryptoTests", dependencies: ["ParleyCrypto", "ParleyWire"]),
-        .testTarget(name: "ParleyRelayCoreTests", dependencies: ["ParleyRelayCore", "ParleyClientCore", "ParleyWire", "ParleyAuth", "ParleyMedia", "ParleyCrypto"]),
-        .testTarget(name: "ParleyHTTPTests", dependencies: ["ParleyHTTP", "ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyWire", "ParleyNet", "ParleyCrypto"]),
+        .testTarget(name: "ParleyRelayCoreTests", dependencies: ["ParleyRelayCore", "ParleyClientCore", "ParleyWire", "ParleyAuth", "ParleyMedia", "ParleyCrypto", "ParleyWebRTC"]),
+        .testTarget(name: "ParleyHTTPTests", dependencies: ["ParleyHTTP", "ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyWire", "ParleyNet", "ParleyCrypto", "ParleyWebRTC"]),
         .testTarget(name: "ParleyIntegrationTests", dependencies: ["ParleyWire", "ParleyNet", "ParleyAuth", "ParleyAudioIO", "ParleyMedia"]),
         // README.md's "Where things live" table against the code: every source directory listed, imports per target.
         .testTarget(name: "WhereThingsLiveTests"),

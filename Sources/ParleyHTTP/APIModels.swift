@@ -161,6 +161,8 @@ public enum API {
         public var level: Int
         public var ssrc: UInt32
         public var address: String
+        /// `parley` (the client), `rtp` (a plain-RTP endpoint) or `webrtc` (a browser or WHIP/WHEP client).
+        public var transport: String = "parley"
         public var stats: Stats
     }
 

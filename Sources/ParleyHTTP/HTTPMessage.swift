@@ -10,14 +10,18 @@ public struct HTTPRequest: Sendable {
     public var body: [UInt8]
     /// True when the client's address is loopback (127.0.0.0/8): it runs on the relay's host.
     public var fromLoopback: Bool
+    /// The `Content-Type` header, if any (WHIP and WHEP offers must be `application/sdp`).
+    public var contentType: String?
 
     /// A request.
-    public init(method: String, path: String, authorization: String? = nil, body: [UInt8] = [], fromLoopback: Bool = false) {
+    public init(method: String, path: String, authorization: String? = nil, body: [UInt8] = [], fromLoopback: Bool = false,
+                contentType: String? = nil) {
         self.method = method
         self.path = path
         self.authorization = authorization
         self.body = body
         self.fromLoopback = fromLoopback
+        self.contentType = contentType
     }
 }
 
@@ -31,13 +35,17 @@ public struct HTTPResponse: Sendable, Equatable {
     public var body: [UInt8]
     /// True for `GET /v1/events` once authorised: the server streams events instead of `body`.
     public var isEventStream = false
+    /// Further headers (`Location`, CORS), by name.
+    public var headers: [String: String] = [:]
 
     /// A response.
-    public init(status: Int, contentType: String = "application/json", body: [UInt8], isEventStream: Bool = false) {
+    public init(status: Int, contentType: String = "application/json", body: [UInt8], isEventStream: Bool = false,
+                headers: [String: String] = [:]) {
         self.status = status
         self.contentType = contentType
         self.body = body
         self.isEventStream = isEventStream
+        self.headers = headers
     }
 
     /// The body as text (tests, logs).

@@ -14,14 +14,20 @@ public protocol APIBackend: Sendable {
     func execute(_ command: AdminCommand) -> AdminResult?
     /// The host plain-RTP endpoints send to (the relay's UDP address).
     var udpHost: String { get }
+    /// SHA-256 of the relay's DTLS certificate, for WebRTC answers (nil: WebRTC is unavailable).
+    var dtlsFingerprint: [UInt8]? { get }
 }
 
 extension APIBackend {
     /// Loopback unless the backend knows better.
     public var udpHost: String { "127.0.0.1" }
+    /// None unless the backend has a certificate.
+    public var dtlsFingerprint: [UInt8]? { nil }
 }
 
-extension RelayAPI: APIBackend {}
+extension RelayAPI: APIBackend {
+    public var dtlsFingerprint: [UInt8]? { shared.dtls?.certificate.fingerprint }
+}
 
 /// Maps (method, path, authorization, body) to (status, JSON). Pure apart from the backend: no sockets,
 /// no clock (`now` is passed in), so every route and every bad input is testable without a server.
@@ -40,6 +46,8 @@ public struct HTTPRouter: Sendable {
     public let httpStats: HTTPStats?
     /// The relay's public key (base64url), served without authentication at `GET /v1/relay`.
     public let relayKey: String?
+    /// The sample web client's files, served without authentication outside `/v1` (nil: none).
+    public let webRoot: StaticFiles?
     /// Longest body accepted.
     public static let maxBodyBytes = 64 * 1024
     /// Longest room name, identity or display name, in bytes.
@@ -47,7 +55,9 @@ public struct HTTPRouter: Sendable {
 
     /// A router.
     public init(backend: any APIBackend, verifier: TokenVerifier, signer: TokenSigner?, config: RelayCoreConfig,
-                metricsRequireAuth: MetricsAuth = .remote, httpStats: HTTPStats? = nil, relayKey: String? = nil) {
+                metricsRequireAuth: MetricsAuth = .remote, httpStats: HTTPStats? = nil, relayKey: String? = nil,
+                webRoot: StaticFiles? = nil) {
+        self.webRoot = webRoot
         self.backend = backend
         self.verifier = verifier
         self.signer = signer
@@ -71,6 +81,7 @@ public struct HTTPRouter: Sendable {
     /// may send a body, and only authorised requests (and loopback metrics scrapes) reach the workers.
     public func admit(_ request: HTTPRequest, now: Int64) -> Admission {
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
+        if let route = WebRTCRoute(parts) { return admitWebRTC(request, route, now: now) }
         do throws(APIError) {
             switch parts {
             case ["healthz"], ["v1", "relay"]:
@@ -80,6 +91,7 @@ public struct HTTPRouter: Sendable {
                 try authoriseMetrics(request, now: now)
                 return .route
             default:
+                if parts.first != "v1", webRoot != nil, request.method == "GET" || request.method == "HEAD" { return .route }
                 guard parts.first == "v1" else { throw Self.noEndpoint }
                 try authorise(request, now: now)
                 return request.method == "GET" && parts == ["v1", "events"] ? .eventStream : .route
@@ -91,6 +103,8 @@ public struct HTTPRouter: Sendable {
 
     /// Answers one request. `now` is Unix seconds (token checks and minting).
     public func route(_ request: HTTPRequest, now: Int64) -> HTTPResponse {
+        let parts = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
+        if let route = WebRTCRoute(parts) { return routeWebRTC(request, route, now: now) }
         do {
             return try dispatch(request, now: now)
         } catch {
@@ -116,6 +130,10 @@ public struct HTTPRouter: Sendable {
                                 body: Array(PrometheusExporter.render(backend.snapshots(), config: config, http: httpStats?.snapshot).utf8))
         default:
             break
+        }
+        if parts.first != "v1", let webRoot {
+            try allow(method, "GET")
+            return try webRoot.serve(request.path)
         }
         guard parts.first == "v1" else { throw Self.noEndpoint }
         try authorise(request, now: now)
@@ -306,9 +324,9 @@ public struct HTTPRouter: Sendable {
         try answer(backend.execute(command))
     }
 
-    private func answer(_ result: AdminResult?) throws(APIError) -> HTTPResponse {
+    func answer(_ result: AdminResult?) throws(APIError) -> HTTPResponse {
         switch result {
-        case .ok, .rtpEndpoint: return Self.json(API.Done(ok: true, detail: nil))
+        case .ok, .rtpEndpoint, .webRTCMember: return Self.json(API.Done(ok: true, detail: nil))
         case .notFound(let why): throw APIError(404, "not_found", why)
         case .conflict(let why): throw APIError(409, "conflict", why)
         case .unavailable(let why): throw APIError(503, "unavailable", why)
@@ -346,6 +364,7 @@ public struct HTTPRouter: Sendable {
         API.Member(identity: m.identity, name: m.name, joinedAt: m.joinedAtUnixMilliseconds, muted: m.muted,
                    mutedByRoom: m.mutedByRoom,
                    speaking: forwarded.contains(m.id), level: Int(m.level), ssrc: m.ssrc, address: m.address.description,
+                   transport: m.transport,
                    stats: API.Stats(packetsIn: m.stats.packetsIn, bytesIn: m.stats.bytesIn, packetsOut: m.stats.packetsOut,
                                     bytesOut: m.stats.bytesOut, packetsLost: m.packetsLost,
                                     jitterMs: (Double(m.jitter) / 48.0 * 100).rounded() / 100,

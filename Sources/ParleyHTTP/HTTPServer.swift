@@ -190,7 +190,8 @@ public final class HTTPServer: @unchecked Sendable {
             server.deadlines.headersIn(connection)
             let request = HTTPRequest(method: method.map { String(cString: $0) } ?? "GET", path: url.map { String(cString: $0) } ?? "/",
                                       authorization: MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "Authorization").map { String(cString: $0) },
-                                      fromLoopback: parley_mhd_client_ipv4(connection) >> 24 == 127)
+                                      fromLoopback: parley_mhd_client_ipv4(connection) >> 24 == 127,
+                                      contentType: MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "Content-Type").map { String(cString: $0) })
             let admission = server.router.admit(request, now: Int64(Clock.unixSeconds()))
             if case .answer(let response) = admission { return server.queue(response, on: connection) }
             let state = RequestState(request)
@@ -277,7 +278,8 @@ public final class HTTPServer: @unchecked Sendable {
             MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), MHD_RESPMEM_MUST_COPY)
         }
         guard let r else { return MHD_NO }
-        MHD_add_response_header(r, "Content-Type", response.contentType)
+        if !response.contentType.isEmpty { MHD_add_response_header(r, "Content-Type", response.contentType) }
+        for (name, value) in response.headers { MHD_add_response_header(r, name, value) }
         let result = MHD_queue_response(connection, UInt32(response.status), r)
         MHD_destroy_response(r)
         return result

@@ -21,6 +21,10 @@ public enum AdminCommand: Sendable, Equatable {
                         receiveAddress: PeerAddress?, keys: RTPEndpointKeys?)
     /// Remove a plain-RTP endpoint.
     case removeRTPEndpoint(room: String, identity: String)
+    /// Add a WebRTC member with what its offer negotiated (`createMode`: open the room in that mode when missing).
+    case addWebRTCMember(room: String, identity: String, name: String?, createMode: String?, terms: WebRTCOfferTerms)
+    /// End a WebRTC member's session.
+    case removeWebRTCMember(room: String, identity: String)
 
     /// The room the command is about (which decides the worker).
     public var room: String {
@@ -28,6 +32,7 @@ public enum AdminCommand: Sendable, Equatable {
         case .createRoom(let name, _, _, _), .closeRoom(let name): name
         case .kick(let room, _), .mute(let room, _, _), .message(let room, _): room
         case .addRTPEndpoint(let room, _, _, _, _, _, _, _), .removeRTPEndpoint(let room, _): room
+        case .addWebRTCMember(let room, _, _, _, _), .removeWebRTCMember(let room, _): room
         }
     }
 
@@ -44,6 +49,9 @@ public enum AdminCommand: Sendable, Equatable {
             core.createRTPEndpoint(room: room, identity: identity, displayName: name, publish: publish, subscribe: subscribe,
                                    source: sourceAddress, receive: receiveAddress, keys: keys, now: now)
         case .removeRTPEndpoint(let room, let identity): core.deleteRTPEndpoint(room: room, identity: identity, now: now)
+        case .addWebRTCMember(let room, let identity, let name, let createMode, let terms):
+            core.createWebRTCMember(room: room, identity: identity, displayName: name, createMode: createMode, terms: terms, now: now)
+        case .removeWebRTCMember(let room, let identity): core.deleteWebRTCMember(room: room, identity: identity, now: now)
         }
     }
 }

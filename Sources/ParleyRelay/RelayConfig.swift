@@ -31,6 +31,9 @@ public struct RelayConfig: Sendable {
     /// `RelayKeyFile.defaultStateDirectory` (`$XDG_STATE_HOME/parley-relay`, `~/.local/state/parley-relay`, or
     /// `/var/lib/parley-relay` for root).
     public var stateDir: String?
+    /// The directory whose files the HTTP address serves at `/` (the sample web client); nil = `Samples/web` when it
+    /// exists in the working directory (as under `make run`), else no pages.
+    public var webRoot: String?
 
     /// `api_key` and `api_secret` as given (file, environment or flags), applied together by `checkCredentials()`.
     private var givenKey: String?
@@ -56,7 +59,7 @@ public struct RelayConfig: Sendable {
                               "signalling_queue_limit", "text_queue_limit", "nack_budget_percent", "nack_burst_bytes",
                               "uplink_repair", "uplink_repair_window_ms",
                               "http_max_connections", "http_connections_per_address", "http_idle_timeout_s",
-                              "http_header_timeout_s", "event_stream_stall_timeout_s", "allow_cleartext", "http_tls_cert", "http_tls_key"]
+                              "http_header_timeout_s", "event_stream_stall_timeout_s", "allow_cleartext", "http_tls_cert", "http_tls_key", "web_root"]
 
     /// Applies one key's value; throws a message naming the key on a bad value.
     public mutating func set(_ key: String, _ value: String) throws(ConfigError) {
@@ -74,6 +77,9 @@ public struct RelayConfig: Sendable {
         case "http_tls_cert", "http_tls_key":  // "" = not set (plain HTTP)
             guard !value.utf8.contains(0) else { throw ConfigError("\(key) must be a file path, got \"\(value)\"") }
             if key == "http_tls_cert" { httpTLSCertificate = value.isEmpty ? nil : value } else { httpTLSKey = value.isEmpty ? nil : value }
+        case "web_root":  // "" = serve no pages
+            guard !value.utf8.contains(0) else { throw ConfigError("web_root must be a directory path, got \"\(value)\"") }
+            webRoot = value
         case "workers": workers = try int(0...256)
         case "state_dir":
             guard !value.isEmpty, !value.utf8.contains(0) else { throw ConfigError("state_dir must be a directory path, got \"\(value)\"") }

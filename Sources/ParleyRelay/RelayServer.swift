@@ -2,6 +2,7 @@ import ParleyAuth
 import ParleyCrypto
 import ParleyNet
 import ParleyRelayCore
+import ParleyWebRTC
 import ParleyWire
 
 /// A running relay: binds the public port and one port per further worker, starts the worker threads, and
@@ -40,8 +41,16 @@ public final class RelayServer {
         }
         ports = sockets.map { $0.localAddress?.port ?? 0 }
         let verifier = TokenVerifier(keys: config.apiKeys, relayKey: identity.map { Base64URL.encode($0.publicKey) })
+        // The DTLS certificate of WebRTC members, made at each start (browsers pin it per session through the SDP's
+        // fingerprint, so it need not outlive the process).
+        let dtls: DTLSContext
+        do {
+            dtls = try DTLSContext(certificate: DTLSCertificate(now: Int64(Clock.unixSeconds())))
+        } catch {
+            throw ConfigError("cannot make the DTLS certificate: \(error)")
+        }
         let shared = RelayShared(config: config.core, verifier: verifier, cookieSecret: Crypto.randomBytes(32), workerPorts: ports,
-                                 identity: identity)
+                                 identity: identity, dtls: dtls)
         var built: [Worker] = []
         let events = EventHub()
         do {

@@ -16,19 +16,29 @@ public struct RTPEndpointKeys: Sendable, Equatable {
     }
 }
 
-/// A plain-RTP endpoint's two libsrtp2 sessions (`AES_CM_128_HMAC_SHA1_80`), held by its `Member`: what arrives
+/// A plain-RTP endpoint's or WebRTC member's two libsrtp2 sessions (SDES `AES_CM_128_HMAC_SHA1_80`, or the profile
+/// DTLS-SRTP negotiated), held by its `Member`: what arrives
 /// from it is unprotected before anything else looks at it, what goes to it is protected as it is queued. Both work in
 /// the core's output arena (`OutputQueue.reserve`), so a packet costs no allocation. One worker thread owns it.
 struct EndpointSRTP {
     /// Unprotects the endpoint's SRTP/SRTCP.
-    let fromEndpoint: SDESSession
+    let fromEndpoint: LibSRTPSession
     /// Protects what the relay sends to the endpoint.
-    let toEndpoint: SDESSession
+    let toEndpoint: LibSRTPSession
 
-    /// Both sessions, or nil when libsrtp refuses to make one.
+    /// Both sessions from SDES keys, or nil when libsrtp refuses to make one.
     init?(keys: RTPEndpointKeys) {
-        guard let inbound = SDESSession(key: keys.endpointSends, direction: .inbound),
-              let outbound = SDESSession(key: keys.relaySends, direction: .outbound) else { return nil }
+        guard let inbound = LibSRTPSession(key: keys.endpointSends, direction: .inbound),
+              let outbound = LibSRTPSession(key: keys.relaySends, direction: .outbound) else { return nil }
+        fromEndpoint = inbound
+        toEndpoint = outbound
+    }
+
+    /// Both sessions from the master keys DTLS-SRTP exported (a WebRTC member: `peerSends` is the client's write
+    /// key ‖ salt, `relaySends` the server's), or nil when a key has the wrong length or libsrtp refuses.
+    init?(profile: SRTPProtectionProfile, peerSends: [UInt8], relaySends: [UInt8]) {
+        guard let inbound = LibSRTPSession(masterKey: peerSends, profile: profile, direction: .inbound),
+              let outbound = LibSRTPSession(masterKey: relaySends, profile: profile, direction: .outbound) else { return nil }
         fromEndpoint = inbound
         toEndpoint = outbound
     }
@@ -44,9 +54,9 @@ struct EndpointSRTP {
 
     /// Queues `bytes` (RTP, or RTCP when `rtcp`) to `address` protected with `session`; returns the bytes queued (0 if
     /// libsrtp refused, which only a malformed packet of our own could make it do).
-    static func queue(_ bytes: UnsafeRawBufferPointer, rtcp: Bool, with session: SDESSession, to address: PeerAddress,
+    static func queue(_ bytes: UnsafeRawBufferPointer, rtcp: Bool, with session: LibSRTPSession, to address: PeerAddress,
                       in output: OutputQueue) -> Int {
-        let space = output.reserve(bytes.count + SDESSession.trailerCapacity)
+        let space = output.reserve(bytes.count + LibSRTPSession.trailerCapacity)
         space.copyMemory(from: bytes)
         guard let n = try? (rtcp ? session.protectRTCP(space, length: bytes.count) : session.protectRTP(space, length: bytes.count)) else { return 0 }
         output.commit(space, length: n, to: address)

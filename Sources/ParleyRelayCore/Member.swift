@@ -102,6 +102,10 @@ final class Member {
         if room.mix == nil { try room.startDownstream(streams: maxStreams) }
         room.fanOut.invalidate()
     }
+    /// A WebRTC member's ICE-lite and DTLS state and what its offer negotiated (nil: every other member); see
+    /// `RelayCore+WebRTC.swift`. Such a member is an RTP endpoint whose addresses come from its ICE check and whose
+    /// SRTP keys come from its DTLS handshake.
+    var webrtc: WebRTCTransport?
     /// An SRTP endpoint's sessions (nil: a signalling member, or a cleartext endpoint); see `EndpointSRTP`.
     var endpointSRTP: EndpointSRTP? { didSet { room.fanOut.invalidate() } }
 
@@ -181,5 +185,7 @@ public struct MemberSnapshot: Sendable, Equatable {
     public var jitter: UInt32
     /// Round trip between the relay and the member from RTCP (LSR/DLSR of its reports about the relay's mix), or nil.
     public var roundTrip: Interval? = nil
+    /// How it is connected: `parley` (the client's signalling), `rtp` (a plain-RTP endpoint), `webrtc`.
+    public var transport = "parley"
 }
 

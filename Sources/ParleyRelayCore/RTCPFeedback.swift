@@ -41,8 +41,12 @@ final class RTCPFeedback {
             } catch {
                 return outbox.drop(.srtpRejected, from: from, now: now)
             }
-        } else if let srtp = member.endpointSRTP {  // an SRTP endpoint's SRTCP: from its own SSRC only, checked and decrypted first
-            guard received.count >= 8, EndpointSRTP.word(received, at: 4) == member.ssrc else {
+        } else if member.webrtc != nil && member.endpointSRTP == nil {
+            return outbox.drop(.srtpNotReady, from: from, now: now)  // a WebRTC member before its DTLS handshake gave keys
+        } else if let srtp = member.endpointSRTP {
+            // An SRTP endpoint's SRTCP: checked and decrypted first; from its own SSRC only (a WebRTC member's receive-only
+            // reports come from an SSRC of the browser's choosing, authenticated by the DTLS-SRTP keys alone).
+            guard received.count >= 8, member.webrtc != nil || EndpointSRTP.word(received, at: 4) == member.ssrc else {
                 return outbox.drop(.ssrcMismatch, from: from, now: now)
             }
             do {
@@ -179,10 +183,11 @@ final class RTCPFeedback {
                 return
             }
             let out = RTPStreamRewriter.Output(sequenceNumber: sequence, timestamp: packet.timestamp &+ origin.timestampOffset, marker: false)
-            let level = packet.audioLevel(id: config.audioLevelExtensionID) ?? AudioLevel(voice: true, level: SpeechRules.unlabelledSpeechLevel)
-            let space = output.reserve(EndpointPacket.headerSize + packet.payloadCount + SDESSession.trailerCapacity)
+            let level = packet.audioLevel(id: source.webrtc?.audioLevelExtensionID ?? config.audioLevelExtensionID)
+                ?? AudioLevel(voice: true, level: SpeechRules.unlabelledSpeechLevel)
+            let space = output.reserve(EndpointPacket.headerSize + packet.payloadCount + LibSRTPSession.trailerCapacity)
             var length = EndpointPacket.write(packet.payload, as: out, ssrc: stream.ssrc, speaker: source.ssrc, level: level,
-                                              config: config, into: space)
+                                              header: EndpointPacket.Header(for: requester, config: config), into: space)
             if let srtp = requester.endpointSRTP {
                 guard let protected = try? srtp.toEndpoint.protectRTP(space, length: length) else { return }
                 length = protected

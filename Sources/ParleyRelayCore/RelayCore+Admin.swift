@@ -15,6 +15,8 @@ public enum AdminResult: Sendable, Equatable {
     case invalid(String)
     /// A plain-RTP endpoint was created (see `RelayCore+RTPEndpoints.swift`).
     case rtpEndpoint(RTPEndpointInfo)
+    /// A WebRTC member was created (see `RelayCore+WebRTC.swift`).
+    case webRTCMember(WebRTCMemberInfo)
 }
 
 /// Why a room could not be opened: the refusal a joiner gets.

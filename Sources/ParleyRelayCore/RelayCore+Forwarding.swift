@@ -18,6 +18,7 @@ extension RelayCore {
         var bytes = received
         if member.isRTPEndpoint {
             guard from == member.rtpSource else { return outbox.drop(.unknownSender, from: from, now: now) }
+            if member.webrtc != nil && member.endpointSRTP == nil { return outbox.drop(.srtpNotReady, from: from, now: now) }
             if member.endpointSRTP != nil {
                 guard let clear = unprotectEndpointRTP(received, from: member, address: from, now: now) else { return }
                 bytes = clear
@@ -57,7 +58,9 @@ extension RelayCore {
         guard !member.muted else { return outbox.drop(.muted, from: from, now: now) }
 
         // No RFC 6464 level (plain RTP tools): a full-size packet counts as speech, a DTX one as silence.
-        let level = SpeechRules.level(packet.audioLevel(id: config.audioLevelExtensionID)?.level, payloadBytes: packet.payloadCount)
+        // A WebRTC member's level is at the id its offer negotiated.
+        let levelID = member.webrtc?.audioLevelExtensionID ?? config.audioLevelExtensionID
+        let level = SpeechRules.level(packet.audioLevel(id: levelID)?.level, payloadBytes: packet.payloadCount)
         if room.selector.observe(member.id, level: level, now: now.monotonic) {
             rooms.scheduleSpeakerPush(room, now: now)
             noteTimerWork(at: now.monotonic)

@@ -162,16 +162,18 @@ extension RelayCore {
     /// each change), the speaker named in the CSRC list, its level in both the RFC 6464 element and the RFC 6465
     /// element of the CSRC; protected in place with the endpoint's SDES session when it has one. Returns the bytes
     /// queued (0: not queued — a packet from before the speaker's first in this stream, or libsrtp refused).
-    func forwardToEndpoint(_ packet: RTPPacketView, from speaker: Member, level: UInt8, to endpoint: Member, srtp: SDESSession?,
+    func forwardToEndpoint(_ packet: RTPPacketView, from speaker: Member, level: UInt8, to endpoint: Member, srtp: LibSRTPSession?,
                            address: PeerAddress, now: Moment) -> Int {
         guard endpoint.endpointStream != nil,
               let out = endpoint.endpointStream!.rewrite(source: speaker.id, sequence: packet.sequenceNumber, timestamp: packet.timestamp,
                                                          marker: packet.marker, payloadBytes: packet.payloadCount, now: now.monotonic)
         else { return 0 }
-        let voice = packet.audioLevel(id: config.audioLevelExtensionID)?.voice ?? (level < AudioLevel.silence)
-        let space = output.reserve(EndpointPacket.headerSize + packet.payloadCount + SDESSession.trailerCapacity)
+        let voice = packet.audioLevel(id: speaker.webrtc?.audioLevelExtensionID ?? config.audioLevelExtensionID)?.voice
+            ?? (level < AudioLevel.silence)
+        let space = output.reserve(EndpointPacket.headerSize + packet.payloadCount + LibSRTPSession.trailerCapacity)
+        let header = EndpointPacket.Header(for: endpoint, config: config)
         var n = EndpointPacket.write(packet.payload, as: out, ssrc: endpoint.endpointStream!.ssrc, speaker: speaker.ssrc,
-                                     level: AudioLevel(voice: voice, level: level), config: config, into: space)
+                                     level: AudioLevel(voice: voice, level: level), header: header, into: space)
         if let srtp {
             guard let protected = try? srtp.protectRTP(space, length: n) else { return 0 }
             n = protected
@@ -202,17 +204,43 @@ enum EndpointPacket {
     /// RFC 6465 levels (4 + 2 + 2 bytes, padded to 8).
     static let headerSize = RTPFixedHeader.extensionOffset(csrcCount: 1) + 8
 
-    /// Writes `payload` with the stream's header (`out`, `ssrc`), the speaker as the one CSRC and its level in both
-    /// elements, into `space` (room for `headerSize` + payload); returns the packet's size.
+    /// What the endpoint negotiated: its payload type and the ids of the RFC 6464 and RFC 6465 elements (0: left out).
+    struct Header {
+        var payloadType: UInt8, levelID: UInt8, csrcLevelID: UInt8
+
+        /// `endpoint`'s: a WebRTC member's offer's payload type and level id, and no CSRC level (no browser
+        /// negotiates it); a plain-RTP endpoint's, the SDP the API gave it.
+        init(for endpoint: Member, config: RelayCoreConfig) {
+            if let webrtc = endpoint.webrtc {
+                self.init(payloadType: webrtc.payloadType, levelID: webrtc.audioLevelExtensionID, csrcLevelID: 0)
+            } else {
+                self.init(payloadType: RelayCore.rtpEndpointPayloadType, levelID: config.audioLevelExtensionID,
+                          csrcLevelID: config.csrcAudioLevelExtensionID)
+            }
+        }
+
+        init(payloadType: UInt8, levelID: UInt8, csrcLevelID: UInt8) {
+            self.payloadType = payloadType
+            self.levelID = levelID
+            self.csrcLevelID = csrcLevelID
+        }
+    }
+
+    /// Writes `payload` with the stream's header (`out`, `ssrc`), the speaker as the one CSRC and its level in the
+    /// elements `header` names, into `space` (room for `headerSize` + payload); returns the packet's size.
     static func write(_ payload: UnsafeRawBufferPointer, as out: RTPStreamRewriter.Output, ssrc: UInt32, speaker: UInt32,
-                      level: AudioLevel, config: RelayCoreConfig, into space: UnsafeMutableRawBufferPointer) -> Int {
-        RTPFixedHeader(marker: out.marker, payloadType: RelayCore.rtpEndpointPayloadType, sequenceNumber: out.sequenceNumber,
-                       timestamp: out.timestamp, ssrc: ssrc, csrcCount: 1, hasExtension: true).write(into: space)
+                      level: AudioLevel, header: Header, into space: UnsafeMutableRawBufferPointer) -> Int {
+        let hasLevels = header.levelID != 0 || header.csrcLevelID != 0
+        RTPFixedHeader(marker: out.marker, payloadType: header.payloadType, sequenceNumber: out.sequenceNumber,
+                       timestamp: out.timestamp, ssrc: ssrc, csrcCount: 1, hasExtension: hasLevels).write(into: space)
         RTPFixedHeader.writeCSRC(speaker, at: 0, into: space)
-        var levels = RTPExtensionWriter(into: space, at: RTPFixedHeader.extensionOffset(csrcCount: 1))
-        levels.appendElement(id: config.audioLevelExtensionID, byte: level.byte)
-        levels.appendElement(id: config.csrcAudioLevelExtensionID, byte: level.level)
-        let headerSize = levels.finish()
+        var headerSize = RTPFixedHeader.extensionOffset(csrcCount: 1)
+        if hasLevels {
+            var levels = RTPExtensionWriter(into: space, at: headerSize)
+            if header.levelID != 0 { levels.appendElement(id: header.levelID, byte: level.byte) }
+            if header.csrcLevelID != 0 { levels.appendElement(id: header.csrcLevelID, byte: level.level) }
+            headerSize = levels.finish()
+        }
         UnsafeMutableRawBufferPointer(rebasing: space[headerSize..<(headerSize + payload.count)]).copyMemory(from: payload)
         return headerSize + payload.count
     }

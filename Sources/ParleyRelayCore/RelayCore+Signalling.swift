@@ -191,6 +191,7 @@ extension RelayCore {
         sessions.remove(.member(member), at: member.isRTPEndpoint ? member.rtpSource : member.address)
         for a in member.rtcpSources { sessions.unlink(a, from: .member(member)) }
         sessions.bySSRC[member.ssrc] = nil
+        if let webrtc = member.webrtc { sessions.byICEUfrag[webrtc.localUfrag] = nil }
         rtcp.streamsEnded(for: member, now: now)
         rooms.memberLeft(member, reason: reason, now: now)
     }
@@ -222,6 +223,13 @@ extension RelayCore {
                 case .expired: expired.append(entry)
                 }
             case .member(let member):
+                if let webrtc = member.webrtc {
+                    // Consent (RFC 7675) keeps a WebRTC member, not its media: a muted browser may send nothing.
+                    if serviceWebRTC(member, webrtc, now: now), housekeeping, rtcp.wantsReports(member), now.monotonic >= member.nextReport {
+                        rtcp.sendReport(to: member, now: now)
+                    }
+                    continue
+                }
                 if member.isRTPEndpoint {
                     if member.canPublish && member.session.isSilent(now: now.monotonic, timeout: timeout) {
                         expired.append(entry)

@@ -45,9 +45,14 @@ extension RelayCore {
             case .presence(let p):
                 due = min(due, p.session.nextDue(timeout: timeout))
             case .member(let member):
-                // A plain-RTP endpoint times out only while it publishes; a subscribe-only one stays until deleted.
+                // A plain-RTP endpoint times out only while it publishes; a subscribe-only one stays until deleted; a
+                // WebRTC member stays while it keeps consent.
                 let endpoint = member.isRTPEndpoint
-                due = min(due, member.session.nextDue(timeout: timeout, timesOut: !endpoint || member.canPublish))
+                if let webrtc = member.webrtc {
+                    due = min(due, nextWebRTCDeadline(member, webrtc))
+                } else {
+                    due = min(due, member.session.nextDue(timeout: timeout, timesOut: !endpoint || member.canPublish))
+                }
                 if rtcp.wantsReports(member) {
                     // Sent on the housekeeping grid: at the first pass once the interval has passed.
                     due = min(due, max(member.nextReport, housekeepingDue))

@@ -114,6 +114,10 @@ public final class RelayCore {
         } else if first & 0xC0 == 0x80 {
             // RTCP creates no work for `tick`: it answers NACKs at once and only moves `lastHeard` later.
             rtcp.handle(bytes, from: from, now: now)
+        } else if first <= 3 {
+            handleSTUN(bytes, from: from, now: now)  // RFC 7983: 0–3 STUN
+        } else if first >= 20 && first <= 63 {
+            handleDTLS(bytes, from: from, now: now)  // 20–63 DTLS
         } else {
             outbox.drop(.unknownProtocol, from: from, now: now)
         }
@@ -133,7 +137,8 @@ public final class RelayCore {
                                                           level: AudioLevel.level(loudness: s.loudness),
                                                           joinedAtUnixMilliseconds: m.joinedAtUnixMilliseconds, stats: m.stats,
                                                           packetsLost: m.receiveStats.cumulativeLost, jitter: m.receiveStats.jitter,
-                                                          roundTrip: m.roundTrip)
+                                                          roundTrip: m.roundTrip,
+                                                          transport: m.webrtc != nil ? "webrtc" : m.isRTPEndpoint ? "rtp" : "parley")
                                 },
                                 forwardedSpeakers: room.selector.forwarded)
         }

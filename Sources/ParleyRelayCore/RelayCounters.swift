@@ -7,6 +7,10 @@ public enum DropReason: Int, CaseIterable, Sendable {
     /// does not open with the relay's key; a sealed datagram that does not open (forged, tampered, another session's);
     /// a sealed datagram whose counter was seen (replayed); SRTP/SRTCP that fails its tag, or repeats an index.
     case cleartext, handshakeFailed, sealedRejected, sealedReplayed, srtpRejected, srtpReplayed
+    /// WebRTC (issue 17): STUN that is malformed, names no member's ICE username, or fails MESSAGE-INTEGRITY; DTLS from
+    /// an address that passed no ICE check; DTLS records a failed or finished handshake does not take; SRTP/SRTCP
+    /// from a WebRTC member before its DTLS handshake gave keys.
+    case stunRejected, dtlsUncheckedAddress, dtlsRejected, srtpNotReady
 
     /// The metric label.
     public var label: String {
@@ -33,6 +37,10 @@ public enum DropReason: Int, CaseIterable, Sendable {
         case .sealedReplayed: "sealed_replayed"
         case .srtpRejected: "srtp_rejected"
         case .srtpReplayed: "srtp_replayed"
+        case .stunRejected: "stun_rejected"
+        case .dtlsUncheckedAddress: "dtls_unchecked_address"
+        case .dtlsRejected: "dtls_rejected"
+        case .srtpNotReady: "srtp_not_ready"
         }
     }
 }

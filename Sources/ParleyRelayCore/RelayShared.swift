@@ -1,5 +1,6 @@
 import ParleyAuth
 import ParleyCrypto
+import ParleyWebRTC
 import Synchronization
 
 /// What every worker of one relay shares: configuration, the token verifier, the cookie secret, the
@@ -23,6 +24,9 @@ public final class RelayShared: Sendable {
     /// Mints the join tokens of call rooms with `config.callTokenKey` (or the first configured key); nil when
     /// the verifier has no such key, and then calls fail at the answer.
     public let callSigner: TokenSigner?
+    /// The relay's DTLS certificate and context for WebRTC members (made at start by the runtime, which has the
+    /// clock its validity needs; the SDP answers carry its fingerprint). Nil: WebRTC offers are refused.
+    public let dtls: DTLSContext?
     private let roomCount = Atomic<Int>(0)
     /// Rooms open per identity that opened them by joining (join path only, never the packet path).
     private let roomsByCreator = Mutex<[String: Int]>([:])
@@ -30,7 +34,7 @@ public final class RelayShared: Sendable {
 
     /// Shared state for `workerCount` workers.
     public init(config: RelayCoreConfig, verifier: TokenVerifier, cookieSecret: [UInt8], workerPorts: [UInt16],
-                identity: X25519KeyPair? = nil) {
+                identity: X25519KeyPair? = nil, dtls: DTLSContext? = nil) {
         self.config = config
         self.identity = identity
         self.verifier = verifier
@@ -39,6 +43,7 @@ public final class RelayShared: Sendable {
         self.workerCount = max(1, workerPorts.count)
         self.workerPorts = workerPorts.isEmpty ? [0] : workerPorts
         self.callSigner = (config.callTokenKey ?? verifier.keyIDs.first).flatMap { verifier.signer(forKey: $0) }
+        self.dtls = dtls
     }
 
     /// Reserves a room against `maxRooms`; false when the relay is full.

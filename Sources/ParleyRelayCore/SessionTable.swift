@@ -37,6 +37,8 @@ final class SessionTable {
     private(set) var byConnection: [UInt32: Entry] = [:]
     /// Members by SSRC (RTCP and NACKs name streams by SSRC).
     var bySSRC: [UInt32: Member] = [:]
+    /// WebRTC members by the relay's ICE username fragment (the first half of a STUN check's USERNAME).
+    var byICEUfrag: [String: Member] = [:]
     /// Members among `byConnection`.
     private(set) var memberCount = 0
 
@@ -86,6 +88,7 @@ final class SessionTable {
     /// Forgets every session.
     func removeAll() {
         bySSRC.removeAll()
+        byICEUfrag.removeAll()
         byAddress.removeAll()
         byConnection.removeAll()
         memberCount = 0

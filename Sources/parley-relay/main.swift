@@ -10,7 +10,7 @@ import ParleyWire
 let usage = """
 usage: parley-relay [--config FILE.json] [--udp HOST:PORT] [--http HOST:PORT] [--workers N]
                     [--api-key K --api-secret S] [--http-tls-cert FILE --http-tls-key FILE] [--state-dir DIR]
-                    [--log-level debug|info|warning|error] [--allow-cleartext] [--version]
+                    [--web-root DIR] [--log-level debug|info|warning|error] [--allow-cleartext] [--version]
 
 With no arguments the relay runs with dev defaults: UDP 127.0.0.1:7400, HTTP API and /metrics on
 127.0.0.1:7480, one worker per core, API key "devkey" and a public dev secret. --api-key and --api-secret go
@@ -19,6 +19,7 @@ together (a key without its secret is refused); the dev credentials are used onl
 "https HOST:PORT". Without them the API is plain HTTP: keep it on loopback or behind a TLS proxy.
 The relay's long-term key (X25519, its public half in the ready line and at GET /v1/relay) is made on first start
 in --state-dir (default $XDG_STATE_HOME/parley-relay, else ~/.local/state/parley-relay; /var/lib/parley-relay for root).
+The HTTP address also serves the sample web client from --web-root (default Samples/web when it exists here).
 Every setting may also come from a PARLEY_* variable (PARLEY_UDP, PARLEY_WORKERS, PARLEY_API_KEY, ...) or a
 JSON --config file: Samples/parley-relay.json lists every setting, and the README's Configuration table says
 what each means. Precedence: defaults < --config file < environment < flags.
@@ -48,7 +49,7 @@ while !arguments.isEmpty {
         continue
     }
     let known = ["--config", "--udp", "--http", "--workers", "--api-key", "--api-secret", "--log-level", "--state-dir",
-                 "--http-tls-cert", "--http-tls-key"]
+                 "--http-tls-cert", "--http-tls-key", "--web-root"]
     guard known.contains(flag) else { fail("unknown option \(flag)\n\(usage)") }
     guard let value = arguments.first, !value.hasPrefix("--") else { fail("\(flag) needs a value") }
     arguments.removeFirst()
@@ -99,7 +100,8 @@ do {
 let httpStats = HTTPStats()
 let router = HTTPRouter(backend: server.api, verifier: TokenVerifier(keys: config.apiKeys, relayKey: server.relayKey),
                         signer: server.api.signer, config: config.core, metricsRequireAuth: config.metricsRequireAuth,
-                        httpStats: httpStats, relayKey: server.relayKey)
+                        httpStats: httpStats, relayKey: server.relayKey,
+                        webRoot: StaticFiles.resolve(config.webRoot))
 let http: HTTPServer
 do {
     http = try HTTPServer(address: config.http, router: router, events: server.api.events, limits: config.httpLimits,

@@ -20,9 +20,11 @@ struct ExternalProgram: Sendable, CustomStringConvertible {
     /// GStreamer's launcher; its pipelines need the plugin packages beside it (DEBS_TEST: plugins base, good, bad).
     static let gstLaunch = ExternalProgram(path: "/usr/bin/gst-launch-1.0", package: "gstreamer1.0-tools")
     static let tshark = ExternalProgram(path: "/usr/bin/tshark", package: "tshark")
+    /// Headless Chromium, the WebRTC browser of the browser tests.
+    static let chromium = ExternalProgram(path: "/usr/bin/chromium", package: "chromium")
 
     /// Every program the tests start.
-    static let all: [ExternalProgram] = [.curl, .ffmpeg, .espeakNG, .openssl, .tcpdump, .gstLaunch, .tshark]
+    static let all: [ExternalProgram] = [.curl, .ffmpeg, .espeakNG, .openssl, .tcpdump, .gstLaunch, .tshark, .chromium]
 
     var description: String { path }
 

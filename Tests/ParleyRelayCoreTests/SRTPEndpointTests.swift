@@ -11,21 +11,21 @@ import Testing
 final class SRTPTool {
     let rtp: PlainRTPSender
     let keys: RTPEndpointKeys
-    let outbound: SDESSession
-    let inbound: SDESSession
+    let outbound: LibSRTPSession
+    let inbound: LibSRTPSession
 
     init(address: PeerAddress, ssrc: UInt32, keys: RTPEndpointKeys) throws {
         rtp = PlainRTPSender(address: address, ssrc: ssrc)
         self.keys = keys
-        outbound = try #require(SDESSession(key: keys.endpointSends, direction: .outbound))
-        inbound = try #require(SDESSession(key: keys.relaySends, direction: .inbound))
+        outbound = try #require(LibSRTPSession(key: keys.endpointSends, direction: .outbound))
+        inbound = try #require(LibSRTPSession(key: keys.relaySends, direction: .inbound))
     }
 
     /// The next RTP packet, protected.
     func packet() throws -> [UInt8] { try protect(rtp.packet()) }
 
     func protect(_ clear: [UInt8], rtcp: Bool = false) throws -> [UInt8] {
-        var buffer = clear + [UInt8](repeating: 0, count: SDESSession.trailerCapacity)
+        var buffer = clear + [UInt8](repeating: 0, count: LibSRTPSession.trailerCapacity)
         let n = try buffer.withUnsafeMutableBytes { b in
             rtcp ? try outbound.protectRTCP(b, length: clear.count) : try outbound.protectRTP(b, length: clear.count)
         }
@@ -151,7 +151,7 @@ struct SRTPEndpointTests {
         let heardByBob = sentTo(net, bob.address).filter { $0.count > 12 && $0[0] & 0xC0 == 0x80 && $0[1] & 0x7F == 111 }
         let payloadsHeardByBob = heardByBob.compactMap { b in b.withUnsafeBytes { (try? RTPPacketView(parsing: $0)).map { Array($0.payload) } } }
         for packet in got {
-            #expect(packet.count > 12 + SDESSession.rtpOverhead)
+            #expect(packet.count > 12 + SRTPProtectionProfile.aesCM128HmacSHA1_80.rtpOverhead)
             let clear = try rec.unprotect(packet)
             // The payload bob heard in the clear, byte for byte, on the endpoint's own stream with alice as its CSRC.
             let (payload, csrcs, ssrc) = try clear.withUnsafeBytes { raw in

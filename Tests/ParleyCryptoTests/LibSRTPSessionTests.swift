@@ -1,8 +1,8 @@
 import ParleyCrypto
 import Testing
 
-@Suite("SDESSession: libsrtp2 AES_CM_128_HMAC_SHA1_80 (libsrtp's reference packets, round trips, tamper, replay)")
-struct SDESSessionTests {
+@Suite("LibSRTPSession: libsrtp2 AES_CM_128_HMAC_SHA1_80 (libsrtp's reference packets, round trips, tamper, replay)")
+struct LibSRTPSessionTests {
     /// libsrtp's `srtp_validate` master key ‖ salt (test/srtp_driver.c).
     static let key = SDESKey(bytes: [
         0xe1, 0xf9, 0x7a, 0x0d, 0x3e, 0x01, 0x8b, 0xe0, 0xd6, 0x4f, 0xa3, 0x2c, 0x06, 0xde, 0x41, 0x39,  // master key
@@ -28,15 +28,15 @@ struct SDESSessionTests {
         0x99, 0x3e, 0x08, 0xcd, 0x54, 0xd6, 0xc1, 0x23, 0x07, 0x98,  // tag (10)
     ]
 
-    func protect(_ session: SDESSession, _ clear: [UInt8], rtcp: Bool = false) throws -> [UInt8] {
-        var buffer = clear + [UInt8](repeating: 0, count: SDESSession.trailerCapacity)
+    func protect(_ session: LibSRTPSession, _ clear: [UInt8], rtcp: Bool = false) throws -> [UInt8] {
+        var buffer = clear + [UInt8](repeating: 0, count: LibSRTPSession.trailerCapacity)
         let n = try buffer.withUnsafeMutableBytes { b in
             rtcp ? try session.protectRTCP(b, length: clear.count) : try session.protectRTP(b, length: clear.count)
         }
         return Array(buffer[0..<n])
     }
 
-    func unprotect(_ session: SDESSession, _ packet: [UInt8], rtcp: Bool = false) throws -> [UInt8] {
+    func unprotect(_ session: LibSRTPSession, _ packet: [UInt8], rtcp: Bool = false) throws -> [UInt8] {
         var buffer = packet
         let n = try buffer.withUnsafeMutableBytes { b in
             rtcp ? try session.unprotectRTCP(b, length: packet.count) : try session.unprotectRTP(b, length: packet.count)
@@ -46,10 +46,10 @@ struct SDESSessionTests {
 
     @Test("libsrtp's reference SRTP and SRTCP packets, byte for byte, both ways")
     func referencePackets() throws {
-        let sender = try #require(SDESSession(key: Self.key, direction: .outbound))
+        let sender = try #require(LibSRTPSession(key: Self.key, direction: .outbound))
         #expect(try protect(sender, Self.rtp) == Self.srtp)
         #expect(try protect(sender, Self.rtcp, rtcp: true) == Self.srtcp)
-        let receiver = try #require(SDESSession(key: Self.key, direction: .inbound))
+        let receiver = try #require(LibSRTPSession(key: Self.key, direction: .inbound))
         #expect(try unprotect(receiver, Self.srtp) == Self.rtp)
         #expect(try unprotect(receiver, Self.srtcp, rtcp: true) == Self.rtcp)
     }
@@ -57,8 +57,8 @@ struct SDESSessionTests {
     @Test("round trip of a stream across sequence 65535 → 0; the overheads are 10 (SRTP) and 14 (SRTCP) bytes")
     func roundTrip() throws {
         let key = SDESKey.random()
-        let sender = try #require(SDESSession(key: key, direction: .outbound))
-        let receiver = try #require(SDESSession(key: key, direction: .inbound))
+        let sender = try #require(LibSRTPSession(key: key, direction: .outbound))
+        let receiver = try #require(LibSRTPSession(key: key, direction: .inbound))
         for k in 0..<8 {
             var packet = Self.rtp
             let sequence = UInt16(truncatingIfNeeded: 65_532 + k)  // crosses the rollover
@@ -66,23 +66,23 @@ struct SDESSessionTests {
             packet[3] = UInt8(truncatingIfNeeded: sequence)
             packet += (0..<k).map { UInt8($0) }
             let protected = try protect(sender, packet)
-            #expect(protected.count == packet.count + SDESSession.rtpOverhead)
+            #expect(protected.count == packet.count + SRTPProtectionProfile.aesCM128HmacSHA1_80.rtpOverhead)
             #expect(try unprotect(receiver, protected) == packet)
         }
         let protected = try protect(sender, Self.rtcp, rtcp: true)
-        #expect(protected.count == Self.rtcp.count + SDESSession.rtcpOverhead)
+        #expect(protected.count == Self.rtcp.count + SRTPProtectionProfile.aesCM128HmacSHA1_80.rtcpOverhead)
         #expect(try unprotect(receiver, protected, rtcp: true) == Self.rtcp)
     }
 
     @Test("a flipped bit anywhere, a wrong key, or a cut tag: authenticationFailed, and the stream goes on")
     func tamper() throws {
-        let receiver = try #require(SDESSession(key: Self.key, direction: .inbound))
+        let receiver = try #require(LibSRTPSession(key: Self.key, direction: .inbound))
         for index in [0 + 1, 5, 11, 12, 27, 28, 37] {  // header, payload, tag (byte 0 would change the version: still a failure)
             var bad = Self.srtp
             bad[index] ^= 0x04
             #expect(throws: SRTPError.authenticationFailed) { try unprotect(receiver, bad) }
         }
-        let stranger = try #require(SDESSession(key: SDESKey.random(), direction: .outbound))
+        let stranger = try #require(LibSRTPSession(key: SDESKey.random(), direction: .outbound))
         #expect(throws: SRTPError.authenticationFailed) { try unprotect(receiver, try protect(stranger, Self.rtp)) }
         var badRTCP = Self.srtcp
         badRTCP[10] ^= 0x80
@@ -95,8 +95,8 @@ struct SDESSessionTests {
     @Test("a replayed SRTP or SRTCP packet: replayed; one behind the 128-packet window: tooOld")
     func replay() throws {
         let key = SDESKey.random()
-        let sender = try #require(SDESSession(key: key, direction: .outbound))
-        let receiver = try #require(SDESSession(key: key, direction: .inbound))
+        let sender = try #require(LibSRTPSession(key: key, direction: .outbound))
+        let receiver = try #require(LibSRTPSession(key: key, direction: .inbound))
         var packets: [[UInt8]] = []
         for k in 0..<200 {
             var packet = Self.rtp
@@ -115,15 +115,15 @@ struct SDESSessionTests {
 
     @Test("an outbound session may protect the same packet twice (a NACKed packet resent), with the same bytes")
     func resend() throws {
-        let sender = try #require(SDESSession(key: Self.key, direction: .outbound))
+        let sender = try #require(LibSRTPSession(key: Self.key, direction: .outbound))
         #expect(try protect(sender, Self.rtp) == Self.srtp)
         #expect(try protect(sender, Self.rtp) == Self.srtp)
     }
 
     @Test("protecting needs trailerCapacity bytes of room; too short a packet is malformed")
     func bounds() throws {
-        let sender = try #require(SDESSession(key: Self.key, direction: .outbound))
-        var tight = Self.rtp + [UInt8](repeating: 0, count: SDESSession.rtpOverhead)
+        let sender = try #require(LibSRTPSession(key: Self.key, direction: .outbound))
+        var tight = Self.rtp + [UInt8](repeating: 0, count: SRTPProtectionProfile.aesCM128HmacSHA1_80.rtpOverhead)
         #expect(throws: SRTPError.bufferTooSmall) {
             try tight.withUnsafeMutableBytes { b in try sender.protectRTP(b, length: Self.rtp.count) }
         }
@@ -140,5 +140,42 @@ struct SDESSessionTests {
         #expect(SDESKey(base64: "4fl6DT4Bi+DWT6MsBt5BOQ7Gda1Jiv7rtpYLOqv!") == nil)
         #expect(SDESKey(bytes: [UInt8](repeating: 0, count: 29)) == nil)
         #expect(SDESKey.random() != SDESKey.random())
+    }
+
+    @Test("AEAD_AES_128_GCM (DTLS-SRTP's other profile): RTP and RTCP round trip with 16-byte tags; a flipped bit or a wrong key fails; a key of the wrong length is refused")
+    func gcmProfile() throws {
+        let master = (0..<28).map { UInt8($0 &* 7 &+ 3) }
+        #expect(LibSRTPSession(masterKey: Array(master.prefix(27)), profile: .aeadAES128GCM, direction: .outbound) == nil)
+        let out = try #require(LibSRTPSession(masterKey: master, profile: .aeadAES128GCM, direction: .outbound))
+        let inbound = try #require(LibSRTPSession(masterKey: master, profile: .aeadAES128GCM, direction: .inbound))
+        var other = master
+        other[0] ^= 1
+        let stranger = try #require(LibSRTPSession(masterKey: other, profile: .aeadAES128GCM, direction: .inbound))
+        for (clear, isRTCP) in [(Self.rtp, false), (Self.rtcp, true)] {
+            var buffer = [UInt8](repeating: 0, count: clear.count + LibSRTPSession.trailerCapacity)
+            buffer.replaceSubrange(0..<clear.count, with: clear)
+            let n = try buffer.withUnsafeMutableBytes { b in
+                try isRTCP ? out.protectRTCP(b, length: clear.count) : out.protectRTP(b, length: clear.count)
+            }
+            #expect(n == clear.count + (isRTCP ? SRTPProtectionProfile.aeadAES128GCM.rtcpOverhead : SRTPProtectionProfile.aeadAES128GCM.rtpOverhead))
+            var tampered = Array(buffer[0..<n])
+            tampered[14] ^= 0x01
+            #expect(throws: SRTPError.authenticationFailed) {
+                try tampered.withUnsafeMutableBytes { b in
+                    try isRTCP ? inbound.unprotectRTCP(b, length: n) : inbound.unprotectRTP(b, length: n)
+                }
+            }
+            var wrongKey = Array(buffer[0..<n])
+            #expect(throws: SRTPError.authenticationFailed) {
+                try wrongKey.withUnsafeMutableBytes { b in
+                    try isRTCP ? stranger.unprotectRTCP(b, length: n) : stranger.unprotectRTP(b, length: n)
+                }
+            }
+            var packet = Array(buffer[0..<n])
+            let m = try packet.withUnsafeMutableBytes { b in
+                try isRTCP ? inbound.unprotectRTCP(b, length: n) : inbound.unprotectRTP(b, length: n)
+            }
+            #expect(Array(packet[0..<m]) == clear)
+        }
     }
 }

@@ -1,0 +1,171 @@
+import ParleyAuth
+import ParleyRelay
+import ParleyRelayCore
+import ParleyWebRTC
+import ParleyWire
+
+/// WHIP (RFC 9725) and WHEP on the API, and the combined endpoint a web page uses:
+///
+///     POST   /v1/rooms/{room}/whip             offer (application/sdp) → 201, Location, answer: publish only
+///     POST   /v1/rooms/{room}/whep             … listen only
+///     POST   /v1/rooms/{room}/webrtc           … a full member: sends and receives as its offer says
+///     DELETE /v1/rooms/{room}/webrtc/{identity}  ends the session (the Location of all three)
+///     PATCH  /v1/rooms/{room}/webrtc/{identity}  405: no trickle ICE (the answer carries the relay's one candidate)
+///     OPTIONS on any of them                     the CORS preflight, without a token
+///
+/// A member token for the room (or an admin token) authorises them: a page holds only its member's token. Every
+/// answer carries `Access-Control-Allow-Origin: *` (tokens, not cookies, authorise: no credentials cross origins).
+extension HTTPRouter {
+    /// Which WebRTC route a path names, if any.
+    enum WebRTCRoute: Equatable {
+        /// An offer to one of the three endpoints.
+        case offer(room: String, kind: Kind)
+        /// A session (`Location`).
+        case session(room: String, identity: String)
+
+        /// What the offer asks for.
+        enum Kind: String { case whip, whep, webrtc }
+
+        /// The route of `/v1/rooms/{room}/{whip|whep|webrtc}[/{identity}]`, or nil.
+        init?(_ parts: [String]) {
+            guard parts.count >= 4, parts[0] == "v1", parts[1] == "rooms" else { return nil }
+            if parts.count == 4, let kind = Kind(rawValue: parts[3]) {
+                self = .offer(room: parts[2], kind: kind)
+            } else if parts.count == 5, parts[3] == "webrtc" {
+                self = .session(room: parts[2], identity: parts[4])
+            } else {
+                return nil
+            }
+        }
+
+        var room: String {
+            switch self {
+            case .offer(let room, _), .session(let room, _): room
+            }
+        }
+    }
+
+    /// CORS headers on every WebRTC answer, errors included (a page must be able to read why it was refused).
+    static let corsHeaders = ["Access-Control-Allow-Origin": "*", "Access-Control-Expose-Headers": "Location"]
+
+    /// The preflight answer (WHIP §4.2): the methods and headers a page may use.
+    static let preflight = HTTPResponse(status: 204, contentType: "", body: [], headers: corsHeaders.merging([
+        "Access-Control-Allow-Methods": "POST, DELETE, PATCH, OPTIONS",
+        "Access-Control-Allow-Headers": "Authorization, Content-Type",
+        "Access-Control-Max-Age": "600",
+    ]) { a, _ in a })
+
+    /// Admission of a WebRTC route from its headers: a preflight is answered at once; the rest needs a member token
+    /// for the room (or an admin token) before its body is read.
+    func admitWebRTC(_ request: HTTPRequest, _ route: WebRTCRoute, now: Int64) -> Admission {
+        if request.method == "OPTIONS" { return .answer(Self.preflight) }
+        do throws(APIError) {
+            _ = try webRTCClaims(request, room: route.room, now: now)
+            return .route
+        } catch {
+            return .answer(Self.withCORS(error.response))
+        }
+    }
+
+    /// Answers a WebRTC route (after admission).
+    func routeWebRTC(_ request: HTTPRequest, _ route: WebRTCRoute, now: Int64) -> HTTPResponse {
+        do throws(APIError) {
+            if request.method == "OPTIONS" { return Self.preflight }
+            let claims = try webRTCClaims(request, room: route.room, now: now)
+            let room = try Self.validName(route.room, field: "room name")
+            switch (request.method, route) {
+            case ("POST", .offer(_, let kind)):
+                return Self.withCORS(try answerOffer(request, room: room, kind: kind, claims: claims))
+            case ("DELETE", .session(_, let identity)):
+                guard claims.grants.admin || claims.identity == identity else {
+                    throw APIError(403, "forbidden", "the token of \(claims.identity) may end only its own session")
+                }
+                return Self.withCORS(try answer(backend.execute(.removeWebRTCMember(room: room, identity: identity))))
+            case ("PATCH", .session):
+                var r = APIError(405, "method_not_allowed", "trickle ICE is not supported: the answer carries the relay's candidate").response
+                r.headers["Allow"] = "DELETE"
+                return Self.withCORS(r)
+            default:
+                throw APIError(405, "method_not_allowed", "\(request.method) is not allowed on \(request.path)")
+            }
+        } catch {
+            return Self.withCORS(error.response)
+        }
+    }
+
+    static func withCORS(_ response: HTTPResponse) -> HTTPResponse {
+        var r = response
+        for (k, v) in corsHeaders { r.headers[k] = v }
+        return r
+    }
+
+    /// The token's claims when it may use the room's WebRTC routes: a member token for `room`, or an admin token.
+    private func webRTCClaims(_ request: HTTPRequest, room: String, now: Int64) throws(APIError) -> TokenClaims {
+        guard let header = request.authorization, header.hasPrefix("Bearer ") else {
+            throw APIError(401, "unauthorized", "a member token for the room is required (Authorization: Bearer)")
+        }
+        let token = String(header.dropFirst("Bearer ".count)).trimmingCharacters(in: .whitespaces)
+        let claims: TokenClaims
+        do {
+            claims = try verifier.verify(token, now: now)
+        } catch {
+            throw APIError(401, "unauthorized", "bad token: \(error.code)")
+        }
+        guard claims.grants.admin || claims.room == room else {
+            throw APIError(403, "forbidden", "the token of \(claims.identity) is not for this room")
+        }
+        return claims
+    }
+
+    /// Parses and checks the offer, has the owning worker add the member, and answers with the SDP.
+    private func answerOffer(_ request: HTTPRequest, room: String, kind: WebRTCRoute.Kind, claims: TokenClaims) throws(APIError) -> HTTPResponse {
+        guard request.contentType?.lowercased().hasPrefix("application/sdp") == true else {
+            throw APIError(415, "unsupported_media_type", "the offer must be sent as Content-Type: application/sdp")
+        }
+        guard let fingerprint = backend.dtlsFingerprint else {
+            throw APIError(503, "unavailable", "the relay has no DTLS certificate")
+        }
+        let offer: SDPOffer
+        let section: SDPOffer.Media
+        do throws(WebRTCError) {
+            offer = try SDPOffer(parsing: String(decoding: request.body, as: UTF8.self))
+            guard let first = try offer.audioSections().first else { throw WebRTCError("no_audio", "the offer has no audio section with Opus") }
+            section = first
+        } catch {
+            throw APIError(error.code == "bad_sdp" || error.code == "too_large" ? 400 : 406, error.code, error.reason)
+        }
+        // What the member does: what its offer says, within what the route and its token's grants allow.
+        let sends = section.direction == .sendrecv || section.direction == .sendonly
+        let receives = section.direction == .sendrecv || section.direction == .recvonly
+        let publish = sends && kind != .whep && (claims.grants.publish || claims.grants.admin)
+        let subscribe = receives && kind != .whip && (claims.grants.subscribe || claims.grants.admin)
+        guard publish || subscribe else {
+            throw APIError(406, "nothing_to_do", kind == .whip ? "a WHIP offer must send audio (sendonly or sendrecv) and the token must grant publish"
+                           : kind == .whep ? "a WHEP offer must receive audio (recvonly or sendrecv) and the token must grant subscribe"
+                           : "the offer's audio neither sends nor receives within what the token grants")
+        }
+        guard let opus = section.opusPayloadType, let ufrag = section.iceUfrag, let remoteFingerprint = section.fingerprint,
+              let mid = section.mid else {
+            throw APIError(406, "bad_offer", "the audio section lacks Opus, a mid, ICE credentials or a fingerprint")
+        }
+        let terms = WebRTCOfferTerms(remoteUfrag: ufrag, remoteFingerprint: remoteFingerprint, payloadType: opus,
+                                     audioLevelExtensionID: section.audioLevelExtensionID, publish: publish, subscribe: subscribe)
+        let mode = claims.grants.create ? (claims.mode ?? config.defaultRoomMode) : nil
+        let result = backend.execute(.addWebRTCMember(room: room, identity: claims.identity, name: claims.name, createMode: mode, terms: terms))
+        guard case .webRTCMember(let info)? = result else { return try answer(result) }
+        // The relay's direction is the member's mirrored: it receives what the member sends.
+        let direction = SDPDirection(sends: subscribe, receives: publish)
+        let text: String
+        do throws(WebRTCError) {
+            guard let host = PeerAddress(parsing: "\(backend.udpHost):\(info.port)") else { throw WebRTCError("bad_answer", "no UDP address to offer") }
+            text = try SDPAnswer(offer: offer, iceUfrag: info.iceUfrag, icePwd: info.icePassword, fingerprint: fingerprint, candidate: host,
+                                 sessionID: UInt64(info.memberID),
+                                 sections: [SDPAnswer.Section(mid: mid, direction: direction, ssrc: info.sendSSRC ?? 0, cname: info.cname)]).text
+        } catch {
+            _ = backend.execute(.removeWebRTCMember(room: room, identity: info.identity))
+            throw APIError(500, error.code, error.reason)
+        }
+        return HTTPResponse(status: 201, contentType: "application/sdp", body: Array(text.utf8),
+                            headers: ["Location": "/v1/rooms/\(room)/webrtc/\(info.identity)"])
+    }
+}

@@ -1,0 +1,211 @@
+import ParleyCrypto
+import ParleyWebRTC
+import ParleyWire
+
+/// WebRTC members (browsers, phone apps, any WHIP/WHEP client): RTP endpoints whose address is the one that passed
+/// an ICE-lite check (RFC 8445 §2.5: the relay only answers checks) and whose SRTP keys come from a DTLS handshake in
+/// which the relay is the server (RFC 5763/5764). Everything rides the worker's one port, told apart by the first
+/// byte (RFC 7983): 0–3 STUN, 20–63 DTLS, 128–191 RTP/RTCP, and Parley's signalling (0x50).
+///
+/// Order of trust: a STUN check proves the sender knows the ICE password the answer carried (MESSAGE-INTEGRITY); only
+/// then is its address latched, and only DTLS from a latched address reaches OpenSSL; only after the handshake, whose
+/// peer certificate must match the offer's fingerprint, does media flow either way.
+extension RelayCore {
+    /// Adds a WebRTC member to `room` (opened with `createMode` when it does not exist and the token may create it):
+    /// fresh ICE credentials and a DTLS server session for the answer; no address until a check arrives. A member of
+    /// the same identity is replaced, as a native join replaces it.
+    public func createWebRTCMember(room name: String, identity: String, displayName: String?, createMode: String?,
+                                   terms: WebRTCOfferTerms, now: Moment) -> AdminResult {
+        guard !shuttingDown else { return .unavailable("the relay is shutting down") }
+        guard let context = shared.dtls else { return .unavailable("the relay has no DTLS certificate (OpenSSL failed at start)") }
+        guard terms.publish || terms.subscribe else { return .invalid("the offer's audio is inactive: it neither sends nor receives") }
+        var room = rooms[name]
+        if room == nil {
+            guard let mode = createMode else { return .notFound("room \(name) does not exist and the token may not create it") }
+            switch rooms.open(name: name, mode: mode, creator: identity, now: now) {
+            case .success(let r): room = r
+            case .failure(let f): return .unavailable(f.reason)
+            }
+        }
+        guard let room else { return .notFound("room \(name) does not exist") }
+        if let previous = room.member(identity: identity) {
+            removeMember(previous, reason: "replaced by a new session", goodbye: .replaced, now: now)
+        }
+        let capacity = rooms.capacity(of: room)
+        guard room.members.count < capacity else { return .conflict("room \(name) is full (\(capacity) members)") }
+        let dtls: DTLSSession
+        do {
+            dtls = try DTLSSession(context: context, role: .server, peerFingerprint: terms.remoteFingerprint)
+        } catch {
+            return .unavailable("the relay could not start DTLS: \(error)")
+        }
+        var credentials = WebRTCTransport.credentials(random)
+        while sessions.byICEUfrag[credentials.ufrag] != nil { credentials = WebRTCTransport.credentials(random) }
+
+        let session = SignallingSession(connectionID: sessions.newConnectionID(random), identity: identity, name: displayName ?? "",
+                                        sessionSecret: [], nonce: [], token: "", signals: false,
+                                        address: PeerAddress(ipv4: 0, port: 0), viaPublicPort: false, now: now.monotonic)
+        let member = Member(id: shared.nextMemberID(), session: session, ssrc: newMemberSSRC(), canPublish: terms.publish,
+                            canSubscribe: terms.subscribe, joinedAt: now.unixMilliseconds, room: room, muted: false,
+                            mixSequence: random.uint16())
+        member.hasDestination = false  // until DTLS gives keys: nothing goes out in the clear
+        member.webrtc = WebRTCTransport(localUfrag: credentials.ufrag, localPassword: credentials.password, remoteUfrag: terms.remoteUfrag,
+                                        dtls: dtls, createdAt: now.monotonic, payloadType: terms.payloadType,
+                                        audioLevelExtensionID: terms.audioLevelExtensionID ?? 0)
+        if terms.subscribe && room.mix == nil {
+            member.endpointStream = RTPStreamRewriter(ssrc: newMemberSSRC(), initialSequence: random.uint16(), initialTimestamp: random.uint32())
+        }
+        if room.mutedByRoom.contains(identity) { member.muted = true; member.mutedByRoom = true }
+        room.members.append(member)
+        room.emptySince = nil
+        room.mix?.start(now: now.monotonic)
+        sessions.add(.member(member), at: nil)
+        sessions.bySSRC[member.ssrc] = member
+        sessions.byICEUfrag[credentials.ufrag] = member
+        noteTimerWork(at: now.monotonic)
+        rooms.broadcast(.memberEvent(kind: .joined, member: member.entry, reason: ""), in: room, except: member, now: now)
+        rooms.events.append(RelayEvent(kind: .memberJoined, room: room.name, identity: identity, detail: member.name,
+                                       unixMilliseconds: now.unixMilliseconds))
+        if log.threshold <= .info {
+            log.write(.info, "WebRTC member \(identity) added to \(room.name) (member \(member.id), \(terms.publish ? "sends" : "")\(terms.publish && terms.subscribe ? " and " : "")\(terms.subscribe ? "receives" : ""))")
+        }
+        let port = shared.workerPorts[min(workerIndex, shared.workerPorts.count - 1)]
+        return .webRTCMember(WebRTCMemberInfo(identity: identity, memberID: member.id, port: port, iceUfrag: credentials.ufrag,
+                                              icePassword: credentials.password,
+                                              sendSSRC: terms.subscribe ? room.mix?.ssrc ?? member.endpointStream?.ssrc : nil,
+                                              cname: relayCNAME))
+    }
+
+    /// Ends the WebRTC member `identity` of `room` (the WHIP/WHEP `DELETE`): a close_notify, then it leaves.
+    public func deleteWebRTCMember(room name: String, identity: String, now: Moment) -> AdminResult {
+        guard let room = rooms[name] else { return .notFound("room \(name) does not exist") }
+        guard let member = room.member(identity: identity), let webrtc = member.webrtc else {
+            return .notFound("\(identity) has no WebRTC session in room \(name)")
+        }
+        if let address = member.rtpSource {
+            webrtc.dtls.close()
+            sendDTLS(webrtc.dtls, to: address)
+        }
+        removeMember(member, reason: "left (WebRTC session ended)", goodbye: nil, now: now)
+        return .ok
+    }
+
+    // MARK: STUN (ICE-lite)
+
+    /// A STUN datagram: a Binding request whose USERNAME names a member's ICE credentials and whose MESSAGE-INTEGRITY
+    /// checks with its password gets a success response (XOR-MAPPED-ADDRESS, MESSAGE-INTEGRITY, FINGERPRINT: no larger
+    /// than the request) and latches or refreshes the sender's address. Anything else is dropped without a reply: the
+    /// relay answers no one who does not hold a password it handed out.
+    func handleSTUN(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
+        guard let request = try? STUNBindingRequest(parsing: bytes), request.isConnectivityCheck,
+              let username = request.username,
+              let colon = username.firstIndex(of: ":"),
+              let member = sessions.byICEUfrag[String(username[..<colon])],
+              let webrtc = member.webrtc,
+              username[username.index(after: colon)...] == webrtc.remoteUfrag[...],
+              request.hasValidIntegrity(key: webrtc.localPassword, in: bytes)
+        else { return outbox.drop(.stunRejected, from: from, now: now) }
+        if let owner = sessions.member(at: from), owner !== member { return outbox.drop(.stunRejected, from: from, now: now) }
+        webrtc.lastConsent = now.monotonic
+        if member.rtpSource != from && (member.rtpSource == nil || request.useCandidate) {
+            latch(member, at: from, now: now)
+        }
+        let space = output.reserve(STUNWriter.maxResponseSize)
+        let n = STUNWriter.bindingSuccess(transactionID: request.transactionID, mapped: from, integrityKey: webrtc.localPassword, into: space)
+        output.commit(space, length: n, to: from)
+        noteTimerWork(at: now.monotonic)
+    }
+
+    /// Makes `address` the member's only address: its RTP, RTCP and DTLS come from there and its media goes there.
+    private func latch(_ member: Member, at address: PeerAddress, now: Moment) {
+        if let old = member.rtpSource { sessions.unlink(old, from: .member(member)) }
+        member.rtpSource = address
+        member.address = address
+        sessions.link(address, to: .member(member))
+        if log.threshold <= .info { log.write(.info, "WebRTC member \(member.identity) in \(member.room.name) at \(address)") }
+    }
+
+    // MARK: DTLS
+
+    /// A DTLS record from a latched WebRTC member's address goes to its DTLS session; the handshake's flights go back
+    /// to that address. When the handshake completes (peer certificate matching the offer's fingerprint, an SRTP
+    /// profile agreed) the exported keys start the member's SRTP and media flows. A failed handshake removes it.
+    func handleDTLS(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
+        guard let member = sessions.member(at: from), let webrtc = member.webrtc, member.rtpSource == from else {
+            return outbox.drop(.dtlsUncheckedAddress, from: from, now: now)
+        }
+        let event = webrtc.dtls.receive(bytes)
+        sendDTLS(webrtc.dtls, to: from)
+        webrtc.retransmitAt = webrtc.dtls.secondsUntilRetransmit().map { now.monotonic + Interval(seconds: $0) }
+        dtlsEvent(event, member: member, now: now)
+    }
+
+    private func dtlsEvent(_ event: DTLSEvent, member: Member, now: Moment) {
+        switch event {
+        case .handshaking:
+            noteTimerWork(at: now.monotonic)
+        case .ignored:
+            outbox.drop(.dtlsRejected, from: member.rtpSource ?? member.address, now: now)
+        case .connected:
+            guard member.endpointSRTP == nil else { return }
+            let profile: (SRTPProfile) -> SRTPProtectionProfile = {
+                switch $0 {
+                case .aes128CmHmacSha1_80: .aesCM128HmacSHA1_80
+                case .aeadAes128Gcm: .aeadAES128GCM
+                case .aeadAes256Gcm: .aeadAES256GCM
+                }
+            }
+            guard let keys = member.webrtc?.dtls.keys,
+                  let srtp = EndpointSRTP(profile: profile(keys.profile), peerSends: keys.remoteMasterKey, relaySends: keys.localMasterKey) else {
+                return removeMember(member, reason: "left (SRTP could not start)", goodbye: nil, now: now)
+            }
+            member.endpointSRTP = srtp
+            member.hasDestination = member.canSubscribe
+            noteTimerWork(at: now.monotonic)
+            if log.threshold <= .info { log.write(.info, "WebRTC member \(member.identity) in \(member.room.name): DTLS done, \(keys.profile)") }
+        case .failed(let error):
+            outbox.drop(.dtlsRejected, from: member.rtpSource ?? member.address, now: now)
+            removeMember(member, reason: "left (DTLS failed: \(error.reason))", goodbye: nil, now: now)
+        case .closed:
+            removeMember(member, reason: "left (DTLS closed)", goodbye: nil, now: now)
+        }
+    }
+
+    /// Queues what the DTLS session wrote (handshake flights, retransmissions, alerts) to `address`.
+    private func sendDTLS(_ dtls: DTLSSession, to address: PeerAddress) {
+        for datagram in dtls.takeOutgoing() {
+            let space = output.reserve(datagram.count)
+            datagram.withUnsafeBytes { space.copyMemory(from: $0) }
+            output.commit(space, length: datagram.count, to: address)
+        }
+    }
+
+    // MARK: Timers
+
+    /// For `tick`: a WebRTC member whose consent lapsed (or whose setup never finished) is removed; a handshake in
+    /// progress retransmits its last flight when OpenSSL's timer says so.
+    func serviceWebRTC(_ member: Member, _ webrtc: WebRTCTransport, now: Moment) -> Bool {
+        let connected = member.endpointSRTP != nil
+        if webrtc.hasExpired(now: now.monotonic, connected: connected) {
+            removeMember(member, reason: connected ? "timed out (no ICE consent for 30 s)" : "timed out (ICE and DTLS did not finish)",
+                         goodbye: nil, now: now)
+            return false
+        }
+        if !connected, let at = webrtc.retransmitAt, at <= now.monotonic, let address = member.rtpSource {
+            // OpenSSL keeps the handshake's timer (on the real clock); it resends its last flight only when it is due.
+            let event = webrtc.dtls.handleTimeout()
+            sendDTLS(webrtc.dtls, to: address)
+            webrtc.retransmitAt = webrtc.dtls.secondsUntilRetransmit().map { now.monotonic + Interval(seconds: $0) }
+            if case .failed = event { dtlsEvent(event, member: member, now: now); return false }
+        }
+        return true
+    }
+
+    /// When `serviceWebRTC` next has work for `member`.
+    func nextWebRTCDeadline(_ member: Member, _ webrtc: WebRTCTransport) -> Instant {
+        let connected = member.endpointSRTP != nil
+        var due = webrtc.nextDeadline(connected: connected)
+        if !connected, let at = webrtc.retransmitAt { due = min(due, at) }
+        return due
+    }
+}

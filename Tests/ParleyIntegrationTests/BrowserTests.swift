@@ -1,0 +1,107 @@
+import Foundation
+import ParleyAudioIO
+import Testing
+
+/// Headless Chromium (Debian's `chromium`) as a WebRTC member through the relay's sample page (`Samples/web`, served
+/// at the relay's HTTP address): the page posts its offer to `/v1/rooms/{room}/webrtc` and, driven by `?report=`,
+/// logs its `getStats` to the console and then `PARLEY RESULT {json}`, which Chromium prints on stderr.
+struct Browser {
+    let process: Spawned
+
+    /// The sample page for `room` with `token`, joined at once; `listen`: without a microphone; `fakeAudio`: the WAV
+    /// Chromium's fake microphone plays (48 kHz mono 16-bit).
+    init(base: String, room: String, token: String, listen: Bool, seconds: Int, fakeAudio: String?, profile: String) throws {
+        var args = ["--headless=new", "--no-sandbox", "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+                    "--allow-loopback-in-peer-connection", "--autoplay-policy=no-user-gesture-required", "--no-first-run",
+                    "--user-data-dir=\(profile)", "--enable-logging=stderr", "--v=0"]
+        if let fakeAudio { args.append("--use-file-for-fake-audio-capture=\(fakeAudio)") }
+        let query = "room=\(room)&token=\(token)&join=1&report=\(seconds)" + (listen ? "&listen=1" : "")
+        process = try Spawned(.chromium, args + ["\(base)/?\(query)"])
+    }
+
+    /// The page's result line, once it wrote it (nil after `seconds`).
+    func result(seconds: Double) -> [String: Any]? {
+        guard process.waitForStderr(seconds: seconds, { $0.contains("PARLEY RESULT") }) else { return nil }
+        guard let line = process.stderr.split(separator: "\n").first(where: { $0.contains("PARLEY RESULT") }),
+              let start = line.firstIndex(of: "{"), let end = line.lastIndex(of: "}") else { return nil }
+        return jsonObject(String(line[start...end]))
+    }
+
+    /// The page's log lines (for failure messages).
+    var log: String { process.stderr.split(separator: "\n").filter { $0.contains("PARLEY") }.joined(separator: "\n") }
+
+    func stop() {
+        process.signal(SIGTERM)
+        process.wait(seconds: 5)
+    }
+}
+
+extension ProcessTests {
+    @Suite("Browsers join rooms over WebRTC (ICE-lite, DTLS-SRTP): headless Chromium through the sample page")
+    struct BrowserTests {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("parley-web-\(UInt32.random(in: 0...UInt32.max))").path
+        /// The sample page the relay serves.
+        static let webRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Samples/web").path
+
+        init() throws { try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) }
+
+        func relay() throws -> (Spawned, String, String) {
+            let (relay, server) = try startRelay(environment: ["PARLEY_WEB_ROOT": Self.webRoot])
+            guard let base = httpBase(of: relay) else { throw RelayDidNotStart(output: relay.stdout) }
+            return (relay, server, base)
+        }
+
+        /// A WAV of `frequency` Hz at −12 dBFS for Chromium's fake microphone.
+        func toneFile(_ frequency: Double, seconds: Int) throws -> String {
+            let path = "\(dir)/tone-\(Int(frequency)).wav"
+            let writer = try WAVWriter(path: path)
+            let samples = (0..<48_000 * seconds).map { Int16(8_000 * sin(2 * Double.pi * frequency * Double($0) / 48_000)) }
+            try samples.withUnsafeBufferPointer { try writer.write($0) }
+            try writer.finish()
+            return path
+        }
+
+        @Test("a browser speaks in a forward room (its fake microphone a 440 Hz tone): a parley join records the tone")
+        func browserSpeaks() throws {
+            let (relay, server, base) = try relay()
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            let room = "web-\(UInt32.random(in: 0...UInt32.max))"
+            let recorder = try Spawned("parley", ["join", room, "--identity", "rec", "--server", server, "--listen-only", "--mode", "forward",
+                                                  "--output", "\(dir)/heard.wav", "--no-tui", "--duration", "10"])
+            #expect(recorder.waitFor(seconds: 5) { $0.contains("joined \(room)") }, "\(recorder.stdout)\(recorder.stderr)")
+            let token = try mint(["--identity", "web", "--room", room])
+            let browser = try Browser(base: base, room: room, token: token, listen: false, seconds: 6,
+                                      fakeAudio: try toneFile(440, seconds: 10), profile: "\(dir)/chromium")
+            defer { browser.stop() }
+            let result = try #require(browser.result(seconds: 20), "no result from the page:\n\(browser.log)\n\(relay.stderr)")
+            #expect(result["state"] as? String == "connected", "\(result)")
+            #expect((result["packetsSent"] as? Int ?? 0) > 200, "\(result)")
+            #expect(recorder.wait(seconds: 10) == 0, "\(recorder.stderr)")
+            let heard = try WAVReader(path: "\(dir)/heard.wav").readAllMono48k()
+            let share = goertzelShare(loudestSecond(heard), frequency: 440)
+            #expect(share > 0.5, "440 Hz share \(share) of \(heard.count) samples; page: \(browser.log)")
+        }
+
+        @Test("a browser listens (recvonly): it hears a parley join's 660 Hz tone with no packet lost")
+        func browserListens() throws {
+            let (relay, server, base) = try relay()
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            let room = "web-\(UInt32.random(in: 0...UInt32.max))"
+            let token = try mint(["--identity", "web", "--room", room])
+            let speaker = try Spawned("parley", ["join", room, "--identity", "tone", "--server", server, "--tone", "660", "--mode", "forward",
+                                                 "--no-playback", "--no-tui", "--duration", "12"])
+            #expect(speaker.waitFor(seconds: 5) { $0.contains("joined \(room)") }, "\(speaker.stdout)\(speaker.stderr)")
+            let browser = try Browser(base: base, room: room, token: token, listen: true, seconds: 6, fakeAudio: nil, profile: "\(dir)/chromium")
+            defer { browser.stop() }
+            let result = try #require(browser.result(seconds: 20), "no result from the page:\n\(browser.log)\n\(relay.stderr)")
+            #expect(result["state"] as? String == "connected", "\(result)")
+            #expect((result["packetsReceived"] as? Int ?? 0) > 200, "\(result)")
+            #expect(result["packetsLost"] as? Int == 0, "\(result)")
+            #expect((result["maxAudioLevel"] as? Double ?? 0) > 0.01, "\(result)")
+            #expect((result["firstPacketMs"] as? Int ?? 10_000) <= 500, "\(result)")
+            speaker.signal(SIGINT)
+            speaker.wait(seconds: 5)
+        }
+    }
+}
