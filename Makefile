@@ -10,12 +10,21 @@ DEBS_RUN  := pkg-config libopus-dev libasound2-dev libsodium-dev libspeexdsp-dev
 # a C++ library, with -lstdc++ (libstdc++-12-dev; without it the link fails on undefined __cxa_* symbols); the token target
 # links libsodium. The fuzzers run in `make test` too.
 DEBS_FUZZ := libsodium-dev libstdc++-12-dev
-DEBS_TEST := $(sort $(DEBS_RUN) $(DEBS_FUZZ) espeak-ng curl ffmpeg openssl tcpdump tshark gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad chromium)
+DEBS_TEST := $(sort $(DEBS_RUN) $(DEBS_FUZZ) espeak-ng curl ffmpeg openssl tcpdump tshark gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad chromium python3 python3-venv python3-dev build-essential)
 # The quality bench: speech, the ffmpeg/libopus baseline; PyPI's pesq, numpy, scipy are installed by the target.
 DEBS_QUALITY := $(DEBS_RUN) espeak-ng ffmpeg
 
 SWIFT_FLAGS ?=
 RELAY_ARGS ?=
+
+# The Python the interop tests run (Tests/Interop): aiortc, a WebRTC client that is not a browser, and pesq, in a venv
+# of Debian's python3 (made once; pip's cache makes a remake quick).
+INTEROP_VENV := .build/interop-venv
+$(INTEROP_VENV)/ready:
+	/usr/bin/python3 -m venv $(INTEROP_VENV)
+	$(INTEROP_VENV)/bin/pip install -q --disable-pip-version-check wheel
+	$(INTEROP_VENV)/bin/pip install -q --disable-pip-version-check aiortc pesq numpy scipy
+	touch $@
 
 .PHONY: run test build release deps-run deps-test fuzz fuzz-merge fuzz-minimize bench soak quality bench-peer clean
 
@@ -50,7 +59,7 @@ build: deps-run
 ## make test: install, build, run every test (unit, integration with real processes on loopback), then every fuzz
 ## target for FUZZ_RUNS executions (after the tests, never beside them: the process tests are real-time).
 ## FUZZ_RUNS=0 skips the fuzzers.
-test: deps-test
+test: deps-test $(INTEROP_VENV)/ready
 	swift build $(SWIFT_FLAGS) --build-tests
 	swift test $(SWIFT_FLAGS) --skip-build
 	@if [ "$(FUZZ_RUNS)" != 0 ]; then Tests/Fuzz/run.sh --runs $(FUZZ_RUNS) --jobs $(FUZZ_JOBS); fi

@@ -1,7 +1,7 @@
 // Parley's sample web client: joins a room as a WebRTC member through the relay's combined endpoint
 // (POST /v1/rooms/{room}/webrtc with the SDP offer and a member token; DELETE the Location to leave).
 // Plain JavaScript, no build step. URL parameters fill the form: ?room=R&token=T&join=1 joins at once;
-// &listen=1 joins without a microphone; &report=SECONDS logs getStats once a second and then "PARLEY RESULT {...}"
+// &listen=1 joins without a microphone; &raw=1 turns the browser's voice processing off; &report=SECONDS logs getStats once a second and then "PARLEY RESULT {...}"
 // to the console and closes the page (how the tests drive it).
 'use strict';
 const $ = id => document.getElementById(id);
@@ -27,7 +27,11 @@ async function join() {
     if (params.get('listen') === '1') {
       pc.addTransceiver('audio', { direction: 'recvonly' });
     } else {
-      const stream = await navigator.mediaDevices.getUserMedia({ audio: { echoCancellation: true, noiseSuppression: true } });
+      // &raw=1: the microphone as it is (no echo canceller, noise suppressor or gain control): tests measure the path.
+      const processed = params.get('raw') !== '1';
+      const stream = await navigator.mediaDevices.getUserMedia({
+        audio: { echoCancellation: processed, noiseSuppression: processed, autoGainControl: processed },
+      });
       micTrack = stream.getAudioTracks()[0];
       pc.addTransceiver(micTrack, { direction: 'sendrecv', streams: [stream] });
     }

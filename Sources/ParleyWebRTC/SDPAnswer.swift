@@ -59,8 +59,10 @@ public struct SDPAnswer: Equatable, Sendable {
     /// The accepted mids, in offer order: the BUNDLE group when the offer had one.
     public let acceptedMids: [String]
 
-    /// The fmtp the relay answers for Opus: mono both ways (RFC 7587 §7), in-band FEC, 10 ms minimum packets.
-    public static let opusParameters = "minptime=10;useinbandfec=1;stereo=0;sprop-stereo=0"
+    /// The fmtp the relay answers for Opus: mono both ways (RFC 7587 §7), in-band FEC, 10 ms minimum packets, and
+    /// up to 56 kb/s to the relay (`maxaveragebitrate`, what Parley's own client sends): a browser otherwise encodes
+    /// voice at 32 kb/s, audibly worse (PESQ-WB 3.69 against 3.8+ through the same path).
+    public static let opusParameters = "minptime=10;useinbandfec=1;stereo=0;sprop-stereo=0;maxaveragebitrate=56000"
 
     /// Builds the answer. `iceUfrag` (4-256) and `icePwd` (22-256) are the relay's, of `[A-Za-z0-9+/]`;
     /// `fingerprint` the SHA-256 of its DTLS certificate (32 bytes); `candidate` its one host candidate's address and

@@ -10,12 +10,12 @@ struct Browser {
 
     /// The sample page for `room` with `token`, joined at once; `listen`: without a microphone; `fakeAudio`: the WAV
     /// Chromium's fake microphone plays (48 kHz mono 16-bit).
-    init(base: String, room: String, token: String, listen: Bool, seconds: Int, fakeAudio: String?, profile: String) throws {
+    init(base: String, room: String, token: String, listen: Bool, seconds: Int, fakeAudio: String?, profile: String, query: String = "") throws {
         var args = ["--headless=new", "--no-sandbox", "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
                     "--allow-loopback-in-peer-connection", "--autoplay-policy=no-user-gesture-required", "--no-first-run",
                     "--user-data-dir=\(profile)", "--enable-logging=stderr", "--v=0"]
         if let fakeAudio { args.append("--use-file-for-fake-audio-capture=\(fakeAudio)") }
-        let query = "room=\(room)&token=\(token)&join=1&report=\(seconds)" + (listen ? "&listen=1" : "")
+        let query = "room=\(room)&token=\(token)&join=1&report=\(seconds)" + (listen ? "&listen=1" : "") + query
         process = try Spawned(.chromium, args + ["\(base)/?\(query)"])
     }
 
@@ -102,6 +102,57 @@ extension ProcessTests {
             #expect((result["firstPacketMs"] as? Int ?? 10_000) <= 500, "\(result)")
             speaker.signal(SIGINT)
             speaker.wait(seconds: 5)
+        }
+
+        /// Speech for the fake microphone: espeak-ng's voice at 48 kHz mono (ffmpeg resamples), about 4 s.
+        func speechFile() throws -> String {
+            let raw = "\(dir)/speech-22k.wav", path = "\(dir)/speech.wav"
+            let espeak = try Spawned(.espeakNG, ["-s", "150", "-w", raw, "The birch canoe slid on the smooth planks. Glue the sheet to the dark blue background."])
+            #expect(espeak.wait(seconds: 10) == 0, "\(espeak.stderr)")
+            let ffmpeg = try Spawned(.ffmpeg, ["-hide_banner", "-loglevel", "error", "-y", "-i", raw, "-ar", "48000", "-ac", "1", path])
+            #expect(ffmpeg.wait(seconds: 10) == 0, "\(ffmpeg.stderr)")
+            return path
+        }
+
+        @Test("a browser's speech reaches a parley join with PESQ-WB ≥ 3.8 (Chromium's fake microphone, its voice processing off)")
+        func browserSpeechQuality() throws {
+            let (relay, server, base) = try relay()
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            let room = "web-\(UInt32.random(in: 0...UInt32.max))"
+            let speech = try speechFile()
+            let recorder = try Spawned("parley", ["join", room, "--identity", "rec", "--server", server, "--listen-only", "--mode", "forward",
+                                                  "--output", "\(dir)/heard.wav", "--no-tui", "--duration", "14"])
+            #expect(recorder.waitFor(seconds: 5) { $0.contains("joined \(room)") }, "\(recorder.stdout)\(recorder.stderr)")
+            let token = try mint(["--identity", "web", "--room", room])
+            let browser = try Browser(base: base, room: room, token: token, listen: false, seconds: 11, fakeAudio: speech,
+                                      profile: "\(dir)/chromium", query: "&raw=1")
+            defer { browser.stop() }
+            let result = try #require(browser.result(seconds: 25), "no result from the page:\n\(browser.log)")
+            #expect(result["state"] as? String == "connected", "\(result)")
+            #expect(recorder.wait(seconds: 10) == 0, "\(recorder.stderr)")
+            let score = try Spawned(.interopPython, [ExternalProgram.packageRoot + "/Tests/Interop/pesq_wb.py", speech, "\(dir)/heard.wav"])
+            #expect(score.wait(seconds: 60) == 0, "\(score.stderr)")
+            let value = jsonObject(score.stdout)["pesq_wb"] as? Double ?? 0
+            #expect(value >= 3.8, "PESQ-WB \(value): \(score.stdout)")
+        }
+
+        @Test("two browsers talk to each other through a forward room and through a mix room", arguments: ["forward", "mix"])
+        func twoBrowsers(mode: String) throws {
+            let (relay, _, base) = try relay()
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            let room = "web2-\(mode)-\(UInt32.random(in: 0...UInt32.max))"
+            let a = try Browser(base: base, room: room, token: try mint(["--identity", "ann", "--room", room, "--mode", mode]), listen: false,
+                                seconds: 8, fakeAudio: try toneFile(440, seconds: 10), profile: "\(dir)/chromium-a", query: "&raw=1")
+            defer { a.stop() }
+            let b = try Browser(base: base, room: room, token: try mint(["--identity", "ben", "--room", room, "--mode", mode]), listen: false,
+                                seconds: 8, fakeAudio: try toneFile(880, seconds: 10), profile: "\(dir)/chromium-b", query: "&raw=1")
+            defer { b.stop() }
+            for (name, browser) in [("ann", a), ("ben", b)] {
+                let result = try #require(browser.result(seconds: 30), "no result from \(name)'s page:\n\(browser.log)")
+                #expect(result["state"] as? String == "connected", "\(name): \(result)")
+                #expect((result["packetsReceived"] as? Int ?? 0) > 150, "\(name): \(result)")
+                #expect((result["maxAudioLevel"] as? Double ?? 0) > 0.01, "\(name) heard nothing: \(result)")
+            }
         }
     }
 }

@@ -23,8 +23,15 @@ struct ExternalProgram: Sendable, CustomStringConvertible {
     /// Headless Chromium, the WebRTC browser of the browser tests.
     static let chromium = ExternalProgram(path: "/usr/bin/chromium", package: "chromium")
 
+    /// The interop tests' Python: a venv of Debian's python3 with PyPI's aiortc, pesq, numpy and scipy, which
+    /// `make test` makes at `.build/interop-venv` (its Makefile rule; the Debian side is python3-venv and a compiler).
+    static let interopPython = ExternalProgram(path: packageRoot + "/.build/interop-venv/bin/python3", package: "python3-venv")
+    /// The package directory (this file is `Tests/ParleyIntegrationTests/ExternalProgram.swift`).
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+
     /// Every program the tests start.
-    static let all: [ExternalProgram] = [.curl, .ffmpeg, .espeakNG, .openssl, .tcpdump, .gstLaunch, .tshark, .chromium]
+    static let all: [ExternalProgram] = [.curl, .ffmpeg, .espeakNG, .openssl, .tcpdump, .gstLaunch, .tshark, .chromium, .interopPython]
 
     var description: String { path }
 

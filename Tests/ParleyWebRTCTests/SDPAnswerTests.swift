@@ -44,7 +44,7 @@ struct SDPAnswerTests {
             "a=msid:parley-r7Kd2Qx9 audio-0",
             "a=rtcp-mux",
             "a=rtpmap:111 opus/48000/2",
-            "a=fmtp:111 minptime=10;useinbandfec=1;stereo=0;sprop-stereo=0",
+            "a=fmtp:111 minptime=10;useinbandfec=1;stereo=0;sprop-stereo=0;maxaveragebitrate=56000",
             "a=ssrc:1352739644 cname:r7Kd2Qx9",
         ]
         #expect(answer.text == expected.joined(separator: "\r\n") + "\r\n")
@@ -73,7 +73,7 @@ struct SDPAnswerTests {
         #expect(lines.contains("a=extmap:1 urn:ietf:params:rtp-hdrext:ssrc-audio-level"))
         #expect(lines.contains("a=extmap:3 urn:ietf:params:rtp-hdrext:sdes:mid"))
         #expect(!text.contains("csrc-audio-level"))
-        #expect(lines.contains("a=fmtp:109 minptime=10;useinbandfec=1;stereo=0;sprop-stereo=0"))
+        #expect(lines.contains("a=fmtp:109 minptime=10;useinbandfec=1;stereo=0;sprop-stereo=0;maxaveragebitrate=56000"))
     }
 
     @Test("NACK is answered only when offered for Opus")

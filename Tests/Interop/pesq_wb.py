@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""PESQ-WB (ITU-T P.862.2, PyPI's pesq) of a recording against its reference, for Parley's interop tests.
+
+    pesq_wb.py REFERENCE.wav RECORDING.wav  →  {"pesq_wb": 4.1, "lag_ms": 812.5}
+
+Both are resampled to 16 kHz; the recording is aligned to the reference by cross-correlation (its lag printed), then
+the reference's length of it is scored. Mono 16-bit WAVs at any rate (a stereo recording's first channel is used).
+"""
+import json
+import sys
+import wave
+
+import numpy as np
+from pesq import pesq
+from scipy.signal import resample_poly
+
+
+def read(path):
+    with wave.open(path) as w:
+        x = np.frombuffer(w.readframes(w.getnframes()), dtype=np.int16).reshape(-1, w.getnchannels())[:, 0]
+        return x.astype(np.float64), w.getframerate()
+
+
+def main():
+    ref, ref_rate = read(sys.argv[1])
+    rec, rec_rate = read(sys.argv[2])
+    ref16, rec16 = resample_poly(ref, 16000, ref_rate), resample_poly(rec, 16000, rec_rate)
+    n = len(rec16) + len(ref16)
+    corr = np.fft.irfft(np.fft.rfft(rec16, n) * np.conj(np.fft.rfft(ref16, n)), n)
+    lag = int(np.argmax(corr[: max(1, len(rec16) - len(ref16))]))
+    deg = rec16[lag: lag + len(ref16)]
+    if len(deg) < len(ref16):
+        deg = np.concatenate([deg, np.zeros(len(ref16) - len(deg))])
+    value = pesq(16000, ref16.astype(np.float32) / 32768, deg.astype(np.float32) / 32768, "wb")
+    print(json.dumps({"pesq_wb": round(float(value), 3), "lag_ms": round(lag / 16, 1)}))
+
+
+if __name__ == "__main__":
+    main()
