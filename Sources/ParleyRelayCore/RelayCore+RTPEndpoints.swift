@@ -134,7 +134,7 @@ extension RelayCore {
             return nil
         }
         let ssrc = EndpointSRTP.word(bytes, at: 8)
-        guard ssrc == member.ssrc || (member.stats.packetsIn == 0 && sessions.bySSRC[ssrc] == nil) else {
+        guard ssrc == member.ssrc || (member.receiveStats.packetsReceived == 0 && sessions.bySSRC[ssrc] == nil) else {
             outbox.drop(.ssrcMismatch, from: address, now: now)
             return nil
         }
@@ -149,7 +149,9 @@ extension RelayCore {
     /// An endpoint's first packet may carry the tool's own SSRC (ffmpeg and GStreamer pick one unless told): it
     /// replaces the assigned one, once, when no other member uses it. Called only when the SSRC does not match.
     func adoptEndpointSSRC(_ member: Member, _ ssrc: UInt32) -> Bool {
-        guard member.isRTPEndpoint, member.stats.packetsIn == 0, sessions.bySSRC[ssrc] == nil else { return false }
+        // Before its first RTP, not before its first datagram: `stats.packetsIn` counts RTCP too, and a browser may send
+        // a receiver report (from its own SSRC) before it sends any audio.
+        guard member.isRTPEndpoint, member.receiveStats.packetsReceived == 0, sessions.bySSRC[ssrc] == nil else { return false }
         sessions.bySSRC[member.ssrc] = nil
         member.ssrc = ssrc
         sessions.bySSRC[ssrc] = member

@@ -105,7 +105,8 @@ extension RelayCore {
               username[username.index(after: colon)...] == webrtc.remoteUfrag[...],
               request.hasValidIntegrity(key: webrtc.localPassword, in: bytes)
         else { return outbox.drop(.stunRejected, from: from, now: now) }
-        if let owner = sessions.member(at: from), owner !== member { return outbox.drop(.stunRejected, from: from, now: now) }
+        // An address that is another session's (a member's, or an online identity's) is not this member's to take.
+        if let owner = sessions.byAddress[from], !owner.isSame(as: .member(member)) { return outbox.drop(.stunRejected, from: from, now: now) }
         webrtc.lastConsent = now.monotonic
         if member.rtpSource != from && (member.rtpSource == nil || request.useCandidate) {
             latch(member, at: from, now: now)

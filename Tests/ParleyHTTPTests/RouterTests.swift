@@ -5,6 +5,7 @@ import ParleyNet
 import ParleyRelay
 import ParleyWire
 import ParleyRelayCore
+import ParleyWebRTC
 import Synchronization
 import Testing
 
@@ -16,11 +17,15 @@ final class CoreBackend: APIBackend, @unchecked Sendable {
     var answers = true
     /// What the worker's socket reports (the core has none: there are no sockets here).
     var datagrams = DatagramCounters()
-    init(config: RelayCoreConfig = RelayCoreConfig()) {
+    /// `webrtc` gives the relay a DTLS certificate (WebRTC offers are answered); without it they are refused (503).
+    init(config: RelayCoreConfig = RelayCoreConfig(), webrtc: Bool = false) {
+        let dtls = webrtc ? try! DTLSContext(certificate: DTLSCertificate(now: RouterTests.now)) : nil
         let shared = RelayShared(config: config, verifier: TokenVerifier(keys: ["k": RouterTests.secret]),
-                                 cookieSecret: Array(repeating: 1, count: 32), workerPorts: [7400])
+                                 cookieSecret: Array(repeating: 1, count: 32), workerPorts: [7400], dtls: dtls)
         core = RelayCore(shared: shared, workerIndex: 0, log: MemoryLogSink(threshold: .error))
     }
+    /// The relay certificate's SHA-256, as `RelayAPI` reports it.
+    var dtlsFingerprint: [UInt8]? { core.shared.dtls?.certificate.fingerprint }
     func snapshots() -> [WorkerSnapshot] {
         [WorkerSnapshot.capture(core, worker: 0, busyNanoseconds: 1_500_000_000, mixTime: DurationHistogram(), datagrams: datagrams)]
     }

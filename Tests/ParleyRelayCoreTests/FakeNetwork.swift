@@ -1,6 +1,7 @@
 import ParleyAuth
 import ParleyClientCore
 import ParleyCrypto
+import ParleyWebRTC
 import ParleyWire
 @testable import ParleyRelayCore
 
@@ -37,15 +38,19 @@ final class FakeNetwork {
     var security: ParleyClientCore.SignallingSession.Security { encrypted ? .encrypted(relayKey: Self.relayIdentity.publicKey) : .cleartext }
 
     /// `seed` fixes every random number the cores draw (worker k draws from `seed + k`): a run is repeatable.
-    /// `relayKey` is the relay's public key (base64url) tokens naming another relay are refused against.
-    init(config: RelayCoreConfig = RelayCoreConfig(), workers: Int = 1, seed: UInt64 = 13, relayKey: String? = nil, encrypted: Bool = false) {
+    /// `relayKey` is the relay's public key (base64url) tokens naming another relay are refused against. `webrtc` gives
+    /// the relay a DTLS certificate and context (made for the fake clock's start), so it takes WebRTC members; without
+    /// it, as in production when OpenSSL failed, they are refused.
+    init(config: RelayCoreConfig = RelayCoreConfig(), workers: Int = 1, seed: UInt64 = 13, relayKey: String? = nil, encrypted: Bool = false,
+         webrtc: Bool = false) {
         var ports: [UInt16] = []
         for k in 0..<workers { ports.append(7400 + UInt16(k)) }
         var config = config
         if !encrypted { config.allowCleartext = true }
         self.encrypted = encrypted
         let shared = RelayShared(config: config, verifier: TokenVerifier(keys: ["devkey": Self.apiSecret], relayKey: relayKey),
-                                 cookieSecret: Array(repeating: 7, count: 32), workerPorts: ports, identity: Self.relayIdentity)
+                                 cookieSecret: Array(repeating: 7, count: 32), workerPorts: ports, identity: Self.relayIdentity,
+                                 dtls: webrtc ? try! DTLSContext(certificate: DTLSCertificate(now: Self.startUnixMilliseconds / 1000)) : nil)
         let log = self.log
         self.shared = shared
         cores = (0..<workers).map {
