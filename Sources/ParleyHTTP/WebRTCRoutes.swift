@@ -1,3 +1,4 @@
+import Foundation
 import ParleyAuth
 import ParleyRelay
 import ParleyRelayCore
@@ -93,6 +94,14 @@ extension HTTPRouter {
         }
     }
 
+    /// `name` percent-encoded as one path segment (the router decodes paths): a `/`, `%` or space in a room or identity
+    /// stays inside its segment.
+    static func pathSegment(_ name: String) -> String {
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove(charactersIn: "/%?#;")
+        return name.addingPercentEncoding(withAllowedCharacters: allowed) ?? name
+    }
+
     static func withCORS(_ response: HTTPResponse) -> HTTPResponse {
         var r = response
         for (k, v) in corsHeaders { r.headers[k] = v }
@@ -166,6 +175,6 @@ extension HTTPRouter {
             throw APIError(500, error.code, error.reason)
         }
         return HTTPResponse(status: 201, contentType: "application/sdp", body: Array(text.utf8),
-                            headers: ["Location": "/v1/rooms/\(room)/webrtc/\(info.identity)"])
+                            headers: ["Location": "/v1/rooms/\(Self.pathSegment(room))/webrtc/\(Self.pathSegment(info.identity))"])
     }
 }

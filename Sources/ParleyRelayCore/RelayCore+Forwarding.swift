@@ -17,12 +17,14 @@ extension RelayCore {
         // packet is checked and decrypted first (RelayCore+RTPEndpoints.swift); the rest reads the clear copy.
         var bytes = received
         if member.isRTPEndpoint {
-            guard from == member.rtpSource else { return outbox.drop(.unknownSender, from: from, now: now) }
+            let moving = from != member.rtpSource && from == member.webrtc?.pendingAddress
+            guard from == member.rtpSource || moving else { return outbox.drop(.unknownSender, from: from, now: now) }
             if member.webrtc != nil && member.endpointSRTP == nil { return outbox.drop(.srtpNotReady, from: from, now: now) }
             if member.endpointSRTP != nil {
                 guard let clear = unprotectEndpointRTP(received, from: member, address: from, now: now) else { return }
                 bytes = clear
             }
+            if moving { latch(member, at: from, now: now) }  // its keys prove the new address (RelayCore+WebRTC.swift)
         }
         var plain = bytes
         var packet: RTPPacketView

@@ -191,7 +191,10 @@ extension RelayCore {
         sessions.remove(.member(member), at: member.isRTPEndpoint ? member.rtpSource : member.address)
         for a in member.rtcpSources { sessions.unlink(a, from: .member(member)) }
         sessions.bySSRC[member.ssrc] = nil
-        if let webrtc = member.webrtc { sessions.byICEUfrag[webrtc.localUfrag] = nil }
+        if let webrtc = member.webrtc {
+            sessions.byICEUfrag[webrtc.localUfrag] = nil
+            if let pending = webrtc.pendingAddress { sessions.unlink(pending, from: .member(member)) }
+        }
         rtcp.streamsEnded(for: member, now: now)
         rooms.memberLeft(member, reason: reason, now: now)
     }

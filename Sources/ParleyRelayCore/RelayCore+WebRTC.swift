@@ -109,7 +109,15 @@ extension RelayCore {
         if let owner = sessions.byAddress[from], !owner.isSame(as: .member(member)) { return outbox.drop(.stunRejected, from: from, now: now) }
         webrtc.lastConsent = now.monotonic
         if member.rtpSource != from && (member.rtpSource == nil || request.useCandidate) {
-            latch(member, at: from, now: now)
+            if member.endpointSRTP == nil {
+                latch(member, at: from, now: now)  // still setting up: nothing flows yet, the handshake follows the check
+            } else if webrtc.pendingAddress != from {
+                // Connected: a check alone does not move the media (a captured check replayed from elsewhere would).
+                // The new address becomes the member's when SRTP authenticated with its keys arrives from there.
+                if let old = webrtc.pendingAddress { sessions.unlink(old, from: .member(member)) }
+                webrtc.pendingAddress = from
+                sessions.link(from, to: .member(member))
+            }
         }
         let space = output.reserve(STUNWriter.maxResponseSize)
         let n = STUNWriter.bindingSuccess(transactionID: request.transactionID, mapped: from, integrityKey: webrtc.localPassword, into: space)
@@ -118,8 +126,9 @@ extension RelayCore {
     }
 
     /// Makes `address` the member's only address: its RTP, RTCP and DTLS come from there and its media goes there.
-    private func latch(_ member: Member, at address: PeerAddress, now: Moment) {
+    func latch(_ member: Member, at address: PeerAddress, now: Moment) {
         if let old = member.rtpSource { sessions.unlink(old, from: .member(member)) }
+        if member.webrtc?.pendingAddress == address { member.webrtc?.pendingAddress = nil }
         member.rtpSource = address
         member.address = address
         sessions.link(address, to: .member(member))
@@ -161,7 +170,9 @@ extension RelayCore {
                 return removeMember(member, reason: "left (SRTP could not start)", goodbye: nil, now: now)
             }
             member.endpointSRTP = srtp
-            member.hasDestination = member.canSubscribe
+            // Somewhere to send: media when it subscribes (fan-out and the mixer check both), and in any case the
+            // relay's reports about its uplink and the NACKs that repair it.
+            member.hasDestination = true
             noteTimerWork(at: now.monotonic)
             if log.threshold <= .info { log.write(.info, "WebRTC member \(member.identity) in \(member.room.name): DTLS done, \(keys.profile)") }
         case .failed(let error):

@@ -57,6 +57,9 @@ final class WebRTCTransport {
     let createdAt: Instant
     /// The last authenticated STUN check (nil: none yet). Consent expires `consentTimeout` after it.
     var lastConsent: Instant?
+    /// An address a nominated check came from after the handshake: the member moves there at its first SRTP packet
+    /// from it that authenticates (nil: none).
+    var pendingAddress: PeerAddress?
     /// When the DTLS handshake's retransmission timer may fire (nil: none running).
     var retransmitAt: Instant?
     /// The Opus payload type the member's offer uses: what its stream carries.

@@ -233,6 +233,37 @@ struct WebRTCMemberTests {
         net.undelivered.removeAll()
     }
 
+    @Test("once connected, a nominated check from elsewhere (a replayed capture) does not move the media; SRTP that authenticates from there does, a replayed SRTP packet does not")
+    func connectedMoveNeedsSRTP() throws {
+        let net = world()
+        let alice = net.addClient("alice")
+        net.joinAll()
+        let peer = try FakeWebRTCPeer(address: Self.browser)
+        _ = try connected(net, peer)
+        let attacker = PeerAddress(ipv4: 203, 0, 113, 66, port: 40_000)
+        // A check the browser sent, captured and replayed from the attacker's address: answered (it holds the
+        // integrity), but the member stays where it is and media keeps going there.
+        net.deliverToRelay(peer.checkBytes(useCandidate: true), from: attacker, port: 7400)
+        #expect(member(net)?.address == Self.browser)
+        net.inFlight.removeAll()
+        alice.speak(level: 20)
+        net.exchange()
+        #expect(net.undelivered.contains { $0.to == Self.browser && Self.isRTPOrRTCP($0.bytes) })
+        #expect(!net.undelivered.contains { $0.to == attacker && Self.isRTPOrRTCP($0.bytes) })
+        // A packet the browser sent from its address, replayed from the attacker's: libsrtp's replay window refuses it.
+        let sent = try peer.protect(peer.plainRTP(level: 20))
+        net.deliverToRelay(sent, from: Self.browser, port: 7400)
+        net.deliverToRelay(sent, from: attacker, port: 7400)
+        #expect(member(net)?.address == Self.browser)
+        // The browser itself moves (a new network): its next SRTP from the new address authenticates and moves it.
+        let moved = PeerAddress(ipv4: 198, 51, 100, 9, port: 50_010)
+        net.deliverToRelay(peer.checkBytes(useCandidate: true), from: moved, port: 7400)
+        #expect(member(net)?.address == Self.browser)
+        net.deliverToRelay(try peer.protect(peer.plainRTP(level: 20)), from: moved, port: 7400)
+        #expect(member(net)?.address == moved)
+        #expect(net.core.sessions.member(at: Self.browser) == nil && net.core.sessions.member(at: attacker) == nil)
+    }
+
     // MARK: 3. DTLS before a check
 
     @Test("DTLS from an address that passed no check is dropped as dtls_unchecked_address and OpenSSL never sees it")
