@@ -180,6 +180,24 @@ public enum API {
         public var roundTripMs: Double? = nil
     }
 
+    /// A member as another member sees it (`GET /v1/rooms/{name}/members` with a member token): no address, no traffic.
+    public struct RoomMember: Codable, Sendable, Equatable {
+        public var identity: String
+        public var name: String
+        /// Unix milliseconds.
+        public var joinedAt: Int64
+        public var muted: Bool
+        public var speaking: Bool
+        /// `parley`, `rtp` or `webrtc`.
+        public var transport: String
+    }
+
+    /// `GET /v1/rooms/{name}/members` with a member token.
+    public struct RoomMemberList: Codable, Sendable, Equatable {
+        public var room: String
+        public var members: [RoomMember]
+    }
+
     /// `GET /v1/rooms/{name}/members`.
     public struct MemberList: Codable, Sendable, Equatable {
         public var room: String

@@ -45,8 +45,8 @@ final class EventStreams: @unchecked Sendable {
     }
 
     /// Queues the streaming response on `connection`: its own stall timeout and send buffer, the reader below.
-    func start(on connection: OpaquePointer) -> MHD_Result {
-        let stream = EventStream(streams: self, connection: connection, sequence: hub.head, now: Clock.monotonicNanoseconds())
+    func start(on connection: OpaquePointer, room: String? = nil) -> MHD_Result {
+        let stream = EventStream(streams: self, connection: connection, sequence: hub.head, room: room, now: Clock.monotonicNanoseconds())
         let cls = Unmanaged.passRetained(stream).toOpaque()
         stats.eventStreamOpened()
         guard let r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, Self.read, cls, Self.free) else {
@@ -55,6 +55,7 @@ final class EventStreams: @unchecked Sendable {
         }
         MHD_add_response_header(r, "Content-Type", "text/event-stream")
         MHD_add_response_header(r, "Cache-Control", "no-cache")
+        if room != nil { MHD_add_response_header(r, "Access-Control-Allow-Origin", "*") }  // a room's stream serves pages
         parley_mhd_set_timeout(connection, UInt32(limits.eventStreamStallSeconds))
         let fd = parley_mhd_socket(connection)
         var size = Int32(clamping: limits.eventStreamSendBufferBytes)
@@ -103,7 +104,7 @@ final class EventStreams: @unchecked Sendable {
             stream.sent = 0
             let (events, next) = hub.events(from: stream.sequence, limit: Self.eventsPerFill)
             stream.sequence = next
-            for e in events {
+            for e in events where stream.room == nil || e.room == stream.room {
                 guard let json = try? stream.encoder.encode(API.Event(e)) else { continue }
                 stream.pending += Array("event: \(e.kind.rawValue)\ndata: ".utf8) + Array(json) + [0x0A, 0x0A]
             }
@@ -168,6 +169,8 @@ final class EventStream {
     let streams: EventStreams
     let connection: OpaquePointer
     var sequence: UInt64
+    /// Only this room's events (a member's stream), or every event (nil: the backend's).
+    let room: String?
     var pending = Array(": parley events\n\n".utf8)
     var sent = 0
     var lastSent: Int64
@@ -178,10 +181,11 @@ final class EventStream {
         return e
     }()
 
-    init(streams: EventStreams, connection: OpaquePointer, sequence: UInt64, now: Int64) {
+    init(streams: EventStreams, connection: OpaquePointer, sequence: UInt64, room: String?, now: Int64) {
         self.streams = streams
         self.connection = connection
         self.sequence = sequence
+        self.room = room
         lastSent = now
     }
 }

@@ -73,15 +73,15 @@ public struct HTTPRouter: Sendable {
         case answer(HTTPResponse)
         /// Read the body, then `route` the request away from the event loop: it reads snapshots or runs a command.
         case route
-        /// Start the event stream.
-        case eventStream
+        /// Start the event stream: every event, or only `room`'s.
+        case eventStream(room: String?)
     }
 
     /// Decides from the headers alone (`request.body` is not read): an unauthorised client is answered before it
     /// may send a body, and only authorised requests (and loopback metrics scrapes) reach the workers.
     public func admit(_ request: HTTPRequest, now: Int64) -> Admission {
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
-        if let route = WebRTCRoute(parts) { return admitWebRTC(request, route, now: now) }
+        if let route = MemberRoute(parts) { return admitMember(request, route, now: now) }
         do throws(APIError) {
             switch parts {
             case ["healthz"], ["v1", "relay"]:
@@ -94,7 +94,7 @@ public struct HTTPRouter: Sendable {
                 if parts.first != "v1", webRoot != nil, request.method == "GET" || request.method == "HEAD" { return .route }
                 guard parts.first == "v1" else { throw Self.noEndpoint }
                 try authorise(request, now: now)
-                return request.method == "GET" && parts == ["v1", "events"] ? .eventStream : .route
+                return request.method == "GET" && parts == ["v1", "events"] ? .eventStream(room: nil) : .route
             }
         } catch {
             return .answer(error.response)
@@ -104,7 +104,7 @@ public struct HTTPRouter: Sendable {
     /// Answers one request. `now` is Unix seconds (token checks and minting).
     public func route(_ request: HTTPRequest, now: Int64) -> HTTPResponse {
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
-        if let route = WebRTCRoute(parts) { return routeWebRTC(request, route, now: now) }
+        if let route = MemberRoute(parts) { return routeMember(request, route, now: now) }
         do {
             return try dispatch(request, now: now)
         } catch {
@@ -337,7 +337,7 @@ public struct HTTPRouter: Sendable {
 
     // MARK: Read model
 
-    private func findRoom(_ name: String) -> (RoomSnapshot, WorkerSnapshot)? {
+    func findRoom(_ name: String) -> (RoomSnapshot, WorkerSnapshot)? {
         let worker = backend.snapshots()
         for w in worker { if let r = w.rooms.first(where: { $0.name == name }) { return (r, w) } }
         return nil

@@ -196,9 +196,9 @@ public final class HTTPServer: @unchecked Sendable {
             if case .answer(let response) = admission { return server.queue(response, on: connection) }
             let state = RequestState(request)
             conCls.pointee = Unmanaged.passRetained(state).toOpaque()
-            if admission == .eventStream {
+            if case .eventStream(let room) = admission {
                 state.isEventStream = true
-                return server.streams.start(on: connection)
+                return server.streams.start(on: connection, room: room)
             }
             return MHD_YES
         }

@@ -74,17 +74,24 @@ extension RelayCore {
         return .ok
     }
 
-    /// Sends a text to every member of `room` from the backend (sender identity `fromIdentity`, member id 0).
-    public func sendText(room name: String, text: String, fromIdentity: String = "backend", now: Moment) -> AdminResult {
+    /// Sends `text` to everyone in `room`: from the backend (`fromIdentity` "backend", member id 0), or from a member
+    /// of the room writing through the API (`asMember`: the web page), whose own copy is not sent back. Logged as a
+    /// `text` event either way.
+    public func sendText(room name: String, text: String, fromIdentity: String = "backend", asMember: Bool = false, now: Moment) -> AdminResult {
         guard let room = rooms[name] else { return .notFound("room \(name) does not exist") }
+        let sender = asMember ? room.member(identity: fromIdentity) : nil
+        if asMember && sender == nil { return .notFound("\(fromIdentity) is not in room \(name)") }
         backendMessageID &+= 1
         guard let fragments = TextFragment.split(text, messageID: backendMessageID) else {
             return .conflict("a text must be 1–\(Signalling.maxTextBytes) bytes")
         }
-        for member in room.members where outbox.canTakeText(member.session.channel, fragments: fragments.count) {
-            for f in fragments { outbox.enqueue(.text(fromMemberID: 0, fromIdentity: fromIdentity, direct: false, fragment: f), to: member.session) }
+        for member in room.members where member !== sender && outbox.canTakeText(member.session.channel, fragments: fragments.count) {
+            for f in fragments {
+                outbox.enqueue(.text(fromMemberID: sender?.id ?? 0, fromIdentity: fromIdentity, direct: false, fragment: f), to: member.session)
+            }
             outbox.pump(member.session, now: now)
         }
+        rooms.events.append(RelayEvent(kind: .text, room: room.name, identity: fromIdentity, detail: text, unixMilliseconds: now.unixMilliseconds))
         return .ok
     }
 

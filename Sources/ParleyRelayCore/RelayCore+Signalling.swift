@@ -192,6 +192,7 @@ extension RelayCore {
         for a in member.rtcpSources { sessions.unlink(a, from: .member(member)) }
         sessions.bySSRC[member.ssrc] = nil
         if let webrtc = member.webrtc {
+            closeWebRTC(member)
             sessions.byICEUfrag[webrtc.localUfrag] = nil
             if let pending = webrtc.pendingAddress { sessions.unlink(pending, from: .member(member)) }
         }

@@ -76,15 +76,12 @@ extension RelayCore {
                                               cname: relayCNAME))
     }
 
-    /// Ends the WebRTC member `identity` of `room` (the WHIP/WHEP `DELETE`): a close_notify, then it leaves.
+    /// Ends the WebRTC member `identity` of `room` (the WHIP/WHEP `DELETE`): it leaves (`removeMember` sends its
+    /// browser a close_notify).
     public func deleteWebRTCMember(room name: String, identity: String, now: Moment) -> AdminResult {
         guard let room = rooms[name] else { return .notFound("room \(name) does not exist") }
-        guard let member = room.member(identity: identity), let webrtc = member.webrtc else {
+        guard let member = room.member(identity: identity), member.webrtc != nil else {
             return .notFound("\(identity) has no WebRTC session in room \(name)")
-        }
-        if let address = member.rtpSource {
-            webrtc.dtls.close()
-            sendDTLS(webrtc.dtls, to: address)
         }
         removeMember(member, reason: "left (WebRTC session ended)", goodbye: nil, now: now)
         return .ok
@@ -181,6 +178,14 @@ extension RelayCore {
         case .closed:
             removeMember(member, reason: "left (DTLS closed)", goodbye: nil, now: now)
         }
+    }
+
+    /// A WebRTC member leaving for any reason (its DELETE, a kick, the room closing, a replacement): a DTLS
+    /// close_notify tells its browser at once, instead of after its consent checks go unanswered.
+    func closeWebRTC(_ member: Member) {
+        guard let webrtc = member.webrtc, let address = member.rtpSource, webrtc.dtls.state == .connected else { return }
+        webrtc.dtls.close()
+        sendDTLS(webrtc.dtls, to: address)
     }
 
     /// Queues what the DTLS session wrote (handshake flights, retransmissions, alerts) to `address`.

@@ -6,6 +6,10 @@ public struct RelayEvent: Sendable, Equatable {
         case memberJoined = "member_joined", memberLeft = "member_left"
         case memberMuted = "member_muted", memberUnmuted = "member_unmuted"
         case callStarted = "call_started", callAnswered = "call_answered", callEnded = "call_ended"
+        /// A text to the whole room (`detail`; `identity` its sender, `backend` for the API's). Direct texts are not events.
+        case text = "text"
+        /// The room's speakers changed: `detail` lists their identities, loudest first, comma-separated (empty: nobody).
+        case speakers = "speakers"
     }
 
     /// What happened.

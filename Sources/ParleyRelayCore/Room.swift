@@ -17,6 +17,8 @@ final class Room {
     var lastSpeakerPush = Instant.distantPast
     var speakerPushDue: Instant?
     var announcedSpeakers: [SpeakerEntry] = []
+    /// The identities of `announcedSpeakers` when the last `speakers` event was logged.
+    var announcedSpeakerNames: [String] = []
     /// The mixer, in mix mode.
     var mix: MixEngine?
     /// Limits set by the HTTP API at creation (nil = the relay's defaults).

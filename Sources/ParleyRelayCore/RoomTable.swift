@@ -132,6 +132,11 @@ final class RoomTable {
         room.lastSpeakerPush = now.monotonic
         room.speakerPushDue = nil
         broadcast(.speakers(entries), in: room, including: { $0.wantsSpeakerLists }, now: now)
+        let names = entries.compactMap { e in room.members.first { $0.id == e.memberID }?.identity }
+        if names != room.announcedSpeakerNames {  // levels alone moving are not an event
+            room.announcedSpeakerNames = names
+            events.append(RelayEvent(kind: .speakers, room: room.name, detail: names.joined(separator: ","), unixMilliseconds: now.unixMilliseconds))
+        }
     }
 
     /// The room's side of a member leaving: out of the room and its speaker selection and mixer, the room told, the
@@ -207,6 +212,9 @@ final class RoomTable {
             }
             outbox.pump(r.session, now: now)
             taken += 1
+        }
+        if identity.isEmpty {
+            events.append(RelayEvent(kind: .text, room: room.name, identity: member.identity, detail: text, unixMilliseconds: now.unixMilliseconds))
         }
         let reason = recipients.isEmpty ? (identity.isEmpty ? "nobody else is in the room" : "\(identity) is not in the room")
             : Outbox.laggards(behind)

@@ -48,7 +48,8 @@ struct AdmissionTests {
         #expect(admit("POST", "/v1/rooms", auth: Self.admin) == .route)
         #expect(admit("DELETE", "/v1/rooms/x/members/y", auth: Self.admin) == .route)
         #expect(admit("GET", "/v1/nothing", auth: Self.admin) == .route)  // its 404 comes from `route`, after auth
-        #expect(admit("GET", "/v1/events", auth: Self.admin) == .eventStream)
+        #expect(admit("GET", "/v1/events", auth: Self.admin) == .eventStream(room: nil))
+        #expect(admit("GET", "/v1/rooms/x/events", auth: Self.admin) == .eventStream(room: "x"))
         #expect(admit("POST", "/v1/events", auth: Self.admin) == .route)  // 405 from `route`
     }
 

@@ -333,3 +333,43 @@ let firefoxOfferText = [
     "a=setup:actpass",
     "a=ssrc:2717862178 cname:{e1d2c3b4-a5f6-4789-8abc-def012345678}",
 ].joined(separator: "\n") + "\n"
+
+// MARK: The room's member routes: events, members, texts
+
+extension WebRTCRouteTests {
+    @Test("a member token opens its room's event stream (admin too); another room's token is refused with CORS")
+    func roomEvents() {
+        let ok = HTTPRequest(method: "GET", path: "/v1/rooms/R/events", authorization: "Bearer " + Self.memberToken("ann"))
+        #expect(router.admit(ok, now: RouterTests.now) == .eventStream(room: "R"))
+        let admin = HTTPRequest(method: "GET", path: "/v1/rooms/R/events", authorization: "Bearer " + RouterTests.token(admin: true))
+        #expect(router.admit(admin, now: RouterTests.now) == .eventStream(room: "R"))
+        let other = send("GET", "/v1/rooms/R/events", token: Self.memberToken("ann", room: "S"))
+        #expect(other.status == 403 && other.headers["Access-Control-Allow-Origin"] == "*")
+        #expect(send("GET", "/v1/rooms/R/events", token: nil).status == 401)
+    }
+
+    @Test("a member lists its room without addresses or traffic; an admin gets the full list")
+    func roomMembers() {
+        #expect(send("POST", "/v1/rooms/R/webrtc", chromeOffer, token: Self.memberToken("ann", grants: Grants(create: true))).status == 201)
+        let seen = send("GET", "/v1/rooms/R/members")
+        #expect(seen.status == 200)
+        let text = String(decoding: seen.body, as: UTF8.self)
+        #expect(text.contains(#""identity":"ann""#) && text.contains(#""transport":"webrtc""#), "\(text)")
+        #expect(!text.contains("address") && !text.contains("packets_in"), "\(text)")
+        let full = send("GET", "/v1/rooms/R/members", token: RouterTests.token(admin: true))
+        #expect(String(decoding: full.body, as: UTF8.self).contains("packets_in"))
+        #expect(send("GET", "/v1/rooms/R/members", token: Self.memberToken("ann", room: "S")).status == 403)
+    }
+
+    @Test("a member's text goes to the room from its identity and is logged as a text event; a token whose member is not in the room gets 404")
+    func roomTexts() {
+        #expect(send("POST", "/v1/rooms/R/webrtc", chromeOffer, token: Self.memberToken("ann", grants: Grants(create: true))).status == 201)
+        _ = backend.core.drainEvents()
+        #expect(send("POST", "/v1/rooms/R/messages", #"{"text":"hello room"}"#, contentType: "application/json").status == 200)
+        let events = backend.core.drainEvents()
+        #expect(events.contains { $0.kind == .text && $0.identity == "ann" && $0.detail == "hello room" && $0.room == "R" }, "\(events)")
+        let stranger = send("POST", "/v1/rooms/R/messages", #"{"text":"hi"}"#, token: Self.memberToken("bob"), contentType: "application/json")
+        #expect(stranger.status == 404, "\(stranger.text)")
+        #expect(send("POST", "/v1/rooms/R/messages", #"{"text":""}"#, contentType: "application/json").status == 400)
+    }
+}

@@ -569,6 +569,22 @@ struct WebRTCMemberTests {
         #expect(member(net, "alice") != nil)
     }
 
+    @Test("a kick or the room closing also ends the browser's DTLS with a close_notify", arguments: ["kick", "close"])
+    func removalSendsCloseNotify(how: String) throws {
+        let net = world()
+        let peer = try FakeWebRTCPeer(address: Self.browser)
+        _ = try connected(net, peer)
+        peer.drain(net)
+        if how == "kick" {
+            #expect(net.core.kick(room: "lobby", identity: "browser", now: net.now) == .ok)
+        } else {
+            #expect(net.core.closeRoom(name: "lobby", reason: "closed by the backend", now: net.now) == .ok)
+        }
+        let alerts = peer.drain(net).filter(Self.isDTLS)
+        #expect(alerts.map { d in d.withUnsafeBytes { peer.dtls.receive($0) } } == [.closed])
+        #expect(member(net) == nil)
+    }
+
     @Test("deleting a member that never checked sends nothing anywhere")
     func deleteBeforeCheck() throws {
         let net = world()

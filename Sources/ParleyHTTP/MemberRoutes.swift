@@ -5,33 +5,50 @@ import ParleyRelayCore
 import ParleyWebRTC
 import ParleyWire
 
-/// WHIP (RFC 9725) and WHEP on the API, and the combined endpoint a web page uses:
+/// The routes a room's member token may use (an admin token may too): what a web page or an app holding only its
+/// member's token needs. WHIP (RFC 9725), WHEP, and the combined endpoint the sample page uses; the room's events,
+/// member list and texts:
 ///
 ///     POST   /v1/rooms/{room}/whip             offer (application/sdp) → 201, Location, answer: publish only
 ///     POST   /v1/rooms/{room}/whep             … listen only
 ///     POST   /v1/rooms/{room}/webrtc           … a full member: sends and receives as its offer says
 ///     DELETE /v1/rooms/{room}/webrtc/{identity}  ends the session (the Location of all three)
 ///     PATCH  /v1/rooms/{room}/webrtc/{identity}  405: no trickle ICE (the answer carries the relay's one candidate)
+///     GET    /v1/rooms/{room}/events           server-sent events of the room: members, speakers, texts
+///     GET    /v1/rooms/{room}/members          who is in the room (a member sees identities, names, mutes, who speaks)
+///     POST   /v1/rooms/{room}/messages         a text to the room, from the token's identity (admin: from `backend`)
 ///     OPTIONS on any of them                     the CORS preflight, without a token
 ///
-/// A member token for the room (or an admin token) authorises them: a page holds only its member's token. Every
-/// answer carries `Access-Control-Allow-Origin: *` (tokens, not cookies, authorise: no credentials cross origins).
+/// Every answer carries `Access-Control-Allow-Origin: *` (tokens, not cookies, authorise: no credentials cross origins).
 extension HTTPRouter {
-    /// Which WebRTC route a path names, if any.
-    enum WebRTCRoute: Equatable {
-        /// An offer to one of the three endpoints.
+    /// Which member route a path names, if any.
+    enum MemberRoute: Equatable {
+        /// An offer to one of the three WebRTC endpoints.
         case offer(room: String, kind: Kind)
-        /// A session (`Location`).
+        /// A WebRTC session (`Location`).
         case session(room: String, identity: String)
+        /// The room's event stream.
+        case events(room: String)
+        /// The room's members.
+        case members(room: String)
+        /// A text to the room.
+        case messages(room: String)
 
         /// What the offer asks for.
         enum Kind: String { case whip, whep, webrtc }
 
-        /// The route of `/v1/rooms/{room}/{whip|whep|webrtc}[/{identity}]`, or nil.
+        /// The route of `/v1/rooms/{room}/{whip|whep|webrtc|events|members|messages}` or `…/webrtc/{identity}`, or nil.
         init?(_ parts: [String]) {
             guard parts.count >= 4, parts[0] == "v1", parts[1] == "rooms" else { return nil }
-            if parts.count == 4, let kind = Kind(rawValue: parts[3]) {
-                self = .offer(room: parts[2], kind: kind)
+            if parts.count == 4 {
+                switch parts[3] {
+                case "events": self = .events(room: parts[2])
+                case "members": self = .members(room: parts[2])
+                case "messages": self = .messages(room: parts[2])
+                default:
+                    guard let kind = Kind(rawValue: parts[3]) else { return nil }
+                    self = .offer(room: parts[2], kind: kind)
+                }
             } else if parts.count == 5, parts[3] == "webrtc" {
                 self = .session(room: parts[2], identity: parts[4])
             } else {
@@ -41,7 +58,7 @@ extension HTTPRouter {
 
         var room: String {
             switch self {
-            case .offer(let room, _), .session(let room, _): room
+            case .offer(let room, _), .session(let room, _), .events(let room), .members(let room), .messages(let room): room
             }
         }
     }
@@ -56,23 +73,27 @@ extension HTTPRouter {
         "Access-Control-Max-Age": "600",
     ]) { a, _ in a })
 
-    /// Admission of a WebRTC route from its headers: a preflight is answered at once; the rest needs a member token
-    /// for the room (or an admin token) before its body is read.
-    func admitWebRTC(_ request: HTTPRequest, _ route: WebRTCRoute, now: Int64) -> Admission {
+    /// Admission of a member route from its headers: a preflight is answered at once; the rest needs a member token
+    /// for the room (or an admin token) before its body is read; the event stream starts here.
+    func admitMember(_ request: HTTPRequest, _ route: MemberRoute, now: Int64) -> Admission {
         if request.method == "OPTIONS" { return .answer(Self.preflight) }
         do throws(APIError) {
-            _ = try webRTCClaims(request, room: route.room, now: now)
+            _ = try memberClaims(request, room: route.room, now: now)
+            if case .events(let room) = route {
+                guard request.method == "GET" else { throw APIError(405, "method_not_allowed", "use GET") }
+                return .eventStream(room: try Self.validName(room, field: "room name"))
+            }
             return .route
         } catch {
             return .answer(Self.withCORS(error.response))
         }
     }
 
-    /// Answers a WebRTC route (after admission).
-    func routeWebRTC(_ request: HTTPRequest, _ route: WebRTCRoute, now: Int64) -> HTTPResponse {
+    /// Answers a member route (after admission).
+    func routeMember(_ request: HTTPRequest, _ route: MemberRoute, now: Int64) -> HTTPResponse {
         do throws(APIError) {
             if request.method == "OPTIONS" { return Self.preflight }
-            let claims = try webRTCClaims(request, room: route.room, now: now)
+            let claims = try memberClaims(request, room: route.room, now: now)
             let room = try Self.validName(route.room, field: "room name")
             switch (request.method, route) {
             case ("POST", .offer(_, let kind)):
@@ -82,6 +103,25 @@ extension HTTPRouter {
                     throw APIError(403, "forbidden", "the token of \(claims.identity) may end only its own session")
                 }
                 return Self.withCORS(try answer(backend.execute(.removeWebRTCMember(room: room, identity: identity))))
+            case ("GET", .events):
+                return HTTPResponse(status: 200, contentType: "text/event-stream", body: [], isEventStream: true)
+            case ("GET", .members):
+                guard let (snapshot, _) = findRoom(room) else { throw Self.noRoom(room) }
+                if claims.grants.admin {
+                    return Self.withCORS(Self.json(API.MemberList(room: room, members: snapshot.members.map { Self.member($0, forwarded: snapshot.forwardedSpeakers) })))
+                }
+                // A member sees who is there, not their addresses or traffic.
+                let members = snapshot.members.map {
+                    API.RoomMember(identity: $0.identity, name: $0.name, joinedAt: $0.joinedAtUnixMilliseconds, muted: $0.muted,
+                                   speaking: snapshot.forwardedSpeakers.contains($0.id), transport: $0.transport)
+                }
+                return Self.withCORS(Self.json(API.RoomMemberList(room: room, members: members)))
+            case ("POST", .messages):
+                let body = try Self.decode(API.MessageRequest.self, request.body)
+                guard !body.text.isEmpty, body.text.utf8.count <= 4096 else { throw APIError(400, "invalid_field", "text must be 1–4096 bytes") }
+                let command: AdminCommand = claims.grants.admin ? .message(room: room, text: body.text)
+                    : .memberMessage(room: room, identity: claims.identity, text: body.text)
+                return Self.withCORS(try answer(backend.execute(command)))
             case ("PATCH", .session):
                 var r = APIError(405, "method_not_allowed", "trickle ICE is not supported: the answer carries the relay's candidate").response
                 r.headers["Allow"] = "DELETE"
@@ -108,8 +148,8 @@ extension HTTPRouter {
         return r
     }
 
-    /// The token's claims when it may use the room's WebRTC routes: a member token for `room`, or an admin token.
-    private func webRTCClaims(_ request: HTTPRequest, room: String, now: Int64) throws(APIError) -> TokenClaims {
+    /// The token's claims when it may use the room's member routes: a member token for `room`, or an admin token.
+    private func memberClaims(_ request: HTTPRequest, room: String, now: Int64) throws(APIError) -> TokenClaims {
         guard let header = request.authorization, header.hasPrefix("Bearer ") else {
             throw APIError(401, "unauthorized", "a member token for the room is required (Authorization: Bearer)")
         }
@@ -127,7 +167,7 @@ extension HTTPRouter {
     }
 
     /// Parses and checks the offer, has the owning worker add the member, and answers with the SDP.
-    private func answerOffer(_ request: HTTPRequest, room: String, kind: WebRTCRoute.Kind, claims: TokenClaims) throws(APIError) -> HTTPResponse {
+    private func answerOffer(_ request: HTTPRequest, room: String, kind: MemberRoute.Kind, claims: TokenClaims) throws(APIError) -> HTTPResponse {
         guard request.contentType?.lowercased().hasPrefix("application/sdp") == true else {
             throw APIError(415, "unsupported_media_type", "the offer must be sent as Content-Type: application/sdp")
         }
