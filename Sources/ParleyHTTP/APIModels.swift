@@ -192,6 +192,12 @@ public enum API {
         public var transport: String
     }
 
+    /// `POST /v1/dev-token` (dev credentials only).
+    public struct DevTokenRequest: Codable, Sendable {
+        public var identity: String
+        public var room: String
+    }
+
     /// `GET /v1/rooms/{name}/members` with a member token.
     public struct RoomMemberList: Codable, Sendable, Equatable {
         public var room: String

@@ -48,6 +48,10 @@ public struct HTTPRouter: Sendable {
     public let relayKey: String?
     /// The sample web client's files, served without authentication outside `/v1` (nil: none).
     public let webRoot: StaticFiles?
+    /// Whether `POST /v1/dev-token` mints member tokens without a token: only while the relay runs with the public dev
+    /// credentials, whose secret anyone can read (and mint with `parley token`) anyway. So that opening the relay's
+    /// page after `make run` is enough to talk.
+    public let devTokens: Bool
     /// Longest body accepted.
     public static let maxBodyBytes = 64 * 1024
     /// Longest room name, identity or display name, in bytes.
@@ -56,8 +60,9 @@ public struct HTTPRouter: Sendable {
     /// A router.
     public init(backend: any APIBackend, verifier: TokenVerifier, signer: TokenSigner?, config: RelayCoreConfig,
                 metricsRequireAuth: MetricsAuth = .remote, httpStats: HTTPStats? = nil, relayKey: String? = nil,
-                webRoot: StaticFiles? = nil) {
+                webRoot: StaticFiles? = nil, devTokens: Bool = false) {
         self.webRoot = webRoot
+        self.devTokens = devTokens
         self.backend = backend
         self.verifier = verifier
         self.signer = signer
@@ -86,6 +91,8 @@ public struct HTTPRouter: Sendable {
             switch parts {
             case ["healthz"], ["v1", "relay"]:
                 return .answer(try dispatch(request, now: now))
+            case ["v1", "dev-token"] where devTokens:
+                return .route
             case ["metrics"]:
                 try allow(request.method, "GET")
                 try authoriseMetrics(request, now: now)
@@ -123,6 +130,9 @@ public struct HTTPRouter: Sendable {
             // Public, like the key itself: a fixed small answer that echoes nothing of the request.
             try allow(method, "GET")
             return Self.json(API.RelayInfo(publicKey: relayKey, version: ParleyVersion.string))
+        case ["v1", "dev-token"] where devTokens:
+            try allow(method, "POST")
+            return try mintDevToken(request.body, now: now)
         case ["metrics"]:
             try allow(method, "GET")
             try authoriseMetrics(request, now: now)
@@ -231,6 +241,18 @@ public struct HTTPRouter: Sendable {
                                  issuedAt: now, grants: grants, mode: r.mode, relayKey: r.relayKey)
         return Self.json(API.TokenResponse(token: signer.mint(claims), identity: identity, room: r.room,
                                                  expiresAt: (now + ttl) * 1000), status: 201)  // the API's times are Unix ms
+    }
+
+    /// `POST /v1/dev-token {identity, room}` (dev credentials only): a member token for one hour, grants as
+    /// `parley token` gives (join, publish, subscribe, create).
+    private func mintDevToken(_ body: [UInt8], now: Int64) throws(APIError) -> HTTPResponse {
+        let r = try Self.decode(API.DevTokenRequest.self, body)
+        let identity = try Self.validName(r.identity, field: "identity"), room = try Self.validName(r.room, field: "room")
+        guard let signer else { throw APIError(503, "unavailable", "the relay has no API key to sign with") }
+        let claims = TokenClaims(identity: identity, name: identity, room: room, expiresAt: now + 3600, notBefore: now - 1,
+                                 issuedAt: now, grants: Grants(), mode: nil, relayKey: relayKey)
+        return Self.withCORS(Self.json(API.TokenResponse(token: signer.mint(claims), identity: identity, room: room,
+                                                         expiresAt: (now + 3600) * 1000), status: 201))
     }
 
     private func createRoom(_ body: [UInt8]) throws(APIError) -> HTTPResponse {

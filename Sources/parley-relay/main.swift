@@ -101,7 +101,7 @@ let httpStats = HTTPStats()
 let router = HTTPRouter(backend: server.api, verifier: TokenVerifier(keys: config.apiKeys, relayKey: server.relayKey),
                         signer: server.api.signer, config: config.core, metricsRequireAuth: config.metricsRequireAuth,
                         httpStats: httpStats, relayKey: server.relayKey,
-                        webRoot: StaticFiles.resolve(config.webRoot))
+                        webRoot: StaticFiles.resolve(config.webRoot), devTokens: config.usesDevCredentials)
 let http: HTTPServer
 do {
     http = try HTTPServer(address: config.http, router: router, events: server.api.events, limits: config.httpLimits,

@@ -373,3 +373,25 @@ extension WebRTCRouteTests {
         #expect(send("POST", "/v1/rooms/R/messages", #"{"text":""}"#, contentType: "application/json").status == 400)
     }
 }
+
+extension WebRTCRouteTests {
+    @Test("POST /v1/dev-token mints a member token without a token only on a relay with the dev credentials; elsewhere it needs the admin token like any /v1 path")
+    func devTokens() throws {
+        let dev = HTTPRouter(backend: backend, verifier: TokenVerifier(keys: ["k": RouterTests.secret]),
+                             signer: TokenSigner(apiKey: "k", apiSecret: RouterTests.secret), config: RelayCoreConfig(), devTokens: true)
+        let request = HTTPRequest(method: "POST", path: "/v1/dev-token", body: Array(#"{"identity":"web","room":"R"}"#.utf8))
+        #expect(dev.admit(request, now: RouterTests.now) == .route)
+        let minted = dev.route(request, now: RouterTests.now)
+        #expect(minted.status == 201, "\(minted.text)")
+        let token = try #require((try? JSONSerialization.jsonObject(with: Data(minted.body)) as? [String: Any])?["token"] as? String)
+        let claims = try TokenVerifier(keys: ["k": RouterTests.secret]).verify(token, now: RouterTests.now)
+        #expect(claims.identity == "web" && claims.room == "R" && !claims.grants.admin)
+        guard case .answer(let refused) = router.admit(request, now: RouterTests.now) else {
+            Issue.record("a relay without dev tokens admitted an unauthenticated dev-token request")
+            return
+        }
+        #expect(refused.status == 401)
+        let bad = dev.route(HTTPRequest(method: "POST", path: "/v1/dev-token", body: Array(#"{"identity":"","room":"R"}"#.utf8)), now: RouterTests.now)
+        #expect(bad.status == 400)
+    }
+}

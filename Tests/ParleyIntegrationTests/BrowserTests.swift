@@ -83,6 +83,30 @@ extension ProcessTests {
             #expect(share > 0.5, "440 Hz share \(share) of \(heard.count) samples; page: \(browser.log)")
         }
 
+        @Test("the page follows the room: it lists the members, a parley join reads the page's text, the page reads the backend's; a dev token without pasting one")
+        func pageFollowsTheRoom() throws {
+            let (relay, server, base) = try relay()
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            let room = "web-\(UInt32.random(in: 0...UInt32.max))"
+            let cli = try Spawned("parley", ["join", room, "--identity", "cli", "--server", server, "--tone", "500", "--mode", "forward",
+                                             "--no-playback", "--no-tui", "--duration", "14"])
+            #expect(cli.waitFor(seconds: 5) { $0.contains("joined \(room)") }, "\(cli.stdout)\(cli.stderr)")
+            // No token in the page: it asks POST /v1/dev-token, which a relay with the dev credentials answers.
+            let browser = try Browser(base: base, room: room, token: "", listen: false, seconds: 6, fakeAudio: try toneFile(440, seconds: 10),
+                                      profile: "\(dir)/chromium", query: "&identity=web&say=hello%20from%20the%20page")
+            defer { browser.stop() }
+            #expect(cli.waitFor(seconds: 15) { $0.contains("web joined") }, "\(cli.stdout)\n\(browser.log)")
+            let admin = try mint(["--admin", "--identity", "ops"])
+            #expect(try curl("POST", base + "/v1/rooms/\(room)/messages", token: admin, body: #"{"text":"hello from the backend"}"#).status == 200)
+            let result = try #require(browser.result(seconds: 20), "no result from the page:\n\(browser.log)")
+            #expect(result["state"] as? String == "connected", "\(result)")
+            #expect(Set(result["members"] as? [String] ?? []) == ["cli", "web"], "\(result)")
+            let texts = (result["texts"] as? [[String]] ?? []).map { $0.joined(separator: ": ") }
+            #expect(texts.contains("backend: hello from the backend"), "\(texts)")
+            #expect(cli.waitFor(seconds: 3) { $0.contains("text from web: hello from the page") }, "\(cli.stdout)")
+            #expect((result["maxAudioLevel"] as? Double ?? 0) > 0.01, "the page did not hear the CLI's tone: \(result)")
+        }
+
         @Test("a browser listens (recvonly): it hears a parley join's 660 Hz tone with no packet lost")
         func browserListens() throws {
             let (relay, server, base) = try relay()
