@@ -74,7 +74,7 @@ let package = Package(
         .target(name: "CAllocCounter", path: "Benchmarks/CAllocCounter"),
         // What the in-process benchmarks share: clocks (a manual one for the core), allocation counts, output helpers.
         .target(name: "BenchmarkSupport", dependencies: ["ParleyRelayCore", "CAllocCounter"], path: "Benchmarks/BenchmarkSupport"),
-        .executableTarget(name: "forward-bench", dependencies: ["BenchmarkSupport", "ParleyRelayCore", "ParleyClientCore", "ParleyCrypto", "ParleyWire", "ParleyAuth", "CAllocCounter"],
+        .executableTarget(name: "forward-bench", dependencies: ["BenchmarkSupport", "ParleyRelayCore", "ParleyClientCore", "ParleyCrypto", "ParleyWire", "ParleyAuth", "ParleyWebRTC", "CAllocCounter"],
                           path: "Benchmarks/forward-bench"),
 
         .executableTarget(name: "jitter-bench", dependencies: ["ParleyMedia", "ParleyClientCore", "ParleyAudioIO", "ParleyWire", "CSpeexDSP"], path: "Benchmarks/jitter-bench"),
@@ -87,7 +87,7 @@ let package = Package(
                           path: "Benchmarks/soak-bench"),
 
         // SRTP (RFC 7714, AEAD_AES_256_GCM) protect/unprotect per 120-byte packet against libsodium's bare AEADs, allocations per packet.
-        .executableTarget(name: "crypto-bench", dependencies: ["BenchmarkSupport", "ParleyCrypto", "ParleyAuth", "ParleyWire", "CSodium", "CAllocCounter"],
+        .executableTarget(name: "crypto-bench", dependencies: ["BenchmarkSupport", "ParleyCrypto", "ParleyAuth", "ParleyWire", "ParleyWebRTC", "CSodium", "CAllocCounter"],
                           path: "Benchmarks/crypto-bench"),
 
         .executableTarget(name: "parley-load", dependencies: ["ParleyClientCore", "ParleyWire", "ParleyNet", "ParleyAuth", "ParleyMedia", "CParleySys"],

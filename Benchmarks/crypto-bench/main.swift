@@ -16,6 +16,9 @@ let srtp: SRTPLoop
 do { srtp = try SRTPLoop() } catch { printToStandardError("crypto-bench: \(error)"); exit(1) }
 let bare = BareAEADLoop()
 let handshakes = HandshakeLoop()
+let dtlsHandshakes: DTLSHandshakeLoop
+do { dtlsHandshakes = try DTLSHandshakeLoop() } catch { printToStandardError("crypto-bench: \(error)"); exit(1) }
+let dtlsCount = max(20, min(options.packets / 200, 1_000))
 let handshakeCount = max(1, min(options.packets / 20, 10_000))
 handshakes.prepare(handshakeCount)
 let sealing: SealedChannelLoop
@@ -26,7 +29,7 @@ _ = srtp.run(min(options.packets, 20_000))
 for kind in BareAEADLoop.Kind.allCases { _ = bare.seal(kind, 20_000); _ = bare.open(kind, 20_000) }
 
 var protect: [Timing] = [], unprotect: [Timing] = []
-var handshake: [Timing] = [], sealed: [Timing] = [], opened: [Timing] = []
+var handshake: [Timing] = [], sealed: [Timing] = [], opened: [Timing] = [], dtls: [Timing] = []
 var seal: [BareAEADLoop.Kind: [Timing]] = [:], open: [BareAEADLoop.Kind: [Timing]] = [:]
 Allocations.counting(true)
 for _ in 0..<options.runs {
@@ -38,6 +41,9 @@ for _ in 0..<options.runs {
         open[kind, default: []].append(bare.open(kind, options.packets))
     }
     handshake.append(handshakes.run())
+    Allocations.counting(false)  // OpenSSL allocates per handshake: not a per-packet path
+    dtls.append(dtlsHandshakes.run(dtlsCount))
+    Allocations.counting(true)
     let channel = sealing.run(options.packets)
     sealed.append(channel.seal)
     opened.append(channel.open)
@@ -48,6 +54,7 @@ var problems: [String] = []
 if srtp.failures > 0 { problems.append("\(srtp.failures) SRTP packets failed to protect, unprotect or compare") }
 if bare.failures > 0 { problems.append("\(bare.failures) bare decryptions failed") }
 if handshakes.failures > 0 { problems.append("\(handshakes.failures) handshakes failed") }
+if dtlsHandshakes.failures > 0 { problems.append("\(dtlsHandshakes.failures) DTLS handshakes failed") }
 if sealing.failures > 0 { problems.append("\(sealing.failures) sealed messages failed to open") }
 let channelAllocations = max(allocationsPerPacket(sealed), allocationsPerPacket(opened))
 if channelAllocations > 0 { problems.append("SealedChannel allocated \(fixed(channelAllocations, 4)) times per message") }
@@ -57,12 +64,17 @@ let results = Results(options: options, protect: protect, unprotect: unprotect, 
                       rolloverCounter: srtp.rolloverCounter, problems: problems)
 let relaySide = median(handshake), channelSeal = median(sealed), channelOpen = median(opened)
 let handshakesPerSecond = 1e6 / relaySide.microsecondsPerPacket
+let dtlsServer = median(dtls)
+let dtlsPerSecond = 1e6 / dtlsServer.microsecondsPerPacket
 if !options.jsonOnly {
     print(results.table)
     print("")
     print("Noise_NK_25519_ChaChaPoly_BLAKE2b, the relay's side (read the first message, verify the token inside, answer, split):")
     print("  \(fixed(relaySide.microsecondsPerPacket, 1)) µs per handshake = \(Int(handshakesPerSecond)) handshakes per CPU-second"
           + " (median of \(options.runs) runs of \(handshakeCount))")
+    print("DTLS-SRTP (WebRTC members), the relay's side as DTLS server (OpenSSL DTLS 1.2, ECDSA P-256, ECDHE, use_srtp, key export):")
+    print("  \(fixed(dtlsServer.microsecondsPerPacket, 1)) µs per handshake = \(Int(dtlsPerSecond)) handshakes per CPU-second"
+          + " (median of \(options.runs) runs of \(dtlsCount))")
     print("SealedChannel (ChaCha20-Poly1305, counter + replay window), 120-byte message: seal \(fixed(channelSeal.microsecondsPerPacket, 3)) µs,"
           + " open \(fixed(channelOpen.microsecondsPerPacket, 3)) µs, \(fixed(channelAllocations, 4)) allocations per message")
     print("")
@@ -71,6 +83,7 @@ var json = results.json
 json.removeLast()  // the closing brace: the handshake and channel figures join the same object
 json += ",\"nk_handshake_relay_us\":\(fixed(relaySide.microsecondsPerPacket, 1)),\"nk_handshakes_per_cpu_second\":\(Int(handshakesPerSecond))"
     + ",\"sealed_channel_seal_us\":\(fixed(channelSeal.microsecondsPerPacket, 3)),\"sealed_channel_open_us\":\(fixed(channelOpen.microsecondsPerPacket, 3))"
-    + ",\"sealed_channel_allocations_per_message\":\(fixed(channelAllocations, 4))}"
+    + ",\"sealed_channel_allocations_per_message\":\(fixed(channelAllocations, 4))"
+    + ",\"dtls_handshake_relay_us\":\(fixed(dtlsServer.microsecondsPerPacket, 1)),\"dtls_handshakes_per_cpu_second\":\(Int(dtlsPerSecond))}"
 print(json)
 exit(problems.isEmpty ? 0 : 1)

@@ -25,6 +25,8 @@ struct Results {
     var baseline: [PacketFigures]
     /// The same shape with encrypted members (SRTP in, the room's key out).
     var encrypted: [PacketFigures]
+    /// Rooms of WebRTC members (DTLS-SRTP keys, libsrtp2; each listener its own rewritten stream and keys).
+    var webrtc: [PacketFigures]
     /// The encrypted scenario's joins: initiations the core handled and the time inside `handle` for them.
     var initiations: (count: Int, nanoseconds: Int64)
     var ticks: TickFigures
@@ -57,6 +59,9 @@ struct Results {
             ("encrypted_ns_per_packet_in", fixed(median(encrypted).nanosecondsPerPacketIn, 1)),
             ("encrypted_ns_per_forwarded_packet", fixed(median(encrypted).nanosecondsPerForwarded, 2)),
             ("encrypted_allocations_per_forwarded_packet", fixed(allocationsPerForwarded(encrypted), 4)),
+            ("webrtc_ns_per_packet_in", fixed(median(webrtc).nanosecondsPerPacketIn, 1)),
+            ("webrtc_ns_per_forwarded_packet", fixed(median(webrtc).nanosecondsPerForwarded, 2)),
+            ("webrtc_allocations_per_forwarded_packet", fixed(allocationsPerForwarded(webrtc), 4)),
             ("encrypted_join_us", fixed(microsecondsPerJoin, 1)),
             ("encrypted_joins_per_cpu_second", fixed(1_000_000 / microsecondsPerJoin, 0)),
             ("allocations_per_tick", fixed(allocationsPerTick, 2)),
@@ -88,6 +93,9 @@ struct Results {
         let e = median(encrypted)
         lines.append(row(["encrypted (SRTP in, room key out)", fixed(e.nanosecondsPerPacketIn, 1), fixed(e.nanosecondsPerForwarded, 2),
                           fixed(Double(e.forwarded) / Double(max(1, e.packetsIn)), 2), fixed(allocationsPerForwarded(encrypted), 4)]))
+        let w = median(webrtc)
+        lines.append(row(["WebRTC members (1 speaker/room)", fixed(w.nanosecondsPerPacketIn, 1), fixed(w.nanosecondsPerForwarded, 2),
+                          fixed(Double(w.forwarded) / Double(max(1, w.packetsIn)), 2), fixed(allocationsPerForwarded(webrtc), 4)]))
         lines.append(row(["core / baseline", fixed(c.nanosecondsPerPacketIn / b.nanosecondsPerPacketIn, 2) + "×",
                           fixed(ratio, 2) + "×", "", ""]))
         lines.append("")

@@ -60,6 +60,35 @@ if let forwarded = encryptedRuns.first?.forwarded, forwarded != coreRuns.first?.
     problems.append("encrypted run forwarded \(forwarded) datagrams, cleartext \(coreRuns.first?.forwarded ?? 0)")
 }
 
+// The same rooms of WebRTC members (what browsers are): ICE check and DTLS handshake through the core, one speaker per
+// room (DTLS-SRTP, AEAD_AES_128_GCM), the others listening: each forwarded packet is rewritten onto the listener's one
+// stream and protected with that listener's keys (libsrtp2), where native members share the room's key.
+let webrtcPerRun = max(1, options.packets / max(1, options.rooms))
+let webrtcWarmup = max(1, options.warmup / max(1, options.rooms))
+var webrtcRuns: [PacketFigures] = []
+do {
+    let webrtc = try WebRTCScenario(rooms: options.rooms, membersPerRoom: options.members,
+                                    packetsPerSpeaker: webrtcWarmup + webrtcPerRun * options.runs)
+    problems += webrtc.failures.map { "WebRTC: " + $0 }
+    _ = webrtc.run(0..<webrtcWarmup)
+    for r in 0..<options.runs {
+        let start = webrtcWarmup + r * webrtcPerRun
+        Allocations.counting(true)
+        webrtcRuns.append(webrtc.run(start..<start + webrtcPerRun))
+        Allocations.counting(false)
+    }
+    for reason in DropReason.allCases where webrtc.core.counters.drops(reason) > 0 {
+        problems.append("WebRTC: \(webrtc.core.counters.drops(reason)) datagrams dropped as \(reason.label)")
+    }
+    let expected = webrtcPerRun * options.rooms * (options.members - 1)
+    if let forwarded = webrtcRuns.first?.forwarded, forwarded != expected {
+        problems.append("WebRTC run forwarded \(forwarded) datagrams, expected \(expected)")
+    }
+} catch {
+    problems.append("WebRTC scenario: \(error)")
+    webrtcRuns = [PacketFigures()]
+}
+
 // Encrypted joins: 1,000 members into 100 rooms of 10, three times; the relay's time inside `handle` for each initiation.
 let joinRuns = (0..<3).map { _ in Scenario(shape: Shape(rooms: 100, membersPerRoom: 10, speakersPerRoom: 1), encrypted: true).initiations }
 let joins = joinRuns.sorted { Double($0.nanoseconds) / Double(max(1, $0.count)) < Double($1.nanoseconds) / Double(max(1, $1.count)) }[1]
@@ -82,7 +111,7 @@ if selectionRun.packets.forwarded != expectedForwarded {
     problems.append("selection room forwarded \(selectionRun.packets.forwarded) datagrams, expected \(expectedForwarded)")
 }
 
-let results = Results(options: options, core: coreRuns, baseline: baselineRuns, encrypted: encryptedRuns,
+let results = Results(options: options, core: coreRuns, baseline: baselineRuns, encrypted: encryptedRuns, webrtc: webrtcRuns,
                       initiations: joins, ticks: ticks, droppedPackets: extraPackets,
                       droppedAllocations: selectionRun.watchedAllocations, droppedSpeakerIndex: extra, slots: slots,
                       problems: problems)

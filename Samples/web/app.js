@@ -196,6 +196,12 @@ async function showStats() {
 // Test driver: ?report=SECONDS.
 async function report(seconds) {
   let last = {}, maxLevel = 0, firstAudioMs = null;
+  // Join to first audio: the first received packet, polled every 10 ms (inbound-rtp appears with it).
+  for (let i = 0; i < 500 && pc && firstAudioMs === null && params.get('listen') === '1'; i++) {
+    const s = await stats();
+    if (s.packetsReceived > 0) firstAudioMs = Math.round(performance.now() - joinStartedAt);
+    else await new Promise(r => setTimeout(r, 10));
+  }
   for (let i = 0; i < seconds * 4; i++) {
     await new Promise(r => setTimeout(r, 250));
     if (!pc) break;
