@@ -45,7 +45,8 @@ public final class RelayServer {
         // fingerprint, so it need not outlive the process).
         let dtls: DTLSContext
         do {
-            dtls = try DTLSContext(certificate: DTLSCertificate(now: Int64(Clock.unixSeconds())))
+            dtls = try DTLSContext(certificate: DTLSCertificate(now: Int64(Clock.unixSeconds())),
+                                   srtpProfiles: SRTPSender.isAvailable ? DTLSContext.defaultSRTPProfiles : DTLSContext.withoutAES256GCM)
         } catch {
             throw ConfigError("cannot make the DTLS certificate: \(error)")
         }

@@ -30,7 +30,7 @@ final class FanOutTable {
         /// A plain-RTP endpoint hears only the first forwarded speaker other than itself.
         var isRTPEndpoint: Bool
         /// An SRTP endpoint's outbound session (unretained: the member in `members` holds it), nil for cleartext.
-        var srtp: Unmanaged<LibSRTPSession>?
+        var srtp: Unmanaged<EndpointCipher>?
         /// An RTP endpoint's member (unretained, held by `members`): its one rewritten stream lives there.
         var endpoint: Unmanaged<Member>?
         /// It is sent packets as they arrived in the clear, not protected with the room's downstream key (a

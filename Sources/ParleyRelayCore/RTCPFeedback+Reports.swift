@@ -124,7 +124,7 @@ extension RTCPFeedback {
     @discardableResult
     func queueCompound(to member: Member, now: Moment, block: ReportBlock?, goodbye: RTCPGoodbye) -> Int {
         let ntp = NTPTimestamp(unixMilliseconds: now.unixMilliseconds)
-        let space = output.reserve(Self.maxCompoundSize + max(SRTPSender.rtcpOverhead, LibSRTPSession.trailerCapacity))
+        let space = output.reserve(Self.maxCompoundSize + max(SRTPSender.rtcpOverhead, EndpointCipher.trailerCapacity))
         var writer = RTCPCompoundWriter(into: UnsafeMutableRawBufferPointer(rebasing: space[..<Self.maxCompoundSize]))
         var senders = 0, failed = false
         forEachOriginatedStream(to: member, now: now) { stream in

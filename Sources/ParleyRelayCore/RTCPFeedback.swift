@@ -185,7 +185,7 @@ final class RTCPFeedback {
             let out = RTPStreamRewriter.Output(sequenceNumber: sequence, timestamp: packet.timestamp &+ origin.timestampOffset, marker: false)
             let level = packet.audioLevel(id: source.webrtc?.audioLevelExtensionID ?? config.audioLevelExtensionID)
                 ?? AudioLevel(voice: true, level: SpeechRules.unlabelledSpeechLevel)
-            let space = output.reserve(EndpointPacket.headerSize + packet.payloadCount + LibSRTPSession.trailerCapacity)
+            let space = output.reserve(EndpointPacket.headerSize + packet.payloadCount + EndpointCipher.trailerCapacity)
             var length = EndpointPacket.write(packet.payload, as: out, ssrc: stream.ssrc, speaker: source.ssrc, level: level,
                                               header: EndpointPacket.Header(for: requester, config: config), into: space)
             if let srtp = requester.endpointSRTP {

@@ -164,7 +164,7 @@ extension RelayCore {
     /// each change), the speaker named in the CSRC list, its level in both the RFC 6464 element and the RFC 6465
     /// element of the CSRC; protected in place with the endpoint's SDES session when it has one. Returns the bytes
     /// queued (0: not queued — a packet from before the speaker's first in this stream, or libsrtp refused).
-    func forwardToEndpoint(_ packet: RTPPacketView, from speaker: Member, level: UInt8, to endpoint: Member, srtp: LibSRTPSession?,
+    func forwardToEndpoint(_ packet: RTPPacketView, from speaker: Member, level: UInt8, to endpoint: Member, srtp: EndpointCipher?,
                            address: PeerAddress, now: Moment) -> Int {
         guard endpoint.endpointStream != nil,
               let out = endpoint.endpointStream!.rewrite(source: speaker.id, sequence: packet.sequenceNumber, timestamp: packet.timestamp,
@@ -172,7 +172,7 @@ extension RelayCore {
         else { return 0 }
         let voice = packet.audioLevel(id: speaker.webrtc?.audioLevelExtensionID ?? config.audioLevelExtensionID)?.voice
             ?? (level < AudioLevel.silence)
-        let space = output.reserve(EndpointPacket.headerSize + packet.payloadCount + LibSRTPSession.trailerCapacity)
+        let space = output.reserve(EndpointPacket.headerSize + packet.payloadCount + EndpointCipher.trailerCapacity)
         let header = EndpointPacket.Header(for: endpoint, config: config)
         var n = EndpointPacket.write(packet.payload, as: out, ssrc: endpoint.endpointStream!.ssrc, speaker: speaker.ssrc,
                                      level: AudioLevel(voice: voice, level: level), header: header, into: space)

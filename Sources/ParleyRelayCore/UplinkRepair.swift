@@ -46,7 +46,7 @@ final class UplinkRepair {
             return
         }
         let nackSize = GenericNACKWriter.size(entries: UplinkGaps.capacity)
-        let space = output.reserve(nackSize + max(SRTPSender.rtcpOverhead, LibSRTPSession.trailerCapacity))
+        let space = output.reserve(nackSize + max(SRTPSender.rtcpOverhead, EndpointCipher.trailerCapacity))
         var writer: GenericNACKWriter? = GenericNACKWriter(into: UnsafeMutableRawBufferPointer(rebasing: space[..<nackSize]),
                                                            senderSSRC: rtcp.relaySSRC, mediaSSRC: member.ssrc)
         let swept = gaps.sweep(now: now.monotonic, window: window, retryAfter: retry, writer: &writer)

@@ -20,9 +20,11 @@ public final class DTLSContext: @unchecked Sendable {
     /// Seconds before a handshake flight is first retransmitted; each retransmission doubles it, up to 60 s.
     public let initialRetransmitTimeout: Double
 
-    /// The SRTP profiles accepted by default: AES-128-GCM (RFC 7714) first, then AES-128-CM-HMAC-SHA1-80, which
-    /// every WebRTC endpoint has.
-    public static let defaultSRTPProfiles: [SRTPProfile] = [.aeadAes128Gcm, .aes128CmHmacSha1_80]
+    /// The SRTP profiles accepted by default: AES-256-GCM (RFC 7714; the relay runs it on its own libsodium SRTP,
+    /// the native members' path), then AES-128-GCM, then AES-128-CM-HMAC-SHA1-80, which every WebRTC endpoint has.
+    public static let defaultSRTPProfiles: [SRTPProfile] = [.aeadAes256Gcm, .aeadAes128Gcm, .aes128CmHmacSha1_80]
+    /// The same without AES-256-GCM, for a CPU where libsodium cannot run it (no AES-NI): libsrtp2 runs the rest.
+    public static let withoutAES256GCM: [SRTPProfile] = [.aeadAes128Gcm, .aes128CmHmacSha1_80]
 
     /// Cipher suites: ECDHE with an ECDSA certificate and an AEAD. RFC 8827 §6.5 makes
     /// TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256 mandatory, so every WebRTC peer has the first; no CBC suite, whose

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """PESQ-WB (ITU-T P.862.2, PyPI's pesq) of a recording against its reference, for Parley's interop tests.
 
-    pesq_wb.py REFERENCE.wav RECORDING.wav  →  {"pesq_wb": 4.1, "lag_ms": 812.5}
+    pesq_wb.py REFERENCE.wav RECORDING.wav [--skip SECONDS]  →  {"pesq_wb": 4.1, "lag_ms": 812.5}
 
-Both are resampled to 16 kHz; the recording is aligned to the reference by cross-correlation (its lag printed), then
+Both are resampled to 16 kHz; the recording (without its first --skip seconds: a joining client's start-up, when the
+reference loops) is aligned to the reference by cross-correlation (its lag printed, from the recording's start), then
 the reference's length of it is scored. Mono 16-bit WAVs at any rate (a stereo recording's first channel is used).
 """
 import json
@@ -24,7 +25,9 @@ def read(path):
 def main():
     ref, ref_rate = read(sys.argv[1])
     rec, rec_rate = read(sys.argv[2])
+    skip = float(sys.argv[sys.argv.index("--skip") + 1]) if "--skip" in sys.argv else 0.0
     ref16, rec16 = resample_poly(ref, 16000, ref_rate), resample_poly(rec, 16000, rec_rate)
+    rec16 = rec16[int(skip * 16000):]
     n = len(rec16) + len(ref16)
     corr = np.fft.irfft(np.fft.rfft(rec16, n) * np.conj(np.fft.rfft(ref16, n)), n)
     lag = int(np.argmax(corr[: max(1, len(rec16) - len(ref16))]))
@@ -32,7 +35,7 @@ def main():
     if len(deg) < len(ref16):
         deg = np.concatenate([deg, np.zeros(len(ref16) - len(deg))])
     value = pesq(16000, ref16.astype(np.float32) / 32768, deg.astype(np.float32) / 32768, "wb")
-    print(json.dumps({"pesq_wb": round(float(value), 3), "lag_ms": round(lag / 16, 1)}))
+    print(json.dumps({"pesq_wb": round(float(value), 3), "lag_ms": round(lag / 16 + skip * 1000, 1)}))
 
 
 if __name__ == "__main__":

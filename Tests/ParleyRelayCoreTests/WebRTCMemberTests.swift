@@ -319,7 +319,8 @@ struct WebRTCMemberTests {
     // MARK: 4. The full path
 
     @Test("check, DTLS handshake, then the browser's RTP reaches a Parley member and that member's speech reaches the browser as one SRTP stream with the offer's payload type and level id",
-          arguments: [[SRTPProfile.aeadAes128Gcm, .aes128CmHmacSha1_80], [.aes128CmHmacSha1_80]])
+          arguments: [[SRTPProfile.aeadAes256Gcm, .aeadAes128Gcm, .aes128CmHmacSha1_80], [.aeadAes128Gcm, .aes128CmHmacSha1_80],
+                      [.aes128CmHmacSha1_80]])
     func fullPath(profiles: [SRTPProfile]) throws {
         let net = world()
         let alice = net.addClient("alice")
@@ -328,8 +329,9 @@ struct WebRTCMemberTests {
         let info = try connected(net, peer)
         let stream = try #require(info.sendSSRC)
         #expect(info.cname == net.core.relayCNAME)
-        // The relay prefers AES-GCM; SHA1_80 when that is all the browser offers.
-        let expected: SRTPProfile = profiles.contains(.aeadAes128Gcm) ? .aeadAes128Gcm : .aes128CmHmacSha1_80
+        // The relay prefers AES-256-GCM (its own SRTP), then AES-128-GCM; SHA1_80 when that is all the browser offers.
+        let expected: SRTPProfile = profiles.contains(.aeadAes256Gcm) ? .aeadAes256Gcm
+            : profiles.contains(.aeadAes128Gcm) ? .aeadAes128Gcm : .aes128CmHmacSha1_80
         #expect(peer.dtls.keys?.profile == expected && peer.dtlsEvents.last == .connected)
         #expect(peer.received.allSatisfy { Self.isSTUN($0) || (Self.isDTLS($0) && $0.count <= DTLSSession.mtu) })
         let m = try #require(net.core.member(identity: "browser"))
