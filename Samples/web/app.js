@@ -42,7 +42,14 @@ async function join() {
     if (!token) token = await devToken(room, $('identity').value.trim() || 'web-' + Math.random().toString(36).slice(2, 7));
     pc = new RTCPeerConnection();
     pc.onconnectionstatechange = () => { status(pc.connectionState); log('connection', pc.connectionState); };
-    pc.ontrack = e => { $('remote').srcObject = e.streams[0] || new MediaStream([e.track]); };
+    // One track per forwarding slot (a forward room sends the loudest speakers, each on a track of its own while it
+    // is forwarded; a mix room one track, the mix): each plays through an audio element of its own.
+    pc.ontrack = e => {
+      const audio = new Audio();
+      audio.srcObject = new MediaStream([e.track]);
+      audio.play().catch(err => log('cannot play:', err.message));
+      document.body.appendChild(audio);
+    };
     if (params.get('listen') === '1') {
       pc.addTransceiver('audio', { direction: 'recvonly' });
     } else {
@@ -54,6 +61,8 @@ async function join() {
       micTrack = stream.getAudioTracks()[0];
       pc.addTransceiver(micTrack, { direction: 'sendrecv', streams: [stream] });
     }
+    // Two more receive-only sections: the relay's further forwarding slots (it answers as many as the room has).
+    for (let i = 0; i < 2; i++) pc.addTransceiver('audio', { direction: 'recvonly' });
     await pc.setLocalDescription(await pc.createOffer());
     // ICE-lite relay: no trickle. Its one candidate is in the answer; the browser's address is learnt from its checks.
     const response = await fetch(`/v1/rooms/${encodeURIComponent(room)}/webrtc`, {
@@ -173,7 +182,9 @@ function toggleMute() {
 async function stats() {
   const report = await pc.getStats();
   const all = [...report.values()];
-  const inbound = all.find(s => s.type === 'inbound-rtp' && s.kind === 'audio') || {};
+  const inbounds = all.filter(s => s.type === 'inbound-rtp' && s.kind === 'audio');
+  // The busiest track stands for "the room" in the single figures; every track is listed in `tracks`.
+  const inbound = inbounds.reduce((a, b) => ((b.packetsReceived || 0) > (a.packetsReceived || 0) ? b : a), {});
   const outbound = all.find(s => s.type === 'outbound-rtp' && s.kind === 'audio') || {};
   const source = all.find(s => s.type === 'media-source' && s.kind === 'audio') || {};
   const transport = all.find(s => s.type === 'transport') || {};
@@ -183,6 +194,8 @@ async function stats() {
     concealedSamples: inbound.concealedSamples || 0, totalSamplesReceived: inbound.totalSamplesReceived || 0,
     packetsSent: outbound.packetsSent || 0, micLevel: source.audioLevel || 0,
     dtlsState: transport.dtlsState, srtpCipher: transport.srtpCipher, tlsVersion: transport.tlsVersion,
+    tracks: inbounds.map(s => ({ ssrc: s.ssrc, packetsReceived: s.packetsReceived || 0, packetsLost: s.packetsLost || 0,
+                                 audioLevel: s.audioLevel || 0 })),
   };
 }
 
@@ -196,6 +209,7 @@ async function showStats() {
 // Test driver: ?report=SECONDS.
 async function report(seconds) {
   let last = {}, maxLevel = 0, firstAudioMs = null;
+  const trackLevels = {};  // ssrc → the loudest level seen on that track
   // Join to first audio: the first received packet, polled every 10 ms (inbound-rtp appears with it).
   for (let i = 0; i < 500 && pc && firstAudioMs === null && params.get('listen') === '1'; i++) {
     const s = await stats();
@@ -207,12 +221,13 @@ async function report(seconds) {
     if (!pc) break;
     last = await stats();
     maxLevel = Math.max(maxLevel, last.audioLevel);
+    for (const t of last.tracks || []) trackLevels[t.ssrc] = Math.max(trackLevels[t.ssrc] || 0, t.audioLevel);
     if (firstAudioMs === null && last.packetsReceived > 0) firstAudioMs = Math.round(performance.now() - joinStartedAt);
     if (i % 4 === 3) log('stats', last);
     if (i === 8 && params.get('say')) { $('text').value = params.get('say'); await sendText(); }
   }
   log('RESULT', Object.assign({ maxAudioLevel: maxLevel, firstPacketMs: firstAudioMs, state: pc ? pc.connectionState : 'closed',
-    members: [...members.keys()], texts: textsReceived }, last));
+    members: [...members.keys()], texts: textsReceived, trackLevels }, last));
   await leave();
   window.close();
 }

@@ -176,10 +176,14 @@ extension HTTPRouter {
         }
         let offer: SDPOffer
         let section: SDPOffer.Media
+        var extra: [SDPOffer.Media] = []
         do throws(WebRTCError) {
             offer = try SDPOffer(parsing: String(decoding: request.body, as: UTF8.self))
-            guard let first = try offer.audioSections().first else { throw WebRTCError("no_audio", "the offer has no audio section with Opus") }
+            let audio = try offer.audioSections()
+            guard let first = audio.first else { throw WebRTCError("no_audio", "the offer has no audio section with Opus") }
             section = first
+            // Further receive-only audio sections (same transport: BUNDLE) are further forwarding slots: one track each.
+            extra = audio.dropFirst().filter { $0.direction == .recvonly && $0.mid != nil }
         } catch {
             throw APIError(error.code == "bad_sdp" || error.code == "too_large" ? 400 : 406, error.code, error.reason)
         }
@@ -197,8 +201,10 @@ extension HTTPRouter {
               let mid = section.mid else {
             throw APIError(406, "bad_offer", "the audio section lacks Opus, a mid, ICE credentials or a fingerprint")
         }
+        if subscribe { extra = Array(extra.prefix(max(0, config.maxForwardedSpeakers - 1))) } else { extra = [] }
         let terms = WebRTCOfferTerms(remoteUfrag: ufrag, remoteFingerprint: remoteFingerprint, payloadType: opus,
-                                     audioLevelExtensionID: section.audioLevelExtensionID, publish: publish, subscribe: subscribe)
+                                     audioLevelExtensionID: section.audioLevelExtensionID, publish: publish, subscribe: subscribe,
+                                     slots: 1 + extra.count)
         let mode = claims.grants.create ? (claims.mode ?? config.defaultRoomMode) : nil
         let result = backend.execute(.addWebRTCMember(room: room, identity: claims.identity, name: claims.name, createMode: mode, terms: terms))
         guard case .webRTCMember(let info)? = result else { return try answer(result) }
@@ -207,9 +213,14 @@ extension HTTPRouter {
         let text: String
         do throws(WebRTCError) {
             guard let host = PeerAddress(parsing: "\(backend.udpHost):\(info.port)") else { throw WebRTCError("bad_answer", "no UDP address to offer") }
+            // The first section as the member asked; each further one carries a slot's stream (none left in a mix room,
+            // whose one stream is the mix: those sections are answered rejected).
+            var sections = [SDPAnswer.Section(mid: mid, direction: direction, ssrc: info.sendSSRC ?? 0, cname: info.cname)]
+            for (k, media) in extra.enumerated() where k + 1 < info.sendSSRCs.count {
+                sections.append(SDPAnswer.Section(mid: media.mid!, direction: .sendonly, ssrc: info.sendSSRCs[k + 1], cname: info.cname))
+            }
             text = try SDPAnswer(offer: offer, iceUfrag: info.iceUfrag, icePwd: info.icePassword, fingerprint: fingerprint, candidate: host,
-                                 sessionID: UInt64(info.memberID),
-                                 sections: [SDPAnswer.Section(mid: mid, direction: direction, ssrc: info.sendSSRC ?? 0, cname: info.cname)]).text
+                                 sessionID: UInt64(info.memberID), sections: sections).text
         } catch {
             _ = backend.execute(.removeWebRTCMember(room: room, identity: info.identity))
             throw APIError(500, error.code, error.reason)

@@ -84,10 +84,15 @@ final class Member {
     /// tools without RTCP multiplexing do (ffmpeg sends its reports from its RTP port + 1), and a subscriber's own
     /// receive address. RTCP only: RTP from these is dropped. Named at creation like the rest, never learned.
     var rtcpSources: [PeerAddress] = []
-    /// The one stream a subscribing RTP endpoint receives in a forward room: whoever is the first forwarded speaker
-    /// (other than itself), rewritten onto one SSRC with continuous numbering (`RTPStreamRewriter`). Nil for members
-    /// with signalling, which receive each speaker's own stream.
-    var endpointStream: RTPStreamRewriter?
+    /// The streams a subscribing endpoint receives in a forward room, one per slot, each one SSRC with continuous
+    /// numbering fed by one forwarded speaker at a time (`RTPStreamRewriter`): a plain-RTP endpoint has one (the
+    /// loudest speaker), a WebRTC member one per receiving audio section of its offer, up to the room's forwarding
+    /// slots (each forwarded speaker keeps its slot while forwarded). Empty for members with signalling, which
+    /// receive each speaker's own stream, and in mix rooms.
+    var endpointStreams: [RTPStreamRewriter] = []
+
+    /// The index of the endpoint stream with `ssrc`, if any.
+    func endpointStream(ssrc: UInt32) -> Int? { endpointStreams.firstIndex { $0.ssrc == ssrc } }
     /// An encrypted member's SRTP/SRTCP from it (nil: cleartext, debugging only).
     var srtpIn: SRTPReceiver?
     /// An encrypted member's SRTP/SRTCP to it: the relay's own RTCP and, in a mix room, its mix.

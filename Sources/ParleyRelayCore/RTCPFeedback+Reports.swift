@@ -53,8 +53,8 @@ extension RTCPFeedback {
         if let mix = member.room.mix, member.mixPacketsSent > 0, let rtp = mix.rtpTimestamp(at: now.monotonic) {
             body(OriginatedStream(ssrc: mix.ssrc, packetCount: member.mixPacketsSent, octetCount: member.mixOctetsSent, rtpTimestamp: rtp))
         }
-        // An RTP endpoint's one stream in a forward room (`RTPStreamRewriter`): its own counts and timeline.
-        if let stream = member.endpointStream, stream.packetsSent > 0 {
+        // An endpoint's streams in a forward room (`RTPStreamRewriter`): their own counts and timelines.
+        for stream in member.endpointStreams where stream.packetsSent > 0 {
             body(OriginatedStream(ssrc: stream.ssrc, packetCount: stream.packetsSent, octetCount: stream.octetsSent,
                                   rtpTimestamp: stream.timestamp(at: now.monotonic)))
         }
@@ -72,7 +72,7 @@ extension RTCPFeedback {
     func wantsReports(_ member: Member) -> Bool {
         if member.isRTPEndpoint && !member.hasDestination { return false }
         return (member.canPublish && member.receiveStats.packetsReceived > 0) || member.mixPacketsSent > 0
-            || (member.endpointStream?.packetsSent ?? 0) > 0
+            || member.endpointStreams.contains { $0.packetsSent > 0 }
     }
 
     /// Sends the member its regular compound report and schedules the next.
@@ -197,7 +197,7 @@ extension RTCPFeedback {
     func streamsEnded(for leaver: Member, now: Moment) {
         let room = leaver.room
         if room.mix == nil, leaver.history != nil {
-            for m in room.members where m !== leaver && m.canSubscribe && m.hasDestination && m.endpointStream == nil {
+            for m in room.members where m !== leaver && m.canSubscribe && m.hasDestination && m.endpointStreams.isEmpty {
                 queueCompound(to: m, now: now, block: nil, goodbye: .stream(leaver.ssrc))
             }
         }

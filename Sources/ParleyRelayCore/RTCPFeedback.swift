@@ -105,11 +105,11 @@ final class RTCPFeedback {
             }
         } else {
             for block in blocks {
-                // An endpoint reports on its one rewritten stream: about whoever speaks in it now (and, as it is
-                // the relay's stream, the round trip to the endpoint).
-                if block.ssrc == member.endpointStream?.ssrc { noteRoundTrip(block, from: member, now: now) }
-                let about = block.ssrc == member.endpointStream?.ssrc ? member.endpointStream?.source.flatMap { member.room.member(id: $0) }
-                    : sessions.bySSRC[block.ssrc]
+                // An endpoint reports on its rewritten streams: about whoever speaks in one now (and, as they are
+                // the relay's streams, the round trip to the endpoint).
+                let slot = member.endpointStream(ssrc: block.ssrc)
+                if slot != nil { noteRoundTrip(block, from: member, now: now) }
+                let about = slot.map { member.endpointStreams[$0].source.flatMap { member.room.member(id: $0) } } ?? sessions.bySSRC[block.ssrc]
                 guard let speaker = about, speaker.room === member.room, speaker !== member else { continue }
                 if speaker.listenerReports.take(block, from: member.id, now: now.monotonic) != .taken {
                     outbox.counters.implausibleReports &+= 1
@@ -121,7 +121,7 @@ final class RTCPFeedback {
     /// Resends NACKed packets from the source's history, at most 64 per NACK and within the requester's
     /// retransmission budget (`RetransmissionBudget`, refilled by the caller); what either refuses is counted.
     func answer(_ nack: GenericNACKView, requester: Member, now: Moment) {
-        if nack.mediaSSRC == requester.endpointStream?.ssrc { return answerEndpoint(nack, requester: requester, now: now) }
+        if let slot = requester.endpointStream(ssrc: nack.mediaSSRC) { return answerEndpoint(nack, requester: requester, slot: slot, now: now) }
         guard let source = sessions.bySSRC[nack.mediaSSRC], source.room === requester.room, source !== requester,
               let history = source.history else { return }
         // The history holds what the room's listeners were sent: protected with the room's key when it has one. An
@@ -164,8 +164,9 @@ final class RTCPFeedback {
     /// Answers an endpoint's NACK about its one rewritten stream: each sequence number is translated back to the
     /// speaker and sequence it came from (`RTPStreamRewriter.original`), resent from that speaker's history rewritten
     /// as it was first sent. Only a history of plaintext packets can be rewritten (a room without encrypted members).
-    private func answerEndpoint(_ nack: GenericNACKView, requester: Member, now: Moment) {
-        guard let stream = requester.endpointStream, requester.room.downstream == nil else { return }
+    private func answerEndpoint(_ nack: GenericNACKView, requester: Member, slot: Int, now: Moment) {
+        guard requester.room.downstream == nil else { return }
+        let stream = requester.endpointStreams[slot]
         var budget = 64
         nack.forEachLostSequence { sequence in
             guard budget > 0 else {

@@ -76,7 +76,7 @@ extension RelayCore {
         member.rtpSource = source
         member.endpointSRTP = srtp
         if destination != nil && room.mix == nil {
-            member.endpointStream = RTPStreamRewriter(ssrc: newMemberSSRC(), initialSequence: random.uint16(), initialTimestamp: random.uint32())
+            member.endpointStreams = [RTPStreamRewriter(ssrc: newMemberSSRC(), initialSequence: random.uint16(), initialTimestamp: random.uint32())]
         }
         room.members.append(member)
         room.emptySince = nil
@@ -103,7 +103,7 @@ extension RelayCore {
         let port = shared.workerPorts[min(workerIndex, shared.workerPorts.count - 1)]
         return .rtpEndpoint(RTPEndpointInfo(identity: identity, ssrc: ssrc, port: port, payloadType: Self.rtpEndpointPayloadType,
                                             sourceAddress: source, receiveAddress: destination, memberID: member.id, keys: keys,
-                                            streamSSRC: destination == nil ? nil : room.mix?.ssrc ?? member.endpointStream?.ssrc,
+                                            streamSSRC: destination == nil ? nil : room.mix?.ssrc ?? member.endpointStreams.first?.ssrc,
                                             cname: relayCNAME,
                                             audioLevelExtensionID: config.audioLevelExtensionID,
                                             csrcAudioLevelExtensionID: config.csrcAudioLevelExtensionID))
@@ -159,22 +159,21 @@ extension RelayCore {
         return true
     }
 
-    /// Queues `packet` from `speaker` to an endpoint as its one stream (`Member.endpointStream`): same payload, the
+    /// Queues `packet` from `speaker` to an endpoint as its stream `slot` (`Member.endpointStreams`): same payload, the
     /// stream's SSRC, sequence number and timestamp (`RTPStreamRewriter`: continuous across speaker changes, marker at
     /// each change), the speaker named in the CSRC list, its level in both the RFC 6464 element and the RFC 6465
     /// element of the CSRC; protected in place with the endpoint's SDES session when it has one. Returns the bytes
     /// queued (0: not queued — a packet from before the speaker's first in this stream, or libsrtp refused).
-    func forwardToEndpoint(_ packet: RTPPacketView, from speaker: Member, level: UInt8, to endpoint: Member, srtp: EndpointCipher?,
-                           address: PeerAddress, now: Moment) -> Int {
-        guard endpoint.endpointStream != nil,
-              let out = endpoint.endpointStream!.rewrite(source: speaker.id, sequence: packet.sequenceNumber, timestamp: packet.timestamp,
+    func forwardToEndpoint(_ packet: RTPPacketView, from speaker: Member, level: UInt8, to endpoint: Member, slot: Int,
+                           srtp: EndpointCipher?, address: PeerAddress, now: Moment) -> Int {
+        guard let out = endpoint.endpointStreams[slot].rewrite(source: speaker.id, sequence: packet.sequenceNumber, timestamp: packet.timestamp,
                                                          marker: packet.marker, payloadBytes: packet.payloadCount, now: now.monotonic)
         else { return 0 }
         let voice = packet.audioLevel(id: speaker.webrtc?.audioLevelExtensionID ?? config.audioLevelExtensionID)?.voice
             ?? (level < AudioLevel.silence)
         let space = output.reserve(EndpointPacket.headerSize + packet.payloadCount + EndpointCipher.trailerCapacity)
         let header = EndpointPacket.Header(for: endpoint, config: config)
-        var n = EndpointPacket.write(packet.payload, as: out, ssrc: endpoint.endpointStream!.ssrc, speaker: speaker.ssrc,
+        var n = EndpointPacket.write(packet.payload, as: out, ssrc: endpoint.endpointStreams[slot].ssrc, speaker: speaker.ssrc,
                                      level: AudioLevel(voice: voice, level: level), header: header, into: space)
         if let srtp {
             guard let protected = try? srtp.protectRTP(space, length: n) else { return 0 }
@@ -184,12 +183,26 @@ extension RelayCore {
         return n
     }
 
+    /// Which of `endpoint`'s streams a forwarded `speaker`'s packet goes into, if any. With several (a WebRTC member's
+    /// slots): the one that speaker holds; else a free one — never fed, or fed by a speaker no longer forwarded — which
+    /// it then holds while forwarded, so each forwarded speaker stays on one track. With one stream, `endpointHears`.
+    func endpointSlot(for speaker: Member, endpoint: Member, now: Instant) -> Int? {
+        let streams = endpoint.endpointStreams
+        guard streams.count > 1 else { return !streams.isEmpty && endpointHears(speaker, endpoint: endpoint, now: now) ? 0 : nil }
+        for k in streams.indices where streams[k].source == speaker.id { return k }
+        let selector = endpoint.room.selector
+        guard selector.isForwarded(speaker.id) else { return nil }
+        for k in streams.indices where streams[k].source == nil { return k }
+        for k in streams.indices where !selector.isForwarded(streams[k].source!) { return k }
+        return nil
+    }
+
     /// Whether a forwarded `speaker`'s packet goes into `endpoint`'s one stream: the endpoint hears one speaker at a
     /// time, the one it hears now for as long as it holds a forwarding slot and keeps speaking; another takes over when
     /// that one has been silent for the speech hold, or is `hysteresis` louder (smoothed) after `minimumDwell`. Packets
     /// of the one it hears flow through silence too (DTX), so its stream's timing stays its own.
     func endpointHears(_ speaker: Member, endpoint: Member, now: Instant) -> Bool {
-        guard let stream = endpoint.endpointStream else { return false }
+        guard let stream = endpoint.endpointStreams.first else { return false }
         guard let current = stream.source, current != speaker.id else { return true }
         let selector = endpoint.room.selector
         guard selector.isForwarded(current), current != endpoint.id else { return true }

@@ -53,7 +53,10 @@ extension RelayCore {
                                         dtls: dtls, createdAt: now.monotonic, payloadType: terms.payloadType,
                                         audioLevelExtensionID: terms.audioLevelExtensionID ?? 0)
         if terms.subscribe && room.mix == nil {
-            member.endpointStream = RTPStreamRewriter(ssrc: newMemberSSRC(), initialSequence: random.uint16(), initialTimestamp: random.uint32())
+            // One stream per receiving section of the offer, up to the room's forwarding slots.
+            member.endpointStreams = (0..<max(1, min(terms.slots, config.maxForwardedSpeakers))).map { _ in
+                RTPStreamRewriter(ssrc: newMemberSSRC(), initialSequence: random.uint16(), initialTimestamp: random.uint32())
+            }
         }
         if room.mutedByRoom.contains(identity) { member.muted = true; member.mutedByRoom = true }
         room.members.append(member)
@@ -72,7 +75,7 @@ extension RelayCore {
         let port = shared.workerPorts[min(workerIndex, shared.workerPorts.count - 1)]
         return .webRTCMember(WebRTCMemberInfo(identity: identity, memberID: member.id, port: port, iceUfrag: credentials.ufrag,
                                               icePassword: credentials.password,
-                                              sendSSRC: terms.subscribe ? room.mix?.ssrc ?? member.endpointStream?.ssrc : nil,
+                                              sendSSRCs: !terms.subscribe ? [] : room.mix.map { [$0.ssrc] } ?? member.endpointStreams.map(\.ssrc),
                                               cname: relayCNAME))
     }
 

@@ -14,10 +14,14 @@ public struct WebRTCOfferTerms: Sendable, Equatable {
     public var audioLevelExtensionID: UInt8?
     /// Whether the member sends audio (offer `sendrecv`/`sendonly`) and receives the room (`sendrecv`/`recvonly`).
     public var publish: Bool, subscribe: Bool
+    /// Audio sections the member receives on: in a forward room, one stream (track) per forwarding slot, up to the
+    /// room's `maxForwardedSpeakers`.
+    public var slots: Int
 
     /// Terms.
     public init(remoteUfrag: String, remoteFingerprint: [UInt8], payloadType: UInt8, audioLevelExtensionID: UInt8?,
-                publish: Bool, subscribe: Bool) {
+                publish: Bool, subscribe: Bool, slots: Int = 1) {
+        self.slots = slots
         self.remoteUfrag = remoteUfrag
         self.remoteFingerprint = remoteFingerprint
         self.payloadType = payloadType
@@ -37,8 +41,11 @@ public struct WebRTCMemberInfo: Sendable, Equatable {
     public var port: UInt16
     /// The relay's ICE credentials for this member (`a=ice-ufrag`, `a=ice-pwd`).
     public var iceUfrag: String, icePassword: String
-    /// The SSRC of the stream the relay sends the member (its forward stream, or the room's mix); nil when it only sends.
-    public var sendSSRC: UInt32?
+    /// The SSRCs of the streams the relay sends the member, one per receiving section (its forward slots, or the
+    /// room's mix alone); empty when it only sends.
+    public var sendSSRCs: [UInt32]
+    /// The first (what a one-section offer gets).
+    public var sendSSRC: UInt32? { sendSSRCs.first }
     /// The CNAME of that stream.
     public var cname: String
 }

@@ -50,9 +50,9 @@ final class FakeWebRTCPeer {
     /// What its offer would tell the core: its ufrag and fingerprint (or `fingerprint`: another certificate's),
     /// Opus at `payloadType`, the level extension at `levelID`, and its direction.
     func terms(payloadType: UInt8 = 109, levelID: UInt8? = 5, publish: Bool = true, subscribe: Bool = true,
-               fingerprint: [UInt8]? = nil) -> WebRTCOfferTerms {
+               fingerprint: [UInt8]? = nil, slots: Int = 1) -> WebRTCOfferTerms {
         WebRTCOfferTerms(remoteUfrag: ufrag, remoteFingerprint: fingerprint ?? certificate.fingerprint, payloadType: payloadType,
-                         audioLevelExtensionID: levelID, publish: publish, subscribe: subscribe)
+                         audioLevelExtensionID: levelID, publish: publish, subscribe: subscribe, slots: slots)
     }
 
     /// Has the core add it to `room` as `identity` (the WHIP/WHEP POST) and prepares its DTLS client.

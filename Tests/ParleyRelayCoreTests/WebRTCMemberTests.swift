@@ -264,6 +264,48 @@ struct WebRTCMemberTests {
         #expect(net.core.sessions.member(at: Self.browser) == nil && net.core.sessions.member(at: attacker) == nil)
     }
 
+    @Test("a browser that receives on three sections gets one track per forwarding slot: three speakers at once, each on a track of its own for as long as it is forwarded; a fourth takes a freed slot")
+    func oneTrackPerSlot() throws {
+        let net = world()
+        let speakers = ["ann", "ben", "cat", "dan"].map { net.addClient($0) }
+        net.joinAll()
+        let peer = try FakeWebRTCPeer(address: Self.browser)
+        let info = try connected(net, peer, terms: peer.terms(publish: false, slots: 3))
+        #expect(info.sendSSRCs.count == 3 && Set(info.sendSSRCs).count == 3)
+        peer.drain(net)
+        // Three speak together for 2 s.
+        net.advance(milliseconds: 2_000, stepMilliseconds: 20) { for s in speakers.prefix(3) { s.speak(level: 20) } }
+        peer.drain(net)
+        func heard() -> [(ssrc: UInt32, csrc: UInt32, sequence: UInt16)] {
+            peer.media.compactMap { p in
+                p.withUnsafeBytes { raw -> (UInt32, UInt32, UInt16)? in
+                    guard let v = try? RTPPacketView(parsing: raw), v.csrcCount == 1 else { return nil }
+                    return (v.ssrc, v.csrc(at: 0), v.sequenceNumber)
+                }
+            }
+        }
+        var tracks: [UInt32: Set<UInt32>] = [:]
+        for h in heard() { tracks[h.ssrc, default: []].insert(h.csrc) }
+        #expect(Set(tracks.keys) == Set(info.sendSSRCs), "\(tracks)")
+        #expect(tracks.values.allSatisfy { $0.count == 1 }, "a track carried two speakers: \(tracks)")
+        #expect(Set(tracks.values.flatMap { $0 }) == Set(speakers.prefix(3).map(\.ssrc)))
+        // Each track's numbering is continuous.
+        for ssrc in info.sendSSRCs {
+            let seqs = heard().filter { $0.ssrc == ssrc }.map(\.sequence)
+            #expect(zip(seqs, seqs.dropFirst()).allSatisfy { $1 == $0 &+ 1 }, "track \(ssrc)")
+        }
+        // ann stops; dan speaks with ben and cat: once ann is no longer forwarded, dan takes ann's track.
+        let annTrack = try #require(tracks.first { $0.value == [speakers[0].ssrc] }?.key)
+        peer.media.removeAll()
+        net.advance(milliseconds: 3_000, stepMilliseconds: 20) { for s in speakers.dropFirst() { s.speak(level: 20) } }
+        peer.drain(net)
+        let later = heard()
+        #expect(later.contains { $0.ssrc == annTrack && $0.csrc == speakers[3].ssrc }, "dan never took ann's track")
+        let others = Set(later.filter { $0.ssrc != annTrack }.map(\.csrc))
+        #expect(others == [speakers[1].ssrc, speakers[2].ssrc], "ben and cat kept their tracks: \(others)")
+        #expect(peer.unreadable == 0)
+    }
+
     // MARK: 3. DTLS before a check
 
     @Test("DTLS from an address that passed no check is dropped as dtls_unchecked_address and OpenSSL never sees it")
