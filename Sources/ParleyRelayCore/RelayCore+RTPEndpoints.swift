@@ -187,13 +187,14 @@ extension RelayCore {
     /// slots): the one that speaker holds; else a free one — never fed, or fed by a speaker no longer forwarded — which
     /// it then holds while forwarded, so each forwarded speaker stays on one track. With one stream, `endpointHears`.
     func endpointSlot(for speaker: Member, endpoint: Member, now: Instant) -> Int? {
-        let streams = endpoint.endpointStreams
-        guard streams.count > 1 else { return !streams.isEmpty && endpointHears(speaker, endpoint: endpoint, now: now) ? 0 : nil }
-        for k in streams.indices where streams[k].source == speaker.id { return k }
+        // Indexed in place (no copy of the array: this runs per packet per endpoint).
+        let count = endpoint.endpointStreams.count
+        guard count > 1 else { return count == 1 && endpointHears(speaker, endpoint: endpoint, now: now) ? 0 : nil }
+        for k in 0..<count where endpoint.endpointStreams[k].source == speaker.id { return k }
         let selector = endpoint.room.selector
         guard selector.isForwarded(speaker.id) else { return nil }
-        for k in streams.indices where streams[k].source == nil { return k }
-        for k in streams.indices where !selector.isForwarded(streams[k].source!) { return k }
+        for k in 0..<count where endpoint.endpointStreams[k].source == nil { return k }
+        for k in 0..<count where !selector.isForwarded(endpoint.endpointStreams[k].source!) { return k }
         return nil
     }
 
@@ -202,14 +203,14 @@ extension RelayCore {
     /// that one has been silent for the speech hold, or is `hysteresis` louder (smoothed) after `minimumDwell`. Packets
     /// of the one it hears flow through silence too (DTX), so its stream's timing stays its own.
     func endpointHears(_ speaker: Member, endpoint: Member, now: Instant) -> Bool {
-        guard let stream = endpoint.endpointStreams.first else { return false }
-        guard let current = stream.source, current != speaker.id else { return true }
+        guard !endpoint.endpointStreams.isEmpty else { return false }
+        guard let current = endpoint.endpointStreams[0].source, current != speaker.id else { return true }
         let selector = endpoint.room.selector
         guard selector.isForwarded(current), current != endpoint.id else { return true }
         let held = selector.state(of: current), candidate = selector.state(of: speaker.id)
         guard let spoke = candidate.lastSpeech, selector.rules.isSpeaking(lastSpeech: spoke, now: now) else { return false }
         guard let heldSpoke = held.lastSpeech, selector.rules.isSpeaking(lastSpeech: heldSpoke, now: now) else { return true }
-        return candidate.loudness > held.loudness + selector.hysteresis && now - stream.lastSwitchAt >= selector.minimumDwell
+        return candidate.loudness > held.loudness + selector.hysteresis && now - endpoint.endpointStreams[0].lastSwitchAt >= selector.minimumDwell
     }
 }
 
