@@ -194,17 +194,19 @@ public struct HTTPRouter: Sendable {
     static let noEndpoint = APIError(404, "not_found", "no such endpoint")
 
     private func authorise(_ request: HTTPRequest, now: Int64) throws(APIError) {
-        guard let header = request.authorization, header.hasPrefix("Bearer ") else {
-            throw APIError(401, "unauthorized", "admin token required")
-        }
+        let claims = try bearerClaims(request, now: now, missing: "admin token required")
+        guard claims.grants.admin else { throw APIError(403, "forbidden", "the token of \(claims.identity) lacks the admin grant") }
+    }
+
+    /// The verified claims of the request's `Authorization: Bearer` token; 401 with `missing` when there is none.
+    func bearerClaims(_ request: HTTPRequest, now: Int64, missing: String) throws(APIError) -> TokenClaims {
+        guard let header = request.authorization, header.hasPrefix("Bearer ") else { throw APIError(401, "unauthorized", missing) }
         let token = String(header.dropFirst("Bearer ".count)).trimmingCharacters(in: .whitespaces)
-        let claims: TokenClaims
         do {
-            claims = try verifier.verify(token, now: now)
+            return try verifier.verify(token, now: now)
         } catch {
             throw APIError(401, "unauthorized", "bad token: \(error.code)")  // `reason` may quote the token's kid or alg
         }
-        guard claims.grants.admin else { throw APIError(403, "forbidden", "the token of \(claims.identity) lacks the admin grant") }
     }
 
     private func authoriseMetrics(_ request: HTTPRequest, now: Int64) throws(APIError) {

@@ -150,16 +150,7 @@ extension HTTPRouter {
 
     /// The token's claims when it may use the room's member routes: a member token for `room`, or an admin token.
     private func memberClaims(_ request: HTTPRequest, room: String, now: Int64) throws(APIError) -> TokenClaims {
-        guard let header = request.authorization, header.hasPrefix("Bearer ") else {
-            throw APIError(401, "unauthorized", "a member token for the room is required (Authorization: Bearer)")
-        }
-        let token = String(header.dropFirst("Bearer ".count)).trimmingCharacters(in: .whitespaces)
-        let claims: TokenClaims
-        do {
-            claims = try verifier.verify(token, now: now)
-        } catch {
-            throw APIError(401, "unauthorized", "bad token: \(error.code)")
-        }
+        let claims = try bearerClaims(request, now: now, missing: "a member token for the room is required (Authorization: Bearer)")
         guard claims.grants.admin || claims.room == room else {
             throw APIError(403, "forbidden", "the token of \(claims.identity) is not for this room")
         }
