@@ -60,7 +60,9 @@ extension ProcessTests {
             try #require(answer["sdp"] as? String).write(toFile: "\(dir)/endpoint.sdp", atomically: true, encoding: .utf8)
             let receiveArgs = try #require(answer["ffmpeg_receive_args"] as? [String]).map { $0 == "endpoint.sdp" ? "\(dir)/endpoint.sdp" : $0 }
             let ffmpeg = try Spawned(.ffmpeg, ["-hide_banner", "-loglevel", "warning"] + receiveArgs
-                                     + ["-t", "11", "-ac", "1", "-ar", "48000", "-y", "\(dir)/turns.wav"])
+                                     // 13 s of output: it ends inside the last turn, which starts 11–12.6 s into the stream
+                                     // (three turns of 2.4 s, 0.9 s apart, and each client's start-up), while packets flow.
+                                     + ["-t", "13", "-ac", "1", "-ar", "48000", "-y", "\(dir)/turns.wav"])
             #expect(eventually(seconds: 5) { udpPortIsBound(port) }, "ffmpeg did not bind 127.0.0.1:\(port): \(ffmpeg.stderr)")
             try speakTurns(room: room, server: server)
             #expect(ffmpeg.wait(seconds: 8) == 0, "\(ffmpeg.stderr)")
