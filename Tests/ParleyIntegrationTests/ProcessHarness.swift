@@ -100,13 +100,19 @@ final class Spawned: @unchecked Sendable {
         }
     }
 
-    /// Waits for the process to exit (terminating it after `seconds`) and for its output pipes to close; returns
+    /// Waits for the process to exit (terminating it after `seconds`, killing it 3 s later if SIGTERM did not end it:
+    /// ffmpeg blocked on a socket with nothing arriving ignores SIGTERM) and for its output pipes to close; returns
     /// its status.
     @discardableResult
     func wait(seconds: Double) -> Int32 {
         let deadline = Date().addingTimeInterval(seconds)
         condition.withLock { while !exited && condition.wait(until: deadline) {} }
-        if process.isRunning { process.terminate() }
+        if process.isRunning {
+            process.terminate()
+            let grace = Date().addingTimeInterval(3)
+            condition.withLock { while !exited && condition.wait(until: grace) {} }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
         process.waitUntilExit()
         // A child that inherited the pipes may hold them open: give them a bounded moment, then go on.
         let drained = Date().addingTimeInterval(2)

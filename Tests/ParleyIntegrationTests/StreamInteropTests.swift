@@ -35,10 +35,12 @@ extension ProcessTests {
         }
 
         /// Parley clients speaking the turns one after another (each leaves before the next joins).
+        /// The last turn lasts 4.5 s, so that a recorder stopping at 13 s of stream stops while it still flows.
         func speakTurns(room: String, server: String) throws {
             for (i, tone) in Self.turns.enumerated() {
+                let seconds = i == Self.turns.count - 1 ? "4.5" : "2.4"
                 let speaker = try Spawned("parley", ["join", room, "--identity", "s\(i)", "--server", server, "--tone", "\(Int(tone))",
-                                                     "--no-playback", "--no-tui", "--duration", "2.4"])
+                                                     "--no-playback", "--no-tui", "--duration", seconds])
                 #expect(speaker.wait(seconds: 8) == 0, "\(speaker.stderr)")
                 Thread.sleep(forTimeInterval: 0.9)
             }
@@ -60,8 +62,10 @@ extension ProcessTests {
             try #require(answer["sdp"] as? String).write(toFile: "\(dir)/endpoint.sdp", atomically: true, encoding: .utf8)
             let receiveArgs = try #require(answer["ffmpeg_receive_args"] as? [String]).map { $0 == "endpoint.sdp" ? "\(dir)/endpoint.sdp" : $0 }
             let ffmpeg = try Spawned(.ffmpeg, ["-hide_banner", "-loglevel", "warning"] + receiveArgs
-                                     // 13 s of output: it ends inside the last turn, which starts 11–12.6 s into the stream
-                                     // (three turns of 2.4 s, 0.9 s apart, and each client's start-up), while packets flow.
+                                     // 13 s of output: it ends inside the last turn, which starts 10–12.6 s into the stream
+                                     // (three turns of 2.4 s, 0.9 s apart, and each client's start-up) and lasts 4.5 s:
+                                     // ffmpeg stops while packets flow (waiting for packets that never come, it would
+                                     // ignore SIGTERM).
                                      + ["-t", "13", "-ac", "1", "-ar", "48000", "-y", "\(dir)/turns.wav"])
             #expect(eventually(seconds: 5) { udpPortIsBound(port) }, "ffmpeg did not bind 127.0.0.1:\(port): \(ffmpeg.stderr)")
             try speakTurns(room: room, server: server)
