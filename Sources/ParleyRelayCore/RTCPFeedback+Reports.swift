@@ -42,13 +42,10 @@ extension RTCPFeedback {
     /// Bytes below RTCP that RFC 3550 §6.2 counts in the average report size (IPv4 + UDP headers).
     static let lowerLayerOverhead = 28
 
-    /// Calls `body` with each stream the relay originates to `member`: today the room's mix, in a mix room, once the
-    /// member was sent some of it. Forwarded streams are not listed: they are the speakers' own, and so are their SRs.
-    ///
-    /// Extension point: another stream the relay sends the member under an SSRC of its own (a forwarding slot rewritten
-    /// to one SSRC with continuous sequence numbers and timestamps) is listed here with its counts and its timeline's
-    /// RTP time at `now`; its SR, its CNAME, the round trip from blocks about it and its BYE then follow from the code
-    /// below (`noteRoundTrip` must then match those SSRCs too).
+    /// Calls `body` with each stream the relay originates to `member`, once the member was sent some of it: the room's
+    /// mix, in a mix room, and an endpoint's rewritten streams (one per slot) in a forward room, each with its counts
+    /// and its timeline's RTP time at `now`. Its SR, CNAME, round trip and BYE follow from the code below. A signalling
+    /// member's forwarded streams are not listed: they are the speakers' own, and so are their SRs.
     func forEachOriginatedStream(to member: Member, now: Moment, _ body: (OriginatedStream) -> Void) {
         if let mix = member.room.mix, member.mixPacketsSent > 0, let rtp = mix.rtpTimestamp(at: now.monotonic) {
             body(OriginatedStream(ssrc: mix.ssrc, packetCount: member.mixPacketsSent, octetCount: member.mixOctetsSent, rtpTimestamp: rtp))
