@@ -224,6 +224,20 @@ public enum API {
         public var detail: String?
         /// Unix milliseconds.
         public var at: Int64
+        /// With `incoming_call` and `call_status` (a page's presence stream): the call.
+        public var call: Call?
+
+        /// A call as a page's presence stream tells it.
+        public struct Call: Codable, Sendable, Equatable {
+            /// The id the page's requests name.
+            public var id: UInt32
+            /// `ringing`, `answered`, `declined`, `no_answer`, `unavailable`, `ended` or `failed`.
+            public var state: String
+            /// Why, for people.
+            public var reason: String?
+            /// With `answered`: the page's token for the call room (the event's `room`).
+            public var token: String?
+        }
 
         /// The wire form of a relay event.
         public init(_ e: RelayEvent) {
@@ -232,6 +246,32 @@ public enum API {
             identity = e.identity.isEmpty ? nil : e.identity
             detail = e.detail.isEmpty ? nil : e.detail
             at = e.unixMilliseconds
+            call = e.call.map { Call(id: $0.callID, state: $0.state, reason: $0.reason.isEmpty ? nil : $0.reason,
+                                     token: $0.token.isEmpty ? nil : $0.token) }
         }
+    }
+
+    /// `POST /v1/presence/{stream}/calls`.
+    public struct CallRequest: Codable, Sendable {
+        /// The identity to call.
+        public var callee: String
+    }
+
+    /// The answer to `POST /v1/presence/{stream}/calls`: the id of the call the page's events will name.
+    public struct CallPlaced: Codable, Sendable, Equatable {
+        public var callId: UInt32
+    }
+
+    /// `POST /v1/presence/{stream}/calls/{id}/answer`.
+    public struct CallAnswer: Codable, Sendable {
+        /// true to take the call, false to decline it.
+        public var accept: Bool
+    }
+
+    /// `POST /v1/presence/{stream}/messages`: a direct text.
+    public struct DirectMessageRequest: Codable, Sendable {
+        /// The recipient identity.
+        public var to: String
+        public var text: String
     }
 }

@@ -44,9 +44,32 @@ final class EventStreams: @unchecked Sendable {
         t.start()
     }
 
+    /// Which events a stream shows.
+    enum Scope: Equatable {
+        /// Every public event (the backend's `/v1/events`).
+        case all
+        /// One room's public events (a member's).
+        case room(String)
+        /// The private events of one web page's presence stream (`RelayEvent.recipient`).
+        case recipient(UInt64)
+
+        func shows(_ e: RelayEvent) -> Bool {
+            switch self {
+            case .all: e.recipient == 0
+            case .room(let room): e.recipient == 0 && e.room == room
+            case .recipient(let id): e.recipient == id
+            }
+        }
+    }
+
     /// Queues the streaming response on `connection`: its own stall timeout and send buffer, the reader below.
-    func start(on connection: OpaquePointer, room: String? = nil) -> MHD_Result {
-        let stream = EventStream(streams: self, connection: connection, sequence: hub.head, room: room, now: Clock.monotonicNanoseconds())
+    /// `onClose` runs once when the stream ends, on libmicrohttpd's thread (it must not wait).
+    /// Its first event is the hub's `sequence` (default: the next one published).
+    func start(on connection: OpaquePointer, scope: Scope = .all, from sequence: UInt64? = nil,
+               onClose: (@Sendable () -> Void)? = nil) -> MHD_Result {
+        let stream = EventStream(streams: self, connection: connection, sequence: sequence ?? hub.head, scope: scope,
+                                 now: Clock.monotonicNanoseconds())
+        stream.onClose = onClose
         let cls = Unmanaged.passRetained(stream).toOpaque()
         stats.eventStreamOpened()
         guard let r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, Self.read, cls, Self.free) else {
@@ -55,7 +78,7 @@ final class EventStreams: @unchecked Sendable {
         }
         MHD_add_response_header(r, "Content-Type", "text/event-stream")
         MHD_add_response_header(r, "Cache-Control", "no-cache")
-        if room != nil { MHD_add_response_header(r, "Access-Control-Allow-Origin", "*") }  // a room's stream serves pages
+        if scope != .all { MHD_add_response_header(r, "Access-Control-Allow-Origin", "*") }  // a member's stream serves pages
         parley_mhd_set_timeout(connection, UInt32(limits.eventStreamStallSeconds))
         let fd = parley_mhd_socket(connection)
         var size = Int32(clamping: limits.eventStreamSendBufferBytes)
@@ -104,7 +127,7 @@ final class EventStreams: @unchecked Sendable {
             stream.sent = 0
             let (events, next) = hub.events(from: stream.sequence, limit: Self.eventsPerFill)
             stream.sequence = next
-            for e in events where stream.room == nil || e.room == stream.room {
+            for e in events where stream.scope.shows(e) {
                 guard let json = try? stream.encoder.encode(API.Event(e)) else { continue }
                 stream.pending += Array("event: \(e.kind.rawValue)\ndata: ".utf8) + Array(json) + [0x0A, 0x0A]
             }
@@ -128,6 +151,7 @@ final class EventStreams: @unchecked Sendable {
     private func closed(_ stream: EventStream) {
         lock.withLock { parked[ObjectIdentifier(stream)] = nil }
         stats.eventStreamClosed()
+        stream.onClose?()
     }
 
     static let read: MHD_ContentReaderCallback = { cls, _, buf, max in
@@ -169,8 +193,10 @@ final class EventStream {
     let streams: EventStreams
     let connection: OpaquePointer
     var sequence: UInt64
-    /// Only this room's events (a member's stream), or every event (nil: the backend's).
-    let room: String?
+    /// Which events it shows.
+    let scope: EventStreams.Scope
+    /// Runs when the stream ends (a page's presence goes offline).
+    var onClose: (@Sendable () -> Void)?
     var pending = Array(": parley events\n\n".utf8)
     var sent = 0
     var lastSent: Int64
@@ -181,11 +207,11 @@ final class EventStream {
         return e
     }()
 
-    init(streams: EventStreams, connection: OpaquePointer, sequence: UInt64, room: String?, now: Int64) {
+    init(streams: EventStreams, connection: OpaquePointer, sequence: UInt64, scope: EventStreams.Scope, now: Int64) {
         self.streams = streams
         self.connection = connection
         self.sequence = sequence
-        self.room = room
+        self.scope = scope
         lastSent = now
     }
 }

@@ -12,6 +12,8 @@ public protocol APIBackend: Sendable {
     func snapshots() -> [WorkerSnapshot]
     /// Runs a command on the owning worker; nil when it did not answer in time.
     func execute(_ command: AdminCommand) -> AdminResult?
+    /// Posts a command to its worker without waiting (called where nothing may wait: libmicrohttpd's thread).
+    func post(_ command: AdminCommand)
     /// The host plain-RTP endpoints send to (the relay's UDP address).
     var udpHost: String { get }
     /// SHA-256 of the relay's DTLS certificate, for WebRTC answers (nil: WebRTC is unavailable).
@@ -19,6 +21,8 @@ public protocol APIBackend: Sendable {
 }
 
 extension APIBackend {
+    /// Runs it and drops the answer, unless the backend can post without waiting.
+    public func post(_ command: AdminCommand) { _ = execute(command) }
     /// Loopback unless the backend knows better.
     public var udpHost: String { "127.0.0.1" }
     /// None unless the backend has a certificate.
@@ -78,8 +82,10 @@ public struct HTTPRouter: Sendable {
         case answer(HTTPResponse)
         /// Read the body, then `route` the request away from the event loop: it reads snapshots or runs a command.
         case route
-        /// Start the event stream: every event, or only `room`'s.
+        /// Start an event stream: every public event (`room` nil), or only `room`'s.
         case eventStream(room: String?)
+        /// Start a web page's presence stream for `identity`: the page is online for calls while it lasts.
+        case presenceStream(identity: String, name: String)
     }
 
     /// Decides from the headers alone (`request.body` is not read): an unauthorised client is answered before it
@@ -87,6 +93,7 @@ public struct HTTPRouter: Sendable {
     public func admit(_ request: HTTPRequest, now: Int64) -> Admission {
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
         if let route = MemberRoute(parts) { return admitMember(request, route, now: now) }
+        if let route = PresenceRoute(parts) { return admitPresence(request, route, now: now) }
         do throws(APIError) {
             switch parts {
             case ["healthz"], ["v1", "relay"]:
@@ -112,6 +119,7 @@ public struct HTTPRouter: Sendable {
     public func route(_ request: HTTPRequest, now: Int64) -> HTTPResponse {
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
         if let route = MemberRoute(parts) { return routeMember(request, route, now: now) }
+        if let route = PresenceRoute(parts) { return routePresence(request, route, now: now) }
         do {
             return try dispatch(request, now: now)
         } catch {
@@ -350,8 +358,9 @@ public struct HTTPRouter: Sendable {
 
     func answer(_ result: AdminResult?) throws(APIError) -> HTTPResponse {
         switch result {
-        case .ok, .rtpEndpoint, .webRTCMember: return Self.json(API.Done(ok: true, detail: nil))
+        case .ok, .rtpEndpoint, .webRTCMember, .webCall: return Self.json(API.Done(ok: true, detail: nil))
         case .notFound(let why): throw APIError(404, "not_found", why)
+        case .forbidden(let why): throw APIError(403, "forbidden", why)
         case .conflict(let why): throw APIError(409, "conflict", why)
         case .unavailable(let why): throw APIError(503, "unavailable", why)
         case .invalid(let why): throw APIError(400, "invalid_field", why)

@@ -196,9 +196,23 @@ public final class HTTPServer: @unchecked Sendable {
             if case .answer(let response) = admission { return server.queue(response, on: connection) }
             let state = RequestState(request)
             conCls.pointee = Unmanaged.passRetained(state).toOpaque()
-            if case .eventStream(let room) = admission {
+            switch admission {
+            case .eventStream(let room):
                 state.isEventStream = true
-                return server.streams.start(on: connection, room: room)
+                return server.streams.start(on: connection, scope: room.map { .room($0) } ?? .all)
+            case .presenceStream(let identity, let name):
+                // The page goes online, and its stream reads from the hub's head as it was before: it sees the
+                // worker's `presence_online` whenever that is published. The close (when the stream ends, or at once
+                // if it cannot start) follows the open through the same inbox. Nothing here waits.
+                state.isEventStream = true
+                let stream = UInt64.random(in: 1 ... .max)
+                let backend = server.router.backend
+                let head = server.streams.hub.head
+                backend.post(.openWebPresence(stream: stream, identity: identity, name: name))
+                return server.streams.start(on: connection, scope: .recipient(stream), from: head) {
+                    backend.post(.closeWebPresence(stream: stream))
+                }
+            default: break
             }
             return MHD_YES
         }

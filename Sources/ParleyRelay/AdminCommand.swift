@@ -27,10 +27,31 @@ public enum AdminCommand: Sendable, Equatable {
     case addWebRTCMember(room: String, identity: String, name: String?, createMode: String?, terms: WebRTCOfferTerms)
     /// End a WebRTC member's session.
     case removeWebRTCMember(room: String, identity: String)
+    /// A web page's presence stream opened: the page is online as `identity` (see `RelayCore+WebPresence.swift`).
+    case openWebPresence(stream: UInt64, identity: String, name: String)
+    /// A web page's presence stream closed.
+    case closeWebPresence(stream: UInt64)
+    /// A web page calls `callee`.
+    case webCall(stream: UInt64, identity: String, callee: String)
+    /// A web page accepts or declines a call ringing on it.
+    case webAnswer(stream: UInt64, identity: String, callID: UInt32, accept: Bool)
+    /// A web page hangs up, cancels or declines a call.
+    case webHangUp(stream: UInt64, identity: String, callID: UInt32)
+    /// A web page sends a direct text.
+    case webDirectText(stream: UInt64, identity: String, to: String, text: String)
 
-    /// The room the command is about (which decides the worker).
+    /// Whether the command is about presence (calls, direct texts), which lives on worker 0, rather than a room.
+    public var isPresence: Bool {
+        switch self {
+        case .openWebPresence, .closeWebPresence, .webCall, .webAnswer, .webHangUp, .webDirectText: true
+        default: false
+        }
+    }
+
+    /// The room the command is about (which decides the worker); empty for presence commands.
     public var room: String {
         switch self {
+        case .openWebPresence, .closeWebPresence, .webCall, .webAnswer, .webHangUp, .webDirectText: ""
         case .createRoom(let name, _, _, _), .closeRoom(let name): name
         case .kick(let room, _), .mute(let room, _, _), .message(let room, _), .memberMessage(let room, _, _): room
         case .addRTPEndpoint(let room, _, _, _, _, _, _, _), .removeRTPEndpoint(let room, _): room
@@ -55,6 +76,14 @@ public enum AdminCommand: Sendable, Equatable {
         case .addWebRTCMember(let room, let identity, let name, let createMode, let terms):
             core.createWebRTCMember(room: room, identity: identity, displayName: name, createMode: createMode, terms: terms, now: now)
         case .removeWebRTCMember(let room, let identity): core.deleteWebRTCMember(room: room, identity: identity, now: now)
+        case .openWebPresence(let stream, let identity, let name): core.openWebPresence(stream: stream, identity: identity, name: name, now: now)
+        case .closeWebPresence(let stream): core.closeWebPresence(stream: stream, now: now)
+        case .webCall(let stream, let identity, let callee): core.webCall(stream: stream, identity: identity, callee: callee, now: now)
+        case .webAnswer(let stream, let identity, let callID, let accept):
+            core.webAnswer(stream: stream, identity: identity, callID: callID, accept: accept, now: now)
+        case .webHangUp(let stream, let identity, let callID): core.webHangUp(stream: stream, identity: identity, callID: callID, now: now)
+        case .webDirectText(let stream, let identity, let to, let text):
+            core.webDirectText(stream: stream, identity: identity, to: to, text: text, now: now)
         }
     }
 }

@@ -55,8 +55,18 @@ public final class RelayAPI: Sendable {
     /// Posts `command` to the worker owning its room and waits for the answer; nil after `commandTimeout`.
     public func execute(_ command: AdminCommand) -> AdminResult? {
         let box = ReplyBox()
-        let worker = shared.worker(forRoom: command.room)
-        inboxes[min(worker, inboxes.count - 1)].post(command, reply: box)
+        inbox(for: command).post(command, reply: box)
         return box.wait(seconds: commandTimeout)
+    }
+
+    /// Posts `command` to its worker without waiting for the answer.
+    public func post(_ command: AdminCommand) {
+        inbox(for: command).post(command, reply: ReplyBox())
+    }
+
+    /// Presence commands go to worker 0; the rest to the worker owning their room.
+    private func inbox(for command: AdminCommand) -> WorkerInbox {
+        let worker = command.isPresence ? 0 : shared.worker(forRoom: command.room)
+        return inboxes[min(worker, inboxes.count - 1)]
     }
 }

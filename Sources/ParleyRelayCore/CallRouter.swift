@@ -41,7 +41,7 @@ final class CallRouter {
     /// caller's end-to-end share, empty or 32 bytes as the codec enforces) goes to every ringing session unread.
     func invite(from caller: Presence, callID: UInt32, to identity: String, keyShare: [UInt8] = [], now: Moment) {
         func reply(_ state: CallState, _ reason: String) {
-            outbox.send(.callStatus(CallStatus(callID: callID, state: state, reason: reason)), to: caller.session, now: now)
+            directory.send(.callStatus(CallStatus(callID: callID, state: state, reason: reason)), to: caller, now: now)
         }
         guard caller.call == nil else { return reply(.failed, "you are already in a call") }
         guard !directory.isInCall(caller.identity) else { return reply(.failed, "you are already in a call on another device") }
@@ -67,8 +67,8 @@ final class CallRouter {
         record(.started, call.id, caller.identity, identity, now: now)
         for callee in callees {
             callee.call = call
-            outbox.send(.incomingCall(callID: call.id, fromIdentity: caller.identity, fromName: caller.name, keyShare: keyShare),
-                        to: callee.session, now: now)
+            directory.send(.incomingCall(callID: call.id, fromIdentity: caller.identity, fromName: caller.name, keyShare: keyShare),
+                           to: callee, now: now)
         }
         reply(.ringing, "")
         if log.threshold <= .info {
@@ -82,7 +82,7 @@ final class CallRouter {
     func answer(by callee: Presence, callID: UInt32, accept: Bool, keyShare: [UInt8] = [], now: Moment) {
         guard let call = callee.call, call.matches(callee, callID: callID) else {
             // Cancelled, timed out or taken on another device meanwhile: the callee learns the call is over.
-            return outbox.send(.callStatus(CallStatus(callID: callID, state: .ended, reason: "the call is over")), to: callee.session, now: now)
+            return directory.send(.callStatus(CallStatus(callID: callID, state: .ended, reason: "the call is over")), to: callee, now: now)
         }
         guard call.room == nil, call.ringing.contains(where: { $0 === callee }) else { return }  // the caller answering, or a repeated answer
         let caller = call.caller
@@ -108,8 +108,8 @@ final class CallRouter {
             let token = CallRoom.token(identity: p.identity, name: p.name, room: room, signer: signer, relayKey: relayKey, now: now,
                                        lifetimeSeconds: config.callTokenLifetimeSeconds)
             let share = p === caller ? keyShare : []  // the callee already has the caller's share from its ring
-            outbox.send(.callStatus(CallStatus(callID: call.callID(for: p), state: .answered, room: room, token: token, keyShare: share)),
-                        to: p.session, now: now)
+            directory.send(.callStatus(CallStatus(callID: call.callID(for: p), state: .answered, room: room, token: token, keyShare: share)),
+                           to: p, now: now)
         }
         if log.threshold <= .info { log.write(.info, "call \(call.id): answered, room \(room)") }
     }
@@ -213,7 +213,7 @@ final class CallRouter {
     /// Sends a status to one party if its session is still online.
     private func tell(_ p: Presence, _ call: Call, _ state: CallState, _ reason: String, now: Moment) {
         guard directory.isOnline(p) else { return }
-        outbox.send(.callStatus(CallStatus(callID: call.callID(for: p), state: state, reason: reason)), to: p.session, now: now)
+        directory.send(.callStatus(CallStatus(callID: call.callID(for: p), state: state, reason: reason)), to: p, now: now)
     }
 
     private func record(_ kind: CallEvent.Kind, _ id: UInt32, _ caller: String, _ callee: String, room: String = "",

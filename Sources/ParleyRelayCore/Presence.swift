@@ -1,27 +1,59 @@
 import ParleyWire
 
-/// One device of an online identity: a signalling session without a room, through which calls and direct texts are
-/// routed. An identity may have several (`PresenceDirectory`).
+/// One device of an online identity, through which calls and direct texts are routed. An identity may have several
+/// (`PresenceDirectory`). A device is either a Parley client's signalling session without a room, or a web page's
+/// private event stream (`GET /v1/presence/events`): the relay tells the page what it would tell the client, as
+/// events (`PresenceDirectory.send`), and the page acts through the API (`RelayCore+WebPresence.swift`).
 /// Presence sessions live only on worker 0 (the public port's owner), so routing needs no cross-worker state.
 final class Presence {
+    /// How the relay reaches the device.
+    enum Link {
+        /// A Parley client: handshake results, channel, keepalive, path validation.
+        case signalling(SignallingSession)
+        /// A web page: the id of the HTTP event stream its notices go to. It lives as long as that stream.
+        case web(stream: UInt64)
+    }
+
     /// Relay-wide unique id (from the member id counter); the `memberID` of its welcome and of texts it sends.
     let id: UInt32
-    /// The signalling session (handshake results, channel, keepalive, path validation).
-    let session: SignallingSession
+    let link: Link
+    /// Token `sub`.
+    let identity: String
+    /// Display name.
+    let name: String
     let registeredAtUnixMilliseconds: Int64
     /// The call this session takes part in (calling, ringing or answered), if any: one at a time.
     var call: Call?
+    /// A web page's calls: the id it gave its last one (a client chooses its own; the relay chooses a page's).
+    var lastWebCallID: UInt32 = 0
 
     init(id: UInt32, session: SignallingSession, registeredAt: Int64) {
         self.id = id
-        self.session = session
-        self.registeredAtUnixMilliseconds = registeredAt
+        link = .signalling(session)
+        identity = session.identity
+        name = session.name
+        registeredAtUnixMilliseconds = registeredAt
     }
 
-    /// Token `sub`.
-    var identity: String { session.identity }
-    /// Display name.
-    var name: String { session.name }
+    init(id: UInt32, webStream: UInt64, identity: String, name: String, registeredAt: Int64) {
+        self.id = id
+        link = .web(stream: webStream)
+        self.identity = identity
+        self.name = name
+        registeredAtUnixMilliseconds = registeredAt
+    }
+
+    /// The signalling session of a Parley client; nil for a web page.
+    var session: SignallingSession? {
+        if case .signalling(let s) = link { return s }
+        return nil
+    }
+
+    /// The event stream of a web page; nil for a Parley client.
+    var webStream: UInt64? {
+        if case .web(let stream) = link { return stream }
+        return nil
+    }
 }
 
 /// A read-only view of one presence session of an online identity (for the HTTP API and tests): an identity online
@@ -31,7 +63,7 @@ public struct PresenceSnapshot: Sendable, Equatable {
     public var identity: String
     /// Display name from the token.
     public var name: String
-    /// Its current address.
+    /// Its current address (0.0.0.0:0 for a web page, which has none the relay sends to).
     public var address: PeerAddress
     /// Registered at (Unix ms).
     public var registeredAtUnixMilliseconds: Int64
@@ -41,4 +73,6 @@ public struct PresenceSnapshot: Sendable, Equatable {
     public var presenceID: UInt32 = 0
     /// How many presence sessions (devices) its identity has online.
     public var sessions: Int = 1
+    /// `parley` (a client's signalling session) or `web` (a page's event stream).
+    public var transport: String = "parley"
 }

@@ -3,9 +3,19 @@ import ParleyWire
 /// Worker 0's online identities and the direct texts between them (the sessions themselves are in the core's
 /// `SessionTable`, their calls in its `CallRouter`). An identity may be online from several devices: each has its
 /// own presence session, oldest first, at most `maxPresenceSessionsPerIdentity`. Owned by one `RelayCore` (one thread).
+///
+/// Everything the relay tells a device goes through `send`: a Parley client gets the signalling message; a web page
+/// gets it as a private event (`notices`, drained with the relay's events into its presence stream).
 final class PresenceDirectory {
     /// Online identities: every live presence session of each, oldest first (never an empty list).
     private(set) var byIdentity: [String: [Presence]] = [:]
+    /// Web pages' presence sessions by their event stream.
+    private(set) var byWebStream: [UInt64: Presence] = [:]
+    /// Private events for web pages not yet drained, oldest first; at most `noticeCapacity` (the oldest dropped).
+    private(set) var notices: [RelayEvent] = []
+    /// Bumped by every notice, so the worker drains them at once (a ring must not wait for the next poll).
+    private(set) var noticeRevision: UInt64 = 0
+    static let noticeCapacity = 1024
     private let outbox: Outbox
 
     init(outbox: Outbox) { self.outbox = outbox }
@@ -16,9 +26,13 @@ final class PresenceDirectory {
     /// Presence sessions online, across identities.
     var sessionCount: Int { byIdentity.values.reduce(0) { $0 + $1.count } }
 
-    func add(_ p: Presence) { byIdentity[p.identity, default: []].append(p) }
+    func add(_ p: Presence) {
+        byIdentity[p.identity, default: []].append(p)
+        if let stream = p.webStream { byWebStream[stream] = p }
+    }
 
     func remove(_ p: Presence) {
+        if let stream = p.webStream, byWebStream[stream] === p { byWebStream[stream] = nil }
         guard var list = byIdentity[p.identity] else { return }
         list.removeAll { $0 === p }
         byIdentity[p.identity] = list.isEmpty ? nil : list
@@ -31,22 +45,89 @@ final class PresenceDirectory {
     func isInCall(_ identity: String) -> Bool { byIdentity[identity]?.contains { $0.call != nil } ?? false }
 
     /// Forgets every identity.
-    func removeAll() { byIdentity.removeAll() }
+    func removeAll() {
+        byIdentity.removeAll()
+        byWebStream.removeAll()
+    }
+
+    /// Tells one device `message`: a client's session gets it; a page gets the event that says the same. Only what
+    /// calls and direct texts send to a device has an event; anything else is not sent to a page.
+    func send(_ message: SignalMessage, to p: Presence, now: Moment) {
+        switch p.link {
+        case .signalling(let session): outbox.send(message, to: session, now: now)
+        case .web(let stream):
+            guard let event = Self.notice(message, for: p, stream: stream, now: now) else { return }
+            notify(event)
+        }
+    }
+
+    /// Queues a private event for a page.
+    func notify(_ event: RelayEvent) {
+        if notices.count >= Self.noticeCapacity { notices.removeFirst() }
+        notices.append(event)
+        noticeRevision &+= 1
+    }
+
+    /// The private events queued since the last drain, oldest first.
+    func drainNotices() -> [RelayEvent] {
+        defer { notices.removeAll(keepingCapacity: true) }
+        return notices
+    }
+
+    /// The event a page gets for what a client would be sent, or nil when a page has no use for it.
+    static func notice(_ message: SignalMessage, for p: Presence, stream: UInt64, now: Moment) -> RelayEvent? {
+        switch message {
+        case .incomingCall(let callID, let fromIdentity, let fromName, _):
+            return RelayEvent(kind: .incomingCall, room: "", identity: fromIdentity, detail: fromName, unixMilliseconds: now.unixMilliseconds,
+                              recipient: stream, call: .init(callID: callID, state: "ringing", reason: "", token: ""))
+        case .callStatus(let status):
+            return RelayEvent(kind: .callStatus, room: status.room, identity: p.identity, unixMilliseconds: now.unixMilliseconds,
+                              recipient: stream, call: .init(callID: status.callID, state: status.state.label, reason: status.reason, token: status.token))
+        default:
+            return nil
+        }
+    }
 
     /// A direct text between online identities: delivered to every presence session of `identity` as
-    /// `text(direct: true)`; delivered when at least one session took it (one that cannot take it is skipped).
+    /// `text(direct: true)` (a page: a `direct_text` event); delivered when at least one session took it (one that
+    /// cannot take it is skipped).
     func deliverDirectText(_ text: String, from p: Presence, to identity: String, messageID: UInt32, now: Moment) {
         let recipients = identity.isEmpty ? [] : sessions(of: identity)
         let fragments = TextFragment.split(text, messageID: messageID) ?? []
         var reason = identity.isEmpty ? "a direct text needs a recipient" : "\(identity) is not online"
         if !recipients.isEmpty { reason = Outbox.laggards([identity]) }
-        for r in recipients where outbox.canTakeText(r.session.channel, fragments: fragments.count) {
-            for f in fragments {
-                outbox.enqueue(.text(fromMemberID: p.id, fromIdentity: p.identity, direct: true, fragment: f), to: r.session)
+        for r in recipients {
+            switch r.link {
+            case .web(let stream):
+                notify(RelayEvent(kind: .directText, room: "", identity: p.identity, detail: text, unixMilliseconds: now.unixMilliseconds,
+                                  recipient: stream))
+                reason = ""
+            case .signalling(let session):
+                guard outbox.canTakeText(session.channel, fragments: fragments.count) else { continue }
+                for f in fragments {
+                    outbox.enqueue(.text(fromMemberID: p.id, fromIdentity: p.identity, direct: true, fragment: f), to: session)
+                }
+                outbox.pump(session, now: now)
+                reason = ""
             }
-            outbox.pump(r.session, now: now)
-            reason = ""
         }
-        outbox.enqueue(.textStatus(messageID: messageID, delivered: reason.isEmpty, reason: reason), to: p.session)
+        if let session = p.session {
+            outbox.enqueue(.textStatus(messageID: messageID, delivered: reason.isEmpty, reason: reason), to: session)
+        }
+    }
+}
+
+extension CallState {
+    /// The state as the API names it.
+    public var label: String {
+        switch self {
+        case .ringing: "ringing"
+        case .answered: "answered"
+        case .declined: "declined"
+        case .noAnswer: "no_answer"
+        case .unavailable: "unavailable"
+        case .ended: "ended"
+        case .failed: "failed"
+        }
     }
 }

@@ -17,6 +17,10 @@ public enum AdminResult: Sendable, Equatable {
     case rtpEndpoint(RTPEndpointInfo)
     /// A WebRTC member was created (see `RelayCore+WebRTC.swift`).
     case webRTCMember(WebRTCMemberInfo)
+    /// A web page's call was placed under this id (see `RelayCore+WebPresence.swift`).
+    case webCall(callID: UInt32)
+    /// The token may not do this (a page's presence stream named by another identity's token).
+    case forbidden(String)
 }
 
 /// Why a room could not be opened: the refusal a joiner gets.
@@ -99,11 +103,13 @@ extension RelayCore {
     public func drainEvents() -> [RelayEvent] {
         var drained = rooms.events.drain()
         for call in drainCallEvents() { drained.append(RelayEvent(call)) }
+        drained += presence.drainNotices()
         return drained
     }
 
-    /// Bumped by every event: unchanged means no room or member came or went, and no one was (un)muted.
-    public var eventRevision: UInt64 { rooms.events.revision }
+    /// Bumped by every event and every web page's notice: unchanged means no room or member came or went, no one
+    /// was (un)muted, and no page has anything new.
+    public var eventRevision: UInt64 { rooms.events.revision &+ presence.noticeRevision }
 
     /// The per-room limits set at creation (nil = the relay's defaults).
     public func roomLimits(_ name: String) -> (maxMembers: Int?, emptyTimeout: Interval?)? {

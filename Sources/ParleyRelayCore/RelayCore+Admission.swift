@@ -235,7 +235,7 @@ extension RelayCore {
         let online = presence.sessions(of: claims.identity)
         // As for joins: the same token from a second address while a session opened with it lives is a replay (the
         // owner moves with resume). A second device presents its own token, and is welcome beside the first.
-        if online.contains(where: { $0.session.token == request.token && $0.session.address != from }) {
+        if online.contains(where: { $0.session.map { $0.token == request.token && $0.address != from } ?? false }) {
             return outbox.drop(.tokenReplay, from: from, now: now)
         }
         let bound = max(1, config.maxPresenceSessionsPerIdentity)

@@ -203,8 +203,14 @@ extension RelayCore {
     /// Forgets a presence session (telling it why when `goodbye` is set); its call ends for the other party, or, when
     /// it was one of several devices ringing, just stops ringing there.
     func removePresence(_ p: Presence, reason: String, goodbye: GoodbyeCode?, now: Moment) {
-        if let code = goodbye { outbox.sayGoodbye(code, reason, to: p.session) }
-        sessions.remove(.presence(p), at: p.session.address)
+        switch p.link {
+        case .signalling(let session):
+            if let code = goodbye { outbox.sayGoodbye(code, reason, to: session) }
+            sessions.remove(.presence(p), at: session.address)
+        case .web(let stream):
+            presence.notify(RelayEvent(kind: .presenceOffline, room: "", identity: p.identity, detail: reason,
+                                       unixMilliseconds: now.unixMilliseconds, recipient: stream))
+        }
         presence.remove(p)
         calls.sessionLost(p, now: now)
         if log.threshold <= .info { log.write(.info, "\(p.identity) offline: \(reason)") }
@@ -220,8 +226,9 @@ extension RelayCore {
         for entry in sessions.byConnection.values {
             switch entry {
             case .presence(let p):
-                if p.session.channel.serviceDue <= now.monotonic { outbox.pump(p.session, now: now) }
-                switch p.session.health(now: now.monotonic, timeout: timeout) {
+                guard let session = p.session else { continue }  // (a page's presence is not in the table)
+                if session.channel.serviceDue <= now.monotonic { outbox.pump(session, now: now) }
+                switch session.health(now: now.monotonic, timeout: timeout) {
                 case .alive: break
                 case .slow: slow.append(entry)
                 case .expired: expired.append(entry)

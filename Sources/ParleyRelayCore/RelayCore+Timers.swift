@@ -43,7 +43,7 @@ extension RelayCore {
         for entry in sessions.byConnection.values {
             switch entry {
             case .presence(let p):
-                due = min(due, p.session.nextDue(timeout: timeout))
+                if let session = p.session { due = min(due, session.nextDue(timeout: timeout)) }
             case .member(let member):
                 // A plain-RTP endpoint times out only while it publishes; a subscribe-only one stays until deleted; a
                 // WebRTC member stays while it keeps consent.

@@ -150,9 +150,9 @@ public final class RelayCore {
         presence.byIdentity.keys.sorted().flatMap { identity in
             let devices = presence.sessions(of: identity)
             return devices.map {
-                PresenceSnapshot(identity: $0.identity, name: $0.name, address: $0.session.address,
+                PresenceSnapshot(identity: $0.identity, name: $0.name, address: $0.session?.address ?? PeerAddress(ipv4: 0, port: 0),
                                  registeredAtUnixMilliseconds: $0.registeredAtUnixMilliseconds, callID: $0.call?.id,
-                                 presenceID: $0.id, sessions: devices.count)
+                                 presenceID: $0.id, sessions: devices.count, transport: $0.session == nil ? "web" : "parley")
             }
         }
     }

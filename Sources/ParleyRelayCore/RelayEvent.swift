@@ -10,6 +10,30 @@ public struct RelayEvent: Sendable, Equatable {
         case text = "text"
         /// The room's speakers changed: `detail` lists their identities, loudest first, comma-separated (empty: nobody).
         case speakers = "speakers"
+
+        // Private events: only the web page whose presence stream `recipient` names sees them.
+        /// The page is online for calls and direct texts: `detail` is its presence stream's id, which its requests name.
+        case presenceOnline = "presence_online"
+        /// The page is no longer online (`detail`: why, e.g. replaced by a newer device).
+        case presenceOffline = "presence_offline"
+        /// A call rings on the page: `identity` calls (`detail`: their display name), `call` has its id.
+        case incomingCall = "incoming_call"
+        /// A call of the page changed state (`call`): ringing, answered (with the call room and its token), declined, …
+        case callStatus = "call_status"
+        /// A direct text to the page: from `identity`, the text in `detail`.
+        case directText = "direct_text"
+    }
+
+    /// What a private call event says.
+    public struct CallNotice: Sendable, Equatable {
+        /// The call as the page knows it.
+        public var callID: UInt32
+        /// `ringing`, `answered`, `declined`, `no_answer`, `unavailable`, `ended` or `failed`.
+        public var state: String
+        /// Why, for people ("busy", "hung up by bob"); may be empty.
+        public var reason: String
+        /// With `answered`: the page's join token for the call room (`room`).
+        public var token: String
     }
 
     /// What happened.
@@ -22,14 +46,21 @@ public struct RelayEvent: Sendable, Equatable {
     public var detail: String
     /// When (Unix ms).
     public var unixMilliseconds: Int64
+    /// 0 for an event anyone with access to its stream may see; else the presence stream of the one web page it is for.
+    public var recipient: UInt64 = 0
+    /// With `incomingCall` and `callStatus`: the call.
+    public var call: CallNotice?
 
     /// An event.
-    public init(kind: Kind, room: String, identity: String = "", detail: String = "", unixMilliseconds: Int64) {
+    public init(kind: Kind, room: String, identity: String = "", detail: String = "", unixMilliseconds: Int64,
+                recipient: UInt64 = 0, call: CallNotice? = nil) {
         self.kind = kind
         self.room = room
         self.identity = identity
         self.detail = detail
         self.unixMilliseconds = unixMilliseconds
+        self.recipient = recipient
+        self.call = call
     }
 
     /// The relay event that reports a call event.

@@ -15,7 +15,7 @@ final class SessionTable {
         var session: SignallingSession {
             switch self {
             case .member(let m): m.session
-            case .presence(let p): p.session
+            case .presence(let p): p.session!  // only clients' presence sessions are in the table (pages have no address)
             }
         }
 

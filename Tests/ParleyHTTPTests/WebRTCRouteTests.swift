@@ -31,7 +31,7 @@ struct WebRTCRouteTests {
         switch router.admit(request, now: RouterTests.now) {
         case .answer(let r): return r
         case .route: return router.route(request, now: RouterTests.now)
-        case .eventStream: Issue.record("an event stream for \(path)"); return HTTPResponse(status: 0, body: [])
+        case .eventStream, .presenceStream: Issue.record("an event stream for \(path)"); return HTTPResponse(status: 0, body: [])
         }
     }
 
