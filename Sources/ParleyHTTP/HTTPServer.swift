@@ -210,7 +210,7 @@ public final class HTTPServer: @unchecked Sendable {
                 let head = server.streams.hub.head
                 backend.post(.openWebPresence(stream: stream, identity: identity, name: name))
                 return server.streams.start(on: connection, scope: .recipient(stream), from: head) {
-                    backend.post(.closeWebPresence(stream: stream))
+                    backend.post(.closeWebPresence(stream: stream, identity: nil))
                 }
             default: break
             }

@@ -162,6 +162,7 @@ extension HTTPRouter {
         guard request.contentType?.lowercased().hasPrefix("application/sdp") == true else {
             throw APIError(415, "unsupported_media_type", "the offer must be sent as Content-Type: application/sdp")
         }
+        if let why = RelayCore.webRTCRefusal(claims, room: room) { throw APIError(403, "private_room", why) }
         guard let fingerprint = backend.dtlsFingerprint else {
             throw APIError(503, "unavailable", "the relay has no DTLS certificate")
         }

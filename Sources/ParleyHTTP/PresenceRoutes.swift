@@ -9,6 +9,8 @@ import ParleyRelayCore
 ///
 ///     GET    /v1/presence/events                         the page's private event stream; the page is online while
 ///                                                        it lasts. First event: `presence_online`, `detail` = STREAM
+///     DELETE /v1/presence/{stream}                       the page leaves now (a closed stream is noticed at its next
+///                                                        write, up to 15 s later)
 ///     POST   /v1/presence/{stream}/calls                 {"callee": "bob"} → 202 {"call_id": N}; events follow
 ///     POST   /v1/presence/{stream}/calls/{id}/answer     {"accept": true|false}
 ///     DELETE /v1/presence/{stream}/calls/{id}            hang up, cancel or decline
@@ -20,6 +22,7 @@ extension HTTPRouter {
     /// Which presence route a path names, if any.
     enum PresenceRoute: Equatable {
         case events
+        case presence(stream: UInt64)
         case calls(stream: UInt64)
         case answer(stream: UInt64, callID: UInt32)
         case call(stream: UInt64, callID: UInt32)
@@ -29,12 +32,13 @@ extension HTTPRouter {
 
         init?(_ parts: [String]) {
             guard parts.count >= 3, parts[0] == "v1", parts[1] == "presence" else { return nil }
-            if parts.count == 3 {
-                self = parts[2] == "events" ? .events : .unknown
+            if parts == ["v1", "presence", "events"] {
+                self = .events
                 return
             }
             guard let stream = UInt64(parts[2]), stream != 0 else { self = .unknown; return }
             switch parts.count {
+            case 3: self = .presence(stream: stream)
             case 4 where parts[3] == "calls": self = .calls(stream: stream)
             case 4 where parts[3] == "messages": self = .messages(stream: stream)
             case 5 where parts[3] == "calls":
@@ -80,6 +84,8 @@ extension HTTPRouter {
             case ("POST", .answer(let stream, let callID)):
                 let body = try Self.decode(API.CallAnswer.self, request.body)
                 return Self.withCORS(try answer(backend.execute(.webAnswer(stream: stream, identity: me, callID: callID, accept: body.accept))))
+            case ("DELETE", .presence(let stream)):
+                return Self.withCORS(try answer(backend.execute(.closeWebPresence(stream: stream, identity: me))))
             case ("DELETE", .call(let stream, let callID)):
                 return Self.withCORS(try answer(backend.execute(.webHangUp(stream: stream, identity: me, callID: callID))))
             case ("POST", .messages(let stream)):

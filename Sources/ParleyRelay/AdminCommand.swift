@@ -29,8 +29,8 @@ public enum AdminCommand: Sendable, Equatable {
     case removeWebRTCMember(room: String, identity: String)
     /// A web page's presence stream opened: the page is online as `identity` (see `RelayCore+WebPresence.swift`).
     case openWebPresence(stream: UInt64, identity: String, name: String)
-    /// A web page's presence stream closed.
-    case closeWebPresence(stream: UInt64)
+    /// A web page's presence stream closed (`identity` nil), or the page says it leaves (its token's identity).
+    case closeWebPresence(stream: UInt64, identity: String?)
     /// A web page calls `callee`.
     case webCall(stream: UInt64, identity: String, callee: String)
     /// A web page accepts or declines a call ringing on it.
@@ -77,7 +77,7 @@ public enum AdminCommand: Sendable, Equatable {
             core.createWebRTCMember(room: room, identity: identity, displayName: name, createMode: createMode, terms: terms, now: now)
         case .removeWebRTCMember(let room, let identity): core.deleteWebRTCMember(room: room, identity: identity, now: now)
         case .openWebPresence(let stream, let identity, let name): core.openWebPresence(stream: stream, identity: identity, name: name, now: now)
-        case .closeWebPresence(let stream): core.closeWebPresence(stream: stream, now: now)
+        case .closeWebPresence(let stream, let identity): core.closeWebPresence(stream: stream, identity: identity, now: now)
         case .webCall(let stream, let identity, let callee): core.webCall(stream: stream, identity: identity, callee: callee, now: now)
         case .webAnswer(let stream, let identity, let callID, let accept):
             core.webAnswer(stream: stream, identity: identity, callID: callID, accept: accept, now: now)

@@ -32,10 +32,20 @@ extension RelayCore {
         return .ok
     }
 
-    /// The page's presence stream closed: it goes offline (its call ends for the other party).
-    public func closeWebPresence(stream: UInt64, now: Moment) -> AdminResult {
-        guard let p = presence.byWebStream[stream] else { return .notFound("no presence stream \(stream)") }
-        removePresence(p, reason: "its event stream closed", goodbye: nil, now: now)
+    /// The page goes offline (its call ends for the other party): its presence stream closed (`identity` nil), or
+    /// the page said it leaves (`identity`: its token's, which must own the stream).
+    public func closeWebPresence(stream: UInt64, identity: String? = nil, now: Moment) -> AdminResult {
+        let p: Presence
+        if let identity {
+            switch webPresence(stream, identity) {
+            case .success(let found): p = found
+            case .failure(let refusal): return refusal.result
+            }
+        } else {
+            guard let found = presence.byWebStream[stream] else { return .notFound("no presence stream \(stream)") }
+            p = found
+        }
+        removePresence(p, reason: identity == nil ? "its event stream closed" : "it left", goodbye: nil, now: now)
         return .ok
     }
 

@@ -1,3 +1,4 @@
+import ParleyAuth
 import ParleyCrypto
 import ParleyWebRTC
 import ParleyWire
@@ -11,6 +12,12 @@ import ParleyWire
 /// then is its address latched, and only DTLS from a latched address reaches OpenSSL; only after the handshake, whose
 /// peer certificate must match the offer's fingerprint, does media flow either way.
 extension RelayCore {
+    /// Why the token with `claims` may not join `room` as a WebRTC member, or nil: a call room admits only the two
+    /// parties' call tokens (`CallRoom`), through WebRTC as natively.
+    public static func webRTCRefusal(_ claims: TokenClaims, room: String) -> String? {
+        CallRoom.refusal(claims, room: room)?.1
+    }
+
     /// Adds a WebRTC member to `room` (opened with `createMode` when it does not exist and the token may create it):
     /// fresh ICE credentials and a DTLS server session for the answer; no address until a check arrives. A member of
     /// the same identity is replaced, as a native join replaces it.

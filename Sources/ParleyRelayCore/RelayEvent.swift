@@ -34,6 +34,14 @@ public struct RelayEvent: Sendable, Equatable {
         public var reason: String
         /// With `answered`: the page's join token for the call room (`room`).
         public var token: String
+
+        /// A call notice.
+        public init(callID: UInt32, state: String, reason: String, token: String) {
+            self.callID = callID
+            self.state = state
+            self.reason = reason
+            self.token = token
+        }
     }
 
     /// What happened.

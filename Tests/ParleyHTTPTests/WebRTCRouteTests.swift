@@ -123,6 +123,19 @@ struct WebRTCRouteTests {
         #expect(backend.core.roomCount == 0 && backend.core.memberCount == 0)
     }
 
+    @Test("a call room admits only its parties' call tokens, through WebRTC as natively: a member or admin token for it is 403")
+    func callRoomIsPrivate() {
+        let room = "call-00112233445566778899aabbccddeeff"
+        let member = send("POST", "/v1/rooms/\(room)/webrtc", chromeOffer, token: Self.memberToken("ann", room: room))
+        #expect(member.status == 403 && errorCode(member) == "private_room", "\(member.text)")
+        let admin = send("POST", "/v1/rooms/\(room)/webrtc", chromeOffer, token: RouterTests.token(admin: true))
+        #expect(admin.status == 403 && errorCode(admin) == "private_room")
+        let party = TokenSigner(apiKey: "k", apiSecret: RouterTests.secret).mint(
+            TokenClaims(identity: "ann", room: room, expiresAt: RouterTests.now + 600, grants: Grants(), call: true))
+        #expect(send("POST", "/v1/rooms/\(room)/webrtc", chromeOffer, token: party).status == 201)
+        #expect(backend.core.memberCount == 1)
+    }
+
     @Test("the grants bound what the offer gets: a token without publish cannot WHIP")
     func grantsBound() {
         let r = send("POST", "/v1/rooms/R/whip", chromeOffer, token: Self.memberToken("ann", grants: Grants(publish: false)))
