@@ -3,15 +3,24 @@
 // room through its event stream (GET /v1/rooms/{room}/events: members, speakers, texts), lists who is there
 // (GET …/members) and sends texts (POST …/messages). Without a token it asks the relay for one
 // (POST /v1/dev-token), which only a relay running with the public dev credentials answers.
+// Calls: "Be reachable" opens the page's presence stream (GET /v1/presence/events): while it is open the page is
+// online as its token's identity, a `parley call` to it rings here, and it can call anyone online. Calls go through
+// /v1/presence/{stream}/calls; an answered call gives a token for a private call room, joined like a room.
 // Plain JavaScript, no build step. URL parameters fill the form: ?room=R&token=T&join=1 joins at once;
-// &say=TEXT sends a text once connected; &listen=1 joins without a microphone; &raw=1 turns the browser's voice processing off; &report=SECONDS logs getStats once a second and then "PARLEY RESULT {...}"
-// to the console and closes the page (how the tests drive it).
+// &say=TEXT sends a text once connected; &listen=1 joins without a microphone; &raw=1 turns the browser's voice
+// processing off; &report=SECONDS logs getStats once a second and then "PARLEY RESULT {...}" to the console and
+// closes the page (how the tests drive it). For calls: &online=1 is reachable at once; &call=NAME calls NAME once
+// online; &answer=1 / &reject=1 answer or reject the first call that rings; &hangup=SECONDS hangs up that long into
+// a call; &callreport=SECONDS logs "PARLEY RESULT {...}" when the call ended or that long after it was answered.
 'use strict';
 const $ = id => document.getElementById(id);
 const params = new URLSearchParams(location.search);
 let pc = null, session = null, micTrack = null, statsTimer = null, joinStartedAt = 0, events = null;
 const members = new Map();  // identity → {name, muted, speaking}
 const textsReceived = [];   // [from, text], for the test driver
+let presence = null;        // {token, stream, abort}: the page is reachable for calls
+let call = null;            // {id, peer, incoming, state, link}: the call ringing or under way (one at a time)
+const callLog = [];         // [state, reason], for the test driver
 
 function log(...parts) {
   const line = parts.map(p => typeof p === 'string' ? p : JSON.stringify(p)).join(' ');
@@ -32,16 +41,14 @@ function api(path, options = {}) {
   return fetch(`/v1/rooms/${encodeURIComponent(session.room)}${path}`, options);
 }
 
-async function join() {
-  const room = $('room').value.trim();
-  let token = $('token').value.trim();
-  if (!room) { status('a room name is needed'); return; }
-  $('join').disabled = true;
-  joinStartedAt = performance.now();
+// One WebRTC member: a PeerConnection whose offer goes to POST /v1/rooms/{room}/webrtc. Sends the microphone
+// (unless `listen`) and receives the room on up to `slots` tracks, each played by an audio element of its own.
+// Returns {pc, url, micTrack, audios}; throws with the relay's reason when refused.
+async function connect(room, token, { listen = false, slots = 3, onState = () => {} } = {}) {
+  const link = { pc: new RTCPeerConnection(), url: null, micTrack: null, audios: [] };
+  const pc = link.pc;
   try {
-    if (!token) token = await devToken(room, $('identity').value.trim() || 'web-' + Math.random().toString(36).slice(2, 7));
-    pc = new RTCPeerConnection();
-    pc.onconnectionstatechange = () => { status(pc.connectionState); log('connection', pc.connectionState); };
+    pc.onconnectionstatechange = () => onState(pc.connectionState);
     // One track per forwarding slot (a forward room sends the loudest speakers, each on a track of its own while it
     // is forwarded; a mix room one track, the mix): each plays through an audio element of its own.
     pc.ontrack = e => {
@@ -49,8 +56,9 @@ async function join() {
       audio.srcObject = new MediaStream([e.track]);
       audio.play().catch(err => log('cannot play:', err.message));
       document.body.appendChild(audio);
+      link.audios.push(audio);
     };
-    if (params.get('listen') === '1') {
+    if (listen) {
       pc.addTransceiver('audio', { direction: 'recvonly' });
     } else {
       // &raw=1: the microphone as it is (no echo canceller, noise suppressor or gain control): tests measure the path.
@@ -58,24 +66,54 @@ async function join() {
       const stream = await navigator.mediaDevices.getUserMedia({
         audio: { echoCancellation: processed, noiseSuppression: processed, autoGainControl: processed },
       });
-      micTrack = stream.getAudioTracks()[0];
-      pc.addTransceiver(micTrack, { direction: 'sendrecv', streams: [stream] });
+      link.micTrack = stream.getAudioTracks()[0];
+      pc.addTransceiver(link.micTrack, { direction: 'sendrecv', streams: [stream] });
     }
-    // Two more receive-only sections: the relay's further forwarding slots (it answers as many as the room has).
-    for (let i = 0; i < 2; i++) pc.addTransceiver('audio', { direction: 'recvonly' });
+    // More receive-only sections: the relay's further forwarding slots (it answers as many as the room has).
+    for (let i = 1; i < slots; i++) pc.addTransceiver('audio', { direction: 'recvonly' });
     await pc.setLocalDescription(await pc.createOffer());
     // ICE-lite relay: no trickle. Its one candidate is in the answer; the browser's address is learnt from its checks.
     const response = await fetch(`/v1/rooms/${encodeURIComponent(room)}/webrtc`, {
       method: 'POST', headers: { 'Content-Type': 'application/sdp', 'Authorization': 'Bearer ' + token }, body: pc.localDescription.sdp,
     });
-    if (response.status !== 201) {
-      const text = await response.text();
-      let reason = text;
-      try { reason = JSON.parse(text).error.message; } catch (_) {}
-      throw new Error(`${response.status}: ${reason}`);
-    }
-    session = { url: new URL(response.headers.get('Location'), location.href).href, token, room };
+    if (response.status !== 201) throw new Error(`${response.status}: ${await reason(response)}`);
+    link.url = new URL(response.headers.get('Location'), location.href).href;
     await pc.setRemoteDescription({ type: 'answer', sdp: await response.text() });
+    return link;
+  } catch (e) {
+    await disconnect(link, token);
+    throw e;
+  }
+}
+
+// Ends a member: DELETE its Location (the relay drops it at once), closes the PeerConnection, stops the microphone.
+async function disconnect(link, token) {
+  if (!link) return;
+  if (link.url) await fetch(link.url, { method: 'DELETE', headers: { 'Authorization': 'Bearer ' + token } }).catch(() => {});
+  link.url = null;
+  if (link.micTrack) link.micTrack.stop();
+  link.pc.close();
+  for (const a of link.audios) a.remove();
+}
+
+// The relay's reason for a refusal, from its JSON error.
+async function reason(response) {
+  const text = await response.text();
+  try { return JSON.parse(text).error.message; } catch (_) { return text; }
+}
+
+async function join() {
+  const room = $('room').value.trim();
+  let token = $('token').value.trim();
+  if (!room) { status('a room name is needed'); return; }
+  $('join').disabled = true;
+  joinStartedAt = performance.now();
+  try {
+    if (!token) token = await devToken(room, identity());
+    const link = await connect(room, token, { listen: params.get('listen') === '1',
+      onState: state => { status(state); log('connection', state); } });
+    pc = link.pc; micTrack = link.micTrack;
+    session = { url: link.url, token, room, link };
     status('connecting');
     $('leave').disabled = false; $('mute').disabled = !micTrack; $('text').disabled = false; $('send').disabled = false;
     followRoom();
@@ -95,21 +133,25 @@ async function followRoom() {
   showMembers();
   events = new AbortController();
   try {
-    const r = await api('/events', { signal: events.signal });
-    const reader = r.body.getReader(), decoder = new TextDecoder();
-    let buffer = '';
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buffer += decoder.decode(value, { stream: true });
-      let end;
-      while ((end = buffer.indexOf('\n\n')) >= 0) {
-        const block = buffer.slice(0, end); buffer = buffer.slice(end + 2);
-        const data = block.split('\n').find(l => l.startsWith('data: '));
-        if (data) roomEvent(JSON.parse(data.slice(6)));
-      }
-    }
+    await readEvents(await api('/events', { signal: events.signal }), roomEvent);
   } catch (e) { if (e.name !== 'AbortError') log('events ended:', e.message); }
+}
+
+// Reads server-sent events from a fetch response (fetch, so the token goes in a header; EventSource cannot).
+async function readEvents(response, handle) {
+  const reader = response.body.getReader(), decoder = new TextDecoder();
+  let buffer = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += decoder.decode(value, { stream: true });
+    let end;
+    while ((end = buffer.indexOf('\n\n')) >= 0) {
+      const block = buffer.slice(0, end); buffer = buffer.slice(end + 2);
+      const data = block.split('\n').find(l => l.startsWith('data: '));
+      if (data) handle(JSON.parse(data.slice(6)));
+    }
+  }
 }
 
 function roomEvent(e) {
@@ -161,12 +203,8 @@ async function sendText() {
 async function leave() {
   clearInterval(statsTimer);
   if (events) { events.abort(); events = null; }
-  if (session) {
-    await fetch(session.url, { method: 'DELETE', headers: { 'Authorization': 'Bearer ' + session.token } }).catch(() => {});
-    session = null;
-  }
-  if (micTrack) { micTrack.stop(); micTrack = null; }
-  if (pc) { pc.close(); pc = null; }
+  if (session) { await disconnect(session.link, session.token); session = null; }
+  micTrack = null; pc = null;
   $('join').disabled = false; $('leave').disabled = true; $('mute').disabled = true;
   $('text').disabled = true; $('send').disabled = true;
   members.clear(); showMembers();
@@ -179,8 +217,159 @@ function toggleMute() {
   $('mute').textContent = micTrack.enabled ? 'Mute' : 'Unmute';
 }
 
-async function stats() {
-  const report = await pc.getStats();
+function identity() {
+  if (!$('identity').value.trim()) $('identity').value = 'web-' + Math.random().toString(36).slice(2, 7);
+  return $('identity').value.trim();
+}
+
+// ---- Calls ----
+
+// The page's presence: its private event stream. Online while it is open; the first event names the stream.
+async function goOnline() {
+  if (presence) return;
+  $('online').disabled = true;
+  try {
+    let token = $('token').value.trim();
+    if (!token) token = await devToken($('room').value.trim() || 'lobby', identity());
+    presence = { token, stream: null, abort: new AbortController() };
+    const r = await fetch('/v1/presence/events', { headers: { 'Authorization': 'Bearer ' + token }, signal: presence.abort.signal });
+    if (r.status !== 200) throw new Error(`${r.status}: ${await reason(r)}`);
+    readEvents(r, presenceEvent).catch(e => { if (e.name !== 'AbortError') log('presence ended:', e.message); })
+      .finally(() => { if (presence && presence.token === token) offline('the relay closed the stream'); });
+  } catch (e) {
+    log('cannot go online:', e.message);
+    presence = null;
+    $('online').disabled = false;
+  }
+}
+
+function offline(why) {
+  if (!presence) return;
+  const p = presence;
+  presence = null;
+  p.abort.abort();
+  if (p.stream) presenceAPI(p, '', { method: 'DELETE' }).catch(() => {});
+  endCall(why);
+  $('online').disabled = false; $('offline').disabled = true; $('callee').disabled = true; $('call').disabled = true;
+  $('call-status').textContent = 'not reachable';
+}
+
+function presenceAPI(p, path, options = {}) {
+  options.headers = Object.assign({ 'Authorization': 'Bearer ' + p.token, 'Content-Type': 'application/json' }, options.headers || {});
+  return fetch(`/v1/presence/${p.stream}${path}`, options);
+}
+
+function presenceEvent(e) {
+  switch (e.type) {
+    case 'presence_online':
+      presence.stream = e.detail;
+      log(`reachable for calls as ${e.identity}`);
+      $('call-status').textContent = `reachable as ${e.identity}`;
+      $('offline').disabled = false; $('callee').disabled = false; $('call').disabled = false;
+      if (params.get('call')) placeCall(params.get('call'));
+      break;
+    case 'presence_offline': offline(e.detail || 'offline'); break;
+    case 'incoming_call':
+      call = { id: e.call.id, peer: e.identity, incoming: true, state: 'ringing', link: null };
+      callLog.push(['incoming', e.identity]);
+      showCall(`${e.detail || e.identity} is calling`);
+      if (params.get('answer') === '1') answerCall(true);
+      else if (params.get('reject') === '1') answerCall(false);
+      break;
+    case 'call_status': callStatus(e); break;
+    case 'direct_text': showText(`${e.identity} (direct)`, e.detail); break;
+  }
+}
+
+async function placeCall(callee) {
+  callee = (callee || $('callee').value).trim();
+  if (!presence || !presence.stream || call || !callee) return;
+  call = { id: null, peer: callee, incoming: false, state: 'calling', link: null };
+  showCall(`calling ${callee}…`);
+  const r = await presenceAPI(presence, '/calls', { method: 'POST', body: JSON.stringify({ callee }) });
+  if (r.status !== 202) { endCall(await reason(r)); return; }
+  call.id = (await r.json()).call_id;
+}
+
+async function answerCall(accept) {
+  if (!call || !call.incoming || call.state !== 'ringing') return;
+  const r = await presenceAPI(presence, `/calls/${call.id}/answer`, { method: 'POST', body: JSON.stringify({ accept }) });
+  if (!r.ok) { log('answer failed:', await reason(r)); return; }
+  if (!accept) { callLog.push(['rejected', '']); endCall('you rejected the call'); }
+}
+
+async function hangUp() {
+  if (!call) return;
+  const c = call;
+  if (c.id !== null && presence) await presenceAPI(presence, `/calls/${c.id}`, { method: 'DELETE' }).catch(() => {});
+  callLog.push(['hung_up', 'you']);
+  endCall('you hung up');
+}
+
+async function callStatus(e) {
+  if (!call || (call.id !== null && e.call.id !== call.id)) return;
+  if (call.id === null) call.id = e.call.id;  // a status can come before the answer to our POST
+  callLog.push([e.call.state, e.call.reason || '']);
+  switch (e.call.state) {
+    case 'ringing': showCall(`ringing ${call.peer}…`); break;
+    case 'answered': {
+      call.state = 'answered';
+      showCall(`in a call with ${call.peer} (not end-to-end encrypted: the relay forwards it)`);
+      const c = call;
+      try {
+        c.link = await connect(e.room, e.call.token, { slots: 1, onState: state => log('call connection', state) });
+        c.token = e.call.token;
+        if (call !== c) { await disconnect(c.link, c.token); return; }  // ended while connecting
+        c.answeredAt = performance.now();
+        if (params.get('hangup')) setTimeout(() => { if (call === c) hangUp(); }, Number(params.get('hangup')) * 1000);
+        if (params.get('callreport')) callReport(c, Number(params.get('callreport')));
+      } catch (err) { log('cannot join the call:', err.message); hangUp(); }
+      break;
+    }
+    default: endCall(e.call.reason || e.call.state.replace('_', ' '));
+  }
+}
+
+function endCall(why) {
+  if (!call) return;
+  const c = call;
+  call = null;
+  if (c.link) disconnect(c.link, c.token);
+  log('call ended:', why);
+  $('call-status').textContent = presence ? `call ended: ${why}` : 'not reachable';
+  $('answer').disabled = true; $('reject').disabled = true; $('hangup').disabled = true; $('call').disabled = !presence;
+  // An answered call's report ends by itself (callReport); one that never connected reports here.
+  if (params.get('callreport') && !c.link && !c.reported) { c.reported = true; finishCallReport(c, {}); }
+}
+
+function showCall(text) {
+  $('call-status').textContent = text;
+  const ringing = call && call.incoming && call.state === 'ringing';
+  $('answer').disabled = !ringing; $('reject').disabled = !ringing;
+  $('hangup').disabled = !call; $('call').disabled = !!call;
+}
+
+// Test driver: &callreport=SECONDS — the call's audio for that long, then the result (or at once when it ends).
+async function callReport(c, seconds) {
+  let last = {}, maxLevel = 0;
+  for (let i = 0; i < seconds * 4 && call === c; i++) {
+    await new Promise(r => setTimeout(r, 250));
+    if (call !== c) break;
+    last = await stats(c.link.pc);
+    maxLevel = Math.max(maxLevel, last.audioLevel);
+  }
+  c.reported = true;
+  finishCallReport(c, Object.assign({ maxAudioLevel: maxLevel, state: c.link.pc.connectionState }, last));
+}
+
+function finishCallReport(c, figures) {
+  log('RESULT', Object.assign({ peer: c.peer, calls: callLog, texts: textsReceived }, figures));
+  if (call === c) hangUp();
+  setTimeout(() => { offline('done'); window.close(); }, 500);
+}
+
+async function stats(peer = pc) {
+  const report = await peer.getStats();
   const all = [...report.values()];
   const inbounds = all.filter(s => s.type === 'inbound-rtp' && s.kind === 'audio');
   // The busiest track stands for "the room" in the single figures; every track is listed in `tracks`.
@@ -237,9 +426,24 @@ $('leave').onclick = leave;
 $('mute').onclick = toggleMute;
 $('send').onclick = sendText;
 $('text').onkeydown = e => { if (e.key === 'Enter') sendText(); };
+$('online').onclick = goOnline;
+$('offline').onclick = () => offline('you went offline');
+$('call').onclick = () => placeCall();
+$('callee').onkeydown = e => { if (e.key === 'Enter') placeCall(); };
+$('answer').onclick = () => answerCall(true);
+$('reject').onclick = () => answerCall(false);
+$('hangup').onclick = hangUp;
+window.addEventListener('pagehide', () => {
+  // Tell the relay at once (keepalive lets the requests outlive the page); a closed stream alone is noticed later.
+  if (presence && presence.stream) {
+    if (call && call.id !== null) presenceAPI(presence, `/calls/${call.id}`, { method: 'DELETE', keepalive: true }).catch(() => {});
+    presenceAPI(presence, '', { method: 'DELETE', keepalive: true }).catch(() => {});
+  }
+});
 if (params.get('room')) $('room').value = params.get('room');
 if (params.get('token')) $('token').value = params.get('token');
 if (params.get('identity')) $('identity').value = params.get('identity');
 if (params.get('join') === '1') {
   join().then(() => { if (params.get('report')) report(Number(params.get('report'))); });
 }
+if (params.get('online') === '1') goOnline();

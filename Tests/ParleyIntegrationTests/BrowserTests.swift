@@ -8,14 +8,15 @@ import Testing
 struct Browser {
     let process: Spawned
 
-    /// The sample page for `room` with `token`, joined at once; `listen`: without a microphone; `fakeAudio`: the WAV
-    /// Chromium's fake microphone plays (48 kHz mono 16-bit).
-    init(base: String, room: String, token: String, listen: Bool, seconds: Int, fakeAudio: String?, profile: String, query: String = "") throws {
+    /// The sample page for `room` with `token`, joined at once (`join`; else `query` says what the page does);
+    /// `listen`: without a microphone; `fakeAudio`: the WAV Chromium's fake microphone plays (48 kHz mono 16-bit).
+    init(base: String, room: String, token: String, listen: Bool, seconds: Int, fakeAudio: String?, profile: String, query: String = "",
+         join: Bool = true) throws {
         var args = ["--headless=new", "--no-sandbox", "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
                     "--allow-loopback-in-peer-connection", "--autoplay-policy=no-user-gesture-required", "--no-first-run",
                     "--user-data-dir=\(profile)", "--enable-logging=stderr", "--v=0"]
         if let fakeAudio { args.append("--use-file-for-fake-audio-capture=\(fakeAudio)") }
-        let query = "room=\(room)&token=\(token)&join=1&report=\(seconds)" + (listen ? "&listen=1" : "") + query
+        let query = "room=\(room)&token=\(token)" + (join ? "&join=1&report=\(seconds)" : "") + (listen ? "&listen=1" : "") + query
         process = try Spawned(.chromium, args + ["\(base)/?\(query)"])
     }
 
