@@ -41,6 +41,8 @@ final class MixEngine {
     private var inputs: [UInt32: MixInput] = [:]
     private let mixPCM = UnsafeMutablePointer<Int16>.allocate(capacity: frameSamples)
     private let packet = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 16)
+    /// The same packet as a WebRTC listener negotiated it (`webRTCPacket`).
+    private let browserPacket = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 16)
     /// Per-frame scratch (see `mix`): empty between frames.
     private var contributors: [Member] = []
     private var listeners: [Member] = []
@@ -69,6 +71,7 @@ final class MixEngine {
     deinit {
         mixPCM.deallocate()
         packet.deallocate()
+        browserPacket.deallocate()
     }
 
     static func makeEncoder(_ config: RelayCoreConfig, expectedLossPercent: Int32) throws(OpusError) -> OpusEncoder {
@@ -221,7 +224,8 @@ final class MixEngine {
         guard let n = try? encoder.encode(pcm, frameSize: Self.frameSamples, into: body), n > 0 else { return }
         encodes += 1
         for listener in targets {
-            RTPFixedHeader.patchSequenceNumber(listener.mixSequence, in: packet)
+            let sequence = listener.mixSequence
+            RTPFixedHeader.patchSequenceNumber(sequence, in: packet)
             listener.mixSequence &+= 1
             listener.mixPacketsSent &+= 1   // the listener's sender report counts (RFC 3550: payload octets)
             listener.mixOctetsSent &+= UInt32(truncatingIfNeeded: n)
@@ -230,7 +234,28 @@ final class MixEngine {
             let marker = listener.lastMixFrame.map { frameIndex != $0 &+ 1 } ?? true
             listener.lastMixFrame = frameIndex
             packet[1] = marker ? packet[1] | 0x80 : packet[1] & 0x7F
-            send(UnsafeRawBufferPointer(start: p, count: headerSize + n), listener)
+            if let webrtc = listener.webrtc {
+                send(webRTCPacket(payloadType: webrtc.payloadType, sequence: sequence, csrcCount: csrcCount, headerSize: headerSize, payloadBytes: n),
+                     listener)
+            } else {
+                send(UnsafeRawBufferPointer(start: p, count: headerSize + n), listener)
+            }
         }
+    }
+
+    /// The packet just patched for a listener, as a WebRTC member negotiated it: its offer's Opus payload type (Firefox
+    /// offers 109, not 111) and no RFC 6465 element, which no browser negotiates — the relay's id for it may be one the
+    /// browser gave another extension (Chrome's 3 is transport-wide-cc). The CSRCs stay: they name who is heard.
+    private func webRTCPacket(payloadType: UInt8, sequence: UInt16, csrcCount: Int, headerSize: Int, payloadBytes: Int) -> UnsafeRawBufferPointer {
+        let marker = packet[1] & 0x80 != 0
+        RTPFixedHeader(marker: marker, payloadType: payloadType, sequenceNumber: sequence,
+                       timestamp: timestampBase &+ frameIndex &* UInt32(Self.frameSamples), ssrc: ssrc, csrcCount: csrcCount,
+                       hasExtension: false).write(into: browserPacket)
+        let csrcs = RTPFixedHeader.extensionOffset(csrcCount: 0)
+        let fixed = RTPFixedHeader.extensionOffset(csrcCount: csrcCount)
+        let q = browserPacket.baseAddress!, p = packet.baseAddress!
+        (q + csrcs).copyMemory(from: p + csrcs, byteCount: fixed - csrcs)
+        (q + fixed).copyMemory(from: p + headerSize, byteCount: payloadBytes)
+        return UnsafeRawBufferPointer(start: q, count: fixed + payloadBytes)
     }
 }

@@ -1,4 +1,5 @@
 import ParleyCrypto
+import ParleyMedia
 import ParleyWire
 import Testing
 @testable import ParleyRelayCore
@@ -451,6 +452,37 @@ struct WebRTCMemberTests {
         _ = try peer.speak(net)
         net.exchange()
         #expect(alice.media[peer.ssrc] == nil && net.core.counters.drops(.notPublisher) == 1)
+    }
+
+    @Test("in a mix room the browser gets the mix as its offer negotiated it: its payload type (Firefox's 109), the speakers as CSRCs, no RFC 6465 element at the relay's id; it decodes to the speaker's tone")
+    func mixAsNegotiated() throws {
+        let net = FakeNetwork(seed: 13, webrtc: true)
+        #expect(net.core.createRoom(name: "lobby", mode: "mix", maxMembers: nil, emptyTimeout: nil, now: net.now) == .ok)
+        let alice = net.addClient("alice", token: net.token("alice", room: "lobby", mode: "mix"))
+        net.joinAll()
+        let peer = try FakeWebRTCPeer(address: Self.browser)
+        let info = try connected(net, peer, terms: peer.terms(payloadType: 109, levelID: 1, publish: false))
+        let tone = try ToneMember(alice, frequency: 440)
+        net.advance(milliseconds: 1_000, stepMilliseconds: 20) { try? tone.send() }
+        peer.drain(net)
+        #expect(peer.media.count >= 40 && peer.unreadable == 0)
+        let decoder = try OpusDecoder(sampleRate: 48_000, channels: 1)
+        var heard: [Int16] = []
+        var previous: UInt16?
+        for bytes in peer.media {
+            try bytes.withUnsafeBytes { raw in
+                let p = try RTPPacketView(parsing: raw)
+                #expect(p.payloadType == 109 && p.ssrc == info.sendSSRC)
+                #expect(!p.hasExtension)
+                #expect(p.csrcCount == 1 && p.csrc(at: 0) == alice.ssrc)
+                if let previous { #expect(p.sequenceNumber == previous &+ 1) }
+                previous = p.sequenceNumber
+                var pcm = [Int16](repeating: 0, count: 960)
+                let n = try pcm.withUnsafeMutableBufferPointer { try decoder.decode(p.payload, into: $0) }
+                heard += pcm.prefix(n)
+            }
+        }
+        #expect(toneShare(Array(heard.suffix(24_000)), frequency: 440) > 0.5)
     }
 
     // MARK: 5. Before the handshake
