@@ -49,6 +49,27 @@ public final class SRTPSender {
         return total
     }
 
+    /// Protects again an RTP packet whose index this context protected before, when the packet is byte for byte the
+    /// one protected then (a NACKed packet rebuilt and resent): the result is the same SRTP packet, so using the IV a
+    /// second time reveals nothing. The caller guarantees the identity — header and payload: GCM under one IV with
+    /// other bytes would leak the authentication key. Throws `tooOld` for an index never protected (or no longer in
+    /// the 128-packet window), and what `protect` throws; nothing changes.
+    public func protect(again packet: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) throws(SRTPError) -> Int {
+        let headerLength = try SRTPLayout.rtpHeaderLength(packet)
+        let total = packet.count + SRTPLayout.tagLength
+        guard out.count >= total else { throw .bufferTooSmall }
+        let sequence = SRTPLayout.uint16(packet, at: 2)
+        let ssrc = SRTPLayout.uint32(packet, at: 8)
+        let slot = try streams.slot(for: ssrc)
+        let index = try streams.protectedRTPIndex(sequence: sequence, in: slot)
+        let input = packet.baseAddress!, output = out.baseAddress!
+        if output != UnsafeMutableRawPointer(mutating: input) { output.copyMemory(from: input, byteCount: headerLength) }
+        let iv = cipher.rtpIV(ssrc: ssrc, rolloverCounter: SRTPPacketIndex.rolloverCounter(of: index), sequence: sequence)
+        cipher.seal(input + headerLength, count: packet.count - headerLength, into: output + headerLength,
+                    tag: output + packet.count, associatedData: output, associatedDataCount: headerLength, iv: iv)
+        return total
+    }
+
     /// Protects the (compound) RTCP packet in `packet` into `out` (which may be the same memory, with `rtcpOverhead`
     /// bytes to spare), with the next SRTCP index: the first header and SSRC in the clear, the rest encrypted unless
     /// `encrypt` is false (then all of it is only authenticated, E = 0), tag and E ‖ index appended. Returns the SRTCP

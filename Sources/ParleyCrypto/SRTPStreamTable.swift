@@ -42,6 +42,19 @@ struct SRTPStreamTable {
         return index
     }
 
+    /// The index of RTP packet `sequence` in `slot` when that index was protected already and is still in the window;
+    /// throws `tooOld` otherwise (never protected, before the stream, or out of the window). Nothing changes.
+    func protectedRTPIndex(sequence: UInt16, in slot: Slot) throws(SRTPError) -> UInt64 {
+        guard let i = slot.position, !streams[i].rtp.isEmpty else { throw .tooOld }
+        let index = try SRTPPacketIndex.estimate(sequence: sequence, highest: streams[i].rtp.highest)
+        do {
+            try streams[i].rtp.check(index)
+        } catch .replayed {
+            return index
+        }
+        throw .tooOld
+    }
+
     /// Checks SRTCP `index` against the window of `slot` (nothing changes).
     func checkRTCP(_ index: UInt64, in slot: Slot) throws(SRTPError) {
         guard let i = slot.position else { return }

@@ -43,6 +43,17 @@ final class EndpointCipher {
         }
     }
 
+    /// Protects again, in place, the RTP packet in `buffer[0..<length]`: a NACKed packet rebuilt byte for byte as it
+    /// was first protected (the caller guarantees it). libsrtp sessions allow a repeated index when sending
+    /// (`allow_repeat_tx`); the relay's own AES-256-GCM takes only an index it protected before (`SRTPSender.protect(again:)`).
+    func protectRTPAgain(_ buffer: UnsafeMutableRawBufferPointer, length: Int) throws(SRTPError) -> Int {
+        switch backend {
+        case .libsrtp(let s): return try s.protectRTP(buffer, length: length)
+        case .sending(let rtp, _): return try rtp.protect(again: UnsafeRawBufferPointer(rebasing: buffer[0..<length]), into: buffer)
+        case .receiving: throw .malformed
+        }
+    }
+
     /// Protects the compound RTCP packet in `buffer[0..<length]` in place; returns the SRTCP length.
     func protectRTCP(_ buffer: UnsafeMutableRawBufferPointer, length: Int) throws(SRTPError) -> Int {
         switch backend {

@@ -161,9 +161,11 @@ final class RTCPFeedback {
         }
     }
 
-    /// Answers an endpoint's NACK about its one rewritten stream: each sequence number is translated back to the
-    /// speaker and sequence it came from (`RTPStreamRewriter.original`), resent from that speaker's history rewritten
-    /// as it was first sent. Only a history of plaintext packets can be rewritten (a room without encrypted members).
+    /// Answers an endpoint's NACK about one of its rewritten streams: each sequence number is translated back to the
+    /// speaker and sequence it came from (`RTPStreamRewriter.original`), and the packet is rebuilt from that speaker's
+    /// history exactly as it was first sent — marker, level and all — so that its SRTP index is protected again over
+    /// the same bytes (`EndpointCipher.protectRTPAgain`). Only a history of plaintext packets can be rewritten (a room
+    /// without encrypted members).
     private func answerEndpoint(_ nack: GenericNACKView, requester: Member, slot: Int, now: Moment) {
         guard requester.room.downstream == nil else { return }
         let stream = requester.endpointStreams[slot]
@@ -183,14 +185,17 @@ final class RTCPFeedback {
                 outbox.counters.nacksRefused &+= 1
                 return
             }
-            let out = RTPStreamRewriter.Output(sequenceNumber: sequence, timestamp: packet.timestamp &+ origin.timestampOffset, marker: false)
-            let level = packet.audioLevel(id: source.webrtc?.audioLevelExtensionID ?? config.audioLevelExtensionID)
-                ?? AudioLevel(voice: true, level: SpeechRules.unlabelledSpeechLevel)
+            let out = RTPStreamRewriter.Output(sequenceNumber: sequence, timestamp: packet.timestamp &+ origin.timestampOffset,
+                                               marker: origin.startsSegment || packet.marker)
             let space = output.reserve(EndpointPacket.headerSize + packet.payloadCount + EndpointCipher.trailerCapacity)
-            var length = EndpointPacket.write(packet.payload, as: out, ssrc: stream.ssrc, speaker: source.ssrc, level: level,
+            var length = EndpointPacket.write(packet.payload, as: out, ssrc: stream.ssrc, speaker: source.ssrc,
+                                              level: EndpointPacket.level(of: packet, from: source, config: config),
                                               header: EndpointPacket.Header(for: requester, config: config), into: space)
             if let srtp = requester.endpointSRTP {
-                guard let protected = try? srtp.toEndpoint.protectRTP(space, length: length) else { return }
+                guard let protected = try? srtp.toEndpoint.protectRTPAgain(space, length: length) else {
+                    outbox.counters.nacksMissed &+= 1  // no longer in the sender's window (or never sent)
+                    return
+                }
                 length = protected
             }
             output.commit(space, length: length, to: requester.address)

@@ -100,7 +100,7 @@ extension RelayCore {
             // own SSRC and numbering (RelayCore+RTPEndpoints.swift), protected with its key when it has one.
             if let endpoint = listener.pointee.endpoint {
                 guard let slot = endpointSlot(for: member, endpoint: endpoint.takeUnretainedValue(), now: now.monotonic) else { continue }
-                let n = forwardToEndpoint(packet, from: member, level: level, to: endpoint.takeUnretainedValue(), slot: slot,
+                let n = forwardToEndpoint(packet, from: member, to: endpoint.takeUnretainedValue(), slot: slot,
                                           srtp: listener.pointee.srtp?.takeUnretainedValue(), address: listener.pointee.address, now: now)
                 guard n > 0 else { continue }
                 listener.pointee.packetsOut &+= 1

@@ -164,17 +164,15 @@ extension RelayCore {
     /// each change), the speaker named in the CSRC list, its level in both the RFC 6464 element and the RFC 6465
     /// element of the CSRC; protected in place with the endpoint's SDES session when it has one. Returns the bytes
     /// queued (0: not queued — a packet from before the speaker's first in this stream, or libsrtp refused).
-    func forwardToEndpoint(_ packet: RTPPacketView, from speaker: Member, level: UInt8, to endpoint: Member, slot: Int,
+    func forwardToEndpoint(_ packet: RTPPacketView, from speaker: Member, to endpoint: Member, slot: Int,
                            srtp: EndpointCipher?, address: PeerAddress, now: Moment) -> Int {
         guard let out = endpoint.endpointStreams[slot].rewrite(source: speaker.id, sequence: packet.sequenceNumber, timestamp: packet.timestamp,
                                                          marker: packet.marker, payloadBytes: packet.payloadCount, now: now.monotonic)
         else { return 0 }
-        let voice = packet.audioLevel(id: speaker.webrtc?.audioLevelExtensionID ?? config.audioLevelExtensionID)?.voice
-            ?? (level < AudioLevel.silence)
         let space = output.reserve(EndpointPacket.headerSize + packet.payloadCount + EndpointCipher.trailerCapacity)
         let header = EndpointPacket.Header(for: endpoint, config: config)
         var n = EndpointPacket.write(packet.payload, as: out, ssrc: endpoint.endpointStreams[slot].ssrc, speaker: speaker.ssrc,
-                                     level: AudioLevel(voice: voice, level: level), header: header, into: space)
+                                     level: EndpointPacket.level(of: packet, from: speaker, config: config), header: header, into: space)
         if let srtp {
             guard let protected = try? srtp.protectRTP(space, length: n) else { return 0 }
             n = protected
@@ -240,6 +238,15 @@ enum EndpointPacket {
             self.levelID = levelID
             self.csrcLevelID = csrcLevelID
         }
+    }
+
+    /// The level an endpoint's packet carries for `speaker`'s `packet`: the packet's RFC 6464 level when it has one,
+    /// else what `SpeechRules` makes of its size. A function of the packet alone, so that a NACK answer rebuilds the
+    /// packet first sent byte for byte (SRTP may then protect it again under the same index).
+    static func level(of packet: RTPPacketView, from speaker: Member, config: RelayCoreConfig) -> AudioLevel {
+        let labelled = packet.audioLevel(id: speaker.webrtc?.audioLevelExtensionID ?? config.audioLevelExtensionID)
+        let level = SpeechRules.level(labelled?.level, payloadBytes: packet.payloadCount)
+        return AudioLevel(voice: labelled?.voice ?? (level < AudioLevel.silence), level: level)
     }
 
     /// Writes `payload` with the stream's header (`out`, `ssrc`), the speaker as the one CSRC and its level in the

@@ -115,6 +115,8 @@ public struct RTPStreamRewriter: Sendable {
         public var source: UInt32
         public var sequence: UInt16
         public var timestampOffset: UInt32
+        /// Whether it was its source's first packet in the stream, which `rewrite` marked (else the marker was the input's).
+        public var startsSegment = false
     }
 
     /// The origin of an output sequence number, or nil when it was never sent by one of the last `segmentCapacity`
@@ -124,7 +126,10 @@ public struct RTPStreamRewriter: Sendable {
         for back in 1...Self.segmentCapacity {
             let s = segment((segmentNext - back + Self.segmentCapacity * 2) % Self.segmentCapacity)
             guard s.valid else { return nil }
-            if sequenceDistance(from: s.outputStart, to: output) >= 0 { return Origin(source: s.source, sequence: output &- s.sequenceOffset, timestampOffset: s.timestampOffset) }
+            if sequenceDistance(from: s.outputStart, to: output) >= 0 {
+                return Origin(source: s.source, sequence: output &- s.sequenceOffset, timestampOffset: s.timestampOffset,
+                              startsSegment: output == s.outputStart)
+            }
         }
         return nil
     }

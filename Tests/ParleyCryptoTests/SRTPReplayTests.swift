@@ -71,6 +71,22 @@ struct SRTPReplayTests {
         #expect(sender.protect(T.rtp(sequence: 500)) == .failure(.replayed))
     }
 
+    @Test("protect(again:) gives the SRTP packet first protected, for an index protected before and still in the window; never for a new one, and it moves nothing")
+    func protectAgain() throws {
+        let (sender, receiver) = try T.pair()
+        let first = try sender.protect(T.rtp(sequence: 500)).get()
+        _ = try sender.protect(T.rtp(sequence: 501)).get()
+        #expect(sender.protect(again: T.rtp(sequence: 500)) == .success(first))
+        #expect(sender.protect(again: T.rtp(sequence: 502)) == .failure(.tooOld))  // never protected: no index handed out here
+        #expect(sender.protect(again: T.rtp(sequence: 500, ssrc: 9)) == .failure(.tooOld))  // an unknown stream
+        // 502 was not used by the failed call: protect still hands it out, and the receiver reads both.
+        let fresh = try sender.protect(T.rtp(sequence: 502)).get()
+        #expect(receiver.unprotect(first) == .success(T.rtp(sequence: 500)))
+        #expect(receiver.unprotect(fresh) == .success(T.rtp(sequence: 502)))
+        _ = try sender.protect(T.rtp(sequence: 700)).get()  // 500 is now 200 behind: out of the window
+        #expect(sender.protect(again: T.rtp(sequence: 500)) == .failure(.tooOld))
+    }
+
     @Test("reordering within the window is accepted, each packet once")
     func reordering() throws {
         let (sender, receiver) = try T.pair()

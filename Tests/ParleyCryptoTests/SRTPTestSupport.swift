@@ -45,6 +45,10 @@ enum SRTPTestSupport {
 extension SRTPSender {
     /// `protect` on arrays.
     func protect(_ packet: [UInt8]) -> Result<[UInt8], SRTPError> { SRTPTestSupport.run(packet) { i, o throws(SRTPError) in try protect(i, into: o) } }
+    /// `protect(again:)` on arrays.
+    func protect(again packet: [UInt8]) -> Result<[UInt8], SRTPError> {
+        SRTPTestSupport.run(packet) { i, o throws(SRTPError) in try protect(again: i, into: o) }
+    }
     /// `protect(rtcp:)` on arrays.
     func protect(rtcp packet: [UInt8], encrypt: Bool = true) -> Result<[UInt8], SRTPError> {
         SRTPTestSupport.run(packet) { i, o throws(SRTPError) in try protect(rtcp: i, into: o, encrypt: encrypt) }

@@ -41,6 +41,7 @@ struct WebRTCMemberTests {
     static func isSTUN(_ d: [UInt8]) -> Bool { d[0] <= 3 }
     static func isDTLS(_ d: [UInt8]) -> Bool { (20...63).contains(d[0]) }
     static func isRTPOrRTCP(_ d: [UInt8]) -> Bool { (128...191).contains(d[0]) }
+    static func isRTP(_ d: [UInt8]) -> Bool { isRTPOrRTCP(d) && d.withUnsafeBytes { !isRTCP($0) } }
 
     // MARK: 1. The check that passes
 
@@ -452,6 +453,30 @@ struct WebRTCMemberTests {
         _ = try peer.speak(net)
         net.exchange()
         #expect(alice.media[peer.ssrc] == nil && net.core.counters.drops(.notPublisher) == 1)
+    }
+
+    @Test("a browser's NACK is answered with the very SRTP packet it first got, byte for byte — under AES-256-GCM (the relay's own SRTP, which protects an index again only over the same bytes) and under libsrtp's profiles",
+          arguments: [SRTPProfile.aeadAes256Gcm, .aeadAes128Gcm, .aes128CmHmacSha1_80])
+    func nackAnsweredIdentically(profile: SRTPProfile) throws {
+        let net = world()
+        let alice = net.addClient("alice")
+        net.joinAll()
+        let peer = try FakeWebRTCPeer(address: Self.browser, srtpProfiles: [profile])
+        let info = try connected(net, peer)
+        peer.drain(net)
+        net.advance(milliseconds: 200) { alice.speak(level: 20) }
+        let first = peer.drain(net).filter { Self.isRTP($0) }
+        #expect(first.count == 10 && peer.unreadable == 0)
+        func sequence(_ d: [UInt8]) -> UInt16 { UInt16(d[2]) << 8 | UInt16(d[3]) }
+        // The first (marked: alice's stream starts there) and the fifth.
+        #expect(first[0][1] & 0x80 != 0 && first[4][1] & 0x80 == 0)
+        let nack = GenericNACK(senderSSRC: peer.ssrc, mediaSSRC: try #require(info.sendSSRC), lost: [sequence(first[0]), sequence(first[4])])
+        var bytes = [UInt8](repeating: 0, count: 64)
+        let n = try bytes.withUnsafeMutableBytes { try nack.serialize(into: $0) }
+        net.deliverToRelay(try peer.protect(Array(bytes[0..<n]), rtcp: true), from: Self.browser, port: 7400)
+        let resent = peer.drain(net).filter { Self.isRTP($0) }
+        #expect(resent == [first[0], first[4]])
+        #expect(net.core.counters.nacksAnswered == 2 && net.core.counters.nacksMissed == 0)
     }
 
     @Test("in a mix room the browser gets the mix as its offer negotiated it: its payload type (Firefox's 109), the speakers as CSRCs, no RFC 6465 element at the relay's id; it decodes to the speaker's tone")
