@@ -185,20 +185,45 @@ final class LoadRun {
         result = RunResult()
         speakerBySSRC = [:]
         for m in members {
-            m.session = nil; m.crypto = nil; m.joinedAt = nil; m.refused = nil; m.removed = nil; m.packetsSent = 0; m.packetsDue = 0; m.tallies = []
+            m.session = nil; m.crypto = nil; m.joinedAt = nil; m.refused = nil; m.removed = nil; m.packetsSent = 0; m.packetsDue = 0; m.packetsBeforeJoin = 0; m.tallies = []
             m.destination = target.address
             pollSet[m.index] = pollfd(fd: m.socket.fd, events: Int16(POLLIN), revents: 0)
         }
         result.label = isRelay ? "parley (\(options.mode))" : "raw fan-out"
         result.members = members.count
         result.speakers = roomSpeakers.reduce(0) { $0 + $1.count }
-        join()
-        media(seconds: durationSeconds)
+        if options.storm, isRelay {
+            // The speakers join and start; the listeners join over the ramp while media flows (a join storm).
+            join(members.filter { $0.speakerSlot != nil })
+            media(seconds: durationSeconds, storm: members.filter { $0.speakerSlot == nil })
+        } else {
+            join(members)
+            media(seconds: durationSeconds, storm: [])
+        }
         leave()
         return result
     }
 
-    private func join() {
+    /// A member's join: its token (an audience room's listener without publish) and session, and its first datagram.
+    private func beginJoin(_ m: Member, signer: TokenSigner, unixNow: Int64, now: Int64) {
+        let grants = options.audience && m.speakerSlot == nil ? Grants(publish: false) : Grants()
+        let claims = TokenClaims(identity: m.identity, room: "\(prefix)-r\(m.room)", expiresAt: unixNow + 3600,
+                                 issuedAt: unixNow, grants: grants, mode: options.mode, audience: options.audience ? true : nil)
+        // Like the parley client, members tell speakers from the forwarded streams (no `speakers` messages).
+        let session = ClientSession(server: target.address, token: signer.mint(claims), room: "\(prefix)-r\(m.room)",
+                                    speakersFromMedia: true, security: options.cleartext ? .cleartext : .encrypted(relayKey: nil),
+                                    now: Instant(nanoseconds: now), unixMilliseconds: { Int64(Clock.unixMilliseconds()) })
+        m.session = session
+        m.joinStarted = now
+        _ = session.tick(now: Instant(nanoseconds: now))
+        flushSignalling(m)
+    }
+
+    private var signer: TokenSigner {
+        TokenSigner(apiKey: environment("PARLEY_API_KEY") ?? DevDefaults.apiKey, apiSecret: environment("PARLEY_API_SECRET") ?? DevDefaults.apiSecret)
+    }
+
+    private func join(_ members: [Member]) {
         let start = Clock.monotonicNanoseconds()
         switch target {
         case .raw:
@@ -208,9 +233,8 @@ final class LoadRun {
                 m.joinedAt = start
             }
             pump(until: start + 200_000_000)
-        case .relay(let server, _):
-            let signer = TokenSigner(apiKey: environment("PARLEY_API_KEY") ?? DevDefaults.apiKey,
-                                     apiSecret: environment("PARLEY_API_SECRET") ?? DevDefaults.apiSecret)
+        case .relay:
+            let signer = self.signer
             let unixNow = Clock.unixSeconds()
             var next = 0
             let rampNanoseconds = Int64(options.ramp * 1e9)
@@ -220,17 +244,7 @@ final class LoadRun {
             while Clock.monotonicNanoseconds() < deadline {
                 let now = Clock.monotonicNanoseconds()
                 while next < members.count, now >= start + rampNanoseconds * Int64(next) / Int64(members.count) {
-                    let m = members[next]
-                    let claims = TokenClaims(identity: m.identity, room: "\(prefix)-r\(m.room)", expiresAt: unixNow + 3600,
-                                             issuedAt: unixNow, grants: Grants(), mode: options.mode)
-                    // Like the parley client, members tell speakers from the forwarded streams (no `speakers` messages).
-                    let session = ClientSession(server: server, token: signer.mint(claims), room: "\(prefix)-r\(m.room)",
-                                                speakersFromMedia: true, security: options.cleartext ? .cleartext : .encrypted(relayKey: nil),
-                                                now: Instant(nanoseconds: now), unixMilliseconds: { Int64(Clock.unixMilliseconds()) })
-                    m.session = session
-                    m.joinStarted = now
-                    _ = session.tick(now: Instant(nanoseconds: now))
-                    flushSignalling(m)
+                    beginJoin(members[next], signer: signer, unixNow: unixNow, now: now)
                     next += 1
                 }
                 if now - lastTick >= 100_000_000 {
@@ -251,10 +265,11 @@ final class LoadRun {
                 m.refused = String(format: "no welcome within %.0f s of the ramp", Double(patienceNanoseconds) / 1e9)
             }
         }
-        result.missingReasons = members.compactMap { $0.joinedAt == nil ? $0.refused ?? "not admitted" : nil }
+        result.missingReasons = self.members.compactMap { $0.joinedAt == nil ? $0.refused ?? "not admitted" : nil }
     }
 
-    private func media(seconds: Double) {
+    /// `seconds` of media; `storm`: members that join over the ramp meanwhile (`--storm`).
+    private func media(seconds: Double, storm: [Member]) {
         let capacity = Int(seconds * 50) + 200
         // Speaker streams start at a talkspurt, spread over the clip; sequence numbers start near the wrap.
         for (r, speakers) in roomSpeakers.enumerated() {
@@ -286,6 +301,9 @@ final class LoadRun {
         let start = Clock.monotonicNanoseconds()
         let end = start + Int64(seconds * 1e9)
         let cpu0 = targetCPU(), gen0 = Clock.processCPUSeconds()
+        let signer = self.signer, unixNow = Clock.unixSeconds()
+        let rampNanoseconds = Int64(options.ramp * 1e9)
+        var nextJoin = 0
         var nextTick = start, nextSecond = start + 1_000_000_000, lastSessionTick = start
         var lastCPU = cpu0, lastGen = gen0
         while true {
@@ -296,6 +314,10 @@ final class LoadRun {
                 for s in speakers where tick(s) { windowExpected += listenersPerSpeaker }
                 nextTick += 20_000_000
                 now = Clock.monotonicNanoseconds()
+            }
+            while nextJoin < storm.count, now >= start + rampNanoseconds * Int64(nextJoin) / Int64(storm.count) {
+                beginJoin(storm[nextJoin], signer: signer, unixNow: unixNow, now: now)
+                nextJoin += 1
             }
             if now - lastSessionTick >= 100_000_000 { tickSessions(now: now); lastSessionTick = now }
             if now >= nextSecond {
@@ -312,7 +334,8 @@ final class LoadRun {
                 nextSecond += 1_000_000_000
             }
             if now >= end + 500_000_000 { break }   // half a second after the last send for packets in flight
-            pump(until: min(nextTick < end ? nextTick : end + 500_000_000, nextSecond))
+            let nextJoinAt = nextJoin < storm.count ? start + rampNanoseconds * Int64(nextJoin) / Int64(storm.count) : Int64.max
+            pump(until: min(nextTick < end ? nextTick : end + 500_000_000, nextSecond, nextJoinAt))
         }
         result.durationSeconds = seconds
         result.targetCPUSeconds = targetCPU() - cpu0
@@ -326,6 +349,7 @@ final class LoadRun {
             })
         } else {
             result.packetsExpected = ExpectedPackets.forward(packetsDue: speakers.map(\.packetsDue), membersPerRoom: membersPerRoom)
+                - members.reduce(0) { $0 + $1.packetsBeforeJoin }  // --storm: nobody can hear what was sent before it came
         }
         // Every member's receipts count, late joiners' too; what they missed is in `packetsExpected`.
         for m in members {
@@ -457,7 +481,10 @@ final class LoadRun {
         for event in s.handle(bytes, from: from, now: Instant(nanoseconds: now)) {
             switch event {
             case .welcomed(let w):
-                if m.joinedAt == nil { m.joinedAt = now }
+                if m.joinedAt == nil {
+                    m.joinedAt = now
+                    if options.storm { m.packetsBeforeJoin = roomSpeakers[m.room].reduce(0) { $1 == m.index ? $0 : $0 + members[$1].packetsDue } }
+                }
                 if m.speakerSlot != nil, speakerBySSRC[m.ssrc] == m.index {   // welcomed after media started
                     speakerBySSRC[m.ssrc] = nil
                     speakerBySSRC[w.ssrc] = m.index

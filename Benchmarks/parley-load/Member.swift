@@ -31,6 +31,8 @@ final class Member {
     var packetsSent = 0
     /// Packets its clip had due, sent or not (a speaker the relay did not admit sends none).
     var packetsDue = 0
+    /// --storm: what its room's speakers were due to send before its welcome (it could not receive those).
+    var packetsBeforeJoin = 0
     // Receiving: forward mode one tally per other speaker of the room (by speaker slot), mix mode one.
     var tallies: [StreamTally] = []
 

@@ -28,11 +28,15 @@ struct Options {
     /// Members speak the cleartext protocol (debugging; the spawned relay runs --allow-cleartext): the same run
     /// without encryption, to see what encryption costs.
     var cleartext = false
+    /// Audience rooms: the listeners join without the publish grant and are counted, not announced (`RoomRoster`).
+    var audience = false
+    /// A join storm: the speakers join first and talk; the listeners join over --ramp while media flows.
+    var storm = false
 
     static let usage = """
         usage: parley-load [--server HOST:PORT [--relay-pid PID] | --spawn [--workers N]] --rooms R --members M --speakers S
                            --duration SECONDS [--mode forward|mix] [--ramp SECONDS] [--json FILE] [--raw-baseline [--blocks N]]
-                           [--find-max [--find-max-cap SECONDS]] [--late-ms MS] [--max-tick-lateness-ms MS] [--cleartext]
+                           [--find-max [--find-max-cap SECONDS]] [--late-ms MS] [--max-tick-lateness-ms MS] [--cleartext] [--audience] [--storm]
                parley-load --self-check
           Simulated members (one UDP socket each, loopback) join through Parley signalling; S per room send pre-encoded
           Opus speech every 20 ms with a send timestamp (RTP header extension id 2); every member accounts for what it
@@ -48,6 +52,10 @@ struct Options {
           Members speak the encrypted protocol (Noise handshake, SRTP both ways; a packet counts as delivered only when
           it authenticates). --cleartext: the debugging protocol instead (the spawned relay runs --allow-cleartext), to
           see what encryption costs.
+          --audience: audience rooms (the token claim): every member but the speakers joins without the publish grant
+          and is counted, not announced to the room one by one.
+          --storm: the speakers join first; the listeners join over --ramp while the speakers talk, so join times and
+          latency are measured during the storm (delivery counts, for each listener, what was sent after its welcome).
           --late-ms: one-way latency above which a packet counts as late (default 20).
           --max-tick-lateness-ms: if 1 % or more of this generator's 20 ms send ticks (the 99th percentile) run later
           than this (default 10), the run measured the generator, not the relay, and says so; a lone late tick (the
@@ -103,6 +111,8 @@ struct Options {
             case "--blocks": o.blocks = positive(flag)
             case "--self-check": o.selfCheck = true
             case "--cleartext": o.cleartext = true
+            case "--audience": o.audience = true
+            case "--storm": o.storm = true
             default: exitWithUsage("unknown option \(flag)")
             }
         }

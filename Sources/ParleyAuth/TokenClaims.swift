@@ -32,11 +32,14 @@ public struct TokenClaims: Equatable, Sendable, Codable {
     /// "e2ee", optional: true when the application encrypts this room's media end to end (with a key of its own the
     /// relay never sees). The relay cannot mix what it cannot decode, so it refuses such a token in a mix room.
     public var endToEnd: Bool?
+    /// "audience", optional: a room this token opens is an audience room — its listeners (members without `publish`)
+    /// are counted, not announced one by one (for rooms that fill with listeners in seconds).
+    public var audience: Bool?
 
     /// Claims for one token.
     public init(identity: String, name: String? = nil, room: String?, expiresAt: Int64, notBefore: Int64? = nil,
                 issuedAt: Int64? = nil, grants: Grants = Grants(), mode: String? = nil, call: Bool? = nil, tokenID: String? = nil,
-                relayKey: String? = nil, endToEnd: Bool? = nil) {
+                relayKey: String? = nil, endToEnd: Bool? = nil, audience: Bool? = nil) {
         self.identity = identity
         self.name = name
         self.room = room
@@ -49,11 +52,12 @@ public struct TokenClaims: Equatable, Sendable, Codable {
         self.tokenID = tokenID
         self.relayKey = relayKey
         self.endToEnd = endToEnd
+        self.audience = audience
     }
 
     private enum CodingKeys: String, CodingKey {
         case identity = "sub", name, room, expiresAt = "exp", notBefore = "nbf", issuedAt = "iat", grants, mode, call, tokenID = "jti",
-             relayKey = "relay_key", endToEnd = "e2ee"
+             relayKey = "relay_key", endToEnd = "e2ee", audience
     }
 
     /// Decodes the claims; `sub` and `exp` are required, `grants` defaults to `Grants.empty`.
@@ -71,6 +75,7 @@ public struct TokenClaims: Equatable, Sendable, Codable {
         tokenID = try container.decodeIfPresent(String.self, forKey: .tokenID)
         relayKey = try container.decodeIfPresent(String.self, forKey: .relayKey)
         endToEnd = try container.decodeIfPresent(Bool.self, forKey: .endToEnd)
+        audience = try container.decodeIfPresent(Bool.self, forKey: .audience)
     }
 }
 

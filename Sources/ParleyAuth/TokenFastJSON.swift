@@ -35,7 +35,7 @@ enum TokenFastJSON {
         }
         guard let name = string("name"), let room = string("room"), let nbf = integer("nbf"), let iat = integer("iat"),
               let mode = string("mode"), let call = boolean("call"), let jti = string("jti"), let relayKey = string("relay_key"),
-              let e2ee = boolean("e2ee") else { return nil }
+              let e2ee = boolean("e2ee"), let audience = boolean("audience") else { return nil }
         // Unknown keys are ignored by the decoder whatever their value; here they held simple values: ignored too.
         var grants = Grants.empty
         switch o["grants"] {
@@ -51,7 +51,7 @@ enum TokenFastJSON {
             return nil
         }
         return TokenClaims(identity: sub, name: name, room: room, expiresAt: exp, notBefore: nbf, issuedAt: iat, grants: grants,
-                           mode: mode, call: call, tokenID: jti, relayKey: relayKey, endToEnd: e2ee)
+                           mode: mode, call: call, tokenID: jti, relayKey: relayKey, endToEnd: e2ee, audience: audience)
     }
 
     /// A header read through the fast path (nil: use `JSONDecoder`).

@@ -30,6 +30,8 @@ public final class ClientSession {
         case memberList([MemberEntry])
         /// A member joined, left, muted or unmuted.
         case member(MemberEventKind, MemberEntry, reason: String)
+        /// How many audience members (listeners counted, not announced one by one) the room has now.
+        case audience(Int)
         /// Who speaks (mix rooms, and forward rooms for members that do not work it out from media).
         case speakers([SpeakerEntry])
         /// A text to the room or to this member.
@@ -76,6 +78,8 @@ public final class ClientSession {
     private var nextMessageID: UInt32 = 1
     private var texts: [UInt32: TextReassembler] = [:]
     private var pageBuffer: [MemberEntry] = []
+    /// The room's audience as last told (`Event.audience`).
+    public private(set) var audience = 0
 
     /// A session that will join `room` at `server` with `token`, its nonce drawn from `random`. With
     /// `speakersFromMedia` the member tells the relay it works out who speaks from the streams it receives
@@ -150,6 +154,23 @@ public final class ClientSession {
             for e in pageBuffer { members[e.memberID] = e }
             defer { pageBuffer = [] }
             return [.memberList(pageBuffer)]
+        case .memberDelta(let delta):
+            // A batch may repeat what the member list at the welcome already said, or name someone who left before
+            // this member learnt of them: only real changes become events.
+            var out: [Event] = []
+            for e in delta.joined where e.memberID != welcome?.memberID && members[e.memberID] == nil {
+                members[e.memberID] = e
+                out.append(.member(.joined, e, reason: ""))
+            }
+            for d in delta.left {
+                guard let e = members.removeValue(forKey: d.memberID) else { continue }
+                out.append(.member(.left, e, reason: d.reason))
+            }
+            if Int(delta.audience) != audience {
+                audience = Int(delta.audience)
+                out.append(.audience(audience))
+            }
+            return out
         case .memberEvent(let kind, let entry, let reason):
             if kind == .left { members[entry.memberID] = nil } else if entry.memberID != welcome?.memberID { members[entry.memberID] = entry }
             return [.member(kind, entry, reason: reason)]

@@ -55,6 +55,8 @@ public enum API {
         public var maxMembers: Int?
         /// Seconds a room with no members stays open.
         public var emptyTimeout: Int64?
+        /// Listeners (members without publish) are audience: counted, not announced one by one.
+        public var audience: Bool?
     }
 
     /// `POST .../mute`.
@@ -140,6 +142,8 @@ public enum API {
         /// Seconds.
         public var emptyTimeout: Int64
         public var worker: Int
+        /// An audience room: how many listeners it counts (they are in `members` too); nil in other rooms.
+        public var audience: Int?
     }
 
     /// `GET /v1/rooms`.
@@ -190,6 +194,8 @@ public enum API {
         public var speaking: Bool
         /// `parley`, `rtp` or `webrtc`.
         public var transport: String
+        /// An audience member (an audience room's listener); nil otherwise.
+        public var audience: Bool? = nil
     }
 
     /// `POST /v1/dev-token` (dev credentials only).

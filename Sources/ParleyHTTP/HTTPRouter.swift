@@ -271,7 +271,8 @@ public struct HTTPRouter: Sendable {
         if let mode = r.mode, mode != "forward", mode != "mix" { throw APIError(400, "invalid_field", "mode must be forward or mix") }
         if let m = r.maxMembers, !(1...100_000).contains(m) { throw APIError(400, "invalid_field", "max_members must be 1–100000") }
         if let t = r.emptyTimeout, !(0...86_400).contains(t) { throw APIError(400, "invalid_field", "empty_timeout must be 0–86400 seconds") }
-        _ = try run(.createRoom(name: name, mode: r.mode, maxMembers: r.maxMembers, emptyTimeout: r.emptyTimeout.map { .seconds($0) }))
+        _ = try run(.createRoom(name: name, mode: r.mode, maxMembers: r.maxMembers, emptyTimeout: r.emptyTimeout.map { .seconds($0) },
+                                audience: r.audience ?? false))
         guard let room = rooms().first(where: { $0.name == name }) else { throw APIError(503, "unavailable", "room \(name) vanished") }
         return Self.json(room, status: 201)
     }
@@ -387,7 +388,8 @@ public struct HTTPRouter: Sendable {
                 out.append(API.Room(name: r.name, mode: r.mode, members: r.members.count, speakers: speakers,
                                     createdAt: r.createdAtUnixMilliseconds,
                                     maxMembers: limits?.maxMembers ?? config.maxMembersPerRoom,
-                                    emptyTimeout: (limits?.emptyTimeout ?? config.emptyRoomTimeout).wholeSeconds, worker: w.worker))
+                                    emptyTimeout: (limits?.emptyTimeout ?? config.emptyRoomTimeout).wholeSeconds, worker: w.worker,
+                                    audience: r.audienceMode ? r.audience : nil))
             }
         }
         return out.sorted { $0.name < $1.name }

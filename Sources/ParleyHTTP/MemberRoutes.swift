@@ -113,7 +113,8 @@ extension HTTPRouter {
                 // A member sees who is there, not their addresses or traffic.
                 let members = snapshot.members.map {
                     API.RoomMember(identity: $0.identity, name: $0.name, joinedAt: $0.joinedAtUnixMilliseconds, muted: $0.muted,
-                                   speaking: snapshot.forwardedSpeakers.contains($0.id), transport: $0.transport)
+                                   speaking: snapshot.forwardedSpeakers.contains($0.id), transport: $0.transport,
+                                   audience: $0.audience ? true : nil)
                 }
                 return Self.withCORS(Self.json(API.RoomMemberList(room: room, members: members)))
             case ("POST", .messages):

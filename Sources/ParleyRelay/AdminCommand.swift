@@ -6,7 +6,7 @@ import Synchronization
 /// A command from the HTTP API to the worker that owns a room. Executed by that worker in its loop.
 public enum AdminCommand: Sendable, Equatable {
     /// Create an empty room (nil = the relay's defaults).
-    case createRoom(name: String, mode: String?, maxMembers: Int?, emptyTimeout: Interval?)
+    case createRoom(name: String, mode: String?, maxMembers: Int?, emptyTimeout: Interval?, audience: Bool = false)
     /// Close a room, telling every member why.
     case closeRoom(name: String)
     /// Kick a member out of a room.
@@ -52,7 +52,7 @@ public enum AdminCommand: Sendable, Equatable {
     public var room: String {
         switch self {
         case .openWebPresence, .closeWebPresence, .webCall, .webAnswer, .webHangUp, .webDirectText: ""
-        case .createRoom(let name, _, _, _), .closeRoom(let name): name
+        case .createRoom(let name, _, _, _, _), .closeRoom(let name): name
         case .kick(let room, _), .mute(let room, _, _), .message(let room, _), .memberMessage(let room, _, _): room
         case .addRTPEndpoint(let room, _, _, _, _, _, _, _), .removeRTPEndpoint(let room, _): room
         case .addWebRTCMember(let room, _, _, _, _), .removeWebRTCMember(let room, _): room
@@ -62,8 +62,8 @@ public enum AdminCommand: Sendable, Equatable {
     /// Runs the command on `core` (the owning worker's, on its thread).
     public func apply(to core: RelayCore, now: Moment) -> AdminResult {
         switch self {
-        case .createRoom(let name, let mode, let maxMembers, let emptyTimeout):
-            core.createRoom(name: name, mode: mode, maxMembers: maxMembers, emptyTimeout: emptyTimeout, now: now)
+        case .createRoom(let name, let mode, let maxMembers, let emptyTimeout, let audience):
+            core.createRoom(name: name, mode: mode, maxMembers: maxMembers, emptyTimeout: emptyTimeout, audience: audience, now: now)
         case .closeRoom(let name): core.closeRoom(name: name, reason: "closed by the backend", now: now)
         case .kick(let room, let identity): core.kick(room: room, identity: identity, now: now)
         case .mute(let room, let identity, let muted): core.setMuted(room: room, identity: identity, muted: muted, now: now)

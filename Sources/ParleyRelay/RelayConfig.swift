@@ -104,6 +104,9 @@ public struct RelayConfig: Sendable {
         case "max_forwarded_speakers": core.maxForwardedSpeakers = try int(1...64)
         case "speaker_update_interval_ms": core.speakerUpdateInterval = .milliseconds(Int64(try int(20...10_000)))
         case "speaker_level_update_interval_ms": core.speakerLevelUpdateInterval = .milliseconds(Int64(try int(20...60_000)))
+        case "member_update_interval_ms": core.memberUpdateInterval = .milliseconds(Int64(try int(0...10_000)))
+        case "member_update_immediate_limit": core.memberUpdateImmediateLimit = try int(0...100_000)
+        case "audience_update_interval_ms": core.audienceUpdateInterval = .milliseconds(Int64(try int(100...60_000)))
         case "speech_level_threshold": core.speechLevelThreshold = UInt8(try int(0...127))
         case "audio_level_extension_id": core.audioLevelExtensionID = UInt8(try int(1...14))
         case "default_room_mode":

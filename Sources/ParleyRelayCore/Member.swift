@@ -37,6 +37,8 @@ final class Member {
     /// Assigned at join; an RTP endpoint takes the SSRC of its first packet (see `RelayCore+RTPEndpoints.swift`).
     var ssrc: UInt32
     let canPublish: Bool
+    /// In an audience room, a member that cannot publish: counted, not announced (`RoomRoster`).
+    var isAudience = false
     let joinedAtUnixMilliseconds: Int64
     /// Strong: a removed member leaves `room.members`, and the room's derived tables let go of it then too (the
     /// fan-out table as it goes stale, the mixer after each frame), which breaks the cycle (see `LiveCounts`).
@@ -192,5 +194,7 @@ public struct MemberSnapshot: Sendable, Equatable {
     public var roundTrip: Interval? = nil
     /// How it is connected: `parley` (the client's signalling), `rtp` (a plain-RTP endpoint), `webrtc`.
     public var transport = "parley"
+    /// In an audience room, a listener counted rather than announced.
+    public var audience = false
 }
 

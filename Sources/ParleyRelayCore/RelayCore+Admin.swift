@@ -33,13 +33,15 @@ struct OpenRoomFailure: Error {
 /// backend, and the event stream.
 extension RelayCore {
     /// Creates an empty room from the backend: it closes after `emptyTimeout` (default: the relay's) unless
-    /// someone joins; `maxMembers` (default: the relay's) caps its members.
-    public func createRoom(name: String, mode: String?, maxMembers: Int?, emptyTimeout: Interval?, now: Moment) -> AdminResult {
+    /// someone joins; `maxMembers` (default: the relay's) caps its members; `audience`: its listeners are counted, not
+    /// announced (`RoomRoster`).
+    public func createRoom(name: String, mode: String?, maxMembers: Int?, emptyTimeout: Interval?, audience: Bool = false,
+                           now: Moment) -> AdminResult {
         guard !shuttingDown else { return .unavailable("the relay is shutting down") }
         guard rooms[name] == nil else { return .conflict("room \(name) already exists") }
         let mode = mode ?? config.defaultRoomMode
         let room: Room
-        switch rooms.open(name: name, mode: mode, now: now) {
+        switch rooms.open(name: name, mode: mode, audience: audience, now: now) {
         case .success(let r): room = r
         case .failure(let f): return .unavailable(f.reason)
         }

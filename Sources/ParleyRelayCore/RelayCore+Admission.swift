@@ -135,7 +135,7 @@ extension RelayCore {
                 return refuse(code, reason, to: from, now: now, viaPublicPort: viaPublicPort)  // before the room exists
             }
             let created: Room
-            switch rooms.open(name: request.room, mode: mode, creator: claims.identity, now: now) {
+            switch rooms.open(name: request.room, mode: mode, creator: claims.identity, audience: claims.audience == true, now: now) {
             case .success(let r): created = r
             case .failure(let f): return refuse(f.code, f.reason, to: from, now: now, viaPublicPort: viaPublicPort)
             }
@@ -172,7 +172,9 @@ extension RelayCore {
             }
         }
         if room.mutedByRoom.contains(member.identity) { member.muted = true; member.mutedByRoom = true }
-        let others = room.members
+        member.isAudience = room.roster.audienceMode && !member.canPublish
+        // The joiner learns of the announced members (not the audience, which it is told the size of).
+        let others = room.roster.audienceMode ? room.members.filter { !$0.isAudience } : room.members
         room.members.append(member)
         room.emptySince = nil
         room.mix?.start(now: now.monotonic)
@@ -190,12 +192,14 @@ extension RelayCore {
         for (i, page) in pages.enumerated() {
             outbox.enqueue(.memberPage(index: UInt16(i), count: UInt16(pages.count), members: page), to: session)
         }
+        if room.roster.audienceMode {
+            let audience = room.roster.audienceCount + (member.isAudience ? 1 : 0)
+            outbox.enqueue(.memberDelta(MemberDelta(audience: UInt32(clamping: audience))), to: session)
+        }
         if !room.announcedSpeakers.isEmpty, member.wantsSpeakerLists { outbox.enqueue(.speakers(room.announcedSpeakers), to: session) }
         outbox.pump(session, now: now)
-        rooms.broadcast(.memberEvent(kind: .joined, member: member.entry, reason: ""), in: room, except: member, now: now)
+        rooms.announceJoin(member, now: now)
         outbox.counters.joinsAccepted &+= 1
-        rooms.events.append(RelayEvent(kind: .memberJoined, room: room.name, identity: member.identity, detail: member.name,
-                                 unixMilliseconds: now.unixMilliseconds))
         if log.threshold <= .info {
             log.write(.info, "\(member.identity) joined \(room.name) from \(from) (member \(member.id), ssrc \(ssrc), \(room.members.count) in room)")
         }

@@ -94,9 +94,8 @@ extension RelayCore {
         for a in rtcp { sessions.link(a, to: .member(member)) }
         member.rtcpSources = rtcp
         noteTimerWork(at: now.monotonic)
-        rooms.broadcast(.memberEvent(kind: .joined, member: member.entry, reason: ""), in: room, except: member, now: now)
-        rooms.events.append(RelayEvent(kind: .memberJoined, room: room.name, identity: identity, detail: member.name,
-                                 unixMilliseconds: now.unixMilliseconds))
+        member.isAudience = room.roster.audienceMode && !member.canPublish
+        rooms.announceJoin(member, now: now)
         if log.threshold <= .info {
             log.write(.info, "\(srtp == nil ? "cleartext RTP" : "SRTP") endpoint \(identity) added to \(room.name) (member \(member.id), ssrc \(ssrc), from \(source.map(\.description) ?? "-"), to \(destination.map(\.description) ?? "-"))")
         }

@@ -73,9 +73,8 @@ extension RelayCore {
         sessions.bySSRC[member.ssrc] = member
         sessions.byICEUfrag[credentials.ufrag] = member
         noteTimerWork(at: now.monotonic)
-        rooms.broadcast(.memberEvent(kind: .joined, member: member.entry, reason: ""), in: room, except: member, now: now)
-        rooms.events.append(RelayEvent(kind: .memberJoined, room: room.name, identity: identity, detail: member.name,
-                                       unixMilliseconds: now.unixMilliseconds))
+        member.isAudience = room.roster.audienceMode && !member.canPublish
+        rooms.announceJoin(member, now: now)
         if log.threshold <= .info {
             log.write(.info, "WebRTC member \(identity) added to \(room.name) (member \(member.id), \(terms.publish ? "sends" : "")\(terms.publish && terms.subscribe ? " and " : "")\(terms.subscribe ? "receives" : ""))")
         }

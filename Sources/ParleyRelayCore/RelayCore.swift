@@ -138,9 +138,11 @@ public final class RelayCore {
                                                           joinedAtUnixMilliseconds: m.joinedAtUnixMilliseconds, stats: m.stats,
                                                           packetsLost: m.receiveStats.cumulativeLost, jitter: m.receiveStats.jitter,
                                                           roundTrip: m.roundTrip,
-                                                          transport: m.webrtc != nil ? "webrtc" : m.isRTPEndpoint ? "rtp" : "parley")
+                                                          transport: m.webrtc != nil ? "webrtc" : m.isRTPEndpoint ? "rtp" : "parley",
+                                                          audience: m.isAudience)
                                 },
-                                forwardedSpeakers: room.selector.forwarded)
+                                forwardedSpeakers: room.selector.forwarded, audienceMode: room.roster.audienceMode,
+                                audience: room.roster.audienceCount)
         }
     }
 

@@ -23,6 +23,14 @@ public struct RelayCoreConfig: Sendable {
     /// …and at most this often when only a speaker's level moved (by 10 dB or more): levels are for display, and
     /// each push is a reliable message (and an ack) per member.
     public var speakerLevelUpdateInterval: Interval = .seconds(1)
+    /// Membership changes reach a room at most this often, batched (`memberDelta`): who joined and left since the last
+    /// update. Rooms of at most `memberUpdateImmediateLimit` members are told at once (a change costs them that many
+    /// messages); bigger ones batch, so a join storm costs each member one update per interval, not one per join.
+    public var memberUpdateInterval: Interval = .milliseconds(250)
+    /// See `memberUpdateInterval`.
+    public var memberUpdateImmediateLimit = 16
+    /// In audience rooms, a change of the audience count alone is told at most this often.
+    public var audienceUpdateInterval: Interval = .seconds(2)
     /// When a packet is speech and how long a speaker stays speaking (shared with the client: `SpeechRules`).
     public var speech = SpeechRules.standard
     /// A member stays in the announced speaker list this long after its last speech packet (`speech.hold`).

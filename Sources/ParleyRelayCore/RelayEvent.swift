@@ -10,6 +10,8 @@ public struct RelayEvent: Sendable, Equatable {
         case text = "text"
         /// The room's speakers changed: `detail` lists their identities, loudest first, comma-separated (empty: nobody).
         case speakers = "speakers"
+        /// An audience room's audience count changed (`detail`: the count; at most once per `audienceUpdateInterval`).
+        case audience = "audience"
 
         // Private events: only the web page whose presence stream `recipient` names sees them.
         /// The page is online for calls and direct texts: `detail` is its presence stream's id, which its requests name.

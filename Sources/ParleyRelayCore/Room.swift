@@ -21,6 +21,8 @@ final class Room {
     var announcedSpeakerNames: [String] = []
     /// The mixer, in mix mode.
     var mix: MixEngine?
+    /// Who is told of whom, and when (audience, batched deltas).
+    var roster = RoomRoster()
     /// Limits set by the HTTP API at creation (nil = the relay's defaults).
     var maxMembers: Int?, emptyTimeout: Interval?
     /// Identities the backend muted: the mute holds across their rejoins until the backend lifts it (at most one
@@ -61,4 +63,7 @@ public struct RoomSnapshot: Sendable, Equatable {
     public var members: [MemberSnapshot]
     /// Member ids currently forwarded.
     public var forwardedSpeakers: [UInt32]
+    /// Whether its listeners are audience (`RoomRoster`), and how many it has.
+    public var audienceMode = false
+    public var audience = 0
 }

@@ -40,7 +40,7 @@ final class RoomTable {
 
     /// Creates a room and its speaker selector (and mixer in mix mode), reserving it against `maxRooms`.
     /// Fails when the relay is full or the mixer cannot start; the caller refuses.
-    func open(name: String, mode: String, creator: String? = nil, now: Moment) -> Result<Room, OpenRoomFailure> {
+    func open(name: String, mode: String, creator: String? = nil, audience: Bool = false, now: Moment) -> Result<Room, OpenRoomFailure> {
         if let creator {
             if let failure = shared.tryReserveRoom(creator: creator) { return .failure(failure) }
         } else {
@@ -59,9 +59,10 @@ final class RoomTable {
                 return .failure(OpenRoomFailure(code: .badRequest, reason: "the relay could not start a mixer"))
             }
         }
+        room.roster.audienceMode = audience
         byName[name] = room
         if room.mix != nil { mixRooms.append(room) }
-        events.append(RelayEvent(kind: .roomStarted, room: name, detail: mode, unixMilliseconds: now.unixMilliseconds))
+        events.append(RelayEvent(kind: .roomStarted, room: name, detail: audience ? mode + ", audience" : mode, unixMilliseconds: now.unixMilliseconds))
         if log.threshold <= .info { log.write(.info, "room \(name) opened (mode \(mode), worker \(workerIndex))") }
         return .success(room)
     }
@@ -139,6 +140,32 @@ final class RoomTable {
         }
     }
 
+    /// Tells the room a member joined (already in `room.members`, `isAudience` set): an audience member only moves
+    /// the count; an announced one is told now or with the room's next batched update (`RoomRoster`), and logged.
+    func announceJoin(_ member: Member, now: Moment) {
+        let room = member.room
+        if member.isAudience {
+            room.roster.audienceChanged(by: 1, config: config, now: now.monotonic)
+            return
+        }
+        if room.roster.joined(member.entry, roomSize: room.members.count, config: config, now: now.monotonic) == .now {
+            broadcast(.memberEvent(kind: .joined, member: member.entry, reason: ""), in: room, except: member, now: now)
+        }
+        events.append(RelayEvent(kind: .memberJoined, room: room.name, identity: member.identity, detail: member.name,
+                                 unixMilliseconds: now.unixMilliseconds))
+    }
+
+    /// Sends the room its batched membership update when due; logs an `audience` event when the count moved.
+    func sendRosterUpdate(_ room: Room, now: Moment) {
+        let before = room.roster.announcedAudience
+        guard let deltas = room.roster.takeUpdate(now: now.monotonic), !deltas.isEmpty else { return }
+        for delta in deltas { broadcast(.memberDelta(delta), in: room, now: now) }
+        if room.roster.announcedAudience != before {
+            events.append(RelayEvent(kind: .audience, room: room.name, detail: String(room.roster.announcedAudience),
+                                     unixMilliseconds: now.unixMilliseconds))
+        }
+    }
+
     /// The room's side of a member leaving: out of the room and its speaker selection and mixer, the room told, the
     /// event logged; an emptied room starts its empty timeout.
     func memberLeft(_ member: Member, reason: String, now: Moment) {
@@ -147,10 +174,16 @@ final class RoomTable {
         // Its stream under the room's key ends: the slot is freed, the SSRC never protected again under this key.
         room.downstream?.retire(ssrc: member.ssrc)
         if room.selector.remove(member.id) { scheduleSpeakerPush(room, now: now) }
-        broadcast(.memberEvent(kind: .left, member: member.entry, reason: reason), in: room, now: now)
+        if member.isAudience {
+            room.roster.audienceChanged(by: -1, config: config, now: now.monotonic)
+        } else {
+            if room.roster.left(member.entry, reason: reason, roomSize: room.members.count, config: config, now: now.monotonic) == .now {
+                broadcast(.memberEvent(kind: .left, member: member.entry, reason: reason), in: room, now: now)
+            }
+            events.append(RelayEvent(kind: .memberLeft, room: room.name, identity: member.identity, detail: reason,
+                                     unixMilliseconds: now.unixMilliseconds))
+        }
         room.mix?.remove(member)
-        events.append(RelayEvent(kind: .memberLeft, room: room.name, identity: member.identity, detail: reason,
-                                 unixMilliseconds: now.unixMilliseconds))
         if room.members.isEmpty {
             room.emptySince = now.monotonic
             room.mix?.stop()
@@ -226,6 +259,7 @@ final class RoomTable {
     func tick(now: Moment, housekeeping: Bool) {
         var closing: [Room] = []
         for room in byName.values {
+            if let due = room.roster.due, due <= now.monotonic { sendRosterUpdate(room, now: now) }
             if let due = room.speakerPushDue, due <= now.monotonic {
                 pushSpeakers(room, speakerEntries(room, now: now), now: now)
             } else if housekeeping, !room.announcedSpeakers.isEmpty || !room.selector.forwarded.isEmpty {
@@ -247,6 +281,7 @@ final class RoomTable {
         var due = Instant.distantFuture
         for room in byName.values {
             if let pushDue = room.speakerPushDue { due = min(due, pushDue) }
+            if let rosterDue = room.roster.due { due = min(due, rosterDue) }
             if !room.announcedSpeakers.isEmpty || !room.selector.forwarded.isEmpty { due = min(due, housekeepingDue) }
             if let since = room.emptySince, room.members.isEmpty {
                 due = min(due, since + (room.emptyTimeout ?? config.emptyRoomTimeout))

@@ -16,6 +16,8 @@ enum SignalTag: UInt8 {
     /// Calls: an end-to-end key share (32 bytes, opaque to the relay). Numbered apart from 39… (taken by the
     /// encrypted-signalling work) so the two can merge.
     case callKeyShare = 48
+    /// Member deltas: one departure (member id, then the reason's UTF-8), and the audience count.
+    case departure = 49, audienceCount = 50
 }
 
 /// Writes big-endian integers and TLVs into a caller-owned buffer.
@@ -111,6 +113,9 @@ struct SignalFields {
 }
 
 extension MemberEntry {
+    /// Bytes of its encoded form (see `encoded`).
+    public var encodedSize: Int { 11 + min(255, identity.utf8.count) + min(255, name.utf8.count) }
+
     /// memberID (4) ssrc (4) flags (1) identity length (1) identity, name length (1) name.
     var encoded: [UInt8] {
         let id = Array(identity.utf8.prefix(255)), nm = Array(name.utf8.prefix(255))
@@ -200,6 +205,15 @@ extension SignalDatagram {
         case 0x89:
             guard let code = GoodbyeCode(rawValue: try f.u16(.code)) else { throw .badField }
             message = .goodbye(code: code, reason: try f.optionalString(.reason, maxCount: 512))
+        case 0x8F:
+            var delta = MemberDelta(audience: try f.u32(.audienceCount))
+            for r in f.all(.member) { delta.joined.append(try MemberEntry(decoding: bytes, r)) }
+            for r in f.all(.departure) {
+                guard r.count >= 4, r.count <= 4 + 512 else { throw .badLength }
+                let i = r.lowerBound
+                delta.left.append(MemberDelta.Departure(memberID: u32(i), reason: try SignalFields.decodeUTF8(Array(bytes[(i + 4)..<r.upperBound]))))
+            }
+            message = .memberDelta(delta)
         case 0x8A: message = .pong(timestamp: try f.u64(.timestamp))
         case 0x8B: message = .resumed
         case 0x08, 0x09, 0x0A, 0x0B, 0x8C, 0x8D: message = try Self.callMessage(type: type, f)
@@ -258,6 +272,10 @@ extension SignalDatagram {
         case .memberEvent(let kind, let member, let reason):
             w.field(.eventKind, u8: kind.rawValue); w.field(.member, member.encoded)
             if !reason.isEmpty { w.field(.reason, string: reason) }
+        case .memberDelta(let delta):
+            w.field(.audienceCount, u32: delta.audience)
+            for m in delta.joined { w.field(.member, m.encoded) }
+            for d in delta.left { w.field(.departure, Self.encoded(d)) }
         case .speakers(let list):
             for s in list {
                 w.u8(SignalTag.speaker.rawValue); w.u16(9); w.u32(s.memberID); w.u32(s.ssrc); w.u8(s.level & 0x7F)
@@ -277,6 +295,15 @@ extension SignalDatagram {
         }
         guard !w.overflow, w.offset <= Signalling.maxDatagramSize else { throw .bufferTooSmall }
         return w.offset
+    }
+
+    /// A departure's field: member id (4), then the reason (UTF-8, at most 512 bytes).
+    static func encoded(_ d: MemberDelta.Departure) -> [UInt8] {
+        var out: [UInt8] = []
+        for shift in stride(from: 24, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: d.memberID >> UInt32(shift))) }
+        var reason = d.reason
+        while reason.utf8.count > 512 { reason.removeLast() }  // whole characters: the field stays valid UTF-8
+        return out + Array(reason.utf8)
     }
 
     private static func write(_ fragment: TextFragment, _ w: inout SignalWriter) {

@@ -251,6 +251,33 @@ public struct TextFragment: Equatable, Sendable {
     }
 }
 
+/// A batch of membership changes (`SignalMessage.memberDelta`).
+public struct MemberDelta: Equatable, Sendable {
+    /// A member who left, and why ("left", "timed out", …).
+    public struct Departure: Equatable, Sendable {
+        public var memberID: UInt32
+        public var reason: String
+        public init(memberID: UInt32, reason: String) {
+            self.memberID = memberID
+            self.reason = reason
+        }
+    }
+
+    /// Announced members who joined, in order.
+    public var joined: [MemberEntry]
+    /// Announced members who left, in order.
+    public var left: [Departure]
+    /// Audience members in the room now (listeners counted, not announced one by one).
+    public var audience: UInt32
+
+    /// A delta.
+    public init(joined: [MemberEntry] = [], left: [Departure] = [], audience: UInt32 = 0) {
+        self.joined = joined
+        self.left = left
+        self.audience = audience
+    }
+}
+
 /// Every message of signalling version 1 (presence and call messages in `SignallingCall.swift`). Type codes below 0x80 go from member to relay; the rest from relay to member.
 public enum SignalMessage: Equatable, Sendable {
     // Member → relay
@@ -312,6 +339,10 @@ public enum SignalMessage: Equatable, Sendable {
     /// 0x8E Prove that this new address is yours: answer `pathResponse` with the challenge (unreliable, never larger
     /// than the datagram that caused it; nothing else goes to the address until it answers).
     case pathChallenge(challenge: [UInt8])
+    /// 0x8F The room's membership changes since its last update, batched (reliable): who joined and who left among
+    /// the announced members, and how many audience members the room has now. At most one update per room per
+    /// interval (split over several messages when it does not fit one datagram).
+    case memberDelta(MemberDelta)
 
     /// The message's type code.
     public var typeCode: UInt8 {
@@ -342,6 +373,7 @@ public enum SignalMessage: Equatable, Sendable {
         case .incomingCall: 0x8C
         case .callStatus: 0x8D
         case .pathChallenge: 0x8E
+        case .memberDelta: 0x8F
         }
     }
 

@@ -279,6 +279,8 @@ final class RoomCall {
                 if m.memberID != myMemberID { members[m.memberID] = m }
                 ui.event("\(m.identity) unmuted")
             }
+        case .audience(let count):
+            ui.event("\(count) listening")
         case .speakers(let list):  // mix rooms (forward rooms: `showSpeakers`, from the streams themselves)
             speaking = list
             ui.event("speaking: " + (list.isEmpty ? "(nobody)" : list.map { "\(who($0.memberID)) (-\($0.level) dBov)" }.joined(separator: ", ")))

@@ -66,10 +66,11 @@ final class FakeNetwork {
     }
 
     func token(_ identity: String, room: String = "lobby", grants: Grants = Grants(), expiresIn: Int64 = 3600,
-               notBefore: Int64? = nil, mode: String? = nil, secret: String = FakeNetwork.apiSecret, relayKey: String? = nil) -> String {
+               notBefore: Int64? = nil, mode: String? = nil, secret: String = FakeNetwork.apiSecret, relayKey: String? = nil,
+               audience: Bool? = nil) -> String {
         TokenSigner(apiKey: "devkey", apiSecret: secret).mint(
             TokenClaims(identity: identity, name: identity.capitalized, room: room, expiresAt: now.unixSeconds + expiresIn,
-                        notBefore: notBefore, grants: grants, mode: mode, relayKey: relayKey))
+                        notBefore: notBefore, grants: grants, mode: mode, relayKey: relayKey, audience: audience))
     }
 
     @discardableResult
