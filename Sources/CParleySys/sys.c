@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/epoll.h>
 #include <malloc.h>
 #include <pthread.h>
 
@@ -33,6 +34,26 @@ int parley_set_socket_buffers(int fd, int bytes) {
 int parley_eventfd(void) {
     int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     return fd < 0 ? -errno : fd;
+}
+
+int parley_epoll_create(void) {
+    int fd = epoll_create1(EPOLL_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+int parley_epoll_watch(int epoll, int fd, uint64_t token) {
+    struct epoll_event e = { .events = EPOLLIN, .data.u64 = token };
+    return epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &e) < 0 ? -errno : 0;
+}
+
+int parley_epoll_wait(int epoll, uint64_t *tokens, int capacity, int timeout_ms) {
+    struct epoll_event events[256];
+    if (capacity > 256) capacity = 256;
+    int n;
+    do { n = epoll_wait(epoll, events, capacity, timeout_ms); } while (n < 0 && errno == EINTR);
+    if (n < 0) return -errno;
+    for (int i = 0; i < n; i++) tokens[i] = events[i].data.u64;
+    return n;
 }
 
 int parley_malloc_trim(void) { return malloc_trim(0); }

@@ -105,7 +105,7 @@ public final class ClientSession {
     public func makeMediaCrypto() throws(SRTPError) -> MediaCrypto? {
         guard let keys = signalling.keys, let welcome else { return nil }
         let roomKey = welcome.roomMediaKey.count == MediaKey.keyLength + MediaKey.saltLength ? MediaKey(material: welcome.roomMediaKey) : nil
-        return try MediaCrypto(keys: keys, roomKey: roomKey)
+        return try MediaCrypto(keys: keys, roomKey: roomKey, streamIndices: welcome.streamIndices)
     }
 
     /// Datagrams to send to `destination`, oldest first.

@@ -17,10 +17,12 @@ public final class MediaCrypto {
 
     /// The crypto of a session with `keys`, in a room whose downstream key is `roomKey` (nil in a mix room).
     /// Throws when this machine cannot run AES-256-GCM.
-    public init(keys: SessionKeys, roomKey: MediaKey?) throws(SRTPError) {
+    /// `streamIndices`: where the room's streams stood when this member joined (`Welcome.streamIndices`).
+    public init(keys: SessionKeys, roomKey: MediaKey?, streamIndices: [Welcome.StreamIndex] = []) throws(SRTPError) {
         uplink = try keys.mediaSend.sender(maxStreams: 4)
         downlink = try keys.mediaReceive.receiver(maxStreams: 8)
         room = try roomKey?.receiver(maxStreams: 256)
+        for s in streamIndices { room?.seed(ssrc: s.ssrc, index: s.index) }
     }
 
     /// Protects the RTP or RTCP packet in `packet` into `out` (which may be the same memory, with room for the

@@ -88,6 +88,16 @@ public final class SRTPReceiver {
         streams.highestRTPIndex(of: ssrc).map(SRTPPacketIndex.rolloverCounter(of:))
     }
 
+    /// Starts tracking `ssrc` at packet index `index` (its sender's highest so far, told by a trusted party): a
+    /// receiver joining a stream after its sequence numbers wrapped then estimates the right rollover counter, which
+    /// it cannot learn from the packets (RFC 3711 §3.3.1). Ignored for a stream already tracked or a full table;
+    /// returns whether it took it. The index itself counts as received.
+    @discardableResult
+    public func seed(ssrc: UInt32, index: UInt64) -> Bool {
+        guard index >> 16 <= SRTPPacketIndex.maxRolloverCounter else { return false }
+        return streams.seedRTP(ssrc: ssrc, index: index)
+    }
+
     /// Streams (SSRCs) tracked so far.
     public var streamCount: Int { streams.count }
 }

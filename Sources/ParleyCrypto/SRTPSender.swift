@@ -115,6 +115,10 @@ public final class SRTPSender {
         streams.highestRTPIndex(of: ssrc).map(SRTPPacketIndex.rolloverCounter(of:))
     }
 
+    /// Every stream's SSRC and the highest RTP packet index protected so far: what a receiver that starts late needs
+    /// to know each stream's rollover counter (RFC 3711 §3.3.1), see `SRTPReceiver.seed`.
+    public var highestRTPIndices: [(ssrc: UInt32, index: UInt64)] { streams.rtpHighest }
+
     /// The SRTCP index the next `protect(rtcp:)` uses.
     public var nextSRTCPIndex: UInt32 { nextRTCPIndex }
 

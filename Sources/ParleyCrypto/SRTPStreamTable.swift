@@ -82,6 +82,21 @@ struct SRTPStreamTable {
     /// Streams tracked.
     var count: Int { streams.count }
 
+    /// Every RTP stream's SSRC and highest index, in the order they were added.
+    var rtpHighest: [(ssrc: UInt32, index: UInt64)] {
+        streams.compactMap { $0.rtp.isEmpty ? nil : ($0.ssrc, $0.rtp.highest) }
+    }
+
+    /// Starts `ssrc`'s RTP window at `index` (as if that packet had been accepted) when the stream is unknown and
+    /// there is room; returns whether it did.
+    mutating func seedRTP(ssrc: UInt32, index: UInt64) -> Bool {
+        guard !streams.contains(where: { $0.ssrc == ssrc }), streams.count < capacity else { return false }
+        var stream = Stream(ssrc: ssrc)
+        stream.rtp.accept(index)
+        streams.append(stream)
+        return true
+    }
+
     /// Forgets `ssrc`'s stream, freeing its slot. Its indices may then be used again under the same key: the caller
     /// must make sure the SSRC never comes back (see `SRTPSender.retire`).
     mutating func remove(_ ssrc: UInt32) {

@@ -187,7 +187,8 @@ extension RelayCore {
                                  memberCount: UInt32(others.count),
                                  keepaliveMilliseconds: welcomeKeepaliveMilliseconds,
                                  timeoutMilliseconds: UInt32(config.memberTimeout.milliseconds), flags: member.flags,
-                                 roomMediaKey: reply.keys != nil && room.mix == nil ? room.downstreamKey.material : [])), to: session)
+                                 roomMediaKey: reply.keys != nil && room.mix == nil ? room.downstreamKey.material : [],
+                                 streamIndices: reply.keys != nil ? Self.streamIndices(room) : [])), to: session)
         let pages = Self.memberPages(others.map(\.entry))
         for (i, page) in pages.enumerated() {
             outbox.enqueue(.memberPage(index: UInt16(i), count: UInt16(pages.count), members: page), to: session)
@@ -203,6 +204,17 @@ extension RelayCore {
         if log.threshold <= .info {
             log.write(.info, "\(member.identity) joined \(room.name) from \(from) (member \(member.id), ssrc \(ssrc), \(room.members.count) in room)")
         }
+    }
+
+    /// Where the room's forwarded streams stand under its downstream key, for a joiner's welcome: the forwarded
+    /// speakers first (those it hears next), then the others, at most `Welcome.maxStreamIndices`.
+    static func streamIndices(_ room: Room) -> [Welcome.StreamIndex] {
+        guard room.mix == nil, let downstream = room.downstream else { return [] }
+        let all = downstream.highestRTPIndices
+        guard !all.isEmpty else { return [] }
+        let forwarded = Set(room.selector.forwarded.compactMap { room.member(id: $0)?.ssrc })
+        let ordered = all.filter { forwarded.contains($0.ssrc) } + all.filter { !forwarded.contains($0.ssrc) }
+        return ordered.prefix(Welcome.maxStreamIndices).map { Welcome.StreamIndex(ssrc: $0.ssrc, index: $0.index) }
     }
 
     /// Why a join cannot name `room` (nil when it can): 1–`Signalling.maxNameBytes` bytes without control characters.

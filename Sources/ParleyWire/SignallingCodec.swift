@@ -18,6 +18,8 @@ enum SignalTag: UInt8 {
     case callKeyShare = 48
     /// Member deltas: one departure (member id, then the reason's UTF-8), and the audience count.
     case departure = 49, audienceCount = 50
+    /// Welcome: one forwarded stream's SRTP position: SSRC (4), 48-bit packet index (6).
+    case streamIndex = 51
 }
 
 /// Writes big-endian integers and TLVs into a caller-owned buffer.
@@ -177,7 +179,8 @@ extension SignalDatagram {
                 mode: try f.string(.mode, maxCount: 16), identity: try f.string(.identity, maxCount: 128),
                 memberCount: try f.u32(.memberCount), keepaliveMilliseconds: try f.u32(.keepalive),
                 timeoutMilliseconds: try f.u32(.timeout), flags: MemberFlags(rawValue: try f.u8(.flags)),
-                keyShare: try f.optionalData(.keyShare, maxCount: 64), roomMediaKey: try f.optionalData(.roomMediaKey, maxCount: 64)))
+                keyShare: try f.optionalData(.keyShare, maxCount: 64), roomMediaKey: try f.optionalData(.roomMediaKey, maxCount: 64),
+                streamIndices: try Self.streamIndices(f, bytes)))
         case 0x83:
             guard let code = RefusalCode(rawValue: try f.u16(.code)) else { throw .badField }
             message = .refused(code: code, reason: try f.optionalString(.reason, maxCount: 512))
@@ -223,6 +226,21 @@ extension SignalDatagram {
         if message.isReliable != (sequence != 0) { throw .badField }
     }
 
+    private static func streamIndices(_ f: SignalFields, _ b: UnsafeRawBufferPointer) throws(WireError) -> [Welcome.StreamIndex] {
+        let ranges = f.all(.streamIndex)
+        guard ranges.count <= Welcome.maxStreamIndices else { throw .badField }
+        var out: [Welcome.StreamIndex] = []
+        for r in ranges {
+            guard r.count == 10 else { throw .badLength }
+            var index: UInt64 = 0
+            for i in (r.lowerBound + 4)..<r.upperBound { index = index << 8 | UInt64(b[i]) }
+            let i = r.lowerBound
+            out.append(Welcome.StreamIndex(ssrc: UInt32(b[i]) << 24 | UInt32(b[i + 1]) << 16 | UInt32(b[i + 2]) << 8 | UInt32(b[i + 3]),
+                                           index: index))
+        }
+        return out
+    }
+
     private static func fragment(_ f: SignalFields) throws(WireError) -> TextFragment {
         let fragment = TextFragment(messageID: try f.u32(.messageID), index: try f.u8(.fragmentIndex),
                                     count: try f.u8(.fragmentCount), chunk: try f.data(.chunk, maxCount: Signalling.maxTextFragmentBytes))
@@ -263,6 +281,10 @@ extension SignalDatagram {
             w.field(.flags, u8: x.flags.rawValue)
             if !x.keyShare.isEmpty { w.field(.keyShare, x.keyShare) }
             if !x.roomMediaKey.isEmpty { w.field(.roomMediaKey, x.roomMediaKey) }
+            for s in x.streamIndices.prefix(Welcome.maxStreamIndices) {
+                w.u8(SignalTag.streamIndex.rawValue); w.u16(10); w.u32(s.ssrc)
+                w.u16(UInt16(truncatingIfNeeded: s.index >> 32)); w.u32(UInt32(truncatingIfNeeded: s.index))
+            }
         case .refused(let code, let reason):
             w.field(.code, u16: code.rawValue)
             if !reason.isEmpty { w.field(.reason, string: reason) }

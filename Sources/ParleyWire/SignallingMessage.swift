@@ -209,11 +209,31 @@ public struct Welcome: Equatable, Sendable {
     /// Encrypted sessions in a forward room: the SRTP key and salt (44 bytes) the relay protects forwarded speakers'
     /// packets with, shared by the room's listeners (one encryption per packet serves all of them). Empty otherwise.
     public var roomMediaKey: [UInt8]
+    /// With `roomMediaKey`: the highest SRTP packet index the relay protected so far for each speaker's stream under
+    /// that key (SSRC, 48-bit index; at most `maxStreamIndices`), so a listener who joins after a stream's sequence
+    /// numbers wrapped knows its rollover counter (RFC 3711 §3.3.1), which the packets do not carry.
+    public var streamIndices: [StreamIndex]
+
+    /// One stream's SRTP position (`streamIndices`).
+    public struct StreamIndex: Equatable, Sendable {
+        public var ssrc: UInt32
+        /// Rollover counter × 65536 + sequence number.
+        public var index: UInt64
+        public init(ssrc: UInt32, index: UInt64) {
+            self.ssrc = ssrc
+            self.index = index
+        }
+    }
+
+    /// The most `streamIndices` a welcome carries (10 bytes each plus 3 of framing: the welcome stays one datagram).
+    public static let maxStreamIndices = 40
 
     /// A welcome.
     public init(nonce: [UInt8], memberID: UInt32, ssrc: UInt32, port: UInt16, sessionSecret: [UInt8], room: String,
                 mode: String, identity: String, memberCount: UInt32, keepaliveMilliseconds: UInt32,
-                timeoutMilliseconds: UInt32, flags: MemberFlags, keyShare: [UInt8] = [], roomMediaKey: [UInt8] = []) {
+                timeoutMilliseconds: UInt32, flags: MemberFlags, keyShare: [UInt8] = [], roomMediaKey: [UInt8] = [],
+                streamIndices: [StreamIndex] = []) {
+        self.streamIndices = streamIndices
         self.nonce = nonce
         self.memberID = memberID
         self.ssrc = ssrc

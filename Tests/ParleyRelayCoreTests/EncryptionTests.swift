@@ -230,4 +230,19 @@ struct EncryptionTests {
         let room = try #require(net.core.rooms["lobby"])
         #expect(room.downstream?.retired.count == 24)
     }
+
+    @Test("a listener who joins after a speaker's sequence numbers wrapped decrypts it: the welcome tells where each stream stands (RFC 3711 §3.3.1 rollover counter)")
+    func lateJoinerAfterTheWrap() throws {
+        let net = FakeNetwork(encrypted: true)
+        let alice = net.addClient("alice")
+        net.joinAll()
+        for _ in 0..<60 { alice.speak(level: 20); net.advance(milliseconds: 20) }  // 65500 → 64: rollover counter 1
+        let bob = net.addClient("bob")
+        net.joinAll()
+        let told = try #require(bob.session.welcome?.streamIndices.first { $0.ssrc == alice.ssrc })
+        #expect(told.index >> 16 == 1)
+        for _ in 0..<10 { alice.speak(level: 20); net.advance(milliseconds: 20) }
+        #expect(bob.media[alice.ssrc]?.count == 10)
+        #expect(bob.rejectedMedia == 0)
+    }
 }

@@ -22,6 +22,14 @@ int parley_set_socket_buffers(int fd, int bytes);
 /// eventfd(2) non-blocking and close-on-exec; returns the descriptor or -errno.
 int parley_eventfd(void);
 
+/// epoll_create1(2) close-on-exec; returns the descriptor or -errno.
+int parley_epoll_create(void);
+/// Watches `fd` for input (level-triggered) on `epoll`, reported by `parley_epoll_wait` as `token`; 0 or -errno.
+int parley_epoll_watch(int epoll, int fd, uint64_t token);
+/// epoll_wait(2), EINTR retried: the tokens of up to `capacity` ready descriptors; the count (0 on timeout) or -errno.
+/// (`struct epoll_event` is packed on x86-64, which Swift cannot lay out: it stays on this side.)
+int parley_epoll_wait(int epoll, uint64_t *tokens, int capacity, int timeout_ms);
+
 /// malloc_trim(3) with pad 0: gives the free pages of every malloc arena back to the system; 1 if any were.
 int parley_malloc_trim(void);
 
