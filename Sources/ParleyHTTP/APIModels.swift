@@ -208,12 +208,20 @@ public enum API {
     public struct RoomMemberList: Codable, Sendable, Equatable {
         public var room: String
         public var members: [RoomMember]
+        /// Members in the room (all pages).
+        public var total: Int? = nil
+        /// When more follow: the `after` of the next page.
+        public var next: String? = nil
     }
 
     /// `GET /v1/rooms/{name}/members`.
     public struct MemberList: Codable, Sendable, Equatable {
         public var room: String
         public var members: [Member]
+        /// Members in the room (all pages).
+        public var total: Int? = nil
+        /// When more follow: the `after` of the next page.
+        public var next: String? = nil
     }
 
     /// `{"ok": true}` and similar acknowledgements.

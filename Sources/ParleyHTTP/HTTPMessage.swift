@@ -12,10 +12,16 @@ public struct HTTPRequest: Sendable {
     public var fromLoopback: Bool
     /// The `Content-Type` header, if any (WHIP and WHEP offers must be `application/sdp`).
     public var contentType: String?
+    /// The query arguments the routes read (`HTTPRequest.queryKeys`), percent-decoded.
+    public var query: [String: String]
+
+    /// The query arguments the server passes on: a page of a member list (`limit`, `after`).
+    public static let queryKeys = ["limit", "after"]
 
     /// A request.
     public init(method: String, path: String, authorization: String? = nil, body: [UInt8] = [], fromLoopback: Bool = false,
-                contentType: String? = nil) {
+                contentType: String? = nil, query: [String: String] = [:]) {
+        self.query = query
         self.method = method
         self.path = path
         self.authorization = authorization

@@ -191,7 +191,10 @@ public final class HTTPServer: @unchecked Sendable {
             let request = HTTPRequest(method: method.map { String(cString: $0) } ?? "GET", path: url.map { String(cString: $0) } ?? "/",
                                       authorization: MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "Authorization").map { String(cString: $0) },
                                       fromLoopback: parley_mhd_client_ipv4(connection) >> 24 == 127,
-                                      contentType: MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "Content-Type").map { String(cString: $0) })
+                                      contentType: MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "Content-Type").map { String(cString: $0) },
+                                      query: HTTPRequest.queryKeys.reduce(into: [:]) { query, key in
+                                          query[key] = MHD_lookup_connection_value(connection, MHD_GET_ARGUMENT_KIND, key).map { String(cString: $0) }
+                                      })
             let admission = server.router.admit(request, now: Int64(Clock.unixSeconds()))
             if case .answer(let response) = admission { return server.queue(response, on: connection) }
             let state = RequestState(request)

@@ -107,16 +107,18 @@ extension HTTPRouter {
                 return HTTPResponse(status: 200, contentType: "text/event-stream", body: [], isEventStream: true)
             case ("GET", .members):
                 guard let (snapshot, _) = findRoom(room) else { throw Self.noRoom(room) }
+                let (page, next) = try Self.page(snapshot.members, request.query)
                 if claims.grants.admin {
-                    return Self.withCORS(Self.json(API.MemberList(room: room, members: snapshot.members.map { Self.member($0, forwarded: snapshot.forwardedSpeakers) })))
+                    return Self.withCORS(Self.json(API.MemberList(room: room, members: page.map { Self.member($0, forwarded: snapshot.forwardedSpeakers) },
+                                                                  total: snapshot.members.count, next: next)))
                 }
                 // A member sees who is there, not their addresses or traffic.
-                let members = snapshot.members.map {
+                let members = page.map {
                     API.RoomMember(identity: $0.identity, name: $0.name, joinedAt: $0.joinedAtUnixMilliseconds, muted: $0.muted,
                                    speaking: snapshot.forwardedSpeakers.contains($0.id), transport: $0.transport,
                                    audience: $0.audience ? true : nil)
                 }
-                return Self.withCORS(Self.json(API.RoomMemberList(room: room, members: members)))
+                return Self.withCORS(Self.json(API.RoomMemberList(room: room, members: members, total: snapshot.members.count, next: next)))
             case ("POST", .messages):
                 let body = try Self.decode(API.MessageRequest.self, request.body)
                 guard !body.text.isEmpty, body.text.utf8.count <= 4096 else { throw APIError(400, "invalid_field", "text must be 1–4096 bytes") }
@@ -133,6 +135,29 @@ extension HTTPRouter {
         } catch {
             return Self.withCORS(error.response)
         }
+    }
+
+    /// Longest page of a member list, and the page when no `limit` is given.
+    static let maxMemberPage = 1000
+
+    /// One page of a room's members in join order (member ids rise with it): those after member id `after`, at most
+    /// `limit` (default and cap `maxMemberPage`); and the `after` of the next page when more follow.
+    static func page(_ members: [MemberSnapshot], _ query: [String: String]) throws(APIError) -> (ArraySlice<MemberSnapshot>, String?) {
+        var limit = maxMemberPage
+        if let text = query["limit"] {
+            guard let n = Int(text), (1...maxMemberPage).contains(n) else {
+                throw APIError(400, "invalid_field", "limit must be 1–\(maxMemberPage)")
+            }
+            limit = n
+        }
+        var start = members.startIndex
+        if let text = query["after"] {
+            guard let after = UInt32(text) else { throw APIError(400, "invalid_field", "after must be a member id from a page's next") }
+            start = members.firstIndex { $0.id > after } ?? members.endIndex
+        }
+        let page = members[start..<min(members.endIndex, start + limit)]
+        let next = page.endIndex < members.endIndex ? page.last.map { String($0.id) } : nil
+        return (page, next)
     }
 
     /// `name` percent-encoded as one path segment (the router decodes paths): a `/`, `%` or space in a room or identity

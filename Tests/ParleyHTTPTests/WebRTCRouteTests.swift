@@ -374,6 +374,34 @@ extension WebRTCRouteTests {
         #expect(send("GET", "/v1/rooms/R/members", token: Self.memberToken("ann", room: "S")).status == 403)
     }
 
+    @Test("a member list comes in pages on demand: limit and after (the next page's cursor), join order, every member once; bad arguments 400")
+    func memberPages() throws {
+        for i in 0..<5 {
+            let offer = send("POST", "/v1/rooms/R/webrtc", chromeOffer, token: Self.memberToken("m\(i)", grants: Grants(create: true)))
+            #expect(offer.status == 201)
+        }
+        func get(_ query: [String: String]) -> HTTPResponse {
+            let request = HTTPRequest(method: "GET", path: "/v1/rooms/R/members", authorization: "Bearer " + Self.memberToken("m0"), query: query)
+            return router.route(request, now: RouterTests.now)
+        }
+        var seen: [String] = []
+        var after: String?
+        for _ in 0..<4 {
+            var query = ["limit": "2"]
+            if let after { query["after"] = after }
+            let page = try JSONDecoder().decode(API.RoomMemberList.self, from: Data(get(query).body))
+            #expect(page.total == 5)
+            seen += page.members.map(\.identity)
+            after = page.next
+            if after == nil { break }
+        }
+        #expect(seen == ["m0", "m1", "m2", "m3", "m4"])
+        #expect(after == nil)
+        let whole = try JSONDecoder().decode(API.RoomMemberList.self, from: Data(get([:]).body))
+        #expect(whole.members.count == 5 && whole.next == nil)
+        for bad in [["limit": "0"], ["limit": "1001"], ["limit": "x"], ["after": "-1"]] { #expect(get(bad).status == 400, "\(bad)") }
+    }
+
     @Test("a member's text goes to the room from its identity and is logged as a text event; a token whose member is not in the room gets 404")
     func roomTexts() {
         #expect(send("POST", "/v1/rooms/R/webrtc", chromeOffer, token: Self.memberToken("ann", grants: Grants(create: true))).status == 201)
