@@ -18,6 +18,7 @@ const params = new URLSearchParams(location.search);
 let pc = null, session = null, micTrack = null, statsTimer = null, joinStartedAt = 0, events = null;
 const members = new Map();  // identity → {name, muted, speaking}
 const textsReceived = [];   // [from, text], for the test driver
+let audience = 0;           // an audience room's listeners (counted, not listed)
 let presence = null;        // {token, stream, abort}: the page is reachable for calls
 let call = null;            // {id, peer, incoming, state, link}: the call ringing or under way (one at a time)
 const callLog = [];         // [state, reason], for the test driver
@@ -129,7 +130,9 @@ async function join() {
 async function followRoom() {
   const list = await (await api('/members')).json();
   members.clear();
-  for (const m of list.members || []) members.set(m.identity, { name: m.name, muted: m.muted, speaking: m.speaking });
+  // An audience room's listeners are counted, not listed (the `audience` events keep the count).
+  for (const m of list.members || []) if (!m.audience) members.set(m.identity, { name: m.name, muted: m.muted, speaking: m.speaking });
+  audience = (list.members || []).filter(m => m.audience).length;
   showMembers();
   events = new AbortController();
   try {
@@ -168,6 +171,7 @@ function roomEvent(e) {
     }
     case 'text': showText(e.identity, e.detail); break;
     case 'room_closed': log('the room was closed: ' + (e.detail || '')); break;
+    case 'audience': audience = Number(e.detail) || 0; break;
   }
   showMembers();
 }
@@ -175,6 +179,7 @@ function roomEvent(e) {
 function showMembers() {
   const ul = $('members');
   ul.textContent = '';
+  $('audience').textContent = audience > 0 ? `${audience} listening` : '';
   for (const [id, m] of members) {
     const li = document.createElement('li');
     li.textContent = m.name && m.name !== id ? `${m.name} (${id})` : id;
@@ -207,7 +212,7 @@ async function leave() {
   micTrack = null; pc = null;
   $('join').disabled = false; $('leave').disabled = true; $('mute').disabled = true;
   $('text').disabled = true; $('send').disabled = true;
-  members.clear(); showMembers();
+  members.clear(); audience = 0; showMembers();
   status('not connected');
 }
 

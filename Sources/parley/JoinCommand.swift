@@ -39,12 +39,13 @@ func openSocket(for server: PeerAddress) -> UDPSocket {
 enum JoinCommand {
     static let usage = """
     usage: parley join ROOM --identity NAME [--server HOST:PORT] [--token T] [--name N] [--duration SECONDS]
-                       [--mute] [--listen-only] [--mode forward|mix] [--say TEXT] [--no-tui] [audio options]
+                       [--mute] [--listen-only] [--mode forward|mix] [--audience] [--say TEXT] [--no-tui] [audio options]
     \(AudioOptions.usage)
 
     Joins ROOM on the relay (default 127.0.0.1:7400). Without --token it mints one from PARLEY_API_KEY /
     PARLEY_API_SECRET (dev defaults when unset). Keys in the live view: m mute/unmute (not while muted by the room),
-    t type a message to the room, q leave. Without a terminal (or with --no-tui) it prints one line per event. Ctrl-C leaves (and finalises --output).
+    t type a message to the room, q leave. --audience: the room this join opens is an audience room (with --listen-only
+    this member is counted, not announced). Without a terminal (or with --no-tui) it prints one line per event. Ctrl-C leaves (and finalises --output).
     Exit: 0 left, 1 local error (device, file), 2 usage, 3 refused by the relay, 4 removed by the relay, 5 relay unreachable,
     11 the relay did not prove it holds the expected key.
     """
@@ -52,7 +53,7 @@ enum JoinCommand {
     static func run(_ arguments: [String]) -> Int32 {
         let o = Options(arguments, valued: AudioOptions.valued.union(["identity", "server", "token", "name", "duration", "mode", "say"])
                             .union(SecurityOptions.valued),
-                        switches: AudioOptions.switches.union(["mute", "listen-only", "no-tui"]).union(SecurityOptions.switches), usage: usage)
+                        switches: AudioOptions.switches.union(["mute", "listen-only", "no-tui", "audience"]).union(SecurityOptions.switches), usage: usage)
         guard let room = o.positional.first else { fail("join needs a ROOM\n\(usage)") }
         guard let identity = o["identity"], !identity.isEmpty else { fail("join needs --identity\n\(usage)") }
         guard let server = PeerAddress(parsing: o["server"] ?? "127.0.0.1:7400") else { fail("--server must be HOST:PORT") }
@@ -62,7 +63,7 @@ enum JoinCommand {
         let listenOnly = o.has("listen-only")
         let given = givenToken(o, identity: identity)
         let token = { given ?? mintToken(identity: identity, name: o["name"], room: room, ttlSeconds: 3600,
-                                                publish: !listenOnly, admin: false, mode: o["mode"]) }
+                                                publish: !listenOnly, admin: false, mode: o["mode"], audience: o.has("audience")) }
         // The relay refuses names over its limit with the reason; one so long that the join cannot be sent at all is
         // said here at once.
         let probe = SignalDatagram(connectionID: 0, sequence: 0, ack: 0, message: .join(JoinRequest(
