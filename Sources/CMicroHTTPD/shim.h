@@ -9,6 +9,11 @@
 #include <string.h>
 #include <microhttpd.h>
 
+/// A query (URI) argument of the request, percent-decoded, or NULL (Swift does not see MHD_GET_ARGUMENT_KIND).
+static inline const char *parley_mhd_query_value(struct MHD_Connection *connection, const char *key) {
+    return MHD_lookup_connection_value(connection, MHD_GET_ARGUMENT_KIND, key);
+}
+
 /// What `parley_mhd_start` hands to libmicrohttpd besides the callbacks (HTTPLimits in Swift).
 struct parley_mhd_limits {
     unsigned int max_connections;       // MHD_OPTION_CONNECTION_LIMIT

@@ -182,6 +182,15 @@ public final class HTTPServer: @unchecked Sendable {
         let pointer: OpaquePointer
     }
 
+    /// The query arguments the routes read (`HTTPRequest.queryKeys`).
+    static func query(_ connection: OpaquePointer) -> [String: String] {
+        var query: [String: String] = [:]
+        for key in HTTPRequest.queryKeys {
+            query[key] = parley_mhd_query_value(connection, key).map { String(cString: $0) }
+        }
+        return query
+    }
+
     static let access: MHD_AccessHandlerCallback = { cls, connection, url, method, _, uploadData, uploadSize, conCls in
         let server = Unmanaged<HTTPServer>.fromOpaque(cls!).takeUnretainedValue()
         guard let connection, let conCls, let uploadSize else { return MHD_NO }
@@ -192,9 +201,7 @@ public final class HTTPServer: @unchecked Sendable {
                                       authorization: MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "Authorization").map { String(cString: $0) },
                                       fromLoopback: parley_mhd_client_ipv4(connection) >> 24 == 127,
                                       contentType: MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "Content-Type").map { String(cString: $0) },
-                                      query: HTTPRequest.queryKeys.reduce(into: [:]) { query, key in
-                                          query[key] = MHD_lookup_connection_value(connection, MHD_GET_ARGUMENT_KIND, key).map { String(cString: $0) }
-                                      })
+                                      query: HTTPServer.query(connection))
             let admission = server.router.admit(request, now: Int64(Clock.unixSeconds()))
             if case .answer(let response) = admission { return server.queue(response, on: connection) }
             let state = RequestState(request)

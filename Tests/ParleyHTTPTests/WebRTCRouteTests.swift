@@ -384,12 +384,14 @@ extension WebRTCRouteTests {
             let request = HTTPRequest(method: "GET", path: "/v1/rooms/R/members", authorization: "Bearer " + Self.memberToken("m0"), query: query)
             return router.route(request, now: RouterTests.now)
         }
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
         var seen: [String] = []
         var after: String?
         for _ in 0..<4 {
             var query = ["limit": "2"]
             if let after { query["after"] = after }
-            let page = try JSONDecoder().decode(API.RoomMemberList.self, from: Data(get(query).body))
+            let page = try decoder.decode(API.RoomMemberList.self, from: Data(get(query).body))
             #expect(page.total == 5)
             seen += page.members.map(\.identity)
             after = page.next
@@ -397,7 +399,7 @@ extension WebRTCRouteTests {
         }
         #expect(seen == ["m0", "m1", "m2", "m3", "m4"])
         #expect(after == nil)
-        let whole = try JSONDecoder().decode(API.RoomMemberList.self, from: Data(get([:]).body))
+        let whole = try decoder.decode(API.RoomMemberList.self, from: Data(get([:]).body))
         #expect(whole.members.count == 5 && whole.next == nil)
         for bad in [["limit": "0"], ["limit": "1001"], ["limit": "x"], ["after": "-1"]] { #expect(get(bad).status == 400, "\(bad)") }
     }

@@ -101,6 +101,12 @@ extension ProcessTests {
                 return members.status == 200 && members.body.contains(#""identity":"alice""#) && members.body.contains(#""identity":"bob""#)
             }
             #expect(listed, "\(members.body)")
+            // In pages: the query reaches the route through libmicrohttpd.
+            let first = try curl("GET", base + "/v1/rooms/\(room)/members?limit=1", token: admin)
+            let named = [#""identity":"alice""#, #""identity":"bob""#].filter { first.body.contains($0) }
+            #expect(first.status == 200 && named.count == 1, "\(first.body)")  // one member: whoever joined first
+            #expect(first.body.contains(#""total":2"#) && first.body.contains(#""next":""#), "\(first.body)")
+            #expect(try curl("GET", base + "/v1/rooms/\(room)/members?limit=0", token: admin).status == 400)
 
             // Datagrams out are what the kernel took from the workers' sockets; on loopback none is refused.
             let metrics = try curl("GET", base + "/metrics").body
