@@ -42,6 +42,8 @@ public enum PrometheusExporter {
                    ("reason=\"\(k.label)\"", socketTotal { $0.receiveFailures(k) })
                })
         family("parley_packets_forwarded_total", "counter", "RTP packets forwarded (one per listener).", total(\.forwarded))
+        family("parley_packets_forwarded_by_other_workers_total", "counter",
+               "Of those, the ones another worker sent (a big room's listeners shared among the workers).", total(\.forwardedByOtherWorkers))
         family("parley_mixed_packets_sent_total", "counter", "Mixed packets sent (mix mode).", total(\.mixedPacketsSent))
         family("parley_drops_total", "counter", "Datagrams dropped, by reason.", DropReason.allCases.map { r in
             ("reason=\"\(r.label)\"", String(workers.reduce(0) { $0 &+ $1.counters.drops(r) }))

@@ -34,6 +34,17 @@ public struct DatagramCounters: Sendable, Equatable {
     /// Zeroed counters.
     public init() {}
 
+    /// Adds `other`'s counts to these (a worker's own socket and the batches it sends other workers' shares with).
+    public mutating func add(_ other: DatagramCounters) {
+        packetsSent &+= other.packetsSent
+        bytesSent &+= other.bytesSent
+        sendsDeferred &+= other.sendsDeferred
+        for i in sendFailures.indices { sendFailures[i] &+= other.sendFailures[i] }
+        for i in sendDrops.indices { sendDrops[i] &+= other.sendDrops[i] }
+        for i in receiveFailures.indices { receiveFailures[i] &+= other.receiveFailures[i] }
+        if other.lastOtherErrno != 0 { lastOtherErrno = other.lastOtherErrno }
+    }
+
     /// Failed sends of one kind.
     public func sendFailures(_ kind: SocketError.Kind) -> UInt64 { sendFailures[kind.rawValue] }
     /// Drops for one reason.

@@ -61,7 +61,16 @@ public final class RelayServer {
         } catch {
             throw ConfigError("cannot create worker: \(error)")
         }
-        for w in built { w.peers = built.map(\.inbox) }
+        for w in built {
+            w.peers = built.map(\.inbox)
+            w.peerSockets = built.map(\.socket)
+        }
+        // One ring per ordered pair of workers: a room's owner passes forwarded packets to each helper's (FanOutRing).
+        let rings = built.map { from in built.map { to in from === to ? nil : FanOutRing() } }
+        for (k, w) in built.enumerated() {
+            w.outgoingRings = rings[k]
+            w.incomingRings = rings.map { $0[k] }
+        }
         workers = built
         let host = config.udp.description.split(separator: ":").dropLast().joined(separator: ":")
         api = RelayAPI(slots: built.map(\.published), inboxes: built.map(\.inbox), shared: shared, events: events,

@@ -20,7 +20,7 @@ extension Worker {
     /// Snapshots are captured only on demand: after an API command and when a reader found the last one older than
     /// `APIPublisher.interval` — not periodically, so a relay nobody asks costs no snapshot copies. The room list is
     /// rebuilt only when something came, went or changed state, or members are connected (their stats move).
-    func publish(_ core: RelayCore, _ api: inout APIPublisher, _ batch: DatagramBatch, capture: Bool) {
+    func publish(_ core: RelayCore, _ api: inout APIPublisher, _ batch: DatagramBatch, capture: Bool, helping: [DatagramBatch?] = []) {
         let revision = core.eventRevision
         let now = Worker.monotonic()
         if revision != api.drainedRevision {
@@ -35,7 +35,9 @@ extension Worker {
         let unchanged = revision == api.lastRevision && !core.hasMembers
         let previous = unchanged ? published.load() : nil
         let snapshot = WorkerSnapshot.capture(core, worker: index, busyNanoseconds: busyNanoseconds.load(ordering: .relaxed),
-                                              mixTime: api.mixTime, datagrams: batch.counters, reuseRooms: previous)
+                                              mixTime: api.mixTime, datagrams: helping.reduce(into: batch.counters) { total, b in
+                                                  if let b { total.add(b.counters) }
+                                              }, reuseRooms: previous)
         published.store(snapshot, at: now)
         api.lastRevision = revision
     }

@@ -72,6 +72,11 @@ final class Worker: @unchecked Sendable {
     let log: LogSink
     let stopping: Atomic<Bool>
     var peers: [WorkerInbox] = []
+    /// Every worker's socket: a share of another worker's room goes out on that worker's socket (`FanOutRing`).
+    var peerSockets: [UDPSocket] = []
+    /// Rings to each other worker (nil at this worker's index), and from each.
+    var outgoingRings: [FanOutRing?] = []
+    var incomingRings: [FanOutRing?] = []
     /// Busy CPU nanoseconds of this worker's thread (for metrics).
     let busyNanoseconds = Atomic<Int64>(0)
     /// What this worker last published for the HTTP API (see `Worker+API.swift`).
@@ -110,6 +115,10 @@ final class Worker: @unchecked Sendable {
         // is full, up to one more such batch (1,024 × 1,536 bytes, touched only when used) waits for POLLOUT.
         let batch = DatagramBatch(socket: socket, capacity: 64, sendCapacity: 1024, pendingCapacity: 1024)
         let poller = Poller([socket.fd, inbox.wakeup.fd])
+        // Sending another worker's share: a batch on that worker's socket (send side only: one receive slot).
+        let peerBatches = peerSockets.enumerated().map { k, s in
+            k == index ? nil : DatagramBatch(socket: s, capacity: 1, sendCapacity: 1024, pendingCapacity: 1024)
+        }
         var api = APIPublisher()
         var failureLog = DatagramFailureLog()
         var trim = AllocatorTrimSchedule()
@@ -140,15 +149,16 @@ final class Worker: @unchecked Sendable {
                     core.noteTimerWork(at: Self.monotonic())
                     send(core.output, batch: batch)
                     core.outputSent()
-                    publish(core, &api, batch, capture: true)  // before answering, so the caller reads its own write
+                    publish(core, &api, batch, capture: true, helping: peerBatches)  // before answering, so the caller reads its own write
                     for (c, r) in zip(commands, results) { c.1.fulfil(r) }
                 }
                 let snapshotRequests = inbox.takeSnapshotRequests()
                 if !snapshotRequests.isEmpty {
-                    if commands.isEmpty { publish(core, &api, batch, capture: true) }
+                    if commands.isEmpty { publish(core, &api, batch, capture: true, helping: peerBatches) }
                     for r in snapshotRequests { r.fulfil(.ok) }
                 }
             }
+            sendShares(peerBatches)
             // Drain the socket in batches, flushing output between batches (entries point into receive buffers).
             for _ in 0..<16 {
                 // A receive error (counted by the batch, logged below) ends this drain; the next wakeup goes on.
@@ -159,6 +169,7 @@ final class Worker: @unchecked Sendable {
                     core.handle(batch.datagram(i), from: from, now: moment)
                 }
                 send(core.output, batch: batch)
+                passShares(core, batch: batch)
                 dispatchHandoffs(core)
                 core.outputSent()
                 if n < batch.capacity { break }
@@ -173,6 +184,7 @@ final class Worker: @unchecked Sendable {
             if !core.hasMembers || Self.monotonic() >= core.timersDue {
                 core.tick(now: Self.moment())
                 send(core.output, batch: batch)
+                passShares(core, batch: batch)
                 dispatchHandoffs(core)
                 core.outputSent()
                 if trim.shouldTrim(sessions: core.sessionCount, now: Self.monotonic()) { returnFreeMemory() }
@@ -183,7 +195,7 @@ final class Worker: @unchecked Sendable {
                     log.write(.warning, "worker \(index): \(line)")
                 }
             }
-            publish(core, &api, batch, capture: false)
+            publish(core, &api, batch, capture: false, helping: peerBatches)
             busyNanoseconds.add(Clock.monotonicNanoseconds() - busyStart, ordering: .relaxed)
         }
     }
@@ -207,6 +219,33 @@ final class Worker: @unchecked Sendable {
             }
         }
         batch.flush()
+    }
+
+    /// Passes the core's spread packets to the workers whose share they are (`FanOutRing`), and wakes those workers.
+    /// A full ring: this worker sends that share itself (nothing is lost, the work just is not spread).
+    private func passShares(_ core: RelayCore, batch: DatagramBatch) {
+        guard !core.spread.isEmpty else { return }
+        var woken = 0  // a bit per worker (at most 64 workers spread)
+        for job in core.spread {
+            if job.worker < outgoingRings.count, let ring = outgoingRings[job.worker], ring.push(job.bytes, to: job.addresses) {
+                woken |= 1 << (job.worker & 63)
+            } else {
+                for a in job.addresses { batch.append(job.bytes, to: a) }
+            }
+        }
+        batch.flush()
+        for k in peers.indices where woken & (1 << (k & 63)) != 0 { peers[k].wakeup.signal() }
+    }
+
+    /// Sends what other workers passed for their rooms' listeners, each on the owning worker's socket.
+    private func sendShares(_ peerBatches: [DatagramBatch?]) {
+        for (k, ring) in incomingRings.enumerated() {
+            guard let ring, let out = peerBatches[k], ring.count > 0 else { continue }
+            ring.drain { bytes, addresses in
+                for a in addresses { out.append(bytes, to: a) }
+                out.flush()  // before the slot is released
+            }
+        }
     }
 
     private func dispatchHandoffs(_ core: RelayCore) {

@@ -20,6 +20,12 @@ import ParleyWire
 /// folded into `Member.stats` when the table goes stale and whenever the stats are read (`foldCounters`), so the API
 /// sees exact figures. A stale table is empty: it never keeps a member that left (members hold their room, and the
 /// room holds this table). One worker thread owns it.
+///
+/// **Shares.** With several workers, a room of at least `spreadThreshold` listeners gives every other worker a share
+/// of them to send to (`shares[k]`: addresses only, an immutable list): the owner passes each forwarded packet once
+/// per share (`RelayCore.spread`) and that worker sends it, on the owner's socket. Only listeners that take the room's
+/// one protected packet as it is join a share: encrypted members that cannot publish (a speaker would hear itself
+/// there, an endpoint needs its own stream). The kernel's send, most of a packet's cost, is then spread over the cores.
 final class FanOutTable {
     /// One listener.
     struct Entry {
@@ -54,10 +60,22 @@ final class FanOutTable {
     /// Rebuilds so far (for tests).
     private(set) var rebuilds = 0
     /// Members the table holds references to (for `RelayCore.liveCounts`).
-    var heldMembers: Int { members.count }
+    var heldMembers: Int { members.count + shareMembers.reduce(0) { $0 + $1.count } }
+    /// Per worker, the addresses of the listeners it sends to (empty for this worker and without spreading).
+    private(set) var shares: [[PeerAddress]] = []
+    /// The members behind `shares`, and what was passed to each share since the last fold (the same for all its members).
+    private var shareMembers: [[Member]] = []
+    private var shareCounters: [(packets: UInt64, bytes: UInt64)] = []
+    /// Whether any other worker has a share.
+    private(set) var hasShares = false
+    /// This worker, the relay's workers, and the listeners a room needs before it shares them (0: never).
+    private let workerIndex: Int, workerCount: Int, spreadThreshold: Int
 
-    /// An empty table.
-    init(capacity: Int = 16) {
+    /// An empty table; `workerCount` > 1 and `spreadThreshold` > 0 let big rooms share their listeners.
+    init(capacity: Int = 16, workerIndex: Int = 0, workerCount: Int = 1, spreadThreshold: Int = 0) {
+        self.workerIndex = workerIndex
+        self.workerCount = workerCount
+        self.spreadThreshold = spreadThreshold
         self.capacity = max(1, capacity)
         entries = .allocate(capacity: self.capacity)
     }
@@ -90,6 +108,20 @@ final class FanOutTable {
             entries[i].packetsOut = 0
             entries[i].bytesOut = 0
         }
+        for k in shareCounters.indices where shareCounters[k].packets != 0 {
+            for m in shareMembers[k] {
+                m.stats.packetsOut &+= shareCounters[k].packets
+                m.stats.bytesOut &+= shareCounters[k].bytes
+            }
+            shareCounters[k] = (0, 0)
+        }
+    }
+
+    /// Counts one packet of `bytes` passed to share `k` (each of its listeners is sent it).
+    @inline(__always)
+    func countShare(_ k: Int, bytes: Int) {
+        shareCounters[k].packets &+= 1
+        shareCounters[k].bytes &+= UInt64(bytes)
     }
 
     /// Folds the counters into the members, then empties the table (keeping its storage) and marks it stale.
@@ -98,12 +130,37 @@ final class FanOutTable {
         entries.deinitialize(count: count)
         count = 0
         members.removeAll(keepingCapacity: true)
+        shares = []
+        shareMembers = []
+        shareCounters = []
+        hasShares = false
         isStale = true
     }
 
     private func rebuild(from roomMembers: [Member]) {
         release()
-        let listeners = roomMembers.lazy.filter { $0.canSubscribe && $0.hasDestination }
+        var listeners = roomMembers.filter { $0.canSubscribe && $0.hasDestination }
+        if workerCount > 1, spreadThreshold > 0, listeners.count >= spreadThreshold {
+            // Every `workerCount`-th listener that takes the room's packet as it is goes to each other worker.
+            shares = Array(repeating: [], count: workerCount)
+            shareMembers = Array(repeating: [], count: workerCount)
+            shareCounters = Array(repeating: (0, 0), count: workerCount)
+            var local: [Member] = []
+            var j = 0
+            for m in listeners {
+                guard !m.isRTPEndpoint, !m.canPublish, !m.receivesCleartext else { local.append(m); continue }
+                let k = j % workerCount
+                j += 1
+                if k == workerIndex {
+                    local.append(m)
+                } else {
+                    shares[k].append(m.address)
+                    shareMembers[k].append(m)
+                }
+            }
+            hasShares = shares.contains { !$0.isEmpty }
+            listeners = local
+        }
         let needed = listeners.count
         if needed > capacity {
             entries.deallocate()

@@ -116,6 +116,16 @@ extension RelayCore {
             sent &+= 1
             sentBytes &+= UInt64(out.count)
         }
+        // Big rooms: the other workers' shares of the listeners get the protected packet once each.
+        if table.hasShares {
+            for k in table.shares.indices where !table.shares[k].isEmpty {
+                spread.append((k, protected, table.shares[k]))
+                table.countShare(k, bytes: protected.count)
+                sent &+= UInt64(table.shares[k].count)
+                sentBytes &+= UInt64(table.shares[k].count * protected.count)
+                outbox.counters.forwardedByOtherWorkers &+= UInt64(table.shares[k].count)
+            }
+        }
         outbox.counters.forwarded &+= sent
         outbox.counters.packetsQueued &+= sent
         outbox.counters.bytesQueued &+= sentBytes

@@ -16,6 +16,9 @@ public final class RelayCore {
     public let output = OutputQueue()
     /// Joins and registers another worker admits: (worker, what, sender). The loop posts them there.
     public internal(set) var handoffs: [(worker: Int, handoff: Handoff, from: PeerAddress)] = []
+    /// Forwarded packets for other workers to send to their share of a room's listeners (`FanOutTable.shares`): the
+    /// bytes (valid until `outputSent`) and the share's addresses. The worker passes them on (`FanOutRing`).
+    public internal(set) var spread: [(worker: Int, bytes: UnsafeRawBufferPointer, addresses: [PeerAddress])] = []
     /// Counters.
     public var counters: RelayCounters { outbox.counters }
     /// The SSRC the relay uses for its own RTCP on this worker.
@@ -92,6 +95,7 @@ public final class RelayCore {
     public func outputSent() {
         output.reset()
         handoffs.removeAll(keepingCapacity: true)
+        spread.removeAll(keepingCapacity: true)
     }
 
     // MARK: Datagram dispatch

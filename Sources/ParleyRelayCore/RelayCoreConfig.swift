@@ -29,6 +29,9 @@ public struct RelayCoreConfig: Sendable {
     public var memberUpdateInterval: Interval = .milliseconds(250)
     /// See `memberUpdateInterval`.
     public var memberUpdateImmediateLimit = 16
+    /// A forward room with at least this many listeners shares them among the workers for sending (`FanOutTable`):
+    /// the owner passes each packet once to each other worker, which sends it to its share. 0: never.
+    public var spreadThreshold = 256
     /// In audience rooms, a change of the audience count alone is told at most this often.
     public var audienceUpdateInterval: Interval = .seconds(2)
     /// When a packet is speech and how long a speaker stays speaking (shared with the client: `SpeechRules`).

@@ -73,6 +73,8 @@ public struct RelayCounters: Sendable, Equatable {
     public var packetsQueued: UInt64 = 0, bytesQueued: UInt64 = 0
     /// RTP packets forwarded (one per listener).
     public var forwarded: UInt64 = 0
+    /// Of those, the ones another worker sent for this one (a big room's shared listeners, `FanOutTable.shares`).
+    public var forwardedByOtherWorkers: UInt64 = 0
     /// Drops by `DropReason.rawValue`.
     public var drops = [UInt64](repeating: 0, count: DropReason.allCases.count)
     /// Joins accepted.

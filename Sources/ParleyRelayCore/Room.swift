@@ -11,7 +11,7 @@ final class Room {
     /// Members in join order. Any change marks `fanOut` for a rebuild.
     var members: [Member] = [] { didSet { fanOut.invalidate() } }
     /// The listeners as the forwarding loop reads them, derived from `members`.
-    let fanOut = FanOutTable()
+    let fanOut: FanOutTable
     var selector: SpeakerSelector
     var emptySince: Instant?
     var lastSpeakerPush = Instant.distantPast
@@ -39,7 +39,8 @@ final class Room {
         if downstream == nil { downstream = try downstreamKey.sender(maxStreams: max(16, streams)) }
     }
 
-    init(name: String, mode: String, createdAt: Int64, creator: String?, selector: SpeakerSelector) {
+    init(name: String, mode: String, createdAt: Int64, creator: String?, selector: SpeakerSelector, fanOut: FanOutTable = FanOutTable()) {
+        self.fanOut = fanOut
         self.name = name
         self.mode = mode
         self.createdAtUnixMilliseconds = createdAt

@@ -49,7 +49,9 @@ final class RoomTable {
         let room = Room(name: name, mode: mode, createdAt: now.unixMilliseconds, creator: creator,
                         selector: SpeakerSelector(capacity: config.maxForwardedSpeakers, rules: config.speech,
                                                   releaseAfter: config.speakerReleaseAfter, minimumDwell: config.speakerMinimumDwell,
-                                                  hysteresis: config.speakerHysteresisDecibels))
+                                                  hysteresis: config.speakerHysteresisDecibels),
+                        fanOut: FanOutTable(workerIndex: workerIndex, workerCount: shared.workerPorts.count,
+                                            spreadThreshold: config.spreadThreshold))
         if mode == "mix" {
             do {
                 room.mix = try MixEngine(ssrc: random.ssrc(), timestampBase: random.uint32(), config: config)

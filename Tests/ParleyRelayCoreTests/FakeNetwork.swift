@@ -84,6 +84,9 @@ final class FakeNetwork {
         return client
     }
 
+    /// Datagrams passed to other workers' shares of a room (`RelayCore.spread`) so far.
+    var spreadDatagrams = 0
+
     /// Datagrams the cores queued, copied out right after each call (forwarded entries point into the
     /// received buffer, which is valid only until the next receive — as in the real loop).
     var inFlight: [(worker: Int, bytes: [UInt8], to: PeerAddress, viaPublic: Bool)] = []
@@ -100,6 +103,11 @@ final class FakeNetwork {
         for i in 0..<core.output.count {
             let d = core.output[i]
             inFlight.append((worker, Array(d.bytes), d.to, d.viaPublicPort))
+        }
+        // Other workers' shares go out on this worker's socket, as the real helpers send them.
+        for job in core.spread {
+            spreadDatagrams += job.addresses.count
+            for a in job.addresses { inFlight.append((worker, Array(job.bytes), a, false)) }
         }
         for h in core.handoffs {
             cores[h.worker].handleHandoff(h.handoff, from: h.from, now: now)
