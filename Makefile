@@ -5,12 +5,12 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 
 # Packages by use, each list in one place. RUN: building and running the relay and client. TEST: plus every program a
 # test starts (Tests/ParleyIntegrationTests/ExternalProgram.swift names them; a test fails when one is missing here).
-DEBS_RUN  := pkg-config libopus-dev libasound2-dev libsodium-dev libspeexdsp-dev libmicrohttpd-dev libsrtp2-dev libssl-dev
+DEBS_RUN  := pkg-config libopus-dev libasound2-dev libsodium-dev libspeexdsp-dev libmicrohttpd-dev libsrtp2-dev libssl-dev libhiredis-dev
 # FUZZ: the libFuzzer targets (Tests/Fuzz/run.sh). `swiftc -sanitize=fuzzer` links the toolchain's libclang_rt.fuzzer,
 # a C++ library, with -lstdc++ (libstdc++-12-dev; without it the link fails on undefined __cxa_* symbols); the token target
 # links libsodium. The fuzzers run in `make test` too.
 DEBS_FUZZ := libsodium-dev libstdc++-12-dev
-DEBS_TEST := $(sort $(DEBS_RUN) $(DEBS_FUZZ) espeak-ng curl ffmpeg openssl tcpdump tshark gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad chromium python3 python3-venv python3-dev build-essential)
+DEBS_TEST := $(sort $(DEBS_RUN) $(DEBS_FUZZ) espeak-ng curl ffmpeg openssl tcpdump tshark gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad chromium python3 python3-venv python3-dev build-essential redis-server)
 # The quality bench: speech, the ffmpeg/libopus baseline; PyPI's pesq, numpy, scipy are installed by the target.
 DEBS_QUALITY := $(DEBS_RUN) espeak-ng ffmpeg
 

@@ -38,6 +38,7 @@ let package = Package(
         // DTLS-SRTP for WebRTC members (certificates, the handshake through memory BIOs, RFC 5764 key export) and
         // HMAC-SHA1 for STUN.
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CHiredis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
         .target(name: "CParleySys"),
 
         // Wire formats: RTP, RTCP, header extensions, sequence math, the signalling protocol. Pure, no Foundation.
@@ -60,15 +61,19 @@ let package = Package(
         // SDP offers and answers (RFC 8829/8866 as browsers write them), the DTLS server session and its certificate.
         .target(name: "ParleyWebRTC", dependencies: ["COpenSSL", "ParleyWire"]),
         // The relay runtime: config, the identity key file, worker loops that drive the core over real sockets.
-        .target(name: "ParleyRelay", dependencies: ["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto", "ParleyWebRTC"],
+        // A relay's part in a cluster: the directory in Redis (hiredis), on a thread of its own.
+        .target(name: "ParleyCluster", dependencies: ["CHiredis"]),
+        .target(name: "ParleyRelay", dependencies: ["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto", "ParleyWebRTC",
+                                                    "ParleyCluster"],
                 swiftSettings: perPacketPath),
         // The HTTP API: a pure router (JSON in/out, auth, validation), Prometheus metrics, libmicrohttpd at the edge.
-        .target(name: "ParleyHTTP", dependencies: ["CMicroHTTPD", "ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyNet", "ParleyWire", "ParleyCrypto", "ParleyWebRTC"]),
+        .target(name: "ParleyHTTP", dependencies: ["CMicroHTTPD", "ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyNet", "ParleyWire", "ParleyCrypto", "ParleyWebRTC",
+                                                  "ParleyCluster"]),
         // The client's pure core: one signalling session (handshake, reliable messages, keepalives, resume) under room
         // members and presence, and the clock-driven engine (send/receive paths, NACKs, receiver reports, FEC, rejoin).
         .target(name: "ParleyClientCore", dependencies: ["ParleyWire", "ParleyAuth", "ParleyMedia", "ParleyCrypto"]),
 
-        .executableTarget(name: "parley-relay", dependencies: ["ParleyRelay", "ParleyHTTP", "ParleyAuth"]),
+        .executableTarget(name: "parley-relay", dependencies: ["ParleyRelay", "ParleyHTTP", "ParleyAuth", "ParleyCluster"]),
         .executableTarget(name: "parley", dependencies: ["ParleyClientCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyMedia", "ParleyAudioIO", "ParleyCrypto"]),
 
         .target(name: "CAllocCounter", path: "Benchmarks/CAllocCounter"),
@@ -102,6 +107,7 @@ let package = Package(
         .testTarget(name: "ParleyWebRTCTests", dependencies: ["ParleyWebRTC", "ParleyWire"]),
         .testTarget(name: "ParleyCryptoTests", dependencies: ["ParleyCrypto", "ParleyWire"]),
         .testTarget(name: "ParleyRelayCoreTests", dependencies: ["ParleyRelayCore", "ParleyClientCore", "ParleyWire", "ParleyAuth", "ParleyMedia", "ParleyCrypto", "ParleyWebRTC"]),
+        .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyCluster"]),
         .testTarget(name: "ParleyHTTPTests", dependencies: ["ParleyHTTP", "ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyWire", "ParleyNet", "ParleyCrypto", "ParleyWebRTC"]),
         .testTarget(name: "ParleyIntegrationTests", dependencies: ["ParleyWire", "ParleyNet", "ParleyAuth", "ParleyAudioIO", "ParleyMedia"]),
         // README.md's "Where things live" table against the code: every source directory listed, imports per target.

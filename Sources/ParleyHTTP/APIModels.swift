@@ -265,6 +265,26 @@ public enum API {
         }
     }
 
+    /// `GET /v1/cluster`: this node, whether its last heartbeat reached Redis, and the live nodes.
+    public struct Cluster: Codable, Sendable, Equatable {
+        public var node: String
+        public var connected: Bool
+        public var problem: String?
+        public var nodes: [ClusterNode]
+    }
+
+    /// One live node of the cluster.
+    public struct ClusterNode: Codable, Sendable, Equatable {
+        public var id: String
+        public var udp: String
+        public var http: String
+        public var members: Int
+        public var rooms: Int
+        /// Unix ms.
+        public var startedAt: Int64
+        public var heartbeatAt: Int64
+    }
+
     /// `POST /v1/presence/{stream}/calls`.
     public struct CallRequest: Codable, Sendable {
         /// The identity to call.

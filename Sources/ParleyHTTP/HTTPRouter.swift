@@ -1,5 +1,6 @@
 import Foundation
 import ParleyAuth
+import ParleyCluster
 import ParleyCrypto
 import ParleyRelay
 import ParleyRelayCore
@@ -56,6 +57,8 @@ public struct HTTPRouter: Sendable {
     /// credentials, whose secret anyone can read (and mint with `parley token`) anyway. So that opening the relay's
     /// page after `make run` is enough to talk.
     public let devTokens: Bool
+    /// The cluster agent when the relay is one node of a cluster (`GET /v1/cluster`); nil alone.
+    public let cluster: ClusterAgent?
     /// Longest body accepted.
     public static let maxBodyBytes = 64 * 1024
     /// Longest room name, identity or display name, in bytes.
@@ -64,7 +67,8 @@ public struct HTTPRouter: Sendable {
     /// A router.
     public init(backend: any APIBackend, verifier: TokenVerifier, signer: TokenSigner?, config: RelayCoreConfig,
                 metricsRequireAuth: MetricsAuth = .remote, httpStats: HTTPStats? = nil, relayKey: String? = nil,
-                webRoot: StaticFiles? = nil, devTokens: Bool = false) {
+                webRoot: StaticFiles? = nil, devTokens: Bool = false, cluster: ClusterAgent? = nil) {
+        self.cluster = cluster
         self.webRoot = webRoot
         self.devTokens = devTokens
         self.backend = backend
@@ -160,6 +164,12 @@ public struct HTTPRouter: Sendable {
         case ("POST", ["tokens"]): return try mintToken(request.body, now: now)
         case ("GET", ["events"]): return HTTPResponse(status: 200, contentType: "text/event-stream", body: [], isEventStream: true)
         case ("GET", ["rooms"]): return Self.json(API.RoomList(rooms: rooms()))
+        case ("GET", ["cluster"]):
+            guard let cluster else { throw APIError(404, "not_found", "this relay runs alone (no --cluster)") }
+            let view = cluster.view
+            return Self.json(API.Cluster(node: cluster.nodeID, connected: view.connected, problem: view.problem,
+                                         nodes: view.nodes.map { API.ClusterNode(id: $0.id, udp: $0.udp, http: $0.http, members: $0.members,
+                                                                                 rooms: $0.rooms, startedAt: $0.startedAt, heartbeatAt: $0.heartbeatAt) }))
         case ("POST", ["rooms"]): return try createRoom(request.body)
         case ("GET", let p) where p.count == 2 && p[0] == "rooms":
             let name = try Self.validName(p[1], field: "room name")

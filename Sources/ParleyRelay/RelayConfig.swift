@@ -1,5 +1,6 @@
 import Foundation
 import ParleyAuth
+import ParleyCluster
 import ParleyRelayCore
 import ParleyWire
 
@@ -34,6 +35,10 @@ public struct RelayConfig: Sendable {
     /// The directory whose files the HTTP address serves at `/` (the sample web client); nil = `Samples/web` when it
     /// exists in the working directory (as under `make run`), else no pages.
     public var webRoot: String?
+    /// `cluster`: the Redis the relay registers with as one node of a cluster (`redis://HOST:PORT`); nil: alone.
+    public var cluster: ClusterURL?
+    /// `node_id`: this node's id in the cluster (default: random at each start).
+    public var nodeID: String?
 
     /// `api_key` and `api_secret` as given (file, environment or flags), applied together by `checkCredentials()`.
     private var givenKey: String?
@@ -60,7 +65,8 @@ public struct RelayConfig: Sendable {
                               "signalling_queue_limit", "text_queue_limit", "nack_budget_percent", "nack_burst_bytes",
                               "uplink_repair", "uplink_repair_window_ms",
                               "http_max_connections", "http_connections_per_address", "http_idle_timeout_s",
-                              "http_header_timeout_s", "event_stream_stall_timeout_s", "allow_cleartext", "http_tls_cert", "http_tls_key", "web_root"]
+                              "http_header_timeout_s", "event_stream_stall_timeout_s", "allow_cleartext", "http_tls_cert", "http_tls_key", "web_root",
+                              "cluster", "node_id"]
 
     /// Applies one key's value; throws a message naming the key on a bad value.
     public mutating func set(_ key: String, _ value: String) throws(ConfigError) {
@@ -78,6 +84,16 @@ public struct RelayConfig: Sendable {
         case "http_tls_cert", "http_tls_key":  // "" = not set (plain HTTP)
             guard !value.utf8.contains(0) else { throw ConfigError("\(key) must be a file path, got \"\(value)\"") }
             if key == "http_tls_cert" { httpTLSCertificate = value.isEmpty ? nil : value } else { httpTLSKey = value.isEmpty ? nil : value }
+        case "cluster":  // "" = alone
+            if value.isEmpty { cluster = nil; break }
+            guard let url = ClusterURL(value) else { throw ConfigError("cluster must be redis://HOST:PORT, got \"\(value)\"") }
+            cluster = url
+        case "node_id":  // "" = random at each start
+            if value.isEmpty { nodeID = nil; break }
+            guard value.utf8.count <= 64, value.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
+                throw ConfigError("node_id must be 1–64 letters, digits, - or _, got \"\(value)\"")
+            }
+            nodeID = value
         case "web_root":  // "" = serve no pages
             guard !value.utf8.contains(0) else { throw ConfigError("web_root must be a directory path, got \"\(value)\"") }
             webRoot = value

@@ -4,13 +4,16 @@ import ParleyHTTP
 import ParleyNet
 import ParleyRelay
 import ParleyAuth
+import ParleyCluster
 import ParleyRelayCore
+import Synchronization
 import ParleyWire
 
 let usage = """
 usage: parley-relay [--config FILE.json] [--udp HOST:PORT] [--http HOST:PORT] [--workers N]
                     [--api-key K --api-secret S] [--http-tls-cert FILE --http-tls-key FILE] [--state-dir DIR]
-                    [--web-root DIR] [--log-level debug|info|warning|error] [--allow-cleartext] [--version]
+                    [--web-root DIR] [--cluster redis://HOST:PORT [--node-id ID]] [--log-level debug|info|warning|error]
+                    [--allow-cleartext] [--version]
 
 With no arguments the relay runs with dev defaults: UDP 127.0.0.1:7400, HTTP API and /metrics on
 127.0.0.1:7480, one worker per core, API key "devkey" and a public dev secret. --api-key and --api-secret go
@@ -20,6 +23,8 @@ together (a key without its secret is refused); the dev credentials are used onl
 The relay's long-term key (X25519, its public half in the ready line and at GET /v1/relay) is made on first start
 in --state-dir (default $XDG_STATE_HOME/parley-relay, else ~/.local/state/parley-relay; /var/lib/parley-relay for root).
 The HTTP address also serves the sample web client from --web-root (default Samples/web when it exists here).
+--cluster makes the relay one node of a cluster: it registers with that Redis (heartbeat and load, every second) and
+GET /v1/cluster lists the live nodes. Without it the relay runs alone and needs no Redis.
 Every setting may also come from a PARLEY_* variable (PARLEY_UDP, PARLEY_WORKERS, PARLEY_API_KEY, ...) or a
 JSON --config file: Samples/parley-relay.json lists every setting, and the README's Configuration table says
 what each means. Precedence: defaults < --config file < environment < flags.
@@ -49,7 +54,7 @@ while !arguments.isEmpty {
         continue
     }
     let known = ["--config", "--udp", "--http", "--workers", "--api-key", "--api-secret", "--log-level", "--state-dir",
-                 "--http-tls-cert", "--http-tls-key", "--web-root"]
+                 "--http-tls-cert", "--http-tls-key", "--web-root", "--cluster", "--node-id"]
     guard known.contains(flag) else { fail("unknown option \(flag)\n\(usage)") }
     guard let value = arguments.first, !value.hasPrefix("--") else { fail("\(flag) needs a value") }
     arguments.removeFirst()
@@ -98,10 +103,26 @@ do {
 }
 
 let httpStats = HTTPStats()
+/// The HTTP port once bound (the cluster agent advertises it).
+let httpPort = Atomic<Int>(0)
+let udpHost = config.udp.description.split(separator: ":").dropLast().joined(separator: ":")
+let advertisedHost = udpHost == "0.0.0.0" || udpHost.isEmpty ? "127.0.0.1" : udpHost
+let udpPort = server.ports[0]
+let httpHostName = config.http.description.split(separator: ":").dropLast().joined(separator: ":")
+let api = server.api
+let cluster = config.cluster.map { url in
+    ClusterAgent(url: url, nodeID: config.nodeID ?? Crypto.randomBytes(6).map { String(format: "%02x", $0) }.joined(),
+                 address: { ("\(advertisedHost):\(udpPort)", "\(httpHostName):\(httpPort.load(ordering: .relaxed))") },
+                 load: {
+                     let snapshots = api.snapshots()
+                     return (snapshots.reduce(0) { $0 + $1.memberCount + $1.presence.count }, snapshots.reduce(0) { $0 + $1.rooms.count })
+                 },
+                 log: { log.write(.info, $0) })
+}
 let router = HTTPRouter(backend: server.api, verifier: TokenVerifier(keys: config.apiKeys, relayKey: server.relayKey),
                         signer: server.api.signer, config: config.core, metricsRequireAuth: config.metricsRequireAuth,
                         httpStats: httpStats, relayKey: server.relayKey,
-                        webRoot: StaticFiles.resolve(config.webRoot), devTokens: config.usesDevCredentials)
+                        webRoot: StaticFiles.resolve(config.webRoot), devTokens: config.usesDevCredentials, cluster: cluster)
 let http: HTTPServer
 do {
     http = try HTTPServer(address: config.http, router: router, events: server.api.events, limits: config.httpLimits,
@@ -109,6 +130,8 @@ do {
 } catch {
     fail(error.description, code: 1)
 }
+httpPort.store(Int(http.port), ordering: .relaxed)
+cluster?.start()
 
 let status = server.run {
     let host = config.udp.description.split(separator: ":").dropLast().joined(separator: ":")
@@ -123,5 +146,6 @@ let status = server.run {
     let httpHost = config.http.description.split(separator: ":").dropLast().joined(separator: ":")
     writeLine("parley-relay \(ParleyVersion.string) ready on udp \(publicAddress) (\(server.ports.count) workers on ports \(ports)), relay key \(server.relayKey ?? "none"), \(http.scheme) \(httpHost):\(http.port); join with: parley join ROOM --identity NAME --server \(publicAddress)")
 }
+cluster?.stop()  // leaves the directory at once
 http.stop()
 exit(status)

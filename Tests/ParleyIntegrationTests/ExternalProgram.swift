@@ -20,6 +20,8 @@ struct ExternalProgram: Sendable, CustomStringConvertible {
     /// GStreamer's launcher; its pipelines need the plugin packages beside it (DEBS_TEST: plugins base, good, bad).
     static let gstLaunch = ExternalProgram(path: "/usr/bin/gst-launch-1.0", package: "gstreamer1.0-tools")
     static let tshark = ExternalProgram(path: "/usr/bin/tshark", package: "tshark")
+    /// The cluster's directory.
+    static let redisServer = ExternalProgram(path: "/usr/bin/redis-server", package: "redis-server")
     /// Headless Chromium, the WebRTC browser of the browser tests.
     static let chromium = ExternalProgram(path: "/usr/bin/chromium", package: "chromium")
 
@@ -31,7 +33,8 @@ struct ExternalProgram: Sendable, CustomStringConvertible {
         .deletingLastPathComponent().path
 
     /// Every program the tests start.
-    static let all: [ExternalProgram] = [.curl, .ffmpeg, .espeakNG, .openssl, .tcpdump, .gstLaunch, .tshark, .chromium, .interopPython]
+    static let all: [ExternalProgram] = [.curl, .ffmpeg, .espeakNG, .openssl, .tcpdump, .gstLaunch, .tshark, .chromium, .interopPython,
+                                         .redisServer]
 
     var description: String { path }
 

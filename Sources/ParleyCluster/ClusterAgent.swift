@@ -1,0 +1,114 @@
+import Foundation
+import Synchronization
+
+/// A relay's member of the cluster: on a thread of its own (Redis calls block; no worker ever waits on them), it
+/// registers the node with a heartbeat every `interval` (its address and load, `ClusterDirectory.heartbeat`) and reads
+/// the live nodes back for the API. Redis going away changes nothing on the media path: the agent keeps trying to
+/// reconnect, registers again once it can, and meanwhile shows the nodes it last saw.
+public final class ClusterAgent: Sendable {
+    /// What the agent knows of the cluster.
+    public struct View: Equatable, Sendable {
+        /// Live nodes as last read (this one included once registered), by id.
+        public var nodes: [NodeRecord] = []
+        /// Whether the last heartbeat reached Redis.
+        public var connected = false
+        /// Why it did not, when it did not.
+        public var problem: String?
+    }
+
+    /// This node's id.
+    public let nodeID: String
+    public let url: ClusterURL
+    private let address: @Sendable () -> (udp: String, http: String)
+    private let startedAt: Int64
+    private let interval: Double
+    private let load: @Sendable () -> (members: Int, rooms: Int)
+    private let log: @Sendable (String) -> Void
+    private let state = Mutex(View())
+    private let stopping = Atomic<Bool>(false)
+    private let done = DispatchSemaphore(value: 0)
+
+    /// An agent for the node `nodeID`; `address` (where clients reach its UDP port and its HTTP API) and `load` are
+    /// read at every beat, from the agent's thread.
+    public init(url: ClusterURL, nodeID: String, interval: Double = 1, address: @escaping @Sendable () -> (udp: String, http: String),
+                load: @escaping @Sendable () -> (members: Int, rooms: Int), log: @escaping @Sendable (String) -> Void) {
+        self.url = url
+        self.nodeID = nodeID
+        self.address = address
+        self.interval = interval
+        self.load = load
+        self.log = log
+        startedAt = Int64(Date().timeIntervalSince1970 * 1000)
+    }
+
+    /// What it knows now.
+    public var view: View { state.withLock { $0 } }
+
+    /// Starts the heartbeat thread.
+    public func start() {
+        let t = Thread { [self] in run() }
+        t.name = "parley-cluster"
+        t.start()
+    }
+
+    /// Leaves the cluster (the node's entry is removed at once, if Redis answers) and stops the thread.
+    public func stop() {
+        stopping.store(true, ordering: .releasing)
+        done.wait()
+    }
+
+    private func run() {
+        var redis: RedisConnection?
+        while true {
+            if stopping.load(ordering: .acquiring) {
+                if let redis { for c in ClusterDirectory.leave(nodeID) { _ = try? redis.command(c) } }
+                done.signal()
+                return
+            }
+            do throws(ClusterError) {
+                if redis == nil {
+                    redis = try RedisConnection(host: url.host, port: url.port)
+                    log("cluster: connected to Redis at \(url.host):\(url.port) as node \(nodeID)")
+                }
+                try beat(redis!)
+            } catch {
+                if redis != nil || view.problem == nil { log("cluster: \(error.description); retrying every \(interval) s") }
+                redis = nil
+                state.withLock {
+                    $0.connected = false
+                    $0.problem = error.description
+                }
+            }
+            Thread.sleep(forTimeInterval: interval)
+        }
+    }
+
+    /// One heartbeat, then the live nodes read back (ids whose hash expired are dropped from the set).
+    private func beat(_ redis: RedisConnection) throws(ClusterError) {
+        let (members, rooms) = load()
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let (udp, http) = address()
+        let me = NodeRecord(id: nodeID, udp: udp, http: http, members: members, rooms: rooms, startedAt: startedAt, heartbeatAt: now)
+        for c in ClusterDirectory.heartbeat(me) {
+            if case .error(let why) = try redis.command(c) { throw ClusterError("Redis refused \(c[0]): \(why)") }
+        }
+        guard case .array(let ids) = try redis.command(["SMEMBERS", ClusterDirectory.nodesKey]) else {
+            throw ClusterError("Redis: SMEMBERS did not answer a set")
+        }
+        var nodes: [NodeRecord] = []
+        for case .string(let id) in ids {
+            guard case .array(let hash) = try redis.command(["HGETALL", ClusterDirectory.nodeKey(id)]) else { continue }
+            if let node = NodeRecord(id: id, hash: hash.compactMap(\.text)) {
+                nodes.append(node)
+            } else {
+                _ = try redis.command(["SREM", ClusterDirectory.nodesKey, id])  // gone: its hash expired
+            }
+        }
+        nodes.sort { $0.id < $1.id }
+        state.withLock {
+            $0.nodes = nodes
+            $0.connected = true
+            $0.problem = nil
+        }
+    }
+}

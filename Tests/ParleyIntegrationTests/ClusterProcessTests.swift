@@ -1,0 +1,86 @@
+import Foundation
+import Testing
+
+/// A Redis for one test on a port of its own, nothing saved to disk.
+struct RedisServer {
+    let process: Spawned
+    let port: Int
+
+    init(port: Int? = nil) throws {
+        for _ in 0..<5 {
+            let p = port ?? Int.random(in: 20_000...60_000)
+            let s = try Spawned(.redisServer, ["--port", "\(p)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            if s.waitFor(seconds: 5, { $0.contains("Ready to accept connections") }) {
+                process = s
+                self.port = p
+                return
+            }
+            s.signal(SIGKILL)
+            s.wait(seconds: 2)
+        }
+        throw RelayDidNotStart(output: "redis-server did not start")
+    }
+
+    var url: String { "redis://127.0.0.1:\(port)" }
+
+    func stop() {
+        process.signal(SIGKILL)
+        process.wait(seconds: 3)
+    }
+}
+
+extension ProcessTests {
+    /// Relays as nodes of a cluster on one Redis: registration with a heartbeat and load, the live nodes through the
+    /// API, a node killed dropping out, Redis restarted and the nodes back.
+    @Suite("Cluster: nodes register with Redis")
+    struct ClusterProcessTests {
+        func nodes(_ base: String, token: String) throws -> (connected: Bool, ids: [String], body: String) {
+            let r = try curl("GET", base + "/v1/cluster", token: token)
+            let object = jsonObject(r.body)
+            let ids = (object["nodes"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+            return (object["connected"] as? Bool ?? false, ids, r.body)
+        }
+
+        @Test("two relays on one Redis list each other with their addresses and load; one killed drops out within its 3 s lifetime; Redis restarted, the other registers again")
+        func registry() throws {
+            var redis = try RedisServer()
+            defer { redis.stop() }
+            let (a, _) = try startRelay(workers: 1, environment: ["PARLEY_CLUSTER": redis.url, "PARLEY_NODE_ID": "node-a"])
+            defer { a.signal(SIGTERM); a.wait(seconds: 5) }
+            let (b, _) = try startRelay(workers: 1, environment: ["PARLEY_CLUSTER": redis.url, "PARLEY_NODE_ID": "node-b"])
+            let base = try #require(httpBase(of: a))
+            let admin = try mint(["--admin", "--identity", "ops"])
+            var seen = (connected: false, ids: [String](), body: "")
+            #expect(try eventually(seconds: 5) {
+                seen = try nodes(base, token: admin)
+                return seen.connected && seen.ids == ["node-a", "node-b"]
+            }, "\(seen.body)")
+            #expect(seen.body.contains(#""udp":"127.0.0.1:"#) && seen.body.contains(#""members":0"#), "\(seen.body)")
+
+            b.signal(SIGKILL)
+            b.wait(seconds: 5)
+            #expect(try eventually(seconds: 6) {
+                seen = try nodes(base, token: admin)
+                return seen.ids == ["node-a"]
+            }, "\(seen.body)")
+
+            // Redis goes away: the relay keeps running and says so; Redis back on the same port: registered again.
+            redis.stop()
+            #expect(try eventually(seconds: 5) { try !nodes(base, token: admin).connected })
+            redis = try RedisServer(port: redis.port)
+            #expect(try eventually(seconds: 8) {
+                seen = try nodes(base, token: admin)
+                return seen.connected && seen.ids == ["node-a"]
+            }, "\(seen.body)")
+            #expect(a.process.isRunning)
+        }
+
+        @Test("without --cluster the relay runs alone: GET /v1/cluster is 404")
+        func alone() throws {
+            let (relay, _) = try startRelay(workers: 1)
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            let base = try #require(httpBase(of: relay))
+            #expect(try curl("GET", base + "/v1/cluster", token: try mint(["--admin", "--identity", "ops"])).status == 404)
+        }
+    }
+}
