@@ -20,8 +20,10 @@ struct WhereThingsLiveTests {
         "ParleyWebRTC": (["ParleyWire"], ["COpenSSL"]),
         "ParleyRelayCore": (["ParleyWire", "ParleyAuth", "ParleyMedia", "ParleyCrypto", "ParleyWebRTC"], []),
         "ParleyClientCore": (["ParleyWire", "ParleyAuth", "ParleyMedia", "ParleyCrypto"], []),
-        "ParleyRelay": (["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto", "ParleyWebRTC"], ["Foundation", "Dispatch"]),
-        "ParleyHTTP": (["ParleyRelay", "ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto", "ParleyWebRTC"], ["CMicroHTTPD", "Foundation"]),
+        "ParleyCluster": ([], ["CHiredis", "Foundation"]),
+        "ParleyRelay": (["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto", "ParleyWebRTC", "ParleyCluster"], ["Foundation", "Dispatch"]),
+        "ParleyHTTP": (["ParleyRelay", "ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto", "ParleyWebRTC", "ParleyCluster"],
+                       ["CMicroHTTPD", "Foundation"]),
         "parley-relay": (["ParleyRelay", "ParleyHTTP", "ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire"], nil),
         "parley": (["ParleyClientCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyMedia", "ParleyAudioIO", "ParleyCrypto"], nil),
     ]
@@ -41,6 +43,7 @@ struct WhereThingsLiveTests {
         "CALSA": ["alsa-lib"],
         "CSpeexDSP": ["libspeexdsp"],
         "CMicroHTTPD": ["libmicrohttpd"],
+        "CHiredis": ["hiredis"],
         "Foundation": ["Foundation"],
         "Dispatch": ["Dispatch"],
     ]
