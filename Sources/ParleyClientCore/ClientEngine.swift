@@ -74,6 +74,8 @@ public final class ClientEngine {
         case connectionLost(String)
         /// A new session is opened after this wait.
         case rejoining(after: Interval)
+        /// In a cluster, the room lives on another node: the engine joins there (`roomElsewhere`).
+        case redirected(PeerAddress)
         /// The relay stopped answering: nothing heard from it for this long (the session is resuming; the engine
         /// keeps trying, and joins afresh if the session is lost). Said once per silence, at most 4 s after the
         /// relay's last word (the session pings every second once it has been quiet for 3 s, and resumes a second
@@ -103,7 +105,11 @@ public final class ClientEngine {
     /// The configuration.
     public let configuration: Configuration
     /// The relay's public address.
-    public let server: PeerAddress
+    /// The relay it talks to: the one it was given, or the cluster node a `roomElsewhere` refusal named.
+    public private(set) var server: PeerAddress
+    /// Redirects followed so far (`roomElsewhere`), at most `maxRedirects`.
+    private var redirects = 0
+    static let maxRedirects = 3
     /// Where the engine stands.
     public private(set) var phase: Phase = .inSession
     /// The current session (the last one once over).
@@ -436,6 +442,14 @@ public final class ClientEngine {
                 speaking.forget(ssrc: m.ssrc)
             case .roundTrip(let rtt):
                 roundTrip = rtt
+            case .refused(.roomElsewhere, let reason) where redirects < Self.maxRedirects:
+                // A cluster: the room lives on another node; join there now.
+                guard let node = PeerAddress(parsing: reason) else { return events + finish(.refused(.roomElsewhere, reason)) }
+                redirects += 1
+                server = node
+                phase = .waitingToRejoin(until: now)
+                events.append(.redirected(node))
+                return events + tick(now: now)
             case .refused(let code, let reason):
                 return events + finish(.refused(code, reason))
             case .relayUnproven(let reason):

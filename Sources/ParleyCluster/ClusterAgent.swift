@@ -14,6 +14,10 @@ public final class ClusterAgent: Sendable {
         public var connected = false
         /// Why it did not, when it did not.
         public var problem: String?
+        /// Rooms of the cluster: name → the id of the node it lives on.
+        public var rooms: [String: String] = [:]
+        /// Rooms this node has that the directory gives to another node (opened on both at once).
+        public var conflicts: [String] = []
     }
 
     /// This node's id.
@@ -22,19 +26,23 @@ public final class ClusterAgent: Sendable {
     private let address: @Sendable () -> (udp: String, http: String)
     private let startedAt: Int64
     private let interval: Double
-    private let load: @Sendable () -> (members: Int, rooms: Int)
+    private let load: @Sendable () -> (members: Int, rooms: [String])
+    private let placement: @Sendable ([String: String]) -> Void
     private let log: @Sendable (String) -> Void
     private let state = Mutex(View())
     private let stopping = Atomic<Bool>(false)
     private let done = DispatchSemaphore(value: 0)
 
-    /// An agent for the node `nodeID`; `address` (where clients reach its UDP port and its HTTP API) and `load` are
-    /// read at every beat, from the agent's thread.
+    /// An agent for the node `nodeID`; `address` (where clients reach its UDP port and its HTTP API) and `load` (its
+    /// members and room names) are read at every beat, from the agent's thread; `placement` gets, after each beat, the
+    /// rooms that live on other nodes and those nodes' UDP addresses.
     public init(url: ClusterURL, nodeID: String, interval: Double = 1, address: @escaping @Sendable () -> (udp: String, http: String),
-                load: @escaping @Sendable () -> (members: Int, rooms: Int), log: @escaping @Sendable (String) -> Void) {
+                load: @escaping @Sendable () -> (members: Int, rooms: [String]),
+                placement: @escaping @Sendable ([String: String]) -> Void = { _ in }, log: @escaping @Sendable (String) -> Void) {
         self.url = url
         self.nodeID = nodeID
         self.address = address
+        self.placement = placement
         self.interval = interval
         self.load = load
         self.log = log
@@ -88,7 +96,7 @@ public final class ClusterAgent: Sendable {
         let (members, rooms) = load()
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let (udp, http) = address()
-        let me = NodeRecord(id: nodeID, udp: udp, http: http, members: members, rooms: rooms, startedAt: startedAt, heartbeatAt: now)
+        let me = NodeRecord(id: nodeID, udp: udp, http: http, members: members, rooms: rooms.count, startedAt: startedAt, heartbeatAt: now)
         for c in ClusterDirectory.heartbeat(me) {
             if case .error(let why) = try redis.command(c) { throw ClusterError("Redis refused \(c[0]): \(why)") }
         }
@@ -105,10 +113,39 @@ public final class ClusterAgent: Sendable {
             }
         }
         nodes.sort { $0.id < $1.id }
+        // This node's rooms: claimed for it (the first node to open a room keeps it), their lifetimes renewed.
+        var conflicts: [String] = []
+        for room in rooms {
+            let key = ClusterDirectory.roomKey(room)
+            if case .status = try redis.command(["SET", key, nodeID, "NX", "PX", String(ClusterDirectory.nodeTTLMilliseconds)]) { continue }
+            if try redis.command(["GET", key]).text == nodeID {
+                _ = try redis.command(["PEXPIRE", key, String(ClusterDirectory.nodeTTLMilliseconds)])
+            } else {
+                conflicts.append(room)
+            }
+        }
+        // The directory: every room's node; the others' rooms go to the workers, with their nodes' addresses.
+        var directory: [String: String] = [:]
+        if case .array(let keys) = try redis.command(["KEYS", ClusterDirectory.roomKey("*")]), !keys.isEmpty {
+            let names = keys.compactMap(\.text)
+            if case .array(let owners) = try redis.command(["MGET"] + names) {
+                for (key, owner) in zip(names, owners) {
+                    if let owner = owner.text { directory[String(key.dropFirst(ClusterDirectory.roomKey("").count))] = owner }
+                }
+            }
+        }
+        let addresses = Dictionary(nodes.map { ($0.id, $0.udp) }, uniquingKeysWith: { a, _ in a })
+        var elsewhere: [String: String] = [:]
+        for (room, owner) in directory where owner != nodeID {
+            if let udp = addresses[owner] { elsewhere[room] = udp }
+        }
+        placement(elsewhere)
         state.withLock {
             $0.nodes = nodes
             $0.connected = true
             $0.problem = nil
+            $0.rooms = directory
+            $0.conflicts = conflicts.sorted()
         }
     }
 }

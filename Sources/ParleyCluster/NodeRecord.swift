@@ -48,6 +48,8 @@ public enum ClusterDirectory {
     public static let nodeTTLMilliseconds = 3_000
 
     public static func nodeKey(_ id: String) -> String { "parley:node:" + id }
+    /// A room's entry: the id of the node it lives on, as long as that node renews it (`nodeTTLMilliseconds`).
+    public static func roomKey(_ name: String) -> String { "parley:room:" + name }
 
     /// One heartbeat: the node's hash written and its lifetime renewed, its id in the set.
     public static func heartbeat(_ node: NodeRecord) -> [[String]] {

@@ -271,6 +271,10 @@ public enum API {
         public var connected: Bool
         public var problem: String?
         public var nodes: [ClusterNode]
+        /// Every room of the cluster and the id of the node it lives on.
+        public var rooms: [String: String] = [:]
+        /// Rooms open here that the directory gives to another node (opened on both at once).
+        public var conflicts: [String] = []
     }
 
     /// One live node of the cluster.

@@ -122,6 +122,9 @@ extension RelayCore {
             return refuse(code, reason, to: from, now: now, viaPublicPort: viaPublicPort)
         }
         var room = rooms[request.room]
+        if room == nil, let node = shared.placement.node(for: request.room) {
+            return refuse(.roomElsewhere, node, to: from, now: now, viaPublicPort: viaPublicPort)  // a cluster's other node
+        }
         if room == nil {
             guard claims.grants.create else {
                 return refuse(.roomNotFound, "room \(request.room) does not exist and the token may not create it",

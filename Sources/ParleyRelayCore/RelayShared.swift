@@ -24,6 +24,8 @@ public final class RelayShared: Sendable {
     /// Mints the join tokens of call rooms with `config.callTokenKey` (or the first configured key); nil when
     /// the verifier has no such key, and then calls fail at the answer.
     public let callSigner: TokenSigner?
+    /// In a cluster: where the rooms of other nodes live (kept by the cluster agent); empty alone.
+    public let placement = RoomPlacement()
     /// The relay's DTLS certificate and context for WebRTC members (made at start by the runtime, which has the
     /// clock its validity needs; the SDP answers carry its fingerprint). Nil: WebRTC offers are refused.
     public let dtls: DTLSContext?
@@ -101,4 +103,19 @@ public final class RelayShared: Sendable {
         for byte in name.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
         return Int(hash % UInt64(workerCount))
     }
+}
+
+/// In a cluster, which rooms live on another node, and that node's UDP address: a join for such a room that arrives
+/// here is refused with `roomElsewhere` and the address, and the client joins there. Written by the cluster agent's
+/// thread, read on the join path (never per packet).
+public final class RoomPlacement: Sendable {
+    private let elsewhere = Mutex<[String: String]>([:])
+
+    public init() {}
+
+    /// Replaces the map: room name → the UDP address (HOST:PORT) of the node it lives on, other nodes only.
+    public func update(_ map: [String: String]) { elsewhere.withLock { $0 = map } }
+
+    /// The node address a room lives on, when that is another node.
+    public func node(for room: String) -> String? { elsewhere.withLock { $0[room] } }
 }

@@ -140,6 +140,9 @@ public enum RefusalCode: UInt16, Equatable, Sendable {
     /// The token asks for an end-to-end encrypted room (`e2ee`), but the room mixes on the relay, which must decode
     /// every stream: the two cannot go together. (Numbered apart from the codes the encrypted-signalling work adds.)
     case endToEndInMixRoom = 50
+    /// In a cluster, the room lives on another node: the reason is that node's UDP address (HOST:PORT), where the
+    /// client joins instead.
+    case roomElsewhere = 60
 }
 
 /// Why the relay ended a member's session. The numeric values are part of the protocol.

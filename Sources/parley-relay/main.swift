@@ -115,8 +115,9 @@ let cluster = config.cluster.map { url in
                  address: { ("\(advertisedHost):\(udpPort)", "\(httpHostName):\(httpPort.load(ordering: .relaxed))") },
                  load: {
                      let snapshots = api.snapshots()
-                     return (snapshots.reduce(0) { $0 + $1.memberCount + $1.presence.count }, snapshots.reduce(0) { $0 + $1.rooms.count })
+                     return (snapshots.reduce(0) { $0 + $1.memberCount + $1.presence.count }, snapshots.flatMap { $0.rooms.map(\.name) })
                  },
+                 placement: { api.shared.placement.update($0) },
                  log: { log.write(.info, $0) })
 }
 let router = HTTPRouter(backend: server.api, verifier: TokenVerifier(keys: config.apiKeys, relayKey: server.relayKey),

@@ -214,6 +214,7 @@ final class RoomCall {
         case .speakersHeard(let heard): showSpeakers(heard)
         case .connectionLost(let reason): ui.event("connection lost: \(reason)")
         case .rejoining(let wait): ui.event("reconnecting in \(wait.wholeSeconds) s")
+        case .redirected(let node): ui.event("the room is on another node of the cluster: joining it at \(node)")
         case .relaySilent(let quiet): ui.notice("the relay at \(server) stopped answering (nothing for \(quiet.wholeSeconds) s); still trying")
         case .relayBack(let after): ui.notice("the relay at \(server) answers again (silent for \(after.wholeSeconds) s)")
         case .over(let ending):

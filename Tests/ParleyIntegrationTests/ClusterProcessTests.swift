@@ -1,4 +1,5 @@
 import Foundation
+import ParleyAudioIO
 import Testing
 
 /// A Redis for one test on a port of its own, nothing saved to disk.
@@ -73,6 +74,37 @@ extension ProcessTests {
                 return seen.connected && seen.ids == ["node-a"]
             }, "\(seen.body)")
             #expect(a.process.isRunning)
+        }
+
+        @Test("a join to any node reaches the room: the node that does not have it answers with the one that does, and the client joins there")
+        func placement() throws {
+            let redis = try RedisServer()
+            defer { redis.stop() }
+            let (a, serverA) = try startRelay(workers: 2, environment: ["PARLEY_CLUSTER": redis.url, "PARLEY_NODE_ID": "node-a"])
+            defer { a.signal(SIGTERM); a.wait(seconds: 5) }
+            let (b, serverB) = try startRelay(workers: 2, environment: ["PARLEY_CLUSTER": redis.url, "PARLEY_NODE_ID": "node-b"])
+            defer { b.signal(SIGTERM); b.wait(seconds: 5) }
+            let admin = try mint(["--admin", "--identity", "ops"])
+            let room = "cluster-\(UInt32.random(in: 0...UInt32.max))"
+            let speaker = try Spawned("parley", ["join", room, "--identity", "host", "--server", serverA, "--tone", "440",
+                                                 "--no-playback", "--no-tui", "--duration", "12"])
+            defer { speaker.signal(SIGTERM); speaker.wait(seconds: 5) }
+            #expect(speaker.waitFor(seconds: 5) { $0.contains("joined \(room)") }, "\(speaker.stdout)\(speaker.stderr)")
+            // Node b learns where the room lives from the directory (within a heartbeat or two).
+            let baseB = try #require(httpBase(of: b))
+            var seen = ""
+            #expect(try eventually(seconds: 5) {
+                seen = try curl("GET", baseB + "/v1/cluster", token: admin).body
+                return seen.contains(#""\#(room)":"node-a""#)
+            }, "\(seen)")
+            let listener = try Spawned("parley", ["join", room, "--identity", "far", "--server", serverB, "--listen-only",
+                                                  "--output", "\(FileManager.default.temporaryDirectory.path)/\(room).wav", "--no-tui", "--duration", "5"])
+            #expect(listener.wait(seconds: 15) == 0, "\(listener.stdout)\(listener.stderr)")
+            #expect(listener.stdout.contains("joining it at \(serverA)"), "\(listener.stdout)")
+            #expect(listener.stdout.contains("members: host"), "\(listener.stdout)")
+            let heard = try WAVReader(path: "\(FileManager.default.temporaryDirectory.path)/\(room).wav").readAllMono48k()
+            #expect(goertzelShare(loudestSecond(heard), frequency: 440) > 0.5)
+            #expect(speaker.stdout.contains("far joined"), "\(speaker.stdout)")
         }
 
         @Test("without --cluster the relay runs alone: GET /v1/cluster is 404")
