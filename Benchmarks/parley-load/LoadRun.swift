@@ -11,6 +11,8 @@ import ParleyWire
 struct RunResult {
     var label = ""
     var members = 0, speakers = 0, joined = 0, joinedLate = 0
+    /// Joins a cluster node sent to another node (`--server A,B,…`).
+    var redirects = 0
     var durationSeconds = 0.0
     /// Packets the speakers sent, and (forward mode) the packets they were due to send, admitted or not.
     var packetsSent = 0, packetsDue = 0
@@ -210,13 +212,21 @@ final class LoadRun {
         return result
     }
 
+    /// Where a member first asks to join: the one relay, or in a cluster (`--server A,B,…`) room r's node r mod N
+    /// for its first speaker and the others round the list.
+    private func contact(_ m: Member) -> PeerAddress {
+        let servers = options.servers
+        guard servers.count > 1 else { return target.address }
+        return servers[(m.room + (m.speakerSlot == 0 ? 0 : m.index)) % servers.count]
+    }
+
     /// A member's join: its token (an audience room's listener without publish) and session, and its first datagram.
-    private func beginJoin(_ m: Member, signer: TokenSigner, unixNow: Int64, now: Int64) {
+    private func beginJoin(_ m: Member, signer: TokenSigner, unixNow: Int64, now: Int64, to server: PeerAddress? = nil) {
         let grants = options.audience && m.speakerSlot == nil ? Grants(publish: false) : Grants()
         let claims = TokenClaims(identity: m.identity, room: "\(prefix)-r\(m.room)", expiresAt: unixNow + 3600,
                                  issuedAt: unixNow, grants: grants, mode: options.mode, audience: options.audience ? true : nil)
         // Like the parley client, members tell speakers from the forwarded streams (no `speakers` messages).
-        let session = ClientSession(server: target.address, token: signer.mint(claims), room: "\(prefix)-r\(m.room)",
+        let session = ClientSession(server: server ?? contact(m), token: signer.mint(claims), room: "\(prefix)-r\(m.room)",
                                     speakersFromMedia: true, security: options.cleartext ? .cleartext : .encrypted(relayKey: nil),
                                     now: Instant(nanoseconds: now), unixMilliseconds: { Int64(Clock.unixMilliseconds()) })
         m.session = session
@@ -496,6 +506,14 @@ final class LoadRun {
                 m.ssrc = w.ssrc
                 m.destination = s.destination
                 m.crypto = try? s.makeMediaCrypto()
+            case .refused(.roomElsewhere, let reason) where m.redirects < 3 && PeerAddress(parsing: reason) != nil:
+                // A cluster: the room lives on another node; join there (the join time runs on from the first ask).
+                let started = m.joinStarted
+                m.redirects += 1
+                result.redirects += 1
+                beginJoin(m, signer: signer, unixNow: Clock.unixSeconds(), now: now, to: PeerAddress(parsing: reason))
+                m.joinStarted = started
+                return
             case .refused(_, let reason):
                 m.refused = reason
             case .goodbye(_, let reason):

@@ -17,6 +17,8 @@ final class Member {
     var joinStarted: Int64 = 0
     var joinedAt: Int64?
     var refused: String?
+    /// Cluster redirects followed (`roomElsewhere`).
+    var redirects = 0
     /// Why the relay ended this member's session while media flowed (its goodbye), if it did.
     var removed: String?
     /// The SSRC the relay assigned (a synthetic one against the raw forwarder).

@@ -32,9 +32,12 @@ struct Options {
     var audience = false
     /// A join storm: the speakers join first and talk; the listeners join over --ramp while media flows.
     var storm = false
+    /// `--server A,B,…`: the nodes of a cluster; room r is opened through node r mod N, its other members join through
+    /// the others (a node that does not have the room sends them to the one that does).
+    var servers: [PeerAddress] = []
 
     static let usage = """
-        usage: parley-load [--server HOST:PORT [--relay-pid PID] | --spawn [--workers N]] --rooms R --members M --speakers S
+        usage: parley-load [--server HOST:PORT[,HOST:PORT…] [--relay-pid PID] | --spawn [--workers N]] --rooms R --members M --speakers S
                            --duration SECONDS [--mode forward|mix] [--ramp SECONDS] [--json FILE] [--raw-baseline [--blocks N]]
                            [--find-max [--find-max-cap SECONDS]] [--late-ms MS] [--max-tick-lateness-ms MS] [--cleartext] [--audience] [--storm]
                parley-load --self-check
@@ -56,6 +59,9 @@ struct Options {
           and is counted, not announced to the room one by one.
           --storm: the speakers join first; the listeners join over --ramp while the speakers talk, so join times and
           latency are measured during the storm (delivery counts, for each listener, what was sent after its welcome).
+          --server with several nodes of a cluster: each room is opened through one node (room r through node r mod N)
+          and its other members join through the others, which send them to the room's node (code 60); redirects are
+          counted.
           --late-ms: one-way latency above which a packet counts as late (default 20).
           --max-tick-lateness-ms: if 1 % or more of this generator's 20 ms send ticks (the 99th percentile) run later
           than this (default 10), the run measured the generator, not the relay, and says so; a lone late tick (the
@@ -89,8 +95,10 @@ struct Options {
             switch flag {
             case "-h", "--help": print(usage); exit(0)
             case "--server":
-                guard let a = PeerAddress(parsing: value(flag)) else { exitWithUsage("--server must be HOST:PORT") }
-                o.target = .server(a)
+                let list = value(flag).split(separator: ",").map { PeerAddress(parsing: String($0)) }
+                guard let first = list.first ?? nil, list.allSatisfy({ $0 != nil }) else { exitWithUsage("--server must be HOST:PORT[,HOST:PORT…]") }
+                o.target = .server(first)
+                o.servers = list.compactMap { $0 }
             case "--spawn": o.target = .spawn
             case "--workers": o.workers = positive(flag)
             case "--rooms": o.rooms = positive(flag)

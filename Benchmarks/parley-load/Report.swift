@@ -10,6 +10,7 @@ enum Report {
         row("") { $0.label }
         row("members asked (joined) / speakers") { "\($0.members) (\($0.joined)) / \($0.speakers)" }
         row("missing at media start / late") { "\($0.missingReasons.count) / \($0.joinedLate)" }
+        if runs.contains(where: { $0.redirects > 0 }) { row("joins sent to another node") { "\($0.redirects)" } }
         row("duration s") { String(format: "%.0f", $0.durationSeconds) }
         row("packets sent by speakers") { "\($0.packetsSent)" }
         if !mix { row("packets due (admitted or not)") { "\($0.packetsDue)" } }

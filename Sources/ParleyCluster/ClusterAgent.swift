@@ -27,7 +27,7 @@ public final class ClusterAgent: Sendable {
     private let startedAt: Int64
     private let interval: Double
     private let load: @Sendable () -> (members: Int, rooms: [String])
-    private let placement: @Sendable ([String: String]) -> Void
+    private let placement: @Sendable ([String: String], [(id: String, udp: String)]) -> Void
     private let log: @Sendable (String) -> Void
     private let state = Mutex(View())
     private let stopping = Atomic<Bool>(false)
@@ -35,10 +35,11 @@ public final class ClusterAgent: Sendable {
 
     /// An agent for the node `nodeID`; `address` (where clients reach its UDP port and its HTTP API) and `load` (its
     /// members and room names) are read at every beat, from the agent's thread; `placement` gets, after each beat, the
-    /// rooms that live on other nodes and those nodes' UDP addresses.
+    /// rooms that live on other nodes (with those nodes' UDP addresses) and the live nodes.
     public init(url: ClusterURL, nodeID: String, interval: Double = 1, address: @escaping @Sendable () -> (udp: String, http: String),
                 load: @escaping @Sendable () -> (members: Int, rooms: [String]),
-                placement: @escaping @Sendable ([String: String]) -> Void = { _ in }, log: @escaping @Sendable (String) -> Void) {
+                placement: @escaping @Sendable ([String: String], [(id: String, udp: String)]) -> Void = { _, _ in },
+                log: @escaping @Sendable (String) -> Void) {
         self.url = url
         self.nodeID = nodeID
         self.address = address
@@ -139,7 +140,7 @@ public final class ClusterAgent: Sendable {
         for (room, owner) in directory where owner != nodeID {
             if let udp = addresses[owner] { elsewhere[room] = udp }
         }
-        placement(elsewhere)
+        placement(elsewhere, nodes.map { ($0.id, $0.udp) })
         state.withLock {
             $0.nodes = nodes
             $0.connected = true

@@ -105,17 +105,43 @@ public final class RelayShared: Sendable {
     }
 }
 
-/// In a cluster, which rooms live on another node, and that node's UDP address: a join for such a room that arrives
-/// here is refused with `roomElsewhere` and the address, and the client joins there. Written by the cluster agent's
-/// thread, read on the join path (never per packet).
+/// In a cluster, where a room that is not open here belongs: a join for it that arrives here is refused with
+/// `roomElsewhere` and that node's UDP address, and the client joins there. A room open on a live node belongs there
+/// (the directory); a new room belongs to the live node that rendezvous hashing picks for its name (the highest
+/// FNV-1a hash of room and node id), which every node works out alike from the same node list, so a burst of joins
+/// through several nodes opens it on one. Written by the cluster agent's thread, read on the join path (never per
+/// packet).
 public final class RoomPlacement: Sendable {
-    private let elsewhere = Mutex<[String: String]>([:])
+    private struct State {
+        var elsewhere: [String: String] = [:]
+        var nodes: [(id: String, udp: String)] = []
+        var selfID = ""
+    }
+    private let state = Mutex(State())
 
     public init() {}
 
-    /// Replaces the map: room name → the UDP address (HOST:PORT) of the node it lives on, other nodes only.
-    public func update(_ map: [String: String]) { elsewhere.withLock { $0 = map } }
+    /// Replaces what the directory said: rooms open on other nodes (room → node UDP address), the live nodes (this
+    /// one included) and this node's id.
+    public func update(_ elsewhere: [String: String], nodes: [(id: String, udp: String)] = [], selfID: String = "") {
+        state.withLock { $0 = State(elsewhere: elsewhere, nodes: nodes, selfID: selfID) }
+    }
 
-    /// The node address a room lives on, when that is another node.
-    public func node(for room: String) -> String? { elsewhere.withLock { $0[room] } }
+    /// The address of the node a room belongs to, when that is another node (nil: here).
+    public func node(for room: String) -> String? {
+        state.withLock { s in
+            if let open = s.elsewhere[room] { return open }
+            guard s.nodes.count > 1, let owner = s.nodes.max(by: { Self.score(room, $0.id) < Self.score(room, $1.id) }) else { return nil }
+            return owner.id == s.selfID ? nil : owner.udp
+        }
+    }
+
+    /// FNV-1a 64 of room, a zero byte and node id: the same in every process (Swift's `Hasher` is seeded per process).
+    static func score(_ room: String, _ node: String) -> UInt64 {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in room.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+        h = (h ^ 0) &* 0x100_0000_01b3
+        for b in node.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+        return h
+    }
 }

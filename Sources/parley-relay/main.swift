@@ -110,14 +110,15 @@ let advertisedHost = udpHost == "0.0.0.0" || udpHost.isEmpty ? "127.0.0.1" : udp
 let udpPort = server.ports[0]
 let httpHostName = config.http.description.split(separator: ":").dropLast().joined(separator: ":")
 let api = server.api
+let nodeID = config.nodeID ?? Crypto.randomBytes(6).map { String(format: "%02x", $0) }.joined()
 let cluster = config.cluster.map { url in
-    ClusterAgent(url: url, nodeID: config.nodeID ?? Crypto.randomBytes(6).map { String(format: "%02x", $0) }.joined(),
+    ClusterAgent(url: url, nodeID: nodeID,
                  address: { ("\(advertisedHost):\(udpPort)", "\(httpHostName):\(httpPort.load(ordering: .relaxed))") },
                  load: {
                      let snapshots = api.snapshots()
                      return (snapshots.reduce(0) { $0 + $1.memberCount + $1.presence.count }, snapshots.flatMap { $0.rooms.map(\.name) })
                  },
-                 placement: { api.shared.placement.update($0) },
+                 placement: { elsewhere, nodes in api.shared.placement.update(elsewhere, nodes: nodes, selfID: nodeID) },
                  log: { log.write(.info, $0) })
 }
 let router = HTTPRouter(backend: server.api, verifier: TokenVerifier(keys: config.apiKeys, relayKey: server.relayKey),
