@@ -26,7 +26,7 @@ public final class ClusterAgent: Sendable {
     private let address: @Sendable () -> (udp: String, http: String)
     private let startedAt: Int64
     private let interval: Double
-    private let load: @Sendable () -> (members: Int, rooms: [String])
+    private let load: @Sendable () -> (members: Int, rooms: [String: Int])
     private let placement: @Sendable ([String: String], [(id: String, udp: String)]) -> Void
     private let log: @Sendable (String) -> Void
     private let state = Mutex(View())
@@ -34,10 +34,10 @@ public final class ClusterAgent: Sendable {
     private let done = DispatchSemaphore(value: 0)
 
     /// An agent for the node `nodeID`; `address` (where clients reach its UDP port and its HTTP API) and `load` (its
-    /// members and room names) are read at every beat, from the agent's thread; `placement` gets, after each beat, the
+    /// members and its rooms' member counts) are read at every beat, from the agent's thread; `placement` gets, after each beat, the
     /// rooms that live on other nodes (with those nodes' UDP addresses) and the live nodes.
     public init(url: ClusterURL, nodeID: String, interval: Double = 1, address: @escaping @Sendable () -> (udp: String, http: String),
-                load: @escaping @Sendable () -> (members: Int, rooms: [String]),
+                load: @escaping @Sendable () -> (members: Int, rooms: [String: Int]),
                 placement: @escaping @Sendable ([String: String], [(id: String, udp: String)]) -> Void = { _, _ in },
                 log: @escaping @Sendable (String) -> Void) {
         self.url = url
@@ -97,7 +97,8 @@ public final class ClusterAgent: Sendable {
         let (members, rooms) = load()
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let (udp, http) = address()
-        let me = NodeRecord(id: nodeID, udp: udp, http: http, members: members, rooms: rooms.count, startedAt: startedAt, heartbeatAt: now)
+        let me = NodeRecord(id: nodeID, udp: udp, http: http, members: members, rooms: rooms.count, startedAt: startedAt, heartbeatAt: now,
+                            roomMembers: rooms)
         for c in ClusterDirectory.heartbeat(me) {
             if case .error(let why) = try redis.command(c) { throw ClusterError("Redis refused \(c[0]): \(why)") }
         }
@@ -116,7 +117,7 @@ public final class ClusterAgent: Sendable {
         nodes.sort { $0.id < $1.id }
         // This node's rooms: claimed for it (the first node to open a room keeps it), their lifetimes renewed.
         var conflicts: [String] = []
-        for room in rooms {
+        for room in rooms.keys.sorted() {
             let key = ClusterDirectory.roomKey(room)
             if case .status = try redis.command(["SET", key, nodeID, "NX", "PX", String(ClusterDirectory.nodeTTLMilliseconds)]) { continue }
             if try redis.command(["GET", key]).text == nodeID {

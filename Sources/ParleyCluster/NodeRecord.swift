@@ -12,8 +12,15 @@ public struct NodeRecord: Equatable, Sendable {
     /// When it started and when it last beat (Unix ms).
     public var startedAt: Int64
     public var heartbeatAt: Int64
+    /// Its rooms and their member counts (at most `maxListedRooms`, the fullest first).
+    public var roomMembers: [String: Int] = [:]
 
-    public init(id: String, udp: String, http: String, members: Int, rooms: Int, startedAt: Int64, heartbeatAt: Int64) {
+    /// The most rooms a node's record lists (its `rooms` count is exact).
+    public static let maxListedRooms = 1000
+
+    public init(id: String, udp: String, http: String, members: Int, rooms: Int, startedAt: Int64, heartbeatAt: Int64,
+                roomMembers: [String: Int] = [:]) {
+        self.roomMembers = roomMembers
         self.id = id
         self.udp = udp
         self.http = http
@@ -23,10 +30,15 @@ public struct NodeRecord: Equatable, Sendable {
         self.heartbeatAt = heartbeatAt
     }
 
-    /// Field, value, field, value… as HSET takes them.
+    /// Field, value, field, value… as HSET takes them; each listed room is a field `room:<name>` holding its members.
     public var fields: [String] {
-        ["udp", udp, "http", http, "members", String(members), "rooms", String(rooms), "started_at", String(startedAt),
-         "heartbeat_at", String(heartbeatAt)]
+        var out = ["udp", udp, "http", http, "members", String(members), "rooms", String(rooms), "started_at", String(startedAt),
+                   "heartbeat_at", String(heartbeatAt)]
+        for (name, count) in roomMembers.sorted(by: { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key })
+            .prefix(Self.maxListedRooms) {
+            out += ["room:" + name, String(count)]
+        }
+        return out
     }
 
     /// The record of `id` from HGETALL's flat field/value list; nil when it is empty (expired) or incomplete.
@@ -36,7 +48,11 @@ public struct NodeRecord: Equatable, Sendable {
         for i in stride(from: 0, to: hash.count, by: 2) { f[hash[i]] = hash[i + 1] }
         guard let udp = f["udp"], let http = f["http"], let members = f["members"].flatMap(Int.init), let rooms = f["rooms"].flatMap(Int.init),
               let started = f["started_at"].flatMap(Int64.init), let beat = f["heartbeat_at"].flatMap(Int64.init) else { return nil }
-        self.init(id: id, udp: udp, http: http, members: members, rooms: rooms, startedAt: started, heartbeatAt: beat)
+        var listed: [String: Int] = [:]
+        for (field, value) in f where field.hasPrefix("room:") {
+            if let count = Int(value) { listed[String(field.dropFirst(5))] = count }
+        }
+        self.init(id: id, udp: udp, http: http, members: members, rooms: rooms, startedAt: started, heartbeatAt: beat, roomMembers: listed)
     }
 }
 
@@ -51,11 +67,15 @@ public enum ClusterDirectory {
     /// A room's entry: the id of the node it lives on, as long as that node renews it (`nodeTTLMilliseconds`).
     public static func roomKey(_ name: String) -> String { "parley:room:" + name }
 
-    /// One heartbeat: the node's hash written and its lifetime renewed, its id in the set.
+    /// One heartbeat, in one transaction: the node's hash replaced (rooms that closed leave it) and its lifetime
+    /// renewed, its id in the set. A reader never sees the hash missing in between.
     public static func heartbeat(_ node: NodeRecord) -> [[String]] {
-        [["HSET", nodeKey(node.id)] + node.fields,
+        [["MULTI"],
+         ["DEL", nodeKey(node.id)],
+         ["HSET", nodeKey(node.id)] + node.fields,
          ["PEXPIRE", nodeKey(node.id), String(nodeTTLMilliseconds)],
-         ["SADD", nodesKey, node.id]]
+         ["SADD", nodesKey, node.id],
+         ["EXEC"]]
     }
 
     /// The node leaves at once (a clean stop).

@@ -287,6 +287,8 @@ public enum API {
         /// Unix ms.
         public var startedAt: Int64
         public var heartbeatAt: Int64
+        /// Its rooms and their member counts (up to 1,000, the fullest first).
+        public var roomMembers: [String: Int] = [:]
     }
 
     /// `POST /v1/presence/{stream}/calls`.

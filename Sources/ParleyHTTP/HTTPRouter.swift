@@ -169,7 +169,8 @@ public struct HTTPRouter: Sendable {
             let view = cluster.view
             return Self.json(API.Cluster(node: cluster.nodeID, connected: view.connected, problem: view.problem,
                                          nodes: view.nodes.map { API.ClusterNode(id: $0.id, udp: $0.udp, http: $0.http, members: $0.members,
-                                                                                 rooms: $0.rooms, startedAt: $0.startedAt, heartbeatAt: $0.heartbeatAt) },
+                                                                                 rooms: $0.rooms, startedAt: $0.startedAt, heartbeatAt: $0.heartbeatAt,
+                                                                                 roomMembers: $0.roomMembers) },
                                          rooms: view.rooms, conflicts: view.conflicts))
         case ("POST", ["rooms"]): return try createRoom(request.body)
         case ("GET", let p) where p.count == 2 && p[0] == "rooms":

@@ -116,7 +116,9 @@ let cluster = config.cluster.map { url in
                  address: { ("\(advertisedHost):\(udpPort)", "\(httpHostName):\(httpPort.load(ordering: .relaxed))") },
                  load: {
                      let snapshots = api.snapshots()
-                     return (snapshots.reduce(0) { $0 + $1.memberCount + $1.presence.count }, snapshots.flatMap { $0.rooms.map(\.name) })
+                     var rooms: [String: Int] = [:]
+                     for s in snapshots { for r in s.rooms { rooms[r.name] = r.members.count } }
+                     return (snapshots.reduce(0) { $0 + $1.memberCount + $1.presence.count }, rooms)
                  },
                  placement: { elsewhere, nodes in api.shared.placement.update(elsewhere, nodes: nodes, selfID: nodeID) },
                  log: { log.write(.info, $0) })

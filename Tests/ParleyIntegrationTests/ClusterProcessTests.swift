@@ -105,6 +105,11 @@ extension ProcessTests {
             let heard = try WAVReader(path: "\(FileManager.default.temporaryDirectory.path)/\(room).wav").readAllMono48k()
             #expect(goertzelShare(loudestSecond(heard), frequency: 440) > 0.5)
             #expect(speaker.stdout.contains("far joined"), "\(speaker.stdout)")
+            // Any node lists the cluster's rooms with their members.
+            #expect(try eventually(seconds: 4) {
+                seen = try curl("GET", baseB + "/v1/cluster", token: admin).body
+                return seen.contains(#""room_members":{"\#(room)":"#)  // 1 or 2: the listener has left, or is leaving
+            }, "\(seen)")
         }
 
         @Test("without --cluster the relay runs alone: GET /v1/cluster is 404")
