@@ -76,6 +76,8 @@ public final class ClientEngine {
         case rejoining(after: Interval)
         /// In a cluster, the room lives on another node: the engine joins there (`roomElsewhere`).
         case redirected(PeerAddress)
+        /// In a cluster, the node is lost: the engine rejoins at another the last welcome named (`Welcome.alternates`).
+        case failingOver(to: PeerAddress)
         /// The relay stopped answering: nothing heard from it for this long (the session is resuming; the engine
         /// keeps trying, and joins afresh if the session is lost). Said once per silence, at most 4 s after the
         /// relay's last word (the session pings every second once it has been quiet for 3 s, and resumes a second
@@ -107,8 +109,10 @@ public final class ClientEngine {
     /// The relay's public address.
     /// The relay it talks to: the one it was given, or the cluster node a `roomElsewhere` refusal named.
     public private(set) var server: PeerAddress
-    /// Redirects followed so far (`roomElsewhere`), at most `maxRedirects`.
+    /// Redirects followed since the last welcome (`roomElsewhere`), at most `maxRedirects`.
     private var redirects = 0
+    /// In a cluster: the other nodes the last welcome named; a lost relay's member rejoins at the next of them.
+    public private(set) var alternates: [PeerAddress] = []
     static let maxRedirects = 3
     /// Where the engine stands.
     public private(set) var phase: Phase = .inSession
@@ -427,6 +431,8 @@ public final class ClientEngine {
             switch event {
             case .welcomed(let w):
                 mode = w.mode
+                redirects = 0
+                alternates = w.alternates.compactMap { PeerAddress(parsing: $0) }
                 sender?.ssrc = w.ssrc
                 cname = Self.randomCNAME(using: &random)
                 sentHistory?.clear()
@@ -473,6 +479,13 @@ public final class ClientEngine {
         if !everWelcomed && session.welcome == nil { return events + finish(.unreachable(reason)) }
         events.append(.connectionLost(reason))
         guard configuration.reconnect else { return events + finish(.lost(reason)) }
+        if let next = alternates.first(where: { $0 != server }) {
+            // A cluster: this node is lost; rejoin at another (which sends us on if the room has a node already).
+            alternates.removeAll { $0 == next }
+            alternates.append(server)
+            server = next
+            events.append(.failingOver(to: next))
+        }
         let wait = backoff.take()
         phase = .waitingToRejoin(until: now + wait)
         events.append(.rejoining(after: wait))

@@ -191,7 +191,8 @@ extension RelayCore {
                                  keepaliveMilliseconds: welcomeKeepaliveMilliseconds,
                                  timeoutMilliseconds: UInt32(config.memberTimeout.milliseconds), flags: member.flags,
                                  roomMediaKey: reply.keys != nil && room.mix == nil ? room.downstreamKey.material : [],
-                                 streamIndices: reply.keys != nil ? Self.streamIndices(room) : [])), to: session)
+                                 streamIndices: reply.keys != nil ? Self.streamIndices(room) : [],
+                                 alternates: Array(shared.placement.otherNodes().prefix(Welcome.maxAlternates)))), to: session)
         let pages = Self.memberPages(others.map(\.entry))
         for (i, page) in pages.enumerated() {
             outbox.enqueue(.memberPage(index: UInt16(i), count: UInt16(pages.count), members: page), to: session)

@@ -127,6 +127,11 @@ public final class RoomPlacement: Sendable {
         state.withLock { $0 = State(elsewhere: elsewhere, nodes: nodes, selfID: selfID) }
     }
 
+    /// The other live nodes' UDP addresses (a welcome's alternates), by id.
+    public func otherNodes() -> [String] {
+        state.withLock { s in s.nodes.filter { $0.id != s.selfID }.sorted { $0.id < $1.id }.map(\.udp) }
+    }
+
     /// The address of the node a room belongs to, when that is another node (nil: here).
     public func node(for room: String) -> String? {
         state.withLock { s in

@@ -20,6 +20,8 @@ enum SignalTag: UInt8 {
     case departure = 49, audienceCount = 50
     /// Welcome: one forwarded stream's SRTP position: SSRC (4), 48-bit packet index (6).
     case streamIndex = 51
+    /// Welcome: another node of the cluster (HOST:PORT), where the member rejoins if this one is lost.
+    case alternate = 52
 }
 
 /// Writes big-endian integers and TLVs into a caller-owned buffer.
@@ -180,7 +182,7 @@ extension SignalDatagram {
                 memberCount: try f.u32(.memberCount), keepaliveMilliseconds: try f.u32(.keepalive),
                 timeoutMilliseconds: try f.u32(.timeout), flags: MemberFlags(rawValue: try f.u8(.flags)),
                 keyShare: try f.optionalData(.keyShare, maxCount: 64), roomMediaKey: try f.optionalData(.roomMediaKey, maxCount: 64),
-                streamIndices: try Self.streamIndices(f, bytes)))
+                streamIndices: try Self.streamIndices(f, bytes), alternates: try Self.alternates(f, bytes)))
         case 0x83:
             guard let code = RefusalCode(rawValue: try f.u16(.code)) else { throw .badField }
             message = .refused(code: code, reason: try f.optionalString(.reason, maxCount: 512))
@@ -224,6 +226,17 @@ extension SignalDatagram {
         }
         self.init(connectionID: u32(4), sequence: u32(8), ack: u32(12), message: message)
         if message.isReliable != (sequence != 0) { throw .badField }
+    }
+
+    private static func alternates(_ f: SignalFields, _ b: UnsafeRawBufferPointer) throws(WireError) -> [String] {
+        let ranges = f.all(.alternate)
+        guard ranges.count <= Welcome.maxAlternates else { throw .badField }
+        var out: [String] = []
+        for r in ranges {
+            guard r.count <= 64 else { throw .badLength }
+            out.append(try SignalFields.decodeUTF8(Array(b[r])))
+        }
+        return out
     }
 
     private static func streamIndices(_ f: SignalFields, _ b: UnsafeRawBufferPointer) throws(WireError) -> [Welcome.StreamIndex] {
@@ -281,6 +294,7 @@ extension SignalDatagram {
             w.field(.flags, u8: x.flags.rawValue)
             if !x.keyShare.isEmpty { w.field(.keyShare, x.keyShare) }
             if !x.roomMediaKey.isEmpty { w.field(.roomMediaKey, x.roomMediaKey) }
+            for a in x.alternates.prefix(Welcome.maxAlternates) where a.utf8.count <= 64 { w.field(.alternate, string: a) }
             for s in x.streamIndices.prefix(Welcome.maxStreamIndices) {
                 w.u8(SignalTag.streamIndex.rawValue); w.u16(10); w.u32(s.ssrc)
                 w.u16(UInt16(truncatingIfNeeded: s.index >> 32)); w.u32(UInt32(truncatingIfNeeded: s.index))

@@ -228,6 +228,12 @@ public struct Welcome: Equatable, Sendable {
         }
     }
 
+    /// In a cluster: the UDP addresses (HOST:PORT) of the other live nodes, where the member rejoins if this node is
+    /// lost (at most `maxAlternates`).
+    public var alternates: [String] = []
+    /// The most `alternates` a welcome carries.
+    public static let maxAlternates = 8
+
     /// The most `streamIndices` a welcome carries (10 bytes each plus 3 of framing: the welcome stays one datagram).
     public static let maxStreamIndices = 40
 
@@ -235,8 +241,9 @@ public struct Welcome: Equatable, Sendable {
     public init(nonce: [UInt8], memberID: UInt32, ssrc: UInt32, port: UInt16, sessionSecret: [UInt8], room: String,
                 mode: String, identity: String, memberCount: UInt32, keepaliveMilliseconds: UInt32,
                 timeoutMilliseconds: UInt32, flags: MemberFlags, keyShare: [UInt8] = [], roomMediaKey: [UInt8] = [],
-                streamIndices: [StreamIndex] = []) {
+                streamIndices: [StreamIndex] = [], alternates: [String] = []) {
         self.streamIndices = streamIndices
+        self.alternates = alternates
         self.nonce = nonce
         self.memberID = memberID
         self.ssrc = ssrc

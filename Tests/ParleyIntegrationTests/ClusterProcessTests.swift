@@ -112,6 +112,58 @@ extension ProcessTests {
             }, "\(seen)")
         }
 
+        @Test("the room's node killed with kill -9: its members rejoin through the other node (the welcome named it) and hear each other again there")
+        func failover() throws {
+            let redis = try RedisServer()
+            defer { redis.stop() }
+            let fast = ["PARLEY_CLUSTER": redis.url, "PARLEY_MEMBER_TIMEOUT_S": "3", "PARLEY_KEEPALIVE_INTERVAL_S": "1"]
+            let (a, serverA) = try startRelay(workers: 1, environment: fast.merging(["PARLEY_NODE_ID": "node-a"]) { $1 })
+            let (b, serverB) = try startRelay(workers: 1, environment: fast.merging(["PARLEY_NODE_ID": "node-b"]) { $1 })
+            defer { a.signal(SIGKILL); a.wait(seconds: 5); b.signal(SIGTERM); b.wait(seconds: 5) }
+            let admin = try mint(["--admin", "--identity", "ops"])
+            let baseA = try #require(httpBase(of: a)), baseB = try #require(httpBase(of: b))
+            // Both nodes know each other before anyone joins (placement agrees; a welcome names the other node).
+            #expect(try eventually(seconds: 5) {
+                try [baseA, baseB].allSatisfy { base in
+                    let body = try curl("GET", base + "/v1/cluster", token: admin).body
+                    return body.contains(#""id":"node-a""#) && body.contains(#""id":"node-b""#)
+                }
+            })
+            let room = "failover-\(UInt32.random(in: 0...UInt32.max))"
+            let out = "\(FileManager.default.temporaryDirectory.path)/\(room).wav"
+            let speaker = try Spawned("parley", ["join", room, "--identity", "host", "--server", serverA, "--tone", "440",
+                                                 "--no-playback", "--no-tui", "--duration", "30"])
+            defer { speaker.signal(SIGTERM); speaker.wait(seconds: 5) }
+            let listener = try Spawned("parley", ["join", room, "--identity", "ear", "--server", serverB, "--listen-only",
+                                                  "--output", out, "--no-tui", "--duration", "30"])
+            defer { listener.signal(SIGTERM); listener.wait(seconds: 5) }
+            #expect(speaker.waitFor(seconds: 8) { $0.contains("joined \(room)") }, "\(speaker.stdout)")
+            #expect(listener.waitFor(seconds: 8) { $0.contains("members: host") || $0.contains("host joined") }, "\(listener.stdout)")
+            // Kill the node the room lives on; the members go to the other one.
+            var owner = ""
+            #expect(try eventually(seconds: 5) {
+                let body = try curl("GET", baseB + "/v1/cluster", token: admin).body
+                owner = body.contains(#""\#(room)":"node-a""#) ? "node-a" : body.contains(#""\#(room)":"node-b""#) ? "node-b" : ""
+                return !owner.isEmpty
+            })
+            let (dead, survivor, survivorAddress) = owner == "node-a" ? (a, b, serverB) : (b, a, serverA)
+            dead.signal(SIGKILL)
+            dead.wait(seconds: 5)
+            /// What a member printed after it started failing over.
+            func afterFailover(_ text: String) -> Substring? {
+                text.range(of: "rejoining through another node of the cluster at \(survivorAddress)").map { text[$0.upperBound...] }
+            }
+            let port = survivorAddress.split(separator: ":").last.map(String.init) ?? ""
+            for member in [speaker, listener] {
+                #expect(member.waitFor(seconds: 25) { afterFailover($0)?.contains("joined \(room) as") == true && afterFailover($0)?.contains("port \(port),") == true },
+                        "\(member.stdout)")
+            }
+            // Back together: the listener has the host again on the surviving node.
+            #expect(listener.waitFor(seconds: 10) { afterFailover($0).map { $0.contains("members: host") || $0.contains("host joined") } == true },
+                    "\(listener.stdout)")
+            #expect(survivor.process.isRunning)
+        }
+
         @Test("without --cluster the relay runs alone: GET /v1/cluster is 404")
         func alone() throws {
             let (relay, _) = try startRelay(workers: 1)
