@@ -113,6 +113,27 @@ public final class ClientEngine {
     private var redirects = 0
     /// In a cluster: the other nodes the last welcome named; a lost relay's member rejoins at the next of them.
     public private(set) var alternates: [PeerAddress] = []
+    /// Nodes this member failed over from, and when: a redirect back to one of them soon after is not followed.
+    private var lostNodes: [(node: PeerAddress, at: Instant)] = []
+    /// Times it asked again instead of following a redirect to a lost node (bounded).
+    private var lostRetries = 0
+
+    /// Moves to `next` of the cluster's nodes, the current one counted as lost for a while.
+    private func failOver(to next: PeerAddress, now: Instant, events: inout [Event]) {
+        lostNodes.removeAll { now - $0.at > .seconds(10) || $0.node == server }
+        lostNodes.append((server, now))
+        alternates.removeAll { $0 == next }
+        alternates.append(server)
+        server = next
+        lostRetries = 0
+        phase = .waitingToRejoin(until: now)
+        events.append(.failingOver(to: next))
+    }
+
+    /// Whether `node` was failed over from within the last 10 s.
+    private func lost(_ node: PeerAddress, now: Instant) -> Bool {
+        lostNodes.contains { $0.node == node && now - $0.at <= .seconds(10) }
+    }
     static let maxRedirects = 3
     /// Where the engine stands.
     public private(set) var phase: Phase = .inSession
@@ -417,6 +438,12 @@ public final class ClientEngine {
             if phase == .inSession,
                case .silent(let quiet) = relayWatch.observe(resuming: session.state == .resuming, lastHeard: session.signalling.lastHeard, now: now) {
                 events.append(.relaySilent(for: quiet))
+                // A cluster: do not wait out the member timeout on a silent node; rejoin through another now (if this
+                // node is alive after all, the other sends us back to it).
+                if let next = alternates.first(where: { $0 != server }) {
+                    failOver(to: next, now: now, events: &events)
+                    return events + tick(now: now)
+                }
             }
             if phase == .inSession, mode == "forward", let heard = speaking.update(now: now) { events.append(.speakersHeard(heard)) }
             return events
@@ -448,6 +475,13 @@ public final class ClientEngine {
                 speaking.forget(ssrc: m.ssrc)
             case .roundTrip(let rtt):
                 roundTrip = rtt
+            case .refused(.roomElsewhere, let reason) where PeerAddress(parsing: reason).map({ lost($0, now: now) }) == true:
+                // The directory still names the node we just lost (its record lives a few seconds): ask this node
+                // again shortly, until it lets the dead node go and opens the room itself.
+                lostRetries += 1
+                guard lostRetries <= 40 else { return events + finish(.refused(.roomElsewhere, reason)) }
+                phase = .waitingToRejoin(until: now + .milliseconds(250))
+                return events
             case .refused(.roomElsewhere, let reason) where redirects < Self.maxRedirects:
                 // A cluster: the room lives on another node; join there now.
                 guard let node = PeerAddress(parsing: reason) else { return events + finish(.refused(.roomElsewhere, reason)) }
@@ -481,10 +515,7 @@ public final class ClientEngine {
         guard configuration.reconnect else { return events + finish(.lost(reason)) }
         if let next = alternates.first(where: { $0 != server }) {
             // A cluster: this node is lost; rejoin at another (which sends us on if the room has a node already).
-            alternates.removeAll { $0 == next }
-            alternates.append(server)
-            server = next
-            events.append(.failingOver(to: next))
+            failOver(to: next, now: now, events: &events)
         }
         let wait = backoff.take()
         phase = .waitingToRejoin(until: now + wait)
