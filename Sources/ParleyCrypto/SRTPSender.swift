@@ -39,12 +39,7 @@ public final class SRTPSender {
         if !retired.isEmpty, retired.contains(ssrc) { throw .replayed }  // a retired SSRC never has a slot
         let slot = try streams.slot(for: ssrc)
         let index = try streams.rtpIndex(sequence: sequence, in: slot)
-
-        let input = packet.baseAddress!, output = out.baseAddress!
-        if output != UnsafeMutableRawPointer(mutating: input) { output.copyMemory(from: input, byteCount: headerLength) }
-        let iv = cipher.rtpIV(ssrc: ssrc, rolloverCounter: SRTPPacketIndex.rolloverCounter(of: index), sequence: sequence)
-        cipher.seal(input + headerLength, count: packet.count - headerLength, into: output + headerLength,
-                    tag: output + packet.count, associatedData: output, associatedDataCount: headerLength, iv: iv)
+        seal(packet, into: out, headerLength: headerLength, ssrc: ssrc, sequence: sequence, index: index)
         streams.acceptRTP(index, ssrc: ssrc, in: slot)
         return total
     }
@@ -62,12 +57,20 @@ public final class SRTPSender {
         let ssrc = SRTPLayout.uint32(packet, at: 8)
         let slot = try streams.slot(for: ssrc)
         let index = try streams.protectedRTPIndex(sequence: sequence, in: slot)
+        seal(packet, into: out, headerLength: headerLength, ssrc: ssrc, sequence: sequence, index: index)
+        return total
+    }
+
+    /// RFC 7714 §8 for one RTP packet at `index`: the header copied (when `out` is other memory) and authenticated,
+    /// the payload encrypted after it, the tag appended. `out` holds `packet.count + tagLength` bytes (checked by callers).
+    @inline(__always)
+    private func seal(_ packet: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer, headerLength: Int, ssrc: UInt32,
+                      sequence: UInt16, index: UInt64) {
         let input = packet.baseAddress!, output = out.baseAddress!
         if output != UnsafeMutableRawPointer(mutating: input) { output.copyMemory(from: input, byteCount: headerLength) }
         let iv = cipher.rtpIV(ssrc: ssrc, rolloverCounter: SRTPPacketIndex.rolloverCounter(of: index), sequence: sequence)
         cipher.seal(input + headerLength, count: packet.count - headerLength, into: output + headerLength,
                     tag: output + packet.count, associatedData: output, associatedDataCount: headerLength, iv: iv)
-        return total
     }
 
     /// Protects the (compound) RTCP packet in `packet` into `out` (which may be the same memory, with `rtcpOverhead`
