@@ -27,7 +27,10 @@ public final class ClusterAgent: Sendable {
     private let startedAt: Int64
     private let interval: Double
     private let load: @Sendable () -> (members: Int, rooms: [String: Int])
-    private let placement: @Sendable ([String: String], [(id: String, udp: String)]) -> Void
+    private let placement: @Sendable ([String: String], [NodeRecord]) -> Void
+    private let ports: [UInt16]
+    private let boot: UInt64
+    private let draining: @Sendable () -> Bool
     private let log: @Sendable (String) -> Void
     private let state = Mutex(View())
     private let stopping = Atomic<Bool>(false)
@@ -35,11 +38,16 @@ public final class ClusterAgent: Sendable {
 
     /// An agent for the node `nodeID`; `address` (where clients reach its UDP port and its HTTP API) and `load` (its
     /// members and its rooms' member counts) are read at every beat, from the agent's thread; `placement` gets, after each beat, the
-    /// rooms that live on other nodes (with those nodes' UDP addresses) and the live nodes.
+    /// directory (room → node id) and the live nodes. `ports` and `boot` go in the node's record for the relay-to-relay
+    /// links; `draining` is read at every beat.
     public init(url: ClusterURL, nodeID: String, interval: Double = 1, address: @escaping @Sendable () -> (udp: String, http: String),
+                ports: [UInt16] = [], boot: UInt64 = 0, draining: @escaping @Sendable () -> Bool = { false },
                 load: @escaping @Sendable () -> (members: Int, rooms: [String: Int]),
-                placement: @escaping @Sendable ([String: String], [(id: String, udp: String)]) -> Void = { _, _ in },
+                placement: @escaping @Sendable ([String: String], [NodeRecord]) -> Void = { _, _ in },
                 log: @escaping @Sendable (String) -> Void) {
+        self.ports = ports
+        self.boot = boot
+        self.draining = draining
         self.url = url
         self.nodeID = nodeID
         self.address = address
@@ -98,7 +106,7 @@ public final class ClusterAgent: Sendable {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let (udp, http) = address()
         let me = NodeRecord(id: nodeID, udp: udp, http: http, members: members, rooms: rooms.count, startedAt: startedAt, heartbeatAt: now,
-                            roomMembers: rooms)
+                            roomMembers: rooms, ports: ports, boot: boot, draining: draining())
         for c in ClusterDirectory.heartbeat(me) {
             if case .error(let why) = try redis.command(c) { throw ClusterError("Redis refused \(c[0]): \(why)") }
         }
@@ -136,12 +144,8 @@ public final class ClusterAgent: Sendable {
                 }
             }
         }
-        let addresses = Dictionary(nodes.map { ($0.id, $0.udp) }, uniquingKeysWith: { a, _ in a })
-        var elsewhere: [String: String] = [:]
-        for (room, owner) in directory where owner != nodeID {
-            if let udp = addresses[owner] { elsewhere[room] = udp }
-        }
-        placement(elsewhere, nodes.map { ($0.id, $0.udp) })
+        let live = Set(nodes.map(\.id))
+        placement(directory.filter { live.contains($0.value) }, nodes)
         state.withLock {
             $0.nodes = nodes
             $0.connected = true

@@ -14,13 +14,21 @@ public struct NodeRecord: Equatable, Sendable {
     public var heartbeatAt: Int64
     /// Its rooms and their member counts (at most `maxListedRooms`, the fullest first).
     public var roomMembers: [String: Int] = [:]
+    /// Its workers' UDP ports (the relay-to-relay links reach the worker that owns a room), its start's random id
+    /// (links from an earlier start are refused), and whether it is draining.
+    public var ports: [UInt16] = []
+    public var boot: UInt64 = 0
+    public var draining = false
 
     /// The most rooms a node's record lists (its `rooms` count is exact).
     public static let maxListedRooms = 1000
 
     public init(id: String, udp: String, http: String, members: Int, rooms: Int, startedAt: Int64, heartbeatAt: Int64,
-                roomMembers: [String: Int] = [:]) {
+                roomMembers: [String: Int] = [:], ports: [UInt16] = [], boot: UInt64 = 0, draining: Bool = false) {
         self.roomMembers = roomMembers
+        self.ports = ports
+        self.boot = boot
+        self.draining = draining
         self.id = id
         self.udp = udp
         self.http = http
@@ -33,7 +41,8 @@ public struct NodeRecord: Equatable, Sendable {
     /// Field, value, field, value… as HSET takes them; each listed room is a field `room:<name>` holding its members.
     public var fields: [String] {
         var out = ["udp", udp, "http", http, "members", String(members), "rooms", String(rooms), "started_at", String(startedAt),
-                   "heartbeat_at", String(heartbeatAt)]
+                   "heartbeat_at", String(heartbeatAt), "ports", ports.map(String.init).joined(separator: ","), "boot", String(boot),
+                   "draining", draining ? "1" : "0"]
         for (name, count) in roomMembers.sorted(by: { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key })
             .prefix(Self.maxListedRooms) {
             out += ["room:" + name, String(count)]
@@ -52,7 +61,9 @@ public struct NodeRecord: Equatable, Sendable {
         for (field, value) in f where field.hasPrefix("room:") {
             if let count = Int(value) { listed[String(field.dropFirst(5))] = count }
         }
-        self.init(id: id, udp: udp, http: http, members: members, rooms: rooms, startedAt: started, heartbeatAt: beat, roomMembers: listed)
+        self.init(id: id, udp: udp, http: http, members: members, rooms: rooms, startedAt: started, heartbeatAt: beat, roomMembers: listed,
+                  ports: (f["ports"] ?? "").split(separator: ",").compactMap { UInt16($0) }, boot: f["boot"].flatMap { UInt64($0) } ?? 0,
+                  draining: f["draining"] == "1")
     }
 }
 

@@ -42,6 +42,10 @@ public enum PrometheusExporter {
                    ("reason=\"\(k.label)\"", socketTotal { $0.receiveFailures(k) })
                })
         family("parley_packets_forwarded_total", "counter", "RTP packets forwarded (one per listener).", total(\.forwarded))
+        family("parley_cascade_datagrams_sent_total", "counter",
+               "Datagrams sent to other nodes of the cluster (a room's speakers, mixes, rosters, texts).", total(\.cascadeOut))
+        family("parley_cascade_datagrams_received_total", "counter",
+               "Datagrams from other nodes of the cluster that opened and were taken.", total(\.cascadeIn))
         family("parley_packets_forwarded_by_other_workers_total", "counter",
                "Of those, the ones another worker sent (a big room's listeners shared among the workers).", total(\.forwardedByOtherWorkers))
         family("parley_mixed_packets_sent_total", "counter", "Mixed packets sent (mix mode).", total(\.mixedPacketsSent))

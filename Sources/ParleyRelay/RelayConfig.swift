@@ -59,7 +59,7 @@ public struct RelayConfig: Sendable {
     public static let keys = ["udp", "http", "workers", "api_key", "api_secret", "log_level", "state_dir", "max_members_per_room",
                               "max_rooms", "max_rooms_per_identity", "empty_room_timeout_s", "member_timeout_s", "keepalive_interval_s",
                               "max_forwarded_speakers", "speaker_update_interval_ms", "speaker_level_update_interval_ms", "speech_level_threshold",
-                              "member_update_interval_ms", "member_update_immediate_limit", "audience_update_interval_ms", "spread_threshold",
+                              "member_update_interval_ms", "member_update_immediate_limit", "audience_update_interval_ms", "spread_threshold", "cascade_after",
                               "audio_level_extension_id", "default_room_mode", "joins_per_second", "ring_timeout_s", "presence_sessions_per_identity",
                               "mix_complexity", "mix_bitrate", "mix_expected_loss_percent", "metrics_require_auth",
                               "signalling_queue_limit", "text_queue_limit", "nack_budget_percent", "nack_burst_bytes",
@@ -122,6 +122,7 @@ public struct RelayConfig: Sendable {
         case "speaker_update_interval_ms": core.speakerUpdateInterval = .milliseconds(Int64(try int(20...10_000)))
         case "speaker_level_update_interval_ms": core.speakerLevelUpdateInterval = .milliseconds(Int64(try int(20...60_000)))
         case "spread_threshold": core.spreadThreshold = try int(0...1_000_000)
+        case "cascade_after": core.cascadeAfter = try int(0...1_000_000)
         case "member_update_interval_ms": core.memberUpdateInterval = .milliseconds(Int64(try int(0...10_000)))
         case "member_update_immediate_limit": core.memberUpdateImmediateLimit = try int(0...100_000)
         case "audience_update_interval_ms": core.audienceUpdateInterval = .milliseconds(Int64(try int(100...60_000)))

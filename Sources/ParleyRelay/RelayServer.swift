@@ -18,6 +18,8 @@ public final class RelayServer {
     /// The relay's long-term identity key pair (`RelayKeyFile`); nil when started without one.
     public let identity: X25519KeyPair?
     private let log: LogSink
+    /// This node's id in a cluster (`node_id`, or random at this start).
+    public let nodeID: String
 
     /// Binds every socket; throws with a one-line message when a port is taken. Tokens whose `relay_key` names
     /// another key than `identity`'s public key are refused.
@@ -50,8 +52,16 @@ public final class RelayServer {
         } catch {
             throw ConfigError("cannot make the DTLS certificate: \(error)")
         }
+        // In a cluster, the relay-to-relay links' keys come from the API secrets every node shares (tokens work on any
+        // node for the same reason); each start has its own boot id.
+        let nodeID = config.nodeID ?? Crypto.randomBytes(6).map { String(format: "%02x", $0) }.joined()
+        self.nodeID = nodeID
+        let cluster = config.cluster.map { _ in
+            ClusterIdentity(nodeID: nodeID, secret: Array(config.apiKeys.sorted { $0.key < $1.key }.map { $0.key + "=" + $0.value }.joined(separator: "\n").utf8),
+                            boot: Crypto.randomBytes(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+        }
         let shared = RelayShared(config: config.core, verifier: verifier, cookieSecret: Crypto.randomBytes(32), workerPorts: ports,
-                                 identity: identity, dtls: dtls)
+                                 identity: identity, dtls: dtls, cluster: cluster)
         var built: [Worker] = []
         let events = EventHub()
         do {

@@ -115,6 +115,11 @@ final class Member {
     var webrtc: WebRTCTransport?
     /// An SRTP endpoint's sessions (nil: a signalling member, or a cleartext endpoint); see `EndpointSRTP`.
     var endpointSRTP: EndpointSRTP? { didSet { room.fanOut.invalidate() } }
+    /// A member of another node of the cluster, as that node's roster named it (`RelayCore+Cascade.swift`): it has no
+    /// session here (nothing is sent to it, it never times out here); its media comes over the relay-to-relay link.
+    var cascade: CascadeOrigin?
+    /// Whether the member is connected to this node.
+    var isLocal: Bool { cascade == nil }
 
     init(id: UInt32, session: SignallingSession, ssrc: UInt32, canPublish: Bool, canSubscribe: Bool, joinedAt: Int64,
          room: Room, muted: Bool, mixSequence: UInt16) {
@@ -162,6 +167,12 @@ final class Member {
     var entry: MemberEntry { MemberEntry(memberID: id, ssrc: ssrc, flags: flags, identity: identity, name: name) }
 }
 
+/// Where a member of another node comes from: that node's key and the member's id there.
+struct CascadeOrigin: Hashable {
+    var node: UInt64
+    var id: UInt32
+}
+
 /// A read-only view of a member for reports and tests.
 public struct MemberSnapshot: Sendable, Equatable {
     /// Member id.
@@ -192,7 +203,8 @@ public struct MemberSnapshot: Sendable, Equatable {
     public var jitter: UInt32
     /// Round trip between the relay and the member from RTCP (LSR/DLSR of its reports about the relay's mix), or nil.
     public var roundTrip: Interval? = nil
-    /// How it is connected: `parley` (the client's signalling), `rtp` (a plain-RTP endpoint), `webrtc`.
+    /// How it is connected: `parley` (the client's signalling), `rtp` (a plain-RTP endpoint), `webrtc`, `cascade` (a
+    /// member of another node of the cluster).
     public var transport = "parley"
     /// In an audience room, a listener counted rather than announced.
     public var audience = false

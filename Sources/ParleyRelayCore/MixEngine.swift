@@ -33,7 +33,7 @@ final class MixEngine {
     let config: RelayCoreConfig
     /// The next mix deadline; nil while the room has no members.
     var nextDeadline: Instant?
-    private var frameIndex: UInt32 = 0
+    private(set) var frameIndex: UInt32 = 0
     private let timestampBase: UInt32
     private let bus = AudioMixBus(frameSamples: frameSamples)
     private let sharedEncoder: OpusEncoder
@@ -140,11 +140,14 @@ final class MixEngine {
     }
 
     /// Runs every mix whose deadline has passed (at most 3 back to back; further behind, it skips ahead).
-    func run(room: Room, now: Instant, send: (UnsafeRawBufferPointer, Member) -> Void) {
+    /// `shared`, in a cluster, takes each frame's mix for the members of the room's other nodes (sequence 0; each
+    /// node numbers it per member), with its frame index; `send` gets each member's packet (a member of another node
+    /// only its minus-one mix).
+    func run(room: Room, now: Instant, shared: ((UnsafeRawBufferPointer, UInt32) -> Void)? = nil, send: (UnsafeRawBufferPointer, Member) -> Void) {
         guard var deadline = nextDeadline else { return }
         var done = 0
         while deadline <= now && done < 3 {
-            mix(room: room, deadline: deadline, send: send)
+            mix(room: room, deadline: deadline, shared: shared, send: send)
             deadline += Self.frameInterval
             frameIndex &+= 1
             done += 1
@@ -158,7 +161,7 @@ final class MixEngine {
         nextDeadline = deadline
     }
 
-    private func mix(room: Room, deadline: Instant, send: (UnsafeRawBufferPointer, Member) -> Void) {
+    private func mix(room: Room, deadline: Instant, shared: ((UnsafeRawBufferPointer, UInt32) -> Void)?, send: (UnsafeRawBufferPointer, Member) -> Void) {
         bus.clear()
         // Scratch lists for this frame only: emptied on the way out, so the mixer never keeps a member that leaves
         // between frames (each member holds its room, and the room this mixer).
@@ -183,13 +186,14 @@ final class MixEngine {
 
         listeners.removeAll(keepingCapacity: true)
         for m in room.members where m.canSubscribe && m.hasDestination && !(inputs[m.id]?.contributing ?? false) { listeners.append(m) }
-        if !listeners.isEmpty {
+        if !listeners.isEmpty || shared != nil {
             bus.mix(into: mixPCM, limiter: &sharedLimiter)
-            encodeAndSend(sharedEncoder, excluding: nil, room: room, to: listeners, send: send)
+            encodeAndSend(sharedEncoder, excluding: nil, room: room, to: listeners, shared: shared, send: send)
         }
-        // Each speaker hears the others (a lone speaker hears nothing, so nothing is encoded for it).
+        // Each speaker hears the others (a lone speaker hears nothing, so nothing is encoded for it); a speaker of
+        // another node too, through its node.
         guard contributors.count > 1 else { return }
-        for speaker in contributors where speaker.canSubscribe && speaker.hasDestination {
+        for speaker in contributors where speaker.canSubscribe && (speaker.hasDestination || speaker.cascade != nil) {
             guard let input = inputs[speaker.id] else { continue }
             if input.minusOneEncoder == nil { input.minusOneEncoder = try? Self.makeEncoder(config, expectedLossPercent: expectedLossPercent) }
             guard let encoder = input.minusOneEncoder else { continue }
@@ -201,7 +205,7 @@ final class MixEngine {
     }
 
     private func encodeAndSend(_ encoder: OpusEncoder, excluding: Member?, room: Room, to targets: [Member],
-                               send: (UnsafeRawBufferPointer, Member) -> Void) {
+                               shared: ((UnsafeRawBufferPointer, UInt32) -> Void)? = nil, send: (UnsafeRawBufferPointer, Member) -> Void) {
         // Header: V=2, X=1 (RFC 6465 levels), CC = contributors heard (≤ 15), PT 111, seq patched per listener.
         var csrcCount = 0
         for c in contributors where c !== excluding && csrcCount < RTPFixedHeader.maxCSRCCount { csrcCount += 1 }
@@ -223,6 +227,27 @@ final class MixEngine {
         let body = UnsafeMutableRawBufferPointer(start: p + headerSize, count: packet.count - headerSize)
         guard let n = try? encoder.encode(pcm, frameSize: Self.frameSamples, into: body), n > 0 else { return }
         encodes += 1
+        if let shared {
+            RTPFixedHeader.patchSequenceNumber(0, in: packet)
+            packet[1] &= 0x7F
+            shared(UnsafeRawBufferPointer(start: p, count: headerSize + n), frameIndex)
+        }
+        deliverPatched(to: targets, headerSize: headerSize, payloadBytes: n, csrcCount: csrcCount, frame: frameIndex, send: send)
+    }
+
+    /// Another node's mix frame (`RelayCore+Cascade.swift`) to members here: numbered and marked per member as this
+    /// node's own mix is.
+    func deliver(_ rtp: UnsafeRawBufferPointer, frame: UInt32, to targets: [Member], send: (UnsafeRawBufferPointer, Member) -> Void) {
+        guard !targets.isEmpty, rtp.count <= packet.count, let view = try? RTPPacketView(parsing: rtp) else { return }
+        packet.copyMemory(from: rtp)
+        let headerSize = view.payloadOffset
+        deliverPatched(to: targets, headerSize: headerSize, payloadBytes: view.payloadCount, csrcCount: view.csrcCount, frame: frame, send: send)
+    }
+
+    /// The packet in `packet` to each target: its sequence number and marker, as a browser negotiated it.
+    private func deliverPatched(to targets: [Member], headerSize: Int, payloadBytes n: Int, csrcCount: Int, frame frameIndex: UInt32,
+                      send: (UnsafeRawBufferPointer, Member) -> Void) {
+        let p = packet.baseAddress!
         for listener in targets {
             let sequence = listener.mixSequence
             RTPFixedHeader.patchSequenceNumber(sequence, in: packet)
@@ -248,8 +273,11 @@ final class MixEngine {
     /// browser gave another extension (Chrome's 3 is transport-wide-cc). The CSRCs stay: they name who is heard.
     private func webRTCPacket(payloadType: UInt8, sequence: UInt16, csrcCount: Int, headerSize: Int, payloadBytes: Int) -> UnsafeRawBufferPointer {
         let marker = packet[1] & 0x80 != 0
+        // Timestamp and SSRC as the packet has them (this node's mix, or the mixing node's).
+        let timestamp = UInt32(bigEndian: UnsafeRawBufferPointer(packet).loadUnaligned(fromByteOffset: 4, as: UInt32.self))
+        let ssrc = UInt32(bigEndian: UnsafeRawBufferPointer(packet).loadUnaligned(fromByteOffset: 8, as: UInt32.self))
         RTPFixedHeader(marker: marker, payloadType: payloadType, sequenceNumber: sequence,
-                       timestamp: timestampBase &+ frameIndex &* UInt32(Self.frameSamples), ssrc: ssrc, csrcCount: csrcCount,
+                       timestamp: timestamp, ssrc: ssrc, csrcCount: csrcCount,
                        hasExtension: false).write(into: browserPacket)
         let csrcs = RTPFixedHeader.extensionOffset(csrcCount: 0)
         let fixed = RTPFixedHeader.extensionOffset(csrcCount: csrcCount)

@@ -54,9 +54,10 @@ extension RelayCore {
     /// Closes a room: every member is told why (goodbye `roomClosed`) and removed, then the room is forgotten.
     public func closeRoom(name: String, reason: String, now: Moment) -> AdminResult {
         guard let room = rooms[name] else { return .notFound("room \(name) does not exist") }
-        for member in room.members {
+        for member in room.members where member.isLocal {
             removeMember(member, reason: reason, goodbye: .roomClosed, now: now)
         }
+        leaveCascade(room, now: now)
         room.mix?.stop()
         rooms.forget(room, reason: reason, now: now)
         if log.threshold <= .info { log.write(.info, "room \(name) closed: \(reason)") }
@@ -91,7 +92,8 @@ extension RelayCore {
         guard let fragments = TextFragment.split(text, messageID: backendMessageID) else {
             return .conflict("a text must be 1–\(Signalling.maxTextBytes) bytes")
         }
-        for member in room.members where member !== sender && outbox.canTakeText(member.session.channel, fragments: fragments.count) {
+        if let sender { _ = cascadeText(text, from: sender, to: "", room: room) }
+        for member in room.members where member !== sender && member.isLocal && outbox.canTakeText(member.session.channel, fragments: fragments.count) {
             for f in fragments {
                 outbox.enqueue(.text(fromMemberID: sender?.id ?? 0, fromIdentity: fromIdentity, direct: false, fragment: f), to: member.session)
             }

@@ -122,7 +122,7 @@ extension RelayCore {
             return refuse(code, reason, to: from, now: now, viaPublicPort: viaPublicPort)
         }
         var room = rooms[request.room]
-        if room == nil, let node = shared.placement.node(for: request.room) {
+        if room == nil, let node = shared.placement.node(for: request.room, cascadeAfter: config.cascadeAfter, draining: shared.isDraining) {
             return refuse(.roomElsewhere, node, to: from, now: now, viaPublicPort: viaPublicPort)  // a cluster's other node
         }
         if room == nil {
@@ -180,7 +180,8 @@ extension RelayCore {
         let others = room.roster.audienceMode ? room.members.filter { !$0.isAudience } : room.members
         room.members.append(member)
         room.emptySince = nil
-        room.mix?.start(now: now.monotonic)
+        room.cascade?.retarget(room: room)
+        if room.mixesHere { room.mix?.start(now: now.monotonic) }
         sessions.add(.member(member), at: from)
         sessions.bySSRC[ssrc] = member
 

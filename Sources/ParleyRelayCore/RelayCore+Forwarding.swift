@@ -68,11 +68,20 @@ extension RelayCore {
             noteTimerWork(at: now.monotonic)
         }
         if let mix = room.mix {
-            mix.insert(packet, from: member, arrival: now.monotonic)
+            // In a cluster, the room mixes on one node: the others send it their speakers.
+            if room.mixesHere { mix.insert(packet, from: member, arrival: now.monotonic) } else { cascadeMedia(plain, from: member, level: level, room: room) }
             return
         }
         guard room.selector.isForwarded(member.id) else { return }
+        if room.cascade != nil { cascadeMedia(plain, from: member, level: level, room: room) }
+        fanOut(plain, packet: packet, from: member, address: from, now: now)
+    }
 
+    /// A forwarded speaker's packet (ours or another node's) to the room's listeners here: protected once with the
+    /// room's key, kept for NACKs, copied to each listener's address (or rewritten for an endpoint), and passed to the
+    /// other workers' shares.
+    func fanOut(_ plain: UnsafeRawBufferPointer, packet: RTPPacketView, from member: Member, address from: PeerAddress, now: Moment) {
+        let room = member.room
         // Encrypted listeners get the packet protected with the room's key: one encryption for all of them.
         var protected = plain
         if let downstream = room.downstream {
@@ -135,32 +144,45 @@ extension RelayCore {
     public func runMixes(now: Moment) {
         for room in rooms.mixRooms {
             guard let mix = room.mix, let due = mix.nextDeadline, due <= now.monotonic else { continue }
-            mix.run(room: room, now: now.monotonic) { bytes, listener in
-                // Each mix is its listener's own: protected with that member's key (an encrypted member) or its SDES
-                // session (an SRTP endpoint).
-                let length: Int
-                if let srtp = listener.endpointSRTP {
-                    length = EndpointSRTP.queue(bytes, rtcp: false, with: srtp.toEndpoint, to: listener.address, in: output)
-                    guard length > 0 else { return }
-                } else {
-                    let space = output.reserve(bytes.count + SRTPSender.rtpOverhead)
-                    if let srtp = listener.srtpOut {
-                        guard let n = try? srtp.protect(bytes, into: space) else { return }
-                        length = n
-                    } else {
-                        space.copyMemory(from: bytes)
-                        length = bytes.count
-                    }
-                    output.commit(space, length: length, to: listener.address)
+            let peers = (room.cascade?.mixTargets ?? []).map { (address: $0.address, worker: $0.worker) }
+            mix.run(room: room, now: now.monotonic, shared: peers.isEmpty ? nil : { bytes, frame in
+                self.cascadeMix(bytes, frame: frame, target: 0, room: room, peers: peers)
+            }) { bytes, listener in
+                if let origin = listener.cascade {
+                    // A member of another node heard in the mix: its minus-one mix goes to its node.
+                    guard let peer = room.cascade?.peers[origin.node] else { return }
+                    cascadeMix(bytes, frame: mix.frameIndex, target: origin.id, room: room, peers: [(peer.address, peer.worker)])
+                    return
                 }
-                listener.stats.packetsOut &+= 1
-                listener.stats.bytesOut &+= UInt64(length)
-                if listener.mixPacketsSent == 1 { noteTimerWork(at: now.monotonic) }  // its sender reports start
-                outbox.counters.packetsQueued &+= 1
-                outbox.counters.bytesQueued &+= UInt64(length)
-                outbox.counters.mixedPacketsSent &+= 1
+                sendMix(bytes, to: listener, now: now)
             }
         }
+    }
+
+    /// One mixed packet to one member here: protected with that member's key (an encrypted member) or its SDES session
+    /// (an SRTP endpoint).
+    func sendMix(_ bytes: UnsafeRawBufferPointer, to listener: Member, now: Moment) {
+        let length: Int
+        if let srtp = listener.endpointSRTP {
+            length = EndpointSRTP.queue(bytes, rtcp: false, with: srtp.toEndpoint, to: listener.address, in: output)
+            guard length > 0 else { return }
+        } else {
+            let space = output.reserve(bytes.count + SRTPSender.rtpOverhead)
+            if let srtp = listener.srtpOut {
+                guard let n = try? srtp.protect(bytes, into: space) else { return }
+                length = n
+            } else {
+                space.copyMemory(from: bytes)
+                length = bytes.count
+            }
+            output.commit(space, length: length, to: listener.address)
+        }
+        listener.stats.packetsOut &+= 1
+        listener.stats.bytesOut &+= UInt64(length)
+        if listener.mixPacketsSent == 1 { noteTimerWork(at: now.monotonic) }  // its sender reports start
+        outbox.counters.packetsQueued &+= 1
+        outbox.counters.bytesQueued &+= UInt64(length)
+        outbox.counters.mixedPacketsSent &+= 1
     }
 
     /// The earliest mix deadline of any mix room with members (the loop wakes for it), or nil.

@@ -80,7 +80,8 @@ extension RelayCore {
         }
         room.members.append(member)
         room.emptySince = nil
-        room.mix?.start(now: now.monotonic)
+        room.cascade?.retarget(room: room)
+        if room.mixesHere { room.mix?.start(now: now.monotonic) }
         sessions.add(.member(member), at: source)
         sessions.bySSRC[ssrc] = member
         // RTCP may also come from the RTP port + 1 of the tool (no RTCP multiplexing) and, for a subscriber, from its

@@ -15,6 +15,7 @@ extension RelayCore {
         scanSessions(now: now, housekeeping: housekeeping)
         calls.ringTimeouts(now: now)
         rooms.tick(now: now, housekeeping: housekeeping)
+        if housekeeping { cascadeTick(now: now) }
         // Never in the past: a condition this tick could not clear is looked at again on the next wakeup, not in a spin.
         timersDue = max(nextTimerWork(), now.monotonic + .nanoseconds(1))
     }

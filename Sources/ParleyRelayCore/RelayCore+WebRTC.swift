@@ -68,7 +68,8 @@ extension RelayCore {
         if room.mutedByRoom.contains(identity) { member.muted = true; member.mutedByRoom = true }
         room.members.append(member)
         room.emptySince = nil
-        room.mix?.start(now: now.monotonic)
+        room.cascade?.retarget(room: room)
+        if room.mixesHere { room.mix?.start(now: now.monotonic) }
         sessions.add(.member(member), at: nil)
         sessions.bySSRC[member.ssrc] = member
         sessions.byICEUfrag[credentials.ufrag] = member

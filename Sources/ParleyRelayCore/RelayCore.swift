@@ -51,6 +51,8 @@ public final class RelayCore {
     var lastHousekeeping = Instant.distantPast
     var shuttingDown = false
     var backendMessageID: UInt32 = 0
+    /// This worker's end of the relay-to-relay links (a cluster; nil alone).
+    let cascadeLink: CascadeLink?
     /// The earliest monotonic time at which `tick` has work (see `RelayCore+Timers.swift`).
     public internal(set) var timersDue = Instant.distantPast
 
@@ -73,6 +75,10 @@ public final class RelayCore {
                                 random: random)
         joinBucket = TokenBucket(ratePerSecond: shared.config.joinsPerSecond, burst: shared.config.joinsPerSecond * 2)
         paths = PathValidator(sessions: sessions, outbox: outbox, challenges: shared.pathChallenges)
+        cascadeLink = shared.cluster.map { CascadeLink(identity: $0, worker: workerIndex) }
+        if cascadeLink != nil {
+            rooms.cascadeText = { [unowned self] text, member, identity, room in cascadeText(text, from: member, to: identity, room: room) }
+        }
     }
 
     /// A fresh SSRC for a new member: in 1…2³¹−1, not the relay's and not another member's of this worker.
@@ -122,6 +128,8 @@ public final class RelayCore {
             handleSTUN(bytes, from: from, now: now)  // RFC 7983: 0–3 STUN
         } else if first >= 20 && first <= 63 {
             handleDTLS(bytes, from: from, now: now)  // 20–63 DTLS
+        } else if first == CascadeCipher.type {
+            handleCascade(bytes, from: from, now: now)  // another node of the cluster
         } else {
             outbox.drop(.unknownProtocol, from: from, now: now)
         }
@@ -142,7 +150,7 @@ public final class RelayCore {
                                                           joinedAtUnixMilliseconds: m.joinedAtUnixMilliseconds, stats: m.stats,
                                                           packetsLost: m.receiveStats.cumulativeLost, jitter: m.receiveStats.jitter,
                                                           roundTrip: m.roundTrip,
-                                                          transport: m.webrtc != nil ? "webrtc" : m.isRTPEndpoint ? "rtp" : "parley",
+                                                          transport: m.cascade != nil ? "cascade" : m.webrtc != nil ? "webrtc" : m.isRTPEndpoint ? "rtp" : "parley",
                                                           audience: m.isAudience)
                                 },
                                 forwardedSpeakers: room.selector.forwarded, audienceMode: room.roster.audienceMode,

@@ -32,6 +32,10 @@ public struct RelayCoreConfig: Sendable {
     /// A forward room with at least this many listeners shares them among the workers for sending (`FanOutTable`):
     /// the owner passes each packet once to each other worker, which sends it to its share. 0: never.
     public var spreadThreshold = 256
+    /// In a cluster, a join for a room that lives on another node is sent there until that node holds this many of the
+    /// room's members; past that (or when it drains) the node the join reached takes it and cascades. 0: every node
+    /// takes its own joins.
+    public var cascadeAfter = 500
     /// In audience rooms, a change of the audience count alone is told at most this often.
     public var audienceUpdateInterval: Interval = .seconds(2)
     /// When a packet is speech and how long a speaker stays speaking (shared with the client: `SpeechRules`).

@@ -11,6 +11,9 @@ public enum DropReason: Int, CaseIterable, Sendable {
     /// an address that passed no ICE check; DTLS records a failed or finished handshake does not take; SRTP/SRTCP
     /// from a WebRTC member before its DTLS handshake gave keys.
     case stunRejected, dtlsUncheckedAddress, dtlsRejected, srtpNotReady
+    /// Cluster (issue 18): a relay-to-relay datagram that does not open (forged, replayed, from a node not live in
+    /// the directory, for another worker) or names a room or member this node does not share.
+    case cascadeRejected, cascadeUnknown
 
     /// The metric label.
     public var label: String {
@@ -41,6 +44,8 @@ public enum DropReason: Int, CaseIterable, Sendable {
         case .dtlsUncheckedAddress: "dtls_unchecked_address"
         case .dtlsRejected: "dtls_rejected"
         case .srtpNotReady: "srtp_not_ready"
+        case .cascadeRejected: "cascade_rejected"
+        case .cascadeUnknown: "cascade_unknown"
         }
     }
 }
@@ -75,6 +80,8 @@ public struct RelayCounters: Sendable, Equatable {
     public var forwarded: UInt64 = 0
     /// Of those, the ones another worker sent for this one (a big room's shared listeners, `FanOutTable.shares`).
     public var forwardedByOtherWorkers: UInt64 = 0
+    /// Cluster: datagrams sent to and accepted from other nodes' relay-to-relay links (media, mixes, rosters, texts).
+    public var cascadeOut: UInt64 = 0, cascadeIn: UInt64 = 0
     /// Drops by `DropReason.rawValue`.
     public var drops = [UInt64](repeating: 0, count: DropReason.allCases.count)
     /// Joins accepted.

@@ -29,6 +29,11 @@ public final class RelayShared: Sendable {
     /// The relay's DTLS certificate and context for WebRTC members (made at start by the runtime, which has the
     /// clock its validity needs; the SDP answers carry its fingerprint). Nil: WebRTC offers are refused.
     public let dtls: DTLSContext?
+    /// In a cluster: this node's identity on the relay-to-relay links (cascading); nil alone.
+    public let cluster: ClusterIdentity?
+    /// Draining (`parley-relay drain`): new joins go to other nodes and members here are asked to move.
+    public let draining = Atomic<Bool>(false)
+    public var isDraining: Bool { draining.load(ordering: .relaxed) }
     private let roomCount = Atomic<Int>(0)
     /// Rooms open per identity that opened them by joining (join path only, never the packet path).
     private let roomsByCreator = Mutex<[String: Int]>([:])
@@ -36,7 +41,8 @@ public final class RelayShared: Sendable {
 
     /// Shared state for `workerCount` workers.
     public init(config: RelayCoreConfig, verifier: TokenVerifier, cookieSecret: [UInt8], workerPorts: [UInt16],
-                identity: X25519KeyPair? = nil, dtls: DTLSContext? = nil) {
+                identity: X25519KeyPair? = nil, dtls: DTLSContext? = nil, cluster: ClusterIdentity? = nil) {
+        self.cluster = cluster
         self.config = config
         self.identity = identity
         self.verifier = verifier
@@ -102,51 +108,5 @@ public final class RelayShared: Sendable {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in name.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
         return Int(hash % UInt64(workerCount))
-    }
-}
-
-/// In a cluster, where a room that is not open here belongs: a join for it that arrives here is refused with
-/// `roomElsewhere` and that node's UDP address, and the client joins there. A room open on a live node belongs there
-/// (the directory); a new room belongs to the live node that rendezvous hashing picks for its name (the highest
-/// FNV-1a hash of room and node id), which every node works out alike from the same node list, so a burst of joins
-/// through several nodes opens it on one. Written by the cluster agent's thread, read on the join path (never per
-/// packet).
-public final class RoomPlacement: Sendable {
-    private struct State {
-        var elsewhere: [String: String] = [:]
-        var nodes: [(id: String, udp: String)] = []
-        var selfID = ""
-    }
-    private let state = Mutex(State())
-
-    public init() {}
-
-    /// Replaces what the directory said: rooms open on other nodes (room → node UDP address), the live nodes (this
-    /// one included) and this node's id.
-    public func update(_ elsewhere: [String: String], nodes: [(id: String, udp: String)] = [], selfID: String = "") {
-        state.withLock { $0 = State(elsewhere: elsewhere, nodes: nodes, selfID: selfID) }
-    }
-
-    /// The other live nodes' UDP addresses (a welcome's alternates), by id.
-    public func otherNodes() -> [String] {
-        state.withLock { s in s.nodes.filter { $0.id != s.selfID }.sorted { $0.id < $1.id }.map(\.udp) }
-    }
-
-    /// The address of the node a room belongs to, when that is another node (nil: here).
-    public func node(for room: String) -> String? {
-        state.withLock { s in
-            if let open = s.elsewhere[room] { return open }
-            guard s.nodes.count > 1, let owner = s.nodes.max(by: { Self.score(room, $0.id) < Self.score(room, $1.id) }) else { return nil }
-            return owner.id == s.selfID ? nil : owner.udp
-        }
-    }
-
-    /// FNV-1a 64 of room, a zero byte and node id: the same in every process (Swift's `Hasher` is seeded per process).
-    static func score(_ room: String, _ node: String) -> UInt64 {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for b in room.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
-        h = (h ^ 0) &* 0x100_0000_01b3
-        for b in node.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
-        return h
     }
 }

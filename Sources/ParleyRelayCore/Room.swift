@@ -48,7 +48,17 @@ final class Room {
         self.selector = selector
     }
 
-    func member(identity: String) -> Member? { members.first { $0.identity == identity } }
+    /// In a cluster: the other nodes sharing the room and their members (`RelayCore+Cascade.swift`); nil alone.
+    var cascade: RoomCascade?
+    /// Whether this node runs the room's mix (mix mode): alone always; in a cluster, the one node the room's nodes agree
+    /// on (`RoomCascade.mixesHere`).
+    var mixesHere: Bool { cascade?.mixesHere ?? true }
+    /// Whether any member is connected to this node (members of other nodes do not keep a room open here).
+    var hasLocalMembers: Bool { members.contains { $0.cascade == nil } }
+
+    /// A member connected here with this identity (the API and rejoins act on those only).
+    func member(identity: String) -> Member? { members.first { $0.identity == identity && $0.cascade == nil } }
+    /// Any member with this id, here or on another node.
     func member(id: UInt32) -> Member? { members.first { $0.id == id } }
 }
 

@@ -52,6 +52,7 @@ final class RoomTable {
                                                   hysteresis: config.speakerHysteresisDecibels),
                         fanOut: FanOutTable(workerIndex: workerIndex, workerCount: shared.workerPorts.count,
                                             spreadThreshold: config.spreadThreshold))
+        if let cluster = shared.cluster { room.cascade = RoomCascade(selfKey: cluster.key) }
         if mode == "mix" {
             do {
                 room.mix = try MixEngine(ssrc: random.ssrc(), timestampBase: random.uint32(), config: config)
@@ -80,7 +81,7 @@ final class RoomTable {
     /// Queues a message to every member of a room except `except` (and those `including` leaves out), and pumps them.
     func broadcast(_ message: SignalMessage, in room: Room, except: Member? = nil, including: (Member) -> Bool = { _ in true },
                    now: Moment) {
-        for m in room.members where m !== except && including(m) {
+        for m in room.members where m !== except && m.isLocal && including(m) {
             outbox.send(message, to: m.session, now: now)
         }
     }
@@ -146,6 +147,7 @@ final class RoomTable {
     /// the count; an announced one is told now or with the room's next batched update (`RoomRoster`), and logged.
     func announceJoin(_ member: Member, now: Moment) {
         let room = member.room
+        if member.isLocal { room.cascade?.dirty = true }
         if member.isAudience {
             room.roster.audienceChanged(by: 1, config: config, now: now.monotonic)
             return
@@ -172,6 +174,7 @@ final class RoomTable {
     /// event logged; an emptied room starts its empty timeout.
     func memberLeft(_ member: Member, reason: String, now: Moment) {
         let room = member.room
+        if member.isLocal { room.cascade?.dirty = true }
         room.members.removeAll { $0 === member }
         // Its stream under the room's key ends: the slot is freed, the SSRC never protected again under this key.
         room.downstream?.retire(ssrc: member.ssrc)
@@ -219,10 +222,14 @@ final class RoomTable {
         announceMute(member, now: now)
     }
 
+    /// A member of another node was muted or unmuted there: the room here is told.
+    func announceRemoteMute(_ member: Member, now: Moment) { announceMute(member, now: now) }
+
     /// Tells the room (the member included) that a member's mute changed, and the event stream.
     private func announceMute(_ member: Member, now: Moment) {
         let muted = member.muted
         let room = member.room
+        if member.isLocal { room.cascade?.dirty = true }
         if muted, room.selector.remove(member.id) { scheduleSpeakerPush(room, now: now) }
         broadcast(.memberEvent(kind: muted ? .muted : .unmuted, member: member.entry, reason: ""), in: room, now: now)
         events.append(RelayEvent(kind: muted ? .memberMuted : .memberUnmuted, room: room.name, identity: member.identity,
@@ -233,9 +240,12 @@ final class RoomTable {
     /// tells the sender: delivered when anyone took it, with the laggards named in the reason.
     func deliverText(_ text: String, from member: Member, to identity: String, messageID: UInt32, now: Moment) {
         let room = member.room
-        let recipients = identity.isEmpty ? room.members.filter { $0 !== member } : room.members.filter { $0.identity == identity }
+        let recipients = identity.isEmpty ? room.members.filter { $0 !== member && $0.isLocal }
+            : room.members.filter { $0.identity == identity && $0.isLocal }
         let fragments = TextFragment.split(text, messageID: messageID) ?? []
-        var taken = 0
+        // The room's other nodes deliver to their members (each counts as one recipient that took it).
+        let elsewhere = cascadeText?(text, member, identity, room) ?? 0
+        var taken = elsewhere
         var behind: [String] = []
         for r in recipients {
             guard outbox.canTakeText(r.session.channel, fragments: fragments.count) else {
@@ -251,10 +261,30 @@ final class RoomTable {
         if identity.isEmpty {
             events.append(RelayEvent(kind: .text, room: room.name, identity: member.identity, detail: text, unixMilliseconds: now.unixMilliseconds))
         }
-        let reason = recipients.isEmpty ? (identity.isEmpty ? "nobody else is in the room" : "\(identity) is not in the room")
+        let reason = recipients.isEmpty && elsewhere == 0 ? (identity.isEmpty ? "nobody else is in the room" : "\(identity) is not in the room")
             : Outbox.laggards(behind)
         outbox.enqueue(.textStatus(messageID: messageID, delivered: taken > 0, reason: reason), to: member.session)
     }
+
+    /// A text from a member of another node: to its recipients here, as from that member (no status goes back: the
+    /// sender's node told it already).
+    func deliverCascadedText(_ text: String, from member: Member, to identity: String, now: Moment) {
+        let room = member.room
+        let fragments = TextFragment.split(text, messageID: 0) ?? []
+        for r in room.members where r.isLocal && (identity.isEmpty || r.identity == identity) {
+            guard outbox.canTakeText(r.session.channel, fragments: fragments.count) else { continue }
+            for f in fragments {
+                outbox.enqueue(.text(fromMemberID: member.id, fromIdentity: member.identity, direct: !identity.isEmpty, fragment: f), to: r.session)
+            }
+            outbox.pump(r.session, now: now)
+        }
+        if identity.isEmpty {
+            events.append(RelayEvent(kind: .text, room: room.name, identity: member.identity, detail: text, unixMilliseconds: now.unixMilliseconds))
+        }
+    }
+
+    /// Sends a text to the room's other nodes (set by the core when it is in a cluster): how many recipients were there.
+    var cascadeText: ((String, Member, String, Room) -> Int)?
 
     /// Speaker pushes that fell due (and, on the housekeeping grid, lists gone stale), and rooms empty long enough to
     /// close.
@@ -285,6 +315,7 @@ final class RoomTable {
             if let pushDue = room.speakerPushDue { due = min(due, pushDue) }
             if let rosterDue = room.roster.due { due = min(due, rosterDue) }
             if !room.announcedSpeakers.isEmpty || !room.selector.forwarded.isEmpty { due = min(due, housekeepingDue) }
+            if let c = room.cascade, room.hasLocalMembers || !c.peers.isEmpty { due = min(due, housekeepingDue) }
             if let since = room.emptySince, room.members.isEmpty {
                 due = min(due, since + (room.emptyTimeout ?? config.emptyRoomTimeout))
             }

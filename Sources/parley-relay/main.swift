@@ -110,17 +110,23 @@ let advertisedHost = udpHost == "0.0.0.0" || udpHost.isEmpty ? "127.0.0.1" : udp
 let udpPort = server.ports[0]
 let httpHostName = config.http.description.split(separator: ":").dropLast().joined(separator: ":")
 let api = server.api
-let nodeID = config.nodeID ?? Crypto.randomBytes(6).map { String(format: "%02x", $0) }.joined()
+let nodeID = server.nodeID
 let cluster = config.cluster.map { url in
     ClusterAgent(url: url, nodeID: nodeID,
                  address: { ("\(advertisedHost):\(udpPort)", "\(httpHostName):\(httpPort.load(ordering: .relaxed))") },
+                 ports: server.ports, boot: api.shared.cluster?.boot ?? 0, draining: { api.shared.isDraining },
                  load: {
+                     // This node's own members: those of other nodes a room here cascades are theirs.
                      let snapshots = api.snapshots()
                      var rooms: [String: Int] = [:]
-                     for s in snapshots { for r in s.rooms { rooms[r.name] = r.members.count } }
-                     return (snapshots.reduce(0) { $0 + $1.memberCount + $1.presence.count }, rooms)
+                     for s in snapshots { for r in s.rooms { rooms[r.name] = r.members.filter { $0.transport != "cascade" }.count } }
+                     return (snapshots.reduce(0) { $0 + $1.presence.count } + rooms.values.reduce(0, +), rooms)
                  },
-                 placement: { elsewhere, nodes in api.shared.placement.update(elsewhere, nodes: nodes, selfID: nodeID) },
+                 placement: { rooms, nodes in
+                     api.shared.placement.update(rooms: rooms, nodes: nodes.map {
+                         ClusterNode(id: $0.id, udp: $0.udp, ports: $0.ports, boot: $0.boot, roomMembers: $0.roomMembers, draining: $0.draining)
+                     }, selfID: nodeID)
+                 },
                  log: { log.write(.info, $0) })
 }
 let router = HTTPRouter(backend: server.api, verifier: TokenVerifier(keys: config.apiKeys, relayKey: server.relayKey),

@@ -1,0 +1,219 @@
+import ParleyWire
+
+/// What one node tells another about a room they share (the body of a `CascadeCipher` datagram). Every body starts
+/// with its kind and the room's name; the rest is the kind's:
+///
+/// - `media` (1): a speaker's RTP packet, in the clear inside the sealed link: origin member id (u32, the sending
+///   node's), level (u8, RFC 6464 scale, 127 = silence), the packet.
+/// - `roster` (2): the sending node's part of the room, in parts: epoch (u32), part, parts (u8 each), audience count
+///   (u32), peer nodes it shares the room with (u8 count, u64 each), member entries (u8 count; id, SSRC (u32 each),
+///   flags (u8), identity and name (u8 length each)). A complete epoch replaces what the receiver knew; the rosters
+///   come at least once a second (they are the link's keepalive) and at once after a change.
+/// - `mix` (3): the mixing node's frame for the receiver's members: target (u32: 0 for every member not heard in it,
+///   else one member's id, its minus-one mix), frame index (u32), the RTP packet (sequence 0: the receiver numbers it
+///   per member).
+/// - `text` (4): a room text: sender's id on its node (u32), recipient identity (u8 length; empty: the room), the text
+///   (u16 length).
+///
+/// Parsing checks every length against the datagram; a short or inconsistent body is nil.
+enum CascadeMessage: Equatable {
+    case media(room: String, origin: UInt32, level: UInt8, rtp: [UInt8])
+    case roster(room: String, CascadeRoster)
+    case mix(room: String, target: UInt32, frame: UInt32, rtp: [UInt8])
+    case text(room: String, from: UInt32, to: String, text: String)
+
+    static let mediaKind: UInt8 = 1, rosterKind: UInt8 = 2, mixKind: UInt8 = 3, textKind: UInt8 = 4
+
+    /// Bytes of a media body before its packet: kind, room, origin, level.
+    static func mediaPrefixLength(room: String) -> Int { 2 + room.utf8.count + 5 }
+
+    /// Writes a media body's prefix into `buffer` (at least `mediaPrefixLength` bytes); the packet follows it.
+    static func writeMediaPrefix(room: String, origin: UInt32, level: UInt8, into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        var w = ByteWriter(buffer)
+        w.u8(mediaKind)
+        w.string8(room)
+        w.u32(origin)
+        w.u8(level)
+        return w.offset
+    }
+
+    /// Writes a mix body's prefix (the packet follows).
+    static func writeMixPrefix(room: String, target: UInt32, frame: UInt32, into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        var w = ByteWriter(buffer)
+        w.u8(mixKind)
+        w.string8(room)
+        w.u32(target)
+        w.u32(frame)
+        return w.offset
+    }
+
+    /// The body as bytes (rosters and texts; media and mix are written in place on the packet path).
+    var bytes: [UInt8] {
+        var out = [UInt8](repeating: 0, count: 65_536)
+        let n = out.withUnsafeMutableBytes { b -> Int in
+            var w = ByteWriter(b)
+            switch self {
+            case .media(let room, let origin, let level, let rtp):
+                w.u8(Self.mediaKind); w.string8(room); w.u32(origin); w.u8(level); w.raw(rtp)
+            case .roster(let room, let r):
+                w.u8(Self.rosterKind); w.string8(room); w.u32(r.epoch); w.u8(r.part); w.u8(r.parts); w.u32(r.audience)
+                w.u8(UInt8(r.peers.count))
+                for p in r.peers { w.u64(p) }
+                w.u8(UInt8(r.members.count))
+                for m in r.members {
+                    w.u32(m.memberID); w.u32(m.ssrc); w.u8(m.flags.rawValue); w.string8(m.identity); w.string8(m.name)
+                }
+            case .mix(let room, let target, let frame, let rtp):
+                w.u8(Self.mixKind); w.string8(room); w.u32(target); w.u32(frame); w.raw(rtp)
+            case .text(let room, let from, let to, let text):
+                w.u8(Self.textKind); w.string8(room); w.u32(from); w.string8(to); w.string16(text)
+            }
+            return w.offset
+        }
+        return Array(out[0..<n])
+    }
+
+    /// Parses a whole body.
+    init?(parsing body: UnsafeRawBufferPointer) {
+        var r = ByteReader(body)
+        guard let kind = r.u8(), let room = r.string8() else { return nil }
+        switch kind {
+        case Self.mediaKind:
+            guard let origin = r.u32(), let level = r.u8() else { return nil }
+            self = .media(room: room, origin: origin, level: level, rtp: r.rest())
+        case Self.rosterKind:
+            guard let epoch = r.u32(), let part = r.u8(), let parts = r.u8(), parts > 0, part < parts, let audience = r.u32(),
+                  let peerCount = r.u8() else { return nil }
+            var peers: [UInt64] = []
+            for _ in 0..<peerCount {
+                guard let p = r.u64() else { return nil }
+                peers.append(p)
+            }
+            guard let count = r.u8() else { return nil }
+            var members: [MemberEntry] = []
+            for _ in 0..<count {
+                guard let id = r.u32(), let ssrc = r.u32(), let flags = r.u8(), let identity = r.string8(), let name = r.string8() else { return nil }
+                members.append(MemberEntry(memberID: id, ssrc: ssrc, flags: MemberFlags(rawValue: flags), identity: identity, name: name))
+            }
+            guard r.atEnd else { return nil }
+            self = .roster(room: room, CascadeRoster(epoch: epoch, part: part, parts: parts, audience: audience, peers: peers, members: members))
+        case Self.mixKind:
+            guard let target = r.u32(), let frame = r.u32() else { return nil }
+            self = .mix(room: room, target: target, frame: frame, rtp: r.rest())
+        case Self.textKind:
+            guard let from = r.u32(), let to = r.string8(), let text = r.string16(), r.atEnd else { return nil }
+            self = .text(room: room, from: from, to: to, text: text)
+        default:
+            return nil
+        }
+    }
+}
+
+/// One part of a node's roster for a room (see `CascadeMessage.roster`).
+struct CascadeRoster: Equatable {
+    var epoch: UInt32
+    var part: UInt8
+    var parts: UInt8
+    /// Members on the sending node counted, not listed (an audience room's listeners).
+    var audience: UInt32
+    /// The other nodes the sender shares the room with (their keys), so a newcomer finds them at once.
+    var peers: [UInt64]
+    var members: [MemberEntry]
+
+    /// The most bytes of entries in one part (a part stays well inside one datagram).
+    static let partBytes = 900
+
+    /// A node's roster in as many parts as its entries need (at least one, at most 255).
+    static func parts(epoch: UInt32, audience: Int, peers: [UInt64], members: [MemberEntry]) -> [CascadeRoster] {
+        var groups: [[MemberEntry]] = [[]]
+        var size = 0
+        for m in members {
+            let n = 11 + min(255, m.identity.utf8.count) + min(255, m.name.utf8.count)
+            if size + n > partBytes || groups[groups.count - 1].count == 255 {
+                if groups.count == 255 { break }
+                groups.append([])
+                size = 0
+            }
+            groups[groups.count - 1].append(m)
+            size += n
+        }
+        return groups.enumerated().map { i, g in
+            CascadeRoster(epoch: epoch, part: UInt8(i), parts: UInt8(groups.count), audience: UInt32(clamping: audience),
+                          peers: Array(peers.prefix(16)), members: g)
+        }
+    }
+}
+
+/// Big-endian writes into a buffer the caller sized.
+struct ByteWriter {
+    let buffer: UnsafeMutableRawBufferPointer
+    var offset = 0
+    init(_ buffer: UnsafeMutableRawBufferPointer) { self.buffer = buffer }
+    mutating func u8(_ v: UInt8) { buffer[offset] = v; offset += 1 }
+    mutating func u16(_ v: UInt16) { buffer.storeBytes(of: v.bigEndian, toByteOffset: offset, as: UInt16.self); offset += 2 }
+    mutating func u32(_ v: UInt32) { buffer.storeBytes(of: v.bigEndian, toByteOffset: offset, as: UInt32.self); offset += 4 }
+    mutating func u64(_ v: UInt64) { buffer.storeBytes(of: v.bigEndian, toByteOffset: offset, as: UInt64.self); offset += 8 }
+    mutating func raw(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { b in
+            if let base = b.baseAddress { (buffer.baseAddress! + offset).copyMemory(from: base, byteCount: b.count) }
+        }
+        offset += bytes.count
+    }
+    /// A string of at most 255 bytes (cut at a character boundary), after its length.
+    mutating func string8(_ s: String) {
+        var bytes = Array(s.utf8)
+        while bytes.count > 255 { bytes = Array(String(decoding: bytes.dropLast(), as: UTF8.self).utf8.prefix(255)) }
+        u8(UInt8(bytes.count))
+        raw(bytes)
+    }
+    mutating func string16(_ s: String) {
+        let bytes = Array(s.utf8.prefix(60_000))
+        u16(UInt16(bytes.count))
+        raw(bytes)
+    }
+}
+
+/// Big-endian reads that stop (nil) at the end of the bytes.
+struct ByteReader {
+    let bytes: UnsafeRawBufferPointer
+    var offset = 0
+    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+    var atEnd: Bool { offset == bytes.count }
+    mutating func u8() -> UInt8? {
+        guard offset + 1 <= bytes.count else { return nil }
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+    mutating func u16() -> UInt16? {
+        guard offset + 2 <= bytes.count else { return nil }
+        defer { offset += 2 }
+        return UInt16(bigEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
+    }
+    mutating func u32() -> UInt32? {
+        guard offset + 4 <= bytes.count else { return nil }
+        defer { offset += 4 }
+        return UInt32(bigEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+    }
+    mutating func u64() -> UInt64? {
+        guard offset + 8 <= bytes.count else { return nil }
+        defer { offset += 8 }
+        return UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+    }
+    mutating func take(_ n: Int) -> UnsafeRawBufferPointer? {
+        guard n >= 0, offset + n <= bytes.count else { return nil }
+        defer { offset += n }
+        return UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + n)])
+    }
+    mutating func string8() -> String? {
+        guard let n = u8(), let b = take(Int(n)) else { return nil }
+        return String(decoding: b, as: UTF8.self)
+    }
+    mutating func string16() -> String? {
+        guard let n = u16(), let b = take(Int(n)) else { return nil }
+        return String(decoding: b, as: UTF8.self)
+    }
+    mutating func rest() -> [UInt8] {
+        defer { offset = bytes.count }
+        return Array(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+    }
+}

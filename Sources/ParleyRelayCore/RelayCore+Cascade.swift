@@ -1,0 +1,408 @@
+import ParleyCrypto
+import ParleyWire
+
+/// One worker's end of the relay-to-relay links: the sealer for what it sends, the opener for what it receives, and
+/// scratch space for bodies built on the packet path.
+final class CascadeLink {
+    let identity: ClusterIdentity
+    let sealer: CascadeSealer
+    let opener: CascadeOpener
+    /// A body being built (media and mix: prefix and packet), sealed once per peer into the output arena.
+    let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 16)
+
+    init(identity: ClusterIdentity, worker: Int) {
+        self.identity = identity
+        sealer = CascadeSealer(root: identity.root, node: identity.key, boot: identity.boot, worker: UInt8(truncatingIfNeeded: worker))
+        opener = CascadeOpener(root: identity.root, worker: UInt8(truncatingIfNeeded: worker))
+    }
+
+    deinit { scratch.deallocate() }
+}
+
+/// A room's part in a cluster: the other nodes that have members in it (its peers), what each said it has, and
+/// where this node's speakers go.
+///
+/// A room spans nodes by cascading. Every node with members of the room sends each of its own speakers' packets once to
+/// every peer with members (forward mode) and fans out locally what it receives: its listeners hear the loudest
+/// `max_forwarded_speakers` of the whole room, because each node sends every speaker that is among the loudest of what
+/// it sees, and every node then sees at least the room's loudest. A mix room mixes on one node (the highest rendezvous
+/// hash of room and node among the nodes with members, which they all work out alike); the others send it their
+/// speakers and receive one mix for all their members that are not heard in it, plus a minus-one mix for each of
+/// their members who is.
+///
+/// Rosters carry each node's members (the announced ones; an audience is counted) at least once a second and within
+/// 100 ms of a change. A peer silent for `peerTimeout` is gone, and its members with it.
+final class RoomCascade {
+    final class Peer {
+        let key: UInt64
+        /// Where the worker owning the room on that node is.
+        var address: PeerAddress
+        var worker: UInt8
+        /// When its last roster part arrived (nil: not heard yet, only named by the directory or a peer).
+        var heardAt: Instant?
+        /// When the directory or a peer last named it (a peer never heard is dropped `peerTimeout` after that).
+        var namedAt: Instant
+        /// The roster epoch being assembled, its parts so far and how many it has.
+        var epoch: UInt32?
+        var parts: [UInt8: CascadeRoster] = [:]
+        /// Its members here, by their id there; its audience count.
+        var members: [UInt32: Member] = [:]
+        var audience = 0
+
+        init(key: UInt64, address: PeerAddress, worker: UInt8, now: Instant) {
+            self.key = key
+            self.address = address
+            self.worker = worker
+            self.namedAt = now
+        }
+
+        var hasMembers: Bool { !members.isEmpty || audience > 0 }
+    }
+
+    var peers: [UInt64: Peer] = [:]
+    /// Where this node's speakers' packets go: every peer with members (forward mode), or the mixing node (mix mode,
+    /// when it is not this one).
+    private(set) var mediaTargets: [(address: PeerAddress, worker: UInt8)] = []
+    /// Peers that receive this node's mix (mix mode, when this node mixes): those with members.
+    private(set) var mixTargets: [Peer] = []
+    /// The node that mixes (mix mode): this node's key when it is this one.
+    private(set) var mixer: UInt64
+    var mixesHere: Bool { mixer == selfKey }
+    let selfKey: UInt64
+    /// A roster is owed (a member joined, left or changed here, or a new peer appeared).
+    var dirty = true
+    var lastRoster = Instant.distantPast
+    var lastDiscovery = Instant.distantPast
+    var epoch: UInt32 = 0
+
+    static let peerTimeout = Interval.milliseconds(3_500)
+    static let rosterInterval = Interval.seconds(1)
+
+    init(selfKey: UInt64) {
+        self.selfKey = selfKey
+        mixer = selfKey
+    }
+
+    /// Recomputes where media goes after peers or this node's members changed.
+    func retarget(room: Room) {
+        let live = peers.values.filter { $0.heardAt != nil && $0.hasMembers }.sorted { $0.key < $1.key }
+        var candidates = live.map(\.key)
+        if room.hasLocalMembers { candidates.append(selfKey) }
+        mixer = candidates.max { Self.score(room.name, $0) < Self.score(room.name, $1) } ?? selfKey
+        if room.mix == nil {
+            mediaTargets = live.map { ($0.address, $0.worker) }
+            mixTargets = []
+        } else if mixesHere {
+            mediaTargets = []
+            mixTargets = live
+        } else {
+            mediaTargets = live.filter { $0.key == mixer }.map { ($0.address, $0.worker) }
+            mixTargets = []
+        }
+    }
+
+    /// FNV-1a 64 of room name and node key: where a mix room mixes.
+    static func score(_ room: String, _ node: UInt64) -> UInt64 {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in room.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+        for i in 0..<8 { h = (h ^ (node >> (8 * UInt64(i)) & 0xFF)) &* 0x100_0000_01b3 }
+        return h
+    }
+}
+
+extension RelayCore {
+    // MARK: Receiving
+
+    /// A datagram from another node's relay-to-relay link: opened (or dropped as `cascadeRejected`), then taken by
+    /// kind. Only rooms this worker has are served: a node without members in a room ignores what is said about it.
+    func handleCascade(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
+        guard let link = cascadeLink else { return outbox.drop(.unknownProtocol, from: from, now: now) }
+        let space = output.reserve(max(0, bytes.count - CascadeCipher.overhead) + 16)
+        let opened: (header: CascadeCipher.Header, length: Int)
+        do {
+            opened = try link.opener.open(bytes, into: space, now: now.monotonic.nanoseconds) { node, boot in
+                node != link.identity.key && shared.placement.isLive(node: node, boot: boot, from: from)
+            }
+        } catch {
+            return outbox.drop(.cascadeRejected, from: from, now: now)
+        }
+        let body = output.keep(space, length: opened.length)
+        var r = ByteReader(body)
+        guard let kind = r.u8(), let room = r.string8() else { return outbox.drop(.cascadeUnknown, from: from, now: now) }
+        guard let room = rooms[room], let cascade = room.cascade, room.hasLocalMembers else {
+            return outbox.drop(.cascadeUnknown, from: from, now: now)
+        }
+        let node = opened.header.node
+        outbox.counters.cascadeIn &+= 1
+        switch kind {
+        case CascadeMessage.mediaKind:
+            guard let peer = cascade.peers[node], let origin = r.u32(), let level = r.u8(), let rtp = r.take(body.count - r.offset),
+                  let member = peer.members[origin] else { return outbox.drop(.cascadeUnknown, from: from, now: now) }
+            cascadedMedia(rtp, from: member, level: level, room: room, address: from, now: now)
+        case CascadeMessage.mixKind:
+            guard cascade.mixer == node, let target = r.u32(), let frame = r.u32(), let rtp = r.take(body.count - r.offset), let mix = room.mix else {
+                return outbox.drop(.cascadeUnknown, from: from, now: now)
+            }
+            cascadedMix(rtp, target: target, frame: frame, mix: mix, room: room, now: now)
+        case CascadeMessage.rosterKind, CascadeMessage.textKind:
+            guard let message = CascadeMessage(parsing: body) else { return outbox.drop(.cascadeUnknown, from: from, now: now) }
+            switch message {
+            case .roster(_, let roster):
+                rosterArrived(roster, node: node, worker: opened.header.senderWorker, room: room, from: from, now: now)
+            case .text(_, let sender, let to, let text):
+                guard let member = cascade.peers[node]?.members[sender] else { return outbox.drop(.cascadeUnknown, from: from, now: now) }
+                rooms.deliverCascadedText(text, from: member, to: to, now: now)
+            default:
+                break
+            }
+        default:
+            outbox.drop(.cascadeUnknown, from: from, now: now)
+        }
+    }
+
+    /// A speaker of another node: observed for speaker selection like one of ours, then mixed (this node mixes) or
+    /// fanned out to the listeners here when it is among the room's loudest. Never sent on to other nodes (its own node
+    /// sends it to each).
+    private func cascadedMedia(_ rtp: UnsafeRawBufferPointer, from member: Member, level: UInt8, room: Room, address: PeerAddress, now: Moment) {
+        guard let packet = try? RTPPacketView(parsing: rtp), packet.ssrc == member.ssrc else { return outbox.drop(.malformedRTP, from: address, now: now) }
+        member.stats.packetsIn &+= 1
+        member.stats.bytesIn &+= UInt64(rtp.count)
+        guard !member.muted else { return }
+        if room.selector.observe(member.id, level: level, now: now.monotonic) {
+            rooms.scheduleSpeakerPush(room, now: now)
+            noteTimerWork(at: now.monotonic)
+        }
+        if let mix = room.mix {
+            if room.mixesHere { mix.insert(packet, from: member, arrival: now.monotonic) }
+            return
+        }
+        guard room.selector.isForwarded(member.id) else { return }
+        fanOut(rtp, packet: packet, from: member, address: address, now: now)
+    }
+
+    /// The mixing node's frame: the shared mix to every member here that is not heard in it (its CSRCs), or a minus-one
+    /// mix to its one member.
+    private func cascadedMix(_ rtp: UnsafeRawBufferPointer, target: UInt32, frame: UInt32, mix: MixEngine, room: Room, now: Moment) {
+        guard let packet = try? RTPPacketView(parsing: rtp) else { return }
+        var targets: [Member] = []
+        if target != 0 {
+            guard let m = room.members.first(where: { $0.id == target && $0.isLocal }), m.canSubscribe, m.hasDestination else { return }
+            targets.append(m)
+        } else {
+            var heard: [UInt32] = []
+            for i in 0..<packet.csrcCount { heard.append(packet.csrc(at: i)) }
+            for m in room.members where m.isLocal && m.canSubscribe && m.hasDestination && !heard.contains(m.ssrc) { targets.append(m) }
+        }
+        mix.deliver(rtp, frame: frame, to: targets) { bytes, listener in sendMix(bytes, to: listener, now: now) }
+    }
+
+    /// A roster part from a peer: the peer is known from now on (a new one is answered at once), the nodes it names
+    /// are asked too, and a complete epoch replaces its members here.
+    private func rosterArrived(_ roster: CascadeRoster, node: UInt64, worker: UInt8, room: Room, from: PeerAddress, now: Moment) {
+        guard let cascade = room.cascade else { return }
+        let peer: RoomCascade.Peer
+        if let known = cascade.peers[node] {
+            peer = known
+            peer.address = from
+            peer.worker = worker
+        } else {
+            peer = RoomCascade.Peer(key: node, address: from, worker: worker, now: now.monotonic)
+            cascade.peers[node] = peer
+            cascade.dirty = true
+        }
+        let firstHeard = peer.heardAt == nil
+        peer.heardAt = now.monotonic
+        for key in roster.peers where key != cascade.selfKey && cascade.peers[key] == nil {
+            guard let a = shared.placement.address(ofNode: key, room: room.name) else { continue }
+            cascade.peers[key] = RoomCascade.Peer(key: key, address: a.address, worker: a.worker, now: now.monotonic)
+            cascade.dirty = true
+        }
+        if peer.epoch != roster.epoch {
+            peer.epoch = roster.epoch
+            peer.parts = [:]
+        }
+        peer.parts[roster.part] = roster
+        if peer.parts.count == Int(roster.parts) {
+            let entries = (0..<roster.parts).flatMap { peer.parts[$0]?.members ?? [] }
+            applyRoster(entries, audience: Int(roster.audience), of: peer, room: room, now: now)
+            peer.parts = [:]
+        }
+        if firstHeard { cascade.retarget(room: room) }
+        if cascade.dirty { sendRoster(room, now: now) }
+    }
+
+    /// Makes the peer's members here what its roster lists: new ones join (announced as any member), missing ones
+    /// leave, a changed mute is announced.
+    private func applyRoster(_ entries: [MemberEntry], audience: Int, of peer: RoomCascade.Peer, room: Room, now: Moment) {
+        let listed = Dictionary(entries.map { ($0.memberID, $0) }, uniquingKeysWith: { a, _ in a })
+        for (id, member) in peer.members where listed[id] == nil || listed[id]!.ssrc != member.ssrc {
+            peer.members[id] = nil
+            rooms.memberLeft(member, reason: "left", now: now)
+        }
+        for entry in entries {
+            if let member = peer.members[entry.memberID] {
+                let muted = entry.flags.contains(.muted)
+                if member.muted != muted {
+                    member.muted = muted
+                    member.mutedByRoom = entry.flags.contains(.mutedByRoom)
+                    rooms.announceRemoteMute(member, now: now)
+                }
+                continue
+            }
+            // An SSRC another member here already has (one in 2^31 per pair) cannot be told apart: left out.
+            guard peer.members.count < rooms.capacity(of: room), !room.members.contains(where: { $0.ssrc == entry.ssrc }),
+                  sessions.bySSRC[entry.ssrc] == nil else { continue }
+            let session = SignallingSession(connectionID: 0, identity: entry.identity, name: entry.name, sessionSecret: [], nonce: [],
+                                            token: "", address: PeerAddress(ipv4: 0, port: 0), viaPublicPort: false, now: now.monotonic)
+            let member = Member(id: shared.nextMemberID(), session: session, ssrc: entry.ssrc, canPublish: entry.flags.contains(.publisher),
+                                canSubscribe: entry.flags.contains(.subscriber), joinedAt: now.unixMilliseconds, room: room,
+                                muted: entry.flags.contains(.muted), mixSequence: 0)
+            member.cascade = CascadeOrigin(node: peer.key, id: entry.memberID)
+            member.mutedByRoom = entry.flags.contains(.mutedByRoom)
+            member.hasDestination = false
+            peer.members[entry.memberID] = member
+            room.members.append(member)
+            rooms.announceJoin(member, now: now)
+        }
+        if audience != peer.audience {
+            room.roster.audienceChanged(by: audience - peer.audience, config: config, now: now.monotonic)
+            peer.audience = audience
+        }
+        room.cascade?.retarget(room: room)
+    }
+
+    /// Removes a peer and its members (it went silent, or the room closed here).
+    private func dropPeer(_ peer: RoomCascade.Peer, room: Room, reason: String, now: Moment) {
+        room.cascade?.peers[peer.key] = nil
+        for member in peer.members.values { rooms.memberLeft(member, reason: reason, now: now) }
+        if peer.audience != 0 { room.roster.audienceChanged(by: -peer.audience, config: config, now: now.monotonic) }
+        peer.members = [:]
+        room.cascade?.retarget(room: room)
+    }
+
+    // MARK: Sending
+
+    /// Sends one of this node's speakers' packets to the room's other nodes (see `RoomCascade.mediaTargets`): one
+    /// body, sealed once per peer. No allocation.
+    func cascadeMedia(_ plain: UnsafeRawBufferPointer, from member: Member, level: UInt8, room: Room) {
+        guard let link = cascadeLink, let cascade = room.cascade, !cascade.mediaTargets.isEmpty else { return }
+        let prefix = CascadeMessage.writeMediaPrefix(room: room.name, origin: member.id, level: level, into: link.scratch)
+        guard prefix + plain.count <= link.scratch.count, let base = plain.baseAddress else { return }
+        (link.scratch.baseAddress! + prefix).copyMemory(from: base, byteCount: plain.count)
+        seal(UnsafeRawBufferPointer(rebasing: link.scratch[0..<(prefix + plain.count)]), to: cascade.mediaTargets, link: link)
+    }
+
+    /// The mixing node's frame for another node (`target` 0: its members not heard in the mix; else that member).
+    func cascadeMix(_ bytes: UnsafeRawBufferPointer, frame: UInt32, target: UInt32, room: Room, peers: [(address: PeerAddress, worker: UInt8)]) {
+        guard let link = cascadeLink, !peers.isEmpty, let base = bytes.baseAddress else { return }
+        let prefix = CascadeMessage.writeMixPrefix(room: room.name, target: target, frame: frame, into: link.scratch)
+        guard prefix + bytes.count <= link.scratch.count else { return }
+        (link.scratch.baseAddress! + prefix).copyMemory(from: base, byteCount: bytes.count)
+        seal(UnsafeRawBufferPointer(rebasing: link.scratch[0..<(prefix + bytes.count)]), to: peers, link: link)
+    }
+
+    private func seal(_ body: UnsafeRawBufferPointer, to targets: [(address: PeerAddress, worker: UInt8)], link: CascadeLink) {
+        for t in targets {
+            let space = output.reserve(body.count + CascadeCipher.overhead)
+            let n = link.sealer.seal(body, receiverWorker: t.worker, into: space)
+            output.commit(space, length: n, to: t.address)
+            outbox.counters.cascadeOut &+= 1
+            outbox.counters.packetsQueued &+= 1
+            outbox.counters.bytesQueued &+= UInt64(n)
+        }
+    }
+
+    private func sealBody(_ bytes: [UInt8], to targets: [(address: PeerAddress, worker: UInt8)]) {
+        guard let link = cascadeLink else { return }
+        bytes.withUnsafeBytes { seal($0, to: targets, link: link) }
+    }
+
+    /// A room text (or a direct text in the room) from a member here, to the peers whose members should get it;
+    /// returns how many of the recipients were there.
+    func cascadeText(_ text: String, from member: Member, to identity: String, room: Room) -> Int {
+        guard let cascade = room.cascade else { return 0 }
+        var reached = 0
+        var targets: [(address: PeerAddress, worker: UInt8)] = []
+        for peer in cascade.peers.values where peer.heardAt != nil {
+            let n = identity.isEmpty ? peer.members.count + peer.audience : peer.members.values.filter { $0.identity == identity }.count
+            guard n > 0 else { continue }
+            reached += n
+            targets.append((peer.address, peer.worker))
+        }
+        if !targets.isEmpty { sealBody(CascadeMessage.text(room: room.name, from: member.id, to: identity, text: text).bytes, to: targets) }
+        return reached
+    }
+
+    /// This node's members of the room, in roster parts, to every peer (heard or only named).
+    func sendRoster(_ room: Room, now: Moment) {
+        guard let cascade = room.cascade else { return }
+        cascade.dirty = false
+        cascade.lastRoster = now.monotonic
+        cascade.epoch &+= 1
+        let local = room.members.filter { $0.isLocal && !$0.isAudience }.map(\.entry)
+        let audience = room.members.filter { $0.isLocal && $0.isAudience }.count
+        let heard = cascade.peers.values.filter { $0.heardAt != nil }.map(\.key).sorted()
+        let targets = cascade.peers.values.map { (address: $0.address, worker: $0.worker) }
+        guard !targets.isEmpty else { return }
+        for part in CascadeRoster.parts(epoch: cascade.epoch, audience: audience, peers: heard, members: local) {
+            sealBody(CascadeMessage.roster(room: room.name, part).bytes, to: targets)
+        }
+    }
+
+    // MARK: Housekeeping
+
+    /// On the housekeeping grid, for each room in a cluster: peers from the directory (each second), silent peers
+    /// dropped, rosters sent when owed or due.
+    func cascadeTick(now: Moment) {
+        guard cascadeLink != nil else { return }
+        for room in rooms.values {
+            guard let cascade = room.cascade else { continue }
+            guard room.hasLocalMembers else {
+                if !cascade.peers.isEmpty { leaveCascade(room, now: now) }
+                continue
+            }
+            if now.monotonic - cascade.lastDiscovery >= RoomCascade.rosterInterval {
+                cascade.lastDiscovery = now.monotonic
+                for t in shared.placement.cascadeTargets(for: room.name) {
+                    if let peer = cascade.peers[t.key] {
+                        peer.namedAt = now.monotonic
+                    } else {
+                        cascade.peers[t.key] = RoomCascade.Peer(key: t.key, address: t.address, worker: t.worker, now: now.monotonic)
+                        cascade.dirty = true
+                    }
+                }
+            }
+            for peer in Array(cascade.peers.values) {
+                let last = max(peer.heardAt ?? .distantPast, peer.heardAt == nil ? peer.namedAt : .distantPast)
+                if now.monotonic - last >= RoomCascade.peerTimeout { dropPeer(peer, room: room, reason: "its node went silent", now: now) }
+            }
+            if cascade.dirty || now.monotonic - cascade.lastRoster >= RoomCascade.rosterInterval { sendRoster(room, now: now) }
+            let mixedHere = cascade.mixesHere
+            cascade.retarget(room: room)
+            if let mix = room.mix, mixedHere != cascade.mixesHere {
+                if cascade.mixesHere { mix.start(now: now.monotonic) } else { mix.stop() }
+            }
+        }
+    }
+
+    /// The last member here left: the peers are told (an empty roster) and forgotten with their members, so the room
+    /// can close here.
+    func leaveCascade(_ room: Room, now: Moment) {
+        guard let cascade = room.cascade else { return }
+        sendRoster(room, now: now)
+        for peer in Array(cascade.peers.values) {
+            cascade.peers[peer.key] = nil
+            for member in peer.members.values {
+                room.members.removeAll { $0 === member }
+                _ = room.selector.remove(member.id)
+                room.mix?.remove(member)
+            }
+            if peer.audience != 0 { room.roster.audienceChanged(by: -peer.audience, config: config, now: now.monotonic) }
+        }
+        cascade.retarget(room: room)
+        if room.members.isEmpty, room.emptySince == nil {
+            room.emptySince = now.monotonic
+            room.mix?.stop()
+        }
+    }
+}

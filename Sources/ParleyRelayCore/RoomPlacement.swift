@@ -1,0 +1,170 @@
+import ParleyCrypto
+import ParleyWire
+import Synchronization
+
+/// This node in a cluster: its id, the key other nodes know it by on the relay-to-relay links (FNV-1a 64 of the id),
+/// this start's random `boot`, and the root of the links' keys (from the API secret every node shares; see
+/// `CascadeCipher`).
+public struct ClusterIdentity: Sendable {
+    public let nodeID: String
+    public let key: UInt64
+    public let boot: UInt64
+    public let root: [UInt8]
+
+    public init(nodeID: String, secret: [UInt8], boot: UInt64) {
+        self.nodeID = nodeID
+        self.key = Self.key(of: nodeID)
+        self.boot = boot
+        self.root = CascadeCipher.root(secret: secret)
+    }
+
+    /// FNV-1a 64 of a node id.
+    public static func key(of id: String) -> UInt64 {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in id.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+        return h
+    }
+}
+
+/// One live node as the directory last showed it.
+public struct ClusterNode: Sendable, Equatable {
+    public var id: String
+    /// Where clients reach it (`host:port`).
+    public var udp: String
+    /// Its workers' UDP ports (worker 0's is `udp`'s), for the relay-to-relay links.
+    public var ports: [UInt16]
+    /// Its current start (`ClusterIdentity.boot`).
+    public var boot: UInt64
+    /// Its rooms and their members (the fullest `NodeRecord.maxListedRooms`).
+    public var roomMembers: [String: Int]
+    /// Draining: it takes no new joins and its members are moving away.
+    public var draining: Bool
+
+    public init(id: String, udp: String, ports: [UInt16] = [], boot: UInt64 = 0, roomMembers: [String: Int] = [:], draining: Bool = false) {
+        self.id = id
+        self.udp = udp
+        self.ports = ports
+        self.boot = boot
+        self.roomMembers = roomMembers
+        self.draining = draining
+    }
+
+    var key: UInt64 { ClusterIdentity.key(of: id) }
+    var host: PeerAddress? { PeerAddress(parsing: udp) }
+
+    /// The address of the worker that owns `room` on this node (its rooms spread over its workers as ours do).
+    func address(forRoom room: String) -> (address: PeerAddress, worker: UInt8)? {
+        guard let host, !ports.isEmpty else { return nil }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in room.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        let w = Int(hash % UInt64(ports.count))
+        var a = host
+        a.port = ports[w]
+        return (a, UInt8(w))
+    }
+}
+
+/// In a cluster, where a room that is not open here belongs, and which nodes share a room with this one. A join for a
+/// room that lives elsewhere is refused with `roomElsewhere` and that node's UDP address, and the client joins there,
+/// unless the room's node already holds `cascade_after` of its members (or is draining): then this node takes the
+/// join and cascades (`RelayCore+Cascade.swift`). A room open on a live node belongs there (the directory); a new room
+/// belongs to the live node that rendezvous hashing picks for its name (the highest FNV-1a hash of room and node id),
+/// which every node works out alike from the same node list, so a burst of joins through several nodes opens it on
+/// one. Written by the cluster agent's thread, read on the join path and by the workers' housekeeping (never per
+/// packet).
+public final class RoomPlacement: Sendable {
+    private struct State {
+        /// Room → the id of the node the directory gives it to.
+        var rooms: [String: String] = [:]
+        var nodes: [String: ClusterNode] = [:]
+        var selfID = ""
+    }
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// Replaces what the directory said: each room's node (room → node id), the live nodes (this one included) and
+    /// this node's id.
+    public func update(rooms: [String: String], nodes: [ClusterNode], selfID: String) {
+        state.withLock {
+            $0 = State(rooms: rooms, nodes: Dictionary(nodes.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a }), selfID: selfID)
+        }
+    }
+
+    /// The same from rooms placed by UDP address alone (tests): each address stands for a node of that id.
+    public func update(_ elsewhere: [String: String], nodes: [(id: String, udp: String)] = [], selfID: String = "") {
+        var all = nodes.map { ClusterNode(id: $0.id, udp: $0.udp) }
+        for udp in Set(elsewhere.values) where !all.contains(where: { $0.udp == udp }) { all.append(ClusterNode(id: udp, udp: udp)) }
+        let byUDP = Dictionary(all.map { ($0.udp, $0.id) }, uniquingKeysWith: { a, _ in a })
+        update(rooms: elsewhere.mapValues { byUDP[$0] ?? $0 }, nodes: all, selfID: selfID)
+    }
+
+    /// The other live nodes' UDP addresses that take joins (a welcome's alternates), by id.
+    public func otherNodes() -> [String] {
+        state.withLock { s in s.nodes.values.filter { $0.id != s.selfID && !$0.draining }.sorted { $0.id < $1.id }.map(\.udp) }
+    }
+
+    /// The address of the node a room belongs to, when that is another node (nil: here).
+    public func node(for room: String) -> String? { node(for: room, cascadeAfter: Int.max) }
+
+    /// Where a join for `room` (not open here) goes: nil to take it here, else the UDP address of the node it belongs
+    /// to. It stays here when that node already holds `cascadeAfter` of the room's members or is draining (this node
+    /// then cascades), and always when this node is the hash's pick.
+    public func node(for room: String, cascadeAfter: Int, draining: Bool = false) -> String? {
+        state.withLock { s in
+            let owner: ClusterNode?
+            if let id = s.rooms[room], id != s.selfID, let n = s.nodes[id] {
+                owner = n
+            } else if s.rooms[room] == s.selfID {
+                owner = nil
+            } else {
+                let live = s.nodes.values.filter { !$0.draining || $0.id == s.selfID }
+                guard live.count > 1, let pick = live.max(by: { Self.score(room, $0.id) < Self.score(room, $1.id) }) else { return nil }
+                owner = pick.id == s.selfID && !draining ? nil : pick
+                if pick.id == s.selfID && draining {
+                    // A draining node sends new rooms to the next pick.
+                    return live.filter { $0.id != s.selfID }.max(by: { Self.score(room, $0.id) < Self.score(room, $1.id) })?.udp
+                }
+            }
+            guard let owner else { return nil }
+            if owner.draining && !draining { return nil }
+            if (owner.roomMembers[room] ?? 0) >= cascadeAfter { return nil }
+            return owner.udp
+        }
+    }
+
+    /// The other nodes that have `room` (the directory lists it in their records) or that it belongs to: where this
+    /// node's part of the room goes. Each with the address of the worker that owns the room there, and the node's key.
+    func cascadeTargets(for room: String) -> [(key: UInt64, address: PeerAddress, worker: UInt8)] {
+        state.withLock { s in
+            s.nodes.values.compactMap { n -> (UInt64, PeerAddress, UInt8)? in
+                guard n.id != s.selfID, n.roomMembers[room] != nil || s.rooms[room] == n.id,
+                      let a = n.address(forRoom: room) else { return nil }
+                return (n.key, a.address, a.worker)
+            }
+        }
+    }
+
+    /// The worker address of node `key` for `room` (a peer another node named), when that node is live.
+    func address(ofNode key: UInt64, room: String) -> (address: PeerAddress, worker: UInt8)? {
+        state.withLock { s in s.nodes.values.first { $0.key == key && $0.id != s.selfID }?.address(forRoom: room) }
+    }
+
+    /// Whether node `key` is live in its start `boot` and `from` is one of its workers' addresses.
+    func isLive(node key: UInt64, boot: UInt64, from: PeerAddress) -> Bool {
+        state.withLock { s in
+            guard let n = s.nodes.values.first(where: { $0.key == key }), n.boot == boot, var host = n.host else { return false }
+            host.port = from.port
+            return host == from && n.ports.contains(from.port)
+        }
+    }
+
+    /// FNV-1a 64 of room, a zero byte and node id: the same in every process (Swift's `Hasher` is seeded per process).
+    static func score(_ room: String, _ node: String) -> UInt64 {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in room.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+        h = (h ^ 0) &* 0x100_0000_01b3
+        for b in node.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+        return h
+    }
+}
