@@ -150,8 +150,10 @@ extension RelayCore {
             case .roster(_, let roster):
                 rosterArrived(roster, node: node, worker: opened.header.senderWorker, room: room, from: from, now: now)
             case .text(_, let sender, let to, let text):
-                guard let member = cascade.peers[node]?.members[sender] else { return outbox.drop(.cascadeUnknown, from: from, now: now) }
-                rooms.deliverCascadedText(text, from: member, to: to, now: now)
+                // Sender 0: the backend wrote to the room through that node's API.
+                let member = cascade.peers[node]?.members[sender]
+                guard member != nil || sender == 0 else { return outbox.drop(.cascadeUnknown, from: from, now: now) }
+                rooms.deliverCascadedText(text, from: member, in: room, to: to, now: now)
             default:
                 break
             }
@@ -319,7 +321,7 @@ extension RelayCore {
 
     /// A room text (or a direct text in the room) from a member here, to the peers whose members should get it;
     /// returns how many of the recipients were there.
-    func cascadeText(_ text: String, from member: Member, to identity: String, room: Room) -> Int {
+    func cascadeText(_ text: String, from member: Member?, to identity: String, room: Room) -> Int {
         guard let cascade = room.cascade else { return 0 }
         var reached = 0
         var targets: [(address: PeerAddress, worker: UInt8)] = []
@@ -329,7 +331,7 @@ extension RelayCore {
             reached += n
             targets.append((peer.address, peer.worker))
         }
-        if !targets.isEmpty { sealBody(CascadeMessage.text(room: room.name, from: member.id, to: identity, text: text).bytes, to: targets) }
+        if !targets.isEmpty { sealBody(CascadeMessage.text(room: room.name, from: member?.id ?? 0, to: identity, text: text).bytes, to: targets) }
         return reached
     }
 

@@ -268,23 +268,23 @@ final class RoomTable {
 
     /// A text from a member of another node: to its recipients here, as from that member (no status goes back: the
     /// sender's node told it already).
-    func deliverCascadedText(_ text: String, from member: Member, to identity: String, now: Moment) {
-        let room = member.room
+    func deliverCascadedText(_ text: String, from member: Member?, in room: Room, to identity: String, now: Moment) {
         let fragments = TextFragment.split(text, messageID: 0) ?? []
         for r in room.members where r.isLocal && (identity.isEmpty || r.identity == identity) {
             guard outbox.canTakeText(r.session.channel, fragments: fragments.count) else { continue }
             for f in fragments {
-                outbox.enqueue(.text(fromMemberID: member.id, fromIdentity: member.identity, direct: !identity.isEmpty, fragment: f), to: r.session)
+                outbox.enqueue(.text(fromMemberID: member?.id ?? 0, fromIdentity: member?.identity ?? "backend", direct: !identity.isEmpty, fragment: f),
+                               to: r.session)
             }
             outbox.pump(r.session, now: now)
         }
         if identity.isEmpty {
-            events.append(RelayEvent(kind: .text, room: room.name, identity: member.identity, detail: text, unixMilliseconds: now.unixMilliseconds))
+            events.append(RelayEvent(kind: .text, room: room.name, identity: member?.identity ?? "backend", detail: text, unixMilliseconds: now.unixMilliseconds))
         }
     }
 
     /// Sends a text to the room's other nodes (set by the core when it is in a cluster): how many recipients were there.
-    var cascadeText: ((String, Member, String, Room) -> Int)?
+    var cascadeText: ((String, Member?, String, Room) -> Int)?
 
     /// Speaker pushes that fell due (and, on the housekeeping grid, lists gone stale), and rooms empty long enough to
     /// close.

@@ -1,0 +1,85 @@
+import Foundation
+import ParleyAudioIO
+import Testing
+
+extension ProcessTests {
+    /// One room over three relays by cascading (`RelayCore+Cascade.swift`): every node takes the joins that reach it
+    /// (`cascade_after` 0), each hears everyone through the relay-to-relay links, in forward and in mix rooms.
+    @Suite("Cluster: a room across three nodes")
+    struct CascadeProcessTests {
+        /// Three nodes on one Redis that have seen each other, with their UDP addresses and HTTP bases.
+        func threeNodes(_ redis: RedisServer, extra: [String: String] = [:]) throws -> [(relay: Spawned, udp: String, http: String)] {
+            var nodes: [(relay: Spawned, udp: String, http: String)] = []
+            for id in ["node-a", "node-b", "node-c"] {
+                let env = ["PARLEY_CLUSTER": redis.url, "PARLEY_NODE_ID": id, "PARLEY_CASCADE_AFTER": "0"].merging(extra) { $1 }
+                let (relay, udp) = try startRelay(workers: 2, environment: env)
+                nodes.append((relay, udp, try #require(httpBase(of: relay))))
+            }
+            let admin = try mint(["--admin", "--identity", "ops"])
+            #expect(try eventually(seconds: 6) {
+                try nodes.allSatisfy { n in
+                    let body = try curl("GET", n.http + "/v1/cluster", token: admin).body
+                    return ["node-a", "node-b", "node-c"].allSatisfy { body.contains(#""id":"\#($0)""#) }
+                }
+            })
+            return nodes
+        }
+
+        /// Members with a tone each, one per node, each recording what it hears; every recording must hold the other
+        /// two tones and not its own.
+        func everyoneHearsEveryone(mode: String) throws {
+            let redis = try RedisServer()
+            defer { redis.stop() }
+            let nodes = try threeNodes(redis)
+            defer { for n in nodes { n.relay.signal(SIGTERM); n.relay.wait(seconds: 5) } }
+            let room = "cascade-\(mode)-\(UInt32.random(in: 0...UInt32.max))"
+            let tones = [440.0, 660.0, 880.0]
+            let names = ["ann", "bob", "cat"]
+            let dir = FileManager.default.temporaryDirectory.path
+            var members: [Spawned] = []
+            defer { for m in members { m.signal(SIGTERM); m.wait(seconds: 5) } }
+            for k in 0..<3 {
+                let m = try Spawned("parley", ["join", room, "--identity", names[k], "--server", nodes[k].udp, "--mode", mode,
+                                               "--tone", "\(Int(tones[k]))", "--output", "\(dir)/\(room)-\(names[k]).wav",
+                                               "--no-tui", "--duration", "9"])
+                members.append(m)
+                #expect(m.waitFor(seconds: 8) { $0.contains("joined \(room)") }, "\(m.stdout)\(m.stderr)")
+                // Each stays on the node it reached.
+                #expect(!m.stdout.contains("joining it at"), "\(m.stdout)")
+            }
+            // Each learns of the other two through its node's cascade.
+            for k in 0..<3 {
+                let others = names.filter { $0 != names[k] }
+                #expect(members[k].waitFor(seconds: 6) { out in others.allSatisfy { out.contains("\($0) joined") || out.contains("members: ") && out.contains($0) } },
+                        "\(names[k]): \(members[k].stdout)")
+            }
+            // A text through node a's API reaches every member, on every node.
+            let admin = try mint(["--admin", "--identity", "ops"])
+            let sent = try curl("POST", nodes[0].http + "/v1/rooms/\(room)/messages", token: admin, body: #"{"text":"hello all nodes"}"#)
+            #expect(sent.status == 200 || sent.status == 202, "\(sent.body)")
+            for k in 0..<3 {
+                #expect(members[k].waitFor(seconds: 4) { $0.contains("text from backend: hello all nodes") }, "\(names[k]): \(members[k].stdout)")
+            }
+            // The API of each node lists the room's members of the other nodes as `cascade`.
+            let listed = try curl("GET", nodes[1].http + "/v1/rooms/\(room)/members", token: admin).body
+            #expect(listed.contains("ann") && listed.contains("cat") && listed.contains(#""transport":"cascade""#), "\(listed)")
+            for k in 0..<3 { #expect(members[k].wait(seconds: 20) == 0, "\(members[k].stdout)\(members[k].stderr)") }
+            for k in 0..<3 {
+                let heard = try WAVReader(path: "\(dir)/\(room)-\(names[k]).wav").readAllMono48k()
+                let tail = heard.count > 48_000 * 4 ? Array(heard[(heard.count - 48_000 * 4)...]) : heard
+                for j in 0..<3 where j != k {
+                    let share = goertzelShare(tail[...], frequency: tones[j])
+                    #expect(share > 0.15, "\(names[k]) hears \(names[j]) (\(tones[j]) Hz): share \(share)")
+                }
+                #expect(goertzelShare(tail[...], frequency: tones[k]) < 0.1, "\(names[k]) does not hear itself")
+            }
+            for n in nodes { #expect(n.relay.process.isRunning) }
+        }
+
+        @Test("forward room: one member on each of three nodes, everyone hears the other two, and a room text reaches every node")
+        func forward() throws { try everyoneHearsEveryone(mode: "forward") }
+
+        @Test("mix room: one node mixes, the others send it their speakers and each member hears the other two")
+        func mix() throws { try everyoneHearsEveryone(mode: "mix") }
+    }
+}
