@@ -41,8 +41,15 @@ final class FakeNetwork {
     /// `relayKey` is the relay's public key (base64url) tokens naming another relay are refused against. `webrtc` gives
     /// the relay a DTLS certificate and context (made for the fake clock's start), so it takes WebRTC members; without
     /// it, as in production when OpenSSL failed, they are refused.
+    /// The last octet of the relay's address (10.0.0.`host`) and the third of its clients' (192.168.`host`.x): a second
+    /// network in a cluster test has its own.
+    let host: UInt8
+    /// Other nodes' networks (a cluster test): datagrams to their relay's address go to their cores.
+    var others: [FakeNetwork] = []
+
     init(config: RelayCoreConfig = RelayCoreConfig(), workers: Int = 1, seed: UInt64 = 13, relayKey: String? = nil, encrypted: Bool = false,
-         webrtc: Bool = false) {
+         webrtc: Bool = false, host: UInt8 = 1, cluster: ClusterIdentity? = nil) {
+        self.host = host
         var ports: [UInt16] = []
         for k in 0..<workers { ports.append(7400 + UInt16(k)) }
         var config = config
@@ -50,7 +57,8 @@ final class FakeNetwork {
         self.encrypted = encrypted
         let shared = RelayShared(config: config, verifier: TokenVerifier(keys: ["devkey": Self.apiSecret], relayKey: relayKey),
                                  cookieSecret: Array(repeating: 7, count: 32), workerPorts: ports, identity: Self.relayIdentity,
-                                 dtls: webrtc ? try! DTLSContext(certificate: DTLSCertificate(now: Self.startUnixMilliseconds / 1000)) : nil)
+                                 dtls: webrtc ? try! DTLSContext(certificate: DTLSCertificate(now: Self.startUnixMilliseconds / 1000)) : nil,
+                                 cluster: cluster)
         let log = self.log
         self.shared = shared
         cores = (0..<workers).map {
@@ -59,10 +67,10 @@ final class FakeNetwork {
     }
 
     var core: RelayCore { cores[0] }
-    var publicAddress: PeerAddress { PeerAddress(ipv4: 10, 0, 0, 1, port: 7400) }
+    var publicAddress: PeerAddress { PeerAddress(ipv4: 10, 0, 0, host, port: 7400) }
     /// The address a datagram from `worker` comes from: the public port, or the worker's own.
     func relayAddress(worker: Int, viaPublic: Bool) -> PeerAddress {
-        PeerAddress(ipv4: 10, 0, 0, 1, port: viaPublic ? 7400 : 7400 + UInt16(worker))
+        PeerAddress(ipv4: 10, 0, 0, host, port: viaPublic ? 7400 : 7400 + UInt16(worker))
     }
 
     func token(_ identity: String, room: String = "lobby", grants: Grants = Grants(), expiresIn: Int64 = 3600,
@@ -76,7 +84,7 @@ final class FakeNetwork {
     @discardableResult
     func addClient(_ identity: String, room: String = "lobby", port: UInt16? = nil, token: String? = nil, muted: Bool = false,
                    speakersFromMedia: Bool = false) -> FakeClient {
-        let address = PeerAddress(ipv4: 192, 168, 1, UInt8(clients.count + 2), port: port ?? UInt16(5000 + clients.count))
+        let address = PeerAddress(ipv4: 192, 168, host, UInt8(clients.count + 2), port: port ?? UInt16(5000 + clients.count))
         let session = ClientSession(server: publicAddress, token: token ?? self.token(identity, room: room), room: room,
                                     muted: muted, speakersFromMedia: speakersFromMedia, security: security, now: instant, unixMilliseconds: { [unowned self] in self.now.unixMilliseconds })
         let client = FakeClient(identity: identity, address: address, session: session)
@@ -143,6 +151,8 @@ final class FakeNetwork {
                 let from = relayAddress(worker: d.worker, viaPublic: d.viaPublic)
                 if let c = clients.first(where: { $0.address == d.to && $0.online }) {
                     c.receive(d.bytes, from: from, now: monotonic)
+                } else if let other = others.first(where: { var a = $0.publicAddress; a.port = d.to.port; return a == d.to }) {
+                    other.deliverToRelay(d.bytes, from: from, port: d.to.port)
                 } else {
                     undelivered.append((d.bytes, d.to, from))
                 }
