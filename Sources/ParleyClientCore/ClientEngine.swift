@@ -76,6 +76,8 @@ public final class ClientEngine {
         case rejoining(after: Interval)
         /// In a cluster, the room lives on another node: the engine joins there (`roomElsewhere`).
         case redirected(PeerAddress)
+        /// In a cluster, the node is draining: the engine rejoins the room at the node it named (goodbye `moved`).
+        case moving(PeerAddress)
         /// In a cluster, the node is lost: the engine rejoins at another the last welcome named (`Welcome.alternates`).
         case failingOver(to: PeerAddress)
         /// The relay stopped answering: nothing heard from it for this long (the session is resuming; the engine
@@ -164,6 +166,10 @@ public final class ClientEngine {
     public private(set) var packetsSent = 0, packetsReceived = 0, bytesReceived = 0, nacksSent = 0
     /// Per SSRC: packets received.
     public private(set) var receivedBySSRC: [UInt32: Int] = [:]
+    /// The longest time between two media packets received (any stream), once the first arrived: with a speaker who
+    /// never pauses, the longest the member heard nothing (a node drained or lost, a move).
+    public private(set) var longestReceiveGap = Interval.zero
+    private var lastMediaAt: Instant?
     /// Level of the last captured frame (RFC 6464: 0 loud … 127 silent).
     public private(set) var inputLevel: UInt8 = 127
 
@@ -306,6 +312,8 @@ public final class ClientEngine {
         packetsReceived += 1
         bytesReceived += bytes.count
         receivedBySSRC[packet.ssrc, default: 0] += 1
+        if let last = lastMediaAt, now - last > longestReceiveGap { longestReceiveGap = now - last }
+        lastMediaAt = now
         speaking.observe(ssrc: packet.ssrc, level: packet.audioLevel(id: SendPipeline.defaultLevelExtensionID)?.level,
                          payloadBytes: packet.payloadCount, now: now)
         receiver.receive(packet, now: now)
@@ -498,6 +506,18 @@ public final class ClientEngine {
                 break
             case .goodbye(.left, _):
                 return events + finish(.left)
+            case .goodbye(.moved, let reason) where configuration.reconnect:
+                // A cluster: the node drains; join the room at the node it named now (the room's other members there
+                // or elsewhere hear us again as soon as that node has us).
+                guard let node = PeerAddress(parsing: reason) else { return events + finish(.removed(.moved, reason)) }
+                lostNodes.removeAll { now - $0.at > .seconds(10) || $0.node == node }
+                lostNodes.append((server, now))
+                alternates.removeAll { $0 == node }
+                server = node
+                redirects = 0
+                phase = .waitingToRejoin(until: now)
+                events.append(.moving(node))
+                return events + tick(now: now)
             case .goodbye(let code, let reason):
                 return events + finish(.removed(code, reason))
             default:

@@ -265,6 +265,12 @@ public enum API {
         }
     }
 
+    /// `POST /v1/cluster/drain`: members told to move to other nodes, and those staying (endpoints a backend made).
+    public struct Drained: Codable, Sendable, Equatable {
+        public var moved: Int
+        public var staying: Int
+    }
+
     /// `GET /v1/cluster`: this node, whether its last heartbeat reached Redis, and the live nodes.
     public struct Cluster: Codable, Sendable, Equatable {
         public var node: String

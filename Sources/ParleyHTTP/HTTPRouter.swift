@@ -172,6 +172,18 @@ public struct HTTPRouter: Sendable {
                                                                                  rooms: $0.rooms, startedAt: $0.startedAt, heartbeatAt: $0.heartbeatAt,
                                                                                  roomMembers: $0.roomMembers) },
                                          rooms: view.rooms, conflicts: view.conflicts))
+        case ("POST", ["cluster", "drain"]):
+            // Every worker moves its members; the node's record says it drains from its next heartbeat.
+            guard cluster != nil else { throw APIError(404, "not_found", "this relay runs alone (no --cluster)") }
+            var total = API.Drained(moved: 0, staying: 0)
+            for w in 0..<max(1, backend.snapshots().count) {
+                guard case .drained(let moved, let staying) = backend.execute(.drain(worker: w)) else {
+                    throw APIError(503, "unavailable", "worker \(w) did not answer")
+                }
+                total.moved += moved
+                total.staying += staying
+            }
+            return Self.json(total)
         case ("POST", ["rooms"]): return try createRoom(request.body)
         case ("GET", let p) where p.count == 2 && p[0] == "rooms":
             let name = try Self.validName(p[1], field: "room name")
@@ -372,6 +384,7 @@ public struct HTTPRouter: Sendable {
     func answer(_ result: AdminResult?) throws(APIError) -> HTTPResponse {
         switch result {
         case .ok, .rtpEndpoint, .webRTCMember, .webCall: return Self.json(API.Done(ok: true, detail: nil))
+        case .drained(let moved, let staying): return Self.json(API.Drained(moved: moved, staying: staying))
         case .notFound(let why): throw APIError(404, "not_found", why)
         case .forbidden(let why): throw APIError(403, "forbidden", why)
         case .conflict(let why): throw APIError(409, "conflict", why)

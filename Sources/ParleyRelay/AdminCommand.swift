@@ -40,6 +40,9 @@ public enum AdminCommand: Sendable, Equatable {
     /// A web page sends a direct text.
     case webDirectText(stream: UInt64, identity: String, to: String, text: String)
 
+    /// Drain one worker (a cluster node before a restart): `RelayCore.drain`.
+    case drain(worker: Int)
+
     /// Whether the command is about presence (calls, direct texts), which lives on worker 0, rather than a room.
     public var isPresence: Bool {
         switch self {
@@ -51,7 +54,7 @@ public enum AdminCommand: Sendable, Equatable {
     /// The room the command is about (which decides the worker); empty for presence commands.
     public var room: String {
         switch self {
-        case .openWebPresence, .closeWebPresence, .webCall, .webAnswer, .webHangUp, .webDirectText: ""
+        case .openWebPresence, .closeWebPresence, .webCall, .webAnswer, .webHangUp, .webDirectText, .drain: ""
         case .createRoom(let name, _, _, _, _), .closeRoom(let name): name
         case .kick(let room, _), .mute(let room, _, _), .message(let room, _), .memberMessage(let room, _, _): room
         case .addRTPEndpoint(let room, _, _, _, _, _, _, _), .removeRTPEndpoint(let room, _): room
@@ -65,6 +68,7 @@ public enum AdminCommand: Sendable, Equatable {
         case .createRoom(let name, let mode, let maxMembers, let emptyTimeout, let audience):
             core.createRoom(name: name, mode: mode, maxMembers: maxMembers, emptyTimeout: emptyTimeout, audience: audience, now: now)
         case .closeRoom(let name): core.closeRoom(name: name, reason: "closed by the backend", now: now)
+        case .drain: core.drain(now: now)
         case .kick(let room, let identity): core.kick(room: room, identity: identity, now: now)
         case .mute(let room, let identity, let muted): core.setMuted(room: room, identity: identity, muted: muted, now: now)
         case .message(let room, let text): core.sendText(room: room, text: text, now: now)

@@ -21,6 +21,8 @@ public enum AdminResult: Sendable, Equatable {
     case webCall(callID: UInt32)
     /// The token may not do this (a page's presence stream named by another identity's token).
     case forbidden(String)
+    /// A worker drained: members told to move to another node, and those that stay (see `RelayCore.drain`).
+    case drained(moved: Int, staying: Int)
 }
 
 /// Why a room could not be opened: the refusal a joiner gets.

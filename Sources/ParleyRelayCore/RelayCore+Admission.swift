@@ -122,7 +122,8 @@ extension RelayCore {
             return refuse(code, reason, to: from, now: now, viaPublicPort: viaPublicPort)
         }
         var room = rooms[request.room]
-        if room == nil, let node = shared.placement.node(for: request.room, cascadeAfter: config.cascadeAfter, draining: shared.isDraining) {
+        if room == nil || shared.isDraining,
+           let node = shared.placement.node(for: request.room, cascadeAfter: config.cascadeAfter, draining: shared.isDraining) {
             return refuse(.roomElsewhere, node, to: from, now: now, viaPublicPort: viaPublicPort)  // a cluster's other node
         }
         if room == nil {
@@ -205,6 +206,8 @@ extension RelayCore {
         if !room.announcedSpeakers.isEmpty, member.wantsSpeakerLists { outbox.enqueue(.speakers(room.announcedSpeakers), to: session) }
         outbox.pump(session, now: now)
         rooms.announceJoin(member, now: now)
+        // In a cluster, the room's other nodes learn of the joiner now (at most every 50 ms; else with the next pass).
+        if let cascade = room.cascade, now.monotonic - cascade.lastRoster >= .milliseconds(50) { sendRoster(room, now: now) }
         outbox.counters.joinsAccepted &+= 1
         if log.threshold <= .info {
             log.write(.info, "\(member.identity) joined \(room.name) from \(from) (member \(member.id), ssrc \(ssrc), \(room.members.count) in room)")

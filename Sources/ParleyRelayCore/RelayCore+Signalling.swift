@@ -186,8 +186,8 @@ extension RelayCore {
     }
 
     /// Removes a member: tells it why (when `goodbye` is set) and tells the room it left.
-    func removeMember(_ member: Member, reason: String, goodbye: GoodbyeCode?, now: Moment) {
-        if let code = goodbye { outbox.sayGoodbye(code, reason, to: member.session) }
+    func removeMember(_ member: Member, reason: String, goodbye: GoodbyeCode?, goodbyeReason: String? = nil, now: Moment) {
+        if let code = goodbye { outbox.sayGoodbye(code, goodbyeReason ?? reason, to: member.session) }
         sessions.remove(.member(member), at: member.isRTPEndpoint ? member.rtpSource : member.address)
         for a in member.rtcpSources { sessions.unlink(a, from: .member(member)) }
         sessions.bySSRC[member.ssrc] = nil

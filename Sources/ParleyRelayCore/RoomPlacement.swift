@@ -107,30 +107,36 @@ public final class RoomPlacement: Sendable {
     /// The address of the node a room belongs to, when that is another node (nil: here).
     public func node(for room: String) -> String? { node(for: room, cascadeAfter: Int.max) }
 
-    /// Where a join for `room` (not open here) goes: nil to take it here, else the UDP address of the node it belongs
-    /// to. It stays here when that node already holds `cascadeAfter` of the room's members or is draining (this node
-    /// then cascades), and always when this node is the hash's pick.
+    /// Where a join for `room` goes: nil to take it here, else the UDP address of the node it belongs to. A room's
+    /// node is the one the directory names (while it is live and not draining), else the rendezvous hash's pick among
+    /// the nodes that take joins. A join stays here when that is this node, or when that node already holds
+    /// `cascadeAfter` of the room's members (this node then cascades). A draining node sends every join away: to a
+    /// node that has members of the room, else to the pick among the others (nil: there is none).
     public func node(for room: String, cascadeAfter: Int, draining: Bool = false) -> String? {
         state.withLock { s in
-            let owner: ClusterNode?
-            if let id = s.rooms[room], id != s.selfID, let n = s.nodes[id] {
-                owner = n
-            } else if s.rooms[room] == s.selfID {
-                owner = nil
-            } else {
-                let live = s.nodes.values.filter { !$0.draining || $0.id == s.selfID }
-                guard live.count > 1, let pick = live.max(by: { Self.score(room, $0.id) < Self.score(room, $1.id) }) else { return nil }
-                owner = pick.id == s.selfID && !draining ? nil : pick
-                if pick.id == s.selfID && draining {
-                    // A draining node sends new rooms to the next pick.
-                    return live.filter { $0.id != s.selfID }.max(by: { Self.score(room, $0.id) < Self.score(room, $1.id) })?.udp
+            let others = s.nodes.values.filter { $0.id != s.selfID && !$0.draining }
+            if draining {
+                if let sharing = others.filter({ ($0.roomMembers[room] ?? 0) > 0 }).max(by: { ($0.roomMembers[room] ?? 0, $1.id) < ($1.roomMembers[room] ?? 0, $0.id) }) {
+                    return sharing.udp
                 }
+                return others.max { Self.score(room, $0.id) < Self.score(room, $1.id) }?.udp
             }
-            guard let owner else { return nil }
-            if owner.draining && !draining { return nil }
-            if (owner.roomMembers[room] ?? 0) >= cascadeAfter { return nil }
+            let owner: ClusterNode?
+            if let id = s.rooms[room], let n = s.nodes[id], !n.draining || id == s.selfID {
+                owner = id == s.selfID ? nil : n
+            } else {
+                guard !others.isEmpty else { return nil }
+                let pick = others.max { Self.score(room, $0.id) < Self.score(room, $1.id) }!
+                owner = Self.score(room, s.selfID) > Self.score(room, pick.id) ? nil : pick
+            }
+            guard let owner, (owner.roomMembers[room] ?? 0) < cascadeAfter else { return nil }
             return owner.udp
         }
+    }
+
+    /// The client-facing UDP address of node `key` (a drained member goes there).
+    func udp(ofNode key: UInt64) -> String? {
+        state.withLock { s in s.nodes.values.first { $0.key == key && !$0.draining }?.udp }
     }
 
     /// The other nodes that have `room` (the directory lists it in their records) or that it belongs to: where this

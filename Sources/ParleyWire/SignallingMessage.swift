@@ -148,6 +148,8 @@ public enum RefusalCode: UInt16, Equatable, Sendable {
 /// Why the relay ended a member's session. The numeric values are part of the protocol.
 public enum GoodbyeCode: UInt16, Equatable, Sendable {
     case left = 1, relayShutdown = 2, timedOut = 3, kicked = 4, roomClosed = 5, replaced = 6
+    /// The node is draining (a cluster): the reason is the UDP address of the node to join the room at instead.
+    case moved = 7
 }
 
 /// A join request: the first datagram a member sends, repeated with the relay's cookie.

@@ -10,7 +10,7 @@ import Synchronization
 import ParleyWire
 
 let usage = """
-usage: parley-relay [--config FILE.json] [--udp HOST:PORT] [--http HOST:PORT] [--workers N]
+usage: parley-relay [drain] [--config FILE.json] [--udp HOST:PORT] [--http HOST:PORT] [--workers N]
                     [--api-key K --api-secret S] [--http-tls-cert FILE --http-tls-key FILE] [--state-dir DIR]
                     [--web-root DIR] [--cluster redis://HOST:PORT [--node-id ID]] [--log-level debug|info|warning|error]
                     [--allow-cleartext] [--version]
@@ -25,6 +25,8 @@ in --state-dir (default $XDG_STATE_HOME/parley-relay, else ~/.local/state/parley
 The HTTP address also serves the sample web client from --web-root (default Samples/web when it exists here).
 --cluster makes the relay one node of a cluster: it registers with that Redis (heartbeat and load, every second) and
 GET /v1/cluster lists the live nodes. Without it the relay runs alone and needs no Redis.
+`parley-relay drain` (with the running node's settings) asks that node to drain before a restart: it takes no new
+joins and its members move to other nodes of the cluster.
 Every setting may also come from a PARLEY_* variable (PARLEY_UDP, PARLEY_WORKERS, PARLEY_API_KEY, ...) or a
 JSON --config file: Samples/parley-relay.json lists every setting, and the README's Configuration table says
 what each means. Precedence: defaults < --config file < environment < flags.
@@ -37,6 +39,8 @@ func fail(_ message: String, code: Int32 = 2) -> Never {
 }
 
 var arguments = Array(CommandLine.arguments.dropFirst())
+let draining = arguments.first == "drain"
+if draining { arguments.removeFirst() }
 var flags: [(String, String)] = []
 var configFile: String?
 while !arguments.isEmpty {
@@ -70,6 +74,7 @@ do {
 } catch {
     fail(error.description)
 }
+if draining { drainCommand(config: config) }
 let httpTLS: HTTPTLSFiles?
 do {
     httpTLS = try config.readHTTPTLSFiles()

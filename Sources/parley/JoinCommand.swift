@@ -95,6 +95,7 @@ enum JoinCommand {
             }
             writeLine(line)
         }
+        if engine.packetsReceived > 1 { writeLine("longest gap between received packets: \(engine.longestReceiveGap.milliseconds) ms") }
         return code
     }
 }
@@ -215,6 +216,7 @@ final class RoomCall {
         case .connectionLost(let reason): ui.event("connection lost: \(reason)")
         case .rejoining(let wait): ui.event("reconnecting in \(wait.wholeSeconds) s")
         case .redirected(let node): ui.event("the room is on another node of the cluster: joining it at \(node)")
+        case .moving(let node): ui.event("the node is draining: moving to \(node)")
         case .failingOver(let node): ui.event("the relay is lost; rejoining through another node of the cluster at \(node)")
         case .relaySilent(let quiet): ui.notice("the relay at \(server) stopped answering (nothing for \(quiet.wholeSeconds) s); still trying")
         case .relayBack(let after): ui.notice("the relay at \(server) answers again (silent for \(after.wholeSeconds) s)")

@@ -81,5 +81,47 @@ extension ProcessTests {
 
         @Test("mix room: one node mixes, the others send it their speakers and each member hears the other two")
         func mix() throws { try everyoneHearsEveryone(mode: "mix") }
+    
+        @Test("parley-relay drain: the node takes no new joins, its member moves to another node at once and the others hear it again with no gap over 200 ms")
+        func drain() throws {
+            let redis = try RedisServer()
+            defer { redis.stop() }
+            let nodes = try threeNodes(redis)
+            defer { for n in nodes { n.relay.signal(SIGTERM); n.relay.wait(seconds: 5) } }
+            let room = "drain-\(UInt32.random(in: 0...UInt32.max))"
+            let speaker = try Spawned("parley", ["join", room, "--identity", "talker", "--server", nodes[0].udp, "--tone", "440",
+                                                 "--no-playback", "--no-tui", "--duration", "10"])
+            defer { speaker.signal(SIGTERM); speaker.wait(seconds: 5) }
+            #expect(speaker.waitFor(seconds: 8) { $0.contains("joined \(room)") }, "\(speaker.stdout)\(speaker.stderr)")
+            var ears: [Spawned] = []
+            defer { for e in ears { e.signal(SIGTERM); e.wait(seconds: 5) } }
+            for k in 1...2 {
+                let ear = try Spawned("parley", ["join", room, "--identity", "ear\(k)", "--server", nodes[k].udp, "--listen-only",
+                                                 "--no-playback", "--no-tui", "--duration", "7"])
+                ears.append(ear)
+                #expect(ear.waitFor(seconds: 8) { $0.contains("joined \(room)") }, "\(ear.stdout)\(ear.stderr)")
+            }
+            for ear in ears { #expect(ear.waitFor(seconds: 6) { $0.contains("talker joined") || $0.contains("members: talker") }, "\(ear.stdout)") }
+            Thread.sleep(forTimeInterval: 1.5)
+            let http = nodes[0].http.replacingOccurrences(of: "http://", with: "")
+            let drain = try Spawned("parley-relay", ["drain", "--http", http])
+            #expect(drain.wait(seconds: 10) == 0, "\(drain.stdout)\(drain.stderr)")
+            #expect(drain.stdout.contains("draining: 1 members moving to other nodes, 0 staying"), "\(drain.stdout)")
+            #expect(speaker.waitFor(seconds: 5) { $0.contains("the node is draining: moving to") }, "\(speaker.stdout)")
+            let moved = speaker.stdout.components(separatedBy: "the node is draining: moving to ").last ?? ""
+            #expect(moved.contains("joined \(room)") || speaker.waitFor(seconds: 3) { $0.components(separatedBy: "moving to ").last?.contains("joined \(room)") == true },
+                    "\(speaker.stdout)")
+            // A new join through the drained node is sent to another.
+            let late = try Spawned("parley", ["join", room, "--identity", "late", "--server", nodes[0].udp, "--listen-only", "--no-playback",
+                                              "--no-tui", "--duration", "1"])
+            #expect(late.wait(seconds: 10) == 0, "\(late.stdout)\(late.stderr)")
+            #expect(late.stdout.contains("joining it at"), "\(late.stdout)")
+            // The listeners never went more than 200 ms without the talker's audio.
+            for ear in ears {
+                #expect(ear.wait(seconds: 15) == 0, "\(ear.stdout)\(ear.stderr)")
+                let gap = ear.stdout.components(separatedBy: "longest gap between received packets: ").last.flatMap { Int($0.prefix { $0.isNumber }) }
+                #expect(gap != nil && gap! <= 200, "\(ear.stdout)")
+            }
+        }
     }
 }
