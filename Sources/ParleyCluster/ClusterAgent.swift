@@ -27,7 +27,8 @@ public final class ClusterAgent: Sendable {
     private let startedAt: Int64
     private let interval: Double
     private let load: @Sendable () -> (members: Int, rooms: [String: Int])
-    private let placement: @Sendable ([String: String], [NodeRecord]) -> Void
+    private let placement: @Sendable ([String: String], [NodeRecord], [String: String]) -> Void
+    private let online: @Sendable () -> [String]
     private let ports: [UInt16]
     private let boot: UInt64
     private let draining: @Sendable () -> Bool
@@ -43,8 +44,10 @@ public final class ClusterAgent: Sendable {
     public init(url: ClusterURL, nodeID: String, interval: Double = 1, address: @escaping @Sendable () -> (udp: String, http: String),
                 ports: [UInt16] = [], boot: UInt64 = 0, draining: @escaping @Sendable () -> Bool = { false },
                 load: @escaping @Sendable () -> (members: Int, rooms: [String: Int]),
-                placement: @escaping @Sendable ([String: String], [NodeRecord]) -> Void = { _, _ in },
+                online: @escaping @Sendable () -> [String] = { [] },
+                placement: @escaping @Sendable ([String: String], [NodeRecord], [String: String]) -> Void = { _, _, _ in },
                 log: @escaping @Sendable (String) -> Void) {
+        self.online = online
         self.ports = ports
         self.boot = boot
         self.draining = draining
@@ -107,7 +110,7 @@ public final class ClusterAgent: Sendable {
         let (udp, http) = address()
         let me = NodeRecord(id: nodeID, udp: udp, http: http, members: members, rooms: rooms.count, startedAt: startedAt, heartbeatAt: now,
                             roomMembers: rooms, ports: ports, boot: boot, draining: draining())
-        for c in ClusterDirectory.heartbeat(me) {
+        for c in ClusterDirectory.heartbeat(me, online: online()) {
             if case .error(let why) = try redis.command(c) { throw ClusterError("Redis refused \(c[0]): \(why)") }
         }
         guard case .array(let ids) = try redis.command(["SMEMBERS", ClusterDirectory.nodesKey]) else {
@@ -144,8 +147,15 @@ public final class ClusterAgent: Sendable {
                 }
             }
         }
+        // Who is online where (the other nodes' presence): identity → node id.
+        var onlineElsewhere: [String: String] = [:]
+        for node in nodes where node.id != nodeID {
+            if case .array(let ids) = try redis.command(["SMEMBERS", ClusterDirectory.onlineKey(node.id)]) {
+                for case .string(let identity) in ids { onlineElsewhere[identity] = node.id }
+            }
+        }
         let live = Set(nodes.map(\.id))
-        placement(directory.filter { live.contains($0.value) }, nodes)
+        placement(directory.filter { live.contains($0.value) }, nodes, onlineElsewhere)
         state.withLock {
             $0.nodes = nodes
             $0.connected = true

@@ -80,17 +80,27 @@ public enum ClusterDirectory {
 
     /// One heartbeat, in one transaction: the node's hash replaced (rooms that closed leave it) and its lifetime
     /// renewed, its id in the set. A reader never sees the hash missing in between.
-    public static func heartbeat(_ node: NodeRecord) -> [[String]] {
-        [["MULTI"],
-         ["DEL", nodeKey(node.id)],
-         ["HSET", nodeKey(node.id)] + node.fields,
-         ["PEXPIRE", nodeKey(node.id), String(nodeTTLMilliseconds)],
-         ["SADD", nodesKey, node.id],
-         ["EXEC"]]
+    public static func heartbeat(_ node: NodeRecord, online: [String] = []) -> [[String]] {
+        var commands = [["MULTI"],
+                        ["DEL", nodeKey(node.id), onlineKey(node.id)],
+                        ["HSET", nodeKey(node.id)] + node.fields,
+                        ["PEXPIRE", nodeKey(node.id), String(nodeTTLMilliseconds)],
+                        ["SADD", nodesKey, node.id]]
+        if !online.isEmpty {
+            commands.append(["SADD", onlineKey(node.id)] + online.prefix(maxOnlineListed))
+            commands.append(["PEXPIRE", onlineKey(node.id), String(nodeTTLMilliseconds)])
+        }
+        return commands + [["EXEC"]]
     }
 
+    /// The identities online on a node (presence sessions: calls and direct texts to them are routed there), rewritten
+    /// with each heartbeat and living as long as the node's record.
+    public static func onlineKey(_ id: String) -> String { "parley:online:" + id }
+    /// The most identities one node lists.
+    public static let maxOnlineListed = 100_000
+
     /// The node leaves at once (a clean stop).
-    public static func leave(_ id: String) -> [[String]] { [["DEL", nodeKey(id)], ["SREM", nodesKey, id]] }
+    public static func leave(_ id: String) -> [[String]] { [["DEL", nodeKey(id), onlineKey(id)], ["SREM", nodesKey, id]] }
 }
 
 /// `redis://HOST:PORT` (port 6379 when left out).

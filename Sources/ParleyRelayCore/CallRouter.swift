@@ -19,6 +19,11 @@ final class CallRouter {
     /// This relay's public key (base64url), named in the call tokens so no other relay takes them; nil names none.
     private let relayKey: String?
     private let random: RelayRandom
+    /// In a cluster: the node another identity is online on (nil: nowhere else), and how to tell that node's worker 0
+    /// something (set by the core; `RelayCore+ClusterPresence.swift`). A call to an identity online elsewhere is run
+    /// by its node: the caller's node passes the invitation and the caller's hang-up there, and its statuses back.
+    var onlineElsewhere: ((String) -> UInt64?)?
+    var sendToNode: ((CascadeMessage, UInt64) -> Void)?
     private var config: RelayCoreConfig { outbox.config }
     private var log: LogSink { outbox.log }
 
@@ -43,10 +48,17 @@ final class CallRouter {
         func reply(_ state: CallState, _ reason: String) {
             directory.send(.callStatus(CallStatus(callID: callID, state: state, reason: reason)), to: caller, now: now)
         }
-        guard caller.call == nil else { return reply(.failed, "you are already in a call") }
+        guard caller.call == nil, caller.remoteCall == nil else { return reply(.failed, "you are already in a call") }
         guard !directory.isInCall(caller.identity) else { return reply(.failed, "you are already in a call on another device") }
         guard identity != caller.identity else { return reply(.failed, "you cannot call yourself") }
         let callees = directory.sessions(of: identity)
+        if callees.isEmpty, !caller.isRemote, let node = onlineElsewhere?(identity), let sendToNode {
+            // Online on another node of the cluster: that node rings and runs the call; its statuses come back here.
+            caller.remoteCall = (node, callID)
+            sendToNode(.invite(callID: callID, caller: caller.identity, name: caller.name, callee: identity, keyShare: keyShare), node)
+            if log.threshold <= .info { log.write(.info, "call from \(caller.identity) to \(identity): passed to the node it is online on") }
+            return
+        }
         guard !callees.isEmpty else {
             let id = nextCallID()
             record(.started, id, caller.identity, identity, now: now)
@@ -116,6 +128,11 @@ final class CallRouter {
 
     /// Either party ends the call (before the answer: the caller cancels, a ringing callee session declines).
     func hangUp(by p: Presence, callID: UInt32, now: Moment) {
+        if let remote = p.remoteCall, remote.callID == callID {
+            p.remoteCall = nil
+            sendToNode?(.hangup(callID: callID, identity: p.identity), remote.node)
+            return
+        }
         guard let call = p.call, call.matches(p, callID: callID) else { return }  // already over
         let others = call.others(than: p)
         if call.room != nil {
@@ -145,6 +162,7 @@ final class CallRouter {
     /// (the call ends "connection lost" when it was the last one); the caller or the answering session ends the call
     /// for the other side.
     func sessionLost(_ p: Presence, now: Moment) {
+        if let remote = p.remoteCall { hangUp(by: p, callID: remote.callID, now: now) }
         guard let call = p.call else { return }
         if call.room == nil, p !== call.caller {
             call.ringing.removeAll { $0 === p }
@@ -178,6 +196,23 @@ final class CallRouter {
         finishCall(call, .noAnswer, detail: "no answer after \(seconds) s", now: now)
         tell(call.caller, call, .noAnswer, "no answer after \(seconds) s", now: now)
         for callee in call.ringing { tell(callee, call, .ended, "no answer", now: now) }
+    }
+
+    /// Another node's caller hung up (or cancelled) the call this node runs for it.
+    func remoteHangUp(node: UInt64, identity: String, callID: UInt32, now: Moment) {
+        guard let call = active.values.first(where: {
+            if case .remote(let n) = $0.caller.link { return n == node && $0.caller.identity == identity && $0.callerCallID == callID }
+            return false
+        }) else { return }
+        hangUp(by: call.caller, callID: callID, now: now)
+    }
+
+    /// A status from the node running a call this node's caller placed: to that caller's session (the one that placed
+    /// it); a final one ends its remote call here.
+    func remoteStatus(_ status: CallStatus, for identity: String, from node: UInt64, now: Moment) {
+        guard let p = directory.sessions(of: identity).first(where: { $0.remoteCall?.node == node && $0.remoteCall?.callID == status.callID }) else { return }
+        if status.state != .ringing && status.state != .answered { p.remoteCall = nil }
+        directory.send(.callStatus(status), to: p, now: now)
     }
 
     /// Ends a call and tells `notifying` it `ended` with `detail`.

@@ -21,8 +21,17 @@ enum CascadeMessage: Equatable {
     case roster(room: String, CascadeRoster)
     case mix(room: String, target: UInt32, frame: UInt32, rtp: [UInt8])
     case text(room: String, from: UInt32, to: String, text: String)
+    // Between two nodes' worker 0s (presence; no room): a call to an identity online on the receiver, the caller's
+    // hang-up, the receiver's statuses for the caller, and a direct text.
+    case invite(callID: UInt32, caller: String, name: String, callee: String, keyShare: [UInt8])
+    case hangup(callID: UInt32, identity: String)
+    case callStatus(to: String, CallStatus)
+    case directText(from: String, to: String, text: String)
 
     static let mediaKind: UInt8 = 1, rosterKind: UInt8 = 2, mixKind: UInt8 = 3, textKind: UInt8 = 4
+    static let inviteKind: UInt8 = 5, hangupKind: UInt8 = 6, callStatusKind: UInt8 = 7, directTextKind: UInt8 = 8
+    /// Whether a kind is between nodes' presence (worker 0) rather than about a room.
+    static func isPresence(_ kind: UInt8) -> Bool { kind >= inviteKind && kind <= directTextKind }
 
     /// Bytes of a media body before its packet: kind, room, origin, level.
     static func mediaPrefixLength(room: String) -> Int { 2 + room.utf8.count + 5 }
@@ -67,6 +76,16 @@ enum CascadeMessage: Equatable {
                 w.u8(Self.mixKind); w.string8(room); w.u32(target); w.u32(frame); w.raw(rtp)
             case .text(let room, let from, let to, let text):
                 w.u8(Self.textKind); w.string8(room); w.u32(from); w.string8(to); w.string16(text)
+            case .invite(let callID, let caller, let name, let callee, let keyShare):
+                w.u8(Self.inviteKind); w.string8(""); w.u32(callID); w.string8(caller); w.string8(name); w.string8(callee)
+                w.u8(UInt8(min(keyShare.count, 255))); w.raw(Array(keyShare.prefix(255)))
+            case .hangup(let callID, let identity):
+                w.u8(Self.hangupKind); w.string8(""); w.u32(callID); w.string8(identity)
+            case .callStatus(let to, let s):
+                w.u8(Self.callStatusKind); w.string8(""); w.string8(to); w.u32(s.callID); w.u8(s.state.rawValue); w.string8(s.reason)
+                w.string8(s.room); w.string16(s.token); w.u8(UInt8(min(s.keyShare.count, 255))); w.raw(Array(s.keyShare.prefix(255)))
+            case .directText(let from, let to, let text):
+                w.u8(Self.directTextKind); w.string8(""); w.string8(from); w.string8(to); w.string16(text)
             }
             return w.offset
         }
@@ -103,6 +122,20 @@ enum CascadeMessage: Equatable {
         case Self.textKind:
             guard let from = r.u32(), let to = r.string8(), let text = r.string16(), r.atEnd else { return nil }
             self = .text(room: room, from: from, to: to, text: text)
+        case Self.inviteKind:
+            guard let callID = r.u32(), let caller = r.string8(), let name = r.string8(), let callee = r.string8(), let n = r.u8(),
+                  let share = r.take(Int(n)), r.atEnd else { return nil }
+            self = .invite(callID: callID, caller: caller, name: name, callee: callee, keyShare: Array(share))
+        case Self.hangupKind:
+            guard let callID = r.u32(), let identity = r.string8(), r.atEnd else { return nil }
+            self = .hangup(callID: callID, identity: identity)
+        case Self.callStatusKind:
+            guard let to = r.string8(), let callID = r.u32(), let raw = r.u8(), let state = CallState(rawValue: raw), let reason = r.string8(),
+                  let callRoom = r.string8(), let token = r.string16(), let n = r.u8(), let share = r.take(Int(n)), r.atEnd else { return nil }
+            self = .callStatus(to: to, CallStatus(callID: callID, state: state, reason: reason, room: callRoom, token: token, keyShare: Array(share)))
+        case Self.directTextKind:
+            guard let from = r.string8(), let to = r.string8(), let text = r.string16(), r.atEnd else { return nil }
+            self = .directText(from: from, to: to, text: text)
         default:
             return nil
         }

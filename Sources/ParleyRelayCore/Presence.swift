@@ -12,6 +12,9 @@ final class Presence {
         case signalling(SignallingSession)
         /// A web page: the id of the HTTP event stream its notices go to. It lives as long as that stream.
         case web(stream: UInt64)
+        /// In a cluster: a caller online on another node, standing in for it in the call its node asked this one to
+        /// ring (what it is told goes to that node, `RelayCore+ClusterPresence.swift`). Never in the directory.
+        case remote(node: UInt64)
     }
 
     /// Relay-wide unique id (from the member id counter); the `memberID` of its welcome and of texts it sends.
@@ -26,6 +29,8 @@ final class Presence {
     var call: Call?
     /// A web page's calls: the id it gave its last one (a client chooses its own; the relay chooses a page's).
     var lastWebCallID: UInt32 = 0
+    /// In a cluster: the call this session placed to an identity online on another node, which runs it there.
+    var remoteCall: (node: UInt64, callID: UInt32)?
 
     init(id: UInt32, session: SignallingSession, registeredAt: Int64) {
         self.id = id
@@ -41,6 +46,20 @@ final class Presence {
         self.identity = identity
         self.name = name
         registeredAtUnixMilliseconds = registeredAt
+    }
+
+    init(id: UInt32, remoteNode: UInt64, identity: String, name: String, registeredAt: Int64) {
+        self.id = id
+        link = .remote(node: remoteNode)
+        self.identity = identity
+        self.name = name
+        registeredAtUnixMilliseconds = registeredAt
+    }
+
+    /// Whether this stands in for a caller on another node.
+    var isRemote: Bool {
+        if case .remote = link { return true }
+        return false
     }
 
     /// The signalling session of a Parley client; nil for a web page.

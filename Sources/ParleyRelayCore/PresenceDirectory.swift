@@ -39,10 +39,10 @@ final class PresenceDirectory {
     }
 
     /// Whether `p` is still one of its identity's live sessions (false once it went offline or was replaced).
-    func isOnline(_ p: Presence) -> Bool { byIdentity[p.identity]?.contains { $0 === p } ?? false }
+    func isOnline(_ p: Presence) -> Bool { p.isRemote || byIdentity[p.identity]?.contains { $0 === p } ?? false }
 
     /// Whether any session of `identity` takes part in a call (ringing, calling or answered): one call per identity.
-    func isInCall(_ identity: String) -> Bool { byIdentity[identity]?.contains { $0.call != nil } ?? false }
+    func isInCall(_ identity: String) -> Bool { byIdentity[identity]?.contains { $0.call != nil || $0.remoteCall != nil } ?? false }
 
     /// Forgets every identity.
     func removeAll() {
@@ -58,8 +58,33 @@ final class PresenceDirectory {
         case .web(let stream):
             guard let event = Self.notice(message, for: p, stream: stream, now: now) else { return }
             notify(event)
+        case .remote:
+            sendRemote?(message, p)
         }
     }
+
+    /// In a cluster: passes a direct text to the node its recipient is online on; false when it is online nowhere.
+    var directTextElsewhere: ((String, Presence, String) -> Bool)?
+
+    /// A direct text from an identity online on another node: to every session of `identity` here.
+    func deliverRemoteDirectText(_ text: String, from sender: String, to identity: String, now: Moment) {
+        let fragments = TextFragment.split(text, messageID: 0) ?? []
+        for r in sessions(of: identity) {
+            switch r.link {
+            case .web(let stream):
+                notify(RelayEvent(kind: .directText, room: "", identity: sender, detail: text, unixMilliseconds: now.unixMilliseconds, recipient: stream))
+            case .signalling(let session):
+                guard outbox.canTakeText(session.channel, fragments: fragments.count) else { continue }
+                for f in fragments { outbox.enqueue(.text(fromMemberID: 0, fromIdentity: sender, direct: true, fragment: f), to: session) }
+                outbox.pump(session, now: now)
+            case .remote:
+                break
+            }
+        }
+    }
+
+    /// In a cluster: passes what a caller of another node is told to that node (set by the core).
+    var sendRemote: ((SignalMessage, Presence) -> Void)?
 
     /// Queues a private event for a page.
     func notify(_ event: RelayEvent) {
@@ -96,6 +121,8 @@ final class PresenceDirectory {
         let fragments = TextFragment.split(text, messageID: messageID) ?? []
         var reason = identity.isEmpty ? "a direct text needs a recipient" : "\(identity) is not online"
         if !recipients.isEmpty { reason = Outbox.laggards([identity]) }
+        // Online on another node of the cluster: passed there (delivered as far as this node can tell).
+        if recipients.isEmpty, !identity.isEmpty, directTextElsewhere?(text, p, identity) == true { reason = "" }
         for r in recipients {
             switch r.link {
             case .web(let stream):
@@ -109,6 +136,8 @@ final class PresenceDirectory {
                 }
                 outbox.pump(session, now: now)
                 reason = ""
+            case .remote:
+                break
             }
         }
         if let session = p.session {

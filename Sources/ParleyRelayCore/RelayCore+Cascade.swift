@@ -129,6 +129,13 @@ extension RelayCore {
         let body = output.keep(space, length: opened.length)
         var r = ByteReader(body)
         guard let kind = r.u8(), let room = r.string8() else { return outbox.drop(.cascadeUnknown, from: from, now: now) }
+        if CascadeMessage.isPresence(kind) {
+            guard workerIndex == Self.presenceWorker, let message = CascadeMessage(parsing: body) else {
+                return outbox.drop(.cascadeUnknown, from: from, now: now)
+            }
+            outbox.counters.cascadeIn &+= 1
+            return presenceArrived(message, from: opened.header.node, address: from, now: now)
+        }
         guard let room = rooms[room], let cascade = room.cascade, room.hasLocalMembers else {
             return outbox.drop(.cascadeUnknown, from: from, now: now)
         }
@@ -314,7 +321,7 @@ extension RelayCore {
         }
     }
 
-    private func sealBody(_ bytes: [UInt8], to targets: [(address: PeerAddress, worker: UInt8)]) {
+    func sealBody(_ bytes: [UInt8], to targets: [(address: PeerAddress, worker: UInt8)]) {
         guard let link = cascadeLink else { return }
         bytes.withUnsafeBytes { seal($0, to: targets, link: link) }
     }

@@ -210,6 +210,8 @@ extension RelayCore {
         case .web(let stream):
             presence.notify(RelayEvent(kind: .presenceOffline, room: "", identity: p.identity, detail: reason,
                                        unixMilliseconds: now.unixMilliseconds, recipient: stream))
+        case .remote:
+            break
         }
         presence.remove(p)
         calls.sessionLost(p, now: now)

@@ -71,11 +71,14 @@ public final class RelayCore {
         self.uplinkRepair = UplinkRepair(rtcp: rtcp, outbox: outbox)
         self.presence = PresenceDirectory(outbox: outbox)
         self.rooms = RoomTable(shared: shared, workerIndex: workerIndex, outbox: outbox, random: random)
-        self.calls = CallRouter(outbox: outbox, directory: presence, signer: shared.callSigner, relayKey: shared.verifier.relayKey,
+        // In a cluster a call room may open on any node: its tokens name no one relay.
+        self.calls = CallRouter(outbox: outbox, directory: presence, signer: shared.callSigner,
+                                relayKey: shared.cluster == nil ? shared.verifier.relayKey : nil,
                                 random: random)
         joinBucket = TokenBucket(ratePerSecond: shared.config.joinsPerSecond, burst: shared.config.joinsPerSecond * 2)
         paths = PathValidator(sessions: sessions, outbox: outbox, challenges: shared.pathChallenges)
         cascadeLink = shared.cluster.map { CascadeLink(identity: $0, worker: workerIndex) }
+        startClusterPresence()
         if cascadeLink != nil {
             rooms.cascadeText = { [unowned self] text, member, identity, room in cascadeText(text, from: member, to: identity, room: room) }
         }

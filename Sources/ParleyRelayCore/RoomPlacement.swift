@@ -78,6 +78,8 @@ public final class RoomPlacement: Sendable {
         var rooms: [String: String] = [:]
         var nodes: [String: ClusterNode] = [:]
         var selfID = ""
+        /// Identities online on other nodes → that node's id.
+        var online: [String: String] = [:]
     }
     private let state = Mutex(State())
 
@@ -85,9 +87,27 @@ public final class RoomPlacement: Sendable {
 
     /// Replaces what the directory said: each room's node (room → node id), the live nodes (this one included) and
     /// this node's id.
-    public func update(rooms: [String: String], nodes: [ClusterNode], selfID: String) {
+    public func update(rooms: [String: String], nodes: [ClusterNode], selfID: String, online: [String: String] = [:]) {
         state.withLock {
-            $0 = State(rooms: rooms, nodes: Dictionary(nodes.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a }), selfID: selfID)
+            $0 = State(rooms: rooms, nodes: Dictionary(nodes.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a }), selfID: selfID,
+                       online: online)
+        }
+    }
+
+    /// The key of the live node (not this one) `identity` is online on, if any.
+    func node(online identity: String) -> UInt64? {
+        state.withLock { s in
+            guard let id = s.online[identity], id != s.selfID, let n = s.nodes[id] else { return nil }
+            return n.key
+        }
+    }
+
+    /// The address of worker 0 (presence) of node `key`.
+    func presenceAddress(ofNode key: UInt64) -> PeerAddress? {
+        state.withLock { s in
+            guard let n = s.nodes.values.first(where: { $0.key == key }), var a = n.host, let port = n.ports.first else { return nil }
+            a.port = port
+            return a
         }
     }
 

@@ -127,10 +127,11 @@ let cluster = config.cluster.map { url in
                      for s in snapshots { for r in s.rooms { rooms[r.name] = r.members.filter { $0.transport != "cascade" }.count } }
                      return (snapshots.reduce(0) { $0 + $1.presence.count } + rooms.values.reduce(0, +), rooms)
                  },
-                 placement: { rooms, nodes in
+                 online: { Array(Set(api.snapshots().flatMap { $0.presence.map(\.identity) })) },
+                 placement: { rooms, nodes, online in
                      api.shared.placement.update(rooms: rooms, nodes: nodes.map {
                          ClusterNode(id: $0.id, udp: $0.udp, ports: $0.ports, boot: $0.boot, roomMembers: $0.roomMembers, draining: $0.draining)
-                     }, selfID: nodeID)
+                     }, selfID: nodeID, online: online)
                  },
                  log: { log.write(.info, $0) })
 }

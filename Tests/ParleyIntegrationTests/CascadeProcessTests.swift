@@ -123,5 +123,37 @@ extension ProcessTests {
                 #expect(gap != nil && gap! <= 200, "\(ear.stdout)")
             }
         }
+    
+        @Test("a call between users online on different nodes: the callee's node rings and runs it, both hear each other, the hang-up reaches the other node; a direct text crosses nodes too")
+        func callAcrossNodes() throws {
+            let redis = try RedisServer()
+            defer { redis.stop() }
+            let nodes = try threeNodes(redis, extra: ["PARLEY_CASCADE_AFTER": "500"])
+            defer { for n in nodes { n.relay.signal(SIGTERM); n.relay.wait(seconds: 5) } }
+            let dir = FileManager.default.temporaryDirectory.path
+            let bob = "bob\(UInt32.random(in: 0...UInt32.max))", alice = "alice\(UInt32.random(in: 0...UInt32.max))"
+            let callee = try Spawned("parley", ["listen", "--identity", bob, "--server", nodes[2].udp, "--auto-answer", "--tone", "660",
+                                                "--output", "\(dir)/\(bob).wav", "--no-tui", "--duration", "20"])
+            defer { callee.signal(SIGTERM); callee.wait(seconds: 5) }
+            #expect(callee.waitFor(seconds: 5) { $0.contains("waiting for calls") }, "\(callee.stdout)\(callee.stderr)")
+            // Node a learns that bob is online on node c with its next reading of the directory.
+            Thread.sleep(forTimeInterval: 2.5)
+            let text = try Spawned("parley", ["message", bob, "hello from node a", "--identity", alice, "--server", nodes[0].udp])
+            #expect(text.wait(seconds: 10) == 0, "\(text.stdout)\(text.stderr)")
+            #expect(callee.waitFor(seconds: 4) { $0.contains("direct text from \(alice): hello from node a") }, "\(callee.stdout)")
+            let caller = try Spawned("parley", ["call", bob, "--identity", alice, "--server", nodes[0].udp, "--tone", "440",
+                                                "--output", "\(dir)/\(alice).wav", "--hangup-after", "4", "--no-tui"])
+            #expect(caller.wait(seconds: 20) == 0, "\(caller.stdout)\(caller.stderr)")
+            #expect(caller.stdout.contains("ringing") && caller.stdout.contains("answered") && caller.stdout.contains("you hung up"), "\(caller.stdout)")
+            #expect(caller.stdout.contains("joined the call with \(bob) as \(alice)"), "\(caller.stdout)")
+            #expect(callee.waitFor(seconds: 5) { $0.contains("call ended: hung up by \(alice)") }, "\(callee.stdout)")
+            #expect(callee.stdout.contains("incoming call from \(alice)"), "\(callee.stdout)")
+            let heardByAlice = try WAVReader(path: "\(dir)/\(alice).wav").readAllMono48k()
+            #expect(goertzelShare(loudestSecond(heardByAlice), frequency: 660) > 0.5, "alice hears bob")
+            callee.signal(SIGINT)
+            callee.wait(seconds: 5)
+            let heardByBob = try WAVReader(path: "\(dir)/\(bob).wav").readAllMono48k()
+            #expect(goertzelShare(loudestSecond(heardByBob), frequency: 440) > 0.5, "bob hears alice")
+        }
     }
 }
