@@ -6,8 +6,9 @@
 # Each run: a Redis and three relays (1 worker each, cascade_after 0: each node takes the joins that reach it) on
 # loopback ports; a talker (a 440 Hz tone, never silent) joins through node 1 and a listener through each of nodes 2
 # and 3; after 2 s node 1 drains: the talker moves to another node and the room's cascade carries it on. Each listener
-# prints the longest time between two packets it received (`parley join`'s summary); the run's figure is the larger,
-# then the median over runs. Everything it starts is stopped at the end of each run.
+# prints the longest time between two packets it received (`parley join`'s summary) and records what it played; the
+# run's figures are the larger of the two listeners': that gap, and the longest silence in the recordings (10 ms
+# windows under a tenth of the tone's level, between its first and last sound); then the medians over runs. Everything it starts is stopped at the end of each run.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 runs=${1:-3}
@@ -19,7 +20,7 @@ dir=$(mktemp -d)
 pids=()
 stop() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; pids=(); }
 trap 'stop; rm -rf "$dir"' EXIT
-gaps=()
+gaps=(); silences=()
 for run in $(seq 1 "$runs"); do
     base=$((20000 + RANDOM % 20000))
     redis-server --port "$base" --bind 127.0.0.1 --save "" --appendonly no >"$dir/redis.log" 2>&1 & pids+=($!); disown $!
@@ -35,22 +36,43 @@ for run in $(seq 1 "$runs"); do
         >"$dir/talker.log" 2>&1 & pids+=($!); disown $!
     sleep 0.5
     for n in 2 3; do
-        $parley join "$room" --identity ear$n --server 127.0.0.1:$((base + n * 10)) --listen-only --no-playback --no-tui --duration 6 \
+        $parley join "$room" --identity ear$n --server 127.0.0.1:$((base + n * 10)) --listen-only --output "$dir/ear$n.wav" --no-tui --duration 6 \
             >"$dir/ear$n.log" 2>&1 & pids+=($!)
     done
     ears=("${pids[@]: -2}")
     sleep 2
     $relay drain --http 127.0.0.1:$((base + 11))
     for p in "${ears[@]}"; do wait "$p" || true; done
-    worst=0
+    worst=0; silent=0
     for n in 2 3; do
         g=$(grep -o "longest gap between received packets: [0-9]*" "$dir/ear$n.log" | grep -o "[0-9]*$" || echo "")
         [[ -n $g ]] || { echo "run $run: ear$n printed no gap"; cat "$dir/ear$n.log"; g=99999; }
         (( g > worst )) && worst=$g
+        # What was heard: the longest run of 10 ms windows below a tenth of the tone's level, between its first and
+        # last sound (the new stream's jitter buffer start-up included).
+        s=$(python3 - "$dir/ear$n.wav" <<'PY'
+import sys, wave, struct, math
+w = wave.open(sys.argv[1]); rate = w.getframerate(); data = w.readframes(w.getnframes())
+x = struct.unpack('<%dh' % (len(data) // 2), data)
+step = rate // 100
+rms = [math.sqrt(sum(v * v for v in x[i:i + step]) / step) for i in range(0, len(x) - step, step)]
+loud = sorted(rms)[len(rms) * 3 // 4] if rms else 0
+on = [i for i, r in enumerate(rms) if r > loud / 10]
+run = best = 0
+for r in rms[on[0]:on[-1] + 1] if on else []:
+    run = run + 1 if r <= loud / 10 else 0
+    best = max(best, run)
+print(best * 10)
+PY
+)
+        (( s > silent )) && silent=$s
     done
     grep -q "moving to" "$dir/talker.log" || echo "run $run: the talker was not moved"
-    printf 'run %d: longest gap a listener heard while node 1 drained: %d ms\n' "$run" "$worst"
-    gaps+=("$worst")
+    printf 'run %d: longest time between packets a listener received while node 1 drained: %d ms; longest silence heard: %d ms\n' \
+        "$run" "$worst" "$silent"
+    gaps+=("$worst"); silences+=("$silent")
     stop
 done
-printf 'median: %d ms over %d runs (goal: no gap over 200 ms)\n' "$(printf '%s\n' "${gaps[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')" "${#gaps[@]}"
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+printf 'median over %d runs: %d ms between packets, %d ms of silence heard (goal: no gap over 200 ms)\n' "${#gaps[@]}" \
+    "$(median "${gaps[@]}")" "$(median "${silences[@]}")"
