@@ -110,15 +110,19 @@ public final class ClusterAgent: Sendable {
         let (udp, http) = address()
         let me = NodeRecord(id: nodeID, udp: udp, http: http, members: members, rooms: rooms.count, startedAt: startedAt, heartbeatAt: now,
                             roomMembers: rooms, ports: ports, boot: boot, draining: draining())
-        for c in ClusterDirectory.heartbeat(me, online: online()) {
-            if case .error(let why) = try redis.command(c) { throw ClusterError("Redis refused \(c[0]): \(why)") }
+        // Every command of the beat and the reads that follow in as few round trips as Redis allows: the heartbeat's
+        // transaction in one, the room claims in one (two when some need their lifetime renewed), the reads in two.
+        let beatCommands = ClusterDirectory.heartbeat(me, online: online())
+        for (c, reply) in zip(beatCommands, try redis.pipeline(beatCommands)) {
+            if case .error(let why) = reply { throw ClusterError("Redis refused \(c[0]): \(why)") }
         }
         guard case .array(let ids) = try redis.command(["SMEMBERS", ClusterDirectory.nodesKey]) else {
             throw ClusterError("Redis: SMEMBERS did not answer a set")
         }
         var nodes: [NodeRecord] = []
-        for case .string(let id) in ids {
-            guard case .array(let hash) = try redis.command(["HGETALL", ClusterDirectory.nodeKey(id)]) else { continue }
+        let listed = ids.compactMap { if case .string(let id) = $0 { id } else { nil } }
+        for (id, reply) in zip(listed, try redis.pipeline(listed.map { ["HGETALL", ClusterDirectory.nodeKey($0)] })) {
+            guard case .array(let hash) = reply else { continue }
             if let node = NodeRecord(id: id, hash: hash.compactMap(\.text)) {
                 nodes.append(node)
             } else {
@@ -128,15 +132,15 @@ public final class ClusterAgent: Sendable {
         nodes.sort { $0.id < $1.id }
         // This node's rooms: claimed for it (the first node to open a room keeps it), their lifetimes renewed.
         var conflicts: [String] = []
-        for room in rooms.keys.sorted() {
-            let key = ClusterDirectory.roomKey(room)
-            if case .status = try redis.command(["SET", key, nodeID, "NX", "PX", String(ClusterDirectory.nodeTTLMilliseconds)]) { continue }
-            if try redis.command(["GET", key]).text == nodeID {
-                _ = try redis.command(["PEXPIRE", key, String(ClusterDirectory.nodeTTLMilliseconds)])
-            } else {
-                conflicts.append(room)
-            }
+        let names = rooms.keys.sorted()
+        let ttl = String(ClusterDirectory.nodeTTLMilliseconds)
+        let claims = try redis.pipeline(names.flatMap { [["SET", ClusterDirectory.roomKey($0), nodeID, "NX", "PX", ttl], ["GET", ClusterDirectory.roomKey($0)]] })
+        var renew: [[String]] = []
+        for (k, room) in names.enumerated() {
+            if case .status = claims[2 * k] { continue }
+            if claims[2 * k + 1].text == nodeID { renew.append(["PEXPIRE", ClusterDirectory.roomKey(room), ttl]) } else { conflicts.append(room) }
         }
+        if !renew.isEmpty { _ = try redis.pipeline(renew) }
         // The directory: every room's node; the others' rooms go to the workers, with their nodes' addresses.
         var directory: [String: String] = [:]
         if case .array(let keys) = try redis.command(["KEYS", ClusterDirectory.roomKey("*")]), !keys.isEmpty {
@@ -149,8 +153,9 @@ public final class ClusterAgent: Sendable {
         }
         // Who is online where (the other nodes' presence): identity → node id.
         var onlineElsewhere: [String: String] = [:]
-        for node in nodes where node.id != nodeID {
-            if case .array(let ids) = try redis.command(["SMEMBERS", ClusterDirectory.onlineKey(node.id)]) {
+        let others = nodes.filter { $0.id != nodeID }
+        for (node, reply) in zip(others, try redis.pipeline(others.map { ["SMEMBERS", ClusterDirectory.onlineKey($0.id)] })) {
+            if case .array(let ids) = reply {
                 for case .string(let identity) in ids { onlineElsewhere[identity] = node.id }
             }
         }

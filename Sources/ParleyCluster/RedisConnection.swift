@@ -59,6 +59,28 @@ public final class RedisConnection {
         return Self.convert(reply.pointee)
     }
 
+    /// Runs `commands` in one round trip (pipelined: all sent, then every reply read), replies in order. Throws as
+    /// `command` does.
+    public func pipeline(_ commands: [[String]]) throws(ClusterError) -> [RedisReply] {
+        for words in commands {
+            let arguments = words.map { Array($0.utf8CString) }
+            let lengths = words.map { $0.utf8.count }
+            let status = arguments.withUnsafeBufferPointers { pointers in
+                lengths.withUnsafeBufferPointer { redisAppendCommandArgv(context, Int32(words.count), pointers, $0.baseAddress) }
+            }
+            guard status == REDIS_OK else { throw ClusterError("Redis: \(Self.errorText(context))") }
+        }
+        var replies: [RedisReply] = []
+        replies.reserveCapacity(commands.count)
+        for _ in commands {
+            var raw: UnsafeMutableRawPointer?
+            guard redisGetReply(context, &raw) == REDIS_OK, let raw else { throw ClusterError("Redis: \(Self.errorText(context))") }
+            replies.append(Self.convert(raw.assumingMemoryBound(to: redisReply.self).pointee))
+            freeReplyObject(raw)
+        }
+        return replies
+    }
+
     private static func convert(_ r: redisReply) -> RedisReply {
         func text() -> String {
             guard let str = r.str else { return "" }

@@ -155,5 +155,41 @@ extension ProcessTests {
             let heardByBob = try WAVReader(path: "\(dir)/\(bob).wav").readAllMono48k()
             #expect(goertzelShare(loudestSecond(heardByBob), frequency: 440) > 0.5, "bob hears alice")
         }
+    
+        @Test("a node of a cascaded room killed with kill -9: its member rejoins through another node and the others hear it again; the dead node's entry leaves the others")
+        func nodeKilled() throws {
+            let redis = try RedisServer()
+            defer { redis.stop() }
+            let nodes = try threeNodes(redis, extra: ["PARLEY_MEMBER_TIMEOUT_S": "3", "PARLEY_KEEPALIVE_INTERVAL_S": "1"])
+            defer { for n in nodes { n.relay.signal(SIGKILL); n.relay.wait(seconds: 5) } }
+            let room = "killed-\(UInt32.random(in: 0...UInt32.max))"
+            let dir = FileManager.default.temporaryDirectory.path
+            let talker = try Spawned("parley", ["join", room, "--identity", "talker", "--server", nodes[2].udp, "--tone", "440",
+                                                "--no-playback", "--no-tui", "--duration", "16"])
+            defer { talker.signal(SIGTERM); talker.wait(seconds: 5) }
+            #expect(talker.waitFor(seconds: 8) { $0.contains("joined \(room)") }, "\(talker.stdout)")
+            let ear = try Spawned("parley", ["join", room, "--identity", "ear", "--server", nodes[0].udp, "--listen-only",
+                                             "--output", "\(dir)/\(room).wav", "--no-tui", "--duration", "13"])
+            defer { ear.signal(SIGTERM); ear.wait(seconds: 5) }
+            #expect(ear.waitFor(seconds: 8) { $0.contains("talker joined") || $0.contains("members: talker") }, "\(ear.stdout)")
+            Thread.sleep(forTimeInterval: 1.5)
+            nodes[2].relay.signal(SIGKILL)
+            nodes[2].relay.wait(seconds: 5)
+            // The talker's node is gone: it rejoins through the next node its welcome named, which has (or opens) the room.
+            #expect(talker.waitFor(seconds: 10) { $0.components(separatedBy: "rejoining through another node").count > 1
+                && $0.components(separatedBy: "rejoining through another node").last!.contains("joined \(room)") }, "\(talker.stdout)")
+            // Node a forgets the dead node's talker (its rosters stopped) and keeps the one that came back.
+            let admin = try mint(["--admin", "--identity", "ops"])
+            var listed = ""
+            #expect(try eventually(seconds: 6) {
+                listed = try curl("GET", nodes[0].http + "/v1/rooms/\(room)/members", token: admin).body
+                return listed.components(separatedBy: #""identity":"talker""#).count == 2
+            }, "\(listed)")
+            #expect(ear.wait(seconds: 20) == 0, "\(ear.stdout)\(ear.stderr)")
+            // The ear hears the talker again at the end (after the failover), not only before.
+            let heard = try WAVReader(path: "\(dir)/\(room).wav").readAllMono48k()
+            let last = Array(heard.suffix(48_000 * 2))
+            #expect(goertzelShare(last[...], frequency: 440) > 0.5, "the talker is heard again after its node died")
+        }
     }
 }
