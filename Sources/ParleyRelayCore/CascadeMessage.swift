@@ -12,21 +12,24 @@ import ParleyWire
 /// - `mix` (3): the mixing node's frame for the receiver's members: target (u32: 0 for every member not heard in it,
 ///   else one member's id, its minus-one mix), frame index (u32), the RTP packet (sequence 0: the receiver numbers it
 ///   per member).
-/// - `text` (4): a room text: sender's id on its node (u32), recipient identity (u8 length; empty: the room), the text
-///   (u16 length).
+/// - `text` (4): one fragment of a room text (`TextFragment`, at most 900 bytes, so every datagram of the link stays
+///   under 1,200 bytes): sender's id on its node (u32), recipient identity (u8 length; empty: the room), message id
+///   (u32), index and count (u8 each), the bytes (u16 length). The members' clients reassemble the fragments.
+/// - Presence (room ""), between worker 0s: `invite` (5), `hangup` (6), `callStatus` (7), and `directText` (8: sender,
+///   recipient, a fragment as in `text`).
 ///
 /// Parsing checks every length against the datagram; a short or inconsistent body is nil.
 enum CascadeMessage: Equatable {
     case media(room: String, origin: UInt32, level: UInt8, rtp: [UInt8])
     case roster(room: String, CascadeRoster)
     case mix(room: String, target: UInt32, frame: UInt32, rtp: [UInt8])
-    case text(room: String, from: UInt32, to: String, text: String)
+    case text(room: String, from: UInt32, to: String, fragment: TextFragment)
     // Between two nodes' worker 0s (presence; no room): a call to an identity online on the receiver, the caller's
     // hang-up, the receiver's statuses for the caller, and a direct text.
     case invite(callID: UInt32, caller: String, name: String, callee: String, keyShare: [UInt8])
     case hangup(callID: UInt32, identity: String)
     case callStatus(to: String, CallStatus)
-    case directText(from: String, to: String, text: String)
+    case directText(from: String, to: String, fragment: TextFragment)
 
     static let mediaKind: UInt8 = 1, rosterKind: UInt8 = 2, mixKind: UInt8 = 3, textKind: UInt8 = 4
     static let inviteKind: UInt8 = 5, hangupKind: UInt8 = 6, callStatusKind: UInt8 = 7, directTextKind: UInt8 = 8
@@ -74,8 +77,8 @@ enum CascadeMessage: Equatable {
                 }
             case .mix(let room, let target, let frame, let rtp):
                 w.u8(Self.mixKind); w.string8(room); w.u32(target); w.u32(frame); w.raw(rtp)
-            case .text(let room, let from, let to, let text):
-                w.u8(Self.textKind); w.string8(room); w.u32(from); w.string8(to); w.string16(text)
+            case .text(let room, let from, let to, let f):
+                w.u8(Self.textKind); w.string8(room); w.u32(from); w.string8(to); w.fragment(f)
             case .invite(let callID, let caller, let name, let callee, let keyShare):
                 w.u8(Self.inviteKind); w.string8(""); w.u32(callID); w.string8(caller); w.string8(name); w.string8(callee)
                 w.u8(UInt8(min(keyShare.count, 255))); w.raw(Array(keyShare.prefix(255)))
@@ -84,8 +87,8 @@ enum CascadeMessage: Equatable {
             case .callStatus(let to, let s):
                 w.u8(Self.callStatusKind); w.string8(""); w.string8(to); w.u32(s.callID); w.u8(s.state.rawValue); w.string8(s.reason)
                 w.string8(s.room); w.string16(s.token); w.u8(UInt8(min(s.keyShare.count, 255))); w.raw(Array(s.keyShare.prefix(255)))
-            case .directText(let from, let to, let text):
-                w.u8(Self.directTextKind); w.string8(""); w.string8(from); w.string8(to); w.string16(text)
+            case .directText(let from, let to, let f):
+                w.u8(Self.directTextKind); w.string8(""); w.string8(from); w.string8(to); w.fragment(f)
             }
             return w.offset
         }
@@ -120,8 +123,8 @@ enum CascadeMessage: Equatable {
             guard let target = r.u32(), let frame = r.u32() else { return nil }
             self = .mix(room: room, target: target, frame: frame, rtp: r.rest())
         case Self.textKind:
-            guard let from = r.u32(), let to = r.string8(), let text = r.string16(), r.atEnd else { return nil }
-            self = .text(room: room, from: from, to: to, text: text)
+            guard let from = r.u32(), let to = r.string8(), let f = r.fragment(), r.atEnd else { return nil }
+            self = .text(room: room, from: from, to: to, fragment: f)
         case Self.inviteKind:
             guard let callID = r.u32(), let caller = r.string8(), let name = r.string8(), let callee = r.string8(), let n = r.u8(),
                   let share = r.take(Int(n)), r.atEnd else { return nil }
@@ -134,8 +137,8 @@ enum CascadeMessage: Equatable {
                   let callRoom = r.string8(), let token = r.string16(), let n = r.u8(), let share = r.take(Int(n)), r.atEnd else { return nil }
             self = .callStatus(to: to, CallStatus(callID: callID, state: state, reason: reason, room: callRoom, token: token, keyShare: Array(share)))
         case Self.directTextKind:
-            guard let from = r.string8(), let to = r.string8(), let text = r.string16(), r.atEnd else { return nil }
-            self = .directText(from: from, to: to, text: text)
+            guard let from = r.string8(), let to = r.string8(), let f = r.fragment(), r.atEnd else { return nil }
+            self = .directText(from: from, to: to, fragment: f)
         default:
             return nil
         }
@@ -194,10 +197,23 @@ struct ByteWriter {
     }
     /// A string of at most 255 bytes (cut at a character boundary), after its length.
     mutating func string8(_ s: String) {
-        var bytes = Array(s.utf8)
-        while bytes.count > 255 { bytes = Array(String(decoding: bytes.dropLast(), as: UTF8.self).utf8.prefix(255)) }
-        u8(UInt8(bytes.count))
-        raw(bytes)
+        var s = s
+        if s.utf8.count > 255 {
+            var bytes = Array(s.utf8.prefix(255))
+            while String(validating: bytes, as: UTF8.self) == nil { bytes.removeLast() }
+            s = String(decoding: bytes, as: UTF8.self)
+        }
+        // Room names and identities are short: copied straight from the string's storage (no allocation per packet).
+        let n = s.utf8.count
+        u8(UInt8(n))
+        let base = buffer.baseAddress! + offset
+        s.withUTF8 { u in if let p = u.baseAddress { base.copyMemory(from: p, byteCount: n) } }
+        offset += n
+    }
+    mutating func fragment(_ f: TextFragment) {
+        u32(f.messageID); u8(f.index); u8(f.count)
+        u16(UInt16(min(f.chunk.count, Signalling.maxTextFragmentBytes)))
+        raw(Array(f.chunk.prefix(Signalling.maxTextFragmentBytes)))
     }
     mutating func string16(_ s: String) {
         let bytes = Array(s.utf8.prefix(60_000))
@@ -240,6 +256,11 @@ struct ByteReader {
     mutating func string8() -> String? {
         guard let n = u8(), let b = take(Int(n)) else { return nil }
         return String(decoding: b, as: UTF8.self)
+    }
+    mutating func fragment() -> TextFragment? {
+        guard let id = u32(), let index = u8(), let count = u8(), count > 0, index < count, let n = u16(),
+              Int(n) <= Signalling.maxTextFragmentBytes, let b = take(Int(n)) else { return nil }
+        return TextFragment(messageID: id, index: index, count: count, chunk: Array(b))
     }
     mutating func string16() -> String? {
         guard let n = u16(), let b = take(Int(n)) else { return nil }

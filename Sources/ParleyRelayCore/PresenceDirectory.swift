@@ -64,18 +64,20 @@ final class PresenceDirectory {
     }
 
     /// In a cluster: passes a direct text to the node its recipient is online on; false when it is online nowhere.
-    var directTextElsewhere: ((String, Presence, String) -> Bool)?
+    var directTextElsewhere: ((String, Presence, String, UInt32) -> Bool)?
 
-    /// A direct text from an identity online on another node: to every session of `identity` here.
-    func deliverRemoteDirectText(_ text: String, from sender: String, to identity: String, now: Moment) {
-        let fragments = TextFragment.split(text, messageID: 0) ?? []
+    /// A fragment of a direct text from an identity online on another node: to every session of `identity` here (a
+    /// client reassembles it; a page gets a text that fits one fragment, as every page's own texts do).
+    func deliverRemoteDirectText(_ fragment: TextFragment, from sender: String, to identity: String, now: Moment) {
         for r in sessions(of: identity) {
             switch r.link {
             case .web(let stream):
-                notify(RelayEvent(kind: .directText, room: "", identity: sender, detail: text, unixMilliseconds: now.unixMilliseconds, recipient: stream))
+                guard fragment.count == 1 else { continue }
+                notify(RelayEvent(kind: .directText, room: "", identity: sender, detail: String(decoding: fragment.chunk, as: UTF8.self),
+                                  unixMilliseconds: now.unixMilliseconds, recipient: stream))
             case .signalling(let session):
-                guard outbox.canTakeText(session.channel, fragments: fragments.count) else { continue }
-                for f in fragments { outbox.enqueue(.text(fromMemberID: 0, fromIdentity: sender, direct: true, fragment: f), to: session) }
+                guard fragment.index > 0 || outbox.canTakeText(session.channel, fragments: Int(fragment.count)) else { continue }
+                outbox.enqueue(.text(fromMemberID: 0, fromIdentity: sender, direct: true, fragment: fragment), to: session)
                 outbox.pump(session, now: now)
             case .remote:
                 break
@@ -122,7 +124,7 @@ final class PresenceDirectory {
         var reason = identity.isEmpty ? "a direct text needs a recipient" : "\(identity) is not online"
         if !recipients.isEmpty { reason = Outbox.laggards([identity]) }
         // Online on another node of the cluster: passed there (delivered as far as this node can tell).
-        if recipients.isEmpty, !identity.isEmpty, directTextElsewhere?(text, p, identity) == true { reason = "" }
+        if recipients.isEmpty, !identity.isEmpty, directTextElsewhere?(text, p, identity, messageID) == true { reason = "" }
         for r in recipients {
             switch r.link {
             case .web(let stream):

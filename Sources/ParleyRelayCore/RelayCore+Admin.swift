@@ -94,7 +94,7 @@ extension RelayCore {
         guard let fragments = TextFragment.split(text, messageID: backendMessageID) else {
             return .conflict("a text must be 1–\(Signalling.maxTextBytes) bytes")
         }
-        _ = cascadeText(text, from: sender, to: "", room: room)
+        _ = cascadeText(text, from: sender, to: "", room: room, messageID: backendMessageID)
         for member in room.members where member !== sender && member.isLocal && outbox.canTakeText(member.session.channel, fragments: fragments.count) {
             for f in fragments {
                 outbox.enqueue(.text(fromMemberID: sender?.id ?? 0, fromIdentity: fromIdentity, direct: false, fragment: f), to: member.session)

@@ -207,7 +207,10 @@ extension RelayCore {
         outbox.pump(session, now: now)
         rooms.announceJoin(member, now: now)
         // In a cluster, the room's other nodes learn of the joiner now (at most every 50 ms; else with the next pass).
-        if let cascade = room.cascade, now.monotonic - cascade.lastRoster >= .milliseconds(50) { sendRoster(room, now: now) }
+        if let cascade = room.cascade {
+            if cascade.lastDiscovery == .distantPast { discoverPeers(room, now: now) }
+            if now.monotonic - cascade.lastRoster >= .milliseconds(50) { sendRoster(room, now: now) }
+        }
         outbox.counters.joinsAccepted &+= 1
         if log.threshold <= .info {
             log.write(.info, "\(member.identity) joined \(room.name) from \(from) (member \(member.id), ssrc \(ssrc), \(room.members.count) in room)")

@@ -128,7 +128,7 @@ extension RelayCore {
         }
         let body = output.keep(space, length: opened.length)
         var r = ByteReader(body)
-        guard let kind = r.u8(), let room = r.string8() else { return outbox.drop(.cascadeUnknown, from: from, now: now) }
+        guard let kind = r.u8(), let roomName = r.string8() else { return outbox.drop(.cascadeUnknown, from: from, now: now) }
         if CascadeMessage.isPresence(kind) {
             guard workerIndex == Self.presenceWorker, let message = CascadeMessage(parsing: body) else {
                 return outbox.drop(.cascadeUnknown, from: from, now: now)
@@ -136,7 +136,11 @@ extension RelayCore {
             outbox.counters.cascadeIn &+= 1
             return presenceArrived(message, from: opened.header.node, address: from, now: now)
         }
-        guard let room = rooms[room], let cascade = room.cascade, room.hasLocalMembers else {
+        guard let room = rooms[roomName], let cascade = room.cascade, room.hasLocalMembers else {
+            if kind == CascadeMessage.rosterKind {
+                outbox.counters.cascadeIn &+= 1
+                return rendezvous(room: roomName, node: opened.header.node, worker: opened.header.senderWorker, from: from, now: now)
+            }
             return outbox.drop(.cascadeUnknown, from: from, now: now)
         }
         let node = opened.header.node
@@ -156,11 +160,11 @@ extension RelayCore {
             switch message {
             case .roster(_, let roster):
                 rosterArrived(roster, node: node, worker: opened.header.senderWorker, room: room, from: from, now: now)
-            case .text(_, let sender, let to, let text):
+            case .text(_, let sender, let to, let fragment):
                 // Sender 0: the backend wrote to the room through that node's API.
                 let member = cascade.peers[node]?.members[sender]
                 guard member != nil || sender == 0 else { return outbox.drop(.cascadeUnknown, from: from, now: now) }
-                rooms.deliverCascadedText(text, from: member, in: room, to: to, now: now)
+                rooms.deliverCascadedText(fragment, from: member, in: room, to: to, now: now)
             default:
                 break
             }
@@ -296,7 +300,9 @@ extension RelayCore {
     func cascadeMedia(_ plain: UnsafeRawBufferPointer, from member: Member, level: UInt8, room: Room) {
         guard let link = cascadeLink, let cascade = room.cascade, !cascade.mediaTargets.isEmpty else { return }
         let prefix = CascadeMessage.writeMediaPrefix(room: room.name, origin: member.id, level: level, into: link.scratch)
-        guard prefix + plain.count <= link.scratch.count, let base = plain.baseAddress else { return }
+        // The other node takes datagrams up to `maxDatagramSize` as this one does: a packet that would not fit with the
+        // link's header stays here (Opus packets are a few hundred bytes; a member's 1,500 would not fit).
+        guard prefix + plain.count + CascadeCipher.overhead <= config.maxDatagramSize, let base = plain.baseAddress else { return }
         (link.scratch.baseAddress! + prefix).copyMemory(from: base, byteCount: plain.count)
         seal(UnsafeRawBufferPointer(rebasing: link.scratch[0..<(prefix + plain.count)]), to: cascade.mediaTargets, link: link)
     }
@@ -305,7 +311,7 @@ extension RelayCore {
     func cascadeMix(_ bytes: UnsafeRawBufferPointer, frame: UInt32, target: UInt32, room: Room, peers: [(address: PeerAddress, worker: UInt8)]) {
         guard let link = cascadeLink, !peers.isEmpty, let base = bytes.baseAddress else { return }
         let prefix = CascadeMessage.writeMixPrefix(room: room.name, target: target, frame: frame, into: link.scratch)
-        guard prefix + bytes.count <= link.scratch.count else { return }
+        guard prefix + bytes.count + CascadeCipher.overhead <= config.maxDatagramSize else { return }
         (link.scratch.baseAddress! + prefix).copyMemory(from: base, byteCount: bytes.count)
         seal(UnsafeRawBufferPointer(rebasing: link.scratch[0..<(prefix + bytes.count)]), to: peers, link: link)
     }
@@ -328,7 +334,7 @@ extension RelayCore {
 
     /// A room text (or a direct text in the room) from a member here, to the peers whose members should get it;
     /// returns how many of the recipients were there.
-    func cascadeText(_ text: String, from member: Member?, to identity: String, room: Room) -> Int {
+    func cascadeText(_ text: String, from member: Member?, to identity: String, room: Room, messageID: UInt32 = 0) -> Int {
         guard let cascade = room.cascade else { return 0 }
         var reached = 0
         var targets: [(address: PeerAddress, worker: UInt8)] = []
@@ -338,7 +344,11 @@ extension RelayCore {
             reached += n
             targets.append((peer.address, peer.worker))
         }
-        if !targets.isEmpty { sealBody(CascadeMessage.text(room: room.name, from: member?.id ?? 0, to: identity, text: text).bytes, to: targets) }
+        if !targets.isEmpty {
+            for f in TextFragment.split(text, messageID: messageID) ?? [] {
+                sealBody(CascadeMessage.text(room: room.name, from: member?.id ?? 0, to: identity, fragment: f).bytes, to: targets)
+            }
+        }
         return reached
     }
 
@@ -370,17 +380,7 @@ extension RelayCore {
                 if !cascade.peers.isEmpty { leaveCascade(room, now: now) }
                 continue
             }
-            if now.monotonic - cascade.lastDiscovery >= RoomCascade.rosterInterval {
-                cascade.lastDiscovery = now.monotonic
-                for t in shared.placement.cascadeTargets(for: room.name) {
-                    if let peer = cascade.peers[t.key] {
-                        peer.namedAt = now.monotonic
-                    } else {
-                        cascade.peers[t.key] = RoomCascade.Peer(key: t.key, address: t.address, worker: t.worker, now: now.monotonic)
-                        cascade.dirty = true
-                    }
-                }
-            }
+            if now.monotonic - cascade.lastDiscovery >= RoomCascade.rosterInterval { discoverPeers(room, now: now) }
             for peer in Array(cascade.peers.values) {
                 let last = max(peer.heardAt ?? .distantPast, peer.heardAt == nil ? peer.namedAt : .distantPast)
                 if now.monotonic - last >= RoomCascade.peerTimeout { dropPeer(peer, room: room, reason: "its node went silent", now: now) }
@@ -393,6 +393,42 @@ extension RelayCore {
             }
         }
     }
+
+    /// The nodes the directory says have the room, and the room's rendezvous node (the hash's pick, which answers with
+    /// the nodes that asked it even when it has no members itself): peers to send rosters to.
+    func discoverPeers(_ room: Room, now: Moment) {
+        guard let cascade = room.cascade else { return }
+        cascade.lastDiscovery = now.monotonic
+        for t in shared.placement.cascadeTargets(for: room.name) {
+            if let peer = cascade.peers[t.key] {
+                peer.namedAt = now.monotonic
+            } else {
+                cascade.peers[t.key] = RoomCascade.Peer(key: t.key, address: t.address, worker: t.worker, now: now.monotonic)
+                cascade.dirty = true
+            }
+        }
+    }
+
+    /// A roster for a room this worker has no members of: as the room's rendezvous node, it notes the sender for a few
+    /// seconds and answers with the other nodes that asked lately, so nodes that opened the room at the same time
+    /// find each other before the directory lists them. Bounded: at most `maxRendezvousRooms` rooms, entries of
+    /// authenticated nodes only.
+    func rendezvous(room name: String, node: UInt64, worker: UInt8, from: PeerAddress, now: Moment) {
+        var askers = rendezvousTable[name] ?? [:]
+        askers = askers.filter { now.monotonic - $0.value.at < RoomCascade.peerTimeout }
+        guard askers[node] != nil || rendezvousTable.count < Self.maxRendezvousRooms || rendezvousTable[name] != nil else { return }
+        askers[node] = (from, worker, now.monotonic)
+        rendezvousTable[name] = askers
+        let others = askers.keys.filter { $0 != node }.sorted()
+        if rendezvousTable.count > Self.maxRendezvousRooms / 2 {
+            rendezvousTable = rendezvousTable.filter { $0.value.values.contains { now.monotonic - $0.at < RoomCascade.peerTimeout } }
+        }
+        guard !others.isEmpty else { return }
+        let reply = CascadeRoster(epoch: 0, part: 0, parts: 1, audience: 0, peers: Array(others.prefix(16)), members: [])
+        sealBody(CascadeMessage.roster(room: name, reply).bytes, to: [(from, worker)])
+    }
+
+    static let maxRendezvousRooms = 4096
 
     /// The last member here left: the peers are told (an empty roster) and forgotten with their members, so the room
     /// can close here.

@@ -16,9 +16,11 @@ extension RelayCore {
             guard case .remote(let node) = p.link, case .callStatus(let status) = message else { return }
             sendPresence(.callStatus(to: p.identity, status), to: node)
         }
-        presence.directTextElsewhere = { [unowned self] text, sender, identity in
+        presence.directTextElsewhere = { [unowned self] text, sender, identity, messageID in
             guard let node = shared.placement.node(online: identity) else { return false }
-            sendPresence(.directText(from: sender.identity, to: identity, text: text), to: node)
+            for f in TextFragment.split(text, messageID: messageID) ?? [] {
+                sendPresence(.directText(from: sender.identity, to: identity, fragment: f), to: node)
+            }
             return true
         }
     }
@@ -40,8 +42,8 @@ extension RelayCore {
             calls.remoteHangUp(node: node, identity: identity, callID: callID, now: now)
         case .callStatus(let to, let status):
             calls.remoteStatus(status, for: to, from: node, now: now)
-        case .directText(let from, let to, let text):
-            presence.deliverRemoteDirectText(text, from: from, to: to, now: now)
+        case .directText(let from, let to, let fragment):
+            presence.deliverRemoteDirectText(fragment, from: from, to: to, now: now)
         default:
             outbox.drop(.cascadeUnknown, from: address, now: now)
         }

@@ -53,6 +53,8 @@ public final class RelayCore {
     var backendMessageID: UInt32 = 0
     /// This worker's end of the relay-to-relay links (a cluster; nil alone).
     let cascadeLink: CascadeLink?
+    /// Nodes that asked this one about rooms it has no members of, lately (see `rendezvous`).
+    var rendezvousTable: [String: [UInt64: (address: PeerAddress, worker: UInt8, at: Instant)]] = [:]
     /// The earliest monotonic time at which `tick` has work (see `RelayCore+Timers.swift`).
     public internal(set) var timersDue = Instant.distantPast
 
@@ -80,7 +82,7 @@ public final class RelayCore {
         cascadeLink = shared.cluster.map { CascadeLink(identity: $0, worker: workerIndex) }
         startClusterPresence()
         if cascadeLink != nil {
-            rooms.cascadeText = { [unowned self] text, member, identity, room in cascadeText(text, from: member, to: identity, room: room) }
+            rooms.cascadeText = { [unowned self] text, member, identity, room, id in cascadeText(text, from: member, to: identity, room: room, messageID: id) }
         }
     }
 

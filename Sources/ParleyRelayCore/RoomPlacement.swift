@@ -163,8 +163,10 @@ public final class RoomPlacement: Sendable {
     /// node's part of the room goes. Each with the address of the worker that owns the room there, and the node's key.
     func cascadeTargets(for room: String) -> [(key: UInt64, address: PeerAddress, worker: UInt8)] {
         state.withLock { s in
-            s.nodes.values.compactMap { n -> (UInt64, PeerAddress, UInt8)? in
-                guard n.id != s.selfID, n.roomMembers[room] != nil || s.rooms[room] == n.id,
+            // The rendezvous node: the hash's pick among all live nodes (this one included), as every node works it out.
+            let pick = s.nodes.values.max { Self.score(room, $0.id) < Self.score(room, $1.id) }?.id
+            return s.nodes.values.compactMap { n -> (UInt64, PeerAddress, UInt8)? in
+                guard n.id != s.selfID, n.roomMembers[room] != nil || s.rooms[room] == n.id || n.id == pick,
                       let a = n.address(forRoom: room) else { return nil }
                 return (n.key, a.address, a.worker)
             }

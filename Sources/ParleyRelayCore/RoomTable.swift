@@ -244,7 +244,7 @@ final class RoomTable {
             : room.members.filter { $0.identity == identity && $0.isLocal }
         let fragments = TextFragment.split(text, messageID: messageID) ?? []
         // The room's other nodes deliver to their members (each counts as one recipient that took it).
-        let elsewhere = cascadeText?(text, member, identity, room) ?? 0
+        let elsewhere = cascadeText?(text, member, identity, room, messageID) ?? 0
         var taken = elsewhere
         var behind: [String] = []
         for r in recipients {
@@ -266,25 +266,20 @@ final class RoomTable {
         outbox.enqueue(.textStatus(messageID: messageID, delivered: taken > 0, reason: reason), to: member.session)
     }
 
-    /// A text from a member of another node: to its recipients here, as from that member (no status goes back: the
-    /// sender's node told it already).
-    func deliverCascadedText(_ text: String, from member: Member?, in room: Room, to identity: String, now: Moment) {
-        let fragments = TextFragment.split(text, messageID: 0) ?? []
+    /// A fragment of a text from a member of another node (or its backend): to its recipients here, as from that
+    /// member; their clients reassemble it. No status goes back (the sender's node told it already), and the text is
+    /// logged as an event on its own node only.
+    func deliverCascadedText(_ fragment: TextFragment, from member: Member?, in room: Room, to identity: String, now: Moment) {
         for r in room.members where r.isLocal && (identity.isEmpty || r.identity == identity) {
-            guard outbox.canTakeText(r.session.channel, fragments: fragments.count) else { continue }
-            for f in fragments {
-                outbox.enqueue(.text(fromMemberID: member?.id ?? 0, fromIdentity: member?.identity ?? "backend", direct: !identity.isEmpty, fragment: f),
-                               to: r.session)
-            }
+            guard fragment.index > 0 || outbox.canTakeText(r.session.channel, fragments: Int(fragment.count)) else { continue }
+            outbox.enqueue(.text(fromMemberID: member?.id ?? 0, fromIdentity: member?.identity ?? "backend", direct: !identity.isEmpty,
+                                 fragment: fragment), to: r.session)
             outbox.pump(r.session, now: now)
-        }
-        if identity.isEmpty {
-            events.append(RelayEvent(kind: .text, room: room.name, identity: member?.identity ?? "backend", detail: text, unixMilliseconds: now.unixMilliseconds))
         }
     }
 
     /// Sends a text to the room's other nodes (set by the core when it is in a cluster): how many recipients were there.
-    var cascadeText: ((String, Member?, String, Room) -> Int)?
+    var cascadeText: ((String, Member?, String, Room, UInt32) -> Int)?
 
     /// Speaker pushes that fell due (and, on the housekeeping grid, lists gone stale), and rooms empty long enough to
     /// close.
