@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The longest silence a room's members hear while one node of the cluster drains (`parley-relay drain`).
 #
-#   Benchmarks/cluster-drain.sh [RUNS]        (default 3; after `make release`; needs redis-server)
+#   Benchmarks/cluster-drain.sh [RUNS] [drain|kill]   (default 3 drain; after `make release`; needs redis-server)
+#
+# With `kill`, node 1 is killed with `kill -9` instead (keepalive 1 s): the talker fails over to another node by itself
+# and the figure is how long the listeners heard nothing.
 #
 # Each run: a Redis and three relays (1 worker each, cascade_after 0: each node takes the joins that reach it) on
 # loopback ports; a talker (a 440 Hz tone, never silent) joins through node 1 and a listener through each of nodes 2
@@ -12,6 +15,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 runs=${1:-3}
+how=${2:-drain}
+[[ $how == drain || $how == kill ]] || { echo "cluster-drain.sh: the second argument is drain or kill" >&2; exit 2; }
 relay=.build/release/parley-relay
 parley=.build/release/parley
 [[ -x $relay && -x $parley ]] || { echo "cluster-drain.sh: run 'make release' first" >&2; exit 2; }
@@ -26,9 +31,10 @@ for run in $(seq 1 "$runs"); do
     redis-server --port "$base" --bind 127.0.0.1 --save "" --appendonly no >"$dir/redis.log" 2>&1 & pids+=($!); disown $!
     sleep 0.5
     for n in 1 2 3; do
-        PARLEY_CLUSTER=redis://127.0.0.1:$base PARLEY_NODE_ID=node$n PARLEY_CASCADE_AFTER=0 \
+        PARLEY_CLUSTER=redis://127.0.0.1:$base PARLEY_NODE_ID=node$n PARLEY_CASCADE_AFTER=0 PARLEY_KEEPALIVE_INTERVAL_S=1 \
             $relay --udp 127.0.0.1:$((base + n * 10)) --http 127.0.0.1:$((base + n * 10 + 1)) --workers 1 \
             --state-dir "$dir/state$n" >"$dir/node$n.log" 2>&1 & pids+=($!); disown $!
+        [[ $n == 1 ]] && node1=$!
     done
     sleep 3   # the nodes registered and each knows the others
     room=drain-$run-$RANDOM
@@ -41,7 +47,7 @@ for run in $(seq 1 "$runs"); do
     done
     ears=("${pids[@]: -2}")
     sleep 2
-    $relay drain --http 127.0.0.1:$((base + 11))
+    if [[ $how == drain ]]; then $relay drain --http 127.0.0.1:$((base + 11)); else kill -9 "$node1"; fi
     for p in "${ears[@]}"; do wait "$p" || true; done
     worst=0; silent=0
     for n in 2 3; do
@@ -67,12 +73,13 @@ PY
 )
         (( s > silent )) && silent=$s
     done
-    grep -q "moving to" "$dir/talker.log" || echo "run $run: the talker was not moved"
-    printf 'run %d: longest time between packets a listener received while node 1 drained: %d ms; longest silence heard: %d ms\n' \
-        "$run" "$worst" "$silent"
+    grep -q "moving to\|rejoining through" "$dir/talker.log" || echo "run $run: the talker did not move"
+    printf 'run %d (%s): longest time between packets a listener received: %d ms; longest silence heard: %d ms\n' \
+        "$run" "$how" "$worst" "$silent"
     gaps+=("$worst"); silences+=("$silent")
     stop
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-printf 'median over %d runs: %d ms between packets, %d ms of silence heard (goal: no gap over 200 ms)\n' "${#gaps[@]}" \
-    "$(median "${gaps[@]}")" "$(median "${silences[@]}")"
+goal=$([[ $how == drain ]] && echo "no gap over 200 ms" || echo "heard again within 3 s")
+printf 'median over %d runs: %d ms between packets, %d ms of silence heard (goal: %s)\n' "${#gaps[@]}" \
+    "$(median "${gaps[@]}")" "$(median "${silences[@]}")" "$goal"
