@@ -27,6 +27,10 @@ struct Results {
     var encrypted: [PacketFigures]
     /// Rooms of WebRTC members (DTLS-SRTP keys, libsrtp2; each listener its own rewritten stream and keys).
     var webrtc: [PacketFigures]
+    /// A cluster node: the other node's speakers received over the link and fanned out here; and the encrypted run's
+    /// speakers also sealed for the other node.
+    var cascadeIn: [PacketFigures]
+    var cascadeOut: [PacketFigures]
     /// The encrypted scenario's joins: initiations the core handled and the time inside `handle` for them.
     var initiations: (count: Int, nanoseconds: Int64)
     var ticks: TickFigures
@@ -62,6 +66,11 @@ struct Results {
             ("webrtc_ns_per_packet_in", fixed(median(webrtc).nanosecondsPerPacketIn, 1)),
             ("webrtc_ns_per_forwarded_packet", fixed(median(webrtc).nanosecondsPerForwarded, 2)),
             ("webrtc_allocations_per_forwarded_packet", fixed(allocationsPerForwarded(webrtc), 4)),
+            ("cascade_in_ns_per_packet_in", fixed(median(cascadeIn).nanosecondsPerPacketIn, 1)),
+            ("cascade_in_ns_per_forwarded_packet", fixed(median(cascadeIn).nanosecondsPerForwarded, 2)),
+            ("cascade_in_allocations_per_forwarded_packet", fixed(allocationsPerForwarded(cascadeIn), 4)),
+            ("cascade_out_ns_per_packet_in", fixed(median(cascadeOut).nanosecondsPerPacketIn, 1)),
+            ("cascade_out_allocations_per_forwarded_packet", fixed(allocationsPerForwarded(cascadeOut), 4)),
             ("encrypted_join_us", fixed(microsecondsPerJoin, 1)),
             ("encrypted_joins_per_cpu_second", fixed(1_000_000 / microsecondsPerJoin, 0)),
             ("allocations_per_tick", fixed(allocationsPerTick, 2)),
@@ -96,6 +105,11 @@ struct Results {
         let w = median(webrtc)
         lines.append(row(["WebRTC members (1 speaker/room)", fixed(w.nanosecondsPerPacketIn, 1), fixed(w.nanosecondsPerForwarded, 2),
                           fixed(Double(w.forwarded) / Double(max(1, w.packetsIn)), 2), fixed(allocationsPerForwarded(webrtc), 4)]))
+        let ci = median(cascadeIn), co = median(cascadeOut)
+        lines.append(row(["cluster: from the other node", fixed(ci.nanosecondsPerPacketIn, 1), fixed(ci.nanosecondsPerForwarded, 2),
+                          fixed(Double(ci.forwarded) / Double(max(1, ci.packetsIn)), 2), fixed(allocationsPerForwarded(cascadeIn), 4)]))
+        lines.append(row(["cluster: encrypted + sealed for it", fixed(co.nanosecondsPerPacketIn, 1), fixed(co.nanosecondsPerForwarded, 2),
+                          fixed(Double(co.forwarded) / Double(max(1, co.packetsIn)), 2), fixed(allocationsPerForwarded(cascadeOut), 4)]))
         lines.append(row(["core / baseline", fixed(c.nanosecondsPerPacketIn / b.nanosecondsPerPacketIn, 2) + "×",
                           fixed(ratio, 2) + "×", "", ""]))
         lines.append("")

@@ -70,18 +70,21 @@ final class Scenario {
     /// Encrypted scenarios: handshake initiations the core handled while members joined, and the time it took.
     var initiations = (count: 0, nanoseconds: Int64(0))
     private var nextTick: Instant
+    /// Called after each tick, untimed (what other parties send on their own schedule).
+    var onTick: (() -> Void)?
 
     /// Builds the relay and joins `shape.rooms × shape.membersPerRoom` clients; the first `speakersPerRoom`
     /// members of each room speak.
     /// With `encrypted`, members join through the encrypted protocol (real `ClientSession`s) and speak SRTP, so
     /// the relay unprotects each packet and protects it once with the room's key; otherwise they speak the cleartext
     /// protocol (`allowCleartext`), built by hand in `SimulatedClient`.
-    init(shape: Shape, config: RelayCoreConfig = RelayCoreConfig(), encrypted: Bool = false) {
+    init(shape: Shape, config: RelayCoreConfig = RelayCoreConfig(), encrypted: Bool = false, cluster: ClusterIdentity? = nil) {
         self.shape = shape
         var config = config
         config.allowCleartext = !encrypted
         let shared = RelayShared(config: config, verifier: TokenVerifier(keys: [DevDefaults.apiKey: DevDefaults.apiSecret]),
-                                 cookieSecret: Crypto.randomBytes(32), workerPorts: [7400], identity: encrypted ? X25519KeyPair() : nil)
+                                 cookieSecret: Crypto.randomBytes(32), workerPorts: [7400], identity: encrypted ? X25519KeyPair() : nil,
+                                 cluster: cluster)
         core = RelayCore(shared: shared, workerIndex: 0, log: SilentLog())
         nextTick = clock.monotonic
         let signer = TokenSigner(apiKey: DevDefaults.apiKey, apiSecret: DevDefaults.apiSecret)
@@ -157,6 +160,7 @@ final class Scenario {
                                   allocations: Allocations.count - allocationsBefore)
         answerSignalling(queuedFrom: queuedBefore)
         sendDuePings()
+        onTick?()
         return figures
     }
 

@@ -60,6 +60,44 @@ if let forwarded = encryptedRuns.first?.forwarded, forwarded != coreRuns.first?.
     problems.append("encrypted run forwarded \(forwarded) datagrams, cleartext \(coreRuns.first?.forwarded ?? 0)")
 }
 
+// The same rooms as a node of a cluster sharing every room with one other node (cascading). Receiving: the other
+// node's speaker in each room arrives over the link (opened, selected, fanned out here). Sending: this node's speakers'
+// forwarded packets are also sealed once for the other node (`cascade_out`), against the encrypted run above.
+let cascadePerRun = max(1, options.packets / max(1, options.rooms))
+let cascadeWarmup = max(1, options.warmup / max(1, options.rooms))
+let cascade = CascadeScenario(shape: Shape(rooms: options.rooms, membersPerRoom: options.members, speakersPerRoom: 0),
+                              packetsPerRoom: cascadeWarmup + cascadePerRun * options.runs)
+_ = cascade.receive(0..<cascadeWarmup)
+var cascadeInRuns: [PacketFigures] = []
+for r in 0..<options.runs {
+    let start = cascadeWarmup + r * cascadePerRun
+    Allocations.counting(true)
+    cascadeInRuns.append(cascade.receive(start..<start + cascadePerRun))
+    Allocations.counting(false)
+}
+if let forwarded = cascadeInRuns.first?.forwarded, forwarded != cascadePerRun * options.rooms * options.members {
+    problems.append("cascade run forwarded \(forwarded) datagrams, expected \(cascadePerRun * options.rooms * options.members)")
+}
+let sending = CascadeScenario(shape: scenario.shape, packetsPerRoom: 1)
+train.load(options.warmup, from: &sending.scenario.streams)
+_ = sending.scenario.run(train)
+var cascadeOutRuns: [PacketFigures] = []
+for _ in 0..<options.runs {
+    train.load(options.packets, from: &sending.scenario.streams)
+    let sealedBefore = sending.scenario.core.counters.cascadeOut
+    Allocations.counting(true)
+    cascadeOutRuns.append(sending.scenario.run(train).packets)
+    Allocations.counting(false)
+    if sending.scenario.core.counters.cascadeOut - sealedBefore < UInt64(options.packets) / 2 {
+        problems.append("cascade sending: \(sending.scenario.core.counters.cascadeOut - sealedBefore) packets sealed for the other node")
+    }
+}
+for s in [cascade.scenario, sending.scenario] {
+    for reason in DropReason.allCases where s.core.counters.drops(reason) > 0 {
+        problems.append("cascade: \(s.core.counters.drops(reason)) datagrams dropped as \(reason.label)")
+    }
+}
+
 // The same rooms of WebRTC members (what browsers are): ICE check and DTLS handshake through the core, one speaker per
 // room (DTLS-SRTP, AEAD_AES_128_GCM), the others listening: each forwarded packet is rewritten onto the listener's one
 // stream and protected with that listener's keys (libsrtp2), where native members share the room's key.
@@ -112,6 +150,7 @@ if selectionRun.packets.forwarded != expectedForwarded {
 }
 
 let results = Results(options: options, core: coreRuns, baseline: baselineRuns, encrypted: encryptedRuns, webrtc: webrtcRuns,
+                      cascadeIn: cascadeInRuns, cascadeOut: cascadeOutRuns,
                       initiations: joins, ticks: ticks, droppedPackets: extraPackets,
                       droppedAllocations: selectionRun.watchedAllocations, droppedSpeakerIndex: extra, slots: slots,
                       problems: problems)

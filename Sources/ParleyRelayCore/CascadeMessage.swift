@@ -19,7 +19,7 @@ import ParleyWire
 ///   recipient, a fragment as in `text`).
 ///
 /// Parsing checks every length against the datagram; a short or inconsistent body is nil.
-enum CascadeMessage: Equatable {
+public enum CascadeMessage: Equatable, Sendable {
     case media(room: String, origin: UInt32, level: UInt8, rtp: [UInt8])
     case roster(room: String, CascadeRoster)
     case mix(room: String, target: UInt32, frame: UInt32, rtp: [UInt8])
@@ -60,7 +60,7 @@ enum CascadeMessage: Equatable {
     }
 
     /// The body as bytes (rosters and texts; media and mix are written in place on the packet path).
-    var bytes: [UInt8] {
+    public var bytes: [UInt8] {
         var out = [UInt8](repeating: 0, count: 65_536)
         let n = out.withUnsafeMutableBytes { b -> Int in
             var w = ByteWriter(b)
@@ -96,7 +96,7 @@ enum CascadeMessage: Equatable {
     }
 
     /// Parses a whole body.
-    init?(parsing body: UnsafeRawBufferPointer) {
+    public init?(parsing body: UnsafeRawBufferPointer) {
         var r = ByteReader(body)
         guard let kind = r.u8(), let room = r.string8() else { return nil }
         switch kind {
@@ -146,15 +146,24 @@ enum CascadeMessage: Equatable {
 }
 
 /// One part of a node's roster for a room (see `CascadeMessage.roster`).
-struct CascadeRoster: Equatable {
-    var epoch: UInt32
-    var part: UInt8
-    var parts: UInt8
+public struct CascadeRoster: Equatable, Sendable {
+    public var epoch: UInt32
+    public var part: UInt8
+    public var parts: UInt8
     /// Members on the sending node counted, not listed (an audience room's listeners).
-    var audience: UInt32
+    public var audience: UInt32
     /// The other nodes the sender shares the room with (their keys), so a newcomer finds them at once.
-    var peers: [UInt64]
-    var members: [MemberEntry]
+    public var peers: [UInt64]
+    public var members: [MemberEntry]
+
+    public init(epoch: UInt32, part: UInt8, parts: UInt8, audience: UInt32, peers: [UInt64], members: [MemberEntry]) {
+        self.epoch = epoch
+        self.part = part
+        self.parts = parts
+        self.audience = audience
+        self.peers = peers
+        self.members = members
+    }
 
     /// The most bytes of entries in one part (a part stays well inside one datagram).
     static let partBytes = 900
