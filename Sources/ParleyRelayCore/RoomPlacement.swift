@@ -39,8 +39,12 @@ public struct ClusterNode: Sendable, Equatable {
     public var roomMembers: [String: Int]
     /// Draining: it takes no new joins and its members are moving away.
     public var draining: Bool
+    /// Its load: members connected to it.
+    public var members: Int
 
-    public init(id: String, udp: String, ports: [UInt16] = [], boot: UInt64 = 0, roomMembers: [String: Int] = [:], draining: Bool = false) {
+    public init(id: String, udp: String, ports: [UInt16] = [], boot: UInt64 = 0, roomMembers: [String: Int] = [:], draining: Bool = false,
+                members: Int = 0) {
+        self.members = members
         self.id = id
         self.udp = udp
         self.ports = ports
@@ -129,7 +133,8 @@ public final class RoomPlacement: Sendable {
 
     /// Where a join for `room` goes: nil to take it here, else the UDP address of the node it belongs to. A room's
     /// node is the one the directory names (while it is live and not draining), else the rendezvous hash's pick among
-    /// the nodes that take joins. A join stays here when that is this node, or when that node already holds
+    /// the nodes that take joins and are not much fuller than the emptiest (`acceptsNewRooms`): placement by load,
+    /// which every node works out alike from the same directory. A join stays here when that is this node, or when that node already holds
     /// `cascadeAfter` of the room's members (this node then cascades). A draining node sends every join away: to a
     /// node that has members of the room, else to the pick among the others (nil: there is none).
     public func node(for room: String, cascadeAfter: Int, draining: Bool = false) -> String? {
@@ -146,13 +151,21 @@ public final class RoomPlacement: Sendable {
                 owner = id == s.selfID ? nil : n
             } else {
                 guard !others.isEmpty else { return nil }
-                let pick = others.max { Self.score(room, $0.id) < Self.score(room, $1.id) }!
-                owner = Self.score(room, s.selfID) > Self.score(room, pick.id) ? nil : pick
+                let me = s.nodes[s.selfID]
+                let least = (others + (me.map { [$0] } ?? [])).map(\.members).min() ?? 0
+                let open = others.filter { Self.acceptsNewRooms($0.members, least: least) }
+                let meOpen = Self.acceptsNewRooms(me?.members ?? 0, least: least)
+                guard let pick = open.max(by: { Self.score(room, $0.id) < Self.score(room, $1.id) }) else { return nil }
+                owner = meOpen && Self.score(room, s.selfID) > Self.score(room, pick.id) ? nil : pick
             }
             guard let owner, (owner.roomMembers[room] ?? 0) < cascadeAfter else { return nil }
             return owner.udp
         }
     }
+
+    /// Whether a node with `members` takes new rooms, the emptiest live node having `least`: within a quarter (and 50
+    /// members) of it. While loads are even every node does, and rooms spread by hash.
+    static func acceptsNewRooms(_ members: Int, least: Int) -> Bool { members <= least + least / 4 + 50 }
 
     /// The client-facing UDP address of node `key` (a drained member goes there).
     func udp(ofNode key: UInt64) -> String? {

@@ -130,7 +130,8 @@ let cluster = config.cluster.map { url in
                  online: { Array(Set(api.snapshots().flatMap { $0.presence.map(\.identity) })) },
                  placement: { rooms, nodes, online in
                      api.shared.placement.update(rooms: rooms, nodes: nodes.map {
-                         ClusterNode(id: $0.id, udp: $0.udp, ports: $0.ports, boot: $0.boot, roomMembers: $0.roomMembers, draining: $0.draining)
+                         ClusterNode(id: $0.id, udp: $0.udp, ports: $0.ports, boot: $0.boot, roomMembers: $0.roomMembers, draining: $0.draining,
+                                     members: $0.members)
                      }, selfID: nodeID, online: online)
                  },
                  log: { log.write(.info, $0) })

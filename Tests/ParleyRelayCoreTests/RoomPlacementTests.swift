@@ -54,4 +54,78 @@ struct RoomPlacementTests {
         #expect(alone.node(for: "room-1") == nil)
         #expect(RoomPlacement.score("room", "a") == RoomPlacement.score("room", "a"))
     }
+
+    static let nodes = [ClusterNode(id: "a", udp: "10.0.0.1:7400", ports: [7400, 7401], boot: 1),
+                        ClusterNode(id: "b", udp: "10.0.0.2:7400", ports: [7400, 7401], boot: 2),
+                        ClusterNode(id: "c", udp: "10.0.0.3:7400", ports: [7400], boot: 3)]
+
+    @Test("a join goes to the room's node until it holds cascade_after of the room's members; then, or when it drains, it stays here")
+    func cascadeAfter() {
+        var nodes = Self.nodes
+        nodes[1].roomMembers = ["big": 3]
+        let p = RoomPlacement()
+        p.update(rooms: ["big": "b"], nodes: nodes, selfID: "a")
+        #expect(p.node(for: "big", cascadeAfter: 4) == "10.0.0.2:7400")
+        #expect(p.node(for: "big", cascadeAfter: 3) == nil)
+        #expect(p.node(for: "big", cascadeAfter: 0) == nil)
+        nodes[1].draining = true
+        p.update(rooms: ["big": "b"], nodes: nodes, selfID: "a")
+        #expect(p.node(for: "big", cascadeAfter: 500) == nil)  // its node drains: taken here
+        #expect(!p.otherNodes().contains("10.0.0.2:7400"))     // and no welcome names it
+    }
+
+    @Test("a draining node sends every join away: to a node with members of the room, else to the hash's pick among the others")
+    func drainingSendsAway() {
+        var nodes = Self.nodes
+        nodes[2].roomMembers = ["shared": 2]
+        let p = RoomPlacement()
+        p.update(rooms: ["shared": "a"], nodes: nodes, selfID: "a")
+        #expect(p.node(for: "shared", cascadeAfter: 500, draining: true) == "10.0.0.3:7400")
+        for k in 0..<50 {
+            let answer = p.node(for: "room-\(k)", cascadeAfter: 500, draining: true)
+            #expect(answer == "10.0.0.2:7400" || answer == "10.0.0.3:7400")
+        }
+        let alone = RoomPlacement()
+        alone.update(rooms: [:], nodes: [nodes[0]], selfID: "a")
+        #expect(alone.node(for: "x", cascadeAfter: 500, draining: true) == nil)  // nowhere else to go
+    }
+
+    @Test("placement by load: a node much fuller than the emptiest gets no new rooms; even loads spread rooms by hash")
+    func byLoad() {
+        var nodes = Self.nodes
+        nodes[1].members = 1_000
+        let views = ["a", "b", "c"].map { me -> RoomPlacement in
+            let p = RoomPlacement()
+            p.update(rooms: [:], nodes: nodes, selfID: me)
+            return p
+        }
+        var owners: [String: Int] = [:]
+        for k in 0..<200 {
+            let answers = views.map { $0.node(for: "room-\(k)", cascadeAfter: 500) }
+            let keepers = answers.enumerated().filter { $0.element == nil }.map(\.offset)
+            #expect(keepers.count == 1 && keepers != [1], "room-\(k): \(answers)")
+            if let k = keepers.first { owners[["a", "b", "c"][k], default: 0] += 1 }
+        }
+        #expect(owners["b"] == nil && owners["a", default: 0] > 50 && owners["c", default: 0] > 50, "\(owners)")
+    }
+
+    @Test("cascade peers: the nodes the directory lists with the room and its rendezvous node, at the worker that owns it there; senders checked by start and address")
+    func cascadeTargetsAndLiveness() {
+        var nodes = Self.nodes
+        nodes[1].roomMembers = ["r": 4]
+        let p = RoomPlacement()
+        p.update(rooms: [:], nodes: nodes, selfID: "a")
+        let targets = p.cascadeTargets(for: "r")
+        #expect(targets.contains { $0.key == ClusterIdentity.key(of: "b") })
+        let pick = nodes.max { RoomPlacement.score("r", $0.id) < RoomPlacement.score("r", $1.id) }!.id
+        if pick != "a" { #expect(targets.contains { $0.key == ClusterIdentity.key(of: pick) }) }
+        #expect(!targets.contains { $0.key == ClusterIdentity.key(of: "a") })
+        for t in targets { #expect([7400, 7401].contains(t.address.port) && Int(t.worker) == Int(t.address.port) - 7400) }
+        let b = ClusterIdentity.key(of: "b")
+        #expect(p.isLive(node: b, boot: 2, from: PeerAddress(ipv4: 10, 0, 0, 2, port: 7401)))
+        #expect(!p.isLive(node: b, boot: 1, from: PeerAddress(ipv4: 10, 0, 0, 2, port: 7401)))  // an earlier start
+        #expect(!p.isLive(node: b, boot: 2, from: PeerAddress(ipv4: 10, 0, 0, 2, port: 9999)))  // not one of its ports
+        #expect(!p.isLive(node: b, boot: 2, from: PeerAddress(ipv4: 10, 0, 0, 9, port: 7401)))  // another host
+        #expect(!p.isLive(node: ClusterIdentity.key(of: "z"), boot: 2, from: PeerAddress(ipv4: 10, 0, 0, 2, port: 7401)))
+    }
 }
