@@ -204,6 +204,17 @@ extension RelayCore {
         } else {
             var heard: [UInt32] = []
             for i in 0..<packet.csrcCount { heard.append(packet.csrc(at: i)) }
+            // Who is heard, with the level the mixing node gave each (RFC 6465): the other nodes' speakers are
+            // observed here from it, so this node's speaker lists name them too.
+            var changed = false
+            _ = packet.csrcAudioLevels(id: config.csrcAudioLevelExtensionID) { index, level in
+                guard index < heard.count, let speaker = room.members.first(where: { $0.ssrc == heard[index] && !$0.isLocal }) else { return }
+                if room.selector.observe(speaker.id, level: level, now: now.monotonic) { changed = true }
+            }
+            if changed {
+                rooms.scheduleSpeakerPush(room, now: now)
+                noteTimerWork(at: now.monotonic)
+            }
             for m in room.members where m.isLocal && m.canSubscribe && m.hasDestination && !heard.contains(m.ssrc) { targets.append(m) }
         }
         mix.deliver(rtp, frame: frame, to: targets) { bytes, listener in sendMix(bytes, to: listener, now: now) }

@@ -30,7 +30,9 @@ public struct ClusterIdentity: Sendable {
 public struct ClusterNode: Sendable, Equatable {
     public var id: String
     /// Where clients reach it (`host:port`).
-    public var udp: String
+    public var udp: String { didSet { host = PeerAddress(parsing: udp) } }
+    /// `udp` parsed (the links' sender check reads it without parsing again).
+    private(set) var host: PeerAddress?
     /// Its workers' UDP ports (worker 0's is `udp`'s), for the relay-to-relay links.
     public var ports: [UInt16]
     /// Its current start (`ClusterIdentity.boot`).
@@ -47,6 +49,7 @@ public struct ClusterNode: Sendable, Equatable {
         self.members = members
         self.id = id
         self.udp = udp
+        self.host = PeerAddress(parsing: udp)
         self.ports = ports
         self.boot = boot
         self.roomMembers = roomMembers
@@ -54,7 +57,6 @@ public struct ClusterNode: Sendable, Equatable {
     }
 
     var key: UInt64 { ClusterIdentity.key(of: id) }
-    var host: PeerAddress? { PeerAddress(parsing: udp) }
 
     /// The address of the worker that owns `room` on this node (its rooms spread over its workers as ours do).
     func address(forRoom room: String) -> (address: PeerAddress, worker: UInt8)? {

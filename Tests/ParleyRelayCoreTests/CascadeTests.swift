@@ -205,6 +205,10 @@ struct CascadeTests {
         // Only one node encoded: the other has no mixer running.
         let idle = [a, b].first { $0.core.rooms["lobby"]?.mixesHere == false }!
         #expect(idle.core.rooms["lobby"]!.mix!.encodes == 0)
+        // The other node's members are told who speaks there too (from the mix's CSRC levels): the mixing node's
+        // speaker is in their speaker list.
+        let (farSpeaker, nearListener) = idle === b ? (ann, bea) : (bob, al)
+        #expect(nearListener.lastSpeakers?.contains { $0.ssrc == farSpeaker.ssrc } == true, "\(String(describing: nearListener.lastSpeakers))")
     }
 
     @Test("a 4 KB room text reaches the other node in fragments, every link datagram under 1,200 bytes; the member there gets it whole")
