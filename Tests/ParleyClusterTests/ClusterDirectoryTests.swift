@@ -19,7 +19,8 @@ struct ClusterDirectoryTests {
     @Test("a node's record survives HSET's fields and HGETALL's answer; an expired (empty) or partial one is nothing")
     func record() {
         let node = NodeRecord(id: "n1", udp: "10.0.0.1:7400", http: "10.0.0.1:7480", members: 12, rooms: 3, startedAt: 1_800_000_000_000,
-                              heartbeatAt: 1_800_000_001_000, roomMembers: ["lobby": 10, "a:b room": 2, "empty": 0])
+                              heartbeatAt: 1_800_000_001_000, roomMembers: ["lobby": 10, "a:b room": 2, "empty": 0],
+                              ports: [7400, 7401], boot: 0xDEAD_BEEF_0000_0001, draining: true)
         #expect(NodeRecord(id: "n1", hash: node.fields) == node)
         #expect(node.fields.contains("room:a:b room"))
         #expect(NodeRecord(id: "n1", hash: []) == nil)
@@ -27,14 +28,18 @@ struct ClusterDirectoryTests {
         #expect(NodeRecord(id: "n1", hash: ["udp"]) == nil)
     }
 
-    @Test("a heartbeat replaces the hash, renews its lifetime (three beats) and names the node in the set, in one transaction")
+    @Test("a heartbeat replaces the hash and the online list, renews their lifetime (three beats) and names the node in the set, in one transaction")
     func heartbeat() {
         let node = NodeRecord(id: "n1", udp: "u", http: "h", members: 0, rooms: 0, startedAt: 1, heartbeatAt: 2)
         let commands = ClusterDirectory.heartbeat(node)
         #expect(commands.map(\.first) == ["MULTI", "DEL", "HSET", "PEXPIRE", "SADD", "EXEC"])
-        #expect(commands[1] == ["DEL", "parley:node:n1"] && commands[2][1] == "parley:node:n1")
+        #expect(commands[1] == ["DEL", "parley:node:n1", "parley:online:n1"] && commands[2][1] == "parley:node:n1")
         #expect(commands[3] == ["PEXPIRE", "parley:node:n1", "3000"])
         #expect(commands[4] == ["SADD", "parley:nodes", "n1"])
-        #expect(ClusterDirectory.leave("n1") == [["DEL", "parley:node:n1"], ["SREM", "parley:nodes", "n1"]])
+        #expect(ClusterDirectory.leave("n1") == [["DEL", "parley:node:n1", "parley:online:n1"], ["SREM", "parley:nodes", "n1"]])
+        // With identities online: listed in the node's online set, with the record's lifetime.
+        let online = ClusterDirectory.heartbeat(node, online: ["ann", "bob"])
+        #expect(online.map(\.first) == ["MULTI", "DEL", "HSET", "PEXPIRE", "SADD", "SADD", "PEXPIRE", "EXEC"])
+        #expect(online[5] == ["SADD", "parley:online:n1", "ann", "bob"] && online[6] == ["PEXPIRE", "parley:online:n1", "3000"])
     }
 }
