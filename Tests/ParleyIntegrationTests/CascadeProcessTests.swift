@@ -191,5 +191,36 @@ extension ProcessTests {
             let last = Array(heard.suffix(48_000 * 2))
             #expect(goertzelShare(last[...], frequency: 440) > 0.5, "the talker is heard again after its node died")
         }
+    
+        @Test("Redis stopped while a room spans nodes: the members keep hearing each other (no gap over 200 ms); Redis back, the nodes register again")
+        func redisRestart() throws {
+            var redis = try RedisServer()
+            defer { redis.stop() }
+            let nodes = try threeNodes(redis)
+            defer { for n in nodes { n.relay.signal(SIGTERM); n.relay.wait(seconds: 5) } }
+            let room = "redis-\(UInt32.random(in: 0...UInt32.max))"
+            let talker = try Spawned("parley", ["join", room, "--identity", "talker", "--server", nodes[0].udp, "--tone", "440",
+                                                "--no-playback", "--no-tui", "--duration", "12"])
+            defer { talker.signal(SIGTERM); talker.wait(seconds: 5) }
+            #expect(talker.waitFor(seconds: 8) { $0.contains("joined \(room)") }, "\(talker.stdout)")
+            let ear = try Spawned("parley", ["join", room, "--identity", "ear", "--server", nodes[1].udp, "--listen-only",
+                                             "--no-playback", "--no-tui", "--duration", "9"])
+            defer { ear.signal(SIGTERM); ear.wait(seconds: 5) }
+            #expect(ear.waitFor(seconds: 8) { $0.contains("talker joined") || $0.contains("members: talker") }, "\(ear.stdout)")
+            Thread.sleep(forTimeInterval: 1)
+            redis.stop()
+            let admin = try mint(["--admin", "--identity", "ops"])
+            #expect(try eventually(seconds: 5) { !(try curl("GET", nodes[1].http + "/v1/cluster", token: admin).body.contains(#""connected":true"#)) })
+            Thread.sleep(forTimeInterval: 3)  // longer than a node record lives
+            redis = try RedisServer(port: redis.port)
+            #expect(try eventually(seconds: 8) {
+                let body = try curl("GET", nodes[1].http + "/v1/cluster", token: admin).body
+                return body.contains(#""connected":true"#) && ["node-a", "node-b", "node-c"].allSatisfy { body.contains(#""id":"\#($0)""#) }
+            })
+            #expect(ear.wait(seconds: 15) == 0, "\(ear.stdout)\(ear.stderr)")
+            let gap = ear.stdout.components(separatedBy: "longest gap between received packets: ").last.flatMap { Int($0.prefix { $0.isNumber }) }
+            #expect(gap != nil && gap! <= 200, "\(ear.stdout)")
+            for n in nodes { #expect(n.relay.process.isRunning) }
+        }
     }
 }

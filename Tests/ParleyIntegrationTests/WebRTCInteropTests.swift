@@ -26,15 +26,16 @@ extension ProcessTests {
             defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
             let base = try #require(httpBase(of: relay))
             let room = "whip-\(UInt32.random(in: 0...UInt32.max))"
+            // Long enough for aiortc's start (its Python imports take seconds on a busy machine) and its 5 s of tone.
             let recorder = try Spawned("parley", ["join", room, "--identity", "rec", "--server", server, "--listen-only", "--mode", "forward",
-                                                  "--output", "\(dir)/heard.wav", "--no-tui", "--duration", "9"])
+                                                  "--output", "\(dir)/heard.wav", "--no-tui", "--duration", "16"])
             #expect(recorder.waitFor(seconds: 5) { $0.contains("joined \(room)") }, "\(recorder.stdout)\(recorder.stderr)")
             let token = try mint(["--identity", "aio", "--room", room])
             let run = try aiortc(["--url", "\(base)/v1/rooms/\(room)/whip", "--token", token, "--seconds", "5", "--tone", "523"], seconds: 20)
             #expect(run.status == 0, "\(run.result) \(run.stderr)")
             #expect(run.result["status"] as? Int == 201 && run.result["location"] as? String == "/v1/rooms/\(room)/webrtc/aio", "\(run.result)")
             #expect(recorder.waitFor(seconds: 3) { $0.contains("aio left") }, "the DELETE did not end the session: \(recorder.stdout)")
-            #expect(recorder.wait(seconds: 10) == 0, "\(recorder.stderr)")
+            #expect(recorder.wait(seconds: 18) == 0, "\(recorder.stderr)")
             let heard = try WAVReader(path: "\(dir)/heard.wav").readAllMono48k()
             let share = goertzelShare(loudestSecond(heard), frequency: 523)
             #expect(share > 0.5, "523 Hz share \(share) of \(heard.count) samples")
