@@ -179,6 +179,48 @@ def score(ref_path, rec, rec_rate=48000):
     return round(float(value), 3), round(lag / 16, 1), longest * 10
 
 
+def talkspurt_offsets(ref_path, rec, rec_rate, lag_ms):
+    """Each talkspurt's own alignment against the whole recording's, in ms (+: it played later than the rest): the
+    reference split at pauses of 300 ms or more, each part cross-correlated with the recording within ±120 ms of the
+    overall alignment. A buffer that starts the first talkspurt at another delay than the rest shows it here."""
+    from scipy.signal import resample_poly
+    ref, rate = read_wav(ref_path)
+    ref16 = resample_poly(ref, 16000, rate)
+    rec16 = resample_poly(rec, 16000, rec_rate)
+    fr = 160
+    energy = np.sqrt(np.mean(ref16[: len(ref16) // fr * fr].reshape(-1, fr) ** 2, axis=1))
+    loud = energy > max(200.0, np.percentile(energy, 90) / 30)
+    spurts, start, quiet = [], None, 0
+    for i, on in enumerate(loud):
+        if on:
+            if start is None:
+                start = i
+            quiet = 0
+        elif start is not None:
+            quiet += 1
+            if quiet >= 30:
+                spurts.append((start, i - quiet + 1)); start = None; quiet = 0
+    if start is not None:
+        spurts.append((start, len(loud)))
+    base = int(round(lag_ms * 16))
+    search = 120 * 16
+    offsets = []
+    for a, b in spurts:
+        if b - a < 20:  # shorter than 200 ms: too little to align
+            continue
+        seg = ref16[a * fr: b * fr]
+        lo = max(0, base + a * fr - search)
+        hi = min(len(rec16), base + b * fr + search)
+        window = rec16[lo:hi]
+        if len(window) < len(seg):
+            continue
+        n = len(window) + len(seg)
+        corr = np.fft.irfft(np.fft.rfft(window, n) * np.conj(np.fft.rfft(seg, n)), n)[: len(window) - len(seg) + 1]
+        best = lo + int(np.argmax(corr))
+        offsets.append(round((best - (base + a * fr)) / 16, 1))
+    return offsets
+
+
 def ffmpeg_baseline(ref_path, workdir, bitrate="56k"):
     """PESQ-WB of the same file through ffmpeg's libopus (its defaults) at `bitrate`, or None without ffmpeg."""
     if subprocess.run(["which", "ffmpeg"], capture_output=True).returncode != 0:

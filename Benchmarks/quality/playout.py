@@ -11,7 +11,7 @@ espeak-ng, and PyPI's pesq, numpy, scipy.
 import argparse, glob, json, os, subprocess, sys, tempfile
 import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from measure import BIN, ROOT, ffmpeg_baseline, make_speech, read_wav, score
+from measure import BIN, ROOT, ffmpeg_baseline, make_speech, read_wav, score, talkspurt_offsets
 
 
 def clean_trace(path, packets=3000):
@@ -50,13 +50,15 @@ def main():
             stats = json.loads(run.stdout.strip().splitlines()[-1])
             rec, rate = read_wav(out)
             value, lag, gap = score(ref, rec, rate)
-            stats.update({"pesq_wb": value, "alignment_ms": lag, "longest_gap_ms": gap})
+            spurts = talkspurt_offsets(ref, rec, rate, lag)
+            stats.update({"pesq_wb": value, "alignment_ms": lag, "longest_gap_ms": gap, "talkspurt_offsets_ms": spurts})
             if args.json:
                 print(json.dumps(stats))
             else:
                 print(f"{os.path.basename(t):22} PESQ-WB {value:5.3f}  delay {lag:6.1f} ms  longest gap {gap:3d} ms  "
                       f"(concealed {stats['concealed']}, FEC {stats['fec']}, late {stats['late']}, "
                       f"accelerated {stats['accelerated']}, expanded {stats['expanded']})")
+                print(f"{'':22} talkspurts against the whole: {', '.join(f'{o:+.1f}' for o in spurts)} ms")
 
 
 if __name__ == "__main__":
