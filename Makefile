@@ -76,7 +76,7 @@ soak: deps-run
 	.build/release/soak-bench
 
 ## make quality: mouth-to-ear latency and PESQ-WB through a real relay, on a clean and an impaired network.
-## RUNS repeats each mode and prints the median (runs through the proxy vary): make quality PROFILE=moderate RUNS=5
+## RUNS runs each mode with the proxy's seeds 1..RUNS and prints the median and spread: make quality PROFILE=moderate RUNS=5
 PROFILE ?= clean
 RUNS ?= 1
 quality: deps-run

@@ -3,6 +3,9 @@
 //
 //   impair-proxy --listen 127.0.0.2 --upstream 127.0.0.1 --ports 7400,7401 --profile moderate [--seed 1] [--duration S]
 //
+// With one seed, each flow's media meets the same losses, delays and duplicates in every run: every direction of every
+// flow (numbered in the order flows appear) draws from its own random streams, one for RTP and one for the rest.
+//
 // Each listen port forwards to the same port on the upstream host. Every client address gets one upstream socket for
 // all ports, so the relay sees one address per client (its flow may move from the public port to a worker's); replies
 // go back out of the listen port that matches the port they came from. Profiles model the jitter-bench traces' networks:
@@ -33,7 +36,9 @@ struct Profile {
     }
 }
 
-/// The proxy's one random stream (SplitMix64): small, seeded, reproducible.
+/// A random stream (SplitMix64): small, seeded, reproducible. Each direction of each flow has two: one for its RTP
+/// (media) packets and one for everything else, so a flow's media sees the same losses, delays and duplicates for a
+/// given seed whatever else crosses the proxy and whenever (signalling, keepalives, other flows).
 struct Random {
     let seed: UInt64
     var generator: SeededRandomNumberGenerator
@@ -45,25 +50,34 @@ struct Random {
     mutating func uniform() -> Double { generator.unitInterval() }
 }
 
-/// One direction's channel state: Gilbert-Elliott loss and the delay model.
+/// One direction of a flow: a lane for its RTP packets and one for everything else, each with its own random stream
+/// and Gilbert-Elliott and spike state.
 struct Channel {
     var profile: Profile
+    var media: Lane
+    var other: Lane
+}
+
+/// Gilbert-Elliott loss and the delay model of one lane.
+struct Lane {
+    var profile: Profile
+    var random: Random
     var bad = false
     var spikeUntil = 0.0
     var spikeExtra = 0.0
 
     /// The delay in ms for a packet sent at `nowMs`, or nil to drop it.
-    mutating func delay(_ rng: inout Random, nowMs: Double) -> Double? {
-        bad = bad ? rng.uniform() >= profile.badToGood : rng.uniform() < profile.goodToBad
-        if rng.uniform() < (bad ? profile.lossBad : profile.lossGood) { return nil }
+    mutating func delay(nowMs: Double) -> Double? {
+        bad = bad ? random.uniform() >= profile.badToGood : random.uniform() < profile.goodToBad
+        if random.uniform() < (bad ? profile.lossBad : profile.lossGood) { return nil }
         var d = profile.base
         if profile.jitterShape > 0 {  // Lomax (Pareto II): scale · ((1 − u)^(−1/shape) − 1)
-            d += profile.jitterScale * (pow(1 - rng.uniform(), -1 / profile.jitterShape) - 1)
+            d += profile.jitterScale * (pow(1 - random.uniform(), -1 / profile.jitterShape) - 1)
         } else if profile.exponentialMean > 0 {
-            d += -profile.exponentialMean * log(1 - rng.uniform())
+            d += -profile.exponentialMean * log(1 - random.uniform())
         }
-        if nowMs >= spikeUntil, rng.uniform() < profile.spikeProbability {
-            let length = 150 + 250 * rng.uniform()
+        if nowMs >= spikeUntil, random.uniform() < profile.spikeProbability {
+            let length = 150 + 250 * random.uniform()
             spikeUntil = nowMs + length
             spikeExtra = length
         }
@@ -96,7 +110,7 @@ guard let listenHost = options["listen"], let upstreamHost = options["upstream"]
     fail("usage: impair-proxy --listen IP --upstream IP --ports P[,P…] --profile clean|mild|moderate|harsh [--seed N] [--duration S]")
 }
 let ports = portList.split(separator: ",").compactMap { UInt16($0) }
-var rng = Random(state: UInt64(options["seed"] ?? "1") ?? 1)
+let seed = UInt64(options["seed"] ?? "1") ?? 1
 let duration = Double(options["duration"] ?? "0") ?? 0
 var listeners: [UDPSocket] = []
 do {
@@ -112,9 +126,12 @@ final class Flow {
     let upstream: UDPSocket
     var up: Channel
     var down: Channel
-    init(client: PeerAddress, upstream: UDPSocket, profile: Profile) {
+    /// Flow `index` (the order flows first appeared in) of a proxy seeded with `seed`.
+    init(client: PeerAddress, upstream: UDPSocket, profile: Profile, seed: UInt64, index: UInt64) {
         self.client = client; self.upstream = upstream
-        up = Channel(profile: profile); down = Channel(profile: profile)
+        func stream(_ k: UInt64) -> Random { Random(state: seed &* 0x9E37_79B9_7F4A_7C15 &+ index &* 4 &+ k) }
+        up = Channel(profile: profile, media: Lane(profile: profile, random: stream(0)), other: Lane(profile: profile, random: stream(1)))
+        down = Channel(profile: profile, media: Lane(profile: profile, random: stream(2)), other: Lane(profile: profile, random: stream(3)))
     }
 }
 var flows: [PeerAddress: Flow] = [:]
@@ -124,17 +141,25 @@ let start = Clock.monotonicNanoseconds()
 let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
 signal(SIGPIPE, SIG_IGN)
 
+/// RTP (not RTCP, RFC 5761: payload types 64–95 with the marker bit are RTCP's).
+func isMedia(_ bytes: [UInt8]) -> Bool {
+    bytes.count >= 12 && bytes[0] & 0xC0 == 0x80 && !(64...95).contains(bytes[1] & 0x7F)
+}
+
 @MainActor func schedule(_ bytes: [UInt8], via socket: UDPSocket, to: PeerAddress, channel: inout Channel, now: Int64) {
     let nowMs = Double(now - start) / 1e6
-    guard let d = channel.delay(&rng, nowMs: nowMs) else { dropped += 1; return }
+    let media = isMedia(bytes)
+    var lane = media ? channel.media : channel.other
+    defer { if media { channel.media = lane } else { channel.other = lane } }
+    guard let d = lane.delay(nowMs: nowMs) else { dropped += 1; return }
     pending.append(Pending(due: now + Int64(d * 1e6), bytes: bytes, socket: socket, to: to))
-    if rng.uniform() < channel.profile.duplicate {
+    if lane.random.uniform() < channel.profile.duplicate {
         duplicated += 1
-        pending.append(Pending(due: now + Int64((d + 1 + 5 * rng.uniform()) * 1e6), bytes: bytes, socket: socket, to: to))
+        pending.append(Pending(due: now + Int64((d + 1 + 5 * lane.random.uniform()) * 1e6), bytes: bytes, socket: socket, to: to))
     }
 }
 
-writeLine("impair-proxy ready: \(listenHost):\(portList) → \(upstreamHost), profile \(options["profile"] ?? "clean"), seed \(rng.seed)")
+writeLine("impair-proxy ready: \(listenHost):\(portList) → \(upstreamHost), profile \(options["profile"] ?? "clean"), seed \(seed)")
 while duration == 0 || Double(Clock.monotonicNanoseconds() - start) / 1e9 < duration {
     let now = Clock.monotonicNanoseconds()
     let next = pending.map(\.due).min()
@@ -148,7 +173,7 @@ while duration == 0 || Double(Clock.monotonicNanoseconds() - start) / 1e9 < dura
             var flow = flows[from]
             if flow == nil {
                 guard let up = try? UDPSocket(bindingTo: PeerAddress(parsing: "\(upstreamHost):0")!) else { continue }
-                flow = Flow(client: from, upstream: up, profile: profile)
+                flow = Flow(client: from, upstream: up, profile: profile, seed: seed, index: UInt64(flows.count))
                 flows[from] = flow
             }
             let f = flow!

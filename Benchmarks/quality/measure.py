@@ -4,6 +4,10 @@
   python3 Benchmarks/quality/measure.py [--modes forward,mix] [--profile clean|mild|moderate|harsh] [--runs N] [--json]
                                        [--bin DIR] [--uplink-repair on|off]
 
+Through the impairment proxy, run k of each mode uses the proxy's seed k: each flow's media then meets the same losses
+and delays in that run of every mode (impair-proxy draws each flow's RTP from a stream of its own), and --runs N
+reports the median and spread over seeds 1..N per mode.
+
 Needs release builds (`make release`), espeak-ng, and PyPI's `pesq`, `numpy`, `scipy` (`pip install pesq numpy scipy`).
 
 Latency: alice sends a click train (a 2 ms burst every 500 ms over −50 dBFS noise, so the stream never goes DTX);
@@ -25,6 +29,9 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BIN = os.path.join(ROOT, ".build", "release")
 # The relay's environment beyond ours (`--uplink-repair` sets PARLEY_UPLINK_REPAIR).
 RELAY_ENV = {}
+# The impairment proxy's seed for the next run (run k of a mode uses seed k: one seed decides each flow's losses and
+# delays, so a mode's runs are different networks and each is the same network in every mode).
+SEED = 1
 # /metrics counters read before each relay stops, added up per mode.
 COUNTERS = {"parley_nacks_answered_total": "nacks_answered", "parley_nacks_missed_total": "nacks_missed",
             "parley_uplink_packets_lost_total": "uplink_lost", "parley_uplink_packets_recovered_total": "uplink_recovered",
@@ -76,7 +83,7 @@ def run_pair(mode, alice_input, seconds, workdir, extra=()):
     server = f"127.0.0.1:{port}"
     if PROFILE != "clean":
         proxy = subprocess.Popen([os.path.join(BIN, "impair-proxy"), "--listen", "127.0.0.2", "--upstream", "127.0.0.1",
-                                  "--ports", f"{port},{port + 1}", "--profile", PROFILE, "--seed", "7"],
+                                  "--ports", f"{port},{port + 1}", "--profile", PROFILE, "--seed", str(SEED)],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         server = f"127.0.0.2:{port}"
     try:
@@ -257,7 +264,8 @@ def main():
     ap.add_argument("--profile", default="clean", choices=["clean", "mild", "moderate", "harsh"],
                     help="network between clients and relay (impair-proxy); FEC and NACK are on in the client")
     ap.add_argument("--runs", type=int, default=1,
-                    help="repeat each mode and summarise (median, min, max): runs through the proxy vary")
+                    help="runs per mode, run k with the proxy's seed k (each its own network, the same in every mode); "
+                         "summarised as median and spread (min–max)")
     ap.add_argument("--bin", default=BIN, help="where parley-relay, parley and impair-proxy are (default: %(default)s)")
     ap.add_argument("--uplink-repair", choices=["on", "off"],
                     help="the relay's uplink_repair setting (default: the relay's own, on)")
@@ -269,20 +277,23 @@ def main():
     for b in ("parley", "parley-relay", "impair-proxy"):
         if not os.access(os.path.join(BIN, b), os.X_OK):
             sys.exit(f"measure.py: {BIN}/{b} missing: run `make release` first")
+    global SEED
     results = []
     with tempfile.TemporaryDirectory() as d:
         for mode in args.modes.split(","):
             runs = []
-            for _ in range(max(1, args.runs)):
+            for k in range(max(1, args.runs)):
+                SEED = k + 1
                 r = latency(mode, d)
                 clicks = r.pop("counters")
                 r.update(pesq_wb(mode, d))
                 speech = r.pop("counters")
                 r["repair"] = {k: clicks.get(k, 0) + speech.get(k, 0) for k in COUNTERS.values()}
+                r["seed"] = SEED
                 runs.append(r)
                 results.append(r)
                 if not args.json:
-                    print(f"{PROFILE:8} {mode:8} mouth-to-ear median {r['mouth_to_ear_ms_median']} ms (p95 {r['mouth_to_ear_ms_p95']}, "
+                    print(f"{PROFILE:8} {mode:8} seed {SEED}: mouth-to-ear median {r['mouth_to_ear_ms_median']} ms (p95 {r['mouth_to_ear_ms_p95']}, "
                           f"min {r['mouth_to_ear_ms_min']}; {r['clicks_heard']}/{r['clicks_sent']} clicks)   PESQ-WB {r['pesq_wb']}"
                           f" (ffmpeg Opus 56k on the same speech: {r.get('pesq_wb_ffmpeg_opus_56k')}); longest gap {r['longest_gap_ms']} ms",
                           flush=True)
@@ -301,7 +312,7 @@ def main():
                 if args.json:
                     print(json.dumps(summary))
                 else:
-                    print(f"{PROFILE:8} {mode:8} {len(runs)} runs: PESQ-WB median {summary['pesq_wb_median']:.3f} "
+                    print(f"{PROFILE:8} {mode:8} seeds 1–{len(runs)}: PESQ-WB median {summary['pesq_wb_median']:.3f} "
                           f"({summary['pesq_wb_min']}–{summary['pesq_wb_max']}), mouth-to-ear median {summary['mouth_to_ear_ms_median']} ms, "
                           f"longest gap {summary['longest_gap_ms_max']} ms", flush=True)
                     c = summary["repair"]
