@@ -75,26 +75,9 @@ final class CascadeScenario {
 
     /// b's speakers' packets `range` (room by room, 20 ms apart per room), as the worker loop would take them.
     func receive(_ range: Range<Int>) -> PacketFigures {
-        var figures = PacketFigures()
-        let core = scenario.core
-        let step = Interval.milliseconds(20) / Int64(max(1, trains.count))
-        let forwardedBefore = core.counters.forwarded
-        var handled = 0
-        let allocationsBefore = Allocations.count
-        let start = monotonicNanoseconds()
-        for i in range {
-            for train in trains {
-                scenario.clock.advance(by: step)
-                train[i].withUnsafeBytes { core.handle($0, from: bAddress, now: scenario.clock.now) }
-                handled += 1
-                if handled % Scenario.batchSize == 0 { core.outputSent() }
-            }
+        let core = scenario.core, trains = trains, from = bAddress
+        return timedPass(core, clock: &scenario.clock, range: range, streams: trains.count) { r, i, now in
+            trains[r][i].withUnsafeBytes { core.handle($0, from: from, now: now) }
         }
-        core.outputSent()
-        figures.nanoseconds = monotonicNanoseconds() - start
-        figures.allocations = Allocations.count - allocationsBefore
-        figures.packetsIn = handled
-        figures.forwarded = Int(core.counters.forwarded - forwardedBefore)
-        return figures
     }
 }

@@ -36,6 +36,33 @@ struct PacketFigures {
     var allocationsPerForwarded: Double { Double(allocations) / Double(max(1, forwarded)) }
 }
 
+/// Feeds `core` packet `i` of each of `streams` streams for every `i` in `range` (the streams interleaved, 20 ms apart
+/// per stream, the clock advanced before each), sending the output every `Scenario.batchSize` packets as the worker loop
+/// does; the cost of the whole pass. No ticks (the scenarios that use it need none).
+func timedPass(_ core: RelayCore, clock: inout ManualClock, range: Range<Int>, streams: Int,
+               feed: (_ stream: Int, _ packet: Int, _ now: Moment) -> Void) -> PacketFigures {
+    var figures = PacketFigures()
+    let step = Interval.milliseconds(20) / Int64(max(1, streams))
+    let forwardedBefore = core.counters.forwarded
+    var handled = 0
+    let allocationsBefore = Allocations.count
+    let start = monotonicNanoseconds()
+    for i in range {
+        for s in 0..<streams {
+            clock.advance(by: step)
+            feed(s, i, clock.now)
+            handled += 1
+            if handled % Scenario.batchSize == 0 { core.outputSent() }
+        }
+    }
+    core.outputSent()
+    figures.nanoseconds = monotonicNanoseconds() - start
+    figures.allocations = Allocations.count - allocationsBefore
+    figures.packetsIn = handled
+    figures.forwarded = Int(core.counters.forwarded - forwardedBefore)
+    return figures
+}
+
 /// What the `tick` calls inside a pass cost.
 struct TickFigures {
     /// `tick` calls.

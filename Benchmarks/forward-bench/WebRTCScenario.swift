@@ -93,25 +93,9 @@ final class WebRTCScenario {
 
     /// Feeds every speaker's packets `range` (interleaved, 20 ms apart per speaker) as the worker loop would.
     func run(_ range: Range<Int>) -> PacketFigures {
-        var figures = PacketFigures()
-        let step = Interval.milliseconds(20) / Int64(max(1, speakers.count))
-        let forwardedBefore = core.counters.forwarded
-        var handled = 0
-        let allocationsBefore = Allocations.count
-        let start = monotonicNanoseconds()
-        for i in range {
-            for s in speakers {
-                clock.advance(by: step)
-                s.packets[i].withUnsafeBytes { core.handle($0, from: s.address, now: clock.now) }
-                handled += 1
-                if handled % Scenario.batchSize == 0 { core.outputSent() }
-            }
+        let core = core, speakers = speakers
+        return timedPass(core, clock: &clock, range: range, streams: speakers.count) { s, i, now in
+            speakers[s].packets[i].withUnsafeBytes { core.handle($0, from: speakers[s].address, now: now) }
         }
-        core.outputSent()
-        figures.nanoseconds = monotonicNanoseconds() - start
-        figures.allocations = Allocations.count - allocationsBefore
-        figures.packetsIn = handled
-        figures.forwarded = Int(core.counters.forwarded - forwardedBefore)
-        return figures
     }
 }

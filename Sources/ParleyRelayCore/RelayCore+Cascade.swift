@@ -273,9 +273,10 @@ extension RelayCore {
                 }
                 continue
             }
-            // An SSRC another member here already has (one in 2^31 per pair) cannot be told apart: left out.
+            // An SSRC another member here already has (one in 2^31 per pair) cannot be told apart, and one the room's
+            // key retired cannot be protected again: left out.
             guard peer.members.count < rooms.capacity(of: room), !room.members.contains(where: { $0.ssrc == entry.ssrc }),
-                  sessions.bySSRC[entry.ssrc] == nil else { continue }
+                  sessions.bySSRC[entry.ssrc] == nil, room.downstream?.isRetired(entry.ssrc) != true else { continue }
             let session = SignallingSession(connectionID: 0, identity: entry.identity, name: entry.name, sessionSecret: [], nonce: [],
                                             token: "", address: PeerAddress(ipv4: 0, port: 0), viaPublicPort: false, now: now.monotonic)
             let member = Member(id: shared.nextMemberID(), session: session, ssrc: entry.ssrc, canPublish: entry.flags.contains(.publisher),
@@ -298,7 +299,7 @@ extension RelayCore {
     /// Removes a peer and its members (it went silent, or the room closed here).
     private func dropPeer(_ peer: RoomCascade.Peer, room: Room, reason: String, now: Moment) {
         room.cascade?.peers[peer.key] = nil
-        for member in peer.members.values { rooms.memberLeft(member, reason: reason, now: now) }
+        for member in peer.members.values { rooms.memberLeft(member, reason: reason, retire: false, now: now) }
         if peer.audience != 0 { room.roster.audienceChanged(by: -peer.audience, config: config, now: now.monotonic) }
         peer.members = [:]
         room.cascade?.retarget(room: room)

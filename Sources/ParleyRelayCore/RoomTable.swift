@@ -172,12 +172,13 @@ final class RoomTable {
 
     /// The room's side of a member leaving: out of the room and its speaker selection and mixer, the room told, the
     /// event logged; an emptied room starts its empty timeout.
-    func memberLeft(_ member: Member, reason: String, now: Moment) {
+    func memberLeft(_ member: Member, reason: String, retire: Bool = true, now: Moment) {
         let room = member.room
         if member.isLocal { room.cascade?.dirty = true }
         room.members.removeAll { $0 === member }
-        // Its stream under the room's key ends: the slot is freed, the SSRC never protected again under this key.
-        room.downstream?.retire(ssrc: member.ssrc)
+        // Its stream under the room's key ends: the slot is freed, the SSRC never protected again under this key. (Not
+        // for a member of a node that only went quiet: it may come back with the same stream, which continues.)
+        if retire { room.downstream?.retire(ssrc: member.ssrc) }
         if room.selector.remove(member.id) { scheduleSpeakerPush(room, now: now) }
         if member.isAudience {
             room.roster.audienceChanged(by: -1, config: config, now: now.monotonic)

@@ -94,8 +94,9 @@ extension ProcessTests {
             let admin = try mint(["--admin", "--identity", "ops"])
             let room = "rtp-fwd-\(UInt32.random(in: 0...UInt32.max))"
             #expect(try curl("POST", base + "/v1/rooms", token: admin, body: #"{"name":"\#(room)","mode":"forward"}"#).status == 201)
+            // Long enough for ffmpeg's start and its 4 s of tone on a busy machine.
             let recorder = try Spawned("parley", ["join", room, "--identity", "rec", "--server", server, "--listen-only",
-                                                  "--output", "\(dir)/heard.wav", "--no-tui", "--duration", "8"])
+                                                  "--output", "\(dir)/heard.wav", "--no-tui", "--duration", "11"])
             #expect(recorder.waitFor(seconds: 5) { $0.contains("joined \(room)") }, "\(recorder.stdout)\(recorder.stderr)")
             // The endpoint accepts RTP only from the address named here: ffmpeg sends from `localport`.
             let source = freeUDPPort()
@@ -123,7 +124,7 @@ extension ProcessTests {
             let listed = (jsonObject(members.body)["members"] as? [[String: Any]] ?? []).first { $0["identity"] as? String == "ffmpeg" }
             #expect(listed?["ssrc"] as? Int == answer["ssrc"] as? Int, "\(members.body)")
             #expect(((listed?["stats"] as? [String: Any])?["sender_reports"] as? Int ?? 0) >= 1, "\(members.body)")
-            #expect(recorder.wait(seconds: 8) == 0, "\(recorder.stderr)")
+            #expect(recorder.wait(seconds: 11) == 0, "\(recorder.stderr)")
             let heard = try WAVReader(path: "\(dir)/heard.wav").readAllMono48k()
             let loud = loudestSecond(heard)
             let share = goertzelShare(loud, frequency: 600)

@@ -11,12 +11,13 @@ struct CascadeTests {
     static let secret = Array("cluster secret".utf8)
 
     /// Nodes "a" (10.0.0.1) and "b" (10.0.0.2), each placing `room` on "a" and knowing the other live.
-    static func cluster(room: String = "lobby", config: RelayCoreConfig = RelayCoreConfig(), bootB: UInt64 = 22) -> (FakeNetwork, FakeNetwork) {
+    static func cluster(room: String = "lobby", config: RelayCoreConfig = RelayCoreConfig(), bootB: UInt64 = 22,
+                        encrypted: Bool = false) -> (FakeNetwork, FakeNetwork) {
         var config = config
         config.cascadeAfter = 0
         let idA = ClusterIdentity(nodeID: "a", secret: secret, boot: 11), idB = ClusterIdentity(nodeID: "b", secret: secret, boot: bootB)
-        let a = FakeNetwork(config: config, seed: 13, host: 1, cluster: idA)
-        let b = FakeNetwork(config: config, seed: 99, host: 2, cluster: idB)
+        let a = FakeNetwork(config: config, seed: 13, encrypted: encrypted, host: 1, cluster: idA)
+        let b = FakeNetwork(config: config, seed: 99, encrypted: encrypted, host: 2, cluster: idB)
         a.others = [b]
         b.others = [a]
         let nodes = [ClusterNode(id: "a", udp: "10.0.0.1:7400", ports: [7400], boot: 11, roomMembers: [room: 1]),
@@ -252,5 +253,30 @@ struct CascadeTests {
                 #expect(Array(bytes.prefix(cut)).withUnsafeBytes { CascadeMessage(parsing: $0) } == nil, "\(m) cut at \(cut)")
             }
         }
+    }
+
+    @Test("encrypted members: a node cut off long enough to be dropped, then back with the same members, is heard again (its streams continue under the room key)")
+    func nodeBackAfterADrop() {
+        let (a, b) = Self.cluster(encrypted: true)
+        let ann = a.addClient("ann")
+        let bob = b.addClient("bob")
+        a.joinAll()
+        b.joinAll()
+        Self.advance([a, b], milliseconds: 1_200)
+        Self.advance([a, b], milliseconds: 400) { bob.speak(level: 20) }
+        let before = ann.media[bob.ssrc]?.count ?? 0
+        #expect(before >= 15 && ann.rejectedMedia == 0)
+        a.others = []
+        b.others = []
+        Self.advance([a, b], milliseconds: 4_000)
+        #expect(!a.core.snapshot()[0].members.map(\.identity).contains("bob"))
+        a.others = [b]
+        b.others = [a]
+        Self.advance([a, b], milliseconds: 1_200)
+        #expect(a.core.snapshot()[0].members.map(\.identity).contains("bob"))
+        Self.advance([a, b], milliseconds: 400) { bob.speak(level: 20) }
+        #expect((ann.media[bob.ssrc]?.count ?? 0) >= before + 15, "\(ann.media[bob.ssrc]?.count ?? 0)")
+        #expect(ann.rejectedMedia == 0)
+        #expect(a.core.counters.drops(.srtpReplayed) == 0)
     }
 }
