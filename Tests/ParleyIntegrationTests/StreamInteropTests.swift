@@ -35,14 +35,14 @@ extension ProcessTests {
         }
 
         /// Parley clients speaking the turns one after another (each leaves before the next joins).
-        /// The last turn lasts 6.5 s, so that a recorder stopping at 14 s of stream stops while it still flows (with
-        /// seconds to spare when the clients start slowly on a busy machine).
+        /// The last turn lasts 12 s, so that a recorder stopping at 20 s of stream stops while it still flows, however
+        /// slowly the clients start (the stream's timeline runs through the pauses between turns).
         func speakTurns(room: String, server: String) throws {
             for (i, tone) in Self.turns.enumerated() {
-                let seconds = i == Self.turns.count - 1 ? "6.5" : "2.4"
+                let seconds = i == Self.turns.count - 1 ? "12" : "2.4"
                 let speaker = try Spawned("parley", ["join", room, "--identity", "s\(i)", "--server", server, "--tone", "\(Int(tone))",
                                                      "--no-playback", "--no-tui", "--duration", seconds])
-                #expect(speaker.wait(seconds: 10) == 0, "\(speaker.stderr)")
+                #expect(speaker.wait(seconds: 16) == 0, "\(speaker.stderr)")
                 Thread.sleep(forTimeInterval: 0.9)
             }
         }
@@ -63,12 +63,12 @@ extension ProcessTests {
             try #require(answer["sdp"] as? String).write(toFile: "\(dir)/endpoint.sdp", atomically: true, encoding: .utf8)
             let receiveArgs = try #require(answer["ffmpeg_receive_args"] as? [String]).map { $0 == "endpoint.sdp" ? "\(dir)/endpoint.sdp" : $0 }
             let ffmpeg = try Spawned(.ffmpeg, ["-hide_banner", "-loglevel", "warning"] + receiveArgs
-                                     // 14 s of output: it ends inside the last turn, which starts 10–12.6 s into the stream
-                                     // (three turns of 2.4 s, 0.9 s apart, and each client's start-up; later when the
-                                     // machine is busy) and lasts 6.5 s:
+                                     // 20 s of stream: it ends inside the last turn, which starts 10–13 s into the stream
+                                     // (three turns of 2.4 s, 0.9 s apart, and each client's start-up; up to 16 s when
+                                     // the machine is busy) and lasts 12 s:
                                      // ffmpeg stops while packets flow (waiting for packets that never come, it would
                                      // ignore SIGTERM).
-                                     + ["-t", "14", "-ac", "1", "-ar", "48000", "-y", "\(dir)/turns.wav"])
+                                     + ["-t", "20", "-ac", "1", "-ar", "48000", "-y", "\(dir)/turns.wav"])
             #expect(eventually(seconds: 5) { udpPortIsBound(port) }, "ffmpeg did not bind 127.0.0.1:\(port): \(ffmpeg.stderr)")
             try speakTurns(room: room, server: server)
             #expect(ffmpeg.wait(seconds: 8) == 0, "\(ffmpeg.stderr)")
