@@ -279,4 +279,33 @@ struct CascadeTests {
         #expect(ann.rejectedMedia == 0)
         #expect(a.core.counters.drops(.srtpReplayed) == 0)
     }
+
+    @Test("nodes that opened a room before the directory lists it find each other through its rendezvous node, which has no members of it")
+    func rendezvousIntroduces() {
+        let ids = ["a", "b", "c"].enumerated().map { k, id in ClusterIdentity(nodeID: id, secret: Self.secret, boot: UInt64(k + 1)) }
+        // A room whose rendezvous node (the hash's pick among the three) is c: the members join a and b.
+        let room = (0..<1_000).map { "room-\($0)" }.first { r in
+            ["a", "b", "c"].max { RoomPlacement.score(r, $0) < RoomPlacement.score(r, $1) } == "c"
+        }!
+        var config = RelayCoreConfig()
+        config.cascadeAfter = 0
+        let nets = ids.enumerated().map { k, id in FakeNetwork(config: config, seed: UInt64(13 + k), host: UInt8(k + 1), cluster: id) }
+        for n in nets { n.others = nets.filter { $0 !== n } }
+        // The directory knows the nodes but no rooms yet (it is read once a second).
+        let nodes = ["a", "b", "c"].enumerated().map { k, id in
+            ClusterNode(id: id, udp: "10.0.0.\(k + 1):7400", ports: [7400], boot: UInt64(k + 1))
+        }
+        for (k, n) in nets.enumerated() { n.shared.placement.update(rooms: [:], nodes: nodes, selfID: ["a", "b", "c"][k]) }
+        let ann = nets[0].addClient("ann", room: room)
+        let bob = nets[1].addClient("bob", room: room)
+        nets[0].joinAll()
+        nets[1].joinAll()
+        Self.advance(nets, milliseconds: 600)
+        #expect(ann.memberEvents.contains { $0.0 == .joined && $0.1 == "bob" })
+        #expect(bob.memberEvents.contains { $0.0 == .joined && $0.1 == "ann" })
+        Self.advance(nets, milliseconds: 400) { bob.speak(level: 20) }
+        #expect((ann.media[bob.ssrc]?.count ?? 0) >= 15)
+        // c took part without opening the room.
+        #expect(nets[2].core.snapshot().isEmpty)
+    }
 }
