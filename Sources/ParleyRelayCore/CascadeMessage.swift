@@ -36,10 +36,8 @@ public enum CascadeMessage: Equatable, Sendable {
     /// Whether a kind is between nodes' presence (worker 0) rather than about a room.
     static func isPresence(_ kind: UInt8) -> Bool { kind >= inviteKind && kind <= directTextKind }
 
-    /// Bytes of a media body before its packet: kind, room, origin, level.
-    static func mediaPrefixLength(room: String) -> Int { 2 + room.utf8.count + 5 }
-
-    /// Writes a media body's prefix into `buffer` (at least `mediaPrefixLength` bytes); the packet follows it.
+    /// Writes a media body's prefix (kind, room, origin, level: 7 bytes and the room's) into `buffer`; the packet
+    /// follows it.
     static func writeMediaPrefix(room: String, origin: UInt32, level: UInt8, into buffer: UnsafeMutableRawBufferPointer) -> Int {
         var w = ByteWriter(buffer)
         w.u8(mediaKind)
