@@ -69,7 +69,7 @@ extension ProcessTests {
                                      // ffmpeg stops while packets flow (waiting for packets that never come, it would
                                      // ignore SIGTERM).
                                      + ["-t", "20", "-ac", "1", "-ar", "48000", "-y", "\(dir)/turns.wav"])
-            #expect(eventually(seconds: 5) { udpPortIsBound(port) }, "ffmpeg did not bind 127.0.0.1:\(port): \(ffmpeg.stderr)")
+            #expect(eventually(seconds: 15) { udpPortIsBound(port) }, "ffmpeg did not bind 127.0.0.1:\(port): \(ffmpeg.stderr)")
             try speakTurns(room: room, server: server)
             #expect(ffmpeg.wait(seconds: 8) == 0, "\(ffmpeg.stderr)")
             // Before, ffmpeg dropped every packet after the first change ("dropping old packet received too late").
@@ -103,7 +103,7 @@ extension ProcessTests {
                                               "audioresample", "!", "audio/x-raw,format=S16LE,rate=48000,channels=1", "!",
                                               "filesink", "location=\(raw)", "buffer-mode=unbuffered", "sync=false",
                                               "d.rtcp_src", "!", "fakesink", "sync=false", "async=false"])
-            #expect(eventually(seconds: 5) { udpPortIsBound(port) }, "gst-launch did not bind 127.0.0.1:\(port): \(gst.stderr)")
+            #expect(eventually(seconds: 15) { udpPortIsBound(port) }, "gst-launch did not bind 127.0.0.1:\(port): \(gst.stderr)")
             try speakTurns(room: room, server: server)
             Thread.sleep(forTimeInterval: 0.5)
             gst.signal(SIGKILL)
