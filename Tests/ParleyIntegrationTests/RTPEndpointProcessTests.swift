@@ -169,7 +169,7 @@ extension ProcessTests {
             // The API's input options, with the SDP where it says: ffmpeg decrypts with the SDP's a=crypto key.
             let receiveArgs = try #require(answer["ffmpeg_receive_args"] as? [String]).map { $0 == "endpoint.sdp" ? "\(dir)/endpoint.sdp" : $0 }
             let ffmpeg = try Spawned(.ffmpeg, ["-hide_banner", "-loglevel", "error"] + receiveArgs + ["-t", "4", "-ac", "1", "-y", "\(dir)/mix.wav"])
-            #expect(eventually(seconds: 5) { udpPortIsBound(receivePort) }, "ffmpeg did not bind 127.0.0.1:\(receivePort): \(ffmpeg.stderr)")
+            #expect(eventually(seconds: 15) { udpPortIsBound(receivePort) }, "ffmpeg did not bind 127.0.0.1:\(receivePort): \(ffmpeg.stderr)")
             let a = try Spawned("parley", ["join", room, "--identity", "a", "--server", server, "--tone", "440", "--no-playback", "--no-tui", "--duration", "8"])
             let b = try Spawned("parley", ["join", room, "--identity", "b", "--server", server, "--tone", "900", "--no-playback", "--no-tui", "--duration", "8"])
             defer { a.signal(SIGTERM); b.signal(SIGTERM) }

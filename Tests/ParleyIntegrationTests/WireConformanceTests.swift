@@ -47,7 +47,7 @@ extension ProcessTests {
             try #require(answer["sdp"] as? String).write(toFile: "\(dir)/rec.sdp", atomically: true, encoding: .utf8)
             let ffmpeg = try Spawned(.ffmpeg, ["-hide_banner", "-loglevel", "error", "-protocol_whitelist", "file,udp,rtp",
                                                "-i", "\(dir)/rec.sdp", "-t", "9", "-ac", "1", "-y", "\(dir)/rec.wav"])
-            #expect(eventually(seconds: 5) { udpPortIsBound(receive) }, "\(ffmpeg.stderr)")
+            #expect(eventually(seconds: 15) { udpPortIsBound(receive) }, "ffmpeg did not bind 127.0.0.1:\(receive): \(ffmpeg.stderr)")
 
             let clear = ["--cleartext", "--no-playback", "--no-tui"]
             let proxied = server.replacingOccurrences(of: "127.0.0.1:", with: "127.0.0.2:")
