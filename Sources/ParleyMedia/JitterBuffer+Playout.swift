@@ -126,6 +126,14 @@ extension JitterBuffer {
             inOutage = false
             return .silence
         }
+        if estimator.samples < startupPackets, startupWaits < startupWaitFrames, store.count == 0 {
+            // Start-up, and nothing after the due frame has arrived: the path is slower than the young estimate
+            // says, not lossy. Wait for the frame (the delay grows by what this stretch adds) rather than skip it.
+            startupWaits += 1
+            stats.expanded += 1
+            return .expand
+        }
+        startupWaits = 0
         concealRun += 1
         if concealRun > maximumConcealRun {
             mode = .silent
@@ -156,5 +164,6 @@ extension JitterBuffer {
         stats.played += 1
         nextSequence = slot.sequence + 1
         concealRun = 0
+        startupWaits = 0
     }
 }

@@ -37,6 +37,8 @@ public final class JitterBuffer {
     private var ssrc: UInt32?
     private var timestampOrigin: Int64 = 0
     private var highestSequence: Int64?
+    /// The first sequence number of the current stream (it has no predecessor to be rebuilt from).
+    private var firstSequence: Int64?
     private var restartProbe: (sequence: UInt16, timestamp: UInt32)?
     private var recentTransit: [(sequence: Int64, transit: Int64)]
     private var fates: [(sequence: Int64, fate: Fate)]
@@ -82,6 +84,14 @@ public final class JitterBuffer {
     let persistentExcessPulls = 250
     /// Pulls in a row with the delay `accelerateHysteresis` above the target plus a frame.
     var excessPulls = 0
+    /// Start-up: while the delay estimate holds fewer than this many samples (the stream's first second), a due
+    /// frame that has not arrived, with nothing after it held, is waited for (`.expand`, up to `startupWaitFrames`
+    /// pulls each) instead of being concealed and skipped. The first talkspurt starts at the delay the network has
+    /// shown so far and grows only as far as late packets need; the excess is taken back in pauses.
+    let startupPackets = 50
+    let startupWaitFrames = 3
+    /// Pulls spent waiting for the current due frame at start-up.
+    var startupWaits = 0
     /// The caller's hint at this pull: the listener is in a pause (see `pull(now:quiet:)`).
     var quietHint = false
     /// A buffer with fixed storage for `config.capacity` packets of `config.maxPayloadBytes`.
@@ -121,6 +131,7 @@ public final class JitterBuffer {
         timestampUnwrapper = TimestampUnwrapper()
         ssrc = nil
         highestSequence = nil
+        firstSequence = nil
         restartProbe = nil
         for i in recentTransit.indices { recentTransit[i] = (.min, 0) }
         for i in fates.indices { fates[i] = (.min, .none) }
@@ -191,6 +202,7 @@ public final class JitterBuffer {
         // A retransmission (a packet the receiver asked for again) is played if still in time, but its delay is the
         // repair's round trip, not the path's jitter: it stays out of the delay estimate and the transit floor.
         let transit = arrival - nanoseconds(time)
+        if firstSequence == nil { firstSequence = sequence }
         if !retransmission {
             floor.add(transit: transit, arrival: arrival)
             addDelaySample(sequence: sequence, transit: transit)
@@ -264,7 +276,8 @@ public final class JitterBuffer {
         recentTransit[Int(UInt64(bitPattern: sequence) % UInt64(recentTransit.count))] = (sequence, transit)
         if config.inbandFEC {
             let previous = recentTransit[Int(UInt64(bitPattern: sequence - 1) % UInt64(recentTransit.count))]
-            var sample = r + frameMilliseconds
+            // The stream's first packet has no predecessor that could be missing: it plays or not on its own.
+            var sample = sequence == firstSequence ? r : r + frameMilliseconds
             if previous.sequence == sequence - 1 { sample = min(sample, Double(previous.transit - f) / 1e6) }
             recoverableEstimator.add(sample)
         }

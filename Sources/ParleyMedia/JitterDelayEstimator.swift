@@ -9,28 +9,25 @@ import ParleyWire
 /// whole histogram is rescaled when the weights grow large, so an update is O(1) and a quantile query O(buckets).
 /// The first samples use a weaker forgetting (`1 − 1/(n+1)`, an equal-weight average) so the estimate settles
 /// quickly from a cold start, as NetEQ's start-up forget factor does.
+///
+/// There is no start-up prior: before the first sample the target is 0, so a stream's first talkspurt starts at what
+/// the network has shown so far. (A fixed 40 ms prior held the first talkspurt 40 ms later than every later one on a
+/// clean path, a jump in the timeline after it; `JitterBuffer` instead waits for late frames while the estimate is
+/// young, see `JitterBuffer.startupPackets`.)
 struct JitterDelayEstimator {
     private var buckets: [Double]
     private var total: Double = 0
     private var weight: Double = 1
-    private var samples = 0
-    /// A start-up prior so the very first pulls do not target zero delay (40 ms): a weight at `priorBucket` that is not a
-    /// sample and fades by `priorFade` per sample, so within ~10 packets the target is the data's own. (Kept in the
-    /// histogram, it would hold a high quantile at its value for ~1/(1 − quantile) samples: seconds.)
-    private var prior: Double
-    private let priorBucket: Int
-    private let priorFade = 0.85
+    /// Samples added so far.
+    private(set) var samples = 0
     let forgetFactor: Double
     let quantile: Double
 
     /// - Parameters: `ceilingMilliseconds` is the largest delay represented (larger samples land in the top bucket).
-    init(ceilingMilliseconds: Int, quantile: Double, forgetFactor: Double,
-         priorMilliseconds: Double = 40, priorWeight: Double = 5) {
+    init(ceilingMilliseconds: Int, quantile: Double, forgetFactor: Double) {
         buckets = Array(repeating: 0, count: max(ceilingMilliseconds, 1) + 1)
         self.quantile = min(max(quantile, 0.5), 0.9999)
         self.forgetFactor = min(max(forgetFactor, 0.9), 0.99999)
-        priorBucket = min(max(Int(priorMilliseconds.rounded(.up)), 0), buckets.count - 1)
-        prior = priorWeight
     }
 
     @inline(__always) private func bucket(_ ms: Double) -> Int {
@@ -47,23 +44,20 @@ struct JitterDelayEstimator {
         weight /= f
         buckets[bucket(milliseconds)] += weight
         total += weight
-        prior *= priorFade
         if weight > 1e200 {
             for i in buckets.indices { buckets[i] /= weight }
             total /= weight
-            prior /= weight
             weight = 1
         }
     }
 
     /// The smallest delay (ms) that covers `quantile` of the weighted samples.
     func target() -> Double {
-        let allowed = (1 - quantile) * (total + prior)
+        let allowed = (1 - quantile) * total
         var above = 0.0
         var i = buckets.count - 1
         while i > 0 {
             above += buckets[i]
-            if i == priorBucket { above += prior }
             if above > allowed { return Double(i) }
             i -= 1
         }

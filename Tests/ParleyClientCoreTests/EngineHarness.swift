@@ -61,8 +61,10 @@ final class EngineHarness {
     /// Time since the clock's origin.
     var elapsed: Interval { outbox.now - .origin }
 
-    init(listenOnly: Bool = true, reconnect: Bool = true, seed: UInt64 = 1) throws {
+    /// - Parameter jitterMinimumDelay: the receive buffers' floor (none by default, as the client's).
+    init(listenOnly: Bool = true, reconnect: Bool = true, seed: UInt64 = 1, jitterMinimumDelay: Interval = .zero) throws {
         var configuration = ClientEngine.Configuration(room: "lobby")
+        configuration.jitter.minimumDelay = jitterMinimumDelay
         configuration.security = .cleartext  // ScriptedRelay speaks protocol version 1
         configuration.listenOnly = listenOnly
         configuration.reconnect = reconnect

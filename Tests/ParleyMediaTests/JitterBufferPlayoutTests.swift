@@ -26,9 +26,16 @@ struct JitterBufferPlayoutTests {
         let h = JitterHarness()
         h.send(stream(count: 400) { i in i % 2 == 0 ? 45 * ms : 15 * ms })
         h.run(pulls: 450)
-        #expect(h.playedSequences == (0..<400).map { UInt16($0) })
+        // The buffer starts at the delay the first arrivals show (no start-up delay): in the first second a packet
+        // that arrives after its successor may be rebuilt from the successor's FEC instead, never concealed. Once
+        // the estimate covers the reordering (after the first second), every packet plays in order.
+        let played = h.playedSequences
+        #expect(played == played.sorted())
         #expect(h.concealments == 0)
-        #expect(h.buffer.stats.lateDropped == 0)
+        #expect(Array(played.drop { $0 < 50 }) == (50..<400).map { UInt16($0) })
+        // Late: the frames FEC rebuilt, and packet 0, sent before the first arrival (packet 1) and arriving after it.
+        #expect(h.buffer.stats.lateDropped <= h.buffer.stats.fecRecovered + 1)
+        #expect(h.buffer.stats.fecRecovered <= 5)
     }
 
     @Test func duplicatesAreDroppedAndCounted() {
@@ -64,17 +71,20 @@ struct JitterBufferPlayoutTests {
     }
 
     @Test func lostPacketIsRebuiltFromTheNextPacketsFEC() {
+        // One packet in 20 lost: more than the 2 % the target may leave uncovered, so the target grows to hold
+        // each lost frame's successor in time, and every loss after the first second is rebuilt from its FEC.
         let h = JitterHarness()
-        var packets = stream(count: 100) { i in 30 * ms + (i % 3 == 0 ? 8 : 0) * ms }
-        packets.remove(at: 50)
-        h.send(packets)
-        h.run(untilPlayed: 99, limit: 200)
-        let i = h.decisions.firstIndex(of: .fec(51))
-        #expect(i != nil)
-        if let i { #expect(h.decisions[i + 1] == .play(51)) }
-        #expect(h.buffer.stats.fecRecovered == 1)
-        #expect(h.buffer.stats.concealedFrames == 0)
-        #expect(h.playedSequences == (0..<100).filter { $0 != 50 }.map { UInt16($0) })
+        let lost = Set(stride(from: 10, to: 400, by: 20))
+        h.send(stream(count: 400) { i in 30 * ms + (i % 3 == 0 ? 8 : 0) * ms }.filter { !lost.contains(Int($0.sequence)) })
+        h.run(untilPlayed: 400 - lost.count, limit: 600)
+        for k in lost where k >= 50 {
+            let i = h.decisions.firstIndex(of: .fec(UInt16(k + 1)))
+            #expect(i != nil, "packet \(k) was not rebuilt from FEC")
+            if let i { #expect(h.decisions[i + 1] == .play(UInt16(k + 1))) }
+        }
+        #expect(h.buffer.stats.fecRecovered >= lost.filter { $0 >= 50 }.count)
+        #expect(h.buffer.stats.concealedFrames <= 2)
+        #expect(h.playedSequences == (0..<400).filter { !lost.contains($0) }.map { UInt16($0) })
     }
 
     @Test func withoutFECALostPacketIsConcealed() {

@@ -38,7 +38,9 @@ struct JitterBufferSenderStopTests {
 
     @Test("after an RTCP BYE the buffer plays what it holds and conceals nothing")
     func goodbye() {
-        let h = JitterHarness()
+        var config = JitterBufferConfig()
+        config.minimumDelay = .milliseconds(40)   // so packets are still held when the goodbye comes
+        let h = JitterHarness(config: config)
         h.send(stream(count: 60))
         h.run(pulls: 62)  // every packet has arrived (the last at 1.21 s); the last ones still wait to play
         #expect(h.inFlight == 0 && h.playedSequences.count < 60)

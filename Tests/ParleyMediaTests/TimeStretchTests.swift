@@ -72,26 +72,29 @@ struct TimeStretchTests {
 
 @Suite("Playout policy")
 struct PlayoutPolicyTests {
-    @Test func startUpPriorFadesWithinAFewPackets() {
-        // No jitter at all: after 20 packets the target is the data's (near zero), not the 60 ms start-up prior.
+    /// A path slower for its first packets than later (70, 55, 40 ms, then 30 ms): the first talkspurt starts at
+    /// the delay the first packet showed, and once the fast packets arrive it plays ~40 ms above the target.
+    static func slowStart(_ i: Int) -> Int64 { i < 3 ? (70 - 15 * Int64(i)) * ms : 30 * ms }
+
+    @Test func targetStartsAtTheDataWithoutAPrior() {
+        // No jitter at all: the target is the data's (zero) from the first packet, which plays at once.
         let h = JitterHarness()
         h.send(stream(count: 40))
-        h.run(pulls: 1)
-        // The prior holds the target up at first, with one packet seen and none of it jitter …
-        #expect(h.buffer.stats.targetDelayMilliseconds >= 20)
+        h.run(pulls: 3)   // the first packet arrives after 30 ms, and plays at the next pull
+        #expect(h.buffer.stats.targetDelayMilliseconds <= 1)
+        #expect(h.buffer.stats.played == 1)
         h.run(pulls: 29)
-        // … and is gone after 30 packets: the buffer plays and targets the data's own delay.
-        #expect(h.buffer.stats.played > 0)
-        #expect(h.buffer.stats.targetDelayMilliseconds <= 5)
+        #expect(h.buffer.stats.targetDelayMilliseconds <= 1 && h.delays.last! < 20)
+        #expect(h.concealments == 0 && h.buffer.stats.played == 30)
     }
 
     @Test func smallExcessWaitsForTheNextSilence() {
-        // The first talkspurt starts at the start-up prior (~40–60 ms) while the path has no jitter: during the
-        // 1.5 s talkspurt of loud audio the excess is not stretched away (at most the part above the large-excess
-        // bound); it goes at the next talkspurt (after DTX), which starts at the target, without stretching.
+        // The first talkspurt starts ~40 ms above the target (`slowStart`): during the 1.5 s talkspurt of loud
+        // audio the excess is not stretched away (at most the part above the large-excess bound); it goes at the
+        // next talkspurt (after DTX), which starts at the target, without stretching.
         let h = JitterHarness()
         h.quiet = false
-        var packets = stream(count: 75)
+        var packets = stream(count: 75, delay: Self.slowStart)
         var dtx = stream(count: 1, sequence: 75, timestamp: 75 * 960, sendStart: 1_000 * ms + 1_500 * ms)[0]
         dtx.payloadBytes = 1
         packets.append(dtx)
@@ -114,7 +117,7 @@ struct PlayoutPolicyTests {
         // first second, where shortening is inaudible.
         let h = JitterHarness()
         h.quiet = true
-        h.send(stream(count: 100))
+        h.send(stream(count: 100, delay: Self.slowStart))
         h.run(pulls: 60)
         #expect(h.buffer.stats.accelerated >= 1)
         #expect(h.delays.last! <= h.buffer.stats.targetDelayMilliseconds + 20 + 5)
@@ -125,7 +128,7 @@ struct PlayoutPolicyTests {
         // One long talkspurt with no silence: the start-up excess goes after five seconds, by acceleration.
         let h = JitterHarness()
         h.quiet = false
-        h.send(stream(count: 500))
+        h.send(stream(count: 500, delay: Self.slowStart))
         h.run(pulls: 200)
         let early = h.buffer.stats.accelerated
         #expect(early <= 1)
@@ -140,7 +143,7 @@ struct PlayoutPolicyTests {
 @Suite("Receive stream sync buffer")
 struct ReceiveStreamSyncBufferTests {
     /// Plays `pattern` (true: a loud 200 Hz frame, false: digital silence), one packet per 20 ms on a path without
-    /// jitter, through a receive stream; returns the jitter buffer's acceleration count.
+    /// jitter after its first three (slower) packets, through a receive stream; returns the jitter buffer's acceleration count.
     static func accelerations(_ pattern: [Bool]) throws -> Int {
         let encoder = try OpusEncoder(sampleRate: 48_000, channels: 1, application: .voip)
         try encoder.setBitrate(40_000)
@@ -149,6 +152,7 @@ struct ReceiveStreamSyncBufferTests {
         let silence = [Int16](repeating: 0, count: 960)
         var payload = [UInt8](repeating: 0, count: 1_500)
         var out = [Int16](repeating: 0, count: 960)
+        var datagrams: [(arrival: Int64, bytes: [UInt8])] = []
         for (k, loud) in pattern.enumerated() {
             let n = try (loud ? tone : silence).withUnsafeBufferPointer { pcm in
                 try payload.withUnsafeMutableBytes { try encoder.encode(pcm, frameSize: 960, into: $0) }
@@ -157,15 +161,23 @@ struct ReceiveStreamSyncBufferTests {
             datagram += withUnsafeBytes(of: UInt32(k * 960).bigEndian, Array.init)
             datagram += [0, 0, 0, 1]
             datagram += payload[..<n]
-            let arrival = Int64(k) * 20 * ms
-            try datagram.withUnsafeBytes { stream.insert(try RTPPacketView(parsing: $0), arrival: Instant(nanoseconds: arrival)) }
-            _ = out.withUnsafeMutableBufferPointer { stream.pull(now: Instant(nanoseconds: arrival + 3 * ms), into: $0.baseAddress!) }
+            // The first three packets are slower (45, 30, 15 ms): the talkspurt starts ~45 ms above the target.
+            datagrams.append((Int64(k) * 20 * ms + max(0, 45 - 15 * Int64(k)) * ms, datagram))
+        }
+        var next = 0
+        for k in pattern.indices {
+            let now = Int64(k) * 20 * ms + 48 * ms
+            while next < datagrams.count, datagrams[next].arrival <= now {
+                try datagrams[next].bytes.withUnsafeBytes { stream.insert(try RTPPacketView(parsing: $0), arrival: Instant(nanoseconds: datagrams[next].arrival)) }
+                next += 1
+            }
+            _ = out.withUnsafeMutableBufferPointer { stream.pull(now: Instant(nanoseconds: now), into: $0.baseAddress!) }
         }
         return stream.jitter.stats.accelerated
     }
 
     @Test func startUpExcessWaitsThroughGapsBetweenWordsAndGoesInAPause() throws {
-        // The first talkspurt starts at the start-up prior while the path has no jitter. Words 80 ms long with
+        // The first talkspurt starts ~45 ms above the target (the path's first packets were slower). Words 80 ms long with
         // 40 ms gaps between them (3 s): a gap is not a pause, so nothing is cut within the phrase…
         let phrase = (0..<150).map { $0 % 6 < 4 }
         #expect(try Self.accelerations(phrase) == 0)
