@@ -24,7 +24,8 @@ final class FloorRoom {
     private(set) var decodes = 0, encodes = 0
 
     /// A floor room over `rings` (one per speaker), starting `offset` frames in, as its relay room does.
-    init(rings: [SpeakerRing], offset: Int, hasListeners: Bool, complexity: Int32, bitrate: Int32, expectedLossPercent: Int32) {
+    /// `minusOnes` false: a hybrid room (its speakers hear each other forwarded; no minus-one encodes).
+    init(rings: [SpeakerRing], offset: Int, hasListeners: Bool, minusOnes: Bool, complexity: Int32, bitrate: Int32, expectedLossPercent: Int32) {
         func encoder() -> OpaquePointer {
             var error: Int32 = 0
             guard let e = opus_encoder_create(48_000, 1, OPUS_APPLICATION_VOIP, &error), error == OPUS_OK else { fail("opus_encoder_create: \(error)") }
@@ -40,7 +41,7 @@ final class FloorRoom {
             return d
         }
         sharedEncoder = encoder()
-        minusOneEncoders = rings.map { _ in encoder() }
+        minusOneEncoders = minusOnes ? rings.map { _ in encoder() } : []
         self.rings = rings
         self.offset = offset
         self.hasListeners = hasListeners
@@ -78,7 +79,7 @@ final class FloorRoom {
             for i in 0..<n { mix[i] = Int16(clamping: sum[i]) }
             encode(sharedEncoder)
         }
-        guard speaking > 1 else { return }
+        guard speaking > 1, !minusOneEncoders.isEmpty else { return }
         for k in rings.indices where active[k] {
             let own = pcm + k * n
             for i in 0..<n { mix[i] = Int16(clamping: sum[i] &- Int32(own[i])) }
@@ -101,7 +102,7 @@ final class Floor {
     init(shape: Shape, rings: [SpeakerRing], complexity: Int, bitrate: Int, expectedLossPercent: Int) {
         rooms = (0..<shape.rooms).map { r in
             FloorRoom(rings: Array(rings.prefix(shape.speakersPerRoom)), offset: r * 37,
-                      hasListeners: shape.membersPerRoom > shape.speakersPerRoom, complexity: Int32(complexity), bitrate: Int32(bitrate),
+                      hasListeners: shape.membersPerRoom > shape.speakersPerRoom, minusOnes: !shape.hybrid, complexity: Int32(complexity), bitrate: Int32(bitrate),
                       expectedLossPercent: Int32(expectedLossPercent))
         }
     }

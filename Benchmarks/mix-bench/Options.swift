@@ -26,16 +26,21 @@ struct Options {
     var complexity = 5
     /// How the speakers talk.
     var talkPattern = TalkPattern.continuous
+    /// The rooms' mode: "mix", or "hybrid" (the speakers may publish and hear each other forwarded; the others may
+    /// not, and hear one shared mix).
+    var mode = "mix"
     /// Print only the JSON line.
     var jsonOnly = false
 
     static let usage = """
         usage: mix-bench [--rooms R] [--members N] [--speakers S] [--seconds T] [--warmup W] [--complexity C]
-                         [--talk-pattern continuous|pauses] [--json]
+                         [--talk-pattern continuous|pauses] [--mode mix|hybrid] [--json]
           Measures how many mix-mode rooms one RelayCore (one worker, one core) sustains: R rooms of N members,
           S of them speaking real Opus, driven on a manual clock for T simulated seconds after W seconds of warm-up.
           Thread CPU time of the core's calls only. Baseline in the same run: the bare libopus work of the same
-          rooms (S decodes + S+1 encodes per room per 20 ms) with no relay logic.
+          rooms (S decodes + S+1 encodes per room per 20 ms; hybrid: S decodes + 1 encode) with no relay logic.
+          --mode hybrid: the S speakers may publish and hear each other forwarded, the other N−S may not and
+          hear one shared mix.
           Defaults: --rooms 10 --members 10 --speakers 3 --seconds 30 --warmup 2 --complexity 5 --talk-pattern continuous
         """
 
@@ -48,6 +53,9 @@ struct Options {
             case "--talk-pattern":
                 guard let pattern = next().flatMap(TalkPattern.init(rawValue:)) else { line.fail("--talk-pattern is continuous or pauses") }
                 options.talkPattern = pattern
+            case "--mode":
+                guard let mode = next(), mode == "mix" || mode == "hybrid" else { line.fail("--mode is mix or hybrid") }
+                options.mode = mode
             case "--rooms": options.rooms = line.integer(flag, next, minimum: 0)
             case "--members": options.members = line.integer(flag, next, minimum: 0)
             case "--speakers": options.speakers = line.integer(flag, next, minimum: 0)

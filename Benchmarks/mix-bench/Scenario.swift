@@ -10,12 +10,17 @@ struct Shape {
     var rooms: Int
     var membersPerRoom: Int
     var speakersPerRoom: Int
+    /// Hybrid rooms: the speakers hear each other forwarded, the others one shared mix.
+    var hybrid = false
 
     /// Distinct encodes per room per 20 ms the mix engine should do while every speaker talks: one shared mix
-    /// when anyone only listens, plus one minus-one per speaker when at least two speak.
+    /// when anyone only listens, plus (mix rooms) one minus-one per speaker when at least two speak.
     var expectedEncodesPerTick: Int {
-        (membersPerRoom > speakersPerRoom ? 1 : 0) + (speakersPerRoom >= 2 ? speakersPerRoom : 0)
+        (membersPerRoom > speakersPerRoom ? 1 : 0) + (speakersPerRoom >= 2 && !hybrid ? speakersPerRoom : 0)
     }
+
+    /// Whether member `index` of a room hears the mix (everyone in a mix room; the non-speakers in a hybrid one).
+    func hearsMix(member index: Int) -> Bool { !hybrid || index >= speakersPerRoom }
 }
 
 /// Discards every line (the core builds none below its threshold).
@@ -38,6 +43,8 @@ struct Window {
     var frames = 0
     /// Mixed RTP packets queued to listeners.
     var mixedPackets = 0
+    /// Forwarded RTP packets queued to speakers (hybrid rooms).
+    var forwardedPackets = 0
     /// Distinct mixes encoded: distinct payloads per (room SSRC, timestamp) among the packets queued.
     var encodes = 0
     /// Mixed packets by CSRC count.
@@ -55,7 +62,7 @@ struct Window {
     /// Adds another window.
     mutating func add(_ other: Window) {
         rtp.add(other.rtp); mixes.add(other.mixes); ticks.add(other.ticks); signalling.add(other.signalling)
-        frames += other.frames; mixedPackets += other.mixedPackets; encodes += other.encodes
+        frames += other.frames; mixedPackets += other.mixedPackets; forwardedPackets += other.forwardedPackets; encodes += other.encodes
         for i in csrcCounts.indices { csrcCounts[i] += other.csrcCounts[i] }
     }
 }
@@ -110,7 +117,7 @@ final class Scenario {
                                              address: PeerAddress(ipv4: 0x0A00_0000 | UInt32(index + 1), port: 40_000))
                 clients.append(client)
                 clientByAddress[client.address] = index
-                join(index, signer: signer)
+                join(index, signer: signer, publish: member < shape.speakersPerRoom || !shape.hybrid)
                 clock.advance(by: .milliseconds(2))  // joins are rate-limited (500/s): keep the manual clock inside the limit
                 if member < shape.speakersPerRoom {
                     streams.append(SpeakerStream(address: client.address, ssrc: clients[index].ssrc, roomIndex: room,
@@ -206,6 +213,12 @@ final class Scenario {
     private func receiveMix(_ bytes: UnsafeRawBufferPointer, at index: Int) {
         guard measuring else { return }
         guard let packet = try? RTPPacketView(parsing: bytes) else { fail("a mixed packet to \(clients[index].identity) does not parse") }
+        guard packet.csrcCount > 0 else {
+            // A speaker's own stream, forwarded (hybrid rooms): the mixer's packets always name their contributors.
+            clients[index].forwardedReceived += 1
+            window.forwardedPackets += 1
+            return
+        }
         clients[index].mixedReceived += 1
         window.mixedPackets += 1
         window.csrcCounts[packet.csrcCount] += 1

@@ -27,15 +27,18 @@ struct SimulatedClient {
     var lastPing = Instant.origin
     /// Mixed RTP packets received while measuring.
     var mixedReceived = 0
+    /// Forwarded RTP packets received while measuring (a hybrid room's speakers).
+    var forwardedReceived = 0
 }
 
 extension Scenario {
     /// Joins client `index` exactly as a client would: a join without cookie, the `retry` answer, the same join
     /// with the cookie, the `welcome` (connection id, SSRC, mode); then acknowledges everything the join caused.
-    func join(_ index: Int, signer: TokenSigner) {
+    func join(_ index: Int, signer: TokenSigner, publish: Bool) {
         let client = clients[index]
+        let mode = shape.hybrid ? RoomMode.hybrid : RoomMode.mix
         let claims = TokenClaims(identity: client.identity, room: client.roomName,
-                                 expiresAt: clock.now.unixSeconds + 365 * 86_400, grants: Grants(), mode: "mix")
+                                 expiresAt: clock.now.unixSeconds + 365 * 86_400, grants: Grants(publish: publish), mode: mode)
         var request = JoinRequest(token: signer.mint(claims), room: client.roomName, nonce: Crypto.randomBytes(16))
         send(.join(request), from: index)
         drain()
@@ -45,7 +48,7 @@ extension Scenario {
         send(.join(request), from: index)
         drain()
         guard clients[index].connectionID != 0 else { fail("no welcome answered \(client.identity)'s join with cookie") }
-        guard clients[index].mode == "mix" else { fail("\(client.identity) joined a \(clients[index].mode) room, not a mix room") }
+        guard clients[index].mode == mode else { fail("\(client.identity) joined a \(clients[index].mode) room, not a \(mode) room") }
         clients[index].lastPing = clock.monotonic
     }
 

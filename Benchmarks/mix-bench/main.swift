@@ -15,7 +15,7 @@ let options = Options.parseOrExit(CommandLine.arguments.dropFirst())
 let wallStart = monotonicNanoseconds()
 var config = RelayCoreConfig()
 config.mixComplexity = options.complexity
-let shape = Shape(rooms: options.rooms, membersPerRoom: options.members, speakersPerRoom: options.speakers)
+let shape = Shape(rooms: options.rooms, membersPerRoom: options.members, speakersPerRoom: options.speakers, hybrid: options.mode == "hybrid")
 
 // Each speaker index has its own voice, encoded once (10 s, replayed in a loop); rooms start at different offsets.
 let rings: [SpeakerRing]
@@ -65,9 +65,17 @@ if scenario.core.memberCount != members { problems.append("members lost: \(scena
 for (i, reason) in DropReason.allCases.enumerated() where scenario.core.counters.drops(reason) > droppedBefore[i] {
     problems.append("\(scenario.core.counters.drops(reason) - droppedBefore[i]) datagrams dropped as \(reason.label)")
 }
-let minimumMixed = scenario.clients.map(\.mixedReceived).min() ?? 0
-let silentMembers = scenario.clients.filter { $0.mixedReceived == 0 }.map(\.identity)
+// Who should hear what: the mix (every member of a mix room, a hybrid room's non-speakers); a hybrid room's speakers
+// hear the other speakers forwarded, and no mix.
+let mixListeners = scenario.clients.enumerated().filter { shape.hearsMix(member: $0.offset % shape.membersPerRoom) }.map(\.element)
+let hybridSpeakers = scenario.clients.enumerated().filter { !shape.hearsMix(member: $0.offset % shape.membersPerRoom) }.map(\.element)
+let minimumMixed = mixListeners.map(\.mixedReceived).min() ?? 0
+let silentMembers = mixListeners.filter { $0.mixedReceived == 0 }.map(\.identity)
 if !silentMembers.isEmpty { problems.append("no mixed audio reached \(silentMembers.count) members: \(silentMembers.prefix(5).joined(separator: ", "))") }
+if hybridSpeakers.contains(where: { $0.mixedReceived > 0 }) { problems.append("a hybrid room's speaker was sent the mix") }
+if shape.speakersPerRoom >= 2, let quiet = hybridSpeakers.first(where: { $0.forwardedReceived == 0 }) {
+    problems.append("\(quiet.identity) heard no other speaker forwarded")
+}
 if options.talkPattern == .continuous, minimumMixed < frames * 98 / 100 {
     problems.append("a member received mixed audio in only \(minimumMixed) of \(frames) frames")
 }

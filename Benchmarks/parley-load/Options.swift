@@ -38,7 +38,7 @@ struct Options {
 
     static let usage = """
         usage: parley-load [--server HOST:PORT[,HOST:PORT…] [--relay-pid PID] | --spawn [--workers N]] --rooms R --members M --speakers S
-                           --duration SECONDS [--mode forward|mix] [--ramp SECONDS] [--json FILE] [--raw-baseline [--blocks N]]
+                           --duration SECONDS [--mode forward|mix|hybrid] [--ramp SECONDS] [--json FILE] [--raw-baseline [--blocks N]]
                            [--find-max [--find-max-cap SECONDS]] [--late-ms MS] [--max-tick-lateness-ms MS] [--cleartext] [--audience] [--storm]
                parley-load --self-check
           Simulated members (one UDP socket each, loopback) join through Parley signalling; S per room send pre-encoded
@@ -108,7 +108,7 @@ struct Options {
             case "--ramp": o.ramp = seconds(flag)
             case "--mode":
                 o.mode = value(flag)
-                if o.mode != "forward" && o.mode != "mix" { exitWithUsage("--mode must be forward or mix") }
+                if !RoomMode.isValid(o.mode) { exitWithUsage("--mode must be \(RoomMode.choices)") }
             case "--json": o.json = value(flag)
             case "--relay-pid": o.relayPID = Int32(positive(flag))
             case "--raw-baseline": o.rawBaseline = true

@@ -9,7 +9,7 @@ struct CycleShape {
     var speakers = 3
     /// Manual time of media per cycle.
     var mediaMilliseconds: Int64 = 2_000
-    /// Room mode ("forward" or "mix").
+    /// Room mode ("forward", "mix" or "hybrid").
     var mode = "forward"
 }
 

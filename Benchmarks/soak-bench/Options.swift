@@ -1,5 +1,6 @@
 import BenchmarkSupport
 import Glibc
+import ParleyWire
 
 /// The command line of `soak-bench`.
 struct Options {
@@ -17,7 +18,7 @@ struct Options {
     var trim = false
 
     static let usage = """
-        usage: soak-bench [--cycles N] [--block N] [--members N] [--speakers N] [--media-ms MS] [--mode forward|mix]
+        usage: soak-bench [--cycles N] [--block N] [--members N] [--speakers N] [--media-ms MS] [--mode forward|mix|hybrid]
                           [--empty-timeout S] [--trim] | --flood N [--members N] [--empty-timeout S] [--trim]
           Runs many join/leave cycles against an in-process relay core on a manual clock (members, a plain-RTP
           endpoint, two presence sessions and a call per cycle; members end by leave, kick, replacement, timeout
@@ -41,7 +42,7 @@ struct Options {
             case "--media-ms": o.shape.mediaMilliseconds = Int64(line.integer(flag, next))
             case "--mode":
                 o.shape.mode = next() ?? ""
-                if o.shape.mode != "forward" && o.shape.mode != "mix" { line.fail("--mode must be forward or mix") }
+                if !RoomMode.isValid(o.shape.mode) { line.fail("--mode must be \(RoomMode.choices)") }
             case "--empty-timeout": o.emptyRoomTimeoutSeconds = Int64(line.integer(flag, next))
             case "--flood": o.flood = line.integer(flag, next)
             case "--trim": o.trim = true

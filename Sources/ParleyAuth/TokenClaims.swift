@@ -18,7 +18,7 @@ public struct TokenClaims: Equatable, Sendable, Codable {
     public var issuedAt: Int64?
     /// What the token permits ("grants").
     public var grants: Grants
-    /// Optional requested room mode ("forward" or "mix") for rooms this token creates.
+    /// Optional requested room mode ("forward", "mix" or "hybrid") for rooms this token creates.
     public var mode: String?
     /// "call": true on tokens for a private call room (`call-…`), which the relay mints when a call is answered;
     /// such rooms admit only tokens carrying it. Absent on every other token.

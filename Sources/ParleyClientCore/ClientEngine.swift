@@ -453,7 +453,7 @@ public final class ClientEngine {
                     return events + tick(now: now)
                 }
             }
-            if phase == .inSession, mode == "forward", let heard = speaking.update(now: now) { events.append(.speakersHeard(heard)) }
+            if phase == .inSession, mode != RoomMode.mix, let heard = speaking.update(now: now) { events.append(.speakersHeard(heard)) }
             return events
         }
     }

@@ -266,7 +266,7 @@ public struct HTTPRouter: Sendable {
         guard r.room != nil || grants.admin else { throw APIError(400, "invalid_field", "room is required unless grants.admin is true") }
         let ttl = r.ttl ?? 3600
         guard (1...7 * 86_400).contains(ttl) else { throw APIError(400, "invalid_field", "ttl must be 1–604800 seconds") }
-        if let mode = r.mode, mode != "forward", mode != "mix" { throw APIError(400, "invalid_field", "mode must be forward or mix") }
+        if let mode = r.mode, !RoomMode.isValid(mode) { throw APIError(400, "invalid_field", "mode must be \(RoomMode.choices)") }
         if let key = r.relayKey, !Self.isRelayKey(key) {
             throw APIError(400, "invalid_field", "relay_key must be a relay's public key: 43 base64url characters (32 bytes), as GET /v1/relay shows")
         }
@@ -292,7 +292,7 @@ public struct HTTPRouter: Sendable {
     private func createRoom(_ body: [UInt8]) throws(APIError) -> HTTPResponse {
         let r = try Self.decode(API.CreateRoomRequest.self, body)
         let name = try Self.validName(r.name, field: "name")
-        if let mode = r.mode, mode != "forward", mode != "mix" { throw APIError(400, "invalid_field", "mode must be forward or mix") }
+        if let mode = r.mode, !RoomMode.isValid(mode) { throw APIError(400, "invalid_field", "mode must be \(RoomMode.choices)") }
         if let m = r.maxMembers, !(1...100_000).contains(m) { throw APIError(400, "invalid_field", "max_members must be 1–100000") }
         if let t = r.emptyTimeout, !(0...86_400).contains(t) { throw APIError(400, "invalid_field", "empty_timeout must be 0–86400 seconds") }
         _ = try run(.createRoom(name: name, mode: r.mode, maxMembers: r.maxMembers, emptyTimeout: r.emptyTimeout.map { .seconds($0) },

@@ -129,7 +129,7 @@ public struct RelayConfig: Sendable {
         case "speech_level_threshold": core.speechLevelThreshold = UInt8(try int(0...127))
         case "audio_level_extension_id": core.audioLevelExtensionID = UInt8(try int(1...14))
         case "default_room_mode":
-            guard value == "forward" || value == "mix" else { throw ConfigError("default_room_mode must be forward or mix, got \"\(value)\"") }
+            guard RoomMode.isValid(value) else { throw ConfigError("default_room_mode must be \(RoomMode.choices), got \"\(value)\"") }
             core.defaultRoomMode = value
         case "joins_per_second": core.joinsPerSecond = Double(try int(1...1_000_000))
         case "ring_timeout_s": core.ringTimeout = .seconds(Int64(try int(1...600)))

@@ -55,6 +55,8 @@ final class FanOutTable {
     private var capacity: Int
     /// The member behind each entry, in order.
     private var members: [Member] = []
+    /// Hybrid rooms: only members who may publish are sent forwarded packets (the others hear the mix).
+    var publishersOnly = false { didSet { invalidate() } }
     /// True when `Room.members` or a listener's address changed since the last rebuild.
     private(set) var isStale = true
     /// Rebuilds so far (for tests).
@@ -139,7 +141,7 @@ final class FanOutTable {
 
     private func rebuild(from roomMembers: [Member]) {
         release()
-        var listeners = roomMembers.filter { $0.canSubscribe && $0.hasDestination }
+        var listeners = roomMembers.filter { $0.canSubscribe && $0.hasDestination && ($0.canPublish || !publishersOnly) }
         if workerCount > 1, spreadThreshold > 0, listeners.count >= spreadThreshold {
             // Every `workerCount`-th listener that takes the room's packet as it is goes to each other worker.
             shares = Array(repeating: [], count: workerCount)

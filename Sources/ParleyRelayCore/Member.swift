@@ -102,11 +102,11 @@ final class Member {
     /// Whether media to this member goes in the clear (a cleartext member, or an RTP endpoint without SRTP).
     var receivesCleartext: Bool { srtpOut == nil }
 
-    /// Starts SRTP with the keys of the member's handshake (and the room's downstream key in a forward room).
+    /// Starts SRTP with the keys of the member's handshake (and the room's downstream key where speakers are forwarded).
     func startMedia(keys: SessionKeys, maxStreams: Int) throws(SRTPError) {
         srtpIn = try keys.mediaReceive.receiver(maxStreams: 4)
         srtpOut = try keys.mediaSend.sender(maxStreams: 4)
-        if room.mix == nil { try room.startDownstream(streams: maxStreams) }
+        if room.forwards { try room.startDownstream(streams: maxStreams) }
         room.fanOut.invalidate()
     }
     /// A WebRTC member's ICE-lite and DTLS state and what its offer negotiated (nil: every other member); see

@@ -24,6 +24,10 @@ final class MixInput {
 /// minus-one mix per speaker. Nobody speaking: no mixing and no encoding. Each listener receives one RTP stream (the
 /// room's mix SSRC, its own sequence numbers) with the contributors in the CSRC list and their levels in the RFC 6465
 /// extension. The RTP header of each distinct mix is serialized once; per listener only the sequence number is patched.
+///
+/// In a hybrid room (`sharedOnly`) the mix is for members who may not publish only: the publishers hear each other's
+/// streams forwarded, so there is one encode per frame whoever speaks, and none at all (not even a decode) while no
+/// such listener is connected.
 final class MixEngine {
     static let frameSamples = 960
     static let frameInterval = Interval.milliseconds(20)
@@ -31,6 +35,10 @@ final class MixEngine {
     static let payloadType: UInt8 = 111
     let ssrc: UInt32
     let config: RelayCoreConfig
+    /// Hybrid rooms: one shared mix for the members who may not publish; no minus-one mixes.
+    let sharedOnly: Bool
+    /// Hybrid rooms with no one to mix for: packets are not queued, frames not pulled.
+    private(set) var idle = false
     /// The next mix deadline; nil while the room has no members.
     var nextDeadline: Instant?
     private(set) var frameIndex: UInt32 = 0
@@ -58,8 +66,9 @@ final class MixEngine {
     /// The expected loss the mix encoders protect against: the configured floor, or more if listeners lose packets.
     var expectedLossPercent: Int32 { max(Int32(config.mixExpectedLossPercent), fec.expectedLossPercent) }
 
-    init(ssrc: UInt32, timestampBase: UInt32, config: RelayCoreConfig) throws(OpusError) {
+    init(ssrc: UInt32, timestampBase: UInt32, config: RelayCoreConfig, sharedOnly: Bool = false) throws(OpusError) {
         self.ssrc = ssrc
+        self.sharedOnly = sharedOnly
         self.timestampBase = timestampBase
         self.config = config
         sharedEncoder = try Self.makeEncoder(config, expectedLossPercent: Int32(config.mixExpectedLossPercent))
@@ -122,7 +131,7 @@ final class MixEngine {
 
     /// Queues a publisher's packet into its jitter buffer.
     func insert(_ packet: RTPPacketView, from member: Member, arrival: Instant) {
-        guard let input = input(for: member) else { return }
+        guard !idle, let input = input(for: member) else { return }
         input.stream.insert(packet, arrival: arrival)
     }
 
@@ -169,6 +178,11 @@ final class MixEngine {
             contributors.removeAll(keepingCapacity: true)
             listeners.removeAll(keepingCapacity: true)
         }
+        if sharedOnly {
+            for m in room.members where m.canSubscribe && m.hasDestination && !m.canPublish && m.cascade == nil { listeners.append(m) }
+            idle = listeners.isEmpty && shared == nil
+            if idle { return }
+        }
         for m in room.members where m.canPublish {
             guard let input = inputs[m.id] else { continue }
             let outcome = input.stream.pull(now: deadline, into: input.pcm)
@@ -184,12 +198,15 @@ final class MixEngine {
         mixes += 1
         guard !contributors.isEmpty else { return }  // nobody speaking: no encode work
 
-        listeners.removeAll(keepingCapacity: true)
-        for m in room.members where m.canSubscribe && m.hasDestination && !(inputs[m.id]?.contributing ?? false) { listeners.append(m) }
+        if !sharedOnly {
+            listeners.removeAll(keepingCapacity: true)
+            for m in room.members where m.canSubscribe && m.hasDestination && !(inputs[m.id]?.contributing ?? false) { listeners.append(m) }
+        }
         if !listeners.isEmpty || shared != nil {
             bus.mix(into: mixPCM, limiter: &sharedLimiter)
             encodeAndSend(sharedEncoder, excluding: nil, room: room, to: listeners, shared: shared, send: send)
         }
+        guard !sharedOnly else { return }  // hybrid: the speakers hear each other forwarded
         // Each speaker hears the others (a lone speaker hears nothing, so nothing is encoded for it); a speaker of
         // another node too, through its node.
         guard contributors.count > 1 else { return }

@@ -193,8 +193,8 @@ extension RTCPFeedback {
     /// reading at the first). Called while the leaver is still in `room.members` (the mix's clock still runs).
     func streamsEnded(for leaver: Member, now: Moment) {
         let room = leaver.room
-        if room.mix == nil, leaver.history != nil {
-            for m in room.members where m !== leaver && m.canSubscribe && m.hasDestination && m.endpointStreams.isEmpty {
+        if room.forwards, leaver.history != nil {
+            for m in room.members where m !== leaver && m.canSubscribe && m.hasDestination && m.endpointStreams.isEmpty && !room.hearsMix(m) {
                 queueCompound(to: m, now: now, block: nil, goodbye: .stream(leaver.ssrc))
             }
         }

@@ -97,14 +97,16 @@ final class RTCPFeedback {
     /// room's mix they size the mix encoders' FEC and give the member's round trip; about a forwarded stream, the
     /// speaker's next report.
     private func take(_ blocks: [ReportBlock], from member: Member, now: Moment) {
-        if let mix = member.room.mix {
-            for block in blocks where block.ssrc == mix.ssrc {
+        let room = member.room
+        for block in blocks {
+            if let mix = room.mix, block.ssrc == mix.ssrc {
                 noteRoundTrip(block, from: member, now: now)
-                let verdict = mix.listenerReported(block, by: member.id, listeners: member.room.members.count, now: now.monotonic)
+                let verdict = mix.listenerReported(block, by: member.id, listeners: room.members.count, now: now.monotonic)
                 if verdict != .taken { outbox.counters.implausibleReports &+= 1 }
+                continue
             }
-        } else {
-            for block in blocks {
+            // About a forwarded stream (forward rooms, and a hybrid room's speakers).
+            if room.forwards {
                 // An endpoint reports on its rewritten streams: about whoever speaks in one now (and, as they are
                 // the relay's streams, the round trip to the endpoint).
                 let slot = member.endpointStream(ssrc: block.ssrc)

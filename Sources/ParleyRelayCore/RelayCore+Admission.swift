@@ -132,7 +132,7 @@ extension RelayCore {
                               to: from, now: now, viaPublicPort: viaPublicPort)
             }
             let mode = claims.mode ?? config.defaultRoomMode
-            guard mode == "forward" || mode == "mix" else {
+            guard RoomMode.isValid(mode) else {
                 return refuse(.badRequest, "unknown room mode \(mode)", to: from, now: now, viaPublicPort: viaPublicPort)
             }
             if let (code, reason) = EndToEndRoom.refusal(claims, room: request.room, mode: mode) {
@@ -192,7 +192,7 @@ extension RelayCore {
                                  memberCount: UInt32(others.count),
                                  keepaliveMilliseconds: welcomeKeepaliveMilliseconds,
                                  timeoutMilliseconds: UInt32(config.memberTimeout.milliseconds), flags: member.flags,
-                                 roomMediaKey: reply.keys != nil && room.mix == nil ? room.downstreamKey.material : [],
+                                 roomMediaKey: reply.keys != nil && room.forwards && !room.hearsMix(member) ? room.downstreamKey.material : [],
                                  streamIndices: reply.keys != nil ? Self.streamIndices(room) : [],
                                  alternates: Array(shared.placement.otherNodes().prefix(Welcome.maxAlternates)))), to: session)
         let pages = Self.memberPages(others.map(\.entry))
@@ -220,7 +220,7 @@ extension RelayCore {
     /// Where the room's forwarded streams stand under its downstream key, for a joiner's welcome: the forwarded
     /// speakers first (those it hears next), then the others, at most `Welcome.maxStreamIndices`.
     static func streamIndices(_ room: Room) -> [Welcome.StreamIndex] {
-        guard room.mix == nil, let downstream = room.downstream else { return [] }
+        guard room.forwards, let downstream = room.downstream else { return [] }
         let all = downstream.highestRTPIndices
         guard !all.isEmpty else { return [] }
         let forwarded = Set(room.selector.forwarded.compactMap { room.member(id: $0)?.ssrc })

@@ -89,7 +89,7 @@ final class RoomCascade {
         var candidates = live.map(\.key)
         if room.hasLocalMembers { candidates.append(selfKey) }
         mixer = candidates.max { Self.score(room.name, $0) < Self.score(room.name, $1) } ?? selfKey
-        if room.mix == nil {
+        if room.forwards {
             mediaTargets = live.map { ($0.address, $0.worker) }
             mixTargets = []
         } else if mixesHere {
@@ -187,7 +187,7 @@ extension RelayCore {
         }
         if let mix = room.mix {
             if room.mixesHere { mix.insert(packet, from: member, arrival: now.monotonic) }
-            return
+            if !room.isHybrid { return }
         }
         guard room.selector.isForwarded(member.id) else { return }
         fanOut(rtp, packet: packet, from: member, address: address, now: now)
@@ -400,7 +400,7 @@ extension RelayCore {
             if cascade.dirty || now.monotonic - cascade.lastRoster >= RoomCascade.rosterInterval { sendRoster(room, now: now) }
             let mixedHere = cascade.mixesHere
             cascade.retarget(room: room)
-            if let mix = room.mix, mixedHere != cascade.mixesHere {
+            if let mix = room.mix, !room.isHybrid, mixedHere != cascade.mixesHere {
                 if cascade.mixesHere { mix.start(now: now.monotonic) } else { mix.stop() }
             }
         }

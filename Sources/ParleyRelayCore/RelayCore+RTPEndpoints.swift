@@ -75,7 +75,7 @@ extension RelayCore {
         member.hasDestination = destination != nil
         member.rtpSource = source
         member.endpointSRTP = srtp
-        if destination != nil && room.mix == nil {
+        if destination != nil && !room.hearsMix(member) {
             member.endpointStreams = [RTPStreamRewriter(ssrc: newMemberSSRC(), initialSequence: random.uint16(), initialTimestamp: random.uint32())]
         }
         room.members.append(member)
@@ -103,7 +103,7 @@ extension RelayCore {
         let port = shared.workerPorts[min(workerIndex, shared.workerPorts.count - 1)]
         return .rtpEndpoint(RTPEndpointInfo(identity: identity, ssrc: ssrc, port: port, payloadType: Self.rtpEndpointPayloadType,
                                             sourceAddress: source, receiveAddress: destination, memberID: member.id, keys: keys,
-                                            streamSSRC: destination == nil ? nil : room.mix?.ssrc ?? member.endpointStreams.first?.ssrc,
+                                            streamSSRC: destination == nil ? nil : room.hearsMix(member) ? room.mix?.ssrc : member.endpointStreams.first?.ssrc,
                                             cname: relayCNAME,
                                             audioLevelExtensionID: config.audioLevelExtensionID,
                                             csrcAudioLevelExtensionID: config.csrcAudioLevelExtensionID))

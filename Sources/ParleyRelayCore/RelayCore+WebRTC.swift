@@ -59,7 +59,7 @@ extension RelayCore {
         member.webrtc = WebRTCTransport(localUfrag: credentials.ufrag, localPassword: credentials.password, remoteUfrag: terms.remoteUfrag,
                                         dtls: dtls, createdAt: now.monotonic, payloadType: terms.payloadType,
                                         audioLevelExtensionID: terms.audioLevelExtensionID ?? 0)
-        if terms.subscribe && room.mix == nil {
+        if terms.subscribe && !room.hearsMix(member) {
             // One stream per receiving section of the offer, up to the room's forwarding slots.
             member.endpointStreams = (0..<max(1, min(terms.slots, config.maxForwardedSpeakers))).map { _ in
                 RTPStreamRewriter(ssrc: newMemberSSRC(), initialSequence: random.uint16(), initialTimestamp: random.uint32())
@@ -82,7 +82,7 @@ extension RelayCore {
         let port = shared.workerPorts[min(workerIndex, shared.workerPorts.count - 1)]
         return .webRTCMember(WebRTCMemberInfo(identity: identity, memberID: member.id, port: port, iceUfrag: credentials.ufrag,
                                               icePassword: credentials.password,
-                                              sendSSRCs: !terms.subscribe ? [] : room.mix.map { [$0.ssrc] } ?? member.endpointStreams.map(\.ssrc),
+                                              sendSSRCs: !terms.subscribe ? [] : room.hearsMix(member) ? [room.mix!.ssrc] : member.endpointStreams.map(\.ssrc),
                                               cname: relayCNAME))
     }
 

@@ -96,7 +96,7 @@ public struct RelayCoreConfig: Sendable {
     public var joinsPerSecond: Double = 500
     /// Cookie answers (retries) a worker sends per second to unverified addresses.
     public var retriesPerSecond: Double = 5000
-    /// The mode of rooms created without one: "forward" or "mix".
+    /// The mode of rooms created without one: "forward", "mix" or "hybrid" (`RoomMode`).
     public var defaultRoomMode = "forward"
     /// Mix mode: Opus complexity of the mix encoders.
     public var mixComplexity = 5

@@ -19,8 +19,15 @@ final class Room {
     var announcedSpeakers: [SpeakerEntry] = []
     /// The identities of `announcedSpeakers` when the last `speakers` event was logged.
     var announcedSpeakerNames: [String] = []
-    /// The mixer, in mix mode.
+    /// The mixer, in mix and hybrid mode.
     var mix: MixEngine?
+    /// Hybrid mode: members who may publish hear each other's streams forwarded (as in a forward room); members who
+    /// may not hear one shared mix of the speakers (as the audience of a mix room), and nobody gets a minus-one mix.
+    let isHybrid: Bool
+    /// Whether speakers' packets are forwarded to members (forward and hybrid rooms).
+    var forwards: Bool { mix == nil || isHybrid }
+    /// Whether `member` is sent the room's mix: everyone in a mix room, members who may not publish in a hybrid one.
+    func hearsMix(_ member: Member) -> Bool { mix != nil && !(isHybrid && member.canPublish) }
     /// Who is told of whom, and when (audience, batched deltas).
     var roster = RoomRoster()
     /// Limits set by the HTTP API at creation (nil = the relay's defaults).
@@ -43,6 +50,8 @@ final class Room {
         self.fanOut = fanOut
         self.name = name
         self.mode = mode
+        isHybrid = mode == "hybrid"
+        fanOut.publishersOnly = isHybrid
         self.createdAtUnixMilliseconds = createdAt
         self.creator = creator
         self.selector = selector
@@ -52,7 +61,8 @@ final class Room {
     var cascade: RoomCascade?
     /// Whether this node runs the room's mix (mix mode): alone always; in a cluster, the one node the room's nodes agree
     /// on (`RoomCascade.mixesHere`).
-    var mixesHere: Bool { cascade?.mixesHere ?? true }
+    /// A hybrid room mixes on every node, for its own listeners, from the speakers forwarded to it.
+    var mixesHere: Bool { isHybrid || (cascade?.mixesHere ?? true) }
     /// Whether any member is connected to this node (members of other nodes do not keep a room open here).
     var hasLocalMembers: Bool { members.contains { $0.cascade == nil } }
 
@@ -66,7 +76,7 @@ final class Room {
 public struct RoomSnapshot: Sendable, Equatable {
     /// Name.
     public var name: String
-    /// "forward" or "mix".
+    /// "forward", "mix" or "hybrid".
     public var mode: String
     /// Created at (Unix ms).
     public var createdAtUnixMilliseconds: Int64

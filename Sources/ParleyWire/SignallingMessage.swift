@@ -197,7 +197,7 @@ public struct Welcome: Equatable, Sendable {
     public var sessionSecret: [UInt8]
     /// The room name.
     public var room: String
-    /// Room mode, "forward" or "mix".
+    /// Room mode, "forward", "mix" or "hybrid" (`RoomMode`).
     public var mode: String
     /// The identity the relay admitted.
     public var identity: String

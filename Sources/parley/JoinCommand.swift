@@ -39,7 +39,7 @@ func openSocket(for server: PeerAddress) -> UDPSocket {
 enum JoinCommand {
     static let usage = """
     usage: parley join ROOM --identity NAME [--server HOST:PORT] [--token T] [--name N] [--duration SECONDS]
-                       [--mute] [--listen-only] [--mode forward|mix] [--audience] [--say TEXT] [--no-tui] [audio options]
+                       [--mute] [--listen-only] [--mode forward|mix|hybrid] [--audience] [--say TEXT] [--no-tui] [audio options]
     \(AudioOptions.usage)
 
     Joins ROOM on the relay (default 127.0.0.1:7400). Without --token it mints one from PARLEY_API_KEY /
@@ -59,7 +59,7 @@ enum JoinCommand {
         guard let server = PeerAddress(parsing: o["server"] ?? "127.0.0.1:7400") else { fail("--server must be HOST:PORT") }
         let duration = o["duration"].map { Double($0) ?? -1 } ?? 0
         guard duration >= 0 else { fail("--duration must be a number of seconds") }
-        if let mode = o["mode"], mode != "forward", mode != "mix" { fail("--mode must be forward or mix") }
+        if let mode = o["mode"], !RoomMode.isValid(mode) { fail("--mode must be \(RoomMode.choices)") }
         let listenOnly = o.has("listen-only")
         let given = givenToken(o, identity: identity)
         let token = { given ?? mintToken(identity: identity, name: o["name"], room: room, ttlSeconds: 3600,

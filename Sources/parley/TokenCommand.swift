@@ -1,6 +1,7 @@
 import Foundation
 import ParleyAuth
 import ParleyNet
+import ParleyWire
 
 /// The API key and secret from PARLEY_API_KEY / PARLEY_API_SECRET, or the dev defaults.
 func apiCredentials() -> (key: String, secret: String) {
@@ -21,7 +22,7 @@ func mintToken(identity: String, name: String?, room: String?, ttlSeconds: Int64
 
 enum TokenCommand {
     static let usage = """
-    usage: parley token --identity I --room R [--name N] [--ttl 1h] [--no-publish] [--admin] [--mode forward|mix]
+    usage: parley token --identity I --room R [--name N] [--ttl 1h] [--no-publish] [--admin] [--mode forward|mix|hybrid]
                         [--audience] [--relay-key K]
 
     Mints a join token signed with PARLEY_API_KEY / PARLEY_API_SECRET (the relay's dev defaults when unset)
@@ -37,7 +38,7 @@ enum TokenCommand {
         let room = o["room"]
         guard room != nil || o.has("admin") else { fail("token needs --room (or --admin for an API token)\n\(usage)") }
         guard let ttl = parseDuration(o["ttl"] ?? "1h") else { fail("--ttl must be like 3600, 90s, 15m, 1h or 2d") }
-        if let mode = o["mode"], mode != "forward", mode != "mix" { fail("--mode must be forward or mix") }
+        if let mode = o["mode"], !RoomMode.isValid(mode) { fail("--mode must be \(RoomMode.choices)") }
         if let key = o["relay-key"], key.utf8.count != 43 || Base64URL.decode(Substring(key))?.count != 32 {
             fail("--relay-key must be a relay's public key: 43 base64url characters, as its ready line shows")
         }
