@@ -12,7 +12,9 @@ What it does, one peer after the other (never concurrently), everything on 127.0
     HTTP transport loaded): creates R rooms (48 kHz, allow_rtp_participants) and joins M plain-RTP participants per
     room (`join` with `rtp: {ip, port, payload_type: 111}`; the `joined` event says where to send). Janus sends a
     plain-RTP participant nothing before it received one packet from it, so each listener sends one silence frame.
-  * Parley (`parley-relay --workers 1`): creates R mix rooms and M plain-RTP endpoints per room (publish+subscribe,
+  * Parley (`parley-relay --workers 1`), once per mode of --parley-modes (default mix, then hybrid: the speakers
+    hear each other forwarded, one speaker at a time per endpoint, the listeners one mix): creates R rooms and M
+    plain-RTP endpoints per room (publish+subscribe,
     receive_address = the participant's socket;
     listeners subscribe-only, since a publishing endpoint that never sends times out).
   * Each participant is one UDP socket on 127.0.0.1 (sends from it, receives on it). S speakers per room send the
@@ -316,10 +318,10 @@ def run_janus(args, packets, workdir):
 
 # ---------- Parley ----------
 
-def run_parley(args, packets, workdir, bindir):
+def run_parley(args, packets, workdir, bindir, mode="mix"):
     log = open(os.path.join(workdir, "parley-relay.log"), "w+")
     proc = subprocess.Popen([os.path.join(bindir, "parley-relay"), "--udp", "127.0.0.1:0", "--http", "127.0.0.1:0",
-                             "--workers", "1", "--log-level", "warning"], stdout=log, stderr=subprocess.STDOUT)
+                             "--workers", "1", "--log-level", "warning", "--allow-cleartext"], stdout=log, stderr=subprocess.STDOUT)
     traffic = Traffic(packets)
     try:
         api = None
@@ -338,11 +340,11 @@ def run_parley(args, packets, workdir, bindir):
         traffic.start()
         for r in range(args.rooms):
             name = "peer-%d" % r
-            http("POST", api + "/v1/rooms", {"name": name, "mode": "mix"}, token)
+            http("POST", api + "/v1/rooms", {"name": name, "mode": mode}, token)
             for i in range(args.members):
                 p = Participant(r, i, i < args.speakers, 0)
                 a = http("POST", api + "/v1/rooms/%s/rtp-endpoints" % name,
-                         {"identity": "p%d" % i, "publish": p.speaker, "subscribe": True,
+                         {"identity": "p%d" % i, "publish": p.speaker, "subscribe": True, "srtp": False,
                           "receive_address": "127.0.0.1:%d" % p.port}, token)
                 p.ssrc = a["ssrc"]
                 p.dest = (a["relay_host"], a["relay_port"])
@@ -377,6 +379,9 @@ def main():
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--warmup", type=float, default=3)
     ap.add_argument("--only", choices=["janus", "parley"])
+    ap.add_argument("--parley-modes", default="mix,hybrid",
+                    help="Parley room modes to run, one after the other (hybrid: the speakers hear each other "
+                         "forwarded, the listeners one mix)")
     args = ap.parse_args()
     if not (0 < args.speakers <= args.members) or args.rooms < 1 or not (1 <= args.seconds <= 120):
         die("need 0 < speakers <= members, rooms >= 1, 1 <= seconds <= 120")
@@ -399,7 +404,9 @@ def main():
             results["janus"] = run_janus(args, packets, workdir)
             time.sleep(1)
         if args.only != "janus":
-            results["parley"] = run_parley(args, packets, workdir, bindir)
+            for mode in args.parley_modes.split(","):
+                results["parley" if mode == "mix" else "parley-" + mode] = run_parley(args, packets, workdir, bindir, mode)
+                time.sleep(1)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -411,14 +418,14 @@ def main():
         pass
     print("mix mode: %d rooms x %d members, %d speaking, Opus 48 kHz mono 20 ms 32 kbit/s, %g s window, %d cores"
           % (args.rooms, args.members, args.speakers, args.seconds, os.cpu_count()))
-    print("%-8s %10s %16s %14s %14s %14s" % ("peer", "cpu_s", "cpu_s/room/s", "cpu %core", "listener pps",
+    print("%-14s %10s %16s %14s %14s %14s" % ("peer", "cpu_s", "cpu_s/room/s", "cpu %core", "listener pps",
                                              "speaker pps"))
     out = {"bench": "peer-mix", "rooms": args.rooms, "members": args.members, "speakers": args.speakers,
            "seconds": args.seconds, "janus_version": janus_ver}
     for name, r in results.items():
         per_room = r["cpu_s"] / r["wall_s"] / args.rooms
         r["cpu_s_per_room_per_s"] = per_room
-        print("%-8s %10.3f %16.5f %13.1f%% %14.1f %14.1f" % (name, r["cpu_s"], per_room,
+        print("%-14s %10.3f %16.5f %13.1f%% %14.1f %14.1f" % (name, r["cpu_s"], per_room,
                                                               100 * r["cpu_s"] / r["wall_s"],
                                                               r["listener_pps_mean"], r["speaker_pps_mean"]))
         out[name] = {k: round(v, 5) if isinstance(v, float) else v for k, v in r.items()}
@@ -427,6 +434,11 @@ def main():
         ratio = results["janus"]["cpu_s_per_room_per_s"] / pr if pr > 0 else float("inf")
         out["janus_over_parley"] = round(ratio, 2)
         print("Janus uses %.2fx the CPU per mixed room of Parley" % ratio)
+    if "janus" in results and "parley-hybrid" in results:
+        ph = results["parley-hybrid"]["cpu_s_per_room_per_s"]
+        ratio = results["janus"]["cpu_s_per_room_per_s"] / ph if ph > 0 else float("inf")
+        out["janus_over_parley_hybrid"] = round(ratio, 2)
+        print("Janus uses %.2fx the CPU per room of a Parley hybrid room" % ratio)
     print(json.dumps(out))
 
 
