@@ -37,6 +37,10 @@ public final class AudioReceiveStream {
     public private(set) var decodeErrors = 0
     /// The last outcome.
     public private(set) var lastOutcome: Outcome = .silence
+    /// After a pull whose 20 ms are exactly one received packet decoded as it came (not stretched, concealed,
+    /// rebuilt or shifted by audio waiting in the sync buffer): that packet's payload, borrowed from the jitter
+    /// buffer until the next `insert` or `pull`. A mixer with one speaker sends it on as it is (no second coding).
+    public private(set) var passThroughPayload: UnsafeRawBufferPointer?
     /// Near-silent frames played in a row. Three or more (60 ms) is a pause, told to the jitter buffer: shortening
     /// there is inaudible and, unlike a gap between two words, does not move the timeline within a phrase.
     private var quietFrames = 0
@@ -70,6 +74,9 @@ public final class AudioReceiveStream {
     public func pull(now: Instant, into out: UnsafeMutablePointer<Int16>) -> Outcome {
         var outcome = lastOutcome
         var attempts = 0
+        let aligned = end == start  // nothing waiting: the next decision's frame is exactly this pull's output
+        var played: UnsafeRawBufferPointer?
+        passThroughPayload = nil
         while end - start < frameSamples {
             attempts += 1
             guard attempts <= 3 else {  // cannot happen: play, conceal and silence always produce a frame
@@ -77,8 +84,11 @@ public final class AudioReceiveStream {
                 end += frameSamples
                 break
             }
-            outcome = produce(jitter.pull(now: now, quiet: inPause), quietHint: inPause)
+            let decision = jitter.pull(now: now, quiet: inPause)
+            if case .play(let f) = decision, attempts == 1, aligned, f.payload.count > 2 { played = f.payload }
+            outcome = produce(decision, quietHint: inPause)
         }
+        if attempts == 1, outcome == .speech, end - start == frameSamples { passThroughPayload = played }
         out.update(from: sync + start, count: frameSamples)
         quietFrames = TimeStretch.isQuiet(out, count: frameSamples) ? quietFrames + 1 : 0
         start += frameSamples

@@ -57,8 +57,9 @@ final class MixEngine {
     /// Members the mixer holds references to, and publishers with an input (for `RelayCore.liveCounts`).
     var heldMembers: Int { contributors.count + listeners.count }
     var inputCount: Int { inputs.count }
-    /// Mixes produced, distinct encodes done, and deadlines skipped because the worker fell behind.
-    private(set) var mixes = 0, encodes = 0, skippedDeadlines = 0
+    /// Mixes produced, distinct encodes done, frames a lone speaker's packet was sent on as it came (no encode), and
+    /// deadlines skipped because the worker fell behind.
+    private(set) var mixes = 0, encodes = 0, passedThrough = 0, skippedDeadlines = 0
     /// In-band FEC of every mix encoder, sized to the loss the room's listeners report for the mix.
     private var fec = LossAdaptiveFEC()
     /// What listeners reported about the mix, checked.
@@ -197,14 +198,21 @@ final class MixEngine {
         }
         mixes += 1
         guard !contributors.isEmpty else { return }  // nobody speaking: no encode work
+        // One speaker, and this frame is exactly one of its packets as it came: the shared mix is that packet (no
+        // second coding, no encode work). A frame the speaker's buffer concealed, rebuilt or stretched is encoded.
+        var passThrough: UnsafeRawBufferPointer?
+        if contributors.count == 1, let input = inputs[contributors[0].id], let p = input.stream.passThroughPayload,
+           p.count <= Self.maxPassThroughBytes {
+            passThrough = p
+        }
 
         if !sharedOnly {
             listeners.removeAll(keepingCapacity: true)
             for m in room.members where m.canSubscribe && m.hasDestination && !(inputs[m.id]?.contributing ?? false) { listeners.append(m) }
         }
         if !listeners.isEmpty || shared != nil {
-            bus.mix(into: mixPCM, limiter: &sharedLimiter)
-            encodeAndSend(sharedEncoder, excluding: nil, room: room, to: listeners, shared: shared, send: send)
+            if passThrough == nil { bus.mix(into: mixPCM, limiter: &sharedLimiter) }
+            encodeAndSend(sharedEncoder, excluding: nil, room: room, to: listeners, shared: shared, passThrough: passThrough, send: send)
         }
         guard !sharedOnly else { return }  // hybrid: the speakers hear each other forwarded
         // Each speaker hears the others (a lone speaker hears nothing, so nothing is encoded for it); a speaker of
@@ -221,8 +229,15 @@ final class MixEngine {
         }
     }
 
+    /// Largest lone-speaker payload sent on as it is (an Opus frame is at most 1,275 bytes; the packet buffer holds
+    /// the header too).
+    static let maxPassThroughBytes = 1_275
+
+    /// Writes the mix's header into `packet`, then its payload: `mixPCM` encoded with `encoder`, or `passThrough` as
+    /// it is; and sends it to `targets` (and `shared`).
     private func encodeAndSend(_ encoder: OpusEncoder, excluding: Member?, room: Room, to targets: [Member],
-                               shared: ((UnsafeRawBufferPointer, UInt32) -> Void)? = nil, send: (UnsafeRawBufferPointer, Member) -> Void) {
+                               shared: ((UnsafeRawBufferPointer, UInt32) -> Void)? = nil, passThrough: UnsafeRawBufferPointer? = nil,
+                               send: (UnsafeRawBufferPointer, Member) -> Void) {
         // Header: V=2, X=1 (RFC 6465 levels), CC = contributors heard (≤ 15), PT 111, seq patched per listener.
         var csrcCount = 0
         for c in contributors where c !== excluding && csrcCount < RTPFixedHeader.maxCSRCCount { csrcCount += 1 }
@@ -242,8 +257,16 @@ final class MixEngine {
         let p = packet.baseAddress!
         let pcm = UnsafeBufferPointer(start: UnsafePointer(mixPCM), count: Self.frameSamples)
         let body = UnsafeMutableRawBufferPointer(start: p + headerSize, count: packet.count - headerSize)
-        guard let n = try? encoder.encode(pcm, frameSize: Self.frameSamples, into: body), n > 0 else { return }
-        encodes += 1
+        let n: Int
+        if let passThrough {
+            body.copyMemory(from: passThrough)
+            n = passThrough.count
+            passedThrough += 1
+        } else {
+            guard let written = try? encoder.encode(pcm, frameSize: Self.frameSamples, into: body), written > 0 else { return }
+            n = written
+            encodes += 1
+        }
         if let shared {
             RTPFixedHeader.patchSequenceNumber(0, in: packet)
             packet[1] &= 0x7F

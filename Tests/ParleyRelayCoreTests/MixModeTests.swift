@@ -184,11 +184,37 @@ struct MixModeTests {
         #expect(room.mix!.mixes > 40)
         #expect(net.core.counters.mixedPacketsSent == 0)
         net.advance(milliseconds: 600, stepMilliseconds: 20) { try? alice.send() }
-        #expect(room.mix!.encodes > 0)
+        #expect(room.mix!.encodes + room.mix!.passedThrough > 0)
         for client in c { client.session.leave(now: net.instant) }
         net.exchange()
         #expect(room.mix!.nextDeadline == nil)
         #expect(net.core.nextMixDeadline == nil)
+    }
+
+    @Test("a lone speaker's packets reach the listeners as they came (no second coding, no encode); two speakers are mixed")
+    func loneSpeakerPassesThrough() throws {
+        let (net, c) = mixRoom(["alice", "bob"], listeners: ["carol"])
+        let alice = try ToneMember(c[0], frequency: 440), bob = try ToneMember(c[1], frequency: 660)
+        net.advance(milliseconds: 1_000, stepMilliseconds: 20) { try? alice.send() }
+        let mix = try #require(net.core.rooms["mixroom"]?.mix)
+        func payloads(_ datagrams: [[UInt8]]) -> [[UInt8]] {
+            datagrams.compactMap { d in d.withUnsafeBytes { b in (try? RTPPacketView(parsing: b)).map { Array($0.payload) } } }
+        }
+        let sent = Set(payloads(c[0].sentMedia))
+        let heard = payloads(mixedPackets(net, to: c[2]))
+        #expect(mix.passedThrough >= 40, "passed through \(mix.passedThrough), encoded \(mix.encodes)")
+        #expect(mix.encodes <= 3)
+        #expect(heard.filter { sent.contains($0) }.count == mix.passedThrough)
+        // Each passed-through packet still carries the mix's header: its SSRC, the speaker as CSRC with its level.
+        let listener = try ToneMember(c[2], frequency: 440)
+        try listener.decodeReceived(mixedPackets(net, to: c[2]))
+        #expect(listener.mixedSSRCs == [mix.ssrc] && listener.csrcsHeard == [c[0].ssrc] && listener.levelsSeen > 0)
+        #expect(toneShare(Array(listener.heard.suffix(960 * 20)), frequency: 440) > 0.5)
+
+        let passedAlone = mix.passedThrough, encodedAlone = mix.encodes
+        net.advance(milliseconds: 600, stepMilliseconds: 20) { try? alice.send(); try? bob.send() }
+        #expect(mix.encodes - encodedAlone >= 3 * 25, "shared mix and two minus-ones per frame")
+        #expect(mix.passedThrough - passedAlone <= 3)
     }
 
     @Test("the mix a listener receives sets the marker bit on the first packet of each talkspurt, and only there")
