@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Parley quality bench: mouth-to-ear latency and PESQ-WB through a real relay on loopback.
 
-  python3 Benchmarks/quality/measure.py [--modes forward,mix] [--profile clean|mild|moderate|harsh] [--runs N] [--json]
+  python3 Benchmarks/quality/measure.py [--modes forward,mix,hybrid] [--profile clean|mild|moderate|harsh] [--runs N] [--json]
                                        [--bin DIR] [--uplink-repair on|off]
 
 Through the impairment proxy, run k of each mode uses the proxy's seed k: each flow's media then meets the same losses
@@ -259,7 +259,7 @@ def pesq_wb(mode, workdir):
 def main():
     global PROFILE, BIN
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--modes", default="forward,mix")
+    ap.add_argument("--modes", default="forward,mix,hybrid")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--profile", default="clean", choices=["clean", "mild", "moderate", "harsh"],
                     help="network between clients and relay (impair-proxy); FEC and NACK are on in the client")

@@ -10,7 +10,7 @@ import Synchronization
 enum ApiCommands {
     static let usage = """
     usage: parley rooms [list]                         list rooms
-           parley rooms create NAME [--mode mix|forward] [--max-members N] [--empty-timeout SECONDS]
+           parley rooms create NAME [--mode forward|mix|hybrid] [--max-members N] [--empty-timeout SECONDS]
            parley rooms delete NAME                    close a room (members are told why)
            parley members ROOM                         list a room's members
            parley kick ROOM IDENTITY

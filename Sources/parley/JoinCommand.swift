@@ -84,7 +84,7 @@ enum JoinCommand {
         ui.close()
         let engine = call.engine
         for (ssrc, count) in engine.receivedBySSRC.sorted(by: { $0.key < $1.key }) {
-            var line = "received ssrc \(ssrc) from \(call.names[ssrc] ?? (engine.mode == "mix" ? "the room mix" : "unknown")): \(count) packets"
+            var line = "received ssrc \(ssrc) from \(call.names[ssrc] ?? (engine.mode != RoomMode.forward ? "the room mix" : "unknown")): \(count) packets"
             if let s = engine.receiver.streams[ssrc]?.audio.jitter.stats {
                 line += String(format: "; played %d, concealed %d (%d events), FEC %d, late %d, accelerated %d, expanded %d, delay %.0f ms (target %.0f)",
                                s.played, s.concealedFrames, s.concealmentEvents, s.fecRecovered, s.lateDropped, s.accelerated, s.expanded,

@@ -67,6 +67,28 @@ extension ProcessTests {
             #expect(a.lines.contains { $0.contains("from the room mix") })
         }
 
+        @Test("hybrid mode: two speakers hear each other's own streams, a listen-only member one mixed stream")
+        func hybridRoom() throws {
+            let (relay, server) = try startRelay()
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            let room = "hybrid-\(UInt32.random(in: 0...UInt32.max))"
+            let a = try Spawned("parley", ["join", room, "--mode", "hybrid", "--identity", "a", "--server", server, "--tone", "440", "--duration", "5", "--no-playback"])
+            let b = try Spawned("parley", ["join", room, "--mode", "hybrid", "--identity", "b", "--server", server, "--tone", "700", "--duration", "5", "--no-playback"])
+            #expect(a.waitFor(seconds: 5) { $0.contains("mode hybrid") })
+            #expect(b.waitFor(seconds: 5) { $0.contains("mode hybrid") })
+            let c = try Spawned("parley", ["join", room, "--identity", "c", "--server", server, "--listen-only", "--duration", "3", "--no-playback"])
+            #expect(c.wait(seconds: 10) == 0)
+            let heard = c.lines.filter { $0.hasPrefix("received ssrc") }
+            #expect(heard.count == 1 && heard.first?.contains("from the room mix") == true, "\(heard)")
+            let packets = Int(heard.first?.split(separator: " ").drop(while: { !$0.hasSuffix(":") }).dropFirst().first ?? "") ?? 0
+            #expect(packets >= 130, "\(packets) mixed packets in ~3 s")
+            #expect(a.wait(seconds: 8) == 0 && b.wait(seconds: 8) == 0)
+            // The speakers hear each other by name (the speaker's own SSRC), and no mix.
+            let aHeard = a.lines.filter { $0.hasPrefix("received ssrc") }, bHeard = b.lines.filter { $0.hasPrefix("received ssrc") }
+            #expect(aHeard.count == 1 && aHeard.first?.contains("from b:") == true, "\(aHeard)")
+            #expect(bHeard.count == 1 && bHeard.first?.contains("from a:") == true, "\(bHeard)")
+        }
+
         @Test("SIGTERM: members are told the relay is going away, the relay exits 0, the client reconnects")
         func shutdown() throws {
             let (relay, server) = try startRelay(workers: 1)
