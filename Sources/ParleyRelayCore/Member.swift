@@ -80,6 +80,8 @@ final class Member {
     var mixSequence: UInt16
     /// The mix frame this member was last sent (mix mode): a gap before the next sets its marker bit.
     var lastMixFrame: UInt32?
+    /// What this member was sent of the mix, by sequence number, for its NACKs (made at its first mixed packet).
+    var mixLog: MixSendLog?
     /// The only address a publishing RTP endpoint's packets are accepted from (named at creation).
     var rtpSource: PeerAddress?
     /// Where an RTP endpoint's tool may send RTCP from besides `rtpSource`: the next port up from its RTP port, as

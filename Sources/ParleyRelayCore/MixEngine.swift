@@ -64,6 +64,8 @@ final class MixEngine {
     private var fec = LossAdaptiveFEC()
     /// What listeners reported about the mix, checked.
     private var reports = ListenerReports()
+    /// The last shared mixes, for listeners' NACKs (`retransmission(of:to:)`).
+    let history = MixHistory()
     /// The expected loss the mix encoders protect against: the configured floor, or more if listeners lose packets.
     var expectedLossPercent: Int32 { max(Int32(config.mixExpectedLossPercent), fec.expectedLossPercent) }
 
@@ -267,26 +269,46 @@ final class MixEngine {
             n = written
             encodes += 1
         }
+        if excluding == nil { history.store(frame: frameIndex, packet: UnsafeRawBufferPointer(start: p, count: headerSize + n)) }
         if let shared {
             RTPFixedHeader.patchSequenceNumber(0, in: packet)
             packet[1] &= 0x7F
             shared(UnsafeRawBufferPointer(start: p, count: headerSize + n), frameIndex)
         }
-        deliverPatched(to: targets, headerSize: headerSize, payloadBytes: n, csrcCount: csrcCount, frame: frameIndex, send: send)
+        deliverPatched(to: targets, headerSize: headerSize, payloadBytes: n, csrcCount: csrcCount, frame: frameIndex,
+                       shared: excluding == nil, send: send)
     }
 
     /// Another node's mix frame (`RelayCore+Cascade.swift`) to members here: numbered and marked per member as this
-    /// node's own mix is.
-    func deliver(_ rtp: UnsafeRawBufferPointer, frame: UInt32, to targets: [Member], send: (UnsafeRawBufferPointer, Member) -> Void) {
+    /// node's own mix is. `shared`: the mixing node's shared mix (kept for NACKs), not one member's minus-one mix.
+    func deliver(_ rtp: UnsafeRawBufferPointer, frame: UInt32, shared: Bool, to targets: [Member], send: (UnsafeRawBufferPointer, Member) -> Void) {
         guard !targets.isEmpty, rtp.count <= packet.count, let view = try? RTPPacketView(parsing: rtp) else { return }
         packet.copyMemory(from: rtp)
+        if shared { history.store(frame: frame, packet: rtp) }
         let headerSize = view.payloadOffset
-        deliverPatched(to: targets, headerSize: headerSize, payloadBytes: view.payloadCount, csrcCount: view.csrcCount, frame: frame, send: send)
+        deliverPatched(to: targets, headerSize: headerSize, payloadBytes: view.payloadCount, csrcCount: view.csrcCount, frame: frame,
+                       shared: shared, send: send)
+    }
+
+    /// The shared-mix packet numbered `sequence` that `listener` was sent, rebuilt exactly as it was sent (its
+    /// sequence number, marker and, for a WebRTC member, payload type and header), or nil when it was a minus-one mix
+    /// or is no longer kept. Valid until the next mix or rebuild.
+    func retransmission(of sequence: UInt16, to listener: Member) -> UnsafeRawBufferPointer? {
+        guard let sent = listener.mixLog?.shared(sequence), let kept = history.packet(frame: sent.frame),
+              let view = try? RTPPacketView(parsing: kept), kept.count <= packet.count else { return nil }
+        packet.copyMemory(from: kept)
+        RTPFixedHeader.patchSequenceNumber(sequence, in: packet)
+        packet[1] = sent.marker ? packet[1] | 0x80 : packet[1] & 0x7F
+        if let webrtc = listener.webrtc {
+            return webRTCPacket(payloadType: webrtc.payloadType, sequence: sequence, csrcCount: view.csrcCount,
+                                headerSize: view.payloadOffset, payloadBytes: view.payloadCount)
+        }
+        return UnsafeRawBufferPointer(start: packet.baseAddress!, count: kept.count)
     }
 
     /// The packet in `packet` to each target: its sequence number and marker, as a browser negotiated it.
     private func deliverPatched(to targets: [Member], headerSize: Int, payloadBytes n: Int, csrcCount: Int, frame frameIndex: UInt32,
-                      send: (UnsafeRawBufferPointer, Member) -> Void) {
+                                shared: Bool, send: (UnsafeRawBufferPointer, Member) -> Void) {
         let p = packet.baseAddress!
         for listener in targets {
             let sequence = listener.mixSequence
@@ -298,6 +320,8 @@ final class MixEngine {
             // after frames it got nothing for (no one else spoke), so its jitter buffer may adapt there.
             let marker = listener.lastMixFrame.map { frameIndex != $0 &+ 1 } ?? true
             listener.lastMixFrame = frameIndex
+            if listener.mixLog == nil { listener.mixLog = MixSendLog() }
+            listener.mixLog!.record(sequence: sequence, frame: frameIndex, marker: marker, shared: shared)
             packet[1] = marker ? packet[1] | 0x80 : packet[1] & 0x7F
             if let webrtc = listener.webrtc {
                 send(webRTCPacket(payloadType: webrtc.payloadType, sequence: sequence, csrcCount: csrcCount, headerSize: headerSize, payloadBytes: n),

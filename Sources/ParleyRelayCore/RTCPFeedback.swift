@@ -124,6 +124,7 @@ final class RTCPFeedback {
     /// retransmission budget (`RetransmissionBudget`, refilled by the caller); what either refuses is counted.
     func answer(_ nack: GenericNACKView, requester: Member, now: Moment) {
         if let slot = requester.endpointStream(ssrc: nack.mediaSSRC) { return answerEndpoint(nack, requester: requester, slot: slot, now: now) }
+        if let mix = requester.room.mix, nack.mediaSSRC == mix.ssrc { return answerMix(nack, mix: mix, requester: requester) }
         guard let source = sessions.bySSRC[nack.mediaSSRC], source.room === requester.room, source !== requester,
               let history = source.history else { return }
         // The history holds what the room's listeners were sent: protected with the room's key when it has one. An
@@ -156,6 +157,46 @@ final class RTCPFeedback {
                 space.copyMemory(from: packet)
                 output.commit(space, length: packet.count, to: requester.address)
             }
+            outbox.counters.nacksAnswered &+= 1
+            outbox.counters.packetsQueued &+= 1
+            outbox.counters.bytesQueued &+= UInt64(length)
+            requester.stats.retransmittedToMember &+= 1
+        }
+    }
+
+    /// Answers a listener's NACK about the room's mix: each lost packet that was the shared mix is rebuilt from the
+    /// mixer's history exactly as the listener was sent it (`MixEngine.retransmission`) and protected again over the
+    /// same bytes (same index) with the listener's key; a minus-one mix is not kept, and is counted missed.
+    private func answerMix(_ nack: GenericNACKView, mix: MixEngine, requester: Member) {
+        var budget = 64
+        nack.forEachLostSequence { sequence in
+            guard budget > 0 else {
+                outbox.counters.nacksRefused &+= 1
+                return
+            }
+            budget -= 1
+            guard let bytes = mix.retransmission(of: sequence, to: requester) else {
+                outbox.counters.nacksMissed &+= 1
+                return
+            }
+            guard requester.nackBudget.spend(bytes.count) else {
+                outbox.counters.nacksRefused &+= 1
+                return
+            }
+            let space = output.reserve(bytes.count + max(SRTPSender.rtpOverhead, EndpointCipher.trailerCapacity))
+            space.copyMemory(from: bytes)
+            var length = bytes.count
+            do {
+                if let srtp = requester.endpointSRTP {
+                    length = try srtp.toEndpoint.protectRTPAgain(space, length: length)
+                } else if let srtp = requester.srtpOut {
+                    length = try srtp.protect(again: bytes, into: space)
+                }
+            } catch {
+                outbox.counters.nacksMissed &+= 1  // no longer in the sender's window
+                return
+            }
+            output.commit(space, length: length, to: requester.address)
             outbox.counters.nacksAnswered &+= 1
             outbox.counters.packetsQueued &+= 1
             outbox.counters.bytesQueued &+= UInt64(length)

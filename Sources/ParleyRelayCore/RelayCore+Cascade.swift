@@ -217,7 +217,7 @@ extension RelayCore {
             }
             for m in room.members where m.isLocal && m.canSubscribe && m.hasDestination && !heard.contains(m.ssrc) { targets.append(m) }
         }
-        mix.deliver(rtp, frame: frame, to: targets) { bytes, listener in sendMix(bytes, to: listener, now: now) }
+        mix.deliver(rtp, frame: frame, shared: target == 0, to: targets) { bytes, listener in sendMix(bytes, to: listener, now: now) }
     }
 
     /// A roster part from a peer: the peer is known from now on (a new one is answered at once), the nodes it names
