@@ -203,7 +203,7 @@ final class MixEngine {
         // One speaker, and this frame is exactly one of its packets as it came: the shared mix is that packet (no
         // second coding, no encode work). A frame the speaker's buffer concealed, rebuilt or stretched is encoded.
         var passThrough: UnsafeRawBufferPointer?
-        if contributors.count == 1, let input = inputs[contributors[0].id], let p = input.stream.passThroughPayload,
+        if config.mixPassThrough, contributors.count == 1, let input = inputs[contributors[0].id], let p = input.stream.passThroughPayload,
            p.count <= Self.maxPassThroughBytes {
             passThrough = p
         }

@@ -107,6 +107,9 @@ public struct RelayCoreConfig: Sendable {
     /// Mix mode: the least loss each mix encoder protects against with in-band FEC, in percent; listeners' receiver
     /// reports about the mix raise it (`LossAdaptiveFEC`). FEC costs quality on a clean path, hence 0.
     public var mixExpectedLossPercent = 0
+    /// Mix mode: while one member speaks, frames that are exactly one of its packets go to the listeners as they came
+    /// (no second coding, no encode); false encodes every frame.
+    public var mixPassThrough = true
     /// Mix mode: the floor of each publisher's jitter-buffer target delay.
     public var mixMinimumJitterDelayMilliseconds = 20
     /// Mix mode: the RTP header extension id of the RFC 6465 CSRC audio levels.
