@@ -199,13 +199,24 @@ final class MixEngine {
             }
         }
         mixes += 1
-        guard !contributors.isEmpty else { return }  // nobody speaking: no encode work
+        guard !contributors.isEmpty else {  // nobody speaking: no encode work
+            passThroughHold = 0
+            return
+        }
         // One speaker, and this frame is exactly one of its packets as it came: the shared mix is that packet (no
         // second coding, no encode work). A frame the speaker's buffer concealed, rebuilt or stretched is encoded.
+        // Each switch from passed-through to encoded frames costs the listeners' decoders a glitch (the encoder's
+        // frames follow its own earlier ones, not the speaker's), so after an encoded frame the talkspurt stays
+        // encoded for `passThroughHoldFrames`; and while listeners report loss (their FEC is sized for them, the
+        // speaker's is not) nothing passes through. Measured on moderate: passing every passable frame through
+        // scored 2.10 PESQ-WB against 2.50 encoding all (`measure.py --profile moderate --modes mix`).
         var passThrough: UnsafeRawBufferPointer?
-        if config.mixPassThrough, contributors.count == 1, let input = inputs[contributors[0].id], let p = input.stream.passThroughPayload,
-           p.count <= Self.maxPassThroughBytes {
+        if passThroughHold > 0 { passThroughHold -= 1 }
+        if config.mixPassThrough, contributors.count == 1, fec.expectedLossPercent == 0, passThroughHold == 0,
+           let input = inputs[contributors[0].id], let p = input.stream.passThroughPayload, p.count <= Self.maxPassThroughBytes {
             passThrough = p
+        } else {
+            passThroughHold = Self.passThroughHoldFrames
         }
 
         if !sharedOnly {
@@ -230,6 +241,11 @@ final class MixEngine {
             encodeAndSend(encoder, excluding: speaker, room: room, to: listeners, send: send)
         }
     }
+
+    /// Frames a talkspurt stays encoded after an encoded frame before a lone speaker's packets pass through again.
+    static let passThroughHoldFrames = 50
+    /// Frames left before pass-through may resume (0 at the start of a talkspurt).
+    private var passThroughHold = 0
 
     /// Largest lone-speaker payload sent on as it is (an Opus frame is at most 1,275 bytes; the packet buffer holds
     /// the header too).
