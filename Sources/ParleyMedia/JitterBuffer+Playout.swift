@@ -126,7 +126,7 @@ extension JitterBuffer {
             inOutage = false
             return .silence
         }
-        if estimator.samples < startupPackets, startupWaits < startupWaitFrames, store.count == 0 {
+        if config.startupWaits, estimator.samples < startupPackets, startupWaits < startupWaitFrames, store.count == 0 {
             // Start-up, and nothing after the due frame has arrived: the path is slower than the young estimate
             // says, not lossy. Wait for the frame (the delay grows by what this stretch adds) rather than skip it.
             startupWaits += 1

@@ -29,6 +29,10 @@ public struct JitterBufferConfig: Sendable {
     /// With `inbandFEC`: fraction of frames the target keeps on time on their own, so FEC (lower quality than the
     /// primary encoding) covers lateness only in the tail. The target is the larger of both quantiles.
     public var onTimeQuantile: Double = 0.97
+    /// While the delay estimate is young (a stream's first 50 packets), wait for a late frame (`.expand`) instead of
+    /// concealing and skipping it (`JitterBuffer.startupPackets`). False: conceal from the start, never moving the
+    /// timeline in the first talkspurt.
+    public var startupWaits: Bool = true
     /// Per-packet forgetting factor of the delay histograms (NetEQ's 0.9993 ≈ a memory of 1 400 packets, 28 s at
     /// 20 ms): long enough that a rare delay spike holds too little weight to move the quantile.
     public var forgetFactor: Double = 0.9993

@@ -145,6 +145,7 @@ final class MixEngine {
         if let i = inputs[member.id] { return i }
         var jc = JitterBufferConfig()
         jc.minimumDelay = .milliseconds(Int64(config.mixMinimumJitterDelayMilliseconds))
+        jc.startupWaits = false
         guard let stream = try? AudioReceiveStream(jitterConfig: jc) else { return nil }
         let i = MixInput(stream: stream, frameSamples: Self.frameSamples)
         inputs[member.id] = i
