@@ -132,10 +132,10 @@ final class MixEngine {
     /// Stops the clock when the room empties: an empty room costs nothing.
     func stop() { nextDeadline = nil }
 
-    /// Queues a publisher's packet into its jitter buffer.
-    func insert(_ packet: RTPPacketView, from member: Member, arrival: Instant) {
+    /// Queues a publisher's packet into its jitter buffer (`retransmission`: it filled a gap; kept out of the delay estimate).
+    func insert(_ packet: RTPPacketView, from member: Member, arrival: Instant, retransmission: Bool = false) {
         guard !idle, let input = input(for: member) else { return }
-        input.stream.insert(packet, arrival: arrival)
+        input.stream.insert(packet, arrival: arrival, retransmission: retransmission)
     }
 
     /// Forgets a member that left.

@@ -56,7 +56,10 @@ extension RelayCore {
                                    arrivalTimeNanoseconds: now.monotonic.nanoseconds)
         let room = member.room
         // Gaps are tracked from every authenticated packet (a muted member's too: unmuting makes no false gap).
-        if room.forwards { uplinkRepair.arrived(packet.sequenceNumber, from: member, forwarded: room.selector.isForwarded(member.id), now: now) }
+        // A packet that fills a gap (the speaker's answer to the relay's NACK) stays out of a hybrid room's mix buffer's
+        // delay estimate, as a client's retransmissions do.
+        var repaired = false
+        if room.forwards { repaired = uplinkRepair.arrived(packet.sequenceNumber, from: member, forwarded: room.selector.isForwarded(member.id), now: now) }
         guard !member.muted else { return outbox.drop(.muted, from: from, now: now) }
 
         // No RFC 6464 level (plain RTP tools): a full-size packet counts as speech, a DTX one as silence.
@@ -70,7 +73,7 @@ extension RelayCore {
         if let mix = room.mix {
             // In a cluster, the room mixes on one node: the others send it their speakers. (A hybrid room mixes on
             // every node with listeners, from the speakers forwarded there.)
-            if room.mixesHere { mix.insert(packet, from: member, arrival: now.monotonic) } else { cascadeMedia(plain, from: member, level: level, room: room) }
+            if room.mixesHere { mix.insert(packet, from: member, arrival: now.monotonic, retransmission: repaired) } else { cascadeMedia(plain, from: member, level: level, room: room) }
             if !room.isHybrid { return }
         }
         guard room.selector.isForwarded(member.id) else { return }

@@ -24,15 +24,19 @@ final class UplinkRepair {
     }
 
     /// The packet path's call for each authenticated packet of `member` (forward rooms): tracks `sequence`, counts,
-    /// and sends the NACK that is due, if uplink repair is on and the member is `forwarded` (and not muted).
-    func arrived(_ sequence: UInt16, from member: Member, forwarded: Bool, now: Moment) {
+    /// and sends the NACK that is due, if uplink repair is on and the member is `forwarded` (and not muted). Returns
+    /// whether the packet filled a gap (a retransmission, or a late arrival): a jitter buffer keeps it out of its
+    /// delay estimate.
+    @discardableResult
+    func arrived(_ sequence: UInt16, from member: Member, forwarded: Bool, now: Moment) -> Bool {
         let gaps = member.uplinkGaps ?? member.startUplinkGaps()
         let arrival = gaps.arrived(sequence, now: now.monotonic)
         outbox.counters.uplinkLost &+= UInt64(arrival.newlyMissing)
         outbox.counters.uplinkGivenUp &+= UInt64(arrival.givenUp)
         if arrival.recovered { outbox.counters.uplinkRecovered &+= 1 }
-        guard gaps.isDue(now: now.monotonic) else { return }
+        guard gaps.isDue(now: now.monotonic) else { return arrival.recovered }
         sweep(gaps, of: member, asking: config.uplinkRepair && forwarded && !member.muted, now: now)
+        return arrival.recovered
     }
 
     /// Gives up what is over and, when `asking` and within the bound, queues one NACK for what is due.
