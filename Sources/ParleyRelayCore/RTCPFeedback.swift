@@ -133,6 +133,25 @@ final class RTCPFeedback {
         let historyIsProtected = requester.room.downstream != nil
         let usable = requester.endpointSRTP != nil ? !historyIsProtected : (requester.srtpOut != nil) == historyIsProtected
         guard usable else { return }
+        answerEach(nack, requester: requester) { sequence in
+            history.packet(sequence: sequence).map { ($0, $0.count) }
+        } queue: { _, packet in
+            if let srtp = requester.endpointSRTP {  // an SRTP endpoint: the resent packet protected again (same index)
+                return EndpointSRTP.queue(packet, rtcp: false, with: srtp.toEndpoint, to: requester.address, in: output)
+            }
+            let space = output.reserve(packet.count)
+            space.copyMemory(from: packet)
+            output.commit(space, length: packet.count, to: requester.address)
+            return packet.count
+        }
+    }
+
+    /// What every NACK answer shares: at most 64 sequence numbers per NACK (the rest refused); each looked up (`find`:
+    /// the packet and its size, nil is counted missed), charged to the requester's retransmission budget (refused once
+    /// spent) and queued (`queue`: the length queued; nil when it could not be protected again, counted missed; 0 when
+    /// it was dropped on the way out).
+    private func answerEach<Packet>(_ nack: GenericNACKView, requester: Member, find: (UInt16) -> (Packet, Int)?,
+                                    queue: (UInt16, Packet) -> Int?) {
         var budget = 64
         nack.forEachLostSequence { sequence in
             guard budget > 0 else {
@@ -140,23 +159,19 @@ final class RTCPFeedback {
                 return
             }
             budget -= 1
-            guard let packet = history.packet(sequence: sequence) else {
+            guard let (packet, size) = find(sequence) else {
                 outbox.counters.nacksMissed &+= 1
                 return
             }
-            guard requester.nackBudget.spend(packet.count) else {
+            guard requester.nackBudget.spend(size) else {
                 outbox.counters.nacksRefused &+= 1
                 return
             }
-            var length = packet.count
-            if let srtp = requester.endpointSRTP {  // an SRTP endpoint: the resent packet protected again (same index)
-                length = EndpointSRTP.queue(packet, rtcp: false, with: srtp.toEndpoint, to: requester.address, in: output)
-                guard length > 0 else { return }
-            } else {
-                let space = output.reserve(packet.count)
-                space.copyMemory(from: packet)
-                output.commit(space, length: packet.count, to: requester.address)
+            guard let length = queue(sequence, packet) else {
+                outbox.counters.nacksMissed &+= 1  // no longer in the sender's window (or never sent)
+                return
             }
+            guard length > 0 else { return }
             outbox.counters.nacksAnswered &+= 1
             outbox.counters.packetsQueued &+= 1
             outbox.counters.bytesQueued &+= UInt64(length)
@@ -168,21 +183,9 @@ final class RTCPFeedback {
     /// mixer's history exactly as the listener was sent it (`MixEngine.retransmission`) and protected again over the
     /// same bytes (same index) with the listener's key; a minus-one mix is not kept, and is counted missed.
     private func answerMix(_ nack: GenericNACKView, mix: MixEngine, requester: Member) {
-        var budget = 64
-        nack.forEachLostSequence { sequence in
-            guard budget > 0 else {
-                outbox.counters.nacksRefused &+= 1
-                return
-            }
-            budget -= 1
-            guard let bytes = mix.retransmission(of: sequence, to: requester) else {
-                outbox.counters.nacksMissed &+= 1
-                return
-            }
-            guard requester.nackBudget.spend(bytes.count) else {
-                outbox.counters.nacksRefused &+= 1
-                return
-            }
+        answerEach(nack, requester: requester) { sequence in
+            mix.retransmission(of: sequence, to: requester).map { ($0, $0.count) }
+        } queue: { _, bytes in
             let space = output.reserve(bytes.count + max(SRTPSender.rtpOverhead, EndpointCipher.trailerCapacity))
             space.copyMemory(from: bytes)
             var length = bytes.count
@@ -193,14 +196,10 @@ final class RTCPFeedback {
                     length = try srtp.protect(again: bytes, into: space)
                 }
             } catch {
-                outbox.counters.nacksMissed &+= 1  // no longer in the sender's window
-                return
+                return nil
             }
             output.commit(space, length: length, to: requester.address)
-            outbox.counters.nacksAnswered &+= 1
-            outbox.counters.packetsQueued &+= 1
-            outbox.counters.bytesQueued &+= UInt64(length)
-            requester.stats.retransmittedToMember &+= 1
+            return length
         }
     }
 
@@ -212,22 +211,12 @@ final class RTCPFeedback {
     private func answerEndpoint(_ nack: GenericNACKView, requester: Member, slot: Int, now: Moment) {
         guard requester.room.downstream == nil else { return }
         let stream = requester.endpointStreams[slot]
-        var budget = 64
-        nack.forEachLostSequence { sequence in
-            guard budget > 0 else {
-                outbox.counters.nacksRefused &+= 1
-                return
-            }
-            budget -= 1
+        answerEach(nack, requester: requester) { sequence -> ((RTPStreamRewriter.Origin, Member, RTPPacketView), Int)? in
             guard let origin = stream.original(of: sequence), let source = requester.room.member(id: origin.source),
-                  let bytes = source.history?.packet(sequence: origin.sequence), let packet = try? RTPPacketView(parsing: bytes) else {
-                outbox.counters.nacksMissed &+= 1
-                return
-            }
-            guard requester.nackBudget.spend(bytes.count) else {
-                outbox.counters.nacksRefused &+= 1
-                return
-            }
+                  let bytes = source.history?.packet(sequence: origin.sequence), let packet = try? RTPPacketView(parsing: bytes) else { return nil }
+            return ((origin, source, packet), bytes.count)
+        } queue: { sequence, found in
+            let (origin, source, packet) = found
             let out = RTPStreamRewriter.Output(sequenceNumber: sequence, timestamp: packet.timestamp &+ origin.timestampOffset,
                                                marker: origin.startsSegment || packet.marker)
             let space = output.reserve(EndpointPacket.headerSize + packet.payloadCount + EndpointCipher.trailerCapacity)
@@ -235,17 +224,11 @@ final class RTCPFeedback {
                                               level: EndpointPacket.level(of: packet, from: source, config: config),
                                               header: EndpointPacket.Header(for: requester, config: config), into: space)
             if let srtp = requester.endpointSRTP {
-                guard let protected = try? srtp.toEndpoint.protectRTPAgain(space, length: length) else {
-                    outbox.counters.nacksMissed &+= 1  // no longer in the sender's window (or never sent)
-                    return
-                }
+                guard let protected = try? srtp.toEndpoint.protectRTPAgain(space, length: length) else { return nil }
                 length = protected
             }
             output.commit(space, length: length, to: requester.address)
-            outbox.counters.nacksAnswered &+= 1
-            outbox.counters.packetsQueued &+= 1
-            outbox.counters.bytesQueued &+= UInt64(length)
-            requester.stats.retransmittedToMember &+= 1
+            return length
         }
     }
 }
