@@ -1,3 +1,4 @@
+import ParleyAuth
 import ParleyClientCore
 import ParleyCrypto
 import ParleyWire
@@ -210,6 +211,41 @@ struct CascadeTests {
         // speaker is in their speaker list.
         let (farSpeaker, nearListener) = idle === b ? (ann, bea) : (bob, al)
         #expect(nearListener.lastSpeakers?.contains { $0.ssrc == farSpeaker.ssrc } == true, "\(String(describing: nearListener.lastSpeakers))")
+    }
+
+    @Test("a hybrid room over two nodes: the speakers hear each other's own streams across the link; each node mixes both for its own listeners")
+    func hybridAcrossNodes() throws {
+        let (a, b) = Self.cluster()
+        let listener = Grants(publish: false)
+        let ann = a.addClient("ann", token: a.token("ann", mode: RoomMode.hybrid))
+        let bob = b.addClient("bob", token: b.token("bob", mode: RoomMode.hybrid))
+        let bea = b.addClient("bea", token: b.token("bea", grants: listener, mode: RoomMode.hybrid))
+        let al = a.addClient("al", token: a.token("al", grants: listener, mode: RoomMode.hybrid))
+        a.joinAll()
+        b.joinAll()
+        Self.advance([a, b], milliseconds: 1_200)
+        let annTone = try ToneMember(ann, frequency: 440), bobTone = try ToneMember(bob, frequency: 880)
+        for c in [ann, bob, bea, al] { c.received = [] }
+        Self.advance([a, b], milliseconds: 2_000) {
+            try? annTone.send()
+            try? bobTone.send()
+        }
+        let mixA = try #require(a.core.rooms["lobby"]?.mix), mixB = try #require(b.core.rooms["lobby"]?.mix)
+        // The speakers: the other's own stream, across the link, and no mix.
+        #expect((ann.media[bob.ssrc]?.count ?? 0) >= 80 && (bob.media[ann.ssrc]?.count ?? 0) >= 80)
+        #expect(ann.media[mixA.ssrc] == nil && bob.media[mixB.ssrc] == nil)
+        // The listeners: their own node's mix of both speakers, and no speaker's own stream.
+        for (l, mix) in [(al, mixA), (bea, mixB)] {
+            #expect(Set(l.media.keys) == Set([mix.ssrc]), "\(l.identity) got \(Array(l.media.keys))")
+            let ear = try ToneMember(l, frequency: 0)
+            try ear.decodeReceived(l.received)
+            #expect(ear.csrcsHeard == [ann.ssrc, bob.ssrc], "\(l.identity): the mix names both speakers")
+            let tail = Array(ear.heard.suffix(48_000))
+            #expect(toneShare(tail, frequency: 440) > 0.2 && toneShare(tail, frequency: 880) > 0.2, "\(l.identity) hears both")
+        }
+        // Both nodes mix (for their own listeners), one encode per frame each.
+        #expect(mixA.encodes > 50 && mixB.encodes > 50)
+        #expect(mixA.encodes <= mixA.mixes && mixB.encodes <= mixB.mixes)
     }
 
     @Test("a 4 KB room text reaches the other node in fragments, every link datagram under 1,200 bytes; the member there gets it whole")
