@@ -124,7 +124,10 @@ final class RTCPFeedback {
     /// retransmission budget (`RetransmissionBudget`, refilled by the caller); what either refuses is counted.
     func answer(_ nack: GenericNACKView, requester: Member, now: Moment) {
         if let slot = requester.endpointStream(ssrc: nack.mediaSSRC) { return answerEndpoint(nack, requester: requester, slot: slot, now: now) }
-        if let mix = requester.room.mix, nack.mediaSSRC == mix.ssrc { return answerMix(nack, mix: mix, requester: requester) }
+        if let mix = requester.room.mix, nack.mediaSSRC == mix.ssrc {
+            if config.mixNack { answerMix(nack, mix: mix, requester: requester) }
+            return
+        }
         guard let source = sessions.bySSRC[nack.mediaSSRC], source.room === requester.room, source !== requester,
               let history = source.history else { return }
         // The history holds what the room's listeners were sent: protected with the room's key when it has one. An

@@ -219,7 +219,9 @@ struct MixModeTests {
 
     @Test("a listener's NACK about the mix is answered with the very packet it was sent (same SRTP bytes); a minus-one mix is not kept")
     func mixLegNack() throws {
-        let net = FakeNetwork(encrypted: true)
+        var config = RelayCoreConfig()
+        config.mixNack = true
+        let net = FakeNetwork(config: config, encrypted: true)
         let names = ["alice", "bob", "carol"]
         let c = names.map { n in
             net.addClient(n, room: "mixroom", token: net.token(n, room: "mixroom", grants: n == "carol" ? Grants(publish: false) : Grants(), mode: "mix"))
