@@ -126,14 +126,14 @@ extension JitterBuffer {
             inOutage = false
             return .silence
         }
-        if config.startupWaits, estimator.samples < startupPackets, startupWaits < startupWaitFrames, store.count == 0 {
+        if config.startupWaits, estimator.samples < startupPackets, startupWaitPulls < startupWaitFrames, store.count == 0 {
             // Start-up, and nothing after the due frame has arrived: the path is slower than the young estimate
             // says, not lossy. Wait for the frame (the delay grows by what this stretch adds) rather than skip it.
-            startupWaits += 1
+            startupWaitPulls += 1
             stats.expanded += 1
             return .expand
         }
-        startupWaits = 0
+        startupWaitPulls = 0
         concealRun += 1
         if concealRun > maximumConcealRun {
             mode = .silent
@@ -164,6 +164,6 @@ extension JitterBuffer {
         stats.played += 1
         nextSequence = slot.sequence + 1
         concealRun = 0
-        startupWaits = 0
+        startupWaitPulls = 0
     }
 }

@@ -91,7 +91,7 @@ public final class JitterBuffer {
     let startupPackets = 50
     let startupWaitFrames = 3
     /// Pulls spent waiting for the current due frame at start-up.
-    var startupWaits = 0
+    var startupWaitPulls = 0
     /// The caller's hint at this pull: the listener is in a pause (see `pull(now:quiet:)`).
     var quietHint = false
     /// A buffer with fixed storage for `config.capacity` packets of `config.maxPayloadBytes`.

@@ -50,7 +50,7 @@ final class Room {
         self.fanOut = fanOut
         self.name = name
         self.mode = mode
-        isHybrid = mode == "hybrid"
+        isHybrid = mode == RoomMode.hybrid
         fanOut.publishersOnly = isHybrid
         self.createdAtUnixMilliseconds = createdAt
         self.creator = creator

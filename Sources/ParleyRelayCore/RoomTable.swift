@@ -53,9 +53,9 @@ final class RoomTable {
                         fanOut: FanOutTable(workerIndex: workerIndex, workerCount: shared.workerPorts.count,
                                             spreadThreshold: config.spreadThreshold))
         if let cluster = shared.cluster { room.cascade = RoomCascade(selfKey: cluster.key) }
-        if mode == "mix" || mode == "hybrid" {
+        if mode == RoomMode.mix || mode == RoomMode.hybrid {
             do {
-                room.mix = try MixEngine(ssrc: random.ssrc(), timestampBase: random.uint32(), config: config, sharedOnly: mode == "hybrid")
+                room.mix = try MixEngine(ssrc: random.ssrc(), timestampBase: random.uint32(), config: config, sharedOnly: mode == RoomMode.hybrid)
             } catch {
                 shared.releaseRoom(creator: creator)
                 log.write(.error, "cannot create the mixer for \(name): \(error.message)")
