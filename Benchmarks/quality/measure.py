@@ -248,6 +248,11 @@ def pesq_wb(mode, workdir):
     rec, _, _, counters = run_pair(mode, ref_path, seconds, workdir)
     value, lag, gap = score(ref_path, rec)
     result = {"mode": mode, "profile": PROFILE, "pesq_wb": value, "alignment_ms": lag, "longest_gap_ms": gap, "counters": counters}
+    # The listener's own account of the speech it received (played, concealed, FEC, late, time-stretched, delay).
+    with open(os.path.join(workdir, f"bob-{mode}.log")) as f:
+        received = [line.strip() for line in f if line.startswith("received ssrc")]
+    if received:
+        result["listener"] = received[-1]
     # Baseline on the same file, measured in the same run: Opus at the client's default bit rate (56 kbit/s)
     # through ffmpeg (libopus, its defaults), no network.
     base = ffmpeg_baseline(ref_path, workdir, "56k")
@@ -297,6 +302,8 @@ def main():
                           f"min {r['mouth_to_ear_ms_min']}; {r['clicks_heard']}/{r['clicks_sent']} clicks)   PESQ-WB {r['pesq_wb']}"
                           f" (ffmpeg Opus 56k on the same speech: {r.get('pesq_wb_ffmpeg_opus_56k')}); longest gap {r['longest_gap_ms']} ms",
                           flush=True)
+                    if "listener" in r:
+                        print(f"{'':8} {'':8} {r['listener']}", flush=True)
                     c = r["repair"]
                     print(f"{'':8} {'':8} listener NACKs answered {c['nacks_answered']}, missed {c['nacks_missed']}; "
                           f"uplink lost {c['uplink_lost']}, asked {c['uplink_nacked']}, recovered {c['uplink_recovered']}, "

@@ -57,7 +57,7 @@ public final class ReceiveMixer {
         stream.lastPacket = now
         _ = stream.statistics.record(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp, arrivalTimeNanoseconds: now.nanoseconds)
         // A packet we NACKed arrives at least a round trip after its neighbours: kept out of the jitter buffer's
-        // delay estimate (as NetEq keeps retransmissions out), or each repair would raise everyone's play-out delay.
+        // delay estimate as an arrival (the buffer counted its gap as a repair when it saw it; see `nacksDue`).
         let repaired = stream.nacks.received(packet.sequenceNumber, now: now)
         stream.audio.insert(packet, arrival: now, retransmission: repaired)
     }
@@ -71,11 +71,24 @@ public final class ReceiveMixer {
     /// Generic NACKs (RFC 4585) from `reporter` for every stream's gaps that a retransmission sent now can still
     /// fill before play-out (the stream's target delay plus one frame), each gap asked at most twice, a round trip
     /// apart (`NackTracker`). `roundTrip` is taken as at least `minimumRoundTrip`.
-    public func nacksDue(now: Instant, roundTrip: Interval, reporter: UInt32) -> [GenericNACK] {
+    ///
+    /// For a stream the sender answers NACKs for (`answered`: the relay keeps a history of every stream it
+    /// forwards, not of a mix unless configured to), once a gap has been filled after being asked for, its jitter
+    /// buffer counts every gap as arriving a round trip (and a tick) after it was seen
+    /// (`JitterBuffer.repairRoundTrip`), so on a lossy path the target grows to let repairs play. Until then its
+    /// gaps are asked for even where the answer may come too late: a buffer whose target is below the round trip
+    /// would otherwise never ask, never be answered, and never make room for repairs. (A late original after a
+    /// NACK also counts as filled, which is why streams nobody answers for are left out.)
+    public func nacksDue(now: Instant, roundTrip: Interval, reporter: UInt32,
+                         answered: (UInt32) -> Bool = { _ in true }) -> [GenericNACK] {
         let rtt = max(roundTrip, Self.minimumRoundTrip)
         var nacks: [GenericNACK] = []
         for stream in streams.values {
-            let delay = stream.audio.jitter.stats.targetDelay + Self.frameDuration
+            let answerable = answered(stream.ssrc)
+            let repaired = answerable && stream.nacks.recovered > 0
+            stream.audio.jitter.repairRoundTrip = repaired ? rtt + Self.frameDuration : nil
+            var delay = stream.audio.jitter.stats.targetDelay + Self.frameDuration
+            if answerable && !repaired { delay = max(delay, rtt + Self.frameDuration + Self.frameDuration) }
             let lost = stream.nacks.due(now: now, roundTrip: rtt, playoutDelay: delay)
             if !lost.isEmpty { nacks.append(GenericNACK(senderSSRC: reporter, mediaSSRC: stream.ssrc, lost: lost)) }
         }

@@ -94,6 +94,13 @@ public final class JitterBuffer {
     var startupWaitPulls = 0
     /// The caller's hint at this pull: the listener is in a pause (see `pull(now:quiet:)`).
     var quietHint = false
+    /// Set by a receiver that asks for lost packets again (RFC 4585 NACK) and has had them resent: the round trip a
+    /// repair takes. Each gap then counts in the delay estimate as arriving that long after it was seen, so where
+    /// losses are frequent the target leaves room for their repair (a repair that comes after its frame's turn is
+    /// wasted); where they are rare the quantile is unmoved. Nil: losses are not repaired, the target ignores them.
+    public var repairRoundTrip: Interval?
+    /// Gaps longer than this (an outage, a restart) add no repair samples.
+    static let repairGapLimit: Int64 = 8
     /// A buffer with fixed storage for `config.capacity` packets of `config.maxPayloadBytes`.
     public init(config: JitterBufferConfig = JitterBufferConfig()) {
         self.config = config
@@ -179,8 +186,8 @@ public final class JitterBuffer {
     // MARK: Insert
 
     /// Accepts one received packet. Copies `payload` into a slot; drops duplicates and late packets (counting
-    /// them); detects sender restarts; feeds the delay estimator (late packets included; a `retransmission` only fills its slot). `marker` is accepted
-    /// but not needed: a talkspurt start is recognised by its timestamp gap, which also covers senders that do
+    /// them); detects sender restarts; feeds the delay estimator (late packets included; a `retransmission` only fills its
+    /// slot; with `repairRoundTrip`, each gap as its repair would arrive). `marker` is accepted but not needed: a talkspurt start is recognised by its timestamp gap, which also covers senders that do
     /// not set the marker. A 1–2 byte payload is DTX.
     public func insert(sequenceNumber: UInt16, timestamp: UInt32, ssrc: UInt32, marker: Bool,
                        payload: UnsafeRawBufferPointer, arrival: Instant, retransmission: Bool = false) {
@@ -204,6 +211,14 @@ public final class JitterBuffer {
         let transit = arrival - nanoseconds(time)
         if firstSequence == nil { firstSequence = sequence }
         if !retransmission {
+            if let rtt = repairRoundTrip, let high = highestSequence, sequence - high > 1, sequence - high <= Self.repairGapLimit {
+                // Frames high+1 … sequence−1 are missing; asked for again now, they arrive a round trip from now.
+                let frame = nanoseconds(Int64(config.frameSamples))
+                for missing in (high + 1)..<sequence {
+                    addRepairSample(transit: transit + rtt.nanoseconds + (sequence - missing) * frame,
+                                    fecCovers: missing == sequence - 1)
+                }
+            }
             floor.add(transit: transit, arrival: arrival)
             addDelaySample(sequence: sequence, transit: transit)
         }
@@ -270,6 +285,15 @@ public final class JitterBuffer {
 
     /// Feeds the estimators: `r[n]`; with FEC also, for frame n−1, `min(r[n−1], r[n] + frame)` (taken when n
     /// arrives; if n−1 has not arrived it can only play by FEC, so `r[n] + frame`).
+    /// A missing frame's delay if it is asked for again (`repairRoundTrip`): in the on-time estimate, and in the
+    /// FEC estimate unless the next frame (which has arrived) carries it.
+    private func addRepairSample(transit: Int64, fecCovers: Bool) {
+        let r = Double(transit - floor.value) / 1e6
+        estimator.add(r)
+        if config.inbandFEC && !fecCovers { recoverableEstimator.add(r) }
+        targetIsStale = true
+    }
+
     private func addDelaySample(sequence: Int64, transit: Int64) {
         let f = floor.value
         let r = Double(transit - f) / 1e6

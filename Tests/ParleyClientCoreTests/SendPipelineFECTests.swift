@@ -131,3 +131,29 @@ struct ReceiverReportTests {
         #expect(second.reports[0].fractionLost == 0)
     }
 }
+
+@Suite("NACKs and room for repairs")
+struct RepairRoomTests {
+    static func deliver(_ mixer: ReceiveMixer, _ sequence: UInt16, ssrc: UInt32, at now: Instant) throws {
+        try ReceiverReportTests.rtp(sequence: sequence, ssrc: ssrc).withUnsafeBytes {
+            mixer.receive(try RTPPacketView(parsing: $0), now: now)
+        }
+    }
+
+    @Test(arguments: [true, false])
+    func aStreamMakesRoomForRepairsOnceOneCame(answered: Bool) throws {
+        let mixer = ReceiveMixer()
+        let ms = Interval.milliseconds(1)
+        for s: UInt16 in 0..<7 where s != 5 { try Self.deliver(mixer, s, ssrc: 0xAB, at: t0 + Int64(s) * 20 * ms) }
+        // The gap was seen at 120 ms, the next tick asks. A 200 ms round trip is far beyond this stream's target (a
+        // clean path): only a stream whose sender answers NACKs asks anyway, to learn whether repairs come.
+        let now = t0 + 130 * ms
+        let nacks = mixer.nacksDue(now: now, roundTrip: .milliseconds(200), reporter: 9) { _ in answered }
+        #expect(nacks.flatMap(\.lost) == (answered ? [5] : []))
+        #expect(mixer.streams[0xAB]?.audio.jitter.repairRoundTrip == nil)
+        // The repair comes: from now on the buffer counts gaps as repairs a round trip and a tick away.
+        try Self.deliver(mixer, 5, ssrc: 0xAB, at: now + 200 * ms)
+        _ = mixer.nacksDue(now: now + 220 * ms, roundTrip: .milliseconds(200), reporter: 9) { _ in answered }
+        #expect(mixer.streams[0xAB]?.audio.jitter.repairRoundTrip == (answered ? .milliseconds(220) : nil))
+    }
+}
