@@ -97,7 +97,7 @@ extension JitterBuffer {
                 stats.accelerated += 1
                 return .accelerate(store.frame(due), store.frame(successor))
             }
-            if !lastWasStretch, p < targetMilliseconds {
+            if !lastWasStretch, p < targetMilliseconds, quietHint || successor == nil {
                 stats.expanded += 1
                 return .expand
             }

@@ -14,7 +14,9 @@ import ParleyWire
 /// `min(r[n], r[n+1] + frame)`, the delay at which n plays or is rebuilt from n+1's FEC. Talkspurts start at the
 /// first pull with `p ≥ T` (silence-time adjustment); during speech `.accelerate` runs when `p − frame − T` is
 /// large, has stayed above a small hysteresis for five seconds, or the audio is in a pause between words (stretches
-/// during speech cost quality, so small excesses wait for a quiet moment), and `.expand` when `p < T` (lateness begins there).
+/// during speech cost quality, so small excesses wait for a quiet moment), and `.expand` when `p < T` (lateness begins
+/// there) and either the audio is in a pause or the next frame has not arrived yet (it is at risk); with later frames
+/// already held, the shortfall waits for a pause.
 ///
 /// Sequence numbers and timestamps are unwrapped to 64 bits, so 65535→0 and 2³²−1→0 are ordinary steps.
 /// A new SSRC restarts at once; a jump of more than `restartJump` in sequence or timeline restarts when
