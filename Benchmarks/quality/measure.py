@@ -2,7 +2,7 @@
 """Parley quality bench: mouth-to-ear latency and PESQ-WB through a real relay on loopback.
 
   python3 Benchmarks/quality/measure.py [--modes forward,mix,hybrid] [--profile clean|mild|moderate|harsh] [--runs N] [--json]
-                                       [--bin DIR] [--uplink-repair on|off]
+                                       [--bin DIR] [--uplink-repair on|off] [--min-delay MS]
 
 Through the impairment proxy, run k of each mode uses the proxy's seed k: each flow's media then meets the same losses
 and delays in that run of every mode (impair-proxy draws each flow's RTP from a stream of its own), and --runs N
@@ -32,6 +32,8 @@ RELAY_ENV = {}
 # The impairment proxy's seed for the next run (run k of a mode uses seed k: one seed decides each flow's losses and
 # delays, so a mode's runs are different networks and each is the same network in every mode).
 SEED = 1
+# Options both clients get beyond the defaults (`--min-delay MS` adds `--min-delay MS`).
+CLIENT_ARGS = []
 # /metrics counters read before each relay stops, added up per mode.
 COUNTERS = {"parley_nacks_answered_total": "nacks_answered", "parley_nacks_missed_total": "nacks_missed",
             "parley_uplink_packets_lost_total": "uplink_lost", "parley_uplink_packets_recovered_total": "uplink_recovered",
@@ -92,7 +94,7 @@ def run_pair(mode, alice_input, seconds, workdir, extra=()):
         out = os.path.join(workdir, f"bob-{mode}.wav")
         bob_log = open(os.path.join(workdir, f"bob-{mode}.log"), "w")  # bob's receive statistics
         room = f"q{random.randint(0, 1 << 30)}"
-        common = ["--server", server, "--mode", mode, "--no-tui"]
+        common = ["--server", server, "--mode", mode, "--no-tui"] + CLIENT_ARGS
         bob = subprocess.Popen([os.path.join(BIN, "parley"), "join", room, "--identity", "bob", "--listen-only", "--output", out,
                                 "--duration", str(seconds)] + common, env=env, stdout=bob_log, stderr=subprocess.PIPE, text=True)
         time.sleep(0.5)
@@ -274,7 +276,11 @@ def main():
     ap.add_argument("--bin", default=BIN, help="where parley-relay, parley and impair-proxy are (default: %(default)s)")
     ap.add_argument("--uplink-repair", choices=["on", "off"],
                     help="the relay's uplink_repair setting (default: the relay's own, on)")
+    ap.add_argument("--min-delay", type=int, metavar="MS",
+                    help="both clients hold their receive buffers at least MS behind the network (parley --min-delay)")
     args = ap.parse_args()
+    if args.min_delay is not None:
+        CLIENT_ARGS.extend(["--min-delay", str(args.min_delay)])
     PROFILE = args.profile
     BIN = os.path.abspath(args.bin)
     if args.uplink_repair:

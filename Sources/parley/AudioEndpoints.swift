@@ -77,16 +77,18 @@ enum PlaybackSink {
 /// The audio options every talking command shares (`join`, `listen`, `call`).
 struct AudioOptions {
     static let valued: Set<String> = ["device", "capture-device", "playback-device", "input", "output", "tone", "amplitude",
-                                       "bitrate", "complexity"]
+                                       "bitrate", "complexity", "min-delay"]
     static let switches: Set<String> = ["loop", "echo-cancel", "denoise", "no-denoise", "agc", "no-playback", "dtx", "no-dtx"]
     static let usage = """
       audio: [--device PCM | --capture-device PCM --playback-device PCM] [--input FILE.wav [--loop]] [--output FILE.wav]
              [--tone HZ [--amplitude 0..1]] [--echo-cancel] [--denoise|--no-denoise] [--agc] [--no-playback]
-             [--bitrate BPS] [--complexity 0..10] [--dtx|--no-dtx]
+             [--bitrate BPS] [--complexity 0..10] [--dtx|--no-dtx] [--min-delay MS]
              Without --input/--tone the microphone is the ALSA capture device (default "default"); without --output the
              ALSA playback device plays. --input replaces capture (any WAV, resampled), --output records what you hear
              (48 kHz mono WAV), --no-playback discards it. Noise suppression is on for a microphone, off for files/tones;
              DTX (nothing sent in silence) is on except for --tone (Opus takes a steady tone for background noise).
+             --min-delay holds every receive buffer at least MS (0...1000) behind the network: more delay, no stretching
+             below it (default 0: the buffers adapt to the path).
     """
 
     var captureDevice = "default"
@@ -103,6 +105,7 @@ struct AudioOptions {
     var dtx: Bool
     var bitrate: Int32 = 56_000
     var complexity: Int32 = 10
+    var minimumDelayMilliseconds: Int64 = 0
 
     init(_ o: Options) {
         if let d = o["device"] { captureDevice = d; playbackDevice = d }
@@ -126,6 +129,10 @@ struct AudioOptions {
         if let c = o["complexity"] {
             guard let v = Int32(c), (0...10).contains(v) else { fail("--complexity must be 0...10") }
             complexity = v
+        }
+        if let m = o["min-delay"] {
+            guard let v = Int64(m), (0...1_000).contains(v) else { fail("--min-delay must be 0...1000 (milliseconds)") }
+            minimumDelayMilliseconds = v
         }
         echoCancel = o.has("echo-cancel")
         denoise = o.has("denoise") || (!o.has("no-denoise") && o["input"] == nil && o["tone"] == nil)
