@@ -188,9 +188,10 @@ public final class JitterBuffer {
     // MARK: Insert
 
     /// Accepts one received packet. Copies `payload` into a slot; drops duplicates and late packets (counting
-    /// them); detects sender restarts; feeds the delay estimator (late packets included; a `retransmission` only fills its
-    /// slot; with `repairRoundTrip`, each gap as its repair would arrive). `marker` is accepted but not needed: a talkspurt start is recognised by its timestamp gap, which also covers senders that do
-    /// not set the marker. A 1–2 byte payload is DTX.
+    /// them); detects sender restarts; feeds the delay estimator (late packets included; a `retransmission` only
+    /// fills its slot; with `repairRoundTrip`, each gap as its repair would arrive). `marker` is accepted but not
+    /// needed: a talkspurt start is recognised by its timestamp gap, which also covers senders that do not set the
+    /// marker. A 1–2 byte payload is DTX.
     public func insert(sequenceNumber: UInt16, timestamp: UInt32, ssrc: UInt32, marker: Bool,
                        payload: UnsafeRawBufferPointer, arrival: Instant, retransmission: Bool = false) {
         let arrival = arrival.nanoseconds  // the timing model below is in nanoseconds
@@ -285,8 +286,6 @@ public final class JitterBuffer {
         return nil
     }
 
-    /// Feeds the estimators: `r[n]`; with FEC also, for frame n−1, `min(r[n−1], r[n] + frame)` (taken when n
-    /// arrives; if n−1 has not arrived it can only play by FEC, so `r[n] + frame`).
     /// A missing frame's delay if it is asked for again (`repairRoundTrip`): in the on-time estimate, and in the
     /// FEC estimate unless the next frame (which has arrived) carries it.
     private func addRepairSample(transit: Int64, fecCovers: Bool) {
@@ -296,6 +295,8 @@ public final class JitterBuffer {
         targetIsStale = true
     }
 
+    /// Feeds the estimators: `r[n]`; with FEC also, for frame n−1, `min(r[n−1], r[n] + frame)` (taken when n
+    /// arrives; if n−1 has not arrived it can only play by FEC, so `r[n] + frame`).
     private func addDelaySample(sequence: Int64, transit: Int64) {
         let f = floor.value
         let r = Double(transit - f) / 1e6
