@@ -58,3 +58,38 @@ import Testing
         #expect(h.buffer.stats.targetDelayMilliseconds <= 25, "target \(h.buffer.stats.targetDelayMilliseconds) ms")
     }
 }
+
+@Suite struct JitterBufferExpandTests {
+    /// 10 s at a steady 30 ms; then packets come in bursts of five, each burst when its last packet is sent (the
+    /// first of a burst 80 ms late, the last on time), so the target rises while most due frames have their
+    /// successors already held.
+    static func bursts() -> [ScheduledPacket] {
+        stream(count: 1_500) { i in i < 500 ? 30 * ms : 30 * ms + Int64(4 - i % 5) * 20 * ms }
+    }
+
+    @Test(arguments: [false, true])
+    func belowTheTargetInSpeechExpandsOnlyWhereTheNextFrameIsMissing(quiet: Bool) {
+        let h = JitterHarness()
+        h.send(Self.bursts())
+        h.run(pulls: 500)
+        h.quiet = quiet
+        let from = h.decisions.count
+        h.run(pulls: 200)
+        let window = Array(h.decisions[from...])
+        // For each expansion, the frame it held back: the next one played.
+        let heldBack = window.indices.filter { window[$0] == .expand }.compactMap { k in
+            window[k...].lazy.compactMap { $0.sequences.first }.first
+        }
+        // The delay reaches the target either way (a 20 ms frame per expansion).
+        #expect(heldBack.count >= 3)
+        #expect(h.buffer.stats.currentDelayMilliseconds >= h.buffer.stats.targetDelayMilliseconds - 20)
+        let atBurstEnds = heldBack.allSatisfy { $0 % 5 == 4 }
+        if quiet {
+            // In a pause, at once, wherever the frame is.
+            #expect(!atBurstEnds, "held back \(heldBack)")
+        } else {
+            // In speech only before the last frame of a burst, whose successor has not been sent yet.
+            #expect(atBurstEnds, "held back \(heldBack)")
+        }
+    }
+}
