@@ -350,8 +350,8 @@ public final class ClientEngine {
         receiver.pull(now: now, into: out)
         guard joined else { return true }
         // NACKs still useful go out at once: in this second's report when it is due, else in a compound of their own.
-        // The relay answers NACKs from its history for the streams it forwards (members' own SSRCs); a mix room's
-        // mix (an SSRC no member has) only if its configuration says so.
+        // The relay answers NACKs from its history for the streams it forwards (members' own SSRCs); a mix (an SSRC
+        // no member has) only with `mix_nack`, which the client cannot see, so a mix never counts as answered.
         let forwardRoom = mode == RoomMode.forward
         let nacks = receiver.nacksDue(now: now, roundTrip: nackRoundTrip, reporter: reporterSSRC) { ssrc in
             forwardRoom || session.members.values.contains { $0.ssrc == ssrc }
