@@ -39,6 +39,8 @@ let package = Package(
         // HMAC-SHA1 for STUN.
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CHiredis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
+        // Ogg pages for room recordings (Ogg Opus files written without decoding).
+        .systemLibrary(name: "COgg", pkgConfig: "ogg", providers: [.apt(["libogg-dev"])]),
         .target(name: "CParleySys"),
 
         // Wire formats: RTP, RTCP, header extensions, sequence math, the signalling protocol. Pure, no Foundation.
@@ -63,8 +65,10 @@ let package = Package(
         // The relay runtime: config, the identity key file, worker loops that drive the core over real sockets.
         // A relay's part in a cluster: the directory in Redis (hiredis), on a thread of its own.
         .target(name: "ParleyCluster", dependencies: ["CHiredis"]),
+        // Room recordings' pure parts and the Ogg pager: Opus packet durations, gap packets, a stream's timeline, Ogg Opus on libogg.
+        .target(name: "ParleyRecording", dependencies: ["COgg", "ParleyWire"]),
         .target(name: "ParleyRelay", dependencies: ["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto", "ParleyWebRTC",
-                                                    "ParleyCluster"],
+                                                    "ParleyCluster", "ParleyRecording"],
                 swiftSettings: perPacketPath),
         // The HTTP API: a pure router (JSON in/out, auth, validation), Prometheus metrics, libmicrohttpd at the edge.
         .target(name: "ParleyHTTP", dependencies: ["CMicroHTTPD", "ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyNet", "ParleyWire", "ParleyCrypto", "ParleyWebRTC",
@@ -108,6 +112,7 @@ let package = Package(
         .testTarget(name: "ParleyCryptoTests", dependencies: ["ParleyCrypto", "ParleyWire"]),
         .testTarget(name: "ParleyRelayCoreTests", dependencies: ["ParleyRelayCore", "ParleyClientCore", "ParleyWire", "ParleyAuth", "ParleyMedia", "ParleyCrypto", "ParleyWebRTC"]),
         .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyCluster"]),
+        .testTarget(name: "ParleyRecordingTests", dependencies: ["ParleyRecording", "ParleyWire", "ParleyMedia"]),
         .testTarget(name: "ParleyHTTPTests", dependencies: ["ParleyHTTP", "ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyWire", "ParleyNet", "ParleyCrypto", "ParleyWebRTC"]),
         .testTarget(name: "ParleyIntegrationTests", dependencies: ["ParleyWire", "ParleyNet", "ParleyAuth", "ParleyAudioIO", "ParleyMedia"]),
         // README.md's "Where things live" table against the code: every source directory listed, imports per target.

@@ -40,6 +40,11 @@ public enum AdminCommand: Sendable, Equatable {
     /// A web page sends a direct text.
     case webDirectText(stream: UInt64, identity: String, to: String, text: String)
 
+    /// Start recording a room under `id` (`RelayCore+Recording.swift`).
+    case startRecording(room: String, id: UInt64)
+    /// Stop a room's recording.
+    case stopRecording(room: String)
+
     /// Drain one worker (a cluster node before a restart): `RelayCore.drain`.
     case drain(worker: Int)
 
@@ -57,6 +62,7 @@ public enum AdminCommand: Sendable, Equatable {
         case .openWebPresence, .closeWebPresence, .webCall, .webAnswer, .webHangUp, .webDirectText, .drain: ""
         case .createRoom(let name, _, _, _, _), .closeRoom(let name): name
         case .kick(let room, _), .mute(let room, _, _), .message(let room, _), .memberMessage(let room, _, _): room
+        case .startRecording(let room, _), .stopRecording(let room): room
         case .addRTPEndpoint(let room, _, _, _, _, _, _, _), .removeRTPEndpoint(let room, _): room
         case .addWebRTCMember(let room, _, _, _, _), .removeWebRTCMember(let room, _): room
         }
@@ -69,6 +75,8 @@ public enum AdminCommand: Sendable, Equatable {
             core.createRoom(name: name, mode: mode, maxMembers: maxMembers, emptyTimeout: emptyTimeout, audience: audience, now: now)
         case .closeRoom(let name): core.closeRoom(name: name, reason: "closed by the backend", now: now)
         case .drain: core.drain(now: now)
+        case .startRecording(let room, let id): core.startRecording(room: room, id: id, now: now)
+        case .stopRecording(let room): core.stopRecording(room: room, now: now)
         case .kick(let room, let identity): core.kick(room: room, identity: identity, now: now)
         case .mute(let room, let identity, let muted): core.setMuted(room: room, identity: identity, muted: muted, now: now)
         case .message(let room, let text): core.sendText(room: room, text: text, now: now)

@@ -19,9 +19,12 @@ public final class RelayAPI: Sendable {
     public let commandTimeout: Double
     /// The host of the relay's UDP address, as told to plain-RTP endpoints (127.0.0.1 when bound to a wildcard).
     public let udpHost: String
+    /// Where room recordings are kept (nil: the relay has no state directory).
+    public let recordings: RecordingCatalog?
 
-    init(slots: [SnapshotSlot], inboxes: [WorkerInbox], shared: RelayShared, events: EventHub, commandTimeout: Double = 2,
-         udpHost: String = "127.0.0.1") {
+    init(slots: [SnapshotSlot], inboxes: [WorkerInbox], shared: RelayShared, events: EventHub, recordings: RecordingCatalog? = nil,
+         commandTimeout: Double = 2, udpHost: String = "127.0.0.1") {
+        self.recordings = recordings
         self.udpHost = udpHost
         self.slots = slots
         self.inboxes = inboxes

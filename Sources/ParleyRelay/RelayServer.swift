@@ -20,10 +20,12 @@ public final class RelayServer {
     private let log: LogSink
     /// This node's id in a cluster (`node_id`, or random at this start).
     public let nodeID: String
+    /// Writes room recordings under the state directory (nil: started without one).
+    public let recorder: RoomRecorder?
 
     /// Binds every socket; throws with a one-line message when a port is taken. Tokens whose `relay_key` names
     /// another key than `identity`'s public key are refused.
-    public init(config: RelayConfig, identity: X25519KeyPair? = nil, log: LogSink) throws(ConfigError) {
+    public init(config: RelayConfig, identity: X25519KeyPair? = nil, stateDirectory: String? = nil, log: LogSink) throws(ConfigError) {
         self.config = config
         self.identity = identity
         self.log = log
@@ -82,8 +84,17 @@ public final class RelayServer {
             w.incomingRings = rings.map { $0[k] }
         }
         workers = built
+        do {
+            recorder = try stateDirectory.map { d throws(SystemError) in
+                try RoomRecorder(catalog: RecordingCatalog(stateDirectory: d), workers: built.count, log: log)
+            }
+        } catch {
+            throw ConfigError("cannot start the recorder: \(error)")
+        }
+        for w in built { w.recorder = recorder }
         let host = config.udp.description.split(separator: ":").dropLast().joined(separator: ":")
         api = RelayAPI(slots: built.map(\.published), inboxes: built.map(\.inbox), shared: shared, events: events,
+                       recordings: recorder?.catalog,
                        udpHost: host == "0.0.0.0" || host == "[::]" || host.isEmpty ? "127.0.0.1" : host)
     }
 
@@ -95,6 +106,15 @@ public final class RelayServer {
         TerminationSignals.block()  // inherited by every worker thread; only the wait below sees them
 
         var threads: [OSThread] = []
+        var recorderThread: OSThread?
+        if let recorder {
+            do {
+                recorderThread = try OSThread(name: "parley-recorder") { recorder.run() }
+            } catch {
+                log.write(.error, "cannot start the recorder: \(error)")
+                return 1
+            }
+        }
         for w in workers {
             do {
                 threads.append(try OSThread(name: "parley-worker-\(w.index)") { w.run() })
@@ -102,6 +122,8 @@ public final class RelayServer {
                 log.write(.error, "cannot start worker \(w.index): \(error)")
                 for started in workers.prefix(threads.count) { started.stop() }
                 for t in threads { t.join() }
+                recorder?.stop()
+                recorderThread?.join()
                 return 1
             }
         }
@@ -110,6 +132,8 @@ public final class RelayServer {
         log.write(.info, "received \(received): telling every member the relay is going away")
         for w in workers { w.stop() }
         for t in threads { t.join() }
+        recorder?.stop()  // after the workers: their last records (recordings ended by the shutdown) are in
+        recorderThread?.join()
         api.events.wakeAll()
         log.write(.info, "stopped")
         return 0

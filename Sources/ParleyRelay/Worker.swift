@@ -82,6 +82,8 @@ final class Worker: @unchecked Sendable {
     /// What this worker last published for the HTTP API (see `Worker+API.swift`).
     let published: SnapshotSlot
     let events: EventHub
+    /// Where the core's recordings go (nil: the relay has no state directory to keep them in).
+    var recorder: RoomRecorder?
 
     init(index: Int, socket: UDPSocket, publicSocket: UDPSocket, shared: RelayShared, log: LogSink, events: EventHub) throws(SystemError) {
         self.published = SnapshotSlot(worker: index)
@@ -137,6 +139,7 @@ final class Worker: @unchecked Sendable {
                 core.shutdown(now: Self.moment())
                 send(core.output, batch: batch)
                 core.outputSent()
+                if let recorder, !core.recordings.isEmpty { recorder.submit(worker: index, tap: core.recordings) }
                 return
             }
             if poller.isReadable(1) {
@@ -196,6 +199,7 @@ final class Worker: @unchecked Sendable {
                 }
             }
             publish(core, &api, batch, capture: false, helping: peerBatches)
+            if let recorder, !core.recordings.isEmpty { recorder.submit(worker: index, tap: core.recordings) }
             busyNanoseconds.add(Clock.monotonicNanoseconds() - busyStart, ordering: .relaxed)
         }
     }

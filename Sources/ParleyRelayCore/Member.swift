@@ -73,6 +73,9 @@ final class Member {
     var listenerReports = ListenerReports()
     /// Tells who speaks from the media it receives (join field 37): a forward room sends it no `speakers`.
     var speakersFromMedia = false
+    /// Whether the member's token asked for end-to-end encryption (claim `e2ee`): its payloads are sealed before the
+    /// relay sees them, so a recording leaves its stream out rather than store what nobody can play.
+    var endToEnd = false
     /// Whether `speakers` messages go to this member: always in a mix room (one mixed stream does not say who
     /// speaks as plainly), in a forward room unless it tells speakers from the forwarded streams itself.
     var wantsSpeakerLists: Bool { !speakersFromMedia || room.mix != nil }

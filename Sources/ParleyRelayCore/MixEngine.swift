@@ -66,6 +66,11 @@ final class MixEngine {
     private var reports = ListenerReports()
     /// The last shared mixes, for listeners' NACKs (`retransmission(of:to:)`).
     let history = MixHistory()
+    /// While the room is recorded: where each frame of the shared mix goes (`RelayCore+Recording.swift`). The shared
+    /// mix is then encoded for every frame somebody speaks, even when no listener needs it.
+    var recording: (tap: RecordingTap, id: UInt64)?
+    /// The deadline of the frame being mixed (the recorded mix frames' time).
+    private var frameDeadline = Instant.origin
     /// The expected loss the mix encoders protect against: the configured floor, or more if listeners lose packets.
     var expectedLossPercent: Int32 { max(Int32(config.mixExpectedLossPercent), fec.expectedLossPercent) }
 
@@ -176,6 +181,7 @@ final class MixEngine {
 
     private func mix(room: Room, deadline: Instant, shared: ((UnsafeRawBufferPointer, UInt32) -> Void)?, send: (UnsafeRawBufferPointer, Member) -> Void) {
         bus.clear()
+        frameDeadline = deadline
         // Scratch lists for this frame only: emptied on the way out, so the mixer never keeps a member that leaves
         // between frames (each member holds its room, and the room this mixer).
         defer {
@@ -184,7 +190,7 @@ final class MixEngine {
         }
         if sharedOnly {
             for m in room.members where m.canSubscribe && m.hasDestination && !m.canPublish && m.cascade == nil { listeners.append(m) }
-            idle = listeners.isEmpty && shared == nil
+            idle = listeners.isEmpty && shared == nil && recording == nil
             if idle { return }
         }
         for m in room.members where m.canPublish {
@@ -224,7 +230,7 @@ final class MixEngine {
             listeners.removeAll(keepingCapacity: true)
             for m in room.members where m.canSubscribe && m.hasDestination && !(inputs[m.id]?.contributing ?? false) { listeners.append(m) }
         }
-        if !listeners.isEmpty || shared != nil {
+        if !listeners.isEmpty || shared != nil || recording != nil {
             if passThrough == nil { bus.mix(into: mixPCM, limiter: &sharedLimiter) }
             encodeAndSend(sharedEncoder, excluding: nil, room: room, to: listeners, shared: shared, passThrough: passThrough, send: send)
         }
@@ -287,6 +293,10 @@ final class MixEngine {
             encodes += 1
         }
         if excluding == nil { history.store(frame: frameIndex, packet: UnsafeRawBufferPointer(start: p, count: headerSize + n)) }
+        if excluding == nil, let recording {
+            recording.tap.recordMix(id: recording.id, timestamp: timestampBase &+ frameIndex &* UInt32(Self.frameSamples), at: frameDeadline,
+                                    payload: UnsafeRawBufferPointer(start: p + headerSize, count: n))
+        }
         if let shared {
             RTPFixedHeader.patchSequenceNumber(0, in: packet)
             packet[1] &= 0x7F

@@ -168,6 +168,7 @@ extension RelayCore {
                             canSubscribe: claims.grants.subscribe, joinedAt: now.unixMilliseconds, room: room, muted: request.muted,
                             mixSequence: random.uint16())
         member.speakersFromMedia = request.speakersFromMedia
+        member.endToEnd = claims.endToEnd == true
         if let keys = reply.keys {
             do {
                 try member.startMedia(keys: keys, maxStreams: capacity)
@@ -204,6 +205,7 @@ extension RelayCore {
             outbox.enqueue(.memberDelta(MemberDelta(audience: UInt32(clamping: audience))), to: session)
         }
         if !room.announcedSpeakers.isEmpty, member.wantsSpeakerLists { outbox.enqueue(.speakers(room.announcedSpeakers), to: session) }
+        if let recording = room.recording { outbox.enqueue(.recording(active: true, id: recording.name), to: session) }
         outbox.pump(session, now: now)
         rooms.announceJoin(member, now: now)
         // In a cluster, the room's other nodes learn of the joiner now (at most every 50 ms; else with the next pass).

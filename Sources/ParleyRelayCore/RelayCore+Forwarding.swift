@@ -61,6 +61,7 @@ extension RelayCore {
         var repaired = false
         if room.forwards { repaired = uplinkRepair.arrived(packet.sequenceNumber, from: member, forwarded: room.selector.isForwarded(member.id), now: now) }
         guard !member.muted else { return outbox.drop(.muted, from: from, now: now) }
+        if room.recording != nil { record(packet, from: member, in: room, now: now) }
 
         // No RFC 6464 level (plain RTP tools): a full-size packet counts as speech, a DTX one as silence.
         // A WebRTC member's level is at the id its offer negotiated.

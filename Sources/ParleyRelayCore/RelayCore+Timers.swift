@@ -78,6 +78,6 @@ extension RelayCore {
         calls.endAll(detail: "the relay is shutting down", now: now)
         presence.removeAll()
         sessions.removeAll()
-        rooms.removeAll()
+        rooms.removeAll(now: now)
     }
 }

@@ -51,6 +51,8 @@ public final class RelayCore {
     var lastHousekeeping = Instant.distantPast
     var shuttingDown = false
     var backendMessageID: UInt32 = 0
+    /// The recordings of this worker's rooms, for the recorder thread to write (`RelayCore+Recording.swift`).
+    public let recordings: RecordingTap
     /// This worker's end of the relay-to-relay links (a cluster; nil alone).
     let cascadeLink: CascadeLink?
     /// Nodes that asked this one about rooms it has no members of, lately (see `rendezvous`).
@@ -72,7 +74,9 @@ public final class RelayCore {
         self.rtcp = RTCPFeedback(relaySSRC: random.ssrc(), sessions: sessions, outbox: outbox)
         self.uplinkRepair = UplinkRepair(rtcp: rtcp, outbox: outbox)
         self.presence = PresenceDirectory(outbox: outbox)
-        self.rooms = RoomTable(shared: shared, workerIndex: workerIndex, outbox: outbox, random: random)
+        let recordings = RecordingTap()
+        self.recordings = recordings
+        self.rooms = RoomTable(shared: shared, workerIndex: workerIndex, outbox: outbox, random: random, recordings: recordings)
         // In a cluster a call room may open on any node: its tokens name no one relay.
         self.calls = CallRouter(outbox: outbox, directory: presence, signer: shared.callSigner,
                                 relayKey: shared.cluster == nil ? shared.verifier.relayKey : nil,

@@ -12,6 +12,10 @@ public struct RelayEvent: Sendable, Equatable {
         case speakers = "speakers"
         /// An audience room's audience count changed (`detail`: the count; at most once per `audienceUpdateInterval`).
         case audience = "audience"
+        /// The room is being recorded from now on (`detail`: the recording's id).
+        case recordingStarted = "recording_started"
+        /// The room's recording ended (`detail`: "id: why").
+        case recordingStopped = "recording_stopped"
 
         // Private events: only the web page whose presence stream `recipient` names sees them.
         /// The page is online for calls and direct texts: `detail` is its presence stream's id, which its requests name.

@@ -21,6 +21,8 @@ final class Room {
     var announcedSpeakerNames: [String] = []
     /// The mixer, in mix and hybrid mode.
     var mix: MixEngine?
+    /// The room's recording while one runs (`RelayCore+Recording.swift`).
+    var recording: RoomRecording?
     /// Hybrid mode: members who may publish hear each other's streams forwarded (as in a forward room); members who
     /// may not hear one shared mix of the speakers (as the audience of a mix room), and nobody gets a minus-one mix.
     let isHybrid: Bool

@@ -16,10 +16,13 @@ final class RoomTable {
     private let workerIndex: Int
     private let outbox: Outbox
     private let random: RelayRandom
+    /// Where a closing room's recording is ended.
+    let recordings: RecordingTap
     private var config: RelayCoreConfig { shared.config }
     private var log: LogSink { outbox.log }
 
-    init(shared: RelayShared, workerIndex: Int, outbox: Outbox, random: RelayRandom) {
+    init(shared: RelayShared, workerIndex: Int, outbox: Outbox, random: RelayRandom, recordings: RecordingTap) {
+        self.recordings = recordings
         self.shared = shared
         self.workerIndex = workerIndex
         self.outbox = outbox
@@ -72,10 +75,22 @@ final class RoomTable {
 
     /// Forgets a room (already emptied of members) and returns its reservation.
     func forget(_ room: Room, reason: String, now: Moment) {
+        endRecording(room, reason: "the room closed", now: now)
         byName[room.name] = nil
         mixRooms.removeAll { $0 === room }
         shared.releaseRoom(creator: room.creator)
         events.append(RelayEvent(kind: .roomClosed, room: room.name, detail: reason, unixMilliseconds: now.unixMilliseconds))
+    }
+
+    /// Ends `room`'s recording if one runs: the recorder is told, and the event stream; members are told by the caller.
+    func endRecording(_ room: Room, reason: String, now: Moment) {
+        guard let recording = room.recording else { return }
+        room.recording = nil
+        room.mix?.recording = nil
+        recordings.recordStopped(id: recording.id, now: now, reason: reason)
+        events.append(RelayEvent(kind: .recordingStopped, room: room.name, detail: "\(recording.name): \(reason)",
+                                 unixMilliseconds: now.unixMilliseconds))
+        if log.threshold <= .info { log.write(.info, "room \(room.name): recording \(recording.name) stopped (\(reason))") }
     }
 
     /// Queues a message to every member of a room except `except` (and those `including` leaves out), and pumps them.
@@ -320,8 +335,9 @@ final class RoomTable {
     }
 
     /// Forgets every room (the relay is shutting down; the core forgot the members' sessions).
-    func removeAll() {
+    func removeAll(now: Moment) {
         for room in byName.values {
+            endRecording(room, reason: "the relay stopped", now: now)
             // Members hold their room: emptying `members` breaks the cycle, as `removeMember` does.
             room.members.removeAll()
             room.mix?.stop()

@@ -22,6 +22,8 @@ enum SignalTag: UInt8 {
     case streamIndex = 51
     /// Welcome: another node of the cluster (HOST:PORT), where the member rejoins if this one is lost.
     case alternate = 52
+    /// Recording: whether the room is being recorded (u8), and the recording's id (UTF-8).
+    case recording = 53, recordingID = 54
 }
 
 /// Writes big-endian integers and TLVs into a caller-owned buffer.
@@ -221,6 +223,7 @@ extension SignalDatagram {
             message = .memberDelta(delta)
         case 0x8A: message = .pong(timestamp: try f.u64(.timestamp))
         case 0x8B: message = .resumed
+        case 0x90: message = .recording(active: try f.u8(.recording) != 0, id: try f.optionalString(.recordingID, maxCount: 64))
         case 0x08, 0x09, 0x0A, 0x0B, 0x8C, 0x8D: message = try Self.callMessage(type: type, f)
         default: throw .unknownType
         }
@@ -326,6 +329,9 @@ extension SignalDatagram {
         case .goodbye(let code, let reason):
             w.field(.code, u16: code.rawValue)
             if !reason.isEmpty { w.field(.reason, string: reason) }
+        case .recording(let active, let id):
+            w.field(.recording, u8: active ? 1 : 0)
+            if !id.isEmpty { w.field(.recordingID, string: id) }
         case .register, .callInvite, .callAnswer, .callHangup, .incomingCall, .callStatus:
             Self.writeCall(message, &w)
         }

@@ -375,6 +375,10 @@ public enum SignalMessage: Equatable, Sendable {
     /// the announced members, and how many audience members the room has now. At most one update per room per
     /// interval (split over several messages when it does not fit one datagram).
     case memberDelta(MemberDelta)
+    /// 0x90 The room is being recorded from now on (`active`), or no longer (reliable). Sent to every member when a
+    /// recording starts or stops, and after the welcome to a member joining a room that is being recorded. `id`: the
+    /// recording's id (may be empty).
+    case recording(active: Bool, id: String)
 
     /// The message's type code.
     public var typeCode: UInt8 {
@@ -406,6 +410,7 @@ public enum SignalMessage: Equatable, Sendable {
         case .callStatus: 0x8D
         case .pathChallenge: 0x8E
         case .memberDelta: 0x8F
+        case .recording: 0x90
         }
     }
 

@@ -88,12 +88,12 @@ if let httpTLS {
 
 let log = StderrLog(threshold: config.logLevel)
 let identity: RelayKeyFile.Loaded
+guard let stateDirectory = config.stateDir
+        ?? RelayKeyFile.defaultStateDirectory(environment: ProcessInfo.processInfo.environment, userID: geteuid()) else {
+    fail("no state directory for the relay key: HOME is not set; set state_dir (--state-dir, PARLEY_STATE_DIR)")
+}
 do {
-    let environment = ProcessInfo.processInfo.environment
-    guard let directory = config.stateDir ?? RelayKeyFile.defaultStateDirectory(environment: environment, userID: geteuid()) else {
-        fail("no state directory for the relay key: HOME is not set; set state_dir (--state-dir, PARLEY_STATE_DIR)")
-    }
-    identity = try RelayKeyFile.loadOrCreate(stateDirectory: directory)
+    identity = try RelayKeyFile.loadOrCreate(stateDirectory: stateDirectory)
 } catch {
     fail(error.description)
 }
@@ -102,7 +102,7 @@ for warning in httpTLS?.warnings ?? [] { log.write(.warning, warning) }
 
 let server: RelayServer
 do {
-    server = try RelayServer(config: config, identity: identity.keyPair, log: log)
+    server = try RelayServer(config: config, identity: identity.keyPair, stateDirectory: stateDirectory, log: log)
 } catch {
     fail(error.description, code: 1)
 }

@@ -1,0 +1,99 @@
+import Foundation
+import ParleyNet
+
+/// Where recordings live and how the API finds them:
+///
+///     <state_dir>/recordings/               0700
+///         <id>/                             a recording: 16 hex digits, random (the API's id)
+///             recording.json                its manifest: room, mode, times, why it stopped, its files
+///             t<ssrc>.opus                  a member's track (8 hex digits: its SSRC), Ogg Opus
+///             mix.opus                      the room's shared mix (mix and hybrid rooms), Ogg Opus
+///
+/// A file's API id is `<id>-mix` or `<id>-t<ssrc>`; ids are checked character by character before any path is
+/// made from them, so no request can name anything outside the folder.
+public struct RecordingCatalog: Sendable {
+    /// `<state_dir>/recordings`.
+    public let directory: String
+
+    /// The catalog under `stateDirectory`.
+    public init(stateDirectory: String) { directory = stateDirectory + "/recordings" }
+
+    static let manifestName = "recording.json"
+    static let mixFileName = "mix.opus"
+    static func trackFileName(ssrc: UInt32) -> String { "t" + hex(UInt64(ssrc), digits: 8) + ".opus" }
+
+    /// A recording's id as people see it: 16 lowercase hex digits.
+    public static func name(_ id: UInt64) -> String { hex(id, digits: 16) }
+    static func hex(_ v: UInt64, digits: Int) -> String {
+        let s = String(v, radix: 16)
+        return String(repeating: "0", count: max(0, digits - s.count)) + s
+    }
+
+    func folder(of id: UInt64) -> String { directory + "/" + Self.name(id) }
+
+    /// One file of a recording, as `GET /v1/recordings` lists it.
+    public struct Entry: Sendable, Equatable {
+        /// The file's id (`GET /v1/recordings/{id}`).
+        public var id: String
+        /// The recording it belongs to, and its room.
+        public var recording: String, room: String, mode: String
+        /// `track` (one member) or `mix`.
+        public var kind: String
+        /// A track's member.
+        public var identity: String?, name: String?
+        /// Bytes on disk now, and the audio's length so far.
+        public var size: Int, durationMilliseconds: Int64
+        /// Unix ms; `stoppedAt` nil while it runs.
+        public var startedAt: Int64, stoppedAt: Int64?
+        /// Why it stopped, and a file's write error.
+        public var reason: String?, error: String?
+    }
+
+    /// Every file of every recording, newest recording first. Unreadable manifests are skipped.
+    public func list() -> [Entry] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
+        var entries: [(Int64, Entry)] = []
+        for name in names where Self.isRecordingName(name) {
+            let folder = directory + "/" + name
+            guard let read = try? PrivateFile.read(folder + "/" + Self.manifestName, limit: 1 << 20), read.status.isRegularFile,
+                  let json = try? JSONSerialization.jsonObject(with: Data(read.bytes)) as? [String: Any],
+                  let files = json["files"] as? [[String: Any]] else { continue }
+            let started = (json["started_at_ms"] as? NSNumber)?.int64Value ?? 0
+            for f in files {
+                guard let file = f["file"] as? String, let kind = f["kind"] as? String, let stem = file.split(separator: ".").first else { continue }
+                let id = name + "-" + stem
+                guard Self.isFileID(id) else { continue }
+                var size = 0
+                if let info = try? FileManager.default.attributesOfItem(atPath: folder + "/" + file) { size = (info[.size] as? NSNumber)?.intValue ?? 0 }
+                entries.append((started, Entry(id: id, recording: name, room: json["room"] as? String ?? "", mode: json["mode"] as? String ?? "",
+                                               kind: kind, identity: f["identity"] as? String, name: f["name"] as? String, size: size,
+                                               durationMilliseconds: (f["duration_ms"] as? NSNumber)?.int64Value ?? 0, startedAt: started,
+                                               stoppedAt: (json["stopped_at_ms"] as? NSNumber)?.int64Value, reason: json["reason"] as? String,
+                                               error: f["error"] as? String)))
+            }
+        }
+        return entries.sorted { $0.0 != $1.0 ? $0.0 > $1.0 : $0.1.id < $1.1.id }.map(\.1)
+    }
+
+    /// 16 lowercase hex digits.
+    static func isRecordingName(_ s: String) -> Bool {
+        s.utf8.count == 16 && s.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
+    }
+
+    /// `<16 hex>-mix` or `<16 hex>-t<8 hex>`, nothing else.
+    public static func isFileID(_ id: String) -> Bool {
+        let parts = id.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 2, isRecordingName(String(parts[0])) else { return false }
+        let tail = parts[1]
+        if tail == "mix" { return true }
+        guard tail.utf8.count == 9, tail.first == "t" else { return false }
+        return tail.utf8.dropFirst().allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
+    }
+
+    /// The path of the file with API id `id`, or nil for an id that is not one (checked before any path is made).
+    public func path(ofFile id: String) -> String? {
+        guard Self.isFileID(id) else { return nil }
+        let parts = id.split(separator: "-")
+        return directory + "/" + parts[0] + "/" + parts[1] + ".opus"
+    }
+}
