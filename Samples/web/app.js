@@ -133,6 +133,7 @@ async function followRoom() {
   // An audience room's listeners are counted, not listed (the `audience` events keep the count).
   for (const m of list.members || []) if (!m.audience) members.set(m.identity, { name: m.name, muted: m.muted, speaking: m.speaking });
   audience = (list.members || []).filter(m => m.audience).length;
+  showRecording(list.recording);
   showMembers();
   events = new AbortController();
   try {
@@ -172,8 +173,16 @@ function roomEvent(e) {
     case 'text': showText(e.identity, e.detail); break;
     case 'room_closed': log('the room was closed: ' + (e.detail || '')); break;
     case 'audience': audience = Number(e.detail) || 0; break;
+    case 'recording_started': showRecording(e.detail); log('this room is being recorded'); break;
+    case 'recording_stopped': showRecording(null); log('the recording of this room stopped'); break;
   }
   showMembers();
+}
+
+// Whether the room is being recorded (the relay tells every member; the page shows it while it lasts).
+function showRecording(id) {
+  $('recording').textContent = id ? '● recording' : '';
+  $('recording').title = id ? `recording ${id}` : '';
 }
 
 function showMembers() {
@@ -212,7 +221,7 @@ async function leave() {
   micTrack = null; pc = null;
   $('join').disabled = false; $('leave').disabled = true; $('mute').disabled = true;
   $('text').disabled = true; $('send').disabled = true;
-  members.clear(); audience = 0; showMembers();
+  members.clear(); audience = 0; showRecording(null); showMembers();
   status('not connected');
 }
 

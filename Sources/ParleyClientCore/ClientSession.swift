@@ -36,6 +36,8 @@ public final class ClientSession {
         case speakers([SpeakerEntry])
         /// A text to the room or to this member.
         case text(from: String, direct: Bool, text: String)
+        /// The room is being recorded (`active`), or no longer; `id` names the recording.
+        case recording(active: Bool, id: String)
         /// Whether a text we sent was delivered.
         case textStatus(messageID: UInt32, delivered: Bool, reason: String)
         /// The relay refused the join (or a resume).
@@ -55,6 +57,8 @@ public final class ClientSession {
 
     /// The handshake, keepalives and resume.
     public let signalling: SignallingSession
+    /// Whether the room is being recorded, as the relay last said.
+    public private(set) var recording = false
     /// The relay's public address (first contact).
     public var server: PeerAddress { signalling.server }
     /// Where datagrams go now: the public address until welcomed, then the worker port it named.
@@ -181,6 +185,9 @@ public final class ClientSession {
             return [.text(from: identity, direct: direct, text: text)]
         case .textStatus(let id, let delivered, let reason):
             return [.textStatus(messageID: id, delivered: delivered, reason: reason)]
+        case .recording(let active, let id):
+            recording = active
+            return [.recording(active: active, id: id)]
         default:
             return []
         }

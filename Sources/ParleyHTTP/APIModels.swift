@@ -144,6 +144,8 @@ public enum API {
         public var worker: Int
         /// An audience room: how many listeners it counts (they are in `members` too); nil in other rooms.
         public var audience: Int?
+        /// The recording running in the room (its id); absent when the room is not recorded.
+        public var recording: String? = nil
     }
 
     /// `GET /v1/rooms`.
@@ -212,6 +214,8 @@ public enum API {
         public var total: Int? = nil
         /// When more follow: the `after` of the next page.
         public var next: String? = nil
+        /// The recording running in the room (its id): the page shows that the room is recorded.
+        public var recording: String? = nil
     }
 
     /// `GET /v1/rooms/{name}/members`.

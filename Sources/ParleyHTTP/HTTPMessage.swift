@@ -16,7 +16,7 @@ public struct HTTPRequest: Sendable {
     public var query: [String: String]
 
     /// The query arguments the server passes on: a page of a member list (`limit`, `after`).
-    public static let queryKeys = ["limit", "after"]
+    public static let queryKeys = ["limit", "after", "recording"]
 
     /// A request.
     public init(method: String, path: String, authorization: String? = nil, body: [UInt8] = [], fromLoopback: Bool = false,
@@ -43,10 +43,14 @@ public struct HTTPResponse: Sendable, Equatable {
     public var isEventStream = false
     /// Further headers (`Location`, CORS), by name.
     public var headers: [String: String] = [:]
+    /// A file sent as the body instead of `body` (a recording): opened when the response is queued, never through a
+    /// symbolic link; 404 if it is gone by then.
+    public var file: String?
 
     /// A response.
     public init(status: Int, contentType: String = "application/json", body: [UInt8], isEventStream: Bool = false,
-                headers: [String: String] = [:]) {
+                headers: [String: String] = [:], file: String? = nil) {
+        self.file = file
         self.status = status
         self.contentType = contentType
         self.body = body

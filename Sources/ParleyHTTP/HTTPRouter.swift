@@ -17,6 +17,8 @@ public protocol APIBackend: Sendable {
     func post(_ command: AdminCommand)
     /// The host plain-RTP endpoints send to (the relay's UDP address).
     var udpHost: String { get }
+    /// Where room recordings are kept (nil: none are).
+    var recordings: RecordingCatalog? { get }
     /// SHA-256 of the relay's DTLS certificate, for WebRTC answers (nil: WebRTC is unavailable).
     var dtlsFingerprint: [UInt8]? { get }
 }
@@ -28,6 +30,8 @@ extension APIBackend {
     public var udpHost: String { "127.0.0.1" }
     /// None unless the backend has a certificate.
     public var dtlsFingerprint: [UInt8]? { nil }
+    /// None unless the backend keeps recordings.
+    public var recordings: RecordingCatalog? { nil }
 }
 
 extension RelayAPI: APIBackend {
@@ -207,11 +211,24 @@ public struct HTTPRouter: Sendable {
             return try run(.message(room: try Self.validName(p[1], field: "room name"), text: body.text))
         case ("POST", let p) where p.count == 3 && p[0] == "rooms" && p[2] == "rtp-endpoints":
             return try createRTPEndpoint(room: try Self.validName(p[1], field: "room name"), request.body)
+        case ("POST", let p) where p.count == 3 && p[0] == "rooms" && p[2] == "recording":
+            return try startRecording(room: try Self.validName(p[1], field: "room name"))
+        case ("DELETE", let p) where p.count == 3 && p[0] == "rooms" && p[2] == "recording":
+            return try run(.stopRecording(room: try Self.validName(p[1], field: "room name")))
+        case ("GET", ["recordings"]):
+            guard let catalog = backend.recordings else { throw Self.noRecordings }
+            let wanted = request.query["recording"]
+            return Self.json(API.RecordingList(recordings: catalog.list().filter { wanted == nil || $0.recording == wanted }.map(API.RecordingFile.init)))
+        case ("GET", let p) where p.count == 2 && p[0] == "recordings":
+            guard let catalog = backend.recordings else { throw Self.noRecordings }
+            guard let path = catalog.path(ofFile: p[1]) else { throw APIError(404, "not_found", "no such recording file") }
+            return HTTPResponse(status: 200, contentType: "audio/ogg", body: [], headers: [
+                "Content-Disposition": "attachment; filename=\"\(p[1]).opus\"", "X-Content-Type-Options": "nosniff"], file: path)
         case ("DELETE", let p) where p.count == 4 && p[0] == "rooms" && p[2] == "rtp-endpoints":
             return try run(.removeRTPEndpoint(room: try Self.validName(p[1], field: "room name"),
                                               identity: try Self.validName(p[3], field: "identity")))
         default:
-            let known = rest.first == "rooms" || rest == ["tokens"] || rest == ["events"]
+            let known = rest.first == "rooms" || rest.first == "recordings" || rest == ["tokens"] || rest == ["events"]
             throw known ? APIError(405, "method_not_allowed", "\(method) is not allowed on \(request.path)")
                         : APIError(404, "not_found", "no such endpoint: \(request.path)")
         }
@@ -287,6 +304,17 @@ public struct HTTPRouter: Sendable {
                                  issuedAt: now, grants: Grants(), mode: nil, relayKey: relayKey)
         return Self.withCORS(Self.json(API.TokenResponse(token: signer.mint(claims), identity: identity, room: room,
                                                          expiresAt: (now + 3600) * 1000), status: 201))
+    }
+
+    static let noRecordings = APIError(503, "unavailable", "this relay keeps no recordings: it runs without a state directory")
+
+    /// Starts recording `room` under a fresh random id (the room's worker tells its members).
+    private func startRecording(room: String) throws(APIError) -> HTTPResponse {
+        guard backend.recordings != nil else { throw Self.noRecordings }
+        let id = Crypto.randomBytes(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        _ = try run(.startRecording(room: room, id: id))
+        let name = RecordingCatalog.name(id)
+        return Self.json(API.RecordingStarted(recording: name, room: room, files: "/v1/recordings?recording=" + name), status: 201)
     }
 
     private func createRoom(_ body: [UInt8]) throws(APIError) -> HTTPResponse {
@@ -414,7 +442,7 @@ public struct HTTPRouter: Sendable {
                                     createdAt: r.createdAtUnixMilliseconds,
                                     maxMembers: limits?.maxMembers ?? config.maxMembersPerRoom,
                                     emptyTimeout: (limits?.emptyTimeout ?? config.emptyRoomTimeout).wholeSeconds, worker: w.worker,
-                                    audience: r.audienceMode ? r.audience : nil))
+                                    audience: r.audienceMode ? r.audience : nil, recording: r.recording))
             }
         }
         return out.sorted { $0.name < $1.name }

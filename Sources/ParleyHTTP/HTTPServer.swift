@@ -298,6 +298,22 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MHD_Result {
+        if let path = response.file {
+            // libmicrohttpd sends the file from its descriptor (and closes it); the file may still be growing (a
+            // recording that runs): the answer is what is on disk now.
+            let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+            var info = stat()
+            guard fd >= 0, fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG,
+                  let r = MHD_create_response_from_fd(Int(info.st_size), fd) else {
+                if fd >= 0 { close(fd) }
+                return queue(APIError(404, "not_found", "no such recording file").response, on: connection)
+            }
+            if !response.contentType.isEmpty { MHD_add_response_header(r, "Content-Type", response.contentType) }
+            for (name, value) in response.headers { MHD_add_response_header(r, name, value) }
+            let result = MHD_queue_response(connection, UInt32(response.status), r)
+            MHD_destroy_response(r)
+            return result
+        }
         let r = response.body.withUnsafeBytes { bytes in
             MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), MHD_RESPMEM_MUST_COPY)
         }

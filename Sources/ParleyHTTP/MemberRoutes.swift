@@ -118,7 +118,8 @@ extension HTTPRouter {
                                    speaking: snapshot.forwardedSpeakers.contains($0.id), transport: $0.transport,
                                    audience: $0.audience ? true : nil)
                 }
-                return Self.withCORS(Self.json(API.RoomMemberList(room: room, members: members, total: snapshot.members.count, next: next)))
+                return Self.withCORS(Self.json(API.RoomMemberList(room: room, members: members, total: snapshot.members.count, next: next,
+                                                                  recording: snapshot.recording)))
             case ("POST", .messages):
                 let body = try Self.decode(API.MessageRequest.self, request.body)
                 guard !body.text.isEmpty, body.text.utf8.count <= 4096 else { throw APIError(400, "invalid_field", "text must be 1–4096 bytes") }

@@ -2,12 +2,14 @@ import ParleyWire
 
 /// One recorded stream's packets placed on the recording's timeline, in order, gaps filled (`OpusGapPackets`).
 ///
-/// A packet's place is its RTP timestamp's distance from the stream's first packet, added to where that first
-/// packet arrived after the recording started: every track of a recording starts at the recording's start (lead-in
-/// gap packets), and pauses keep their length, so tracks line up. Packets wait `reorderWindow` after arriving, so a
-/// late one (reordered, or a NACK's repair) still takes its place; one whose place was already written is dropped.
-/// A timestamp that strays more than `resyncThreshold` from the arrival clock (a sender that restarted its clock)
-/// moves the anchor to where the packet arrived. Pure: the caller passes arrival instants.
+/// A packet's place is its RTP timestamp plus the stream's offset: every track of a recording starts at the
+/// recording's start (lead-in gap packets), and pauses keep their length, so tracks line up. The offset is where
+/// packets arrived less their timestamps, the least of it over the packets before the first is written (the one that
+/// waited least on its way: a sender's first packets may wait for its keys or a busy path, and placing the track by
+/// them would put it late). Packets wait `reorderWindow` after arriving, so a late one (reordered, or a NACK's repair)
+/// still takes its place; one whose place was already written is dropped. A timestamp that strays more than
+/// `resyncThreshold` from the arrival clock (a sender that restarted its clock) moves the offset to where that packet
+/// arrived. Pure: the caller passes arrival instants.
 public struct TrackTimeline {
     /// One thing to write, in order.
     public enum Item: Equatable, Sendable {
@@ -25,7 +27,7 @@ public struct TrackTimeline {
         public var late = 0, duplicate = 0, malformed = 0
         /// Gap packets written, and the samples they cover.
         public var gapPackets = 0, gapSamples = 0
-        /// Times the anchor moved to the arrival clock.
+        /// Times the offset moved to the arrival clock.
         public var resyncs = 0
     }
 
@@ -33,17 +35,19 @@ public struct TrackTimeline {
     public let origin: Instant
     /// How long a packet waits for earlier ones.
     public let reorderWindow: Interval
-    /// How far a timestamp may stray from the arrival clock before the anchor moves.
+    /// How far a timestamp may stray from the arrival clock before the offset moves.
     public let resyncThreshold: Interval
     /// Samples written so far (the next item's position; the granule position after it).
     public private(set) var cursor: Int64 = 0
     /// Counters.
     public private(set) var counts = Counts()
 
-    private struct Pending { var position: Int64; var arrival: Instant; var payload: [UInt8]; var samples: Int }
-    private var pending: [Pending] = []  // sorted by position
-    private var anchor: (position: Int64, timestamp: Int64)?
-    private var lastTimestamp: (raw: UInt32, unwrapped: Int64) = (0, 0)
+    private struct Pending { var timestamp: Int64; var arrival: Instant; var payload: [UInt8]; var samples: Int }
+    private var pending: [Pending] = []  // sorted by timestamp
+    /// Position minus unwrapped timestamp; settled once the first packet is written.
+    private var offset: Int64?
+    private var settled = false
+    private var lastTimestamp: (raw: UInt32, unwrapped: Int64)?
     private var previousTOC: UInt8?
 
     /// A timeline starting at `origin`.
@@ -53,44 +57,44 @@ public struct TrackTimeline {
         self.resyncThreshold = resyncThreshold
     }
 
-    /// Samples at 48 kHz from the origin to `instant`, on the 2.5 ms grid.
-    func position(of instant: Instant) -> Int64 {
-        let samples = max(.zero, instant - origin).nanoseconds * 48 / 1_000_000
-        return samples - samples % 120
-    }
+    /// Samples at 48 kHz from the origin to `instant`.
+    func position(of instant: Instant) -> Int64 { max(.zero, instant - origin).nanoseconds * 48 / 1_000_000 }
+
+    /// `position` on the 2.5 ms grid every Opus duration is a multiple of.
+    static func grid(_ p: Int64) -> Int64 { p - ((p % 120) + 120) % 120 }
 
     /// A packet (its RTP timestamp at 48 kHz, its Opus payload) that arrived at `arrival`.
     public mutating func insert(timestamp: UInt32, payload: UnsafeRawBufferPointer, arrival: Instant) {
         guard let samples = OpusPacketDuration.samples(payload) else { counts.malformed += 1; return }
-        let unwrapped: Int64
-        if anchor == nil {
-            unwrapped = Int64(timestamp)
-        } else {
-            unwrapped = lastTimestamp.unwrapped + Int64(Int32(bitPattern: timestamp &- lastTimestamp.raw))
-        }
+        let unwrapped = lastTimestamp.map { $0.unwrapped + Int64(Int32(bitPattern: timestamp &- $0.raw)) } ?? Int64(timestamp)
         lastTimestamp = (timestamp, unwrapped)
-        let arrived = position(of: arrival)
-        var place: Int64
-        if let a = anchor {
-            place = a.position + (unwrapped - a.timestamp)
-            // Arrival lags the timestamp by the path's delay (and a repair's round trip), never leads it by much.
-            let drift = arrived - place
-            if drift > resyncThreshold.nanoseconds * 48 / 1_000_000 || -drift > resyncThreshold.nanoseconds * 48 / 1_000_000 {
+        let seen = position(of: arrival) - unwrapped
+        if let o = offset {
+            let threshold = resyncThreshold.nanoseconds * 48 / 1_000_000
+            if seen - o > threshold || o - seen > threshold {
+                // Another clock: place it where it arrived (never over what is written), and what follows from it.
                 counts.resyncs += 1
-                place = max(arrived, cursor)
-                anchor = (place, unwrapped)
+                flushPendingBeforeResync()
+                offset = max(seen, cursor - unwrapped)
+                settled = true
+            } else if !settled, seen < o {
+                offset = seen
             }
         } else {
-            place = max(arrived, cursor)
-            anchor = (place, unwrapped)
+            offset = max(seen, cursor - unwrapped)
         }
-        place -= ((place % 120) + 120) % 120
-        guard place >= cursor else { counts.late += 1; return }
+        if settled, Self.grid(unwrapped + offset!) < cursor { counts.late += 1; return }
         var i = pending.endIndex
-        while i > pending.startIndex, pending[i - 1].position >= place { i -= 1 }
-        if i < pending.endIndex, pending[i].position == place { counts.duplicate += 1; return }
-        pending.insert(Pending(position: place, arrival: arrival, payload: Array(payload), samples: samples), at: i)
+        while i > pending.startIndex, pending[i - 1].timestamp >= unwrapped { i -= 1 }
+        if i < pending.endIndex, pending[i].timestamp == unwrapped { counts.duplicate += 1; return }
+        pending.insert(Pending(timestamp: unwrapped, arrival: arrival, payload: Array(payload), samples: samples), at: i)
     }
+
+    /// Packets of the old clock still pending would be placed with the new offset: they go out first, as they are.
+    private mutating func flushPendingBeforeResync() {
+        resyncItems += drain(pending.count)
+    }
+    private var resyncItems: [Item] = []
 
     /// `insert` from an array (tests).
     public mutating func insert(timestamp: UInt32, payload: [UInt8], arrival: Instant) {
@@ -100,14 +104,24 @@ public struct TrackTimeline {
     /// The items ready at `now`: every pending packet that waited `reorderWindow` (and those before it), with the gaps
     /// before them. `flush: true` (the track ends) takes all of them.
     public mutating func take(now: Instant, flush: Bool = false) -> [Item] {
-        var items: [Item] = []
         var ready = 0
         for (k, p) in pending.enumerated() where flush || now - p.arrival >= reorderWindow { ready = k + 1 }
-        for p in pending.prefix(ready) {
-            if p.position < cursor { counts.late += 1; continue }  // overlaps the packet before it
-            if p.position > cursor {
-                let gap = Int(p.position - cursor)
-                for g in OpusGapPackets.covering(samples: gap, after: previousTOC) {
+        var items = resyncItems
+        resyncItems = []
+        items += drain(ready)
+        return items
+    }
+
+    /// Writes the first `count` pending packets with the gaps before them.
+    private mutating func drain(_ count: Int) -> [Item] {
+        guard count > 0, let offset else { return [] }
+        settled = true
+        var items: [Item] = []
+        for p in pending.prefix(count) {
+            let place = Self.grid(p.timestamp + offset)
+            if place < cursor { counts.late += 1; continue }  // overlaps the packet before it
+            if place > cursor {
+                for g in OpusGapPackets.covering(samples: Int(place - cursor), after: previousTOC) {
                     let s = OpusPacketDuration.samples(g) ?? 0
                     items.append(.gap(g, samples: s))
                     counts.gapPackets += 1
@@ -120,7 +134,7 @@ public struct TrackTimeline {
             cursor += Int64(p.samples)
             previousTOC = p.payload.first
         }
-        pending.removeFirst(ready)
+        pending.removeFirst(count)
         return items
     }
 

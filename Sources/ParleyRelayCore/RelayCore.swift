@@ -150,7 +150,7 @@ public final class RelayCore {
     public func snapshot() -> [RoomSnapshot] {
         rooms.values.sorted { $0.name < $1.name }.map { room in
             room.fanOut.foldCounters()
-            return RoomSnapshot(name: room.name, mode: room.mode, createdAtUnixMilliseconds: room.createdAtUnixMilliseconds,
+            var snapshot = RoomSnapshot(name: room.name, mode: room.mode, createdAtUnixMilliseconds: room.createdAtUnixMilliseconds,
                                 members: room.members.map { m in
                                     let s = room.selector.state(of: m.id)
                                     return MemberSnapshot(id: m.id, identity: m.identity, name: m.name, ssrc: m.ssrc, address: m.address,
@@ -164,6 +164,8 @@ public final class RelayCore {
                                 },
                                 forwardedSpeakers: room.selector.forwarded, audienceMode: room.roster.audienceMode,
                                 audience: room.roster.audienceCount)
+            snapshot.recording = room.recording?.name
+            return snapshot
         }
     }
 

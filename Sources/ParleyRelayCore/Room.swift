@@ -89,4 +89,6 @@ public struct RoomSnapshot: Sendable, Equatable {
     /// Whether its listeners are audience (`RoomRoster`), and how many it has.
     public var audienceMode = false
     public var audience = 0
+    /// The id of the recording running in the room (nil: not recorded).
+    public var recording: String?
 }

@@ -15,6 +15,10 @@ enum ApiCommands {
            parley members ROOM                         list a room's members
            parley kick ROOM IDENTITY
            parley mute ROOM IDENTITY [--unmute]
+           parley record start ROOM                    record a room (its members are told)
+           parley record stop ROOM
+           parley record list [--recording ID]         recordings' files: id, room, kind, member, duration, size
+           parley record download FILE-ID [--output PATH]   save one file (Ogg Opus; default FILE-ID.opus)
 
     Talks to the relay's HTTP API at PARLEY_URL (default http://127.0.0.1:7480) with an admin token
     signed with PARLEY_API_KEY / PARLEY_API_SECRET (the dev defaults when unset).
@@ -80,13 +84,54 @@ enum ApiCommands {
         return 0
     }
 
+    static func record(_ arguments: [String]) -> Int32 {
+        let o = Options(arguments, valued: ["recording", "output"], switches: [], usage: usage)
+        let p = o.positional
+        switch (p.first, p.count) {
+        case ("start", 2):
+            let r = request("POST", "/v1/rooms/\(escape(p[1]))/recording")
+            writeLine("recording \(r["recording"] as? String ?? "?") of room \(p[1]) started")
+        case ("stop", 2):
+            _ = request("DELETE", "/v1/rooms/\(escape(p[1]))/recording")
+            writeLine("recording of room \(p[1]) stopped")
+        case ("list", 1):
+            let query = o.values["recording"].map { "?recording=" + escape($0) } ?? ""
+            let files = request("GET", "/v1/recordings" + query)["recordings"] as? [[String: Any]] ?? []
+            if files.isEmpty { writeLine("no recordings") }
+            for f in files {
+                let who = f["identity"] as? String ?? "-"
+                let seconds = Double((f["duration_ms"] as? NSNumber)?.int64Value ?? 0) / 1000
+                let state = f["stopped_at"] == nil ? "recording" : "done"
+                writeLine("\(f["id"] ?? "")\t\(f["room"] ?? "")\t\(f["kind"] ?? "")\t\(who)\t\(String(format: "%.1f", seconds)) s\t\(f["size"] ?? 0) bytes\t\(state)")
+            }
+        case ("download", 2):
+            let output = o.values["output"] ?? p[1] + ".opus"
+            let bytes = download("/v1/recordings/\(escape(p[1]))")
+            guard FileManager.default.createFile(atPath: output, contents: bytes) else { fail("cannot write \(output)", code: 1) }
+            writeLine("saved \(bytes.count) bytes to \(output)")
+        default:
+            fail(usage)
+        }
+        return 0
+    }
+
     static func escape(_ segment: String) -> String {
         segment.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? segment
+    }
+
+    /// A file from the API (a recording): its bytes; exits as `request` does on a failure.
+    static func download(_ path: String) -> Data {
+        let (data, _) = send("GET", path, nil)
+        return data ?? Data()
     }
 
     /// One API call; exits with a one-line message on any failure: 5 for an unreachable relay, 3 for a refusal (4xx/5xx,
     /// with its code and message), the codes `join` uses for the same outcomes.
     static func request(_ method: String, _ path: String, _ body: [String: Any]? = nil) -> [String: Any] {
+        send(method, path, body).1
+    }
+
+    private static func send(_ method: String, _ path: String, _ body: [String: Any]?) -> (Data?, [String: Any]) {
         let base = ProcessInfo.processInfo.environment["PARLEY_URL"] ?? "http://127.0.0.1:7480"
         guard let url = URL(string: base + path) else { fail("PARLEY_URL \(base) is not a URL") }
         var r = URLRequest(url: url, timeoutInterval: 5)
@@ -111,6 +156,6 @@ enum ApiCommands {
             let e = object["error"] as? [String: Any]
             fail("the relay refused: \(status) \(e?["code"] ?? "error"): \(e?["message"] ?? "")", code: 3)
         }
-        return object
+        return (data, object)
     }
 }

@@ -291,6 +291,8 @@ final class RoomCall {
             ui.event("speaking: " + (list.isEmpty ? "(nobody)" : list.map { "\(who($0.memberID)) (-\($0.level) dBov)" }.joined(separator: ", ")))
         case .text(let from, let direct, let text):
             ui.event("\(direct ? "direct text" : "text") from \(from): \(text)")
+        case .recording(let active, let id):
+            ui.event(active ? "this room is being recorded (recording \(id))" : "the recording of this room stopped")
         case .textStatus(let id, let delivered, let reason):
             ui.event("text \(id) " + (delivered ? (reason.isEmpty ? "delivered" : "delivered, but \(reason)") : "failed: \(reason)"))
         case .refused, .relayUnproven:
@@ -374,7 +376,8 @@ final class RoomCall {
         guard ui.interactive else { return }
         let audible = Set(engine.audibleSSRCs)
         let mute = engine.mutedByRoom ? " (muted by the room)" : engine.muted ? " (muted)" : ""
-        var lines = ["parley · \(title) · \(identity)\(headerNote)\(mute) · mic \(devices.listenOnly ? "off" : "-\(engine.inputLevel) dBov")"
+        let recording = engine.session.recording ? " · ● REC" : ""
+        var lines = ["parley · \(title)\(recording) · \(identity)\(headerNote)\(mute) · mic \(devices.listenOnly ? "off" : "-\(engine.inputLevel) dBov")"
                      + " · \(connection(now: Clock.monotonic()))"]
         let speakingIDs = Set(speaking.map(\.memberID))
         for m in members.values.sorted(by: { $0.identity < $1.identity }) {

@@ -18,6 +18,7 @@ commands:
   members  list a room's members (HTTP API)
   kick     kick a member (HTTP API)
   mute     mute or unmute a member (HTTP API)
+  record   start, stop, list and download room recordings (HTTP API)
 
 options: -h/--help (also after a command), --version
 
@@ -56,6 +57,7 @@ case "rooms": exit(ApiCommands.rooms(args))
 case "members": exit(ApiCommands.members(args))
 case "kick": exit(ApiCommands.kick(args))
 case "mute": exit(ApiCommands.mute(args))
+case "record": exit(ApiCommands.record(args))
 case "devices":
     _ = Options(args, valued: [], switches: [], usage: devicesUsage)
     for d in AlsaDevice.list() { writeLine("\(d.name)\t\(d.description)") }

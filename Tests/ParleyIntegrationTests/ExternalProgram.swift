@@ -14,6 +14,7 @@ struct ExternalProgram: Sendable, CustomStringConvertible {
 
     static let curl = ExternalProgram(path: "/usr/bin/curl", package: "curl")
     static let ffmpeg = ExternalProgram(path: "/usr/bin/ffmpeg", package: "ffmpeg")
+    static let ffprobe = ExternalProgram(path: "/usr/bin/ffprobe", package: "ffmpeg")
     static let espeakNG = ExternalProgram(path: "/usr/bin/espeak-ng", package: "espeak-ng")
     static let openssl = ExternalProgram(path: "/usr/bin/openssl", package: "openssl")
     static let tcpdump = ExternalProgram(path: "/usr/bin/tcpdump", package: "tcpdump")
@@ -33,7 +34,7 @@ struct ExternalProgram: Sendable, CustomStringConvertible {
         .deletingLastPathComponent().path
 
     /// Every program the tests start.
-    static let all: [ExternalProgram] = [.curl, .ffmpeg, .espeakNG, .openssl, .tcpdump, .gstLaunch, .tshark, .chromium, .interopPython,
+    static let all: [ExternalProgram] = [.curl, .ffmpeg, .ffprobe, .espeakNG, .openssl, .tcpdump, .gstLaunch, .tshark, .chromium, .interopPython,
                                          .redisServer]
 
     var description: String { path }

@@ -53,6 +53,21 @@ struct TrackTimelineTests {
         #expect(t.counts.late == 2 && t.counts.gapPackets == 1 && t.cursor == 960 * 3)
     }
 
+    @Test func theTrackIsPlacedByThePacketThatWaitedLeast() {
+        var t = TrackTimeline(origin: origin, reorderWindow: .milliseconds(100))
+        // The first two packets waited on their way (a sender's start-up), the third came as it was sent.
+        t.insert(timestamp: 0, payload: packet(1), arrival: at(90))
+        t.insert(timestamp: 960, payload: packet(2), arrival: at(95))
+        t.insert(timestamp: 1_920, payload: packet(3), arrival: at(80))
+        let items = t.take(now: at(300))
+        #expect(packets(items) == [1, 2, 3])
+        // Packet 3 says packet 1 was sent at 40 ms: 40 ms of lead-in, not 90.
+        #expect(t.counts.gapSamples == 1_920 && t.cursor == 1_920 + 960 * 3)
+        // Once written, the offset stays: a packet that came faster still is placed by it.
+        t.insert(timestamp: 2_880, payload: packet(4), arrival: at(101))
+        #expect(packets(t.take(now: at(500))) == [4] && t.cursor == 1_920 + 960 * 4)
+    }
+
     @Test func duplicatesWhilePendingAreDropped() {
         var t = TrackTimeline(origin: origin)
         t.insert(timestamp: 0, payload: packet(1), arrival: at(0))

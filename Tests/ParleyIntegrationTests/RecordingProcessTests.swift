@@ -1,0 +1,86 @@
+import Foundation
+import Testing
+
+extension ProcessTests {
+    /// Room recordings end to end: two `parley join`s speak in a recorded room, `parley record` starts, stops, lists and
+    /// downloads the files through the HTTP API, ffprobe reads each, and each speaker's track decoded by ffmpeg is
+    /// that speaker's speech (PESQ-WB against the source), placed where it was said (the tracks line up).
+    @Suite("Room recordings through a real relay")
+    struct RecordingProcessTests {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("parley-rec-\(UInt32.random(in: 0...UInt32.max))").path
+
+        init() throws { try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) }
+
+        /// Runs `parley` with the relay's API and waits for it.
+        func parley(_ arguments: [String], _ env: [String: String]) throws -> Spawned {
+            let p = try Spawned("parley", arguments, environment: env)
+            #expect(p.wait(seconds: 10) == 0, "parley \(arguments.joined(separator: " ")): \(p.stderr)")
+            return p
+        }
+
+        @Test("two speakers in a recorded room: a track each (and the mix in a mix room), each the speaker's speech, lined up",
+              arguments: ["forward", "mix"])
+        func twoSpeakersRecorded(mode: String) throws {
+            _ = try makeSpeech("Hello Bob. This is Alice, speaking through the Parley relay. One, two, three, four, five.", path: "\(dir)/alice.wav")
+            _ = try makeSpeech("Hi Alice, Bob here. Six, seven, eight, nine, ten. This room is recorded.", path: "\(dir)/bob.wav")
+            let (relay, server) = try startRelay(environment: ["PARLEY_STATE_DIR": "\(dir)/state"])
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            let env = ["PARLEY_URL": try #require(httpBase(of: relay))]
+            let room = "recorded-\(mode)"
+            _ = try parley(["rooms", "create", room, "--mode", mode], env)
+            let started = try parley(["record", "start", room], env)
+            let id = try #require(started.stdout.split(separator: " ").dropFirst().first.map(String.init), "\(started.stdout)")
+
+            let timeline = ["PARLEY_TIMELINE": "1"]
+            let alice = try Spawned("parley", ["join", room, "--identity", "alice", "--server", server, "--input", "\(dir)/alice.wav",
+                                               "--no-playback"], environment: timeline)
+            #expect(alice.waitFor(seconds: 5) { $0.contains("this room is being recorded (recording \(id))") }, "alice: \(alice.stdout)")
+            let bob = try Spawned("parley", ["join", room, "--identity", "bob", "--server", server, "--input", "\(dir)/bob.wav",
+                                             "--no-playback"], environment: timeline)
+            #expect(alice.wait(seconds: 20) == 0, "alice: \(alice.stderr)")
+            #expect(bob.wait(seconds: 20) == 0, "bob: \(bob.stderr)")
+            _ = try parley(["record", "stop", room], env)
+
+            // The files are written within the reorder window and a flush after the stop.
+            var lines: [Substring] = []
+            for _ in 0..<20 {
+                lines = try parley(["record", "list", "--recording", id], env).stdout.split(separator: "\n").filter { $0.hasSuffix("done") }
+                if lines.count == (mode == "mix" ? 3 : 2) { break }
+                Thread.sleep(forTimeInterval: 0.25)
+            }
+            let files = lines.map { $0.split(separator: "\t").map(String.init) }
+            #expect(Set(files.compactMap { $0.count > 3 ? $0[2] + ":" + $0[3] : nil })
+                    == Set(["track:alice", "track:bob"] + (mode == "mix" ? ["mix:-"] : [])), "\(lines)")
+
+            var lag: [String: Double] = [:]
+            for f in files where f.count > 3 {
+                let opus = "\(dir)/\(f[0]).opus", wav = "\(dir)/\(f[0]).wav"
+                _ = try parley(["record", "download", f[0], "--output", opus], env)
+                let probe = try Spawned(.ffprobe, ["-v", "error", "-show_entries", "stream=codec_name,sample_rate,channels", "-of", "csv=p=0", opus])
+                #expect(probe.wait(seconds: 10) == 0)
+                #expect(probe.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "opus,48000,1", "ffprobe \(f[0]): \(probe.stdout) \(probe.stderr)")
+                // A second of silence after it: a track ends with its speaker's last packet, and the scorer looks for the
+                // speech's place within the recording's length.
+                let decode = try Spawned(.ffmpeg, ["-v", "error", "-y", "-i", opus, "-af", "apad=pad_dur=1", "-ar", "48000", "-ac", "1", wav])
+                #expect(decode.wait(seconds: 20) == 0, "ffmpeg \(f[0]): \(decode.stderr)")
+                guard f[2] == "track" else { continue }
+                let score = try Spawned(.interopPython, [ExternalProgram.packageRoot + "/Tests/Interop/pesq_wb.py", "\(dir)/\(f[3]).wav", wav])
+                #expect(score.wait(seconds: 60) == 0, "\(score.stderr)")
+                let result = jsonObject(score.stdout)
+                let pesq = result["pesq_wb"] as? Double ?? 0
+                print("recording \(mode) \(f[3]): \(score.stdout.trimmingCharacters(in: .whitespacesAndNewlines))")
+                #expect(pesq >= 3.8, "\(f[3])'s track: \(score.stdout)")
+                lag[f[3]] = result["lag_ms"] as? Double
+            }
+            // Where each speech sits in its track, against when each client started sending it: the same offset.
+            func captureStart(_ p: Spawned) -> Double? {
+                p.stderr.split(separator: "\n").first { $0.hasPrefix("timeline capture_start_ns") }
+                    .flatMap { $0.split(separator: " ").last.flatMap { Double($0) } }.map { $0 / 1e6 }
+            }
+            let a = try #require(captureStart(alice)), b = try #require(captureStart(bob))
+            let la = try #require(lag["alice"]), lb = try #require(lag["bob"])
+            print("recording \(mode): bob started \(b - a) ms after alice; his track places him \(lb - la) ms after")
+            #expect(abs((lb - la) - (b - a)) <= 20, "alice at \(la) ms, bob at \(lb) ms in their tracks; they started \(b - a) ms apart")
+        }
+    }
+}
