@@ -228,7 +228,7 @@ public struct HTTPRouter: Sendable {
             return try run(.removeRTPEndpoint(room: try Self.validName(p[1], field: "room name"),
                                               identity: try Self.validName(p[3], field: "identity")))
         default:
-            let known = rest.first == "rooms" || rest.first == "recordings" || rest == ["tokens"] || rest == ["events"]
+            let known = rest.first == "rooms" || (rest.first == "recordings" && rest.count <= 2) || rest == ["tokens"] || rest == ["events"]
             throw known ? APIError(405, "method_not_allowed", "\(method) is not allowed on \(request.path)")
                         : APIError(404, "not_found", "no such endpoint: \(request.path)")
         }

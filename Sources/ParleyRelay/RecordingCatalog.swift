@@ -1,5 +1,6 @@
 import Foundation
 import ParleyNet
+import ParleyRecording
 
 /// Where recordings live and how the API finds them:
 ///
@@ -73,6 +74,40 @@ public struct RecordingCatalog: Sendable {
             }
         }
         return entries.sorted { $0.0 != $1.0 ? $0.0 > $1.0 : $0.1.id < $1.1.id }.map(\.1)
+    }
+
+    /// Closes the manifests of recordings a relay never finished (it was killed, or the machine lost power): each
+    /// file's duration from its last complete Ogg page, its size from the disk, `stopped_at_ms` now, and why. Startup
+    /// only (before the recorder runs). Returns the recordings closed.
+    public func finishInterrupted(unixMilliseconds: Int64) -> [String] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
+        var finished: [String] = []
+        for name in names.sorted() where Self.isRecordingName(name) {
+            let folder = directory + "/" + name, manifestPath = folder + "/" + Self.manifestName
+            guard let read = try? PrivateFile.read(manifestPath, limit: 1 << 20), read.status.isRegularFile,
+                  var json = try? JSONSerialization.jsonObject(with: Data(read.bytes)) as? [String: Any],
+                  json["stopped_at_ms"] == nil, let files = json["files"] as? [[String: Any]] else { continue }
+            json["files"] = files.map { f -> [String: Any] in
+                var f = f
+                guard let file = f["file"] as? String, Self.isFileID(name + "-" + (file.split(separator: ".").first.map(String.init) ?? "")),
+                      let handle = FileHandle(forReadingAtPath: folder + "/" + file) else { return f }
+                defer { try? handle.close() }
+                let size = (try? handle.seekToEnd()) ?? 0
+                try? handle.seek(toOffset: size > 65_536 ? size - 65_536 : 0)
+                let tail = (try? handle.readToEnd()) ?? Data()
+                if let granule = OggPageScan.lastGranule(Array(tail)) {
+                    f["duration_ms"] = max(0, granule - Int64(OpusHeaderPackets.preSkip)) / 48
+                }
+                f["bytes"] = Int(size)
+                return f
+            }
+            json["stopped_at_ms"] = unixMilliseconds
+            json["reason"] = "interrupted: the relay stopped without closing it; each file plays to its last complete page"
+            guard let data = try? JSONSerialization.data(withJSONObject: json, options: [.sortedKeys]),
+                  (try? PrivateFile.replace(Array(data), at: manifestPath)) != nil else { continue }
+            finished.append(name)
+        }
+        return finished
     }
 
     /// 16 lowercase hex digits.

@@ -92,6 +92,11 @@ public final class RelayServer {
             throw ConfigError("cannot start the recorder: \(error)")
         }
         for w in built { w.recorder = recorder }
+        if let catalog = recorder?.catalog {
+            for name in catalog.finishInterrupted(unixMilliseconds: Int64(Clock.unixMilliseconds())) {
+                log.write(.warning, "recording \(name) was not closed by the relay that made it (killed?): closed now, its files play to their last complete page")
+            }
+        }
         let host = config.udp.description.split(separator: ":").dropLast().joined(separator: ":")
         api = RelayAPI(slots: built.map(\.published), inboxes: built.map(\.inbox), shared: shared, events: events,
                        recordings: recorder?.catalog,

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyAudioIO
 import Testing
 
 extension ProcessTests {
@@ -81,6 +82,50 @@ extension ProcessTests {
             let la = try #require(lag["alice"]), lb = try #require(lag["bob"])
             print("recording \(mode): bob started \(b - a) ms after alice; his track places him \(lb - la) ms after")
             #expect(abs((lb - la) - (b - a)) <= 20, "alice at \(la) ms, bob at \(lb) ms in their tracks; they started \(b - a) ms apart")
+        }
+    
+        @Test("kill -9 while recording: the track plays to its last complete page, and the next start closes the recording")
+        func killedMidRecording() throws {
+            _ = try makeSpeech("One, two, three, four, five, six, seven, eight, nine, ten. And again: one, two, three, four, five.",
+                               path: "\(dir)/long.wav")
+            let state = "\(dir)/state-kill"
+            let (relay, server) = try startRelay(environment: ["PARLEY_STATE_DIR": state])
+            let env = ["PARLEY_URL": try #require(httpBase(of: relay))]
+            _ = try parley(["rooms", "create", "killed", "--mode", "forward"], env)
+            let id = try #require(try parley(["record", "start", "killed"], env).stdout.split(separator: " ").dropFirst().first.map(String.init))
+            let alice = try Spawned("parley", ["join", "killed", "--identity", "alice", "--server", server, "--input", "\(dir)/long.wav",
+                                               "--no-playback"])
+            #expect(alice.waitFor(seconds: 5) { $0.contains("this room is being recorded") })
+            // Let a few seconds of speech reach the file (pages are flushed every second), then kill the relay mid-sentence.
+            let folder = "\(state)/recordings/\(id)"
+            var track: String?
+            for _ in 0..<40 {
+                track = (try? FileManager.default.contentsOfDirectory(atPath: folder))?.first { $0.hasSuffix(".opus") }
+                if let t = track, let size = (try? FileManager.default.attributesOfItem(atPath: "\(folder)/\(t)"))?[.size] as? Int, size > 15_000 { break }
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+            relay.signal(SIGKILL)
+            _ = relay.wait(seconds: 5)
+            alice.signal(SIGTERM)
+            _ = alice.wait(seconds: 5)
+            let file = "\(folder)/\(try #require(track))"
+            let probe = try Spawned(.ffprobe, ["-v", "error", "-show_entries", "stream=codec_name:format=duration", "-of", "csv=p=0", file])
+            #expect(probe.wait(seconds: 10) == 0, "\(probe.stderr)")
+            #expect(probe.stdout.contains("opus"), "\(probe.stdout)")
+            let decode = try Spawned(.ffmpeg, ["-v", "error", "-y", "-i", file, "\(dir)/killed.wav"])
+            #expect(decode.wait(seconds: 20) == 0, "a killed recording must decode without errors: \(decode.stderr)")
+            let decoded = try WAVReader(path: "\(dir)/killed.wav").readAllMono48k()
+            #expect(decoded.count > 48_000, "\(decoded.count) samples")
+
+            // The next start closes the manifest: stopped, why, the duration the file holds.
+            let (again, _) = try startRelay(environment: ["PARLEY_STATE_DIR": state])
+            defer { again.signal(SIGTERM); again.wait(seconds: 5) }
+            #expect(again.stderr.contains("recording \(id) was not closed"), "\(again.stderr)")
+            let list = try parley(["record", "list", "--recording", id], ["PARLEY_URL": try #require(httpBase(of: again))]).stdout
+            let fields = list.split(separator: "\n").first.map { $0.split(separator: "\t").map(String.init) } ?? []
+            #expect(fields.last == "done", "\(list)")
+            let seconds = fields.count > 4 ? Double(fields[4].split(separator: " ")[0]) ?? 0 : 0
+            #expect(abs(seconds - Double(decoded.count) / 48_000) < 0.3, "listed \(seconds) s, decoded \(Double(decoded.count) / 48_000) s")
         }
     }
 }

@@ -70,3 +70,32 @@ struct OggOpusStreamTests {
         #expect(pages(stream.take(flush: true)).count == 1)
     }
 }
+
+/// The granule of a file's last complete page, as a relay restarted after a kill reads it.
+struct OggPageScanTests {
+    func file() -> [UInt8] {
+        let stream = OggOpusStream(serial: 3, head: OpusHeaderPackets.head(), tags: OpusHeaderPackets.tags(vendor: "v", comments: []))
+        var bytes = stream.take()
+        stream.append([0x48, 1], samples: 960)
+        bytes += stream.take(flush: true)
+        stream.append([0x48, 2], samples: 960)
+        stream.append([0x48, 3], samples: 960)
+        bytes += stream.take(flush: true)
+        return bytes
+    }
+
+    @Test func theLastCompletePageCounts() {
+        let bytes = file()
+        #expect(OggPageScan.lastGranule(bytes) == 2_880)
+        // Cut inside the last page: the page before it.
+        #expect(OggPageScan.lastGranule(Array(bytes.dropLast(3))) == 960)
+        // A tail that starts mid-page: the scanner finds the next capture pattern.
+        #expect(OggPageScan.lastGranule(Array(bytes.dropFirst(5))) == 2_880)
+        #expect(OggPageScan.lastGranule([]) == nil)
+        #expect(OggPageScan.lastGranule(Array(repeating: 0x4F, count: 100)) == nil)
+        // One flipped byte in the last page: its CRC fails, the page before it counts.
+        var damaged = bytes
+        damaged[damaged.count - 1] ^= 0xFF
+        #expect(OggPageScan.lastGranule(damaged) == 960)
+    }
+}
