@@ -53,18 +53,18 @@ for k in $(seq 1 "$blocks"); do
     c0=$(cpu); t0=$(date +%s.%N)
     sleep 6
     c1=$(cpu); t1=$(date +%s.%N)
-    share=$(echo "($c1 - $c0) / ($t1 - $t0) * 100" | bc -l)
+    share=$(awk -v c0="$c0" -v c1="$c1" -v t0="$t0" -v t1="$t1" 'BEGIN { print (c1 - c0) / (t1 - t0) * 100 }')
     printf "block %d  %-3s  relay CPU %6.2f %%\n" "$k" "$state" "$share"
     if [[ $state == on ]]; then on+=("$share"); else off+=("$share"); fi
 done
 [[ $state == on ]] && set_recording off
 median() { printf "%s\n" "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 m_off=$(median "${off[@]}"); m_on=$(median "${on[@]}")
-per_room=$(echo "($m_on - $m_off) / $rooms * 10" | bc -l)   # % of a core → CPU-ms per second
+per_room=$(awk -v on="$m_on" -v off="$m_off" -v n="$rooms" 'BEGIN { print (on - off) / n * 10 }')   # % of a core → CPU-ms per second
 sleep 1
 files=$(find "$dir/state/recordings" -name '*.opus' | wc -l)
 bytes=$(find "$dir/state/recordings" -name '*.opus' -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
 printf "%s rooms of 10 (3 speaking), mode %s, 1 worker: relay CPU median %.2f %% not recorded, %.2f %% recorded\n" "$rooms" "$mode" "$m_off" "$m_on"
 printf "recording costs %.3f CPU-ms per room per second (%.2f %% of the unrecorded cost); %d files, %d bytes written\n" \
-    "$per_room" "$(echo "($m_on - $m_off) / $m_off * 100" | bc -l)" "$files" "$bytes"
+    "$per_room" "$(awk -v on="$m_on" -v off="$m_off" 'BEGIN { print (on - off) / off * 100 }')" "$files" "$bytes"
 grep -E "delivered|loss" "$dir/load.log" | tail -3 || true
