@@ -262,8 +262,9 @@ public final class HTTPServer: @unchecked Sendable {
         }
         let state = Unmanaged<RequestState>.fromOpaque(raw).takeUnretainedValue()
         if uploadSize.pointee > 0 {
-            if let deadline = state.bodyDeadline, !state.tooLarge, Clock.monotonicNanoseconds() > deadline {
-                // Too slow to keep an upload place: cut off (libmicrohttpd cannot answer in the middle of a body).
+            if let deadline = state.bodyDeadline, Clock.monotonicNanoseconds() > deadline {
+                // Too slow to keep an upload place, or still sending what will be dropped: cut off (libmicrohttpd 0.9.75
+                // cannot queue an answer in the middle of a body, so the client gets no status).
                 return MHD_NO
             }
             if !state.tooLarge, let uploadData {
