@@ -53,7 +53,7 @@ public final class AttachmentFiles: AttachmentStore {
         let record = AttachmentRecord(bytes: bytes, format: format, uploader: uploader, createdAt: unixMilliseconds)
         let encoder = JSONEncoder()
         encoder.keyEncodingStrategy = .convertToSnakeCase
-        encoder.outputFormatting = [.sortedKeys]
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         guard let json = try? encoder.encode(record) else { throw .failed }
         return try saving.withLock { _ throws(AttachmentStoreError) -> (id: AttachmentID, record: AttachmentRecord) in
             try prepare()
