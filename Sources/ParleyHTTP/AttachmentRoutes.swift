@@ -150,6 +150,7 @@ extension HTTPRouter {
         return format
     }
 
+    /// Uploads when `attachment_max_bytes` is 0 (or the relay has no store).
     static let attachmentsDisabled = APIError(403, "attachments_disabled", "this relay takes no attachments (attachment_max_bytes is 0)")
 
     private var tooLarge: APIError {

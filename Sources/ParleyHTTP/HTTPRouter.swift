@@ -59,7 +59,7 @@ public struct HTTPRouter: Sendable {
     public let devTokens: Bool
     /// The cluster agent when the relay is one node of a cluster (`GET /v1/cluster`); nil alone.
     public let cluster: ClusterAgent?
-    /// Where image attachments are kept (`/v1/attachments`); nil: the routes answer 404.
+    /// Where image attachments are kept (`/v1/attachments`); nil: uploads are refused (403), downloads are 404.
     public let attachments: (any AttachmentStore)?
     /// The largest attachment taken (`attachment_max_bytes`); 0: uploads are refused.
     public let attachmentMaxBytes: Int

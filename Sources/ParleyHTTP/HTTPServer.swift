@@ -179,10 +179,10 @@ public final class HTTPServer: @unchecked Sendable {
         // Invariant: libmicrohttpd's thread owns it, except `response`, which one API thread writes while the
         // connection is suspended and before it resumes it; libmicrohttpd reads it only after the resume.
         var request: HTTPRequest
-        /// The longest body read; beyond it the rest is dropped and `tooLargeResponse` answered.
+        /// The longest body read; beyond it the rest is dropped and 413 answered (`tooLargeResponse`, or the usual one).
         var bodyLimit = HTTPRouter.maxBodyBytes
         var tooLarge = false
-        var tooLargeResponse = APIError(413, "body_too_large", "the body is larger than \(HTTPRouter.maxBodyBytes) bytes").response
+        var tooLargeResponse: HTTPResponse?
         var isEventStream = false
         var response: HTTPResponse?
         /// The attachment place this request holds, given back when it ends (or when its body is dropped).
@@ -288,7 +288,10 @@ public final class HTTPServer: @unchecked Sendable {
             state.response = nil  // libmicrohttpd copies it: an attachment is not held twice
             return server.queue(response, on: connection)
         }
-        if state.tooLarge { return server.queue(state.tooLargeResponse, on: connection) }
+        if state.tooLarge {
+            return server.queue(state.tooLargeResponse ?? APIError(413, "body_too_large", "the body is larger than \(HTTPRouter.maxBodyBytes) bytes").response,
+                                on: connection)
+        }
         // The request is complete: route it on an API thread, the connection suspended until the answer is in.
         guard server.api.reserve() else {
             server.stats.requestShed()

@@ -48,6 +48,7 @@ public final class AttachmentFiles: AttachmentStore {
         self.calls = calls
     }
 
+    /// Writes the blob (unless the same bytes are kept already) and a new record; see the type's comment.
     public func save(_ bytes: [UInt8], format: ImageFormat, uploader: String,
                      unixMilliseconds: Int64) throws(AttachmentStoreError) -> (id: AttachmentID, record: AttachmentRecord) {
         let record = AttachmentRecord(bytes: bytes, format: format, uploader: uploader, createdAt: unixMilliseconds)
@@ -86,6 +87,7 @@ public final class AttachmentFiles: AttachmentStore {
         }
     }
 
+    /// Reads the record (no symbolic link followed) and the blob it names, whose size must be the record's.
     public func load(_ id: AttachmentID) throws(AttachmentStoreError) -> (record: AttachmentRecord, bytes: [UInt8])? {
         let path = ids + id.text
         let found: (status: PrivateFile.Status, bytes: [UInt8])?

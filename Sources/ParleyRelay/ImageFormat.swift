@@ -19,7 +19,14 @@
 /// one whose structure contradicts its signature (a PNG whose first chunk is not IHDR, a RIFF size smaller than the
 /// body) is `malformed`.
 public enum ImageFormat: String, Sendable, CaseIterable {
-    case png, jpeg, webp, gif
+    /// Portable Network Graphics.
+    case png
+    /// JPEG (JFIF, Exif: anything from SOI to EOI).
+    case jpeg
+    /// WebP (lossy, lossless or extended), in its RIFF container.
+    case webp
+    /// GIF, 1987 or 1989.
+    case gif
 
     /// Its media type: `image/png`, `image/jpeg`, `image/webp`, `image/gif`.
     public var mediaType: String { "image/" + rawValue }
