@@ -1,4 +1,5 @@
 import ParleyRelay
+import ParleyWire
 import Testing
 
 /// `ImageFormat(sniffing:)`: the type of an attachment comes from its bytes. Each kind's signature, its end marker
@@ -73,6 +74,39 @@ struct ImageFormatTests {
     ] as [[UInt8]])
     func unknown(bytes: [UInt8]) {
         #expect(throws: ImageSniffError.unknown) { try ImageFormat(sniffing: bytes) }
+    }
+
+    @Test("every prefix of each image is truncated (or, below the signature's length, a cut signature), never trapping")
+    func everyPrefix() {
+        for (image, format) in [(TestImages.png, ImageFormat.png), (TestImages.jpeg, .jpeg), (TestImages.webp, .webp), (TestImages.gif, .gif)] {
+            for n in 1..<image.count {
+                #expect(throws: ImageSniffError.truncated(format), "\(format) cut to \(n) bytes") { try ImageFormat(sniffing: Array(image.prefix(n))) }
+            }
+        }
+    }
+
+    @Test("seeded random mutations of the images and random bytes: an answer for each, never a trap; a success names the signature")
+    func mutations() {
+        var random = SeededRandomNumberGenerator(seed: 7)
+        let images = [TestImages.png, TestImages.jpeg, TestImages.webp, TestImages.gif]
+        for _ in 0..<20_000 {
+            var bytes = images.randomElement(using: &random)!
+            switch Int.random(in: 0..<4, using: &random) {
+            case 0: bytes[Int.random(in: 0..<bytes.count, using: &random)] = UInt8.random(in: 0...255, using: &random)
+            case 1: bytes = Array(bytes.prefix(Int.random(in: 0...bytes.count, using: &random)))
+            case 2: bytes += (0..<Int.random(in: 1...8, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
+            default: bytes = (0..<Int.random(in: 0...40, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
+            }
+            if let format = try? ImageFormat(sniffing: bytes) {
+                let signature: [UInt8] = switch format {
+                case .png: [0x89, 0x50, 0x4E, 0x47]
+                case .jpeg: [0xFF, 0xD8, 0xFF]
+                case .webp: Array("RIFF".utf8)
+                case .gif: Array("GIF8".utf8)
+                }
+                #expect(bytes.starts(with: signature))
+            }
+        }
     }
 
     @Test("nothing at all")
