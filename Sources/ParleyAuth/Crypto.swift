@@ -43,6 +43,35 @@ public enum Crypto {
         sodium_memzero(&state, MemoryLayout<crypto_auth_hmacsha256_state>.size)
     }
 
+    /// Length in bytes of a SHA-256 digest.
+    public static let sha256Length = 32
+
+    /// SHA-256 of `message` (`crypto_hash_sha256`): 32 bytes.
+    public static func sha256(_ message: [UInt8]) -> [UInt8] {
+        SodiumRuntime.ensureReady()
+        return [UInt8](unsafeUninitializedCapacity: sha256Length) { out, initialised in
+            message.withUnsafeBufferPointer { input in
+                var empty: UInt8 = 0  // an empty array may have no base address; libsodium reads nothing for length 0
+                withUnsafePointer(to: &empty) { emptyPointer in
+                    _ = crypto_hash_sha256(out.baseAddress!, input.baseAddress ?? emptyPointer, UInt64(input.count))
+                }
+            }
+            initialised = sha256Length
+        }
+    }
+
+    /// Lower-case hexadecimal of `bytes` (two digits a byte), as SHA-256 digests are usually written.
+    public static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.count * 2)
+        for b in bytes {
+            out.append(digits[Int(b >> 4)])
+            out.append(digits[Int(b & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
     /// Constant-time equality (`sodium_memcmp`); false when lengths differ (the length itself is not secret).
     public static func constantTimeEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
         guard a.count == b.count else { return false }

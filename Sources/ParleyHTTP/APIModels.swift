@@ -324,4 +324,16 @@ public enum API {
         public var to: String
         public var text: String
     }
+
+    /// The answer to `POST /v1/attachments`: what the relay kept.
+    public struct Attachment: Codable, Sendable, Equatable {
+        /// The attachment's id (22 base64url characters, random): fetch it at `GET /v1/attachments/{id}`.
+        public var id: String
+        /// The media type found in the bytes (`image/png`, `image/jpeg`, `image/webp`, `image/gif`).
+        public var contentType: String
+        /// Bytes.
+        public var size: Int
+        /// SHA-256 of the bytes, 64 lower-case hex digits.
+        public var sha256: String
+    }
 }

@@ -14,14 +14,17 @@ public struct HTTPRequest: Sendable {
     public var contentType: String?
     /// The query arguments the routes read (`HTTPRequest.queryKeys`), percent-decoded.
     public var query: [String: String]
+    /// The `Content-Length` header as a number, if any (nil too for a chunked body, whose length comes as it is read).
+    public var contentLength: UInt64?
 
     /// The query arguments the server passes on: a page of a member list (`limit`, `after`).
     public static let queryKeys = ["limit", "after", "recording"]
 
     /// A request.
     public init(method: String, path: String, authorization: String? = nil, body: [UInt8] = [], fromLoopback: Bool = false,
-                contentType: String? = nil, query: [String: String] = [:]) {
+                contentType: String? = nil, query: [String: String] = [:], contentLength: UInt64? = nil) {
         self.query = query
+        self.contentLength = contentLength
         self.method = method
         self.path = path
         self.authorization = authorization

@@ -63,6 +63,10 @@ public struct HTTPRouter: Sendable {
     public let devTokens: Bool
     /// The cluster agent when the relay is one node of a cluster (`GET /v1/cluster`); nil alone.
     public let cluster: ClusterAgent?
+    /// Where image attachments are kept (`/v1/attachments`); nil: uploads are refused (403), downloads are 404.
+    public let attachments: (any AttachmentStore)?
+    /// The largest attachment taken (`attachment_max_bytes`); 0: uploads are refused.
+    public let attachmentMaxBytes: Int
     /// Longest body accepted.
     public static let maxBodyBytes = 64 * 1024
     /// Longest room name, identity or display name, in bytes.
@@ -71,8 +75,11 @@ public struct HTTPRouter: Sendable {
     /// A router.
     public init(backend: any APIBackend, verifier: TokenVerifier, signer: TokenSigner?, config: RelayCoreConfig,
                 metricsRequireAuth: MetricsAuth = .remote, httpStats: HTTPStats? = nil, relayKey: String? = nil,
-                webRoot: StaticFiles? = nil, devTokens: Bool = false, cluster: ClusterAgent? = nil) {
+                webRoot: StaticFiles? = nil, devTokens: Bool = false, cluster: ClusterAgent? = nil,
+                attachments: (any AttachmentStore)? = nil, attachmentMaxBytes: Int = RelayConfig.defaultAttachmentMaxBytes) {
         self.cluster = cluster
+        self.attachments = attachments
+        self.attachmentMaxBytes = attachmentMaxBytes
         self.webRoot = webRoot
         self.devTokens = devTokens
         self.backend = backend
@@ -94,6 +101,9 @@ public struct HTTPRouter: Sendable {
         case eventStream(room: String?)
         /// Start a web page's presence stream for `identity`: the page is online for calls while it lasts.
         case presenceStream(identity: String, name: String)
+        /// Like `route`, for an attachment held in memory: the server takes one of its few places for this kind of
+        /// `transfer` (503 at once when none is free), reads at most `maxBodyBytes` of body (413 beyond), then routes it.
+        case attachment(AttachmentTransfer, maxBodyBytes: Int)
     }
 
     /// Decides from the headers alone (`request.body` is not read): an unauthorised client is answered before it
@@ -102,6 +112,7 @@ public struct HTTPRouter: Sendable {
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
         if let route = MemberRoute(parts) { return admitMember(request, route, now: now) }
         if let route = PresenceRoute(parts) { return admitPresence(request, route, now: now) }
+        if let route = AttachmentRoute(parts) { return admitAttachment(request, route, now: now) }
         do throws(APIError) {
             switch parts {
             case ["healthz"], ["v1", "relay"]:
@@ -128,6 +139,7 @@ public struct HTTPRouter: Sendable {
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
         if let route = MemberRoute(parts) { return routeMember(request, route, now: now) }
         if let route = PresenceRoute(parts) { return routePresence(request, route, now: now) }
+        if let route = AttachmentRoute(parts) { return routeAttachment(request, route, now: now) }
         do {
             return try dispatch(request, now: now)
         } catch {

@@ -12,7 +12,10 @@ import Synchronization
 ///   body is read;
 /// - an authorised request → its body is read, then the connection is suspended and `HTTPRouter.route` runs on
 ///   `APIThreads` (it may wait for a worker); the answer is queued when the connection resumes;
-/// - `GET /v1/events` → `EventStreams`, parked while there is nothing to send.
+/// - `GET /v1/events` → `EventStreams`, parked while there is nothing to send;
+/// - an attachment upload or download → as an authorised request, holding one of `AttachmentPlaces`' few places while
+///   it lasts (503 at once when none is free); an upload's body may be up to `attachment_max_bytes` instead of
+///   `HTTPRouter.maxBodyBytes`, and must arrive within `HTTPLimits.attachmentUploadSeconds`.
 ///
 /// Each client address gets at most `HTTPLimits.connectionsPerAddress` connections, each connection a bounded
 /// memory pool; a connection where no byte moves for `idleTimeoutSeconds`, or whose request headers take longer than
@@ -30,6 +33,10 @@ public final class HTTPServer: @unchecked Sendable {
     let streams: EventStreams
     let api: APIThreads
     let deadlines: HeaderDeadlines
+    /// Attachments held in memory at once.
+    let places: AttachmentPlaces
+    /// Nanoseconds an admitted upload's body may take to arrive.
+    let uploadNanoseconds: Int64
     /// libmicrohttpd's messages come here (through `logger`), throttled.
     let libraryLog = Mutex(MessageThrottle(interval: 10_000_000_000))
     private let logger = UnsafeMutablePointer<parley_mhd_logger>.allocate(capacity: 1)
@@ -51,6 +58,8 @@ public final class HTTPServer: @unchecked Sendable {
         streams = EventStreams(hub: events, limits: limits, stats: stats)
         api = APIThreads(count: limits.apiThreads, capacity: limits.apiQueueLength)
         deadlines = HeaderDeadlines(timeoutSeconds: limits.headerTimeoutSeconds, stats: stats)
+        places = AttachmentPlaces(uploads: limits.attachmentUploads, downloads: limits.attachmentDownloads)
+        uploadNanoseconds = Int64(limits.attachmentUploadSeconds) * 1_000_000_000
         guard address.isIPv4 else {
             streams.stop()
             api.stop()
@@ -170,9 +179,16 @@ public final class HTTPServer: @unchecked Sendable {
         // Invariant: libmicrohttpd's thread owns it, except `response`, which one API thread writes while the
         // connection is suspended and before it resumes it; libmicrohttpd reads it only after the resume.
         var request: HTTPRequest
+        /// The longest body read; beyond it the rest is dropped and 413 answered (`tooLargeResponse`, or the usual one).
+        var bodyLimit = HTTPRouter.maxBodyBytes
         var tooLarge = false
+        var tooLargeResponse: HTTPResponse?
         var isEventStream = false
         var response: HTTPResponse?
+        /// The attachment place this request holds, given back when it ends (or when its body is dropped).
+        var place: HTTPRouter.AttachmentTransfer?
+        /// Monotonic nanoseconds by which an upload's body must be in.
+        var bodyDeadline: Int64?
         init(_ request: HTTPRequest) { self.request = request }
     }
 
@@ -201,9 +217,16 @@ public final class HTTPServer: @unchecked Sendable {
                                       authorization: MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "Authorization").map { String(cString: $0) },
                                       fromLoopback: parley_mhd_client_ipv4(connection) >> 24 == 127,
                                       contentType: MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "Content-Type").map { String(cString: $0) },
-                                      query: HTTPServer.query(connection))
+                                      query: HTTPServer.query(connection),
+                                      contentLength: MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "Content-Length").flatMap { UInt64(String(cString: $0)) })
             let admission = server.router.admit(request, now: Int64(Clock.unixSeconds()))
             if case .answer(let response) = admission { return server.queue(response, on: connection) }
+            if case .attachment(let kind, _) = admission, !server.places.take(kind) {
+                server.stats.requestShed()
+                let what = kind == .upload ? "uploads" : "downloads"
+                return server.queue(HTTPRouter.withCORS(APIError(503, "unavailable", "too many attachment \(what) at once (\(server.places.capacity(kind))); retry").response),
+                                    on: connection)
+            }
             let state = RequestState(request)
             conCls.pointee = Unmanaged.passRetained(state).toOpaque()
             switch admission {
@@ -222,16 +245,36 @@ public final class HTTPServer: @unchecked Sendable {
                 return server.streams.start(on: connection, scope: .recipient(stream), from: head) {
                     backend.post(.closeWebPresence(stream: stream, identity: nil))
                 }
+            case .attachment(let kind, let maxBodyBytes):
+                // The place taken above is given back when the request ends (`completed`).
+                state.place = kind
+                state.bodyLimit = maxBodyBytes
+                state.tooLargeResponse = HTTPRouter.withCORS(APIError(413, "body_too_large", kind == .upload
+                    ? "the attachment is larger than \(maxBodyBytes) bytes (attachment_max_bytes)" : "a download takes no body").response)
+                if kind == .upload {
+                    state.bodyDeadline = Clock.monotonicNanoseconds() + server.uploadNanoseconds
+                    // Admission refused a longer declared length: this reserves at most the limit, in a bounded place.
+                    if let length = request.contentLength { state.request.body.reserveCapacity(Int(min(length, UInt64(maxBodyBytes)))) }
+                }
             default: break
             }
             return MHD_YES
         }
         let state = Unmanaged<RequestState>.fromOpaque(raw).takeUnretainedValue()
         if uploadSize.pointee > 0 {
+            if let deadline = state.bodyDeadline, Clock.monotonicNanoseconds() > deadline {
+                // Too slow to keep an upload place, or still sending what will be dropped: cut off (libmicrohttpd 0.9.75
+                // cannot queue an answer in the middle of a body, so the client gets no status).
+                return MHD_NO
+            }
             if !state.tooLarge, let uploadData {
-                if state.request.body.count + uploadSize.pointee > HTTPRouter.maxBodyBytes {
+                if state.request.body.count + uploadSize.pointee > state.bodyLimit {
                     state.tooLarge = true
-                    state.request.body = []
+                    state.request.body = []  // the memory goes back now; the rest of the body is read and dropped
+                    if let kind = state.place {
+                        server.places.give(kind)
+                        state.place = nil
+                    }
                 } else {
                     uploadData.withMemoryRebound(to: UInt8.self, capacity: uploadSize.pointee) {
                         state.request.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: uploadSize.pointee))
@@ -241,9 +284,13 @@ public final class HTTPServer: @unchecked Sendable {
             uploadSize.pointee = 0
             return MHD_YES
         }
-        if let response = state.response { return server.queue(response, on: connection) }
+        if let response = state.response {
+            state.response = nil  // libmicrohttpd copies it: an attachment is not held twice
+            return server.queue(response, on: connection)
+        }
         if state.tooLarge {
-            return server.queue(APIError(413, "body_too_large", "the body is larger than \(HTTPRouter.maxBodyBytes) bytes").response, on: connection)
+            return server.queue(state.tooLargeResponse ?? APIError(413, "body_too_large", "the body is larger than \(HTTPRouter.maxBodyBytes) bytes").response,
+                                on: connection)
         }
         // The request is complete: route it on an API thread, the connection suspended until the answer is in.
         guard server.api.reserve() else {
@@ -268,6 +315,7 @@ public final class HTTPServer: @unchecked Sendable {
         guard let conCls, let raw = conCls.pointee else { return }
         let state = Unmanaged<RequestState>.fromOpaque(raw).takeRetainedValue()
         conCls.pointee = nil
+        if let kind = state.place, let cls { Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().places.give(kind) }
         if state.isEventStream, toe == MHD_TIMEOUT_REACHED, let cls {
             let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
             server.stats.eventStreamDropped()

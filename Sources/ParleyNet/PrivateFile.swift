@@ -4,8 +4,9 @@ import Glibc
 /// directory made 0700, a file read without following a symbolic link, and a new file that appears under its name in
 /// one step, complete, and never over one already there.
 ///
-/// Startup only (blocking calls, never on a worker loop), every call through `SystemCalls`. Permission policy (which
-/// modes to refuse) is the caller's: these report the mode they found.
+/// Blocking calls, every one through `SystemCalls`: at startup, or on a thread that may wait on the disk (the HTTP API's
+/// threads store attachments with them), never on a worker loop. Permission policy (which modes to refuse) is the
+/// caller's: these report the mode they found.
 public enum PrivateFile {
     /// A file's type and permission bits (`st_mode`) and its size.
     public struct Status: Equatable, Sendable {

@@ -24,6 +24,15 @@ public struct HTTPLimits: Sendable, Equatable {
     public var apiThreads = 2
     /// Requests waiting for those threads at most; more are answered 503 at once.
     public var apiQueueLength = 64
+    /// Attachment uploads whose bodies are being read or stored at once (each up to `attachment_max_bytes` in memory);
+    /// more are answered 503 at once, before their bodies are read.
+    public var attachmentUploads = 4
+    /// Attachment downloads held in memory at once, from reading the file until the answer is sent; more are answered
+    /// 503 at once.
+    public var attachmentDownloads = 8
+    /// Seconds an upload's body may take to arrive, once admitted; a slower one is cut off (its connection closed) so
+    /// that trickling clients cannot keep the upload places.
+    public var attachmentUploadSeconds = 120
 
     /// The defaults.
     public init() {}

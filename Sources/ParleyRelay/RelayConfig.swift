@@ -39,6 +39,14 @@ public struct RelayConfig: Sendable {
     public var cluster: ClusterURL?
     /// `node_id`: this node's id in the cluster (default: random at each start).
     public var nodeID: String?
+    /// `attachment_max_bytes`: the largest image `POST /v1/attachments` takes; 0 takes none (attachments already kept
+    /// stay readable).
+    public var attachmentMaxBytes = RelayConfig.defaultAttachmentMaxBytes
+    /// 8 MiB.
+    public static let defaultAttachmentMaxBytes = 8 * 1024 * 1024
+    /// The largest `attachment_max_bytes` allowed: the HTTP server holds at most `HTTPLimits.attachmentUploads` +
+    /// `attachmentDownloads` attachments in memory at once, so this bounds what they may pin (12 × 64 MiB).
+    public static let attachmentMaxBytesLimit = 64 * 1024 * 1024
 
     /// `api_key` and `api_secret` as given (file, environment or flags), applied together by `checkCredentials()`.
     private var givenKey: String?
@@ -66,7 +74,7 @@ public struct RelayConfig: Sendable {
                               "uplink_repair", "uplink_repair_window_ms",
                               "http_max_connections", "http_connections_per_address", "http_idle_timeout_s",
                               "http_header_timeout_s", "event_stream_stall_timeout_s", "allow_cleartext", "http_tls_cert", "http_tls_key", "web_root",
-                              "cluster", "node_id"]
+                              "cluster", "node_id", "attachment_max_bytes"]
 
     /// Applies one key's value; throws a message naming the key on a bad value.
     public mutating func set(_ key: String, _ value: String) throws(ConfigError) {
@@ -98,6 +106,7 @@ public struct RelayConfig: Sendable {
             guard !value.utf8.contains(0) else { throw ConfigError("web_root must be a directory path, got \"\(value)\"") }
             webRoot = value
         case "workers": workers = try int(0...256)
+        case "attachment_max_bytes": attachmentMaxBytes = try int(0...Self.attachmentMaxBytesLimit)
         case "state_dir":
             guard !value.isEmpty, !value.utf8.contains(0) else { throw ConfigError("state_dir must be a directory path, got \"\(value)\"") }
             stateDir = value

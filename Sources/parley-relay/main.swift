@@ -22,7 +22,8 @@ together (a key without its secret is refused); the dev credentials are used onl
 "https HOST:PORT". Without them the API is plain HTTP: keep it on loopback or behind a TLS proxy.
 The relay's long-term key (X25519, its public half in the ready line and at GET /v1/relay) is made on first start
 in --state-dir (default $XDG_STATE_HOME/parley-relay, else ~/.local/state/parley-relay; /var/lib/parley-relay for root).
-The HTTP address also serves the sample web client from --web-root (default Samples/web when it exists here).
+The HTTP address also serves the sample web client from --web-root (default Samples/web when it exists here), and
+keeps image attachments (POST /v1/attachments, up to attachment_max_bytes) in the state directory's attachments/.
 --cluster makes the relay one node of a cluster: it registers with that Redis (heartbeat and load, every second) and
 GET /v1/cluster lists the live nodes. Without it the relay runs alone and needs no Redis.
 `parley-relay drain` (with the running node's settings) asks that node to drain before a restart: it takes no new
@@ -87,6 +88,10 @@ if let httpTLS {
 }
 
 let log = StderrLog(threshold: config.logLevel)
+guard let stateDirectory = config.stateDir ?? RelayKeyFile.defaultStateDirectory(environment: ProcessInfo.processInfo.environment,
+                                                                                   userID: geteuid()) else {
+    fail("no state directory for the relay key: HOME is not set; set state_dir (--state-dir, PARLEY_STATE_DIR)")
+}
 let identity: RelayKeyFile.Loaded
 guard let stateDirectory = config.stateDir
         ?? RelayKeyFile.defaultStateDirectory(environment: ProcessInfo.processInfo.environment, userID: geteuid()) else {
@@ -139,7 +144,8 @@ let cluster = config.cluster.map { url in
 let router = HTTPRouter(backend: server.api, verifier: TokenVerifier(keys: config.apiKeys, relayKey: server.relayKey),
                         signer: server.api.signer, config: config.core, metricsRequireAuth: config.metricsRequireAuth,
                         httpStats: httpStats, relayKey: server.relayKey,
-                        webRoot: StaticFiles.resolve(config.webRoot), devTokens: config.usesDevCredentials, cluster: cluster)
+                        webRoot: StaticFiles.resolve(config.webRoot), devTokens: config.usesDevCredentials, cluster: cluster,
+                        attachments: AttachmentFiles(stateDirectory: stateDirectory, log: log), attachmentMaxBytes: config.attachmentMaxBytes)
 let http: HTTPServer
 do {
     http = try HTTPServer(address: config.http, router: router, events: server.api.events, limits: config.httpLimits,

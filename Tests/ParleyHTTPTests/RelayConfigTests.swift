@@ -64,3 +64,21 @@ struct RelayConfigTests {
         }
     }
 }
+
+@Suite("parley-relay's configuration: attachment_max_bytes")
+struct AttachmentConfigTests {
+    @Test("8 MiB by default; set from a key or PARLEY_ATTACHMENT_MAX_BYTES; 0 allowed (no uploads); negative or over 64 MiB refused")
+    func attachmentMaxBytes() throws {
+        var c = RelayConfig()
+        #expect(c.attachmentMaxBytes == 8 * 1024 * 1024)
+        try c.load(environment: ["PARLEY_ATTACHMENT_MAX_BYTES": "1000"])
+        #expect(c.attachmentMaxBytes == 1000)
+        try c.set("attachment_max_bytes", "0")
+        #expect(c.attachmentMaxBytes == 0)
+        try c.set("attachment_max_bytes", "67108864")
+        for bad in ["-1", "67108865", "8MB", ""] {
+            #expect(throws: ConfigError.self) { try c.set("attachment_max_bytes", bad) }
+        }
+        #expect(c.attachmentMaxBytes == 67_108_864)
+    }
+}

@@ -30,7 +30,7 @@ struct WebRTCRouteTests {
                                   contentType: contentType)
         switch router.admit(request, now: RouterTests.now) {
         case .answer(let r): return r
-        case .route: return router.route(request, now: RouterTests.now)
+        case .route, .attachment: return router.route(request, now: RouterTests.now)
         case .eventStream, .presenceStream: Issue.record("an event stream for \(path)"); return HTTPResponse(status: 0, body: [])
         }
     }
