@@ -21,7 +21,9 @@ struct WhereThingsLiveTests {
         "ParleyRelayCore": (["ParleyWire", "ParleyAuth", "ParleyMedia", "ParleyCrypto", "ParleyWebRTC"], []),
         "ParleyClientCore": (["ParleyWire", "ParleyAuth", "ParleyMedia", "ParleyCrypto"], []),
         "ParleyCluster": ([], ["CHiredis", "Foundation"]),
-        "ParleyRelay": (["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto", "ParleyWebRTC", "ParleyCluster"], ["Foundation", "Dispatch"]),
+        "ParleyRecording": (["ParleyWire"], ["COgg"]),
+        "ParleyRelay": (["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto", "ParleyWebRTC", "ParleyCluster", "ParleyRecording"],
+                        ["Foundation", "Dispatch"]),
         "ParleyHTTP": (["ParleyRelay", "ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto", "ParleyWebRTC", "ParleyCluster"],
                        ["CMicroHTTPD", "Foundation"]),
         "parley-relay": (["ParleyRelay", "ParleyHTTP", "ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire"], nil),
@@ -44,6 +46,7 @@ struct WhereThingsLiveTests {
         "CSpeexDSP": ["libspeexdsp"],
         "CMicroHTTPD": ["libmicrohttpd"],
         "CHiredis": ["hiredis"],
+        "COgg": ["libogg"],
         "Foundation": ["Foundation"],
         "Dispatch": ["Dispatch"],
     ]
