@@ -587,10 +587,11 @@ public final class ClientEngine {
         mutedByRoom = byRoom
     }
 
-    /// Sends a text to the room (`to` empty) or to one identity; its message id, or nil (see `ClientSession.sendText`).
-    public func sendText(_ text: String, to: String = "", now: Instant) -> UInt32? {
+    /// Sends a text to the room (`to` empty) or to one identity, with image ids; its message id, or nil (see
+    /// `ClientSession.sendText`).
+    public func sendText(_ text: String, attachments: [String] = [], to: String = "", now: Instant) -> UInt32? {
         defer { flush() }
-        return session.sendText(text, to: to, now: now)
+        return session.sendText(text, attachments: attachments, to: to, now: now)
     }
 
     /// A CNAME of 16 random hex digits: a participant's RTCP name that says nothing about who it is.

@@ -34,8 +34,9 @@ public final class ClientSession {
         case audience(Int)
         /// Who speaks (mix rooms, and forward rooms for members that do not work it out from media).
         case speakers([SpeakerEntry])
-        /// A text to the room or to this member.
-        case text(from: String, direct: Bool, text: String)
+        /// A text to the room or to this member, with the ids of the images it carries (fetch them from the relay's
+        /// HTTP API: `GET /v1/attachments/{id}`); an image-only text is "".
+        case text(from: String, direct: Bool, text: String, attachments: [String] = [])
         /// The room is being recorded (`active`), or no longer; `id` names the recording.
         case recording(active: Bool, id: String)
         /// Whether a text we sent was delivered.
@@ -181,8 +182,10 @@ public final class ClientSession {
         case .speakers(let list):
             return [.speakers(list)]
         case .text(let fromID, let identity, let direct, let fragment):
-            guard let text = texts[fromID, default: TextReassembler()].add(fragment) else { return [] }
-            return [.text(from: identity, direct: direct, text: text)]
+            return texts[fromID, default: TextReassembler()].take(fragment).compactMap {
+                guard case .text(_, let text, let images) = $0 else { return nil }
+                return .text(from: identity, direct: direct, text: text, attachments: images)
+            }
         case .textStatus(let id, let delivered, let reason):
             return [.textStatus(messageID: id, delivered: delivered, reason: reason)]
         case .recording(let active, let id):
@@ -198,11 +201,13 @@ public final class ClientSession {
         signalling.sendReliable(.setMuted(muted), now: now)
     }
 
-    /// Sends a text to the room (`to` empty) or to one identity; returns its message id, nil if empty, over 4 KB, or
-    /// when the relay has left too many messages unacknowledged to queue it (`ReliableChannel.Limits.maxPending`).
-    public func sendText(_ text: String, to: String = "", now: Instant) -> UInt32? {
+    /// Sends a text to the room (`to` empty) or to one identity, with the ids of images uploaded to the relay
+    /// (`POST /v1/attachments`, at most 4); returns its message id, nil if empty without an image, over 4 KB, with a
+    /// malformed id, or when the relay has left too many messages unacknowledged to queue it
+    /// (`ReliableChannel.Limits.maxPending`).
+    public func sendText(_ text: String, attachments: [String] = [], to: String = "", now: Instant) -> UInt32? {
         let id = nextMessageID
-        guard signalling.sendText(text, to: to, messageID: id, now: now) else { return nil }
+        guard signalling.sendText(text, attachments: attachments, to: to, messageID: id, now: now) else { return nil }
         nextMessageID &+= 1
         return id
     }

@@ -68,8 +68,8 @@ public final class PresenceSession {
         case incomingCall(callID: UInt32, from: String, name: String)
         /// A call's state changed; `room` and `token` come with `answered`.
         case callStatus(callID: UInt32, state: CallState, reason: String, room: String?, token: String?)
-        /// A direct text from another online identity.
-        case text(from: String, text: String)
+        /// A direct text from another online identity, with the ids of the images it carries (an image-only text is "").
+        case text(from: String, text: String, attachments: [String] = [])
         /// Whether a direct text was delivered ("bob is not online" when not).
         case textStatus(messageID: UInt32, delivered: Bool, reason: String)
         /// The relay refused the registration.
@@ -184,8 +184,10 @@ public final class PresenceSession {
         case .callStatus(let s):
             return callStatus(s)
         case .text(let fromID, let identity, _, let fragment):
-            guard let text = texts[fromID, default: TextReassembler()].add(fragment) else { return [] }
-            return [.text(from: identity, text: text)]
+            return texts[fromID, default: TextReassembler()].take(fragment).compactMap {
+                guard case .text(_, let text, let images) = $0 else { return nil }
+                return .text(from: identity, text: text, attachments: images)
+            }
         case .textStatus(let id, let delivered, let reason):
             return [.textStatus(messageID: id, delivered: delivered, reason: reason)]
         default:
@@ -238,12 +240,13 @@ public final class PresenceSession {
         signalling.sendReliable(.callHangup(callID: callID), now: now)
     }
 
-    /// Sends a direct text to an online identity; returns its message id, nil if empty, over 4 KB, not online, or when
-    /// the relay has left too many messages unacknowledged to queue it (`ReliableChannel.Limits.maxPending`).
-    public func sendText(to identity: String, _ text: String, now: Instant) -> UInt32? {
+    /// Sends a direct text to an online identity, with the ids of images uploaded to the relay (at most 4); returns
+    /// its message id, nil if empty without an image, over 4 KB, with a malformed id, not online, or when the relay has
+    /// left too many messages unacknowledged to queue it (`ReliableChannel.Limits.maxPending`).
+    public func sendText(to identity: String, _ text: String, attachments: [String] = [], now: Instant) -> UInt32? {
         guard isOnline, !identity.isEmpty else { return nil }
         let id = nextMessageID
-        guard signalling.sendText(text, to: identity, messageID: id, now: now) else { return nil }
+        guard signalling.sendText(text, attachments: attachments, to: identity, messageID: id, now: now) else { return nil }
         nextMessageID &+= 1
         return id
     }

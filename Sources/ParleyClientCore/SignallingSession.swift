@@ -288,10 +288,11 @@ public final class SignallingSession {
         link.sendReliable(message, now: now)
     }
 
-    /// Queues a text for `to` ("" = the room) as reliable fragments and sends what is due; false when empty, over
-    /// 4 KB, or when the relay has left too many messages unacknowledged to queue it (`ReliableChannel.Limits.maxPending`).
-    public func sendText(_ text: String, to: String, messageID: UInt32, now: Instant) -> Bool {
-        guard let fragments = TextFragment.split(text, messageID: messageID),
+    /// Queues a text for `to` ("" = the room) with the image ids it carries as reliable fragments and sends what is
+    /// due; false when empty without an image, over 4 KB, with ids that are not `TextAttachments.areValid`, or when the
+    /// relay has left too many messages unacknowledged to queue it (`ReliableChannel.Limits.maxPending`).
+    public func sendText(_ text: String, attachments: [String] = [], to: String, messageID: UInt32, now: Instant) -> Bool {
+        guard let fragments = TextFragment.split(text, messageID: messageID, attachments: attachments),
               link.channel.hasRoom(for: fragments.count, within: .max) else { return false }
         for f in fragments { link.enqueue(.sendText(to: to, fragment: f)) }
         link.pump(now: now)

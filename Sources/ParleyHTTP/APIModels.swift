@@ -1,6 +1,7 @@
 import ParleyAuth
 import ParleyRelay
 import ParleyRelayCore
+import ParleyWire
 
 /// JSON bodies of the HTTP API. Keys are snake_case on the wire (the coders convert).
 public enum API {
@@ -64,9 +65,26 @@ public enum API {
         public var muted: Bool?
     }
 
-    /// `POST .../messages`.
+    /// `POST .../messages`: a text, the ids of images it carries (from `POST /v1/attachments`), or both.
     public struct MessageRequest: Codable, Sendable {
-        public var text: String
+        public var text: String?
+        public var attachments: [String]?
+
+        /// The text and ids after the checks both messages routes make: 1–4096 bytes of text (none with an image), at
+        /// most 4 ids, each an attachment id (22 base64url characters, `TextAttachments`); else 400 `invalid_field`.
+        func checked() throws(APIError) -> (text: String, attachments: [String]) {
+            let text = self.text ?? "", ids = attachments ?? []
+            guard ids.count <= TextAttachments.maxCount else {
+                throw APIError(400, "invalid_field", "attachments must hold at most \(TextAttachments.maxCount) ids")
+            }
+            if let bad = ids.first(where: { !TextAttachments.isID($0) }) {
+                throw APIError(400, "invalid_field", "attachments: \(bad.debugDescription) is not an attachment id (22 base64url characters)")
+            }
+            guard text.utf8.count <= Signalling.maxTextBytes, !text.isEmpty || !ids.isEmpty else {
+                throw APIError(400, "invalid_field", "text must be 1–4096 bytes (or empty with attachments)")
+            }
+            return (text, ids)
+        }
     }
 
     /// `POST /v1/rooms/{name}/rtp-endpoints`.
@@ -244,6 +262,8 @@ public enum API {
         public var at: Int64
         /// With `incoming_call` and `call_status` (a page's presence stream): the call.
         public var call: Call?
+        /// With `text` and `direct_text`: the ids of the images the text carries (`GET /v1/attachments/{id}`).
+        public var attachments: [String]?
 
         /// A call as a page's presence stream tells it.
         public struct Call: Codable, Sendable, Equatable {
@@ -263,6 +283,7 @@ public enum API {
             room = e.room
             identity = e.identity.isEmpty ? nil : e.identity
             detail = e.detail.isEmpty ? nil : e.detail
+            attachments = e.attachments.isEmpty ? nil : e.attachments
             at = e.unixMilliseconds
             call = e.call.map { Call(id: $0.callID, state: $0.state, reason: $0.reason.isEmpty ? nil : $0.reason,
                                      token: $0.token.isEmpty ? nil : $0.token) }

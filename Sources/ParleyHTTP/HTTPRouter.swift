@@ -218,9 +218,8 @@ public struct HTTPRouter: Sendable {
             return try run(.mute(room: try Self.validName(p[1], field: "room name"), identity: try Self.validName(p[3], field: "identity"),
                                  muted: body.muted ?? true))
         case ("POST", let p) where p.count == 3 && p[0] == "rooms" && p[2] == "messages":
-            let body = try Self.decode(API.MessageRequest.self, request.body)
-            guard !body.text.isEmpty, body.text.utf8.count <= 4096 else { throw APIError(400, "invalid_field", "text must be 1–4096 bytes") }
-            return try run(.message(room: try Self.validName(p[1], field: "room name"), text: body.text))
+            let body = try Self.decode(API.MessageRequest.self, request.body).checked()
+            return try run(.message(room: try Self.validName(p[1], field: "room name"), text: body.text, attachments: body.attachments))
         case ("POST", let p) where p.count == 3 && p[0] == "rooms" && p[2] == "rtp-endpoints":
             return try createRTPEndpoint(room: try Self.validName(p[1], field: "room name"), request.body)
         case ("POST", let p) where p.count == 3 && p[0] == "rooms" && p[2] == "recording":

@@ -121,10 +121,9 @@ extension HTTPRouter {
                 return Self.withCORS(Self.json(API.RoomMemberList(room: room, members: members, total: snapshot.members.count, next: next,
                                                                   recording: snapshot.recording)))
             case ("POST", .messages):
-                let body = try Self.decode(API.MessageRequest.self, request.body)
-                guard !body.text.isEmpty, body.text.utf8.count <= 4096 else { throw APIError(400, "invalid_field", "text must be 1–4096 bytes") }
-                let command: AdminCommand = claims.grants.admin ? .message(room: room, text: body.text)
-                    : .memberMessage(room: room, identity: claims.identity, text: body.text)
+                let body = try Self.decode(API.MessageRequest.self, request.body).checked()
+                let command: AdminCommand = claims.grants.admin ? .message(room: room, text: body.text, attachments: body.attachments)
+                    : .memberMessage(room: room, identity: claims.identity, text: body.text, attachments: body.attachments)
                 return Self.withCORS(try answer(backend.execute(command)))
             case ("PATCH", .session):
                 var r = APIError(405, "method_not_allowed", "trickle ICE is not supported: the answer carries the relay's candidate").response

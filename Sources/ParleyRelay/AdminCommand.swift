@@ -13,10 +13,10 @@ public enum AdminCommand: Sendable, Equatable {
     case kick(room: String, identity: String)
     /// Mute or unmute a member.
     case mute(room: String, identity: String, muted: Bool)
-    /// Send a text to everyone in a room from the backend.
-    case message(room: String, text: String)
+    /// Send a text to everyone in a room from the backend, with the image ids it carries (`TextAttachments`).
+    case message(room: String, text: String, attachments: [String] = [])
     /// Send a text to everyone in a room from one of its members (the web page writing through the API).
-    case memberMessage(room: String, identity: String, text: String)
+    case memberMessage(room: String, identity: String, text: String, attachments: [String] = [])
     /// Add a plain-RTP endpoint to a room: RTP accepted only from `sourceAddress`, media sent only to `receiveAddress`
     /// (each defaults to the other; see `RelayCore.createRTPEndpoint`).
     case addRTPEndpoint(room: String, identity: String, name: String?, publish: Bool, subscribe: Bool, sourceAddress: PeerAddress?,
@@ -61,7 +61,7 @@ public enum AdminCommand: Sendable, Equatable {
         switch self {
         case .openWebPresence, .closeWebPresence, .webCall, .webAnswer, .webHangUp, .webDirectText, .drain: ""
         case .createRoom(let name, _, _, _, _), .closeRoom(let name): name
-        case .kick(let room, _), .mute(let room, _, _), .message(let room, _), .memberMessage(let room, _, _): room
+        case .kick(let room, _), .mute(let room, _, _), .message(let room, _, _), .memberMessage(let room, _, _, _): room
         case .startRecording(let room, _), .stopRecording(let room): room
         case .addRTPEndpoint(let room, _, _, _, _, _, _, _), .removeRTPEndpoint(let room, _): room
         case .addWebRTCMember(let room, _, _, _, _), .removeWebRTCMember(let room, _): room
@@ -79,8 +79,9 @@ public enum AdminCommand: Sendable, Equatable {
         case .stopRecording(let room): core.stopRecording(room: room, now: now)
         case .kick(let room, let identity): core.kick(room: room, identity: identity, now: now)
         case .mute(let room, let identity, let muted): core.setMuted(room: room, identity: identity, muted: muted, now: now)
-        case .message(let room, let text): core.sendText(room: room, text: text, now: now)
-        case .memberMessage(let room, let identity, let text): core.sendText(room: room, text: text, fromIdentity: identity, asMember: true, now: now)
+        case .message(let room, let text, let images): core.sendText(room: room, text: text, attachments: images, now: now)
+        case .memberMessage(let room, let identity, let text, let images):
+            core.sendText(room: room, text: text, attachments: images, fromIdentity: identity, asMember: true, now: now)
         case .addRTPEndpoint(let room, let identity, let name, let publish, let subscribe, let sourceAddress, let receiveAddress, let keys):
             core.createRTPEndpoint(room: room, identity: identity, displayName: name, publish: publish, subscribe: subscribe,
                                    source: sourceAddress, receive: receiveAddress, keys: keys, now: now)

@@ -14,7 +14,10 @@ import ParleyWire
 ///   per member).
 /// - `text` (4): one fragment of a room text (`TextFragment`, at most 900 bytes, so every datagram of the link stays
 ///   under 1,200 bytes): sender's id on its node (u32), recipient identity (u8 length; empty: the room), message id
-///   (u32), index and count (u8 each), the bytes (u16 length). The members' clients reassemble the fragments.
+///   (u32), index and count (u8 each), the bytes (u16 length). A first fragment that carries images sets the count's
+///   top bit (`fragmentHasAttachments`) and ends with their ids: how many (u8, 1–4), then 22 ASCII bytes each
+///   (`TextAttachments`); a text without images is as before, and a node that predates them drops one with them (its
+///   count is out of range, its body longer than it reads). The members' clients reassemble the fragments.
 /// - Presence (room ""), between worker 0s: `invite` (5), `hangup` (6), `callStatus` (7), and `directText` (8: sender,
 ///   recipient, a fragment as in `text`).
 ///
@@ -33,6 +36,8 @@ public enum CascadeMessage: Equatable, Sendable {
 
     static let mediaKind: UInt8 = 1, rosterKind: UInt8 = 2, mixKind: UInt8 = 3, textKind: UInt8 = 4
     static let inviteKind: UInt8 = 5, hangupKind: UInt8 = 6, callStatusKind: UInt8 = 7, directTextKind: UInt8 = 8
+    /// Set in a text fragment's count when attachment ids follow its bytes.
+    static let fragmentHasAttachments: UInt8 = 0x80
     /// Whether a kind is between nodes' presence (worker 0) rather than about a room.
     static func isPresence(_ kind: UInt8) -> Bool { kind >= inviteKind && kind <= directTextKind }
 
@@ -218,9 +223,13 @@ struct ByteWriter {
         offset += n
     }
     mutating func fragment(_ f: TextFragment) {
-        u32(f.messageID); u8(f.index); u8(f.count)
+        let ids = f.index == 0 && TextAttachments.areValid(f.attachments) ? f.attachments : []
+        u32(f.messageID); u8(f.index); u8(f.count | (ids.isEmpty ? 0 : CascadeMessage.fragmentHasAttachments))
         u16(UInt16(min(f.chunk.count, Signalling.maxTextFragmentBytes)))
         raw(Array(f.chunk.prefix(Signalling.maxTextFragmentBytes)))
+        guard !ids.isEmpty else { return }
+        u8(UInt8(ids.count))
+        for id in ids { raw(Array(id.utf8)) }
     }
     mutating func string16(_ s: String) {
         let bytes = Array(s.utf8.prefix(60_000))
@@ -264,10 +273,18 @@ struct ByteReader {
         guard let n = u8(), let b = take(Int(n)) else { return nil }
         return String(decoding: b, as: UTF8.self)
     }
+    /// A fragment, with the attachment ids that follow it when its count's top bit says so.
     mutating func fragment() -> TextFragment? {
-        guard let id = u32(), let index = u8(), let count = u8(), count > 0, index < count, let n = u16(),
-              Int(n) <= Signalling.maxTextFragmentBytes, let b = take(Int(n)) else { return nil }
-        return TextFragment(messageID: id, index: index, count: count, chunk: Array(b))
+        guard let id = u32(), let index = u8(), let counted = u8(), case let count = counted & ~CascadeMessage.fragmentHasAttachments,
+              count > 0, index < count, let n = u16(), Int(n) <= Signalling.maxTextFragmentBytes, let b = take(Int(n)) else { return nil }
+        var fragment = TextFragment(messageID: id, index: index, count: count, chunk: Array(b))
+        guard counted & CascadeMessage.fragmentHasAttachments != 0 else { return fragment }
+        guard index == 0, let ids = u8(), (1...TextAttachments.maxCount).contains(Int(ids)) else { return nil }
+        for _ in 0..<ids {
+            guard let raw = take(TextAttachments.idLength), TextAttachments.isID(String(decoding: raw, as: UTF8.self)) else { return nil }
+            fragment.attachments.append(String(decoding: raw, as: UTF8.self))
+        }
+        return fragment
     }
     mutating func string16() -> String? {
         guard let n = u16(), let b = take(Int(n)) else { return nil }

@@ -63,8 +63,9 @@ final class PresenceDirectory {
         }
     }
 
-    /// In a cluster: passes a direct text to the node its recipient is online on; false when it is online nowhere.
-    var directTextElsewhere: ((String, Presence, String, UInt32) -> Bool)?
+    /// In a cluster: passes a direct text (its fragments) to the node its recipient is online on; false when it is
+    /// online nowhere.
+    var directTextElsewhere: (([TextFragment], Presence, String) -> Bool)?
 
     /// A fragment of a direct text from an identity online on another node: to every session of `identity` here (a
     /// client reassembles it; a page gets a text that fits one fragment, as every page's own texts do).
@@ -74,7 +75,7 @@ final class PresenceDirectory {
             case .web(let stream):
                 guard fragment.count == 1 else { continue }
                 notify(RelayEvent(kind: .directText, room: "", identity: sender, detail: String(decoding: fragment.chunk, as: UTF8.self),
-                                  unixMilliseconds: now.unixMilliseconds, recipient: stream))
+                                  unixMilliseconds: now.unixMilliseconds, recipient: stream, attachments: fragment.attachments))
             case .signalling(let session):
                 guard fragment.index > 0 || outbox.canTakeText(session.channel, fragments: Int(fragment.count)) else { continue }
                 outbox.enqueue(.text(fromMemberID: 0, fromIdentity: sender, direct: true, fragment: fragment), to: session)
@@ -117,19 +118,19 @@ final class PresenceDirectory {
 
     /// A direct text between online identities: delivered to every presence session of `identity` as
     /// `text(direct: true)` (a page: a `direct_text` event); delivered when at least one session took it (one that
-    /// cannot take it is skipped).
-    func deliverDirectText(_ text: String, from p: Presence, to identity: String, messageID: UInt32, now: Moment) {
+    /// cannot take it is skipped). Its attachment ids go to every device unchanged.
+    func deliverDirectText(_ text: String, attachments: [String] = [], from p: Presence, to identity: String, messageID: UInt32, now: Moment) {
         let recipients = identity.isEmpty ? [] : sessions(of: identity)
-        let fragments = TextFragment.split(text, messageID: messageID) ?? []
+        let fragments = TextFragment.split(text, messageID: messageID, attachments: attachments) ?? []
         var reason = identity.isEmpty ? "a direct text needs a recipient" : "\(identity) is not online"
         if !recipients.isEmpty { reason = Outbox.laggards([identity]) }
         // Online on another node of the cluster: passed there (delivered as far as this node can tell).
-        if recipients.isEmpty, !identity.isEmpty, directTextElsewhere?(text, p, identity, messageID) == true { reason = "" }
+        if recipients.isEmpty, !identity.isEmpty, directTextElsewhere?(fragments, p, identity) == true { reason = "" }
         for r in recipients {
             switch r.link {
             case .web(let stream):
                 notify(RelayEvent(kind: .directText, room: "", identity: p.identity, detail: text, unixMilliseconds: now.unixMilliseconds,
-                                  recipient: stream))
+                                  recipient: stream, attachments: attachments))
                 reason = ""
             case .signalling(let session):
                 guard outbox.canTakeText(session.channel, fragments: fragments.count) else { continue }

@@ -85,23 +85,27 @@ extension RelayCore {
 
     /// Sends `text` to everyone in `room`: from the backend (`fromIdentity` "backend", member id 0), or from a member
     /// of the room writing through the API (`asMember`: the web page), whose own copy is not sent back. Logged as a
-    /// `text` event either way.
-    public func sendText(room name: String, text: String, fromIdentity: String = "backend", asMember: Bool = false, now: Moment) -> AdminResult {
+    /// `text` event either way. `attachments`: image ids (`TextAttachments`) the text carries, passed on unread; with
+    /// one or more the text may be empty.
+    public func sendText(room name: String, text: String, attachments: [String] = [], fromIdentity: String = "backend", asMember: Bool = false,
+                         now: Moment) -> AdminResult {
         guard let room = rooms[name] else { return .notFound("room \(name) does not exist") }
         let sender = asMember ? room.member(identity: fromIdentity) : nil
         if asMember && sender == nil { return .notFound("\(fromIdentity) is not in room \(name)") }
         backendMessageID &+= 1
-        guard let fragments = TextFragment.split(text, messageID: backendMessageID) else {
-            return .conflict("a text must be 1–\(Signalling.maxTextBytes) bytes")
+        guard let fragments = TextFragment.split(text, messageID: backendMessageID, attachments: attachments) else {
+            return .conflict("a text must be 1–\(Signalling.maxTextBytes) bytes (or empty with an image), with at most "
+                             + "\(TextAttachments.maxCount) attachment ids")
         }
-        _ = cascadeText(text, from: sender, to: "", room: room, messageID: backendMessageID)
+        _ = cascadeText(fragments, from: sender, to: "", room: room)
         for member in room.members where member !== sender && member.isLocal && outbox.canTakeText(member.session.channel, fragments: fragments.count) {
             for f in fragments {
                 outbox.enqueue(.text(fromMemberID: sender?.id ?? 0, fromIdentity: fromIdentity, direct: false, fragment: f), to: member.session)
             }
             outbox.pump(member.session, now: now)
         }
-        rooms.events.append(RelayEvent(kind: .text, room: room.name, identity: fromIdentity, detail: text, unixMilliseconds: now.unixMilliseconds))
+        rooms.events.append(RelayEvent(kind: .text, room: room.name, identity: fromIdentity, detail: text, unixMilliseconds: now.unixMilliseconds,
+                                       attachments: attachments))
         return .ok
     }
 

@@ -344,9 +344,9 @@ extension RelayCore {
         bytes.withUnsafeBytes { seal($0, to: targets, link: link) }
     }
 
-    /// A room text (or a direct text in the room) from a member here, to the peers whose members should get it;
-    /// returns how many of the recipients were there.
-    func cascadeText(_ text: String, from member: Member?, to identity: String, room: Room, messageID: UInt32 = 0) -> Int {
+    /// A room text (or a direct text in the room) from a member here, in its fragments (attachment ids on the first),
+    /// to the peers whose members should get it; returns how many of the recipients were there.
+    func cascadeText(_ fragments: [TextFragment], from member: Member?, to identity: String, room: Room) -> Int {
         guard let cascade = room.cascade else { return 0 }
         var reached = 0
         var targets: [(address: PeerAddress, worker: UInt8)] = []
@@ -357,7 +357,7 @@ extension RelayCore {
             targets.append((peer.address, peer.worker))
         }
         if !targets.isEmpty {
-            for f in TextFragment.split(text, messageID: messageID) ?? [] {
+            for f in fragments {
                 sealBody(CascadeMessage.text(room: room.name, from: member?.id ?? 0, to: identity, fragment: f).bytes, to: targets)
             }
         }

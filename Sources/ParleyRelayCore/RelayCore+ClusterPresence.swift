@@ -16,9 +16,9 @@ extension RelayCore {
             guard case .remote(let node) = p.link, case .callStatus(let status) = message else { return }
             sendPresence(.callStatus(to: p.identity, status), to: node)
         }
-        presence.directTextElsewhere = { [unowned self] text, sender, identity, messageID in
+        presence.directTextElsewhere = { [unowned self] fragments, sender, identity in
             guard let node = shared.placement.node(online: identity) else { return false }
-            for f in TextFragment.split(text, messageID: messageID) ?? [] {
+            for f in fragments {
                 sendPresence(.directText(from: sender.identity, to: identity, fragment: f), to: node)
             }
             return true

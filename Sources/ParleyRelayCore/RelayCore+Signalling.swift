@@ -100,8 +100,10 @@ extension RelayCore {
             case .sendText(let to, let fragment):
                 for finished in session.texts.take(fragment) {
                     switch (finished, entry) {
-                    case (.text(let id, let text), .member(let m)): rooms.deliverText(text, from: m, to: to, messageID: id, now: now)
-                    case (.text(let id, let text), .presence(let p)): presence.deliverDirectText(text, from: p, to: to, messageID: id, now: now)
+                    case (.text(let id, let text, let images), .member(let m)):
+                        rooms.deliverText(text, attachments: images, from: m, to: to, messageID: id, now: now)
+                    case (.text(let id, let text, let images), .presence(let p)):
+                        presence.deliverDirectText(text, attachments: images, from: p, to: to, messageID: id, now: now)
                     case (.refused(let id, let why), _): outbox.enqueue(.textStatus(messageID: id, delivered: false, reason: why.reason), to: session)
                     }
                 }

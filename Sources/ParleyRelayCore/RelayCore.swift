@@ -86,7 +86,7 @@ public final class RelayCore {
         cascadeLink = shared.cluster.map { CascadeLink(identity: $0, worker: workerIndex) }
         startClusterPresence()
         if cascadeLink != nil {
-            rooms.cascadeText = { [unowned self] text, member, identity, room, id in cascadeText(text, from: member, to: identity, room: room, messageID: id) }
+            rooms.cascadeText = { [unowned self] fragments, member, identity, room in cascadeText(fragments, from: member, to: identity, room: room) }
         }
     }
 

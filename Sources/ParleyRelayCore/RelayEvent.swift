@@ -6,7 +6,8 @@ public struct RelayEvent: Sendable, Equatable {
         case memberJoined = "member_joined", memberLeft = "member_left"
         case memberMuted = "member_muted", memberUnmuted = "member_unmuted"
         case callStarted = "call_started", callAnswered = "call_answered", callEnded = "call_ended"
-        /// A text to the whole room (`detail`; `identity` its sender, `backend` for the API's). Direct texts are not events.
+        /// A text to the whole room (`detail`; `identity` its sender, `backend` for the API's; `attachments` its images).
+        /// Direct texts are not events.
         case text = "text"
         /// The room's speakers changed: `detail` lists their identities, loudest first, comma-separated (empty: nobody).
         case speakers = "speakers"
@@ -26,7 +27,7 @@ public struct RelayEvent: Sendable, Equatable {
         case incomingCall = "incoming_call"
         /// A call of the page changed state (`call`): ringing, answered (with the call room and its token), declined, …
         case callStatus = "call_status"
-        /// A direct text to the page: from `identity`, the text in `detail`.
+        /// A direct text to the page: from `identity`, the text in `detail`, its images in `attachments`.
         case directText = "direct_text"
     }
 
@@ -64,10 +65,13 @@ public struct RelayEvent: Sendable, Equatable {
     public var recipient: UInt64 = 0
     /// With `incomingCall` and `callStatus`: the call.
     public var call: CallNotice?
+    /// With `text` and `directText`: the image ids the text carries (`TextAttachments`), as its sender gave them.
+    public var attachments: [String] = []
 
     /// An event.
     public init(kind: Kind, room: String, identity: String = "", detail: String = "", unixMilliseconds: Int64,
-                recipient: UInt64 = 0, call: CallNotice? = nil) {
+                recipient: UInt64 = 0, call: CallNotice? = nil, attachments: [String] = []) {
+        self.attachments = attachments
         self.kind = kind
         self.room = room
         self.identity = identity

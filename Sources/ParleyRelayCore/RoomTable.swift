@@ -253,14 +253,15 @@ final class RoomTable {
     }
 
     /// Queues a text to its recipients in the room, skipping those that are not keeping up (`textQueueLimit`), and
-    /// tells the sender: delivered when anyone took it, with the laggards named in the reason.
-    func deliverText(_ text: String, from member: Member, to identity: String, messageID: UInt32, now: Moment) {
+    /// tells the sender: delivered when anyone took it, with the laggards named in the reason. Its attachment ids go
+    /// to every recipient unchanged (the relay never reads the images here).
+    func deliverText(_ text: String, attachments: [String] = [], from member: Member, to identity: String, messageID: UInt32, now: Moment) {
         let room = member.room
         let recipients = identity.isEmpty ? room.members.filter { $0 !== member && $0.isLocal }
             : room.members.filter { $0.identity == identity && $0.isLocal }
-        let fragments = TextFragment.split(text, messageID: messageID) ?? []
+        let fragments = TextFragment.split(text, messageID: messageID, attachments: attachments) ?? []
         // The room's other nodes deliver to their members (each counts as one recipient that took it).
-        let elsewhere = cascadeText?(text, member, identity, room, messageID) ?? 0
+        let elsewhere = cascadeText?(fragments, member, identity, room) ?? 0
         var taken = elsewhere
         var behind: [String] = []
         for r in recipients {
@@ -275,7 +276,8 @@ final class RoomTable {
             taken += 1
         }
         if identity.isEmpty {
-            events.append(RelayEvent(kind: .text, room: room.name, identity: member.identity, detail: text, unixMilliseconds: now.unixMilliseconds))
+            events.append(RelayEvent(kind: .text, room: room.name, identity: member.identity, detail: text, unixMilliseconds: now.unixMilliseconds,
+                                     attachments: attachments))
         }
         let reason = recipients.isEmpty && elsewhere == 0 ? (identity.isEmpty ? "nobody else is in the room" : "\(identity) is not in the room")
             : Outbox.laggards(behind)
@@ -294,8 +296,9 @@ final class RoomTable {
         }
     }
 
-    /// Sends a text to the room's other nodes (set by the core when it is in a cluster): how many recipients were there.
-    var cascadeText: ((String, Member?, String, Room, UInt32) -> Int)?
+    /// Sends a text's fragments to the room's other nodes (set by the core when it is in a cluster): how many
+    /// recipients were there.
+    var cascadeText: (([TextFragment], Member?, String, Room) -> Int)?
 
     /// Speaker pushes that fell due (and, on the housekeeping grid, lists gone stale), and rooms empty long enough to
     /// close.

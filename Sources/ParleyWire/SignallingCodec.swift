@@ -24,6 +24,8 @@ enum SignalTag: UInt8 {
     case alternate = 52
     /// Recording: whether the room is being recorded (u8), and the recording's id (UTF-8).
     case recording = 53, recordingID = 54
+    /// Texts: one image the text carries (`TextAttachments`: 22 ASCII characters), on its first fragment, ≤ 4 times.
+    case attachment = 55
 }
 
 /// Writes big-endian integers and TLVs into a caller-owned buffer.
@@ -170,7 +172,7 @@ extension SignalDatagram {
         case 0x02: message = .leave
         case 0x03: message = .ping(timestamp: try f.u64(.timestamp))
         case 0x04: message = .setMuted(try f.u8(.muted) != 0)
-        case 0x05: message = .sendText(to: try f.optionalString(.to, maxCount: Signalling.maxDatagramSize), fragment: try Self.fragment(f))
+        case 0x05: message = .sendText(to: try f.optionalString(.to, maxCount: Signalling.maxDatagramSize), fragment: try Self.fragment(f, bytes))
         case 0x06: message = .resume(timestamp: try f.u64(.timestamp), proof: try f.data(.proof, maxCount: 32))
         case 0x07: message = .ack
         case 0x0C: message = .pathResponse(challenge: try f.data(.challenge, maxCount: 32), proof: try f.data(.proof, maxCount: 32))
@@ -205,7 +207,7 @@ extension SignalDatagram {
             message = .speakers(speakers)
         case 0x87:
             message = .text(fromMemberID: try f.u32(.memberID), fromIdentity: try f.string(.identity, maxCount: 128),
-                            direct: try f.bool(.direct), fragment: try Self.fragment(f))
+                            direct: try f.bool(.direct), fragment: try Self.fragment(f, bytes))
         case 0x88:
             message = .textStatus(messageID: try f.u32(.messageID), delivered: try f.bool(.delivered),
                                   reason: try f.optionalString(.reason, maxCount: 512))
@@ -257,11 +259,19 @@ extension SignalDatagram {
         return out
     }
 
-    private static func fragment(_ f: SignalFields) throws(WireError) -> TextFragment {
-        let fragment = TextFragment(messageID: try f.u32(.messageID), index: try f.u8(.fragmentIndex),
+    private static func fragment(_ f: SignalFields, _ b: UnsafeRawBufferPointer) throws(WireError) -> TextFragment {
+        var fragment = TextFragment(messageID: try f.u32(.messageID), index: try f.u8(.fragmentIndex),
                                     count: try f.u8(.fragmentCount), chunk: try f.data(.chunk, maxCount: Signalling.maxTextFragmentBytes))
         let maxFragments = (Signalling.maxTextBytes + Signalling.maxTextFragmentBytes - 1) / Signalling.maxTextFragmentBytes
         guard fragment.count >= 1, Int(fragment.count) <= maxFragments, fragment.index < fragment.count else { throw .badField }
+        // Attachment ids: on the first fragment only, at most 4, each 22 base64url characters spelling 16 bytes.
+        let ids = f.all(.attachment)
+        guard ids.isEmpty || fragment.index == 0, ids.count <= TextAttachments.maxCount else { throw .badField }
+        for r in ids {
+            guard r.count == TextAttachments.idLength else { throw .badLength }
+            guard TextAttachments.isID(utf8: b[r]) else { throw .badField }
+            fragment.attachments.append(String(decoding: b[r], as: UTF8.self))
+        }
         return fragment
     }
 
@@ -348,9 +358,12 @@ extension SignalDatagram {
         return out + Array(reason.utf8)
     }
 
+    /// A fragment's fields. Its attachment ids are written as given: `TextFragment.split` is where a sender's are
+    /// checked (a datagram the parser refuses would never be acknowledged).
     private static func write(_ fragment: TextFragment, _ w: inout SignalWriter) {
         w.field(.messageID, u32: fragment.messageID); w.field(.fragmentIndex, u8: fragment.index)
         w.field(.fragmentCount, u8: fragment.count); w.field(.chunk, fragment.chunk)
+        for id in fragment.attachments { w.field(.attachment, string: id) }
     }
 
     /// Serializes into a new array (tests and tools; the relay serializes into its own buffers).
@@ -369,21 +382,28 @@ extension SignalDatagram {
 }
 
 extension TextFragment {
-    /// Splits a text into fragments of at most `Signalling.maxTextFragmentBytes`, never inside a UTF-8 sequence.
-    /// Returns nil for an empty text or one longer than `Signalling.maxTextBytes`.
-    public static func split(_ text: String, messageID: UInt32) -> [TextFragment]? {
+    /// Splits a text into fragments of at most `Signalling.maxTextFragmentBytes`, never inside a UTF-8 sequence; the
+    /// attachment ids ride on the first, whose chunk gives up their fields' room (`TextAttachments.fieldSize` each), so
+    /// no datagram grows beyond a text-only one's. Returns nil for a text longer than `Signalling.maxTextBytes`, an
+    /// empty text without attachments (an image-only text is one empty fragment), or ids that are not
+    /// `TextAttachments.areValid`.
+    public static func split(_ text: String, messageID: UInt32, attachments: [String] = []) -> [TextFragment]? {
         let bytes = Array(text.utf8)
-        guard !bytes.isEmpty, bytes.count <= Signalling.maxTextBytes else { return nil }
+        guard bytes.count <= Signalling.maxTextBytes, !bytes.isEmpty || !attachments.isEmpty,
+              TextAttachments.areValid(attachments) else { return nil }
         var chunks: [[UInt8]] = []
         var start = 0
-        while start < bytes.count {
-            var end = min(start + Signalling.maxTextFragmentBytes, bytes.count)
+        var room = Signalling.maxTextFragmentBytes - attachments.count * TextAttachments.fieldSize
+        repeat {
+            var end = min(start + room, bytes.count)
             while end < bytes.count && end > start && (bytes[end] & 0xC0) == 0x80 { end -= 1 }  // continuation byte
             chunks.append(Array(bytes[start..<end]))
             start = end
-        }
+            room = Signalling.maxTextFragmentBytes
+        } while start < bytes.count
         return chunks.enumerated().map {
-            TextFragment(messageID: messageID, index: UInt8($0.offset), count: UInt8(chunks.count), chunk: $0.element)
+            TextFragment(messageID: messageID, index: UInt8($0.offset), count: UInt8(chunks.count), chunk: $0.element,
+                         attachments: $0.offset == 0 ? attachments : [])
         }
     }
 }
@@ -394,7 +414,7 @@ public enum TextRefusal: Equatable, Sendable {
     case tooLong
     /// Its bytes are not valid UTF-8.
     case notUTF8
-    /// It has no bytes.
+    /// It has no bytes and no attachments.
     case empty
     /// A fragment arrived that does not continue the text in progress (another text's, or one skipped ahead).
     case outOfOrder
@@ -412,8 +432,8 @@ public enum TextRefusal: Equatable, Sendable {
 
 /// What a fragment finished: a whole text, or a text that cannot be delivered.
 public enum TextAssembly: Equatable, Sendable {
-    /// The text with this id is complete.
-    case text(messageID: UInt32, String)
+    /// The text with this id is complete, with the attachment ids its first fragment carried (an image-only text is "").
+    case text(messageID: UInt32, String, attachments: [String] = [])
     /// The text with this id is given up; nothing of it is kept.
     case refused(messageID: UInt32, TextRefusal)
 }
@@ -425,6 +445,8 @@ public struct TextReassembler: Sendable {
     private var parts: [UInt8] = []
     private var expected: UInt8 = 0
     private var count: UInt8 = 0
+    /// The text in progress's attachment ids (from its first fragment).
+    private var attachments: [String] = []
     private var inProgress = false
     /// A text already refused whose remaining fragments are dropped without another refusal.
     private var discarding: UInt32?
@@ -443,6 +465,7 @@ public struct TextReassembler: Sendable {
             count = f.count
             expected = 0
             parts.removeAll(keepingCapacity: true)
+            attachments = f.attachments
             inProgress = true
             discarding = nil
         } else if !inProgress || f.messageID != messageID || f.index != expected || f.count != count {
@@ -453,6 +476,7 @@ public struct TextReassembler: Sendable {
             discarding = f.messageID
             inProgress = false
             parts.removeAll()
+            attachments.removeAll()
             return finished
         }
         guard parts.count + f.chunk.count <= Signalling.maxTextBytes else {
@@ -460,17 +484,18 @@ public struct TextReassembler: Sendable {
             discarding = messageID
             inProgress = false
             parts.removeAll()
+            attachments.removeAll()
             return finished
         }
         parts += f.chunk
         expected += 1
         guard expected == count else { return finished }
         inProgress = false
-        defer { parts.removeAll() }
-        if parts.isEmpty {
+        defer { parts.removeAll(); attachments.removeAll() }
+        if parts.isEmpty && attachments.isEmpty {
             finished.append(.refused(messageID: messageID, .empty))
         } else if let text = String(validating: parts, as: UTF8.self) {
-            finished.append(.text(messageID: messageID, text))
+            finished.append(.text(messageID: messageID, text, attachments: attachments))
         } else {
             finished.append(.refused(messageID: messageID, .notUTF8))
         }
@@ -478,9 +503,9 @@ public struct TextReassembler: Sendable {
     }
 
     /// Adds a fragment; returns the whole text when its last fragment arrives, nil before (or for a text that
-    /// cannot be delivered: see `take`, which says why).
+    /// cannot be delivered: see `take`, which says why, and gives the text's attachments).
     public mutating func add(_ f: TextFragment) -> String? {
-        for case .text(_, let text) in take(f) { return text }
+        for case .text(_, let text, _) in take(f) { return text }
         return nil
     }
 }

@@ -273,13 +273,16 @@ public struct TextFragment: Equatable, Sendable {
     public var count: UInt8
     /// This fragment's UTF-8 bytes.
     public var chunk: [UInt8]
+    /// The images the text carries (`TextAttachments`: at most 4 ids), on its first fragment only; empty on the others.
+    public var attachments: [String]
 
     /// A fragment.
-    public init(messageID: UInt32, index: UInt8, count: UInt8, chunk: [UInt8]) {
+    public init(messageID: UInt32, index: UInt8, count: UInt8, chunk: [UInt8], attachments: [String] = []) {
         self.messageID = messageID
         self.index = index
         self.count = count
         self.chunk = chunk
+        self.attachments = attachments
     }
 }
 

@@ -178,7 +178,7 @@ enum CallCommands {
                     over = true
                     roomCall.leaveRequested = true
                 }
-                if case .text(let from, let text) = e { p.ui.event("direct text from \(from): \(text)") }
+                if case .text(let from, let text, _) = e { p.ui.event("direct text from \(from): \(text)") }
             }
         }
         _ = roomCall.run()
@@ -247,7 +247,7 @@ enum CallCommands {
                         ui.event("missed call from \(ringing!.from): \(reason)")
                         ringing = nil
                     }
-                case .text(let from, let text): ui.event("direct text from \(from): \(text)")
+                case .text(let from, let text, _): ui.event("direct text from \(from): \(text)")
                 default: break
                 }
             }

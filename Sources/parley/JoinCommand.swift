@@ -289,7 +289,7 @@ final class RoomCall {
         case .speakers(let list):  // mix rooms (forward rooms: `showSpeakers`, from the streams themselves)
             speaking = list
             ui.event("speaking: " + (list.isEmpty ? "(nobody)" : list.map { "\(who($0.memberID)) (-\($0.level) dBov)" }.joined(separator: ", ")))
-        case .text(let from, let direct, let text):
+        case .text(let from, let direct, let text, _):
             ui.event("\(direct ? "direct text" : "text") from \(from): \(text)")
         case .recording(let active, let id):
             ui.event(active ? "this room is being recorded (recording \(id))" : "the recording of this room stopped")

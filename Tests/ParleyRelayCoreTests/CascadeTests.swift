@@ -110,8 +110,8 @@ struct CascadeTests {
         // A text from the backend through node a's API reaches Bob on b.
         #expect(a.core.sendText(room: "lobby", text: "hi both", now: a.now) == .ok)
         Self.advance([a, b], milliseconds: 100)
-        #expect(bob.events.contains { if case .text(_, _, "hi both") = $0 { true } else { false } })
-        #expect(ann.events.contains { if case .text(_, _, "hi both") = $0 { true } else { false } })
+        #expect(bob.events.contains { if case .text(_, _, "hi both", _) = $0 { true } else { false } })
+        #expect(ann.events.contains { if case .text(_, _, "hi both", _) = $0 { true } else { false } })
         // Node b stops answering (cut off): a drops it and bob with it.
         a.others = []
         Self.advance([a], milliseconds: 4_000)
@@ -150,10 +150,10 @@ struct CascadeTests {
         sealed = Array(sealed.prefix(n))
         a.deliverToRelay(sealed, from: PeerAddress(ipv4: 10, 0, 0, 9, port: 7400), port: 7400)
         a.exchange()
-        #expect(!ann.events.contains { if case .text(_, _, "through the link") = $0 { true } else { false } })
+        #expect(!ann.events.contains { if case .text(_, _, "through the link", _) = $0 { true } else { false } })
         a.deliverToRelay(sealed, from: from, port: 7400)
         a.exchange()
-        #expect(ann.events.contains { if case .text(_, _, "through the link") = $0 { true } else { false } })
+        #expect(ann.events.contains { if case .text(_, _, "through the link", _) = $0 { true } else { false } })
         a.deliverToRelay(sealed, from: from, port: 7400)
         // Misdirected to another worker index.
         var misdirected = genuine
@@ -263,7 +263,7 @@ struct CascadeTests {
         let link = a.sent[sentBefore...].filter { $0.bytes.first == CascadeCipher.type && $0.to.port == 7400 && $0.to != ann.address }
         #expect(link.count >= 5)
         #expect(link.allSatisfy { $0.bytes.count < 1_200 }, "\(link.map(\.bytes.count))")
-        #expect(bob.events.contains { if case .text(_, _, long) = $0 { true } else { false } })
+        #expect(bob.events.contains { if case .text(_, _, long, _) = $0 { true } else { false } })
     }
 
     @Test("every message of the link survives encoding and parsing; every truncation of one is refused, never misread")

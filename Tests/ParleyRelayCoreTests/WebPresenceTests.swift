@@ -175,7 +175,7 @@ struct WebPresenceTests {
 
         #expect(w.core.webDirectText(stream: Self.stream, identity: "ann", to: "bob", text: "hi bob", now: w.net.now) == .ok)
         w.exchange()
-        #expect(bob.events.contains { if case .text("ann", "hi bob") = $0 { true } else { false } })
+        #expect(bob.events.contains { if case .text("ann", "hi bob", _) = $0 { true } else { false } })
         if case .notFound = w.core.webDirectText(stream: Self.stream, identity: "ann", to: "zed", text: "x", now: w.net.now) {} else {
             Issue.record("a text to someone offline was taken")
         }
