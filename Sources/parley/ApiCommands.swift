@@ -1,9 +1,5 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import ParleyNet
-import Synchronization
 
 /// `parley rooms|members|kick|mute`: the relay's HTTP API from the command line (PARLEY_URL, default
 /// http://127.0.0.1:7480), with an admin token minted from PARLEY_API_KEY / PARLEY_API_SECRET.
@@ -132,30 +128,14 @@ enum ApiCommands {
     }
 
     private static func send(_ method: String, _ path: String, _ body: [String: Any]?) -> (Data?, [String: Any]) {
-        let base = ProcessInfo.processInfo.environment["PARLEY_URL"] ?? "http://127.0.0.1:7480"
-        guard let url = URL(string: base + path) else { fail("PARLEY_URL \(base) is not a URL") }
-        var r = URLRequest(url: url, timeoutInterval: 5)
-        r.httpMethod = method
-        r.setValue("Bearer " + mintToken(identity: "parley-cli", name: nil, room: nil, ttlSeconds: 300, publish: false, admin: true, mode: nil),
-                   forHTTPHeaderField: "Authorization")
-        if let body {
-            r.httpBody = try? JSONSerialization.data(withJSONObject: body)
-            r.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        let token = mintToken(identity: "parley-cli", name: nil, room: nil, ttlSeconds: 300, publish: false, admin: true, mode: nil)
+        let json = body.flatMap { try? JSONSerialization.data(withJSONObject: $0) }
+        switch RelayHTTP.exchange(method, path, token: token, body: json, contentType: "application/json") {
+        case .failure(.badURL(let base)): fail("PARLEY_URL \(base) is not a URL")
+        case .failure(let failure): fail(failure.message, code: 5)
+        case .success(let answer):
+            guard answer.isSuccess else { fail("the relay refused: \(answer.refusal)", code: 3) }
+            return (answer.body, answer.object)
         }
-        let result = Mutex<(Data?, Int, String?)>((nil, 0, nil))
-        let done = DispatchSemaphore(value: 0)
-        URLSession.shared.dataTask(with: r) { data, response, error in
-            result.withLock { $0 = (data, (response as? HTTPURLResponse)?.statusCode ?? 0, error?.localizedDescription) }
-            done.signal()
-        }.resume()
-        done.wait()
-        let (data, status, error) = result.withLock { $0 }
-        if let error { fail("cannot reach the relay at \(base): \(error)", code: 5) }
-        let object = data.flatMap { try? JSONSerialization.jsonObject(with: $0) } as? [String: Any] ?? [:]
-        guard (200..<300).contains(status) else {
-            let e = object["error"] as? [String: Any]
-            fail("the relay refused: \(status) \(e?["code"] ?? "error"): \(e?["message"] ?? "")", code: 3)
-        }
-        return (data, object)
     }
 }

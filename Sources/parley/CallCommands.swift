@@ -52,16 +52,19 @@ final class PresenceClient {
 enum CallCommands {
     static let listenUsage = """
     usage: parley listen --identity NAME [--server HOST:PORT] [--token T] [--auto-answer [--answer-after S] | --auto-reject]
-                         [--hangup-after S] [--duration S] [--no-e2ee] [--no-tui] [audio options]
+                         [--hangup-after S] [--duration S] [--images-dir DIR] [--no-e2ee] [--no-tui] [audio options]
     \(AudioOptions.usage)
 
     Stays online for calls. An incoming call rings (bell and a line): a answers, r rejects; in a call h hangs up;
-    q quits. Direct texts to you are shown. --auto-answer/--auto-reject/--hangup-after are for bots and tests.
+    q quits. Direct texts to you are shown; the images they carry are fetched from the relay's HTTP API (PARLEY_URL,
+    default http://127.0.0.1:7480) and saved in DIR (default ./parley-images, made 0700) as ID.png/.jpeg/.webp/.gif:
+    "image from alice saved to PATH". --auto-answer/--auto-reject/--hangup-after are for bots and tests.
     Calls are end-to-end encrypted when both clients can: both sides print the same "safety code" to compare by
     voice. --no-e2ee sends no key share (as a client without end-to-end calls; for tests).
     """
     static let callUsage = """
-    usage: parley call NAME --identity ME [--server HOST:PORT] [--token T] [--hangup-after S] [--no-e2ee] [--no-tui] [audio options]
+    usage: parley call NAME --identity ME [--server HOST:PORT] [--token T] [--hangup-after S] [--images-dir DIR] [--no-e2ee] [--no-tui]
+                       [audio options]
     \(AudioOptions.usage)
 
     Calls NAME and shows progress (ringing, answered, declined, no answer after 30 s, unavailable). h hangs up.
@@ -70,15 +73,19 @@ enum CallCommands {
     Exit: 0 the call took place, 6 declined, 7 no answer, 8 unavailable, 9 failed, 3 refused, 5 relay unreachable.
     """
     static let messageUsage = """
-    usage: parley message NAME TEXT --identity ME [--server HOST:PORT] [--token T]
+    usage: parley message NAME [TEXT] [--image FILE] --identity ME [--server HOST:PORT] [--token T]
 
-    Sends a direct text to NAME if NAME is online; prints delivered or failed (exit 0 / 10).
+    Sends a direct text to NAME if NAME is online; prints delivered or failed (exit 0 / 10). --image FILE (PNG, JPEG,
+    WebP or GIF) is uploaded first to the relay's HTTP API (PARLEY_URL, default http://127.0.0.1:7480) and goes with the
+    text, which may then be left out; NAME's `parley listen` saves it. Exit 1 the file cannot be read, 3 the relay
+    refused the image (too large, not an image), 5 its API cannot be reached.
     """
 
     static let common: Set<String> = ["identity", "server", "token", "name", "duration", "hangup-after", "answer-after"]
 
-    static func parse(_ arguments: [String], usage: String, extraSwitches: Set<String> = []) -> (Options, String, PeerAddress, TerminalUI) {
-        let o = Options(arguments, valued: AudioOptions.valued.union(common).union(SecurityOptions.valued),
+    static func parse(_ arguments: [String], usage: String, extraSwitches: Set<String> = [], extraValued: Set<String> = ["images-dir"])
+        -> (Options, String, PeerAddress, TerminalUI) {
+        let o = Options(arguments, valued: AudioOptions.valued.union(common).union(SecurityOptions.valued).union(extraValued),
                         switches: AudioOptions.switches.union(["no-tui", "no-e2ee"]).union(extraSwitches).union(SecurityOptions.switches), usage: usage)
         guard let identity = o["identity"], !identity.isEmpty else { fail("needs --identity\n\(usage)") }
         guard let server = PeerAddress(parsing: o["server"] ?? "127.0.0.1:7400") else { fail("--server must be HOST:PORT") }
@@ -141,7 +148,7 @@ enum CallCommands {
 
     /// Talks in an answered call's room until either side hangs up; returns when it is over.
     static func talk(_ p: PresenceClient, callID: UInt32, peer: String, room: String, token: String, o: Options, identity: String,
-                     server: PeerAddress, endToEnd: (cipher: FrameCipher, code: SafetyCode)?) {
+                     server: PeerAddress, endToEnd: (cipher: FrameCipher, code: SafetyCode)?, images: ImageDownloads) {
         let audio = AudioOptions(o)
         let devices = DeviceAudio(audio: audio, listenOnly: false)
         let roomCall = RoomCall(identity: identity, server: server, token: { token },
@@ -152,6 +159,7 @@ enum CallCommands {
         roomCall.title = "call with \(peer)"
         roomCall.headerNote = endToEnd.map { " · safety code \($0.code)" } ?? " · NOT end-to-end encrypted"
         roomCall.engine.endToEnd = endToEnd?.cipher
+        roomCall.images = images
         let hangupAfter = o["hangup-after"].flatMap(Double.init)
         let start = Clock.monotonic()
         var over = false
@@ -178,7 +186,7 @@ enum CallCommands {
                     over = true
                     roomCall.leaveRequested = true
                 }
-                if case .text(let from, let text, _) = e { p.ui.event("direct text from \(from): \(text)") }
+                if case .text(let from, let text, let ids) = e { showDirectText(from: from, text, ids, ui: p.ui, images: images) }
             }
         }
         _ = roomCall.run()
@@ -199,6 +207,7 @@ enum CallCommands {
         SignalHandlers.install()
         let p = PresenceClient(server: server, token: { presenceToken(o, identity: identity) },
                                security: SecurityOptions.security(o, token: o["token"]), ui: ui)
+        let images = ImageDownloads(o, token: { presenceToken(o, identity: identity) })
         register(p)
         ui.keys = "a answer · r reject · q quit"
         ui.status = ["parley · \(identity) · online, waiting for calls"]
@@ -240,14 +249,15 @@ enum CallCommands {
                             endToEnd(p, agreement: $0, callID: id, callerIdentity: peer,
                                      calleeIdentity: p.session.welcome?.identity ?? identity, room: room, sentNoShare: o.has("no-e2ee"))
                         }
-                        talk(p, callID: id, peer: peer, room: room, token: token, o: o, identity: identity, server: server, endToEnd: cipher)
+                        talk(p, callID: id, peer: peer, room: room, token: token, o: o, identity: identity, server: server, endToEnd: cipher,
+                             images: images)
                         ui.status = ["parley · \(identity) · online, waiting for calls"]  // not the call's room or speakers
                         ui.event("waiting for calls")
                     } else if state == .ended, ringing?.id == id {
                         ui.event("missed call from \(ringing!.from): \(reason)")
                         ringing = nil
                     }
-                case .text(let from, let text, _): ui.event("direct text from \(from): \(text)")
+                case .text(let from, let text, let ids): showDirectText(from: from, text, ids, ui: ui, images: images)
                 default: break
                 }
             }
@@ -289,13 +299,21 @@ enum CallCommands {
                 default: break
                 }
             }
+            images.report(ui)
             p.flush()
             ui.draw(now: Clock.monotonic())
         }
         p.session.leave(now: Clock.monotonic())
         p.flush()
+        images.finish(ui)
         ui.close()
         return 0
+    }
+
+    /// A direct text as `listen` and `call` show it, its images fetched and saved (`ImageDownloads`).
+    static func showDirectText(from: String, _ text: String, _ ids: [String], ui: TerminalUI, images: ImageDownloads) {
+        ui.event("direct text from \(from): " + ImageDownloads.line(text, ids))
+        images.fetch(ids, from: from)
     }
 
     static func call(_ arguments: [String]) -> Int32 {
@@ -304,6 +322,7 @@ enum CallCommands {
         SignalHandlers.install()
         let p = PresenceClient(server: server, token: { presenceToken(o, identity: identity) },
                                security: SecurityOptions.security(o, token: o["token"]), ui: ui)
+        let images = ImageDownloads(o, token: { presenceToken(o, identity: identity) })
         register(p)
         ui.keys = "h hang up"
         ui.status = ["parley · \(identity) · calling \(callee)"]
@@ -335,7 +354,8 @@ enum CallCommands {
                     ui.event("answered")
                     let cipher = endToEnd(p, agreement: agreement, callID: callID, callerIdentity: p.session.welcome?.identity ?? identity,
                                           calleeIdentity: callee, room: room, sentNoShare: o.has("no-e2ee"))
-                    talk(p, callID: callID, peer: callee, room: room, token: token, o: o, identity: identity, server: server, endToEnd: cipher)
+                    talk(p, callID: callID, peer: callee, room: room, token: token, o: o, identity: identity, server: server, endToEnd: cipher,
+                         images: images)
                     code = 0
                     break loop
                 case .declined: ui.event("declined" + (reason.isEmpty ? "" : ": \(reason)")); code = 6; break loop
@@ -357,18 +377,28 @@ enum CallCommands {
         }
         p.session.leave(now: Clock.monotonic())
         p.flush()
+        images.finish(ui)
         ui.close()
         return code
     }
 
     static func message(_ arguments: [String]) -> Int32 {
-        let (o, identity, server, ui) = parse(arguments, usage: messageUsage)
-        guard o.positional.count == 2 else { fail("message needs NAME and TEXT\n\(messageUsage)") }
+        let (o, identity, server, ui) = parse(arguments, usage: messageUsage, extraValued: ["image"])
+        guard o.positional.count == 2 || (o.positional.count == 1 && o["image"] != nil) else {
+            fail("message needs NAME and TEXT (or --image FILE)\n\(messageUsage)")
+        }
+        let text = o.positional.count == 2 ? o.positional[1] : ""
+        guard !text.isEmpty || o["image"] != nil, text.utf8.count <= Signalling.maxTextBytes else {
+            fail("the text must be 1–4096 bytes (or empty with --image)")
+        }
+        // The image first: a refused upload sends nothing, and the relay sees the session only with the id in hand.
+        let attachments = o["image"].map { file in [ImageUpload.upload(file, token: presenceToken(o, identity: identity))] } ?? []
+        if let file = o["image"] { ui.event("uploaded \(file) as image \(attachments[0])") }
         let p = PresenceClient(server: server, token: { presenceToken(o, identity: identity) },
                                security: SecurityOptions.security(o, token: o["token"]), ui: ui)
         register(p)
-        guard let id = p.session.sendText(to: o.positional[0], o.positional[1], now: Clock.monotonic()) else {
-            fail("the text must be 1–4096 bytes")
+        guard let id = p.session.sendText(to: o.positional[0], text, attachments: attachments, now: Clock.monotonic()) else {
+            fail("the text must be 1–4096 bytes (or empty with --image)")
         }
         p.flush()
         let deadline = Clock.monotonic() + .seconds(5)

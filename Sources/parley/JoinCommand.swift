@@ -39,19 +39,24 @@ func openSocket(for server: PeerAddress) -> UDPSocket {
 enum JoinCommand {
     static let usage = """
     usage: parley join ROOM --identity NAME [--server HOST:PORT] [--token T] [--name N] [--duration SECONDS]
-                       [--mute] [--listen-only] [--mode forward|mix|hybrid] [--audience] [--say TEXT] [--no-tui] [audio options]
+                       [--mute] [--listen-only] [--mode forward|mix|hybrid] [--audience] [--say TEXT] [--image FILE]
+                       [--images-dir DIR] [--no-tui] [audio options]
     \(AudioOptions.usage)
 
     Joins ROOM on the relay (default 127.0.0.1:7400). Without --token it mints one from PARLEY_API_KEY /
     PARLEY_API_SECRET (dev defaults when unset). Keys in the live view: m mute/unmute (not while muted by the room),
     t type a message to the room, q leave. --audience: the room this join opens is an audience room (with --listen-only
     this member is counted, not announced). Without a terminal (or with --no-tui) it prints one line per event. Ctrl-C leaves (and finalises --output).
+    --say TEXT sends a text to the room once joined; --image FILE (PNG, JPEG, WebP or GIF) is uploaded to the relay's HTTP
+    API (PARLEY_URL, default http://127.0.0.1:7480) before joining and goes with it (--say may then be left out). Images
+    in the room's texts are saved in --images-dir DIR (default ./parley-images, made 0700): "image from bob saved to PATH".
     Exit: 0 left, 1 local error (device, file), 2 usage, 3 refused by the relay, 4 removed by the relay, 5 relay unreachable,
     11 the relay did not prove it holds the expected key.
     """
 
     static func run(_ arguments: [String]) -> Int32 {
-        let o = Options(arguments, valued: AudioOptions.valued.union(["identity", "server", "token", "name", "duration", "mode", "say"])
+        let o = Options(arguments, valued: AudioOptions.valued.union(["identity", "server", "token", "name", "duration", "mode", "say", "image",
+                                                                      "images-dir"])
                             .union(SecurityOptions.valued),
                         switches: AudioOptions.switches.union(["mute", "listen-only", "no-tui", "audience"]).union(SecurityOptions.switches), usage: usage)
         guard let room = o.positional.first else { fail("join needs a ROOM\n\(usage)") }
@@ -71,6 +76,8 @@ enum JoinCommand {
         guard (try? probe.serialized()) != nil else {
             fail("the room name is too long: \(room.utf8.count) bytes (longest allowed: \(Signalling.maxNameBytes) bytes)")
         }
+        // An image to say goes up before the join: a refused upload joins nothing.
+        let image = o["image"].map { ImageUpload.upload($0, token: token()) }
         let audio = AudioOptions(o)
         let devices = DeviceAudio(audio: audio, listenOnly: listenOnly)
         let ui = TerminalUI(noTUI: o.has("no-tui"))
@@ -78,8 +85,11 @@ enum JoinCommand {
         let call = RoomCall(identity: identity, server: server, token: token,
                             configuration: DeviceAudio.configuration(room: room, audio: audio, listenOnly: listenOnly, muted: o.has("mute"), reconnect: true,
                                                                      security: SecurityOptions.security(o, token: given)),
-                            devices: devices, ui: ui, duration: duration, say: o["say"])
+                            devices: devices, ui: ui, duration: duration, say: image == nil ? o["say"] : o["say"] ?? "")
+        call.sayAttachments = image.map { [$0] } ?? []
+        call.images = ImageDownloads(o, token: token)
         let code = call.run()
+        call.images?.finish(ui)
         devices.finish()
         ui.close()
         let engine = call.engine
@@ -131,6 +141,10 @@ final class RoomCall {
     var headerNote = ""
     /// Extra key handling (calls: `h` hangs up); returns true when the key was used.
     var onKey: ((UInt8) -> Bool)?
+    /// Image ids to send with `say` (uploaded before the join).
+    var sayAttachments: [String] = []
+    /// Where the images of the room's texts are fetched to (nil: not fetched).
+    var images: ImageDownloads?
 
     /// Opens the socket and the engine (which sends its join at once); exits with a one-line error when the encoder
     /// cannot start.
@@ -198,9 +212,10 @@ final class RoomCall {
                     if let code = show(event) { return code }
                 }
                 onTick?(tickNow)
+                images?.report(ui)
                 if joined, !said, let say {
                     said = true
-                    if let id = engine.sendText(say, now: tickNow) { ui.event("sent text \(id)") }
+                    if let id = engine.sendText(say, attachments: sayAttachments, now: tickNow) { ui.event("sent text \(id)") }
                 }
                 updateStatus()
             }
@@ -289,8 +304,9 @@ final class RoomCall {
         case .speakers(let list):  // mix rooms (forward rooms: `showSpeakers`, from the streams themselves)
             speaking = list
             ui.event("speaking: " + (list.isEmpty ? "(nobody)" : list.map { "\(who($0.memberID)) (-\($0.level) dBov)" }.joined(separator: ", ")))
-        case .text(let from, let direct, let text, _):
-            ui.event("\(direct ? "direct text" : "text") from \(from): \(text)")
+        case .text(let from, let direct, let text, let ids):
+            ui.event("\(direct ? "direct text" : "text") from \(from): " + ImageDownloads.line(text, ids))
+            images?.fetch(ids, from: from)
         case .recording(let active, let id):
             ui.event(active ? "this room is being recorded (recording \(id))" : "the recording of this room stopped")
         case .textStatus(let id, let delivered, let reason):
