@@ -3,11 +3,13 @@
 // room through its event stream (GET /v1/rooms/{room}/events: members, speakers, texts), lists who is there
 // (GET …/members) and sends texts (POST …/messages). Without a token it asks the relay for one
 // (POST /v1/dev-token), which only a relay running with the public dev credentials answers.
+// Images: a text's `attachments` are fetched with the page's token (GET /v1/attachments/{id}) and shown inline from a
+// blob; the file picker beside the text box uploads an image (POST /v1/attachments) and sends its id in a room text.
 // Calls: "Be reachable" opens the page's presence stream (GET /v1/presence/events): while it is open the page is
 // online as its token's identity, a `parley call` to it rings here, and it can call anyone online. Calls go through
 // /v1/presence/{stream}/calls; an answered call gives a token for a private call room, joined like a room.
 // Plain JavaScript, no build step. URL parameters fill the form: ?room=R&token=T&join=1 joins at once;
-// &say=TEXT sends a text once connected; &listen=1 joins without a microphone; &raw=1 turns the browser's voice
+// &say=TEXT sends a text once connected (&image=1: with a 2×2 PNG drawn on a canvas, as if picked); &listen=1 joins without a microphone; &raw=1 turns the browser's voice
 // processing off; &report=SECONDS logs getStats once a second and then "PARLEY RESULT {...}" to the console and
 // closes the page (how the tests drive it). For calls: &online=1 is reachable at once; &call=NAME calls NAME once
 // online; &answer=1 / &reject=1 answer or reject the first call that rings; &hangup=SECONDS hangs up that long into
@@ -18,6 +20,8 @@ const params = new URLSearchParams(location.search);
 let pc = null, session = null, micTrack = null, statsTimer = null, joinStartedAt = 0, events = null;
 const members = new Map();  // identity → {name, muted, speaking}
 const textsReceived = [];   // [from, text], for the test driver
+const imagesShown = [];     // [from, id, bytes]: images fetched and shown, for the test driver
+const attachmentID = /^[A-Za-z0-9_-]{22}$/;  // what the relay hands out (and the only thing put in a URL here)
 let audience = 0;           // an audience room's listeners (counted, not listed)
 let presence = null;        // {token, stream, abort}: the page is reachable for calls
 let call = null;            // {id, peer, incoming, state, link}: the call ringing or under way (one at a time)
@@ -117,6 +121,7 @@ async function join() {
     session = { url: link.url, token, room, link };
     status('connecting');
     $('leave').disabled = false; $('mute').disabled = !micTrack; $('text').disabled = false; $('send').disabled = false;
+    $('image').disabled = false;
     followRoom();
     statsTimer = setInterval(showStats, 250);
   } catch (e) {
@@ -170,7 +175,7 @@ function roomEvent(e) {
       for (const [id, m] of members) m.speaking = speaking.has(id);
       break;
     }
-    case 'text': showText(e.identity, e.detail); break;
+    case 'text': showText(e.identity, e.detail || '', e.attachments, session && session.token); break;
     case 'room_closed': log('the room was closed: ' + (e.detail || '')); break;
     case 'audience': audience = Number(e.detail) || 0; break;
     case 'recording_started': showRecording(e.detail); log('this room is being recorded'); break;
@@ -198,20 +203,53 @@ function showMembers() {
   }
 }
 
-function showText(from, text) {
+// A text as the page shows it: the sender in bold, the text as a text node, then its images (fetched with `token`).
+function showText(from, text, attachments = [], token = null) {
   textsReceived.push([from, text]);
   const div = document.createElement('div'), who = document.createElement('b');
   who.textContent = from;
   div.append(who, document.createTextNode(text));  // text nodes: a text is never markup
   $('texts').appendChild(div);
+  for (const id of attachments || []) showImage(div, from, id, token);
   $('texts').scrollTop = 1e9;
 }
 
-async function sendText() {
+// One image of a text: fetched with the page's token (an <img src> cannot send it), checked to be an image, and shown
+// from a blob URL, given back once the image has loaded. A failed fetch is a line of text in its place.
+async function showImage(div, from, id, token) {
+  const note = text => div.append(document.createElement('br'), document.createTextNode(text));
+  if (typeof id !== 'string' || !attachmentID.test(id) || !token) { note('[an image that cannot be shown]'); return; }
+  try {
+    const r = await fetch(`/v1/attachments/${id}`, { headers: { 'Authorization': 'Bearer ' + token } });
+    if (!r.ok) throw new Error(`${r.status}: ${await reason(r)}`);
+    const blob = await r.blob();
+    if (!/^image\/(png|jpeg|webp|gif)$/.test(blob.type)) throw new Error(`not an image (${blob.type || 'no type'})`);
+    const img = document.createElement('img'), url = URL.createObjectURL(blob);
+    img.alt = `image from ${from}`;
+    img.onload = img.onerror = () => URL.revokeObjectURL(url);
+    img.src = url;
+    div.append(document.createElement('br'), img);
+    imagesShown.push([from, id, blob.size]);
+    $('texts').scrollTop = 1e9;
+  } catch (e) {
+    log(`image ${id} from ${from} not shown:`, e.message);
+    note(`[image not shown: ${e.message}]`);
+  }
+}
+
+// Sends the text box's text and the picked image (uploaded first: POST /v1/attachments answers its id).
+async function sendText(file = $('image').files[0]) {
   const text = $('text').value;
-  if (!text || !session) return;
-  const r = await api('/messages', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ text }) });
-  if (r.ok) { $('text').value = ''; } else { log('text not sent:', await r.text()); }
+  if ((!text && !file) || !session) return;
+  const body = { text };
+  if (file) {
+    const up = await fetch('/v1/attachments', { method: 'POST', body: file,
+      headers: { 'Authorization': 'Bearer ' + session.token, 'Content-Type': file.type || 'application/octet-stream' } });
+    if (up.status !== 201) { log('image not sent:', `${up.status}: ${await reason(up)}`); return; }
+    body.attachments = [(await up.json()).id];
+  }
+  const r = await api('/messages', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  if (r.ok) { $('text').value = ''; $('image').value = ''; } else { log('text not sent:', await r.text()); }
 }
 
 async function leave() {
@@ -220,7 +258,7 @@ async function leave() {
   if (session) { await disconnect(session.link, session.token); session = null; }
   micTrack = null; pc = null;
   $('join').disabled = false; $('leave').disabled = true; $('mute').disabled = true;
-  $('text').disabled = true; $('send').disabled = true;
+  $('text').disabled = true; $('send').disabled = true; $('image').disabled = true; $('image').value = '';
   members.clear(); audience = 0; showRecording(null); showMembers();
   status('not connected');
 }
@@ -291,7 +329,7 @@ function presenceEvent(e) {
       else if (params.get('reject') === '1') answerCall(false);
       break;
     case 'call_status': callStatus(e); break;
-    case 'direct_text': showText(`${e.identity} (direct)`, e.detail); break;
+    case 'direct_text': showText(`${e.identity} (direct)`, e.detail || '', e.attachments, presence && presence.token); break;
   }
 }
 
@@ -377,7 +415,7 @@ async function callReport(c, seconds) {
 }
 
 function finishCallReport(c, figures) {
-  log('RESULT', Object.assign({ peer: c.peer, calls: callLog, texts: textsReceived }, figures));
+  log('RESULT', Object.assign({ peer: c.peer, calls: callLog, texts: textsReceived, images: imagesShown }, figures));
   if (call === c) hangUp();
   setTimeout(() => { offline('done'); window.close(); }, 500);
 }
@@ -409,6 +447,14 @@ async function showStats() {
   $('out-level').style.width = Math.min(100, s.micLevel * 300) + '%';
 }
 
+// Test driver (&image=1): a 2×2 PNG drawn on a canvas, as a file the picker would give.
+async function testImage() {
+  const canvas = new OffscreenCanvas(2, 2), g = canvas.getContext('2d');
+  g.fillStyle = '#c22';
+  g.fillRect(0, 0, 2, 2);
+  return new File([await canvas.convertToBlob({ type: 'image/png' })], 'test.png', { type: 'image/png' });
+}
+
 // Test driver: ?report=SECONDS.
 async function report(seconds) {
   let last = {}, maxLevel = 0, firstAudioMs = null;
@@ -427,10 +473,13 @@ async function report(seconds) {
     for (const t of last.tracks || []) trackLevels[t.ssrc] = Math.max(trackLevels[t.ssrc] || 0, t.audioLevel);
     if (firstAudioMs === null && last.packetsReceived > 0) firstAudioMs = Math.round(performance.now() - joinStartedAt);
     if (i % 4 === 3) log('stats', last);
-    if (i === 8 && params.get('say')) { $('text').value = params.get('say'); await sendText(); }
+    if (i === 8 && params.get('say')) {
+      $('text').value = params.get('say');
+      await sendText(params.get('image') === '1' ? await testImage() : undefined);
+    }
   }
   log('RESULT', Object.assign({ maxAudioLevel: maxLevel, firstPacketMs: firstAudioMs, state: pc ? pc.connectionState : 'closed',
-    members: [...members.keys()], texts: textsReceived, trackLevels }, last));
+    members: [...members.keys()], texts: textsReceived, images: imagesShown, trackLevels }, last));
   await leave();
   window.close();
 }
@@ -438,7 +487,7 @@ async function report(seconds) {
 $('join').onclick = join;
 $('leave').onclick = leave;
 $('mute').onclick = toggleMute;
-$('send').onclick = sendText;
+$('send').onclick = () => sendText();
 $('text').onkeydown = e => { if (e.key === 'Enter') sendText(); };
 $('online').onclick = goOnline;
 $('offline').onclick = () => offline('you went offline');
