@@ -12,7 +12,7 @@ commands:
   join     join a room and talk/listen            (parley join --help)
   listen   stay online for one-to-one calls       (parley listen --help)
   call     call someone who is online             (parley call --help)
-  message  send a direct text to someone online   (parley message --help)
+  message  send a direct text (or image) to someone online  (parley message --help)
   devices  list ALSA PCM devices
   rooms    list, create or delete rooms (HTTP API)  (parley rooms --help)
   members  list a room's members (HTTP API)
@@ -28,8 +28,9 @@ exit codes: 0 done, 1 local error (device, file), 2 usage, 3 refused by the rela
 
 environment:
   PARLEY_API_KEY / PARLEY_API_SECRET   sign the tokens every command mints (the relay's dev defaults when unset)
-  PARLEY_URL                           the relay's HTTP API for rooms/members/kick/mute (default http://127.0.0.1:7480;
-                                       https:// checks the certificate against the system's CA store)
+  PARLEY_URL                           the relay's HTTP API for rooms/members/kick/mute/record and images on texts
+                                       (default http://127.0.0.1:7480; https:// checks the certificate against the
+                                       system's CA store)
   PARLEY_TIMELINE=1                    print the monotonic time of the first sent and first played frame (stderr)
 """
 
