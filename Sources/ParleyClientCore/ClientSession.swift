@@ -180,7 +180,7 @@ public final class ClientSession {
             return [.member(kind, entry, reason: reason)]
         case .speakers(let list):
             return [.speakers(list)]
-        case .text(let fromID, let identity, let direct, let fragment):
+        case .text(let fromID, let identity, let direct, let fragment, _, _):
             guard let text = texts[fromID, default: TextReassembler()].add(fragment) else { return [] }
             return [.text(from: identity, direct: direct, text: text)]
         case .textStatus(let id, let delivered, let reason):

@@ -45,6 +45,15 @@ public enum AdminCommand: Sendable, Equatable {
     /// Stop a room's recording.
     case stopRecording(room: String)
 
+    /// The message store kept (or could not keep) a direct text (`RelayCore+StoredTexts.swift`).
+    case textStored(from: String, connection: UInt32, messageID: UInt32, stored: Bool, reason: String)
+    /// The message store's texts for an identity now online.
+    case deliverWaiting(identity: String, texts: [KeptText])
+    /// Kept texts that failed (expired, declined).
+    case textsFailed([KeptText])
+    /// A web page answers a chat request.
+    case webAnswerChat(stream: UInt64, identity: String, requester: String, accept: Bool)
+
     /// Drain one worker (a cluster node before a restart): `RelayCore.drain`.
     case drain(worker: Int)
 
@@ -52,6 +61,7 @@ public enum AdminCommand: Sendable, Equatable {
     public var isPresence: Bool {
         switch self {
         case .openWebPresence, .closeWebPresence, .webCall, .webAnswer, .webHangUp, .webDirectText: true
+        case .textStored, .deliverWaiting, .textsFailed, .webAnswerChat: true
         default: false
         }
     }
@@ -60,6 +70,7 @@ public enum AdminCommand: Sendable, Equatable {
     public var room: String {
         switch self {
         case .openWebPresence, .closeWebPresence, .webCall, .webAnswer, .webHangUp, .webDirectText, .drain: ""
+        case .textStored, .deliverWaiting, .textsFailed, .webAnswerChat: ""
         case .createRoom(let name, _, _, _, _), .closeRoom(let name): name
         case .kick(let room, _), .mute(let room, _, _), .message(let room, _), .memberMessage(let room, _, _): room
         case .startRecording(let room, _), .stopRecording(let room): room
@@ -96,6 +107,12 @@ public enum AdminCommand: Sendable, Equatable {
         case .webHangUp(let stream, let identity, let callID): core.webHangUp(stream: stream, identity: identity, callID: callID, now: now)
         case .webDirectText(let stream, let identity, let to, let text):
             core.webDirectText(stream: stream, identity: identity, to: to, text: text, now: now)
+        case .textStored(let from, let connection, let messageID, let stored, let reason):
+            core.textStored(from: from, connection: connection, messageID: messageID, stored: stored, reason: reason, now: now)
+        case .deliverWaiting(let identity, let texts): core.deliverWaiting(to: identity, texts: texts, now: now)
+        case .textsFailed(let texts): core.textsFailed(texts, now: now)
+        case .webAnswerChat(let stream, let identity, let requester, let accept):
+            core.webAnswerChat(stream: stream, identity: identity, requester: requester, accept: accept, now: now)
         }
     }
 }

@@ -102,6 +102,7 @@ extension RelayCore {
             outbox.pump(member.session, now: now)
         }
         rooms.events.append(RelayEvent(kind: .text, room: room.name, identity: fromIdentity, detail: text, unixMilliseconds: now.unixMilliseconds))
+        history.append(.roomText(room: room.name, identity: fromIdentity, name: sender?.name ?? "", text: text, at: now.unixMilliseconds))
         return .ok
     }
 

@@ -22,7 +22,9 @@ struct WhereThingsLiveTests {
         "ParleyClientCore": (["ParleyWire", "ParleyAuth", "ParleyMedia", "ParleyCrypto"], []),
         "ParleyCluster": ([], ["CHiredis", "Foundation"]),
         "ParleyRecording": (["ParleyWire"], ["COgg"]),
-        "ParleyRelay": (["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto", "ParleyWebRTC", "ParleyCluster", "ParleyRecording"],
+        "ParleyHistory": ([], ["CSQLite"]),
+        "ParleyRelay": (["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto", "ParleyWebRTC", "ParleyCluster", "ParleyRecording",
+                         "ParleyHistory"],
                         ["Foundation", "Dispatch"]),
         "ParleyHTTP": (["ParleyRelay", "ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto", "ParleyWebRTC", "ParleyCluster"],
                        ["CMicroHTTPD", "Foundation"]),
@@ -47,6 +49,7 @@ struct WhereThingsLiveTests {
         "CMicroHTTPD": ["libmicrohttpd"],
         "CHiredis": ["hiredis"],
         "COgg": ["libogg"],
+        "CSQLite": ["SQLite"],
         "Foundation": ["Foundation"],
         "Dispatch": ["Dispatch"],
     ]
