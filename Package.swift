@@ -75,7 +75,7 @@ let package = Package(
                                                     "ParleyCluster", "ParleyRecording", "ParleyHistory"],
                 swiftSettings: perPacketPath),
         // The HTTP API: a pure router (JSON in/out, auth, validation), Prometheus metrics, libmicrohttpd at the edge.
-        .target(name: "ParleyHTTP", dependencies: ["CMicroHTTPD", "ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyNet", "ParleyWire", "ParleyCrypto", "ParleyWebRTC",
+        .target(name: "ParleyHTTP", dependencies: ["CMicroHTTPD", "ParleyRelay", "ParleyHistory", "ParleyRelayCore", "ParleyAuth", "ParleyNet", "ParleyWire", "ParleyCrypto", "ParleyWebRTC",
                                                   "ParleyCluster"]),
         // The client's pure core: one signalling session (handshake, reliable messages, keepalives, resume) under room
         // members and presence, and the clock-driven engine (send/receive paths, NACKs, receiver reports, FEC, rejoin).

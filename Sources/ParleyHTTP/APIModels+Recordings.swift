@@ -42,6 +42,24 @@ extension API {
         }
     }
 
+    /// One room text of `GET /v1/rooms/{room}/messages`.
+    public struct RoomMessage: Codable, Sendable, Equatable {
+        /// Its id, the cursor for older pages (`before`).
+        public var id: String
+        public var identity: String
+        public var name: String
+        public var text: String
+        /// Unix ms.
+        public var at: Int64
+    }
+
+    /// `GET /v1/rooms/{room}/messages`: newest first; `next` is the `before` of the next (older) page.
+    public struct RoomMessages: Codable, Sendable, Equatable {
+        public var room: String
+        public var messages: [RoomMessage]
+        public var next: String?
+    }
+
     /// `GET /v1/recordings`.
     public struct RecordingList: Codable, Sendable, Equatable {
         public var recordings: [RecordingFile]

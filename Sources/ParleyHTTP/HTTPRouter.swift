@@ -19,6 +19,8 @@ public protocol APIBackend: Sendable {
     var udpHost: String { get }
     /// Where room recordings are kept (nil: none are).
     var recordings: RecordingCatalog? { get }
+    /// Where texts are kept (nil: nowhere).
+    var messages: MessageStore? { get }
     /// SHA-256 of the relay's DTLS certificate, for WebRTC answers (nil: WebRTC is unavailable).
     var dtlsFingerprint: [UInt8]? { get }
 }
@@ -32,6 +34,8 @@ extension APIBackend {
     public var dtlsFingerprint: [UInt8]? { nil }
     /// None unless the backend keeps recordings.
     public var recordings: RecordingCatalog? { nil }
+    /// None unless the backend keeps texts.
+    public var messages: MessageStore? { nil }
 }
 
 extension RelayAPI: APIBackend {

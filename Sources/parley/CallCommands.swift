@@ -33,9 +33,13 @@ final class PresenceClient {
     /// Sends what the session queued.
     func flush() { engine.flush() }
 
+    /// Events received with the registration, for the next `poll`.
+    var leftover: [PresenceSession.Event] = []
+
     /// Receives what is waiting and runs the session's timers; returns the events.
     func poll(now: Instant) -> [PresenceSession.Event] {
-        var events: [PresenceSession.Event] = []
+        var events: [PresenceSession.Event] = leftover
+        leftover = []
         while let (n, from) = socket.receive(into: buffer) {
             guard n > 0 else { continue }
             events += engine.receive(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), from: from, now: now)
@@ -72,7 +76,17 @@ enum CallCommands {
     static let messageUsage = """
     usage: parley message NAME TEXT --identity ME [--server HOST:PORT] [--token T]
 
-    Sends a direct text to NAME if NAME is online; prints delivered or failed (exit 0 / 10).
+    Sends a direct text to NAME. Prints "delivered" when NAME is online (exit 0); "stored" when the relay keeps it
+    for NAME — away, or not yet accepting a chat with you — and delivers it later (exit 0); or "failed: why" (exit
+    10: NAME declined your chat request, the relay keeps no texts, …). Texts kept for you while you were away are
+    shown too.
+    """
+    static let chatUsage = """
+    usage: parley chat accept|decline NAME --identity ME [--server HOST:PORT] [--token T]
+
+    Answers the chat NAME asked for with their first text to you (`parley listen` shows it as a chat request).
+    Accepted, the texts NAME sent since follow, and later ones come as any other; declined, they fail and NAME is told.
+    Exit: 0 answered, 10 no request from NAME is waiting.
     """
 
     static let common: Set<String> = ["identity", "server", "token", "name", "duration", "hangup-after", "answer-after"]
@@ -97,9 +111,12 @@ enum CallCommands {
         p.flush()
         while true {
             p.wait(milliseconds: 50)
-            for e in p.poll(now: Clock.monotonic()) {
+            let events = p.poll(now: Clock.monotonic())
+            for (k, e) in events.enumerated() {
                 switch e {
-                case .registered: return
+                case .registered:
+                    p.leftover = Array(events[(k + 1)...])
+                    return
                 case .refused(let code, let reason):
                     p.ui.close()
                     fail("the relay refused to register us: \(reason) (code \(code.rawValue))", code: 3)
@@ -225,7 +242,9 @@ enum CallCommands {
                 case .incomingCall(let id, let from, let name):
                     ringing = (id, from, Clock.monotonic())
                     ui.bell()
-                    ui.event("incoming call from \(from)\(name.isEmpty ? "" : " (\(name))")" + (ui.interactive ? " — a answers, r rejects" : ""))
+                    ui.event("incoming call from \(from)\(name.isEmpty ? "" : " (\(name))")"
+                             + (p.session.isCallRequest(id) ? " — a call request: you have no chat with \(from)" : "")
+                             + (ui.interactive ? " — a answers, r rejects" : ""))
                     if o.has("auto-reject") {
                         p.session.answer(id, accept: false, now: Clock.monotonic())
                         ui.event("rejected the call from \(from)")
@@ -248,6 +267,8 @@ enum CallCommands {
                         ringing = nil
                     }
                 case .text(let from, let text): ui.event("direct text from \(from): \(text)")
+                case .keptText(let from, let text, let sentAt, let request): showKept(ui, from: from, text: text, sentAt: sentAt, request: request)
+                case .chat(let status): ui.event(chatLine(status))
                 default: break
                 }
             }
@@ -361,6 +382,57 @@ enum CallCommands {
         return code
     }
 
+    /// A text kept for us while we were away, or a chat request.
+    static func showKept(_ ui: TerminalUI, from: String, text: String, sentAt: UInt64, request: Bool) {
+        var when = ""
+        if sentAt > 0 {
+            let f = DateFormatter()
+            f.dateFormat = "yyyy-MM-dd HH:mm:ss"
+            when = " (sent \(f.string(from: Date(timeIntervalSince1970: Double(sentAt) / 1000))))"
+        }
+        ui.event("direct text from \(from)\(when): \(text)")
+        if request { ui.event("\(from) asks to chat with you: parley chat accept \(from) (or decline); their next texts wait until you do") }
+    }
+
+    static func chatLine(_ s: ChatStatus) -> String {
+        switch s.state {
+        case .requested: "\(s.identity) asks to chat with you"
+        case .accepted: "chat with \(s.identity): accepted"
+        case .declined: "chat with \(s.identity): declined"
+        }
+    }
+
+    static func chat(_ arguments: [String]) -> Int32 {
+        let (o, identity, server, ui) = parse(arguments, usage: chatUsage)
+        guard o.positional.count == 2, ["accept", "decline"].contains(o.positional[0]) else { fail("chat needs accept|decline and NAME\n\(chatUsage)") }
+        let accept = o.positional[0] == "accept", peer = o.positional[1]
+        let p = PresenceClient(server: server, token: { presenceToken(o, identity: identity) },
+                               security: SecurityOptions.security(o, token: o["token"]), ui: ui)
+        register(p)
+        p.session.answerChat(peer, accept: accept, now: Clock.monotonic())
+        p.flush()
+        let deadline = Clock.monotonic() + .seconds(2)
+        var code: Int32 = 10
+        loop: while Clock.monotonic() < deadline {
+            p.wait(milliseconds: 20)
+            for e in p.poll(now: Clock.monotonic()) {
+                switch e {
+                case .chat(let s) where s.identity == peer:
+                    ui.event(chatLine(s))
+                    code = 0
+                    if !accept { break loop }
+                case .keptText(let from, let text, let sentAt, let request): showKept(ui, from: from, text: text, sentAt: sentAt, request: request)
+                case .text(let from, let text): ui.event("direct text from \(from): \(text)")
+                default: break
+                }
+            }
+        }
+        if code != 0 { ui.event("no chat request from \(peer) is waiting") }
+        p.session.leave(now: Clock.monotonic())
+        p.flush()
+        return code
+    }
+
     static func message(_ arguments: [String]) -> Int32 {
         let (o, identity, server, ui) = parse(arguments, usage: messageUsage)
         guard o.positional.count == 2 else { fail("message needs NAME and TEXT\n\(messageUsage)") }
@@ -372,17 +444,30 @@ enum CallCommands {
         }
         p.flush()
         let deadline = Clock.monotonic() + .seconds(5)
-        while Clock.monotonic() < deadline {
+        var outcome: Int32?
+        // After our text's outcome, a moment more for texts kept for us (delivered to this session when it registered).
+        var until = deadline
+        while Clock.monotonic() < until {
             p.wait(milliseconds: 20)
             for e in p.poll(now: Clock.monotonic()) {
-                if case .textStatus(let mid, let delivered, let reason) = e, mid == id {
+                switch e {
+                case .textStatus(let mid, let delivered, let reason) where mid == id && outcome == nil:
                     ui.event(delivered ? "delivered" : "failed: \(reason)")
-                    p.session.leave(now: Clock.monotonic())
-                    p.flush()
-                    return delivered ? 0 : 10
+                    outcome = delivered ? 0 : 10
+                case .textStored(let mid) where mid == id && outcome == nil:
+                    ui.event("stored: the relay delivers it when \(o.positional[0]) is online (and accepts a chat with you)")
+                    outcome = 0
+                case .keptText(let from, let text, let sentAt, let request): showKept(ui, from: from, text: text, sentAt: sentAt, request: request)
+                case .text(let from, let text): ui.event("direct text from \(from): \(text)")
+                case .chat(let s): ui.event(chatLine(s))
+                default: break
                 }
             }
+            if outcome != nil, until == deadline { until = min(deadline, Clock.monotonic() + .milliseconds(300)) }
         }
+        p.session.leave(now: Clock.monotonic())
+        p.flush()
+        if let outcome { return outcome }
         ui.event("failed: no answer from the relay")
         return 10
     }

@@ -26,7 +26,7 @@ struct WhereThingsLiveTests {
         "ParleyRelay": (["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto", "ParleyWebRTC", "ParleyCluster", "ParleyRecording",
                          "ParleyHistory"],
                         ["Foundation", "Dispatch"]),
-        "ParleyHTTP": (["ParleyRelay", "ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto", "ParleyWebRTC", "ParleyCluster"],
+        "ParleyHTTP": (["ParleyRelay", "ParleyHistory", "ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto", "ParleyWebRTC", "ParleyCluster"],
                        ["CMicroHTTPD", "Foundation"]),
         "parley-relay": (["ParleyRelay", "ParleyHTTP", "ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire"], nil),
         "parley": (["ParleyClientCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyMedia", "ParleyAudioIO", "ParleyCrypto"], nil),
