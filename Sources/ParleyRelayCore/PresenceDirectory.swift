@@ -28,6 +28,21 @@ final class PresenceDirectory {
         self.chats = chats
     }
 
+    /// Kept texts delivered lately (the store's ids), oldest first, at most `recentCapacity`: a second answer from the
+    /// store for the same texts, asked before it heard of the first delivery, delivers nothing.
+    private(set) var recentlyDelivered: Set<Int64> = []
+    private var recentOrder: [Int64] = []
+    static let recentCapacity = 4_096
+
+    func noteDelivered(_ ids: [Int64]) {
+        for id in ids where recentlyDelivered.insert(id).inserted { recentOrder.append(id) }
+        if recentOrder.count > Self.recentCapacity {
+            let drop = recentOrder.count - Self.recentCapacity
+            for id in recentOrder.prefix(drop) { recentlyDelivered.remove(id) }
+            recentOrder.removeFirst(drop)
+        }
+    }
+
     /// Whether a call from `caller` rings `callee` as a request (no accepted chat between them; only with a store).
     func isRequest(from caller: String, to callee: String) -> Bool { history.enabled && !chats.accepted(caller, callee) }
 

@@ -43,7 +43,9 @@ extension RelayCore {
         let recipients = presence.sessions(of: identity)
         guard !recipients.isEmpty else { return .ok }  // gone again: they stay kept
         var delivered: [Int64] = []
-        for t in texts {
+        // Two registrations close together both ask the store before it hears of the first delivery: a text delivered
+        // already (to every device online) is not delivered again.
+        for t in texts where !presence.recentlyDelivered.contains(t.id) {
             backendMessageID &+= 1
             let chat = presence.chats.chat(t.from, identity)
             let request = presence.history.enabled && chat?.state == .requested && chat?.requester == t.from
@@ -56,6 +58,7 @@ extension RelayCore {
             }
         }
         if !delivered.isEmpty { history.append(.delivered(ids: delivered, at: now.unixMilliseconds)) }
+        presence.noteDelivered(delivered)
         return .ok
     }
 

@@ -88,6 +88,11 @@ struct StoredTextTests {
         #expect(texts(bob) == ["alice: are you there? (kept) (request)"])
         #expect(store.states(to: "bob") == ["are you there?:delivered"])
         #expect(alice.events.contains(.textStatus(messageID: id, delivered: true, reason: "")))
+        // The store answering twice for the same texts (two registrations before it heard of the delivery): once only.
+        let again = store.kept.map(\.text)
+        _ = w.core.deliverWaiting(to: "bob", texts: again, now: w.net.now)
+        w.exchange()
+        #expect(texts(bob).count == 1)
         // A second device registering later gets nothing again.
         let bob2 = w.addPresence("bob")
         w.registerAll()
