@@ -43,6 +43,8 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // Ogg pages for room recordings (Ogg Opus files written without decoding).
         .systemLibrary(name: "COgg", pkgConfig: "ogg", providers: [.apt(["libogg-dev"])]),
+        // Ogg Opus from PCM for a forward room's mixed rendition (libopusenc).
+        .systemLibrary(name: "COpusEnc", pkgConfig: "libopusenc", providers: [.apt(["libopusenc-dev"])]),
         .target(name: "CParleySys"),
 
         // Wire formats: RTP, RTCP, header extensions, sequence math, the signalling protocol. Pure, no Foundation.
@@ -68,7 +70,7 @@ let package = Package(
         // A relay's part in a cluster: the directory in Redis (hiredis), on a thread of its own.
         .target(name: "ParleyCluster", dependencies: ["CHiredis"]),
         // Room recordings' pure parts and the Ogg pager: Opus packet durations, gap packets, a stream's timeline, Ogg Opus on libogg.
-        .target(name: "ParleyRecording", dependencies: ["COgg", "ParleyWire"]),
+        .target(name: "ParleyRecording", dependencies: ["COgg", "COpusEnc", "ParleyWire", "ParleyMedia"]),
         // What the relay keeps of texts: SQLite (one connection per thread), the schema and its queries.
         .target(name: "ParleyHistory", dependencies: ["CSQLite"]),
         .target(name: "ParleyRelay", dependencies: ["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto", "ParleyWebRTC",

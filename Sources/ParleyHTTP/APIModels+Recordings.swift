@@ -1,6 +1,12 @@
 import ParleyRelay
 
 extension API {
+    /// `POST /v1/rooms/{room}/recording`'s body (optional).
+    public struct RecordingRequest: Codable, Sendable, Equatable {
+        /// A forward room: also mix its tracks into one file when the recording stops.
+        public var mixdown: Bool?
+    }
+
     /// `POST /v1/rooms/{room}/recording`'s answer: the recording's id and where its files will be listed.
     public struct RecordingStarted: Codable, Sendable, Equatable {
         public var recording: String

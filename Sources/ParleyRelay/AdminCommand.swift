@@ -41,7 +41,7 @@ public enum AdminCommand: Sendable, Equatable {
     case webDirectText(stream: UInt64, identity: String, to: String, text: String)
 
     /// Start recording a room under `id` (`RelayCore+Recording.swift`).
-    case startRecording(room: String, id: UInt64)
+    case startRecording(room: String, id: UInt64, mixdown: Bool = false)
     /// Stop a room's recording.
     case stopRecording(room: String)
 
@@ -73,7 +73,7 @@ public enum AdminCommand: Sendable, Equatable {
         case .textStored, .deliverWaiting, .textsFailed, .webAnswerChat: ""
         case .createRoom(let name, _, _, _, _), .closeRoom(let name): name
         case .kick(let room, _), .mute(let room, _, _), .message(let room, _), .memberMessage(let room, _, _): room
-        case .startRecording(let room, _), .stopRecording(let room): room
+        case .startRecording(let room, _, _), .stopRecording(let room): room
         case .addRTPEndpoint(let room, _, _, _, _, _, _, _), .removeRTPEndpoint(let room, _): room
         case .addWebRTCMember(let room, _, _, _, _), .removeWebRTCMember(let room, _): room
         }
@@ -86,7 +86,7 @@ public enum AdminCommand: Sendable, Equatable {
             core.createRoom(name: name, mode: mode, maxMembers: maxMembers, emptyTimeout: emptyTimeout, audience: audience, now: now)
         case .closeRoom(let name): core.closeRoom(name: name, reason: "closed by the backend", now: now)
         case .drain: core.drain(now: now)
-        case .startRecording(let room, let id): core.startRecording(room: room, id: id, now: now)
+        case .startRecording(let room, let id, let mixdown): core.startRecording(room: room, id: id, mixdown: mixdown, now: now)
         case .stopRecording(let room): core.stopRecording(room: room, now: now)
         case .kick(let room, let identity): core.kick(room: room, identity: identity, now: now)
         case .mute(let room, let identity, let muted): core.setMuted(room: room, identity: identity, muted: muted, now: now)

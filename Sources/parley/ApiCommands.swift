@@ -16,7 +16,8 @@ enum ApiCommands {
            parley kick ROOM IDENTITY
            parley mute ROOM IDENTITY [--unmute]
            parley history ROOM [--limit N] [--before ID]   a room's texts, newest first (one page; the next with --before)
-           parley record start ROOM                    record a room (its members are told)
+           parley record start ROOM [--mixdown]        record a room (its members are told); --mixdown: a forward room's
+                                                       tracks are also mixed into one file when it stops
            parley record stop ROOM
            parley record list [--recording ID]         recordings' files: id, room, kind, member, duration, size
            parley record download FILE-ID [--output PATH]   save one file (Ogg Opus; default FILE-ID.opus)
@@ -86,11 +87,11 @@ enum ApiCommands {
     }
 
     static func record(_ arguments: [String]) -> Int32 {
-        let o = Options(arguments, valued: ["recording", "output"], switches: [], usage: usage)
+        let o = Options(arguments, valued: ["recording", "output"], switches: ["mixdown"], usage: usage)
         let p = o.positional
         switch (p.first, p.count) {
         case ("start", 2):
-            let r = request("POST", "/v1/rooms/\(escape(p[1]))/recording")
+            let r = request("POST", "/v1/rooms/\(escape(p[1]))/recording", o.has("mixdown") ? ["mixdown": true] : nil)
             writeLine("recording \(r["recording"] as? String ?? "?") of room \(p[1]) started")
         case ("stop", 2):
             _ = request("DELETE", "/v1/rooms/\(escape(p[1]))/recording")
