@@ -140,6 +140,11 @@ async function followRoom() {
   audience = (list.members || []).filter(m => m.audience).length;
   showRecording(list.recording);
   showMembers();
+  // The room's last texts (kept by a relay with a state directory; none otherwise), oldest first.
+  try {
+    const history = await api('/messages?limit=20');
+    if (history.ok) for (const m of ((await history.json()).messages || []).reverse()) showText(m.identity, m.text);
+  } catch (_) { /* no history: nothing to show */ }
   events = new AbortController();
   try {
     await readEvents(await api('/events', { signal: events.signal }), roomEvent);

@@ -181,7 +181,7 @@ public final class ClientSession {
             return [.member(kind, entry, reason: reason)]
         case .speakers(let list):
             return [.speakers(list)]
-        case .text(let fromID, let identity, let direct, let fragment):
+        case .text(let fromID, let identity, let direct, let fragment, _, _):
             return texts[fromID, default: TextReassembler()].take(fragment).compactMap {
                 guard case .text(_, let text, let images) = $0 else { return nil }
                 return .text(from: identity, direct: direct, text: text, attachments: images)

@@ -70,6 +70,13 @@ public final class PresenceSession {
         case callStatus(callID: UInt32, state: CallState, reason: String, room: String?, token: String?)
         /// A direct text from another online identity, with the ids of the images it carries (an image-only text is "").
         case text(from: String, text: String, attachments: [String] = [])
+        /// A direct text kept for us while we were away (`sentAt`, Unix ms; 0: just now), or one that opens a chat we
+        /// have not accepted (`request`: answer with `answerChat`); with its images' ids.
+        case keptText(from: String, text: String, sentAt: UInt64, request: Bool, attachments: [String] = [])
+        /// A direct text we sent is kept for its recipient (away, or not yet accepting); a `textStatus` follows.
+        case textStored(messageID: UInt32)
+        /// Where a chat stands now (its other party answered our request, or we answered theirs on another device).
+        case chat(ChatStatus)
         /// Whether a direct text was delivered ("bob is not online" when not).
         case textStatus(messageID: UInt32, delivered: Bool, reason: String)
         /// The relay refused the registration.
@@ -117,6 +124,8 @@ public final class PresenceSession {
     private var nextMessageID: UInt32 = 1
     private var nextCallID: UInt32 = 1
     private var texts: [UInt32: TextReassembler] = [:]
+    /// A kept text's `sentAt` and `request` from its first fragment, by sender, until its last fragment arrives.
+    private var keptMarks: [UInt32: (UInt64, Bool)] = [:]
 
     /// A session that will put the token's identity online at `server`, its nonce drawn from `random`.
     public init(server: PeerAddress, token: String, security: SignallingSession.Security = .encrypted(relayKey: nil), now: Instant,
@@ -178,16 +187,26 @@ public final class PresenceSession {
 
     private func presenceMessage(_ message: SignalMessage) -> [Event] {
         switch message {
-        case .incomingCall(let id, let from, let name, let share):
+        case .incomingCall(let id, let from, let name, let share, let request):
             calls[id] = Call(id: id, peer: from, peerName: name, outgoing: false, phase: .incoming, peerKeyShare: share)
+            if request { callRequests.insert(id) }
             return [.incomingCall(callID: id, from: from, name: name)]
         case .callStatus(let s):
             return callStatus(s)
-        case .text(let fromID, let identity, _, let fragment):
+        case .text(let fromID, let identity, _, let fragment, let sentAt, let request):
+            // `sentAt` and `request` ride on a text's first fragment: kept until its last one finishes it.
+            if fragment.index == 0 { keptMarks[fromID] = sentAt != 0 || request ? (sentAt, request) : nil }
             return texts[fromID, default: TextReassembler()].take(fragment).compactMap {
                 guard case .text(_, let text, let images) = $0 else { return nil }
-                return .text(from: identity, text: text, attachments: images)
+                guard let (sentAt, request) = keptMarks.removeValue(forKey: fromID) else {
+                    return .text(from: identity, text: text, attachments: images)
+                }
+                return .keptText(from: identity, text: text, sentAt: sentAt, request: request, attachments: images)
             }
+        case .textStored(let id):
+            return [.textStored(messageID: id)]
+        case .chatStatus(let status):
+            return [.chat(status)]
         case .textStatus(let id, let delivered, let reason):
             return [.textStatus(messageID: id, delivered: delivered, reason: reason)]
         default:
@@ -250,6 +269,17 @@ public final class PresenceSession {
         nextMessageID &+= 1
         return id
     }
+
+    /// Accepts or declines the chat `identity` asked for (its first text came as a request): accepted, its texts
+    /// waiting for it follow; declined, they fail and later ones too.
+    public func answerChat(_ identity: String, accept: Bool, now: Instant) {
+        guard isOnline, !identity.isEmpty else { return }
+        signalling.sendReliable(.chatAnswer(to: identity, accept: accept), now: now)
+    }
+
+    /// Whether the incoming call `callID` comes from someone we have no accepted chat with (a call request).
+    public func isCallRequest(_ callID: UInt32) -> Bool { callRequests.contains(callID) }
+    private var callRequests: Set<UInt32> = []
 
     /// Goes offline now: the relay forgets the session on receipt (and ends its call for the other party).
     public func leave(now: Instant) {

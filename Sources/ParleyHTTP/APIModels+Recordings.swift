@@ -1,6 +1,12 @@
 import ParleyRelay
 
 extension API {
+    /// `POST /v1/rooms/{room}/recording`'s body (optional).
+    public struct RecordingRequest: Codable, Sendable, Equatable {
+        /// A forward room: also mix its tracks into one file when the recording stops.
+        public var mixdown: Bool?
+    }
+
     /// `POST /v1/rooms/{room}/recording`'s answer: the recording's id and where its files will be listed.
     public struct RecordingStarted: Codable, Sendable, Equatable {
         public var recording: String
@@ -40,6 +46,24 @@ extension API {
             size = e.size; durationMs = e.durationMilliseconds; startedAt = e.startedAt; stoppedAt = e.stoppedAt
             reason = e.reason; error = e.error; url = "/v1/recordings/" + e.id
         }
+    }
+
+    /// One room text of `GET /v1/rooms/{room}/messages`.
+    public struct RoomMessage: Codable, Sendable, Equatable {
+        /// Its id, the cursor for older pages (`before`).
+        public var id: String
+        public var identity: String
+        public var name: String
+        public var text: String
+        /// Unix ms.
+        public var at: Int64
+    }
+
+    /// `GET /v1/rooms/{room}/messages`: newest first; `next` is the `before` of the next (older) page.
+    public struct RoomMessages: Codable, Sendable, Equatable {
+        public var room: String
+        public var messages: [RoomMessage]
+        public var next: String?
     }
 
     /// `GET /v1/recordings`.

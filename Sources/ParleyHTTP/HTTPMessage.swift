@@ -18,7 +18,7 @@ public struct HTTPRequest: Sendable {
     public var contentLength: UInt64?
 
     /// The query arguments the server passes on: a page of a member list (`limit`, `after`).
-    public static let queryKeys = ["limit", "after", "recording"]
+    public static let queryKeys = ["limit", "after", "recording", "before"]
 
     /// A request.
     public init(method: String, path: String, authorization: String? = nil, body: [UInt8] = [], fromLoopback: Bool = false,

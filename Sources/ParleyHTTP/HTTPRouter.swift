@@ -19,6 +19,8 @@ public protocol APIBackend: Sendable {
     var udpHost: String { get }
     /// Where room recordings are kept (nil: none are).
     var recordings: RecordingCatalog? { get }
+    /// Where texts are kept (nil: nowhere).
+    var messages: MessageStore? { get }
     /// SHA-256 of the relay's DTLS certificate, for WebRTC answers (nil: WebRTC is unavailable).
     var dtlsFingerprint: [UInt8]? { get }
 }
@@ -32,6 +34,8 @@ extension APIBackend {
     public var dtlsFingerprint: [UInt8]? { nil }
     /// None unless the backend keeps recordings.
     public var recordings: RecordingCatalog? { nil }
+    /// None unless the backend keeps texts.
+    public var messages: MessageStore? { nil }
 }
 
 extension RelayAPI: APIBackend {
@@ -223,7 +227,8 @@ public struct HTTPRouter: Sendable {
         case ("POST", let p) where p.count == 3 && p[0] == "rooms" && p[2] == "rtp-endpoints":
             return try createRTPEndpoint(room: try Self.validName(p[1], field: "room name"), request.body)
         case ("POST", let p) where p.count == 3 && p[0] == "rooms" && p[2] == "recording":
-            return try startRecording(room: try Self.validName(p[1], field: "room name"))
+            let mixdown = request.body.isEmpty ? false : (try Self.decode(API.RecordingRequest.self, request.body).mixdown ?? false)
+            return try startRecording(room: try Self.validName(p[1], field: "room name"), mixdown: mixdown)
         case ("DELETE", let p) where p.count == 3 && p[0] == "rooms" && p[2] == "recording":
             return try run(.stopRecording(room: try Self.validName(p[1], field: "room name")))
         case ("GET", ["recordings"]):
@@ -320,10 +325,10 @@ public struct HTTPRouter: Sendable {
     static let noRecordings = APIError(503, "unavailable", "this relay keeps no recordings: it runs without a state directory")
 
     /// Starts recording `room` under a fresh random id (the room's worker tells its members).
-    private func startRecording(room: String) throws(APIError) -> HTTPResponse {
+    private func startRecording(room: String, mixdown: Bool) throws(APIError) -> HTTPResponse {
         guard backend.recordings != nil else { throw Self.noRecordings }
         let id = Crypto.randomBytes(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        _ = try run(.startRecording(room: room, id: id))
+        _ = try run(.startRecording(room: room, id: id, mixdown: mixdown))
         let name = RecordingCatalog.name(id)
         return Self.json(API.RecordingStarted(recording: name, room: room, files: "/v1/recordings?recording=" + name), status: 201)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import ParleyAuth
+import ParleyHistory
 import ParleyRelay
 import ParleyRelayCore
 import ParleyWebRTC
@@ -120,6 +121,28 @@ extension HTTPRouter {
                 }
                 return Self.withCORS(Self.json(API.RoomMemberList(room: room, members: members, total: snapshot.members.count, next: next,
                                                                   recording: snapshot.recording)))
+            case ("GET", .messages):
+                guard let store = backend.messages else {
+                    throw APIError(503, "unavailable", "this relay keeps no message history (no state directory, or its database could not be opened)")
+                }
+                let limit = try request.query["limit"].map { (v: String) throws(APIError) -> Int in
+                    guard let n = Int(v), (1...200).contains(n) else { throw APIError(400, "invalid_field", "limit must be 1–200") }
+                    return n
+                } ?? 50
+                let before = try request.query["before"].map { (v: String) throws(APIError) -> Int64 in
+                    guard let n = Int64(v), n > 0 else { throw APIError(400, "invalid_field", "before must be a message id (a positive integer)") }
+                    return n
+                }
+                let page: [MessageHistory.RoomMessage]
+                do {
+                    page = try store.roomMessages(room: room, before: before, limit: limit + 1)
+                } catch {
+                    throw APIError(503, "unavailable", error.isBusy ? "the message history is busy; retry" : "the message history cannot be read")
+                }
+                let shown = page.prefix(limit)
+                return Self.withCORS(Self.json(API.RoomMessages(room: room, messages: shown.map {
+                    API.RoomMessage(id: String($0.id), identity: $0.identity, name: $0.name, text: $0.text, at: $0.at)
+                }, next: page.count > limit ? shown.last.map { String($0.id) } : nil)))
             case ("POST", .messages):
                 let body = try Self.decode(API.MessageRequest.self, request.body).checked()
                 let command: AdminCommand = claims.grants.admin ? .message(room: room, text: body.text, attachments: body.attachments)

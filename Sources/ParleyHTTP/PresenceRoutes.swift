@@ -27,6 +27,8 @@ extension HTTPRouter {
         case answer(stream: UInt64, callID: UInt32)
         case call(stream: UInt64, callID: UInt32)
         case messages(stream: UInt64)
+        /// `POST /v1/presence/{stream}/chats/{identity}` `{accept}`: answer a chat request.
+        case chat(stream: UInt64, identity: String)
         /// A path under `/v1/presence/` that names no route (an unparsable stream or call id).
         case unknown
 
@@ -41,6 +43,7 @@ extension HTTPRouter {
             case 3: self = .presence(stream: stream)
             case 4 where parts[3] == "calls": self = .calls(stream: stream)
             case 4 where parts[3] == "messages": self = .messages(stream: stream)
+            case 5 where parts[3] == "chats": self = .chat(stream: stream, identity: parts[4])
             case 5 where parts[3] == "calls":
                 guard let id = UInt32(parts[4]) else { self = .unknown; return }
                 self = .call(stream: stream, callID: id)
@@ -93,6 +96,10 @@ extension HTTPRouter {
                 let to = try Self.validName(body.to, field: "to")
                 guard !body.text.isEmpty, body.text.utf8.count <= 4096 else { throw APIError(400, "invalid_field", "text must be 1–4096 bytes") }
                 return Self.withCORS(try answer(backend.execute(.webDirectText(stream: stream, identity: me, to: to, text: body.text))))
+            case ("POST", .chat(let stream, let requester)):
+                let body = try Self.decode(API.CallAnswer.self, request.body)
+                let requester = try Self.validName(requester, field: "identity")
+                return Self.withCORS(try answer(backend.execute(.webAnswerChat(stream: stream, identity: me, requester: requester, accept: body.accept))))
             case ("GET", .events):
                 return HTTPResponse(status: 200, contentType: "text/event-stream", body: [], isEventStream: true)
             default:

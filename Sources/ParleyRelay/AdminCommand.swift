@@ -41,9 +41,18 @@ public enum AdminCommand: Sendable, Equatable {
     case webDirectText(stream: UInt64, identity: String, to: String, text: String)
 
     /// Start recording a room under `id` (`RelayCore+Recording.swift`).
-    case startRecording(room: String, id: UInt64)
+    case startRecording(room: String, id: UInt64, mixdown: Bool = false)
     /// Stop a room's recording.
     case stopRecording(room: String)
+
+    /// The message store kept (or could not keep) a direct text (`RelayCore+StoredTexts.swift`).
+    case textStored(from: String, connection: UInt32, messageID: UInt32, stored: Bool, reason: String)
+    /// The message store's texts for an identity now online.
+    case deliverWaiting(identity: String, texts: [KeptText])
+    /// Kept texts that failed (expired, declined).
+    case textsFailed([KeptText])
+    /// A web page answers a chat request.
+    case webAnswerChat(stream: UInt64, identity: String, requester: String, accept: Bool)
 
     /// Drain one worker (a cluster node before a restart): `RelayCore.drain`.
     case drain(worker: Int)
@@ -52,6 +61,7 @@ public enum AdminCommand: Sendable, Equatable {
     public var isPresence: Bool {
         switch self {
         case .openWebPresence, .closeWebPresence, .webCall, .webAnswer, .webHangUp, .webDirectText: true
+        case .textStored, .deliverWaiting, .textsFailed, .webAnswerChat: true
         default: false
         }
     }
@@ -60,9 +70,10 @@ public enum AdminCommand: Sendable, Equatable {
     public var room: String {
         switch self {
         case .openWebPresence, .closeWebPresence, .webCall, .webAnswer, .webHangUp, .webDirectText, .drain: ""
+        case .textStored, .deliverWaiting, .textsFailed, .webAnswerChat: ""
         case .createRoom(let name, _, _, _, _), .closeRoom(let name): name
         case .kick(let room, _), .mute(let room, _, _), .message(let room, _, _), .memberMessage(let room, _, _, _): room
-        case .startRecording(let room, _), .stopRecording(let room): room
+        case .startRecording(let room, _, _), .stopRecording(let room): room
         case .addRTPEndpoint(let room, _, _, _, _, _, _, _), .removeRTPEndpoint(let room, _): room
         case .addWebRTCMember(let room, _, _, _, _), .removeWebRTCMember(let room, _): room
         }
@@ -75,7 +86,7 @@ public enum AdminCommand: Sendable, Equatable {
             core.createRoom(name: name, mode: mode, maxMembers: maxMembers, emptyTimeout: emptyTimeout, audience: audience, now: now)
         case .closeRoom(let name): core.closeRoom(name: name, reason: "closed by the backend", now: now)
         case .drain: core.drain(now: now)
-        case .startRecording(let room, let id): core.startRecording(room: room, id: id, now: now)
+        case .startRecording(let room, let id, let mixdown): core.startRecording(room: room, id: id, mixdown: mixdown, now: now)
         case .stopRecording(let room): core.stopRecording(room: room, now: now)
         case .kick(let room, let identity): core.kick(room: room, identity: identity, now: now)
         case .mute(let room, let identity, let muted): core.setMuted(room: room, identity: identity, muted: muted, now: now)
@@ -97,6 +108,12 @@ public enum AdminCommand: Sendable, Equatable {
         case .webHangUp(let stream, let identity, let callID): core.webHangUp(stream: stream, identity: identity, callID: callID, now: now)
         case .webDirectText(let stream, let identity, let to, let text):
             core.webDirectText(stream: stream, identity: identity, to: to, text: text, now: now)
+        case .textStored(let from, let connection, let messageID, let stored, let reason):
+            core.textStored(from: from, connection: connection, messageID: messageID, stored: stored, reason: reason, now: now)
+        case .deliverWaiting(let identity, let texts): core.deliverWaiting(to: identity, texts: texts, now: now)
+        case .textsFailed(let texts): core.textsFailed(texts, now: now)
+        case .webAnswerChat(let stream, let identity, let requester, let accept):
+            core.webAnswerChat(stream: stream, identity: identity, requester: requester, accept: accept, now: now)
         }
     }
 }

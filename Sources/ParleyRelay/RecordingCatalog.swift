@@ -110,6 +110,16 @@ public struct RecordingCatalog: Sendable {
         return finished
     }
 
+    /// Adds a file to a finished recording's manifest (the mixed rendition, made after it was written).
+    static func addToManifest(folder: String, entry: [String: Any]) {
+        let path = folder + "/" + manifestName
+        guard let read = try? PrivateFile.read(path, limit: 1 << 20), read.status.isRegularFile,
+              var json = try? JSONSerialization.jsonObject(with: Data(read.bytes)) as? [String: Any] else { return }
+        json["files"] = (json["files"] as? [[String: Any]] ?? []) + [entry]
+        guard let data = try? JSONSerialization.data(withJSONObject: json, options: [.sortedKeys]) else { return }
+        try? PrivateFile.replace(Array(data), at: path)
+    }
+
     /// 16 lowercase hex digits.
     static func isRecordingName(_ s: String) -> Bool {
         s.utf8.count == 16 && s.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }

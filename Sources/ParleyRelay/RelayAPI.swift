@@ -21,10 +21,13 @@ public final class RelayAPI: Sendable {
     public let udpHost: String
     /// Where room recordings are kept (nil: the relay has no state directory).
     public let recordings: RecordingCatalog?
+    /// Where texts are kept (nil: nowhere).
+    public let messages: MessageStore?
 
     init(slots: [SnapshotSlot], inboxes: [WorkerInbox], shared: RelayShared, events: EventHub, recordings: RecordingCatalog? = nil,
-         commandTimeout: Double = 2, udpHost: String = "127.0.0.1") {
+         messages: MessageStore? = nil, commandTimeout: Double = 2, udpHost: String = "127.0.0.1") {
         self.recordings = recordings
+        self.messages = messages
         self.udpHost = udpHost
         self.slots = slots
         self.inboxes = inboxes

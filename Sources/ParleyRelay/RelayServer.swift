@@ -22,6 +22,9 @@ public final class RelayServer {
     public let nodeID: String
     /// Writes room recordings under the state directory (nil: started without one).
     public let recorder: RoomRecorder?
+    /// Keeps texts and chats in `state_dir/messages.db` (nil: started without a state directory, or the database
+    /// could not be opened: then texts to identities away fail as they did before).
+    public let messageStore: MessageStore?
 
     /// Binds every socket; throws with a one-line message when a port is taken. Tokens whose `relay_key` names
     /// another key than `identity`'s public key are refused.
@@ -62,8 +65,21 @@ public final class RelayServer {
             ClusterIdentity(nodeID: nodeID, secret: Array(config.apiKeys.sorted { $0.key < $1.key }.map { $0.key + "=" + $0.value }.joined(separator: "\n").utf8),
                             boot: Crypto.randomBytes(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
         }
+        var store: MessageStore?
+        var chats: [ChatBook.Chat] = []
+        if let stateDirectory {
+            do {
+                let opened = try MessageStore(stateDirectory: stateDirectory, log: log)
+                chats = try opened.chats()
+                store = opened
+            } catch {
+                log.write(.error, "the message history is unavailable (\(error)): texts to identities away fail and nothing is kept until "
+                    + "the file is fixed or moved away and the relay restarted")
+            }
+        }
+        messageStore = store
         let shared = RelayShared(config: config.core, verifier: verifier, cookieSecret: Crypto.randomBytes(32), workerPorts: ports,
-                                 identity: identity, dtls: dtls, cluster: cluster)
+                                 identity: identity, dtls: dtls, cluster: cluster, keepsHistory: store != nil, chats: chats)
         var built: [Worker] = []
         let events = EventHub()
         do {
@@ -91,7 +107,7 @@ public final class RelayServer {
         } catch {
             throw ConfigError("cannot start the recorder: \(error)")
         }
-        for w in built { w.recorder = recorder }
+        for w in built { w.recorder = recorder; w.messageStore = store }
         if let catalog = recorder?.catalog {
             for name in catalog.finishInterrupted(unixMilliseconds: Int64(Clock.unixMilliseconds())) {
                 log.write(.warning, "recording \(name) was not closed by the relay that made it (killed?): closed now, its files play to their last complete page")
@@ -99,7 +115,7 @@ public final class RelayServer {
         }
         let host = config.udp.description.split(separator: ":").dropLast().joined(separator: ":")
         api = RelayAPI(slots: built.map(\.published), inboxes: built.map(\.inbox), shared: shared, events: events,
-                       recordings: recorder?.catalog,
+                       recordings: recorder?.catalog, messages: store,
                        udpHost: host == "0.0.0.0" || host == "[::]" || host.isEmpty ? "127.0.0.1" : host)
     }
 
@@ -112,6 +128,17 @@ public final class RelayServer {
 
         var threads: [OSThread] = []
         var recorderThread: OSThread?
+        var storeThread: OSThread?
+        if let messageStore {
+            let api = self.api
+            messageStore.post = { command in api.post(command) }
+            do {
+                storeThread = try OSThread(name: "parley-messages") { messageStore.run() }
+            } catch {
+                log.write(.error, "cannot start the message store: \(error)")
+                return 1
+            }
+        }
         if let recorder {
             do {
                 recorderThread = try OSThread(name: "parley-recorder") { recorder.run() }
@@ -139,6 +166,8 @@ public final class RelayServer {
         for t in threads { t.join() }
         recorder?.stop()  // after the workers: their last records (recordings ended by the shutdown) are in
         recorderThread?.join()
+        messageStore?.stop()
+        storeThread?.join()
         api.events.wakeAll()
         log.write(.info, "stopped")
         return 0

@@ -75,6 +75,7 @@ public final class RoomRecorder: @unchecked Sendable {
             for recording in open.values { recording.pump(now: now, log: log) }
             if last {
                 for recording in open.values { finish(recording, unixMilliseconds: Int64(Clock.unixMilliseconds()), reason: "the relay stopped") }
+                for t in mixdowns { t.join() }
                 return
             }
         }
@@ -119,6 +120,36 @@ public final class RoomRecorder: @unchecked Sendable {
         recording.writeManifest(log: log)
         open[recording.id] = nil
         log.write(.info, "recording \(recording.name) of room \(recording.room) written (\(recording.files.count) files): \(reason)")
+        if recording.mixdown, recording.mix == nil, !recording.tracks.isEmpty { startMixdown(recording) }
+    }
+
+    /// Threads making mixed renditions (joined by `stop`).
+    private var mixdowns: [OSThread] = []
+
+    /// A forward room's tracks mixed into `mix.opus` on a thread of its own (decoding and encoding a long recording
+    /// takes a while; the recorder goes on), then listed in the manifest.
+    private func startMixdown(_ recording: OpenRecording) {
+        let folder = recording.folder, name = recording.name, room = recording.room, log = self.log
+        let paths = recording.files.filter { $0.kind == "track" && $0.failure == nil }.map { folder + "/" + $0.fileName }
+        let thread = try? OSThread(name: "parley-mixdown") {
+            do {
+                var tracks: [[UInt8]] = []
+                for p in paths { if let read = try PrivateFile.read(p, limit: 1 << 30), read.status.isRegularFile { tracks.append(read.bytes) } }
+                let file = try AppendFile(creating: folder + "/" + RecordingCatalog.mixFileName)
+                let encoder = try OpusFileEncoder(tags: ["TITLE=\(room) (mixed from \(tracks.count) tracks)", "PARLEY_ROOM=\(room)",
+                                                         "PARLEY_RECORDING=\(name)"]) { bytes in
+                    (try? file.append(Array(bytes))) != nil
+                }
+                let samples = try Mixdown.mix(tracks, into: encoder)
+                file.close()
+                RecordingCatalog.addToManifest(folder: folder, entry: ["file": RecordingCatalog.mixFileName, "kind": "mix",
+                                                                        "duration_ms": samples / 48, "bytes": file.size])
+                log.write(.info, "recording \(name): mixed \(tracks.count) tracks into \(RecordingCatalog.mixFileName) (\(samples / 48) ms)")
+            } catch {
+                log.write(.error, "recording \(name): the mixed rendition failed: \(error)")
+            }
+        }
+        if let thread { mixdowns.append(thread) } else { log.write(.error, "recording \(name): cannot start the mixdown thread") }
     }
 }
 

@@ -84,6 +84,8 @@ final class Worker: @unchecked Sendable {
     let events: EventHub
     /// Where the core's recordings go (nil: the relay has no state directory to keep them in).
     var recorder: RoomRecorder?
+    /// Where the core's kept texts go (nil: the relay keeps none).
+    var messageStore: MessageStore?
 
     init(index: Int, socket: UDPSocket, publicSocket: UDPSocket, shared: RelayShared, log: LogSink, events: EventHub) throws(SystemError) {
         self.published = SnapshotSlot(worker: index)
@@ -140,6 +142,7 @@ final class Worker: @unchecked Sendable {
                 send(core.output, batch: batch)
                 core.outputSent()
                 if let recorder, !core.recordings.isEmpty { recorder.submit(worker: index, tap: core.recordings) }
+                if let messageStore, !core.history.isEmpty { messageStore.submit(core.history.take()) }
                 return
             }
             if poller.isReadable(1) {
@@ -200,6 +203,7 @@ final class Worker: @unchecked Sendable {
             }
             publish(core, &api, batch, capture: false, helping: peerBatches)
             if let recorder, !core.recordings.isEmpty { recorder.submit(worker: index, tap: core.recordings) }
+            if let messageStore, !core.history.isEmpty { messageStore.submit(core.history.take()) }
             busyNanoseconds.add(Clock.monotonicNanoseconds() - busyStart, ordering: .relaxed)
         }
     }

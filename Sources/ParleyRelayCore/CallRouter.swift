@@ -79,7 +79,8 @@ final class CallRouter {
         record(.started, call.id, caller.identity, identity, now: now)
         for callee in callees {
             callee.call = call
-            directory.send(.incomingCall(callID: call.id, fromIdentity: caller.identity, fromName: caller.name, keyShare: keyShare),
+            directory.send(.incomingCall(callID: call.id, fromIdentity: caller.identity, fromName: caller.name, keyShare: keyShare,
+                                         request: directory.isRequest(from: caller.identity, to: identity)),
                            to: callee, now: now)
         }
         reply(.ringing, "")

@@ -69,8 +69,9 @@ final class MixEngine {
     /// While the room is recorded: where each frame of the shared mix goes (`RelayCore+Recording.swift`). The shared
     /// mix is then encoded for every frame somebody speaks, even when no listener needs it.
     var recording: (tap: RecordingTap, id: UInt64)?
-    /// The deadline of the frame being mixed (the recorded mix frames' time).
-    private var frameDeadline = Instant.origin
+    /// When the audio of the frame being mixed arrived: its deadline less the contributors' jitter-buffer delay (the
+    /// recorded mix frames' time, so the mix lines up with the members' tracks, which are placed by arrival).
+    private var frameHeard = Instant.origin
     /// The expected loss the mix encoders protect against: the configured floor, or more if listeners lose packets.
     var expectedLossPercent: Int32 { max(Int32(config.mixExpectedLossPercent), fec.expectedLossPercent) }
 
@@ -181,7 +182,7 @@ final class MixEngine {
 
     private func mix(room: Room, deadline: Instant, shared: ((UnsafeRawBufferPointer, UInt32) -> Void)?, send: (UnsafeRawBufferPointer, Member) -> Void) {
         bus.clear()
-        frameDeadline = deadline
+        frameHeard = deadline
         // Scratch lists for this frame only: emptied on the way out, so the mixer never keeps a member that leaves
         // between frames (each member holds its room, and the room this mixer).
         defer {
@@ -206,6 +207,9 @@ final class MixEngine {
             }
         }
         mixes += 1
+        if recording != nil, let held = contributors.compactMap({ inputs[$0.id]?.stream.jitter.stats.currentDelayMilliseconds }).min() {
+            frameHeard = deadline - Interval(seconds: held / 1000)
+        }
         guard !contributors.isEmpty else {  // nobody speaking: no encode work
             passThroughHold = 0
             return
@@ -294,7 +298,7 @@ final class MixEngine {
         }
         if excluding == nil { history.store(frame: frameIndex, packet: UnsafeRawBufferPointer(start: p, count: headerSize + n)) }
         if excluding == nil, let recording {
-            recording.tap.recordMix(id: recording.id, timestamp: timestampBase &+ frameIndex &* UInt32(Self.frameSamples), at: frameDeadline,
+            recording.tap.recordMix(id: recording.id, timestamp: timestampBase &+ frameIndex &* UInt32(Self.frameSamples), at: frameHeard,
                                     payload: UnsafeRawBufferPointer(start: p + headerSize, count: n))
         }
         if let shared {

@@ -17,8 +17,34 @@ final class PresenceDirectory {
     private(set) var noticeRevision: UInt64 = 0
     static let noticeCapacity = 1024
     private let outbox: Outbox
+    /// Where kept texts and chats go (`RelayCore+StoredTexts.swift`); off without a store.
+    let history: HistoryLog
+    /// Where each chat stands (decided only while `history` is on: declines must outlive a restart).
+    let chats: ChatBook
 
-    init(outbox: Outbox) { self.outbox = outbox }
+    init(outbox: Outbox, history: HistoryLog = HistoryLog(), chats: ChatBook = ChatBook()) {
+        self.outbox = outbox
+        self.history = history
+        self.chats = chats
+    }
+
+    /// Kept texts delivered lately (the store's ids), oldest first, at most `recentCapacity`: a second answer from the
+    /// store for the same texts, asked before it heard of the first delivery, delivers nothing.
+    private(set) var recentlyDelivered: Set<Int64> = []
+    private var recentOrder: [Int64] = []
+    static let recentCapacity = 4_096
+
+    func noteDelivered(_ ids: [Int64]) {
+        for id in ids where recentlyDelivered.insert(id).inserted { recentOrder.append(id) }
+        if recentOrder.count > Self.recentCapacity {
+            let drop = recentOrder.count - Self.recentCapacity
+            for id in recentOrder.prefix(drop) { recentlyDelivered.remove(id) }
+            recentOrder.removeFirst(drop)
+        }
+    }
+
+    /// Whether a call from `caller` rings `callee` as a request (no accepted chat between them; only with a store).
+    func isRequest(from caller: String, to callee: String) -> Bool { history.enabled && !chats.accepted(caller, callee) }
 
     /// Every live session of `identity`, oldest first (empty when it is not online).
     func sessions(of identity: String) -> [Presence] { byIdentity[identity] ?? [] }
@@ -105,7 +131,7 @@ final class PresenceDirectory {
     /// The event a page gets for what a client would be sent, or nil when a page has no use for it.
     static func notice(_ message: SignalMessage, for p: Presence, stream: UInt64, now: Moment) -> RelayEvent? {
         switch message {
-        case .incomingCall(let callID, let fromIdentity, let fromName, _):
+        case .incomingCall(let callID, let fromIdentity, let fromName, _, _):
             return RelayEvent(kind: .incomingCall, room: "", identity: fromIdentity, detail: fromName, unixMilliseconds: now.unixMilliseconds,
                               recipient: stream, call: .init(callID: callID, state: "ringing", reason: "", token: ""))
         case .callStatus(let status):
@@ -119,33 +145,79 @@ final class PresenceDirectory {
     /// A direct text between online identities: delivered to every presence session of `identity` as
     /// `text(direct: true)` (a page: a `direct_text` event); delivered when at least one session took it (one that
     /// cannot take it is skipped). Its attachment ids go to every device unchanged.
+    ///
+    /// With a store (`history.enabled`): the text is kept (delivered, or for later); one to an identity not online is
+    /// stored and delivered when it comes online (the store tells the sender `stored`); chats decide first
+    /// (`ChatBook`): a first text is a request, later ones wait for the answer, a declined chat's texts fail.
     func deliverDirectText(_ text: String, attachments: [String] = [], from p: Presence, to identity: String, messageID: UInt32, now: Moment) {
-        let recipients = identity.isEmpty ? [] : sessions(of: identity)
-        let fragments = TextFragment.split(text, messageID: messageID, attachments: attachments) ?? []
-        var reason = identity.isEmpty ? "a direct text needs a recipient" : "\(identity) is not online"
-        if !recipients.isEmpty { reason = Outbox.laggards([identity]) }
+        guard !identity.isEmpty else { return status(p, messageID, delivered: false, "a direct text needs a recipient") }
+        var request = false
+        if history.enabled {
+            let (verdict, changed) = chats.decide(from: p.identity, to: identity)
+            if let c = changed { history.append(.chat(requester: c.requester, recipient: c.recipient, state: c.state, at: now.unixMilliseconds)) }
+            if changed?.state == .accepted { tellChat(changed!, now: now) }
+            switch verdict {
+            case .refuse(let why): return status(p, messageID, delivered: false, why)
+            case .hold:
+                history.append(.directText(from: p.identity, to: identity, text: text, at: now.unixMilliseconds, delivered: false, held: true,
+                                           senderConnection: p.session?.connectionID ?? 0, senderMessageID: messageID))
+                return
+            case .request: request = true
+            case .deliver: break
+            }
+        }
+        let recipients = sessions(of: identity)
+        var reason = recipients.isEmpty ? "\(identity) is not online" : Outbox.laggards([identity])
         // Online on another node of the cluster: passed there (delivered as far as this node can tell).
-        if recipients.isEmpty, !identity.isEmpty, directTextElsewhere?(fragments, p, identity) == true { reason = "" }
+        if recipients.isEmpty, directTextElsewhere?(TextFragment.split(text, messageID: messageID, attachments: attachments) ?? [], p, identity) == true {
+            reason = ""
+        }
+        if deliver(text, attachments: attachments, from: p.identity, fromID: p.id, to: recipients, messageID: messageID, sentAt: 0,
+                   request: request, now: now) { reason = "" }
+        guard history.enabled else { return status(p, messageID, delivered: reason.isEmpty, reason) }
+        let delivered = reason.isEmpty
+        history.append(.directText(from: p.identity, to: identity, text: text, at: now.unixMilliseconds, delivered: delivered, held: false,
+                                   senderConnection: p.session?.connectionID ?? 0, senderMessageID: messageID))
+        if delivered { status(p, messageID, delivered: true, "") }  // else the store says `stored`
+    }
+
+    /// A direct text to `recipients` (a Parley client gets `text`, a page a `direct_text` event), its attachment ids
+    /// unchanged; whether one took it.
+    func deliver(_ text: String, attachments: [String] = [], from identity: String, fromID: UInt32, to recipients: [Presence], messageID: UInt32,
+                 sentAt: Int64, request: Bool, now: Moment) -> Bool {
+        let fragments = TextFragment.split(text, messageID: messageID, attachments: attachments) ?? []
+        var taken = false
         for r in recipients {
             switch r.link {
             case .web(let stream):
-                notify(RelayEvent(kind: .directText, room: "", identity: p.identity, detail: text, unixMilliseconds: now.unixMilliseconds,
+                notify(RelayEvent(kind: .directText, room: "", identity: identity, detail: text, unixMilliseconds: sentAt != 0 ? sentAt : now.unixMilliseconds,
                                   recipient: stream, attachments: attachments))
-                reason = ""
+                taken = true
             case .signalling(let session):
                 guard outbox.canTakeText(session.channel, fragments: fragments.count) else { continue }
-                for f in fragments {
-                    outbox.enqueue(.text(fromMemberID: p.id, fromIdentity: p.identity, direct: true, fragment: f), to: session)
+                for (k, f) in fragments.enumerated() {
+                    outbox.enqueue(.text(fromMemberID: fromID, fromIdentity: identity, direct: true, fragment: f,
+                                         sentAt: k == 0 ? UInt64(max(0, sentAt)) : 0, request: k == 0 && request), to: session)
                 }
                 outbox.pump(session, now: now)
-                reason = ""
+                taken = true
             case .remote:
                 break
             }
         }
-        if let session = p.session {
-            outbox.enqueue(.textStatus(messageID: messageID, delivered: reason.isEmpty, reason: reason), to: session)
-        }
+        return taken
+    }
+
+    /// A text status to the sender's client (a page has none).
+    func status(_ p: Presence, _ messageID: UInt32, delivered: Bool, _ reason: String) {
+        if let session = p.session { outbox.enqueue(.textStatus(messageID: messageID, delivered: delivered, reason: reason), to: session) }
+    }
+
+    /// Tells both sides' clients where a chat stands now.
+    func tellChat(_ c: ChatBook.Chat, now: Moment) {
+        let state: ChatStatus.State = switch c.state { case .requested: .requested; case .accepted: .accepted; case .declined: .declined }
+        for p in sessions(of: c.requester) { if let s = p.session { outbox.enqueue(.chatStatus(ChatStatus(identity: c.recipient, state: state)), to: s); outbox.pump(s, now: now) } }
+        for p in sessions(of: c.recipient) { if let s = p.session { outbox.enqueue(.chatStatus(ChatStatus(identity: c.requester, state: state)), to: s); outbox.pump(s, now: now) } }
     }
 }
 

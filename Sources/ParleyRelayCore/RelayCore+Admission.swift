@@ -278,6 +278,7 @@ extension RelayCore {
         let p = Presence(id: shared.nextMemberID(), session: session, registeredAt: now.unixMilliseconds)
         sessions.add(.presence(p), at: from)
         presence.add(p)
+        history.append(.deliverWaiting(identity: p.identity, from: nil))
         outbox.enqueue(.welcome(Welcome(
             nonce: request.nonce, memberID: p.id, ssrc: 0, port: shared.workerPorts[Self.presenceWorker], sessionSecret: session.sessionSecret,
             room: "", mode: "presence", identity: p.identity, memberCount: 0, keepaliveMilliseconds: welcomeKeepaliveMilliseconds,

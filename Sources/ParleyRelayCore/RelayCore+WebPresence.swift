@@ -25,6 +25,7 @@ extension RelayCore {
         }
         let p = Presence(id: shared.nextMemberID(), webStream: stream, identity: identity, name: name, registeredAt: now.unixMilliseconds)
         presence.add(p)
+        history.append(.deliverWaiting(identity: p.identity, from: nil))
         presence.notify(RelayEvent(kind: .presenceOnline, room: "", identity: identity, detail: String(stream),
                                    unixMilliseconds: now.unixMilliseconds, recipient: stream))
         outbox.counters.presenceRegistered &+= 1
@@ -91,7 +92,7 @@ extension RelayCore {
             guard !text.isEmpty, text.utf8.count <= Signalling.maxTextBytes else {
                 return .invalid("a text must be 1–\(Signalling.maxTextBytes) bytes")
             }
-            guard !presence.sessions(of: to).isEmpty else { return .notFound("\(to) is not online") }
+            guard history.enabled || !presence.sessions(of: to).isEmpty else { return .notFound("\(to) is not online") }
             backendMessageID &+= 1
             presence.deliverDirectText(text, from: p, to: to, messageID: backendMessageID, now: now)
             return .ok
@@ -99,10 +100,10 @@ extension RelayCore {
         }
     }
 
-    private struct WebPresenceRefusal: Error { var result: AdminResult }
+    struct WebPresenceRefusal: Error { var result: AdminResult }
 
     /// The page's presence, if `stream` is online and belongs to `identity`.
-    private func webPresence(_ stream: UInt64, _ identity: String) -> Result<Presence, WebPresenceRefusal> {
+    func webPresence(_ stream: UInt64, _ identity: String) -> Result<Presence, WebPresenceRefusal> {
         guard let p = presence.byWebStream[stream] else {
             return .failure(.init(result: .notFound("presence stream \(stream) is not online")))
         }

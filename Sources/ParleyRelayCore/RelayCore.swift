@@ -53,6 +53,8 @@ public final class RelayCore {
     var backendMessageID: UInt32 = 0
     /// The recordings of this worker's rooms, for the recorder thread to write (`RelayCore+Recording.swift`).
     public let recordings: RecordingTap
+    /// Texts to keep and chats to record, for the message store (`RelayCore+StoredTexts.swift`); off without one.
+    public let history: HistoryLog
     /// This worker's end of the relay-to-relay links (a cluster; nil alone).
     let cascadeLink: CascadeLink?
     /// Nodes that asked this one about rooms it has no members of, lately (see `rendezvous`).
@@ -73,10 +75,16 @@ public final class RelayCore {
         self.random = random
         self.rtcp = RTCPFeedback(relaySSRC: random.ssrc(), sessions: sessions, outbox: outbox)
         self.uplinkRepair = UplinkRepair(rtcp: rtcp, outbox: outbox)
-        self.presence = PresenceDirectory(outbox: outbox)
+        let history = HistoryLog()
+        self.history = history
+        self.presence = PresenceDirectory(outbox: outbox, history: history, chats: ChatBook(shared.chats.map {
+            ChatBook.Chat(requester: $0.requester, recipient: $0.recipient, state: $0.state)
+        }))
         let recordings = RecordingTap()
         self.recordings = recordings
         self.rooms = RoomTable(shared: shared, workerIndex: workerIndex, outbox: outbox, random: random, recordings: recordings)
+        rooms.history = history
+        history.enabled = shared.keepsHistory
         // In a cluster a call room may open on any node: its tokens name no one relay.
         self.calls = CallRouter(outbox: outbox, directory: presence, signer: shared.callSigner,
                                 relayKey: shared.cluster == nil ? shared.verifier.relayKey : nil,

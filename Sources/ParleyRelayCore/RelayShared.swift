@@ -31,6 +31,11 @@ public final class RelayShared: Sendable {
     public let dtls: DTLSContext?
     /// In a cluster: this node's identity on the relay-to-relay links (cascading); nil alone.
     public let cluster: ClusterIdentity?
+    /// Whether a message store keeps texts (the relay opened its database): texts to identities away are kept for
+    /// them, and chats are requested, accepted and declined (`HistoryLog`).
+    public let keepsHistory: Bool
+    /// The chats the store held at start (worker 0's `ChatBook` begins with them).
+    public let chats: [ChatBook.Chat]
     /// Draining (`parley-relay drain`): new joins go to other nodes and members here are asked to move.
     public let draining = Atomic<Bool>(false)
     public var isDraining: Bool { draining.load(ordering: .relaxed) }
@@ -41,7 +46,10 @@ public final class RelayShared: Sendable {
 
     /// Shared state for `workerCount` workers.
     public init(config: RelayCoreConfig, verifier: TokenVerifier, cookieSecret: [UInt8], workerPorts: [UInt16],
-                identity: X25519KeyPair? = nil, dtls: DTLSContext? = nil, cluster: ClusterIdentity? = nil) {
+                identity: X25519KeyPair? = nil, dtls: DTLSContext? = nil, cluster: ClusterIdentity? = nil,
+                keepsHistory: Bool = false, chats: [ChatBook.Chat] = []) {
+        self.keepsHistory = keepsHistory
+        self.chats = chats
         self.cluster = cluster
         self.config = config
         self.identity = identity

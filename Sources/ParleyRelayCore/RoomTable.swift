@@ -18,6 +18,8 @@ final class RoomTable {
     private let random: RelayRandom
     /// Where a closing room's recording is ended.
     let recordings: RecordingTap
+    /// Where room texts are kept (set by the core).
+    var history = HistoryLog()
     private var config: RelayCoreConfig { shared.config }
     private var log: LogSink { outbox.log }
 
@@ -278,6 +280,7 @@ final class RoomTable {
         if identity.isEmpty {
             events.append(RelayEvent(kind: .text, room: room.name, identity: member.identity, detail: text, unixMilliseconds: now.unixMilliseconds,
                                      attachments: attachments))
+            history.append(.roomText(room: room.name, identity: member.identity, name: member.name, text: text, at: now.unixMilliseconds))
         }
         let reason = recipients.isEmpty && elsewhere == 0 ? (identity.isEmpty ? "nobody else is in the room" : "\(identity) is not in the room")
             : Outbox.laggards(behind)

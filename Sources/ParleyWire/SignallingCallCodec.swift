@@ -6,7 +6,7 @@
 /// 0x0A call answer    call id (33), accept (34, u8: 1 accept, 0 decline), key share (48, optional)
 /// 0x0B call hang-up   call id (33)
 /// 0x8C incoming call  call id (33), identity (12, caller), name (35, caller's display name; may be absent),
-///                     key share (48, the caller's; optional)
+///                     key share (48, the caller's; optional), chat request (57, u8 1: no accepted chat with the caller)
 /// 0x8D call status    call id (33), call state (36, u8), reason (19), room (2) and token (1) with `answered`,
 ///                     key share (48, the callee's, to the caller with `answered`; optional)
 /// ```
@@ -26,7 +26,8 @@ extension SignalDatagram {
         case 0x0B: return .callHangup(callID: try callID(f))
         case 0x8C:
             return .incomingCall(callID: try callID(f), fromIdentity: try f.string(.identity, maxCount: 128),
-                                 fromName: try f.optionalString(.name, maxCount: 255), keyShare: try keyShare(f))
+                                 fromName: try f.optionalString(.name, maxCount: 255), keyShare: try keyShare(f),
+                                 request: try f.bool(.chatRequest))
         case 0x8D:
             guard let state = CallState(rawValue: try f.u8(.callState)) else { throw .badField }
             let status = CallStatus(callID: try callID(f), state: state, reason: try f.optionalString(.reason, maxCount: 512),
@@ -67,10 +68,11 @@ extension SignalDatagram {
             if !share.isEmpty { w.field(.callKeyShare, share) }
         case .callHangup(let id):
             w.field(.callID, u32: id)
-        case .incomingCall(let id, let identity, let name, let share):
+        case .incomingCall(let id, let identity, let name, let share, let request):
             w.field(.callID, u32: id); w.field(.identity, string: identity)
             if !name.isEmpty { w.field(.name, string: name) }
             if !share.isEmpty { w.field(.callKeyShare, share) }
+            if request { w.field(.chatRequest, u8: 1) }
         case .callStatus(let s):
             w.field(.callID, u32: s.callID); w.field(.callState, u8: s.state.rawValue)
             if !s.reason.isEmpty { w.field(.reason, string: s.reason) }

@@ -26,6 +26,10 @@ enum SignalTag: UInt8 {
     case recording = 53, recordingID = 54
     /// Texts: one image the text carries (`TextAttachments`: 22 ASCII characters), on its first fragment, ≤ 4 times.
     case attachment = 55
+    /// Texts: when a stored text was sent (u64, Unix ms), and that it opens a chat the recipient has not accepted (u8).
+    case sentAt = 56, chatRequest = 57
+    /// Chats: where one stands (u8, `ChatStatus.State`).
+    case chatState = 58
 }
 
 /// Writes big-endian integers and TLVs into a caller-owned buffer.
@@ -207,7 +211,16 @@ extension SignalDatagram {
             message = .speakers(speakers)
         case 0x87:
             message = .text(fromMemberID: try f.u32(.memberID), fromIdentity: try f.string(.identity, maxCount: 128),
-                            direct: try f.bool(.direct), fragment: try Self.fragment(f, bytes))
+                            direct: try f.bool(.direct), fragment: try Self.fragment(f, bytes),
+                            sentAt: f.range(.sentAt) == nil ? 0 : try f.u64(.sentAt), request: try f.bool(.chatRequest))
+        case 0x91: message = .textStored(messageID: try f.u32(.messageID))
+        case 0x0D:
+            let to = try f.string(.to, maxCount: Signalling.maxDatagramSize)
+            guard !to.isEmpty else { throw .badField }
+            message = .chatAnswer(to: to, accept: try f.u8(.accept) != 0)
+        case 0x92:
+            guard let state = ChatStatus.State(rawValue: try f.u8(.chatState)) else { throw .badField }
+            message = .chatStatus(ChatStatus(identity: try f.string(.identity, maxCount: 128), state: state))
         case 0x88:
             message = .textStatus(messageID: try f.u32(.messageID), delivered: try f.bool(.delivered),
                                   reason: try f.optionalString(.reason, maxCount: 512))
@@ -329,10 +342,18 @@ extension SignalDatagram {
             for s in list {
                 w.u8(SignalTag.speaker.rawValue); w.u16(9); w.u32(s.memberID); w.u32(s.ssrc); w.u8(s.level & 0x7F)
             }
-        case .text(let from, let identity, let direct, let fragment):
+        case .text(let from, let identity, let direct, let fragment, let sentAt, let request):
             w.field(.memberID, u32: from); w.field(.identity, string: identity)
             if direct { w.field(.direct, u8: 1) }
             Self.write(fragment, &w)
+            if sentAt != 0 { w.field(.sentAt, u64: sentAt) }
+            if request { w.field(.chatRequest, u8: 1) }
+        case .textStored(let id):
+            w.field(.messageID, u32: id)
+        case .chatAnswer(let to, let accept):
+            w.field(.to, string: to); w.field(.accept, u8: accept ? 1 : 0)
+        case .chatStatus(let status):
+            w.field(.identity, string: status.identity); w.field(.chatState, u8: status.state.rawValue)
         case .textStatus(let id, let delivered, let reason):
             w.field(.messageID, u32: id); w.field(.delivered, u8: delivered ? 1 : 0)
             if !reason.isEmpty { w.field(.reason, string: reason) }

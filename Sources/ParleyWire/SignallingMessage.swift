@@ -357,7 +357,9 @@ public enum SignalMessage: Equatable, Sendable {
     /// 0x86 The active speakers, loudest first (reliable).
     case speakers([SpeakerEntry])
     /// 0x87 A text fragment from a member (reliable). `direct` is true when it was sent to this member only.
-    case text(fromMemberID: UInt32, fromIdentity: String, direct: Bool, fragment: TextFragment)
+    /// A direct text kept while its recipient was away carries when it was sent (`sentAt`, Unix ms; 0: now); `request`:
+    /// it opens a chat the recipient has not accepted (answer with `chatAnswer`).
+    case text(fromMemberID: UInt32, fromIdentity: String, direct: Bool, fragment: TextFragment, sentAt: UInt64 = 0, request: Bool = false)
     /// 0x88 Whether a text was delivered (reliable).
     case textStatus(messageID: UInt32, delivered: Bool, reason: String)
     /// 0x89 The session is over (unreliable: the relay forgets the member as it sends this).
@@ -368,7 +370,7 @@ public enum SignalMessage: Equatable, Sendable {
     case resumed
     /// 0x8C Someone is calling this presence session; answer with `callAnswer(callID)` (reliable).
     /// `keyShare`: the caller's end-to-end key share as the caller sent it (empty when it sent none).
-    case incomingCall(callID: UInt32, fromIdentity: String, fromName: String, keyShare: [UInt8] = [])
+    case incomingCall(callID: UInt32, fromIdentity: String, fromName: String, keyShare: [UInt8] = [], request: Bool = false)
     /// 0x8D A call's state changed (reliable).
     case callStatus(CallStatus)
     /// 0x8E Prove that this new address is yours: answer `pathResponse` with the challenge (unreliable, never larger
@@ -382,6 +384,14 @@ public enum SignalMessage: Equatable, Sendable {
     /// recording starts or stops, and after the welcome to a member joining a room that is being recorded. `id`: the
     /// recording's id (may be empty).
     case recording(active: Bool, id: String)
+    /// 0x91 A direct text (the sender's message id) is kept for a recipient who is away, or has not accepted the chat
+    /// yet; a `text status` follows when it is delivered or fails (reliable).
+    case textStored(messageID: UInt32)
+    /// 0x0D Accept or decline the chat `to` asked for with its first text (presence sessions; reliable).
+    case chatAnswer(to: String, accept: Bool)
+    /// 0x92 Where a chat with `identity` stands now (presence sessions; reliable): to the requester when the recipient
+    /// answers, and to the recipient's devices.
+    case chatStatus(ChatStatus)
 
     /// The message's type code.
     public var typeCode: UInt8 {
@@ -414,6 +424,9 @@ public enum SignalMessage: Equatable, Sendable {
         case .pathChallenge: 0x8E
         case .memberDelta: 0x8F
         case .recording: 0x90
+        case .textStored: 0x91
+        case .chatAnswer: 0x0D
+        case .chatStatus: 0x92
         }
     }
 
@@ -423,6 +436,28 @@ public enum SignalMessage: Equatable, Sendable {
         case .join, .register, .ping, .resume, .ack, .pathResponse, .retry, .refused, .pong, .goodbye, .pathChallenge: false
         default: true
         }
+    }
+}
+
+/// Where a chat between two identities stands, as `chatStatus` tells one of them.
+public struct ChatStatus: Equatable, Sendable {
+    /// The state, as sent.
+    public enum State: UInt8, Sendable {
+        /// `identity` asked to chat (its first text came as a request); not answered yet.
+        case requested = 1
+        /// Texts flow both ways.
+        case accepted = 2
+        /// The chat was declined: `identity`'s texts (or ours to it) fail.
+        case declined = 3
+    }
+    /// The other identity.
+    public var identity: String
+    /// Where it stands.
+    public var state: State
+    /// A chat status.
+    public init(identity: String, state: State) {
+        self.identity = identity
+        self.state = state
     }
 }
 

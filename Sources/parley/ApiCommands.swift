@@ -11,7 +11,9 @@ enum ApiCommands {
            parley members ROOM                         list a room's members
            parley kick ROOM IDENTITY
            parley mute ROOM IDENTITY [--unmute]
-           parley record start ROOM                    record a room (its members are told)
+           parley history ROOM [--limit N] [--before ID]   a room's texts, newest first (one page; the next with --before)
+           parley record start ROOM [--mixdown]        record a room (its members are told); --mixdown: a forward room's
+                                                       tracks are also mixed into one file when it stops
            parley record stop ROOM
            parley record list [--recording ID]         recordings' files: id, room, kind, member, duration, size
            parley record download FILE-ID [--output PATH]   save one file (Ogg Opus; default FILE-ID.opus)
@@ -81,11 +83,11 @@ enum ApiCommands {
     }
 
     static func record(_ arguments: [String]) -> Int32 {
-        let o = Options(arguments, valued: ["recording", "output"], switches: [], usage: usage)
+        let o = Options(arguments, valued: ["recording", "output"], switches: ["mixdown"], usage: usage)
         let p = o.positional
         switch (p.first, p.count) {
         case ("start", 2):
-            let r = request("POST", "/v1/rooms/\(escape(p[1]))/recording")
+            let r = request("POST", "/v1/rooms/\(escape(p[1]))/recording", o.has("mixdown") ? ["mixdown": true] : nil)
             writeLine("recording \(r["recording"] as? String ?? "?") of room \(p[1]) started")
         case ("stop", 2):
             _ = request("DELETE", "/v1/rooms/\(escape(p[1]))/recording")
@@ -108,6 +110,24 @@ enum ApiCommands {
         default:
             fail(usage)
         }
+        return 0
+    }
+
+    static func history(_ arguments: [String]) -> Int32 {
+        let o = Options(arguments, valued: ["limit", "before"], switches: [], usage: usage)
+        guard o.positional.count == 1 else { fail(usage) }
+        var query = "?limit=\(o.values["limit"] ?? "20")"
+        if let before = o.values["before"] { query += "&before=" + escape(before) }
+        let page = request("GET", "/v1/rooms/\(escape(o.positional[0]))/messages" + query)
+        let messages = page["messages"] as? [[String: Any]] ?? []
+        if messages.isEmpty { writeLine("no texts") }
+        let f = DateFormatter()
+        f.dateFormat = "yyyy-MM-dd HH:mm:ss"
+        for m in messages {
+            let at = Date(timeIntervalSince1970: Double((m["at"] as? NSNumber)?.int64Value ?? 0) / 1000)
+            writeLine("\(m["id"] ?? "")\t\(f.string(from: at))\t\(m["identity"] ?? "")\t\(m["text"] ?? "")")
+        }
+        if let next = page["next"] as? String { writeLine("older: parley history \(o.positional[0]) --before \(next)") }
         return 0
     }
 

@@ -33,9 +33,13 @@ final class PresenceClient {
     /// Sends what the session queued.
     func flush() { engine.flush() }
 
+    /// Events received with the registration, for the next `poll`.
+    var leftover: [PresenceSession.Event] = []
+
     /// Receives what is waiting and runs the session's timers; returns the events.
     func poll(now: Instant) -> [PresenceSession.Event] {
-        var events: [PresenceSession.Event] = []
+        var events: [PresenceSession.Event] = leftover
+        leftover = []
         while let (n, from) = socket.receive(into: buffer) {
             guard n > 0 else { continue }
             events += engine.receive(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), from: from, now: now)
@@ -73,12 +77,21 @@ enum CallCommands {
     Exit: 0 the call took place, 6 declined, 7 no answer, 8 unavailable, 9 failed, 3 refused, 5 relay unreachable.
     """
     static let messageUsage = """
-    usage: parley message NAME [TEXT] [--image FILE] --identity ME [--server HOST:PORT] [--token T]
+    usage: parley message NAME [TEXT] [--image FILE] --identity ME [--server HOST:PORT] [--token T] [--images-dir DIR]
 
-    Sends a direct text to NAME if NAME is online; prints delivered or failed (exit 0 / 10). --image FILE (PNG, JPEG,
-    WebP or GIF) is uploaded first to the relay's HTTP API (PARLEY_URL, default http://127.0.0.1:7480) and goes with the
-    text, which may then be left out; NAME's `parley listen` saves it. Exit 1 the file cannot be read, 3 the relay
-    refused the image (too large, not an image), 5 its API cannot be reached.
+    Sends a direct text to NAME. Prints "delivered" when NAME is online (exit 0); "stored" when the relay keeps it
+    for NAME — away, or not yet accepting a chat with you — and delivers it later (exit 0); or "failed: why" (exit
+    10: NAME declined your chat request, the relay keeps no texts, …). Texts kept for you while you were away are
+    shown too. --image FILE (PNG, JPEG, WebP or GIF) is uploaded first to the relay's HTTP API (PARLEY_URL, default
+    http://127.0.0.1:7480) and goes with the text, which may then be left out; NAME's `parley listen` saves it. Exit 1
+    the file cannot be read, 3 the relay refused the image (too large, not an image), 5 its API cannot be reached.
+    """
+    static let chatUsage = """
+    usage: parley chat accept|decline NAME --identity ME [--server HOST:PORT] [--token T] [--images-dir DIR]
+
+    Answers the chat NAME asked for with their first text to you (`parley listen` shows it as a chat request).
+    Accepted, the texts NAME sent since follow, and later ones come as any other; declined, they fail and NAME is told.
+    Exit: 0 answered, 10 no request from NAME is waiting.
     """
 
     static let common: Set<String> = ["identity", "server", "token", "name", "duration", "hangup-after", "answer-after"]
@@ -104,9 +117,12 @@ enum CallCommands {
         p.flush()
         while true {
             p.wait(milliseconds: 50)
-            for e in p.poll(now: Clock.monotonic()) {
+            let events = p.poll(now: Clock.monotonic())
+            for (k, e) in events.enumerated() {
                 switch e {
-                case .registered: return
+                case .registered:
+                    p.leftover = Array(events[(k + 1)...])
+                    return
                 case .refused(let code, let reason):
                     p.ui.close()
                     fail("the relay refused to register us: \(reason) (code \(code.rawValue))", code: 3)
@@ -234,7 +250,9 @@ enum CallCommands {
                 case .incomingCall(let id, let from, let name):
                     ringing = (id, from, Clock.monotonic())
                     ui.bell()
-                    ui.event("incoming call from \(from)\(name.isEmpty ? "" : " (\(name))")" + (ui.interactive ? " — a answers, r rejects" : ""))
+                    ui.event("incoming call from \(from)\(name.isEmpty ? "" : " (\(name))")"
+                             + (p.session.isCallRequest(id) ? " — a call request: you have no chat with \(from)" : "")
+                             + (ui.interactive ? " — a answers, r rejects" : ""))
                     if o.has("auto-reject") {
                         p.session.answer(id, accept: false, now: Clock.monotonic())
                         ui.event("rejected the call from \(from)")
@@ -258,6 +276,9 @@ enum CallCommands {
                         ringing = nil
                     }
                 case .text(let from, let text, let ids): showDirectText(from: from, text, ids, ui: ui, images: images)
+                case .keptText(let from, let text, let sentAt, let request, let ids):
+                    showKept(ui, from: from, text: text, sentAt: sentAt, request: request, attachments: ids, images: images)
+                case .chat(let status): ui.event(chatLine(status))
                 default: break
                 }
             }
@@ -382,8 +403,65 @@ enum CallCommands {
         return code
     }
 
+    /// A text kept for us while we were away, or a chat request; its images fetched and saved.
+    static func showKept(_ ui: TerminalUI, from: String, text: String, sentAt: UInt64, request: Bool, attachments: [String],
+                         images: ImageDownloads) {
+        var when = ""
+        if sentAt > 0 {
+            let f = DateFormatter()
+            f.dateFormat = "yyyy-MM-dd HH:mm:ss"
+            when = " (sent \(f.string(from: Date(timeIntervalSince1970: Double(sentAt) / 1000))))"
+        }
+        ui.event("direct text from \(from)\(when): " + ImageDownloads.line(text, attachments))
+        images.fetch(attachments, from: from)
+        if request { ui.event("\(from) asks to chat with you: parley chat accept \(from) (or decline); their next texts wait until you do") }
+    }
+
+    static func chatLine(_ s: ChatStatus) -> String {
+        switch s.state {
+        case .requested: "\(s.identity) asks to chat with you"
+        case .accepted: "chat with \(s.identity): accepted"
+        case .declined: "chat with \(s.identity): declined"
+        }
+    }
+
+    static func chat(_ arguments: [String]) -> Int32 {
+        let (o, identity, server, ui) = parse(arguments, usage: chatUsage)
+        guard o.positional.count == 2, ["accept", "decline"].contains(o.positional[0]) else { fail("chat needs accept|decline and NAME\n\(chatUsage)") }
+        let accept = o.positional[0] == "accept", peer = o.positional[1]
+        let p = PresenceClient(server: server, token: { presenceToken(o, identity: identity) },
+                               security: SecurityOptions.security(o, token: o["token"]), ui: ui)
+        let images = ImageDownloads(o, token: { presenceToken(o, identity: identity) })
+        register(p)
+        p.session.answerChat(peer, accept: accept, now: Clock.monotonic())
+        p.flush()
+        let deadline = Clock.monotonic() + .seconds(2)
+        var code: Int32 = 10
+        loop: while Clock.monotonic() < deadline {
+            p.wait(milliseconds: 20)
+            for e in p.poll(now: Clock.monotonic()) {
+                switch e {
+                case .chat(let s) where s.identity == peer:
+                    ui.event(chatLine(s))
+                    code = 0
+                    if !accept { break loop }
+                case .keptText(let from, let text, let sentAt, let request, let ids):
+                    showKept(ui, from: from, text: text, sentAt: sentAt, request: request, attachments: ids, images: images)
+                case .text(let from, let text, let ids): showDirectText(from: from, text, ids, ui: ui, images: images)
+                default: break
+                }
+            }
+            images.report(ui)
+        }
+        if code != 0 { ui.event("no chat request from \(peer) is waiting") }
+        p.session.leave(now: Clock.monotonic())
+        p.flush()
+        images.finish(ui)
+        return code
+    }
+
     static func message(_ arguments: [String]) -> Int32 {
-        let (o, identity, server, ui) = parse(arguments, usage: messageUsage, extraValued: ["image"])
+        let (o, identity, server, ui) = parse(arguments, usage: messageUsage, extraValued: ["image", "images-dir"])
         guard o.positional.count == 2 || (o.positional.count == 1 && o["image"] != nil) else {
             fail("message needs NAME and TEXT (or --image FILE)\n\(messageUsage)")
         }
@@ -396,23 +474,40 @@ enum CallCommands {
         if let file = o["image"] { ui.event("uploaded \(file) as image \(attachments[0])") }
         let p = PresenceClient(server: server, token: { presenceToken(o, identity: identity) },
                                security: SecurityOptions.security(o, token: o["token"]), ui: ui)
+        let images = ImageDownloads(o, token: { presenceToken(o, identity: identity) })
         register(p)
         guard let id = p.session.sendText(to: o.positional[0], text, attachments: attachments, now: Clock.monotonic()) else {
             fail("the text must be 1–4096 bytes (or empty with --image)")
         }
         p.flush()
         let deadline = Clock.monotonic() + .seconds(5)
-        while Clock.monotonic() < deadline {
+        var outcome: Int32?
+        // After our text's outcome, a moment more for texts kept for us (delivered to this session when it registered).
+        var until = deadline
+        while Clock.monotonic() < until {
             p.wait(milliseconds: 20)
             for e in p.poll(now: Clock.monotonic()) {
-                if case .textStatus(let mid, let delivered, let reason) = e, mid == id {
+                switch e {
+                case .textStatus(let mid, let delivered, let reason) where mid == id && outcome == nil:
                     ui.event(delivered ? "delivered" : "failed: \(reason)")
-                    p.session.leave(now: Clock.monotonic())
-                    p.flush()
-                    return delivered ? 0 : 10
+                    outcome = delivered ? 0 : 10
+                case .textStored(let mid) where mid == id && outcome == nil:
+                    ui.event("stored: the relay delivers it when \(o.positional[0]) is online (and accepts a chat with you)")
+                    outcome = 0
+                case .keptText(let from, let text, let sentAt, let request, let ids):
+                    showKept(ui, from: from, text: text, sentAt: sentAt, request: request, attachments: ids, images: images)
+                case .text(let from, let text, let ids): showDirectText(from: from, text, ids, ui: ui, images: images)
+                case .chat(let s): ui.event(chatLine(s))
+                default: break
                 }
             }
+            images.report(ui)
+            if outcome != nil, until == deadline { until = min(deadline, Clock.monotonic() + .milliseconds(300)) }
         }
+        p.session.leave(now: Clock.monotonic())
+        p.flush()
+        images.finish(ui)
+        if let outcome { return outcome }
         ui.event("failed: no answer from the relay")
         return 10
     }

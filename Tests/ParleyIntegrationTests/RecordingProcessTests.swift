@@ -29,7 +29,8 @@ extension ProcessTests {
             let env = ["PARLEY_URL": try #require(httpBase(of: relay))]
             let room = "recorded-\(mode)"
             _ = try parley(["rooms", "create", room, "--mode", mode], env)
-            let started = try parley(["record", "start", room], env)
+            // A forward room's tracks are also mixed into one file (--mixdown); a mix room records its mix anyway.
+            let started = try parley(["record", "start", room] + (mode == "forward" ? ["--mixdown"] : []), env)
             let id = try #require(started.stdout.split(separator: " ").dropFirst().first.map(String.init), "\(started.stdout)")
 
             let timeline = ["PARLEY_TIMELINE": "1"]
@@ -46,14 +47,15 @@ extension ProcessTests {
             var lines: [Substring] = []
             for _ in 0..<20 {
                 lines = try parley(["record", "list", "--recording", id], env).stdout.split(separator: "\n").filter { $0.hasSuffix("done") }
-                if lines.count == (mode == "mix" ? 3 : 2) { break }
+                if lines.count == 3 { break }
                 Thread.sleep(forTimeInterval: 0.25)
             }
             let files = lines.map { $0.split(separator: "\t").map(String.init) }
             #expect(Set(files.compactMap { $0.count > 3 ? $0[2] + ":" + $0[3] : nil })
-                    == Set(["track:alice", "track:bob"] + (mode == "mix" ? ["mix:-"] : [])), "\(lines)")
+                    == Set(["track:alice", "track:bob", "mix:-"]), "\(lines)")
 
             var lag: [String: Double] = [:]
+            var mixLag: Double?
             for f in files where f.count > 3 {
                 let opus = "\(dir)/\(f[0]).opus", wav = "\(dir)/\(f[0]).wav"
                 _ = try parley(["record", "download", f[0], "--output", opus], env)
@@ -64,7 +66,13 @@ extension ProcessTests {
                 // speech's place within the recording's length.
                 let decode = try Spawned(.ffmpeg, ["-v", "error", "-y", "-i", opus, "-af", "apad=pad_dur=1", "-ar", "48000", "-ac", "1", wav])
                 #expect(decode.wait(seconds: 20) == 0, "ffmpeg \(f[0]): \(decode.stderr)")
-                guard f[2] == "track" else { continue }
+                guard f[2] == "track" else {
+                    // The mix holds both speakers where their tracks have them (alice's speech found at her place).
+                    let found = try Spawned(.interopPython, [ExternalProgram.packageRoot + "/Tests/Interop/pesq_wb.py", "\(dir)/alice.wav", wav])
+                    #expect(found.wait(seconds: 60) == 0, "\(found.stderr)")
+                    mixLag = jsonObject(found.stdout)["lag_ms"] as? Double
+                    continue
+                }
                 let score = try Spawned(.interopPython, [ExternalProgram.packageRoot + "/Tests/Interop/pesq_wb.py", "\(dir)/\(f[3]).wav", wav])
                 #expect(score.wait(seconds: 60) == 0, "\(score.stderr)")
                 let result = jsonObject(score.stdout)
@@ -82,6 +90,9 @@ extension ProcessTests {
             let la = try #require(lag["alice"]), lb = try #require(lag["bob"])
             print("recording \(mode): bob started \(b - a) ms after alice; his track places him \(lb - la) ms after")
             #expect(abs((lb - la) - (b - a)) <= 20, "alice at \(la) ms, bob at \(lb) ms in their tracks; they started \(b - a) ms apart")
+            let m = try #require(mixLag)
+            print("recording \(mode): alice at \(m) ms in the mix, \(la) ms in her track")
+            #expect(abs(m - la) <= 20, "alice at \(m) ms in the mix, \(la) ms in her track")
         }
     
         @Test("kill -9 while recording: the track plays to its last complete page, and the next start closes the recording")

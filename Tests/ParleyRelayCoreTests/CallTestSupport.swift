@@ -51,8 +51,9 @@ final class CallWorld {
     let net: FakeNetwork
     var presences: [FakePresenceClient] = []
 
-    init(config: RelayCoreConfig = RelayCoreConfig(), workers: Int = 1, relayKey: String? = nil, encrypted: Bool = false, webrtc: Bool = false) {
-        net = FakeNetwork(config: config, workers: workers, relayKey: relayKey, encrypted: encrypted, webrtc: webrtc)
+    init(config: RelayCoreConfig = RelayCoreConfig(), workers: Int = 1, relayKey: String? = nil, encrypted: Bool = false, webrtc: Bool = false,
+         keepsHistory: Bool = false) {
+        net = FakeNetwork(config: config, workers: workers, relayKey: relayKey, encrypted: encrypted, webrtc: webrtc, keepsHistory: keepsHistory)
     }
 
     var core: RelayCore { net.core }

@@ -48,7 +48,7 @@ final class FakeNetwork {
     var others: [FakeNetwork] = []
 
     init(config: RelayCoreConfig = RelayCoreConfig(), workers: Int = 1, seed: UInt64 = 13, relayKey: String? = nil, encrypted: Bool = false,
-         webrtc: Bool = false, host: UInt8 = 1, cluster: ClusterIdentity? = nil) {
+         webrtc: Bool = false, host: UInt8 = 1, cluster: ClusterIdentity? = nil, keepsHistory: Bool = false) {
         self.host = host
         var ports: [UInt16] = []
         for k in 0..<workers { ports.append(7400 + UInt16(k)) }
@@ -58,7 +58,7 @@ final class FakeNetwork {
         let shared = RelayShared(config: config, verifier: TokenVerifier(keys: ["devkey": Self.apiSecret], relayKey: relayKey),
                                  cookieSecret: Array(repeating: 7, count: 32), workerPorts: ports, identity: Self.relayIdentity,
                                  dtls: webrtc ? try! DTLSContext(certificate: DTLSCertificate(now: Self.startUnixMilliseconds / 1000)) : nil,
-                                 cluster: cluster)
+                                 cluster: cluster, keepsHistory: keepsHistory)
         let log = self.log
         self.shared = shared
         cores = (0..<workers).map {

@@ -1,0 +1,54 @@
+import COgg
+
+/// The audio packets of an Ogg Opus file (RFC 7845) read back with libogg's sync layer: the two header packets are
+/// skipped, every page's CRC is checked, and a file cut off mid-page yields the packets of its complete pages. Pure:
+/// the caller reads the bytes.
+public enum OggOpusReader {
+    /// The file's pre-skip (from `OpusHead`) and its audio packets, in order; nil when it is not Ogg Opus.
+    public static func packets(_ bytes: [UInt8]) -> (preSkip: Int, packets: [[UInt8]])? {
+        var sync = ogg_sync_state()
+        ogg_sync_init(&sync)
+        defer { ogg_sync_clear(&sync) }
+        guard let buffer = ogg_sync_buffer(&sync, bytes.count) else { return nil }
+        bytes.withUnsafeBufferPointer { b in
+            if let base = b.baseAddress { UnsafeMutableRawPointer(buffer).copyMemory(from: base, byteCount: b.count) }
+        }
+        ogg_sync_wrote(&sync, bytes.count)
+        var stream = ogg_stream_state()
+        var started = false
+        defer { if started { ogg_stream_clear(&stream) } }
+        var page = ogg_page()
+        var packet = ogg_packet()
+        var out: [[UInt8]] = []
+        var preSkip: Int?
+        var headers = 0
+        while true {
+            let r = ogg_sync_pageout(&sync, &page)
+            if r == 0 { break }
+            if r < 0 { continue }
+            if !started {
+                ogg_stream_init(&stream, ogg_page_serialno(&page))
+                started = true
+            }
+            guard ogg_page_serialno(&page) == stream.serialno else { continue }  // one logical stream: the first
+            ogg_stream_pagein(&stream, &page)
+            while true {
+                let p = ogg_stream_packetout(&stream, &packet)
+                if p == 0 { break }
+                if p < 0 { continue }  // a gap (a lost page): go on with what follows
+                let data = Array(UnsafeBufferPointer(start: packet.packet, count: packet.bytes))
+                if headers == 0 {
+                    guard data.count >= 19, Array(data.prefix(8)) == Array("OpusHead".utf8) else { return nil }
+                    preSkip = Int(data[10]) | Int(data[11]) << 8
+                    headers = 1
+                } else if headers == 1 {
+                    headers = 2  // OpusTags
+                } else {
+                    out.append(data)
+                }
+            }
+        }
+        guard let preSkip else { return nil }
+        return (preSkip, out)
+    }
+}

@@ -1,0 +1,183 @@
+import ParleyHistory
+import ParleyNet
+import ParleyRelayCore
+import ParleyWire
+import Synchronization
+
+/// The relay's message store: `<state_dir>/messages.db` (SQLite, `MessageHistory`) on a thread of its own. Workers
+/// hand it what their cores logged (`HistoryLog`: room texts, direct texts, chats, deliveries) after each batch; it
+/// writes them in one transaction per batch and answers worker 0 through its inbox (`AdminCommand.textStored`,
+/// `.deliverWaiting`, `.textsFailed`) once they are on disk — a sender hears `stored` only for a committed text. Every
+/// minute, texts kept past `keepFor` fail ("expired"). The HTTP API reads history through a connection of its own
+/// (`roomMessages`), never waiting for the writer (WAL). A database that is locked, full or damaged costs the texts
+/// it could not keep (their senders are told), never the relay.
+public final class MessageStore: @unchecked Sendable {
+    // Invariant: `writer` is used only by the store thread (`run`); `reader` only under its mutex; `inbound` under its own.
+    /// The database file.
+    public let path: String
+    private let writer: MessageHistory
+    private let reader: Mutex<MessageHistory?>
+    private let inbound = Mutex<[HistoryLog.Record]>([])
+    private let wakeup: WakeupSignal
+    private let stopping = Atomic<Bool>(false)
+    private let log: LogSink
+    /// Where answers go (worker 0); set once the API exists, before the threads start.
+    nonisolated(unsafe) var post: (@Sendable (AdminCommand) -> Void)?
+    /// How long a text waits for its recipient before it fails (milliseconds).
+    public let keepFor: Int64
+    /// Most texts kept for one recipient; more fail ("… has too many texts waiting").
+    public static let maxWaitingPerRecipient = 1_000
+    /// Records handed over and not yet written, at most (a stalled disk costs texts, not memory).
+    static let maxInbound = 100_000
+    /// Records refused because the store fell behind.
+    public let droppedRecords = Atomic<UInt64>(0)
+
+    /// Opens (or makes) the store in `stateDirectory`; throws with the file's name when it cannot (locked, damaged).
+    public init(stateDirectory: String, keepFor: Int64 = 7 * 86_400_000, log: LogSink) throws(SQLiteError) {
+        path = stateDirectory + "/messages.db"
+        self.keepFor = keepFor
+        self.log = log
+        writer = try MessageHistory(path: path)
+        reader = Mutex(try MessageHistory(path: path, readOnly: true))
+        do { wakeup = try WakeupSignal() } catch { throw SQLiteError(operation: "eventfd", code: 1, message: "\(error)") }
+    }
+
+    /// The chats the store holds (at start: worker 0's `ChatBook` begins with them).
+    public func chats() throws(SQLiteError) -> [ChatBook.Chat] {
+        try writer.allChats().map { c in ChatBook.Chat(requester: c.requester, recipient: c.recipient, state: Self.state(c.state)) }
+    }
+
+    /// A page of `room`'s texts, newest first (the API's threads).
+    public func roomMessages(room: String, before: Int64?, limit: Int) throws(SQLiteError) -> [MessageHistory.RoomMessage] {
+        try reader.withLock { (r: inout MessageHistory?) throws(SQLiteError) -> [MessageHistory.RoomMessage] in
+            guard let r else { throw SQLiteError(operation: "read", code: 1, message: "no reader") }
+            return try r.roomMessages(room: room, before: before, limit: limit)
+        }
+    }
+
+    /// Takes a worker's records (after a batch).
+    func submit(_ records: [HistoryLog.Record]) {
+        let accepted = inbound.withLock { pending -> Bool in
+            guard pending.count + records.count <= Self.maxInbound else { return false }
+            pending.append(contentsOf: records)
+            return true
+        }
+        if accepted { wakeup.signal() } else { droppedRecords.add(UInt64(records.count), ordering: .relaxed) }
+    }
+
+    /// Ends the thread once everything handed over is written (call after the workers stopped).
+    public func stop() {
+        stopping.store(true, ordering: .releasing)
+        wakeup.signal()
+    }
+
+    /// The store thread.
+    public func run() {
+        let poller = Poller([wakeup.fd])
+        var lastExpiry = Int64(0)
+        while true {
+            poller.wait(timeoutMilliseconds: 1_000)
+            wakeup.drain()
+            let last = stopping.load(ordering: .acquiring)
+            let records = inbound.withLock { q in defer { q = [] }; return q }
+            if !records.isEmpty { write(records) }
+            let now = Int64(Clock.unixMilliseconds())
+            if now - lastExpiry >= 60_000 {
+                lastExpiry = now
+                expire(now: now)
+            }
+            if last { return }
+        }
+    }
+
+    private func expire(now: Int64) {
+        do {
+            let failed = try writer.expire(now: now)
+            if !failed.isEmpty { post?(.textsFailed(failed.map(Self.kept))) }
+        } catch {
+            log.write(.error, "message store: cannot expire kept texts: \(error)")
+        }
+    }
+
+    static func state(_ s: MessageHistory.ChatState) -> ChatBook.State {
+        switch s {
+        case .requested: .requested
+        case .accepted: .accepted
+        case .declined: .declined
+        }
+    }
+
+    static func state(_ s: ChatBook.State) -> MessageHistory.ChatState {
+        switch s {
+        case .requested: .requested
+        case .accepted: .accepted
+        case .declined: .declined
+        }
+    }
+
+    static func kept(_ m: MessageHistory.DirectMessage) -> KeptText {
+        KeptText(id: m.id, from: m.from, to: m.to, text: m.text, at: m.at, senderConnection: m.senderConnection,
+                 senderMessageID: m.senderMessageID, reason: m.reason)
+    }
+
+    /// Writes a batch in one transaction; when that fails, record by record, so only what cannot be written is lost
+    /// (and its senders told). Answers go out after the commit.
+    private func write(_ records: [HistoryLog.Record]) {
+        var answers: [AdminCommand] = []
+        do {
+            try writer.db.transaction { () throws(SQLiteError) in
+                for r in records { try apply(r, &answers) }
+            }
+        } catch {
+            log.write(.error, "message store: a batch of \(records.count) failed (\(error)); writing them one by one")
+            answers = []
+            for r in records {
+                var one: [AdminCommand] = []
+                do {
+                    try writer.db.transaction { () throws(SQLiteError) in try apply(r, &one) }
+                    answers += one
+                } catch {
+                    log.write(.error, "message store: \(error)")
+                    if case .directText(let from, _, _, _, false, _, let connection, let messageID) = r {
+                        let why = error.isFull ? "the relay's disk is full" : error.isBusy ? "the relay's message store is busy" : "the relay could not keep it"
+                        answers.append(.textStored(from: from, connection: connection, messageID: messageID, stored: false, reason: why))
+                    }
+                }
+            }
+        }
+        for a in answers { post?(a) }
+    }
+
+    private func apply(_ record: HistoryLog.Record, _ answers: inout [AdminCommand]) throws(SQLiteError) {
+        switch record {
+        case .roomText(let room, let identity, let name, let text, let at):
+            try writer.addRoomText(room: room, identity: identity, name: name, text: text, at: at)
+        case .directText(let from, let to, let text, let at, let delivered, let held, let connection, let messageID):
+            if delivered {
+                try writer.addDirectText(from: from, to: to, text: text, at: at, state: .delivered, expiresAt: at,
+                                         senderConnection: connection, senderMessageID: messageID)
+                return
+            }
+            if try writer.waitingCount(for: to) >= Self.maxWaitingPerRecipient {
+                answers.append(.textStored(from: from, connection: connection, messageID: messageID, stored: false,
+                                           reason: "\(to) has too many texts waiting"))
+                return
+            }
+            try writer.addDirectText(from: from, to: to, text: text, at: at, state: held ? .held : .stored, expiresAt: at + keepFor,
+                                     senderConnection: connection, senderMessageID: messageID)
+            answers.append(.textStored(from: from, connection: connection, messageID: messageID, stored: true, reason: ""))
+        case .deliverWaiting(let identity, let from):
+            let waiting = try writer.waiting(for: identity, from: from)
+            if !waiting.isEmpty { answers.append(.deliverWaiting(identity: identity, texts: waiting.map(Self.kept))) }
+        case .delivered(let ids, let at):
+            try writer.markDelivered(ids, at: at)
+        case .chat(let requester, let recipient, let state, let at):
+            try writer.setChat(requester: requester, recipient: recipient, state: Self.state(state), at: at)
+        case .release(let from, let to):
+            try writer.release(from: from, to: to)
+        case .failHeld(let from, let to, let reason):
+            let failed = try writer.failHeld(from: from, to: to, reason: reason)
+            if !failed.isEmpty { answers.append(.textsFailed(failed.map(Self.kept))) }
+        }
+    }
+}
