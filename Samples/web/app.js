@@ -143,7 +143,7 @@ async function followRoom() {
   // The room's last texts (kept by a relay with a state directory; none otherwise), oldest first.
   try {
     const history = await api('/messages?limit=20');
-    if (history.ok) for (const m of ((await history.json()).messages || []).reverse()) showText(m.identity, m.text);
+    if (history.ok) for (const m of ((await history.json()).messages || []).reverse()) showText(m.identity, m.text, m.attachments, session.token);
   } catch (_) { /* no history: nothing to show */ }
   events = new AbortController();
   try {

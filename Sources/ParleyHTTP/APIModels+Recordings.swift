@@ -57,6 +57,8 @@ extension API {
         public var text: String
         /// Unix ms.
         public var at: Int64
+        /// The ids of the images it carries (`GET /v1/attachments/{id}`); absent when none.
+        public var attachments: [String]?
     }
 
     /// `GET /v1/rooms/{room}/messages`: newest first; `next` is the `before` of the next (older) page.

@@ -141,7 +141,8 @@ extension HTTPRouter {
                 }
                 let shown = page.prefix(limit)
                 return Self.withCORS(Self.json(API.RoomMessages(room: room, messages: shown.map {
-                    API.RoomMessage(id: String($0.id), identity: $0.identity, name: $0.name, text: $0.text, at: $0.at)
+                    API.RoomMessage(id: String($0.id), identity: $0.identity, name: $0.name, text: $0.text, at: $0.at,
+                                    attachments: $0.attachments.isEmpty ? nil : $0.attachments)
                 }, next: page.count > limit ? shown.last.map { String($0.id) } : nil)))
             case ("POST", .messages):
                 let body = try Self.decode(API.MessageRequest.self, request.body).checked()

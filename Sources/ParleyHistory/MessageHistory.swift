@@ -2,11 +2,14 @@
 /// (delivered at once, or stored until its recipient comes online), and the state of each chat between two identities
 /// (requested, accepted, declined). The schema is made on open; one writer connection and any number of readers.
 ///
-///     room_messages(id, room, sender, name, body, at)                        newest first by id, per room
+///     room_messages(id, room, sender, name, body, at, attachments)           newest first by id, per room
 ///     direct_messages(id, sender, recipient, body, at, state, delivered_at,  state: 0 stored (waiting),
 ///                     expires_at, sender_connection, sender_message_id,           1 delivered, 2 failed
-///                     reason)
+///                     reason, attachments)
 ///     chats(low, high, requester, state, at)                                 one row per pair of identities
+///
+/// `attachments`: the ids of the images a text carries (`POST /v1/attachments`), space-separated ('' for none); a
+/// file made before the column existed gets it on open.
 public final class MessageHistory {
     /// The connection.
     public let db: SQLiteDatabase
@@ -14,8 +17,11 @@ public final class MessageHistory {
     /// One room text as kept.
     public struct RoomMessage: Equatable, Sendable {
         public var id: Int64, room: String, identity: String, name: String, text: String, at: Int64
-        public init(id: Int64, room: String, identity: String, name: String, text: String, at: Int64) {
+        /// The ids of the images it carries.
+        public var attachments: [String]
+        public init(id: Int64, room: String, identity: String, name: String, text: String, at: Int64, attachments: [String] = []) {
             self.id = id; self.room = room; self.identity = identity; self.name = name; self.text = text; self.at = at
+            self.attachments = attachments
         }
     }
 
@@ -29,10 +35,13 @@ public final class MessageHistory {
         /// The sending session (connection id) and its id for the text, to tell it when the text is delivered.
         public var senderConnection: UInt32, senderMessageID: UInt32
         public var reason: String
+        /// The ids of the images it carries.
+        public var attachments: [String]
         public init(id: Int64, from: String, to: String, text: String, at: Int64, state: DirectState, senderConnection: UInt32,
-                    senderMessageID: UInt32, reason: String = "") {
+                    senderMessageID: UInt32, reason: String = "", attachments: [String] = []) {
             self.id = id; self.from = from; self.to = to; self.text = text; self.at = at; self.state = state
             self.senderConnection = senderConnection; self.senderMessageID = senderMessageID; self.reason = reason
+            self.attachments = attachments
         }
     }
 
@@ -53,33 +62,45 @@ public final class MessageHistory {
         guard !readOnly else { return }
         try db.execute("""
             CREATE TABLE IF NOT EXISTS room_messages(id INTEGER PRIMARY KEY, room TEXT NOT NULL, sender TEXT NOT NULL,
-                name TEXT NOT NULL, body TEXT NOT NULL, at INTEGER NOT NULL);
+                name TEXT NOT NULL, body TEXT NOT NULL, at INTEGER NOT NULL, attachments TEXT NOT NULL DEFAULT '');
             CREATE INDEX IF NOT EXISTS room_messages_by_room ON room_messages(room, id);
             CREATE TABLE IF NOT EXISTS direct_messages(id INTEGER PRIMARY KEY, sender TEXT NOT NULL, recipient TEXT NOT NULL,
                 body TEXT NOT NULL, at INTEGER NOT NULL, state INTEGER NOT NULL, delivered_at INTEGER, expires_at INTEGER NOT NULL,
-                sender_connection INTEGER NOT NULL, sender_message_id INTEGER NOT NULL, reason TEXT NOT NULL DEFAULT '');
+                sender_connection INTEGER NOT NULL, sender_message_id INTEGER NOT NULL, reason TEXT NOT NULL DEFAULT '',
+                attachments TEXT NOT NULL DEFAULT '');
             CREATE INDEX IF NOT EXISTS direct_waiting ON direct_messages(recipient, state, id);
             CREATE INDEX IF NOT EXISTS direct_by_pair ON direct_messages(sender, recipient, id);
             CREATE TABLE IF NOT EXISTS chats(low TEXT NOT NULL, high TEXT NOT NULL, requester TEXT NOT NULL, state INTEGER NOT NULL,
                 at INTEGER NOT NULL, PRIMARY KEY(low, high));
             """)
+        // A file from before images: the column, empty for every text it holds.
+        for table in ["room_messages", "direct_messages"] {
+            let columns = try db.query("SELECT name FROM pragma_table_info('\(table)')") { $0.text(0) }
+            if !columns.contains("attachments") { try db.execute("ALTER TABLE \(table) ADD COLUMN attachments TEXT NOT NULL DEFAULT ''") }
+        }
     }
+
+    /// Image ids as a column holds them (space-separated; an id never holds a space).
+    static func column(_ ids: [String]) -> String { ids.joined(separator: " ") }
+    static func ids(_ column: String) -> [String] { column.split(separator: " ").map(String.init) }
 
     // MARK: Room texts
 
     /// Keeps a room text; returns its id.
     @discardableResult
-    public func addRoomText(room: String, identity: String, name: String, text: String, at: Int64) throws(SQLiteError) -> Int64 {
-        try db.run("INSERT INTO room_messages(room, sender, name, body, at) VALUES (?, ?, ?, ?, ?)",
-                   [.text(room), .text(identity), .text(name), .text(text), .int(at)])
+    public func addRoomText(room: String, identity: String, name: String, text: String, at: Int64,
+                            attachments: [String] = []) throws(SQLiteError) -> Int64 {
+        try db.run("INSERT INTO room_messages(room, sender, name, body, at, attachments) VALUES (?, ?, ?, ?, ?, ?)",
+                   [.text(room), .text(identity), .text(name), .text(text), .int(at), .text(Self.column(attachments))])
         return db.lastInsertID
     }
 
     /// A page of `room`'s texts, newest first: at most `limit`, older than id `before` when given.
     public func roomMessages(room: String, before: Int64? = nil, limit: Int) throws(SQLiteError) -> [RoomMessage] {
-        try db.query("SELECT id, room, sender, name, body, at FROM room_messages WHERE room = ? AND id < ? ORDER BY id DESC LIMIT ?",
+        try db.query("SELECT id, room, sender, name, body, at, attachments FROM room_messages WHERE room = ? AND id < ? ORDER BY id DESC LIMIT ?",
                      [.text(room), .int(before ?? .max), .int(Int64(max(0, limit)))]) {
-            RoomMessage(id: $0.int(0), room: $0.text(1), identity: $0.text(2), name: $0.text(3), text: $0.text(4), at: $0.int(5))
+            RoomMessage(id: $0.int(0), room: $0.text(1), identity: $0.text(2), name: $0.text(3), text: $0.text(4), at: $0.int(5),
+                        attachments: Self.ids($0.text(6)))
         }
     }
 
@@ -88,20 +109,22 @@ public final class MessageHistory {
     /// Keeps a direct text (`state` stored: waiting for its recipient, until `expiresAt`); returns its id.
     @discardableResult
     public func addDirectText(from: String, to: String, text: String, at: Int64, state: DirectState, expiresAt: Int64,
-                              senderConnection: UInt32, senderMessageID: UInt32) throws(SQLiteError) -> Int64 {
+                              senderConnection: UInt32, senderMessageID: UInt32, attachments: [String] = []) throws(SQLiteError) -> Int64 {
         try db.run("""
-            INSERT INTO direct_messages(sender, recipient, body, at, state, delivered_at, expires_at, sender_connection, sender_message_id)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO direct_messages(sender, recipient, body, at, state, delivered_at, expires_at, sender_connection, sender_message_id,
+                                        attachments)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, [.text(from), .text(to), .text(text), .int(at), .int(state.rawValue), state == .delivered ? .int(at) : .null,
-                  .int(expiresAt), .int(Int64(senderConnection)), .int(Int64(senderMessageID))])
+                  .int(expiresAt), .int(Int64(senderConnection)), .int(Int64(senderMessageID)), .text(Self.column(attachments))])
         return db.lastInsertID
     }
 
     private static func direct(_ r: SQLiteDatabase.Row) -> DirectMessage {
         DirectMessage(id: r.int(0), from: r.text(1), to: r.text(2), text: r.text(3), at: r.int(4), state: DirectState(rawValue: r.int(5)) ?? .failed,
-                      senderConnection: UInt32(truncatingIfNeeded: r.int(6)), senderMessageID: UInt32(truncatingIfNeeded: r.int(7)), reason: r.text(8))
+                      senderConnection: UInt32(truncatingIfNeeded: r.int(6)), senderMessageID: UInt32(truncatingIfNeeded: r.int(7)), reason: r.text(8),
+                      attachments: ids(r.text(9)))
     }
-    private static let directColumns = "id, sender, recipient, body, at, state, sender_connection, sender_message_id, reason"
+    private static let directColumns = "id, sender, recipient, body, at, state, sender_connection, sender_message_id, reason, attachments"
 
     /// Texts waiting for `identity`, oldest first (at most `limit`); `from`: only those of one sender.
     public func waiting(for identity: String, from: String? = nil, limit: Int = 500) throws(SQLiteError) -> [DirectMessage] {

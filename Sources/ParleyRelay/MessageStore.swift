@@ -117,7 +117,7 @@ public final class MessageStore: @unchecked Sendable {
 
     static func kept(_ m: MessageHistory.DirectMessage) -> KeptText {
         KeptText(id: m.id, from: m.from, to: m.to, text: m.text, at: m.at, senderConnection: m.senderConnection,
-                 senderMessageID: m.senderMessageID, reason: m.reason)
+                 senderMessageID: m.senderMessageID, reason: m.reason, attachments: m.attachments)
     }
 
     /// Writes a batch in one transaction; when that fails, record by record, so only what cannot be written is lost
@@ -138,7 +138,7 @@ public final class MessageStore: @unchecked Sendable {
                     answers += one
                 } catch {
                     log.write(.error, "message store: \(error)")
-                    if case .directText(let from, _, _, _, false, _, let connection, let messageID) = r {
+                    if case .directText(let from, _, _, _, false, _, let connection, let messageID, _) = r {
                         let why = error.isFull ? "the relay's disk is full" : error.isBusy ? "the relay's message store is busy" : "the relay could not keep it"
                         answers.append(.textStored(from: from, connection: connection, messageID: messageID, stored: false, reason: why))
                     }
@@ -150,12 +150,12 @@ public final class MessageStore: @unchecked Sendable {
 
     private func apply(_ record: HistoryLog.Record, _ answers: inout [AdminCommand]) throws(SQLiteError) {
         switch record {
-        case .roomText(let room, let identity, let name, let text, let at):
-            try writer.addRoomText(room: room, identity: identity, name: name, text: text, at: at)
-        case .directText(let from, let to, let text, let at, let delivered, let held, let connection, let messageID):
+        case .roomText(let room, let identity, let name, let text, let at, let images):
+            try writer.addRoomText(room: room, identity: identity, name: name, text: text, at: at, attachments: images)
+        case .directText(let from, let to, let text, let at, let delivered, let held, let connection, let messageID, let images):
             if delivered {
                 try writer.addDirectText(from: from, to: to, text: text, at: at, state: .delivered, expiresAt: at,
-                                         senderConnection: connection, senderMessageID: messageID)
+                                         senderConnection: connection, senderMessageID: messageID, attachments: images)
                 return
             }
             if try writer.waitingCount(for: to) >= Self.maxWaitingPerRecipient {
@@ -164,7 +164,7 @@ public final class MessageStore: @unchecked Sendable {
                 return
             }
             try writer.addDirectText(from: from, to: to, text: text, at: at, state: held ? .held : .stored, expiresAt: at + keepFor,
-                                     senderConnection: connection, senderMessageID: messageID)
+                                     senderConnection: connection, senderMessageID: messageID, attachments: images)
             answers.append(.textStored(from: from, connection: connection, messageID: messageID, stored: true, reason: ""))
         case .deliverWaiting(let identity, let from):
             let waiting = try writer.waiting(for: identity, from: from)

@@ -17,11 +17,13 @@ public final class HistoryLog {
 
     /// One record.
     public enum Record: Equatable, Sendable {
-        /// A text to a whole room (`at`: Unix ms).
-        case roomText(room: String, identity: String, name: String, text: String, at: Int64)
+        /// A text to a whole room (`at`: Unix ms), with the ids of the images it carries.
+        case roomText(room: String, identity: String, name: String, text: String, at: Int64, attachments: [String] = [])
         /// A direct text: `delivered` at once, or to be kept until its recipient comes online (`held`: until the
         /// recipient accepts the chat). The store tells the sender (its session and its id for the text) it is stored.
-        case directText(from: String, to: String, text: String, at: Int64, delivered: Bool, held: Bool, senderConnection: UInt32, senderMessageID: UInt32)
+        /// `attachments`: the ids of the images it carries, kept and delivered with it.
+        case directText(from: String, to: String, text: String, at: Int64, delivered: Bool, held: Bool, senderConnection: UInt32, senderMessageID: UInt32,
+                        attachments: [String] = [])
         /// `identity` is online: deliver what waits for it (from `from` only, when given).
         case deliverWaiting(identity: String, from: String?)
         /// Texts the core delivered from the store.

@@ -160,7 +160,7 @@ final class PresenceDirectory {
             case .refuse(let why): return status(p, messageID, delivered: false, why)
             case .hold:
                 history.append(.directText(from: p.identity, to: identity, text: text, at: now.unixMilliseconds, delivered: false, held: true,
-                                           senderConnection: p.session?.connectionID ?? 0, senderMessageID: messageID))
+                                           senderConnection: p.session?.connectionID ?? 0, senderMessageID: messageID, attachments: attachments))
                 return
             case .request: request = true
             case .deliver: break
@@ -177,7 +177,7 @@ final class PresenceDirectory {
         guard history.enabled else { return status(p, messageID, delivered: reason.isEmpty, reason) }
         let delivered = reason.isEmpty
         history.append(.directText(from: p.identity, to: identity, text: text, at: now.unixMilliseconds, delivered: delivered, held: false,
-                                   senderConnection: p.session?.connectionID ?? 0, senderMessageID: messageID))
+                                   senderConnection: p.session?.connectionID ?? 0, senderMessageID: messageID, attachments: attachments))
         if delivered { status(p, messageID, delivered: true, "") }  // else the store says `stored`
     }
 

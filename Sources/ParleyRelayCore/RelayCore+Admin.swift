@@ -106,7 +106,8 @@ extension RelayCore {
         }
         rooms.events.append(RelayEvent(kind: .text, room: room.name, identity: fromIdentity, detail: text, unixMilliseconds: now.unixMilliseconds,
                                        attachments: attachments))
-        history.append(.roomText(room: room.name, identity: fromIdentity, name: sender?.name ?? "", text: text, at: now.unixMilliseconds))
+        history.append(.roomText(room: room.name, identity: fromIdentity, name: sender?.name ?? "", text: text, at: now.unixMilliseconds,
+                                 attachments: attachments))
         return .ok
     }
 

@@ -11,10 +11,14 @@ public struct KeptText: Equatable, Sendable {
     public var senderConnection: UInt32, senderMessageID: UInt32
     /// Why it failed (`textsFailed`).
     public var reason: String
+    /// The ids of the images it carries.
+    public var attachments: [String]
     /// A kept text.
-    public init(id: Int64, from: String, to: String, text: String, at: Int64, senderConnection: UInt32, senderMessageID: UInt32, reason: String = "") {
+    public init(id: Int64, from: String, to: String, text: String, at: Int64, senderConnection: UInt32, senderMessageID: UInt32, reason: String = "",
+                attachments: [String] = []) {
         self.id = id; self.from = from; self.to = to; self.text = text; self.at = at
         self.senderConnection = senderConnection; self.senderMessageID = senderMessageID; self.reason = reason
+        self.attachments = attachments
     }
 }
 
@@ -49,7 +53,7 @@ extension RelayCore {
             backendMessageID &+= 1
             let chat = presence.chats.chat(t.from, identity)
             let request = presence.history.enabled && chat?.state == .requested && chat?.requester == t.from
-            guard presence.deliver(t.text, from: t.from, fromID: 0, to: recipients, messageID: backendMessageID, sentAt: t.at,
+            guard presence.deliver(t.text, attachments: t.attachments, from: t.from, fromID: 0, to: recipients, messageID: backendMessageID, sentAt: t.at,
                                    request: request, now: now) else { continue }
             delivered.append(t.id)
             if let sender = presenceSession(t.from, connection: t.senderConnection) {

@@ -280,7 +280,8 @@ final class RoomTable {
         if identity.isEmpty {
             events.append(RelayEvent(kind: .text, room: room.name, identity: member.identity, detail: text, unixMilliseconds: now.unixMilliseconds,
                                      attachments: attachments))
-            history.append(.roomText(room: room.name, identity: member.identity, name: member.name, text: text, at: now.unixMilliseconds))
+            history.append(.roomText(room: room.name, identity: member.identity, name: member.name, text: text, at: now.unixMilliseconds,
+                                     attachments: attachments))
         }
         let reason = recipients.isEmpty && elsewhere == 0 ? (identity.isEmpty ? "nobody else is in the room" : "\(identity) is not in the room")
             : Outbox.laggards(behind)

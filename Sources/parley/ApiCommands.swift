@@ -125,7 +125,8 @@ enum ApiCommands {
         f.dateFormat = "yyyy-MM-dd HH:mm:ss"
         for m in messages {
             let at = Date(timeIntervalSince1970: Double((m["at"] as? NSNumber)?.int64Value ?? 0) / 1000)
-            writeLine("\(m["id"] ?? "")\t\(f.string(from: at))\t\(m["identity"] ?? "")\t\(m["text"] ?? "")")
+            let images = (m["attachments"] as? [String] ?? []).map { " image:" + $0 }.joined()
+            writeLine("\(m["id"] ?? "")\t\(f.string(from: at))\t\(m["identity"] ?? "")\t\(m["text"] ?? "")\(images)")
         }
         if let next = page["next"] as? String { writeLine("older: parley history \(o.positional[0]) --before \(next)") }
         return 0

@@ -84,3 +84,41 @@ struct MessageHistoryTests {
         #expect(try h.roomMessages(room: "r", limit: 5).count == 1)
     }
 }
+
+extension MessageHistoryTests {
+    static let ids = ["fUNQLHuQBWMBiIYr16lWVg", "AAAAAAAAAAAAAAAAAAAAAA"]
+
+    @Test func imagesAreKeptWithTheirTexts() throws {
+        let h = try MessageHistory(path: path)
+        try h.addRoomText(room: "r", identity: "a", name: "", text: "", at: 1, attachments: Self.ids)
+        try h.addRoomText(room: "r", identity: "a", name: "", text: "plain", at: 2)
+        #expect(try h.roomMessages(room: "r", limit: 5).map(\.attachments) == [[], Self.ids])
+        try h.addDirectText(from: "a", to: "b", text: "look", at: 3, state: .stored, expiresAt: 100, senderConnection: 1, senderMessageID: 1,
+                            attachments: [Self.ids[1]])
+        #expect(try h.waiting(for: "b").map(\.attachments) == [[Self.ids[1]]])
+        #expect(try h.expire(now: 200).map(\.attachments) == [[Self.ids[1]]])
+    }
+
+    @Test func aFileFromBeforeImagesGetsTheColumn() throws {
+        do {
+            // The tables as the first kept-texts release made them.
+            let old = try SQLiteDatabase(path: path)
+            try old.execute("""
+                CREATE TABLE room_messages(id INTEGER PRIMARY KEY, room TEXT NOT NULL, sender TEXT NOT NULL,
+                    name TEXT NOT NULL, body TEXT NOT NULL, at INTEGER NOT NULL);
+                CREATE TABLE direct_messages(id INTEGER PRIMARY KEY, sender TEXT NOT NULL, recipient TEXT NOT NULL,
+                    body TEXT NOT NULL, at INTEGER NOT NULL, state INTEGER NOT NULL, delivered_at INTEGER, expires_at INTEGER NOT NULL,
+                    sender_connection INTEGER NOT NULL, sender_message_id INTEGER NOT NULL, reason TEXT NOT NULL DEFAULT '');
+                INSERT INTO room_messages(room, sender, name, body, at) VALUES ('r', 'a', '', 'before', 1);
+                INSERT INTO direct_messages(sender, recipient, body, at, state, expires_at, sender_connection, sender_message_id)
+                    VALUES ('a', 'b', 'waiting', 1, 0, 100, 1, 1);
+                """)
+        }
+        let h = try MessageHistory(path: path)
+        #expect(try h.roomMessages(room: "r", limit: 5).map(\.text) == ["before"])
+        #expect(try h.waiting(for: "b").map(\.attachments) == [[]])
+        try h.addRoomText(room: "r", identity: "a", name: "", text: "after", at: 2, attachments: [Self.ids[0]])
+        #expect(try MessageHistory(path: path, readOnly: true).roomMessages(room: "r", limit: 5).map(\.attachments) == [[Self.ids[0]], []])
+        _ = try MessageHistory(path: path)  // opened again: the column is there, nothing to add
+    }
+}

@@ -44,14 +44,41 @@ extension ProcessTests {
             #expect(try Data(contentsOf: URL(fileURLWithPath: saved)) == Data(Self.png))
             #expect(try FileManager.default.attributesOfItem(atPath: inbox)[.posixPermissions] as? Int == 0o700)
 
-            // An image-only text: no TEXT, the same bytes under a new id.
-            let only = try Spawned("parley", ["message", bob, "--image", image, "--identity", alice, "--server", server], environment: api)
+            // An image-only text: no TEXT, the same bytes under a new id (from someone else: alice's next texts wait until
+            // bob accepts her chat request, as any texts do on a relay that keeps them).
+            let carol = name()
+            let only = try Spawned("parley", ["message", bob, "--image", image, "--identity", carol, "--server", server], environment: api)
             #expect(only.wait(seconds: 10) == 0, "\(only.stdout)\(only.stderr)")
             let second = try #require(only.lines.first { $0.hasPrefix("uploaded ") }?.split(separator: " ").last.map(String.init))
             #expect(second != id)
             #expect(listen.waitFor(seconds: 5) { $0.contains("saved to \(inbox)/\(second).png") }, "\(listen.stdout)\(listen.stderr)")
-            #expect(listen.stdout.contains("direct text from \(alice): [1 image]"))
+            #expect(listen.stdout.contains("direct text from \(carol): [1 image]"))
             #expect(try Data(contentsOf: URL(fileURLWithPath: "\(inbox)/\(second).png")) == Data(Self.png))
+            listen.signal(SIGINT)
+            #expect(listen.wait(seconds: 5) == 0)
+        }
+
+        @Test("an image to someone away is kept with its text: their listen saves it when they come online")
+        func keptForLater() throws {
+            let folder = NSTemporaryDirectory() + "parley-images-\(getpid())-\(UUID().uuidString)"
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            let (relay, server) = try startRelay(environment: ["PARLEY_STATE_DIR": folder + "/state"])
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            let api = ["PARLEY_URL": try #require(httpBase(of: relay), "\(relay.stdout)")]
+            let image = folder + "/photo.png", inbox = folder + "/inbox"
+            try Data(Self.png).write(to: URL(fileURLWithPath: image))
+            let bob = name(), alice = name()
+
+            let sent = try Spawned("parley", ["message", bob, "--image", image, "--identity", alice, "--server", server], environment: api)
+            #expect(sent.wait(seconds: 10) == 0, "\(sent.stdout)\(sent.stderr)")
+            #expect(sent.stdout.contains("stored"), "\(sent.stdout)")
+            let id = try #require(sent.lines.first { $0.hasPrefix("uploaded ") }?.split(separator: " ").last.map(String.init))
+            let listen = try Spawned("parley", ["listen", "--identity", bob, "--server", server, "--images-dir", inbox, "--duration", "20"] + bot,
+                                     environment: api)
+            #expect(listen.waitFor(seconds: 8) { $0.contains("image from \(alice) saved to \(inbox)/\(id).png") }, "\(listen.stdout)\(listen.stderr)")
+            #expect(listen.stdout.contains("direct text from \(alice) (sent "))
+            #expect(try Data(contentsOf: URL(fileURLWithPath: "\(inbox)/\(id).png")) == Data(Self.png))
             listen.signal(SIGINT)
             #expect(listen.wait(seconds: 5) == 0)
         }
@@ -80,7 +107,7 @@ extension ProcessTests {
                     "\(listen.stderr)")
             #expect(listen.stderr.split(separator: "\n").filter { $0.contains("not saved") }.count == 1)
             #expect(!FileManager.default.fileExists(atPath: folder + "/carol"))
-            let again = try Spawned("parley", ["message", carol, "still there?", "--identity", alice, "--server", server], environment: api)
+            let again = try Spawned("parley", ["message", carol, "still there?", "--identity", name(), "--server", server], environment: api)
             #expect(again.wait(seconds: 10) == 0)
             #expect(listen.waitFor(seconds: 3) { $0.contains("still there?") })
 

@@ -16,9 +16,11 @@ final class FakeMessageStore {
     func serve(_ core: RelayCore, now: Moment) {
         for record in core.history.take() {
             switch record {
-            case .roomText(let room, let identity, _, let text, _): roomTexts.append("\(room)/\(identity): \(text)")
-            case .directText(let from, let to, let text, let at, let delivered, let held, let connection, let messageID):
-                let t = KeptText(id: nextID, from: from, to: to, text: text, at: at, senderConnection: connection, senderMessageID: messageID)
+            case .roomText(let room, let identity, _, let text, _, let images):
+                roomTexts.append("\(room)/\(identity): \(text)" + (images.isEmpty ? "" : " " + images.joined(separator: ",")))
+            case .directText(let from, let to, let text, let at, let delivered, let held, let connection, let messageID, let images):
+                let t = KeptText(id: nextID, from: from, to: to, text: text, at: at, senderConnection: connection, senderMessageID: messageID,
+                                 attachments: images)
                 nextID += 1
                 kept.append(Kept(text: t, state: delivered ? "delivered" : held ? "held" : "stored"))
                 if !delivered { _ = core.textStored(from: from, connection: connection, messageID: messageID, stored: true, reason: "", now: now) }

@@ -152,3 +152,62 @@ struct TextAttachmentRelayTests {
         }
     }
 }
+
+/// With a message store: images on kept texts are kept with them and come with them later.
+@Suite("Texts with image attachments kept by the store")
+struct KeptTextAttachmentTests {
+    static let ids = TextAttachmentRelayTests.ids
+
+    @Test("an image-only text to someone away is stored with its ids and delivered with them, as a kept text, when they come online")
+    func keptImageOnly() throws {
+        let w = CallWorld(keepsHistory: true)
+        let store = FakeMessageStore()
+        let alice = w.addPresence("alice")
+        w.registerAll()
+        StoredTextTests().settle(w, store)
+        let id = try #require(alice.session.sendText(to: "bob", "", attachments: [Self.ids[0], Self.ids[1]], now: w.net.instant))
+        StoredTextTests().settle(w, store)
+        #expect(alice.events.contains(.textStored(messageID: id)))
+        #expect(store.kept.map(\.text.attachments) == [[Self.ids[0], Self.ids[1]]])
+
+        w.advance(milliseconds: 1_000)
+        let bob = w.addPresence("bob")
+        w.registerAll()
+        StoredTextTests().settle(w, store)
+        let kept = bob.events.compactMap { e -> [String]? in
+            if case .keptText("alice", "", let sentAt, _, let images) = e, sentAt > 0 { images } else { nil }
+        }
+        #expect(kept == [[Self.ids[0], Self.ids[1]]], "\(bob.events)")
+        #expect(alice.events.contains(.textStatus(messageID: id, delivered: true, reason: "")))
+    }
+
+    @Test("a kept text of several fragments keeps its sent-at, request flag and ids, which ride on its first fragment")
+    func keptLongText() throws {
+        let w = CallWorld(keepsHistory: true)
+        let store = FakeMessageStore()
+        let alice = w.addPresence("alice")
+        w.registerAll()
+        StoredTextTests().settle(w, store)
+        let long = String(repeating: "x", count: 2_000)
+        _ = try #require(alice.session.sendText(to: "bob", long, attachments: [Self.ids[2]], now: w.net.instant))
+        StoredTextTests().settle(w, store)
+        let bob = w.addPresence("bob")
+        w.registerAll()
+        StoredTextTests().settle(w, store)
+        #expect(bob.events.contains { if case .keptText("alice", long, let at, true, [Self.ids[2]]) = $0 { at > 0 } else { false } },
+                "\(bob.events.map { "\($0)".prefix(80) })")
+    }
+
+    @Test("room texts are kept with their ids (a member's and the backend's)")
+    func roomTextsKept() throws {
+        let net = FakeNetwork(keepsHistory: true)
+        let a = net.addClient("ann", room: "r"), _ = net.addClient("ben", room: "r")
+        net.joinAll()
+        _ = a.session.sendText("look", attachments: [Self.ids[3]], now: net.instant)
+        net.exchange()
+        _ = net.core.sendText(room: "r", text: "", attachments: [Self.ids[0]], now: net.now)
+        let store = FakeMessageStore()
+        store.serve(net.core, now: net.now)
+        #expect(store.roomTexts == ["r/ann: look \(Self.ids[3])", "r/backend:  \(Self.ids[0])"])
+    }
+}
