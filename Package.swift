@@ -120,7 +120,7 @@ let package = Package(
         .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyCluster"]),
         .testTarget(name: "ParleyHistoryTests", dependencies: ["ParleyHistory"]),
         .testTarget(name: "ParleyRecordingTests", dependencies: ["ParleyRecording", "ParleyWire", "ParleyMedia"]),
-        .testTarget(name: "ParleyHTTPTests", dependencies: ["ParleyHTTP", "ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyWire", "ParleyNet", "ParleyCrypto", "ParleyWebRTC"]),
+        .testTarget(name: "ParleyHTTPTests", dependencies: ["ParleyHTTP", "ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyWire", "ParleyNet", "ParleyCrypto", "ParleyWebRTC", "ParleyHistory"]),
         .testTarget(name: "ParleyIntegrationTests", dependencies: ["ParleyWire", "ParleyNet", "ParleyAuth", "ParleyAudioIO", "ParleyMedia"]),
         // README.md's "Where things live" table against the code: every source directory listed, imports per target.
         .testTarget(name: "WhereThingsLiveTests"),

@@ -141,6 +141,11 @@ public final class MessageHistory {
         Int(try db.query("SELECT count(*) FROM direct_messages WHERE recipient = ? AND state IN (0, 3)", [.text(identity)]) { $0.int(0) }.first ?? 0)
     }
 
+    /// How many texts from `identity` wait for anyone.
+    public func waitingCount(from identity: String) throws(SQLiteError) -> Int {
+        Int(try db.query("SELECT count(*) FROM direct_messages WHERE sender = ? AND state IN (0, 3)", [.text(identity)]) { $0.int(0) }.first ?? 0)
+    }
+
     /// Marks waiting texts delivered.
     public func markDelivered(_ ids: [Int64], at: Int64) throws(SQLiteError) {
         for id in ids { try db.run("UPDATE direct_messages SET state = 1, delivered_at = ? WHERE id = ? AND state = 0", [.int(at), .int(id)]) }

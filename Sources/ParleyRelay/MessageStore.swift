@@ -22,11 +22,13 @@ public final class MessageStore: @unchecked Sendable {
     private let stopping = Atomic<Bool>(false)
     private let log: LogSink
     /// Where answers go (worker 0); set once the API exists, before the threads start.
-    nonisolated(unsafe) var post: (@Sendable (AdminCommand) -> Void)?
+    nonisolated(unsafe) public var post: (@Sendable (AdminCommand) -> Void)?
     /// How long a text waits for its recipient before it fails (milliseconds).
     public let keepFor: Int64
     /// Most texts kept for one recipient; more fail ("… has too many texts waiting").
     public static let maxWaitingPerRecipient = 1_000
+    /// Most texts one sender may have waiting, for everyone; more fail ("you have too many texts waiting …").
+    public static let maxWaitingPerSender = 1_000
     /// Records handed over and not yet written, at most (a stalled disk costs texts, not memory).
     static let maxInbound = 100_000
     /// Records refused because the store fell behind.
@@ -54,6 +56,9 @@ public final class MessageStore: @unchecked Sendable {
             return try r.roomMessages(room: room, before: before, limit: limit)
         }
     }
+
+    /// `submit`, for tests driving the store without workers.
+    public func submitForTests(_ records: [HistoryLog.Record]) { submit(records) }
 
     /// Takes a worker's records (after a batch).
     func submit(_ records: [HistoryLog.Record]) {
@@ -161,6 +166,12 @@ public final class MessageStore: @unchecked Sendable {
             if try writer.waitingCount(for: to) >= Self.maxWaitingPerRecipient {
                 answers.append(.textStored(from: from, connection: connection, messageID: messageID, stored: false,
                                            reason: "\(to) has too many texts waiting"))
+                return
+            }
+            // One sender cannot fill the disk by writing to many names nobody uses.
+            if try writer.waitingCount(from: from) >= Self.maxWaitingPerSender {
+                answers.append(.textStored(from: from, connection: connection, messageID: messageID, stored: false,
+                                           reason: "you have too many texts waiting to be delivered"))
                 return
             }
             try writer.addDirectText(from: from, to: to, text: text, at: at, state: held ? .held : .stored, expiresAt: at + keepFor,
