@@ -6,31 +6,21 @@ import COgg
 public enum OggOpusReader {
     /// The file's pre-skip (from `OpusHead`) and its audio packets, in order; nil when it is not Ogg Opus.
     public static func packets(_ bytes: [UInt8]) -> (preSkip: Int, packets: [[UInt8]])? {
-        var sync = ogg_sync_state()
-        ogg_sync_init(&sync)
-        defer { ogg_sync_clear(&sync) }
-        guard let buffer = ogg_sync_buffer(&sync, bytes.count) else { return nil }
-        bytes.withUnsafeBufferPointer { b in
-            if let base = b.baseAddress { UnsafeMutableRawPointer(buffer).copyMemory(from: base, byteCount: b.count) }
-        }
-        ogg_sync_wrote(&sync, bytes.count)
         var stream = ogg_stream_state()
         var started = false
         defer { if started { ogg_stream_clear(&stream) } }
-        var page = ogg_page()
         var packet = ogg_packet()
         var out: [[UInt8]] = []
         var preSkip: Int?
         var headers = 0
-        while true {
-            let r = ogg_sync_pageout(&sync, &page)
-            if r == 0 { break }
-            if r < 0 { continue }
+        var notOpus = false
+        OggPageScan.forEachPage(bytes) { page in
+            guard !notOpus else { return }
             if !started {
                 ogg_stream_init(&stream, ogg_page_serialno(&page))
                 started = true
             }
-            guard ogg_page_serialno(&page) == stream.serialno else { continue }  // one logical stream: the first
+            guard ogg_page_serialno(&page) == stream.serialno else { return }  // one logical stream: the first
             ogg_stream_pagein(&stream, &page)
             while true {
                 let p = ogg_stream_packetout(&stream, &packet)
@@ -38,7 +28,7 @@ public enum OggOpusReader {
                 if p < 0 { continue }  // a gap (a lost page): go on with what follows
                 let data = Array(UnsafeBufferPointer(start: packet.packet, count: packet.bytes))
                 if headers == 0 {
-                    guard data.count >= 19, Array(data.prefix(8)) == Array("OpusHead".utf8) else { return nil }
+                    guard data.count >= 19, Array(data.prefix(8)) == Array("OpusHead".utf8) else { notOpus = true; return }
                     preSkip = Int(data[10]) | Int(data[11]) << 8
                     headers = 1
                 } else if headers == 1 {
