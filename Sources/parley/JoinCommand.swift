@@ -40,7 +40,7 @@ enum JoinCommand {
     static let usage = """
     usage: parley join ROOM --identity NAME [--server HOST:PORT] [--token T] [--name N] [--duration SECONDS]
                        [--mute] [--listen-only] [--mode forward|mix|hybrid] [--audience] [--say TEXT] [--image FILE]
-                       [--images-dir DIR] [--no-tui] [audio options]
+                       [--images-dir DIR] [--history N] [--no-tui] [audio options]
     \(AudioOptions.usage)
 
     Joins ROOM on the relay (default 127.0.0.1:7400). Without --token it mints one from PARLEY_API_KEY /
@@ -50,13 +50,14 @@ enum JoinCommand {
     --say TEXT sends a text to the room once joined; --image FILE (PNG, JPEG, WebP or GIF) is uploaded to the relay's HTTP
     API (PARLEY_URL, default http://127.0.0.1:7480) before joining and goes with it (--say may then be left out). Images
     in the room's texts are saved in --images-dir DIR (default ./parley-images, made 0700): "image from bob saved to PATH".
+    --history N shows the room's last N texts (1–200) first, as the relay kept them (its HTTP API, PARLEY_URL).
     Exit: 0 left, 1 local error (device, file), 2 usage, 3 refused by the relay, 4 removed by the relay, 5 relay unreachable,
     11 the relay did not prove it holds the expected key.
     """
 
     static func run(_ arguments: [String]) -> Int32 {
         let o = Options(arguments, valued: AudioOptions.valued.union(["identity", "server", "token", "name", "duration", "mode", "say", "image",
-                                                                      "images-dir"])
+                                                                      "images-dir", "history"])
                             .union(SecurityOptions.valued),
                         switches: AudioOptions.switches.union(["mute", "listen-only", "no-tui", "audience"]).union(SecurityOptions.switches), usage: usage)
         guard let room = o.positional.first else { fail("join needs a ROOM\n\(usage)") }
@@ -81,6 +82,10 @@ enum JoinCommand {
         let audio = AudioOptions(o)
         let devices = DeviceAudio(audio: audio, listenOnly: listenOnly)
         let ui = TerminalUI(noTUI: o.has("no-tui"))
+        if let n = o["history"] {
+            guard let limit = Int(n), (1...200).contains(limit) else { fail("--history must be a number of texts, 1–200") }
+            showHistory(room: room, limit: limit, token: token(), ui: ui)
+        }
         SignalHandlers.install()
         let call = RoomCall(identity: identity, server: server, token: token,
                             configuration: DeviceAudio.configuration(room: room, audio: audio, listenOnly: listenOnly, muted: o.has("mute"), reconnect: true,
@@ -107,6 +112,28 @@ enum JoinCommand {
         }
         if engine.packetsReceived > 1 { writeLine("longest gap between received packets: \(engine.longestReceiveGap.milliseconds) ms") }
         return code
+    }
+}
+
+extension JoinCommand {
+    /// The room's last `limit` kept texts, oldest first, through the HTTP API with the member's own token; a relay that
+    /// keeps none, or cannot be reached, is one line on stderr and the join goes on.
+    static func showHistory(room: String, limit: Int, token: String, ui: TerminalUI) {
+        let path = "/v1/rooms/" + (room.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? room)
+            + "/messages?limit=\(limit)"
+        switch RelayHTTP.exchange("GET", path, token: token) {
+        case .success(let answer) where answer.isSuccess:
+            let messages = (answer.object["messages"] as? [[String: Any]] ?? []).reversed()
+            let f = DateFormatter()
+            f.dateFormat = "yyyy-MM-dd HH:mm:ss"
+            if messages.isEmpty { ui.event("no earlier texts in \(room)") }
+            for m in messages {
+                let at = Date(timeIntervalSince1970: Double((m["at"] as? NSNumber)?.int64Value ?? 0) / 1000)
+                ui.event("earlier (\(f.string(from: at))) \(m["identity"] ?? ""): \(m["text"] ?? "")")
+            }
+        case .success(let answer): writeLine("parley: no history: the relay answered \(answer.refusal)", fd: 2)
+        case .failure(let why): writeLine("parley: no history: \(why.message)", fd: 2)
+        }
     }
 }
 

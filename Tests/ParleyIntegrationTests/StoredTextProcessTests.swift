@@ -68,6 +68,12 @@ extension ProcessTests {
             let next = try #require(lines.last?.split(separator: " ").last.map(String.init))
             let older = try parley(["history", "chatter", "--before", next], env: env).stdout
             #expect(older.contains("backend 1") && older.contains("ann\tfirst from ann") && !older.contains("backend 2"), "\(older)")
+            // A member joining asks for the last two (its own token, through the API), oldest first.
+            let joiner = try Spawned("parley", ["join", "chatter", "--identity", "joe", "--server", server, "--listen-only", "--no-playback",
+                                                "--no-tui", "--duration", "1", "--history", "2"], environment: env)
+            #expect(joiner.wait(seconds: 10) == 0, "\(joiner.stderr)")
+            let earlier = joiner.stdout.split(separator: "\n").filter { $0.hasPrefix("earlier") }
+            #expect(earlier.count == 2 && earlier[0].hasSuffix("backend: backend 2") && earlier[1].hasSuffix("backend: backend 3"), "\(joiner.stdout)")
             // A member of the room reads it with its own token; another room's member may not.
             let member = try parley(["token", "--identity", "zed", "--room", "chatter"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
             let (ok, body) = try curl("GET", "\(base)/v1/rooms/chatter/messages?limit=1", token: member)
