@@ -47,6 +47,22 @@ extension ProcessTests {
             #expect(refused.stdout.contains("failed: dave declined your chat request"), "\(refused.stdout)")
         }
 
+        @Test("parley message --wait: the sender sees stored, then delivered when the recipient comes online")
+        func storedThenDelivered() throws {
+            let (relay, server) = try startRelay(environment: ["PARLEY_STATE_DIR": "\(dir)/state-w"])
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            let sender = try Spawned("parley", ["message", "erin", "see you soon", "--identity", "frank", "--server", server, "--no-tui",
+                                                "--wait", "15"])
+            #expect(sender.waitFor(seconds: 5) { $0.contains("stored") }, "\(sender.stdout)")
+            let erin = try Spawned("parley", ["listen", "--identity", "erin", "--server", server, "--no-tui", "--duration", "3"])
+            #expect(erin.waitFor(seconds: 5) { $0.contains("direct text from frank") && $0.contains("see you soon") }, "\(erin.stdout)")
+            #expect(sender.wait(seconds: 10) == 0, "\(sender.stdout) \(sender.stderr)")
+            let lines = sender.stdout.split(separator: "\n").map(String.init)
+            let storedAt = lines.firstIndex { $0.hasPrefix("stored") }, deliveredAt = lines.firstIndex { $0 == "delivered" }
+            #expect(storedAt != nil && deliveredAt != nil && storedAt! < deliveredAt!, "\(sender.stdout)")
+            _ = erin.wait(seconds: 10)
+        }
+
         @Test("room texts are kept and paged through the API, newest first, for the backend and the room's members")
         func roomHistory() throws {
             let (relay, server) = try startRelay(environment: ["PARLEY_STATE_DIR": "\(dir)/state-h"])
