@@ -1,6 +1,7 @@
 import Foundation
 import ParleyNet
 import ParleyRecording
+import ParleyRelayCore
 
 /// Where recordings live and how the API finds them:
 ///
@@ -23,8 +24,8 @@ public struct RecordingCatalog: Sendable {
     static let mixFileName = "mix.opus"
     static func trackFileName(ssrc: UInt32) -> String { "t" + hex(UInt64(ssrc), digits: 8) + ".opus" }
 
-    /// A recording's id as people see it: 16 lowercase hex digits.
-    public static func name(_ id: UInt64) -> String { hex(id, digits: 16) }
+    /// A recording's id as people see it: the core's spelling (`RecordingTap.name`), which its members are told.
+    public static func name(_ id: UInt64) -> String { RecordingTap.name(id) }
     static func hex(_ v: UInt64, digits: Int) -> String {
         let s = String(v, radix: 16)
         return String(repeating: "0", count: max(0, digits - s.count)) + s

@@ -165,12 +165,15 @@ struct RoomRecording {
     /// The API's id for it.
     let id: UInt64
     /// The id as people see it: 16 hex digits.
-    var name: String { RoomRecording.name(id) }
+    var name: String { RecordingTap.name(id) }
     /// Members whose track record was written.
     var tracks: Set<UInt32> = []
+}
 
-    /// 16 lowercase hex digits.
-    static func name(_ id: UInt64) -> String {
+extension RecordingTap {
+    /// A recording's id as people see it — the members' notice, the events, the API and its folder name: 16 lowercase
+    /// hex digits.
+    public static func name(_ id: UInt64) -> String {
         let hex = String(id, radix: 16)
         return String(repeating: "0", count: 16 - hex.count) + hex
     }
