@@ -350,11 +350,13 @@ public final class ClientEngine {
         receiver.pull(now: now, into: out)
         guard joined else { return true }
         // NACKs still useful go out at once: in this second's report when it is due, else in a compound of their own.
-        // The relay answers NACKs from its history for the streams it forwards (members' own SSRCs); a mix (an SSRC
-        // no member has) only with `mix_nack`, which the client cannot see, so a mix never counts as answered.
+        // The relay answers NACKs from its history for the streams it forwards (members' own SSRCs); about a mix (an
+        // SSRC no member has) when its welcome says so (`MemberFlags.mixRepaired`: a lone speaker forwarded into the
+        // mix, or `mix_nack`).
         let forwardRoom = mode == RoomMode.forward
+        let mixRepaired = session.welcome?.flags.contains(.mixRepaired) ?? false
         let nacks = receiver.nacksDue(now: now, roundTrip: nackRoundTrip, reporter: reporterSSRC) { ssrc in
-            forwardRoom || session.members.values.contains { $0.ssrc == ssrc }
+            forwardRoom || mixRepaired || session.members.values.contains { $0.ssrc == ssrc }
         }
         if now - lastReceiverReport >= Self.receiverReportInterval {
             lastReceiverReport = now

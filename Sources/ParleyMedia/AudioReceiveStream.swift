@@ -67,6 +67,14 @@ public final class AudioReceiveStream {
                       marker: packet.marker, payload: packet.payload, arrival: arrival, retransmission: retransmission)
     }
 
+    /// The packets up to `sequenceNumber` were played elsewhere (`JitterBuffer.skip(through:)`): they are forgotten,
+    /// with any decoded audio waiting in the sync buffer, and the stream is silent until what follows starts.
+    public func skip(through sequenceNumber: UInt16) {
+        jitter.skip(through: sequenceNumber)
+        end = start
+        quietFrames = 0
+    }
+
     /// Decoded samples waiting to be played.
     public var pendingSamples: Int { end - start }
 

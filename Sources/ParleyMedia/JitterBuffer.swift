@@ -159,6 +159,25 @@ public final class JitterBuffer {
         senderEnded = true
     }
 
+    /// The packets up to `sequenceNumber` were played elsewhere (a mixer forwarded a lone speaker's packets as they
+    /// came): forgets those held, and waits in silence for what follows, which starts at the target delay like any
+    /// talkspurt. The delay estimate is kept. A number not at or behind the highest received within 32,768 is ignored.
+    public func skip(through sequenceNumber: UInt16) {
+        guard let highest = highestSequence else { return }
+        let back = Int64(UInt16(truncatingIfNeeded: highest) &- sequenceNumber)
+        guard back < 32_768 else { return }
+        let last = highest - back
+        while let held = store.lowest(atOrAbove: nil), held.sequence <= last {
+            store.remove(held.sequence)
+            setFate(held.sequence, .skipped)
+        }
+        nextSequence = max(nextSequence ?? last + 1, last + 1)
+        mode = .silent
+        inOutage = false
+        concealRun = 0
+        startupWaitPulls = 0
+    }
+
     // MARK: Time conversions
 
     /// Nanoseconds of `samples` at the clock rate.

@@ -69,7 +69,7 @@ public struct RelayConfig: Sendable {
                               "max_forwarded_speakers", "speaker_update_interval_ms", "speaker_level_update_interval_ms", "speech_level_threshold",
                               "member_update_interval_ms", "member_update_immediate_limit", "audience_update_interval_ms", "spread_threshold", "cascade_after",
                               "audio_level_extension_id", "default_room_mode", "joins_per_second", "ring_timeout_s", "presence_sessions_per_identity",
-                              "mix_complexity", "mix_bitrate", "mix_expected_loss_percent", "mix_pass_through", "mix_nack", "metrics_require_auth",
+                              "mix_complexity", "mix_bitrate", "mix_expected_loss_percent", "mix_pass_through", "mix_nack", "mix_forward_lone_speaker", "metrics_require_auth",
                               "signalling_queue_limit", "text_queue_limit", "nack_budget_percent", "nack_burst_bytes",
                               "uplink_repair", "uplink_repair_window_ms",
                               "http_max_connections", "http_connections_per_address", "http_idle_timeout_s",
@@ -154,6 +154,10 @@ public struct RelayConfig: Sendable {
             let choices = ["true": true, "1": true, "false": false, "0": false]
             guard let on = choices[value] else { throw ConfigError("mix_nack must be true or false, got \"\(value)\"") }
             core.mixNack = on
+        case "mix_forward_lone_speaker":
+            let choices = ["true": true, "1": true, "false": false, "0": false]
+            guard let on = choices[value] else { throw ConfigError("mix_forward_lone_speaker must be true or false, got \"\(value)\"") }
+            core.mixForwardLoneSpeaker = on
         case "signalling_queue_limit": core.signallingQueueLimit = try int(64...1_000_000)
         case "text_queue_limit": core.textQueueLimit = try int(5...1_000_000)
         case "nack_budget_percent": core.nackBudgetPercent = try int(0...100)

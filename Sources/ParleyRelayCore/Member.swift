@@ -85,6 +85,9 @@ final class Member {
     var lastMixFrame: UInt32?
     /// What this member was sent of the mix, by sequence number, for its NACKs (made at its first mixed packet).
     var mixLog: MixSendLog?
+    /// A lone speaker forwarded into the mix (`MixEngine+LoneSpeaker.swift`): the forwarding this member's numbers
+    /// follow (0: none yet) and the offset from the speaker's sequence numbers to this member's mix numbers.
+    var loneEpoch: UInt32 = 0, loneSequenceOffset: UInt16 = 0
     /// The only address a publishing RTP endpoint's packets are accepted from (named at creation).
     var rtpSource: PeerAddress?
     /// Where an RTP endpoint's tool may send RTCP from besides `rtpSource`: the next port up from its RTP port, as

@@ -42,24 +42,33 @@ final class MixEngine {
     /// The next mix deadline; nil while the room has no members.
     var nextDeadline: Instant?
     private(set) var frameIndex: UInt32 = 0
-    private let timestampBase: UInt32
+    /// The mix timeline's timestamp at frame 0; moved forward only when a lone speaker's forwarding ends ahead of it.
+    var timestampBase: UInt32
     private let bus = AudioMixBus(frameSamples: frameSamples)
     private let sharedEncoder: OpusEncoder
     private var sharedLimiter = MixLimiter()
-    private var inputs: [UInt32: MixInput] = [:]
+    var inputs: [UInt32: MixInput] = [:]
     private let mixPCM = UnsafeMutablePointer<Int16>.allocate(capacity: frameSamples)
-    private let packet = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 16)
+    let packet = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 16)
     /// The same packet as a WebRTC listener negotiated it (`webRTCPacket`).
     private let browserPacket = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 16)
     /// Per-frame scratch (see `mix`): empty between frames.
     private var contributors: [Member] = []
-    private var listeners: [Member] = []
+    var listeners: [Member] = []
     /// Members the mixer holds references to, and publishers with an input (for `RelayCore.liveCounts`).
     var heldMembers: Int { contributors.count + listeners.count }
     var inputCount: Int { inputs.count }
     /// Mixes produced, distinct encodes done, frames a lone speaker's packet was sent on as it came (no encode), and
     /// deadlines skipped because the worker fell behind.
     private(set) var mixes = 0, encodes = 0, passedThrough = 0, skippedDeadlines = 0
+    /// A lone speaker forwarded packet by packet (`MixEngine+LoneSpeaker.swift`), if one is; its packets so forwarded.
+    var lone: LoneSpeaker?
+    var loneForwarded = 0
+    /// Forwardings of a lone speaker so far (each listener's numbering follows the current one's, `Member.loneEpoch`).
+    var loneEpoch: UInt32 = 0
+    /// Whether the last frame's mix was sent to anyone (encoded or passed through): a lone speaker's forwarding
+    /// starts only when it was not, so no listener hears the mixer's buffered audio and the forwarded packets overlap.
+    var mixSending = false
     /// In-band FEC of every mix encoder, sized to the loss the room's listeners report for the mix.
     private var fec = LossAdaptiveFEC()
     /// What listeners reported about the mix, checked.
@@ -145,9 +154,12 @@ final class MixEngine {
     }
 
     /// Forgets a member that left.
-    func remove(_ member: Member) { inputs[member.id] = nil }
+    func remove(_ member: Member) {
+        if lone?.memberID == member.id { lone = nil }
+        inputs[member.id] = nil
+    }
 
-    private func input(for member: Member) -> MixInput? {
+    func input(for member: Member) -> MixInput? {
         if let i = inputs[member.id] { return i }
         var jc = JitterBufferConfig()
         jc.minimumDelay = .milliseconds(Int64(config.mixMinimumJitterDelayMilliseconds))
@@ -201,11 +213,24 @@ final class MixEngine {
             // encoder sends before DTX settles, or steady background noise, do not cost a mix.
             let spokeRecently = room.selector.state(of: m.id).lastSpeech.map { deadline - $0 <= config.speakingHold } ?? false
             input.contributing = outcome != .silence && !m.muted && spokeRecently
-            if input.contributing {
-                bus.add(input.pcm)
-                contributors.append(m)
+            if input.contributing { contributors.append(m) }
+        }
+        // A lone speaker forwarded as it speaks: its buffered frames were sent already. Someone else contributing (or
+        // a recording, or a cascade, which take the mix frame by frame) ends the forwarding, and the mixer goes on
+        // from the packets after the last one forwarded.
+        if let forwarded = lone {
+            if contributors.contains(where: { $0.id != forwarded.memberID }) || recording != nil || shared != nil {
+                endLoneSpeaker()
+                contributors.removeAll { $0.id == forwarded.memberID }
+                inputs[forwarded.memberID]?.contributing = false
+            } else {
+                mixSending = false
+                passThroughHold = 0
+                return
             }
         }
+        for m in contributors { if let input = inputs[m.id] { bus.add(input.pcm) } }
+        mixSending = !contributors.isEmpty
         mixes += 1
         if recording != nil, let held = contributors.compactMap({ inputs[$0.id]?.stream.jitter.stats.currentDelayMilliseconds }).min() {
             frameHeard = deadline - Interval(seconds: held / 1000)
@@ -256,7 +281,7 @@ final class MixEngine {
     /// Frames a talkspurt stays encoded after an encoded frame before a lone speaker's packets pass through again.
     static let passThroughHoldFrames = 50
     /// Frames left before pass-through may resume (0 at the start of a talkspurt).
-    private var passThroughHold = 0
+    var passThroughHold = 0
 
     /// Largest lone-speaker payload sent on as it is (an Opus frame is at most 1,275 bytes; the packet buffer holds
     /// the header too).
@@ -323,9 +348,11 @@ final class MixEngine {
 
     /// The shared-mix packet numbered `sequence` that `listener` was sent, rebuilt exactly as it was sent (its
     /// sequence number, marker and, for a WebRTC member, payload type and header), or nil when it was a minus-one mix
-    /// or is no longer kept. Valid until the next mix or rebuild.
-    func retransmission(of sequence: UInt16, to listener: Member) -> UnsafeRawBufferPointer? {
-        guard let sent = listener.mixLog?.shared(sequence), let kept = history.packet(frame: sent.frame),
+    /// or is no longer kept (`forwardedOnly`: a lone speaker's forwarded packets only). Valid until the next mix or
+    /// rebuild.
+    func retransmission(of sequence: UInt16, to listener: Member, forwardedOnly: Bool = false) -> UnsafeRawBufferPointer? {
+        guard let sent = listener.mixLog?.shared(sequence), !forwardedOnly || sent.frame & 0x8000_0000 != 0,
+              let kept = history.packet(frame: sent.frame),
               let view = try? RTPPacketView(parsing: kept), kept.count <= packet.count else { return nil }
         packet.copyMemory(from: kept)
         RTPFixedHeader.patchSequenceNumber(sequence, in: packet)
@@ -366,7 +393,7 @@ final class MixEngine {
     /// The packet just patched for a listener, as a WebRTC member negotiated it: its offer's Opus payload type (Firefox
     /// offers 109, not 111) and no RFC 6465 element, which no browser negotiates — the relay's id for it may be one the
     /// browser gave another extension (Chrome's 3 is transport-wide-cc). The CSRCs stay: they name who is heard.
-    private func webRTCPacket(payloadType: UInt8, sequence: UInt16, csrcCount: Int, headerSize: Int, payloadBytes: Int) -> UnsafeRawBufferPointer {
+    func webRTCPacket(payloadType: UInt8, sequence: UInt16, csrcCount: Int, headerSize: Int, payloadBytes: Int) -> UnsafeRawBufferPointer {
         let marker = packet[1] & 0x80 != 0
         // Timestamp and SSRC as the packet has them (this node's mix, or the mixing node's).
         let timestamp = UInt32(bigEndian: UnsafeRawBufferPointer(packet).loadUnaligned(fromByteOffset: 4, as: UInt32.self))

@@ -125,7 +125,7 @@ final class RTCPFeedback {
     func answer(_ nack: GenericNACKView, requester: Member, now: Moment) {
         if let slot = requester.endpointStream(ssrc: nack.mediaSSRC) { return answerEndpoint(nack, requester: requester, slot: slot, now: now) }
         if let mix = requester.room.mix, nack.mediaSSRC == mix.ssrc {
-            if config.mixNack { answerMix(nack, mix: mix, requester: requester) }
+            if config.mixNack || config.mixForwardLoneSpeaker { answerMix(nack, mix: mix, requester: requester, forwardedOnly: !config.mixNack) }
             return
         }
         guard let source = sessions.bySSRC[nack.mediaSSRC], source.room === requester.room, source !== requester,
@@ -185,9 +185,11 @@ final class RTCPFeedback {
     /// Answers a listener's NACK about the room's mix: each lost packet that was the shared mix is rebuilt from the
     /// mixer's history exactly as the listener was sent it (`MixEngine.retransmission`) and protected again over the
     /// same bytes (same index) with the listener's key; a minus-one mix is not kept, and is counted missed.
-    private func answerMix(_ nack: GenericNACKView, mix: MixEngine, requester: Member) {
+    /// Answers a listener's NACK about the mix from its history (`forwardedOnly`: only a lone speaker's forwarded
+    /// packets, not mixed frames).
+    private func answerMix(_ nack: GenericNACKView, mix: MixEngine, requester: Member, forwardedOnly: Bool) {
         answerEach(nack, requester: requester) { sequence in
-            mix.retransmission(of: sequence, to: requester).map { ($0, $0.count) }
+            mix.retransmission(of: sequence, to: requester, forwardedOnly: forwardedOnly).map { ($0, $0.count) }
         } queue: { _, bytes in
             let space = output.reserve(bytes.count + max(SRTPSender.rtpOverhead, EndpointCipher.trailerCapacity))
             space.copyMemory(from: bytes)

@@ -192,7 +192,8 @@ extension RelayCore {
                                  sessionSecret: session.sessionSecret, room: room.name, mode: room.mode, identity: member.identity,
                                  memberCount: UInt32(others.count),
                                  keepaliveMilliseconds: welcomeKeepaliveMilliseconds,
-                                 timeoutMilliseconds: UInt32(config.memberTimeout.milliseconds), flags: member.flags,
+                                 timeoutMilliseconds: UInt32(config.memberTimeout.milliseconds),
+                                 flags: room.mix != nil && (config.mixNack || config.mixForwardLoneSpeaker) ? member.flags.union(.mixRepaired) : member.flags,
                                  roomMediaKey: reply.keys != nil && room.forwards && !room.hearsMix(member) ? room.downstreamKey.material : [],
                                  streamIndices: reply.keys != nil ? Self.streamIndices(room) : [],
                                  alternates: Array(shared.placement.otherNodes().prefix(Welcome.maxAlternates)))), to: session)

@@ -59,7 +59,12 @@ extension RelayCore {
         // A packet that fills a gap (the speaker's answer to the relay's NACK) stays out of a hybrid room's mix buffer's
         // delay estimate, as a client's retransmissions do.
         var repaired = false
-        if room.forwards { repaired = uplinkRepair.arrived(packet.sequenceNumber, from: member, forwarded: room.selector.isForwarded(member.id), now: now) }
+        if room.forwards {
+            repaired = uplinkRepair.arrived(packet.sequenceNumber, from: member, forwarded: room.selector.isForwarded(member.id), now: now)
+        } else if let mix = room.mix, config.mixForwardLoneSpeaker {
+            // A mix room's lone speaker is forwarded too (MixEngine+LoneSpeaker.swift): its losses are asked for.
+            repaired = uplinkRepair.arrived(packet.sequenceNumber, from: member, forwarded: mix.isLoneSpeaker(member), now: now)
+        }
         guard !member.muted else { return outbox.drop(.muted, from: from, now: now) }
         if room.recording != nil { record(packet, from: member, in: room, now: now) }
 
@@ -74,7 +79,14 @@ extension RelayCore {
         if let mix = room.mix {
             // In a cluster, the room mixes on one node: the others send it their speakers. (A hybrid room mixes on
             // every node with listeners, from the speakers forwarded there.)
-            if room.mixesHere { mix.insert(packet, from: member, arrival: now.monotonic, retransmission: repaired) } else { cascadeMedia(plain, from: member, level: level, room: room) }
+            if room.mixesHere {
+                mix.insert(packet, from: member, arrival: now.monotonic, retransmission: repaired)
+                _ = mix.forwardLoneSpeaker(packet, from: member, room: room, cascaded: room.cascade != nil, now: now.monotonic) { bytes, listener in
+                    sendMix(bytes, to: listener, now: now)
+                }
+            } else {
+                cascadeMedia(plain, from: member, level: level, room: room)
+            }
             if !room.isHybrid { return }
         }
         guard room.selector.isForwarded(member.id) else { return }

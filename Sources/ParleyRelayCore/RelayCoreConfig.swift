@@ -114,6 +114,11 @@ public struct RelayCoreConfig: Sendable {
     /// profile answering them scored lower (PESQ-WB 2.49–2.73 against 2.68–2.80 without, three seeds each), for a
     /// reason not yet found.
     public var mixNack = false
+    /// Mix mode (and a hybrid room's audience): a member who starts speaking while nobody else has spoken for
+    /// `speakingHold` is forwarded to the mix's listeners packet by packet as it arrives — under the mix's SSRC and
+    /// numbering, no jitter buffer, no coding, NACKs answered, its uplink losses asked for — until another member
+    /// speaks (`MixEngine+LoneSpeaker.swift`). False: every frame goes through the mixer's buffers.
+    public var mixForwardLoneSpeaker = true
     /// Mix mode: the floor of each publisher's jitter-buffer target delay.
     public var mixMinimumJitterDelayMilliseconds = 20
     /// Mix mode: the RTP header extension id of the RFC 6465 CSRC audio levels.

@@ -75,6 +75,9 @@ public struct MemberFlags: OptionSet, Equatable, Sendable, Hashable {
     /// The room (the backend) muted the member: set with `muted`, and only the room lifts it; the member's own
     /// unmute is refused while it holds.
     public static let mutedByRoom = MemberFlags(rawValue: 1 << 3)
+    /// In a welcome only: the relay answers NACKs about the room's mix (a mix or hybrid room whose lone speaker is
+    /// forwarded packet by packet, or `mix_nack`), so a listener's jitter buffer may leave room for the repairs.
+    public static let mixRepaired = MemberFlags(rawValue: 1 << 4)
 }
 
 /// One member of a room as the relay describes it.

@@ -51,6 +51,25 @@ struct JitterBufferSenderStopTests {
         #expect(h.buffer.stats.concealedFrames == 0 && h.buffer.stats.senderStops == 1)
     }
 
+    @Test("skip(through:) forgets what was played elsewhere; what follows starts at the target, nothing concealed")
+    func skipThrough() {
+        var config = JitterBufferConfig()
+        config.minimumDelay = .milliseconds(60)   // three packets held while playing
+        let h = JitterHarness(config: config)
+        h.send(stream(count: 60))
+        h.run(pulls: 20)
+        let played = h.playedSequences
+        #expect(!played.isEmpty && played.count < 18)
+        h.buffer.skip(through: 17)   // a mixer forwarded 0…17 as they came
+        h.run(pulls: 100)            // past the stream's end and the sender-stop wait
+        let after = Array(h.playedSequences.dropFirst(played.count))
+        #expect(after == (18..<60).map { UInt16($0) })
+        #expect(h.buffer.stats.concealedFrames == 0 && h.buffer.stats.lateDropped == 0)
+        // A number far from what arrived is ignored.
+        h.buffer.skip(through: 40_000)
+        #expect(h.buffer.stats.concealedFrames == 0)
+    }
+
     @Test("a burst loss shorter than the wait is still concealed and counted")
     func shortBurstIsLoss() {
         var config = JitterBufferConfig()

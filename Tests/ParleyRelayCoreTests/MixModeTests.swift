@@ -85,8 +85,11 @@ final class ToneMember {
 
 @Suite("Mix mode: jitter buffers, mixing, minus-one, encode once per distinct mix")
 struct MixModeTests {
-    func mixRoom(_ names: [String], listeners: [String] = []) -> (FakeNetwork, [FakeClient]) {
-        let net = FakeNetwork()
+    /// A mix room; `forwardLoneSpeaker` false keeps a lone speaker in the mixer (its own tests: LoneSpeakerTests).
+    func mixRoom(_ names: [String], listeners: [String] = [], forwardLoneSpeaker: Bool = true) -> (FakeNetwork, [FakeClient]) {
+        var config = RelayCoreConfig()
+        config.mixForwardLoneSpeaker = forwardLoneSpeaker
+        let net = FakeNetwork(config: config)
         var clients: [FakeClient] = []
         for n in names + listeners {
             let grants = listeners.contains(n) ? Grants(publish: false) : Grants()
@@ -184,7 +187,7 @@ struct MixModeTests {
         #expect(room.mix!.mixes > 40)
         #expect(net.core.counters.mixedPacketsSent == 0)
         net.advance(milliseconds: 600, stepMilliseconds: 20) { try? alice.send() }
-        #expect(room.mix!.encodes + room.mix!.passedThrough > 0)
+        #expect(room.mix!.encodes + room.mix!.passedThrough + room.mix!.loneForwarded > 0)
         for client in c { client.session.leave(now: net.instant) }
         net.exchange()
         #expect(room.mix!.nextDeadline == nil)
@@ -193,7 +196,7 @@ struct MixModeTests {
 
     @Test("a lone speaker's packets reach the listeners as they came (no second coding, no encode); two speakers are mixed")
     func loneSpeakerPassesThrough() throws {
-        let (net, c) = mixRoom(["alice", "bob"], listeners: ["carol"])
+        let (net, c) = mixRoom(["alice", "bob"], listeners: ["carol"], forwardLoneSpeaker: false)
         let alice = try ToneMember(c[0], frequency: 440), bob = try ToneMember(c[1], frequency: 660)
         net.advance(milliseconds: 1_000, stepMilliseconds: 20) { try? alice.send() }
         let mix = try #require(net.core.rooms["mixroom"]?.mix)
@@ -262,7 +265,7 @@ struct MixModeTests {
 
     @Test("the mix a listener receives sets the marker bit on the first packet of each talkspurt, and only there")
     func markerAfterSilence() throws {
-        let (net, c) = mixRoom(["alice"], listeners: ["carol"])
+        let (net, c) = mixRoom(["alice"], listeners: ["carol"], forwardLoneSpeaker: false)
         let alice = try ToneMember(c[0], frequency: 440)
         net.advance(milliseconds: 600, stepMilliseconds: 20) { try? alice.send() }
         net.advance(milliseconds: 1_000, stepMilliseconds: 20) { try? alice.send(silent: true) }
@@ -283,7 +286,7 @@ struct MixModeTests {
 
     @Test("loss and late packets are concealed; the mix keeps its 20 ms cadence")
     func lossAndLateness() throws {
-        let (net, c) = mixRoom(["alice"], listeners: ["bob"])
+        let (net, c) = mixRoom(["alice"], listeners: ["bob"], forwardLoneSpeaker: false)
         let alice = try ToneMember(c[0], frequency: 600), bob = try ToneMember(c[1], frequency: 0)
         var n = 0
         var held: [[UInt8]] = []
