@@ -71,8 +71,9 @@ let package = Package(
         .target(name: "ParleyCluster", dependencies: ["CHiredis"]),
         // Room recordings' pure parts and the Ogg pager: Opus packet durations, gap packets, a stream's timeline, Ogg Opus on libogg.
         .target(name: "ParleyRecording", dependencies: ["COgg", "COpusEnc", "ParleyWire", "ParleyMedia"]),
-        // What the relay keeps of texts: SQLite (one connection per thread), the schema and its queries.
-        .target(name: "ParleyHistory", dependencies: ["CSQLite"]),
+        // What the relay keeps of texts: SQLite (one connection per thread), the schema and its queries; in a cluster,
+        // the same in the cluster's Redis (through ParleyCluster's connection), checked against ParleyWire's limits.
+        .target(name: "ParleyHistory", dependencies: ["CSQLite", "ParleyCluster", "ParleyWire"]),
         .target(name: "ParleyRelay", dependencies: ["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto", "ParleyWebRTC",
                                                     "ParleyCluster", "ParleyRecording", "ParleyHistory"],
                 swiftSettings: perPacketPath),
@@ -118,7 +119,7 @@ let package = Package(
         .testTarget(name: "ParleyCryptoTests", dependencies: ["ParleyCrypto", "ParleyWire"]),
         .testTarget(name: "ParleyRelayCoreTests", dependencies: ["ParleyRelayCore", "ParleyClientCore", "ParleyWire", "ParleyAuth", "ParleyMedia", "ParleyCrypto", "ParleyWebRTC"]),
         .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyCluster"]),
-        .testTarget(name: "ParleyHistoryTests", dependencies: ["ParleyHistory"]),
+        .testTarget(name: "ParleyHistoryTests", dependencies: ["ParleyHistory", "ParleyCluster", "ParleyWire"]),
         .testTarget(name: "ParleyRecordingTests", dependencies: ["ParleyRecording", "ParleyWire", "ParleyMedia"]),
         .testTarget(name: "ParleyHTTPTests", dependencies: ["ParleyHTTP", "ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyWire", "ParleyNet", "ParleyCrypto", "ParleyWebRTC", "ParleyHistory"]),
         .testTarget(name: "ParleyIntegrationTests", dependencies: ["ParleyWire", "ParleyNet", "ParleyAuth", "ParleyAudioIO", "ParleyMedia"]),

@@ -26,7 +26,8 @@ public enum RedisReply: Equatable, Sendable {
 }
 
 /// A blocking connection to one Redis server through hiredis, with a timeout on connecting and on every command. Owned
-/// by one thread (the cluster agent's); never used on a worker's loop.
+/// by one thread (the cluster agent's, the message store's, or the API's history reader under its lock); never used on
+/// a worker's loop.
 public final class RedisConnection {
     private let context: UnsafeMutablePointer<redisContext>
 

@@ -137,7 +137,12 @@ extension HTTPRouter {
                 do {
                     page = try store.roomMessages(room: room, before: before, limit: limit + 1)
                 } catch {
-                    throw APIError(503, "unavailable", error.isBusy ? "the message history is busy; retry" : "the message history cannot be read")
+                    let why = switch StoreFailure(error) {
+                    case .busy: "the message history is busy; retry"
+                    case .unreachable: "the message history is unreachable (the cluster's Redis); retry"
+                    default: "the message history cannot be read"
+                    }
+                    throw APIError(503, "unavailable", why)
                 }
                 let shown = page.prefix(limit)
                 return Self.withCORS(Self.json(API.RoomMessages(room: room, messages: shown.map {

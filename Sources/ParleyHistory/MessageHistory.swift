@@ -225,3 +225,32 @@ public final class MessageHistory {
         }
     }
 }
+
+/// The SQLite file as the store's archive: one relay writes it, so a waiting text needs no claim (it stays waiting
+/// until marked delivered) and the chats change only through this relay.
+extension MessageHistory: TextArchive {
+    /// `waiting`: nothing else delivers from this file.
+    public func claimWaiting(for identity: String, from: String?, limit: Int) throws(SQLiteError) -> [DirectMessage] {
+        try waiting(for: identity, from: from, limit: limit)
+    }
+
+    /// Nothing to do: a text is waiting until it is marked delivered.
+    public func returnUndelivered(_ ids: [Int64]) {}
+
+    /// nil: the chats change only through this relay.
+    public func chatsVersion() -> Int64? { nil }
+
+    /// `BEGIN IMMEDIATE` … `COMMIT`, rolled back when `body` throws.
+    public func transaction(_ body: () throws -> Void) throws {
+        try db.execute("BEGIN IMMEDIATE")
+        do {
+            try body()
+            try db.execute("COMMIT")
+        } catch {
+            try? db.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    public var rollsBack: Bool { true }
+}

@@ -53,6 +53,8 @@ public enum AdminCommand: Sendable, Equatable {
     case textsFailed([KeptText])
     /// A web page answers a chat request.
     case webAnswerChat(stream: UInt64, identity: String, requester: String, accept: Bool)
+    /// The message store's chats (another node of a cluster changed one): they replace worker 0's copy.
+    case replaceChats([ChatBook.Chat])
 
     /// Drain one worker (a cluster node before a restart): `RelayCore.drain`.
     case drain(worker: Int)
@@ -61,7 +63,7 @@ public enum AdminCommand: Sendable, Equatable {
     public var isPresence: Bool {
         switch self {
         case .openWebPresence, .closeWebPresence, .webCall, .webAnswer, .webHangUp, .webDirectText: true
-        case .textStored, .deliverWaiting, .textsFailed, .webAnswerChat: true
+        case .textStored, .deliverWaiting, .textsFailed, .webAnswerChat, .replaceChats: true
         default: false
         }
     }
@@ -70,7 +72,7 @@ public enum AdminCommand: Sendable, Equatable {
     public var room: String {
         switch self {
         case .openWebPresence, .closeWebPresence, .webCall, .webAnswer, .webHangUp, .webDirectText, .drain: ""
-        case .textStored, .deliverWaiting, .textsFailed, .webAnswerChat: ""
+        case .textStored, .deliverWaiting, .textsFailed, .webAnswerChat, .replaceChats: ""
         case .createRoom(let name, _, _, _, _), .closeRoom(let name): name
         case .kick(let room, _), .mute(let room, _, _), .message(let room, _, _), .memberMessage(let room, _, _, _): room
         case .startRecording(let room, _, _), .stopRecording(let room): room
@@ -114,6 +116,7 @@ public enum AdminCommand: Sendable, Equatable {
         case .textsFailed(let texts): core.textsFailed(texts, now: now)
         case .webAnswerChat(let stream, let identity, let requester, let accept):
             core.webAnswerChat(stream: stream, identity: identity, requester: requester, accept: accept, now: now)
+        case .replaceChats(let chats): core.replaceChats(chats)
         }
     }
 }

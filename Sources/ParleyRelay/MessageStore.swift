@@ -4,19 +4,22 @@ import ParleyRelayCore
 import ParleyWire
 import Synchronization
 
-/// The relay's message store: `<state_dir>/messages.db` (SQLite, `MessageHistory`) on a thread of its own. Workers
+/// The relay's message store on a thread of its own, over one `TextArchive`: `<state_dir>/messages.db` (SQLite,
+/// `MessageHistory`) for a relay on its own, the cluster's Redis (`RedisTextArchive`) for a node of a cluster. Workers
 /// hand it what their cores logged (`HistoryLog`: room texts, direct texts, chats, deliveries) after each batch; it
-/// writes them in one transaction per batch and answers worker 0 through its inbox (`AdminCommand.textStored`,
-/// `.deliverWaiting`, `.textsFailed`) once they are on disk — a sender hears `stored` only for a committed text. Every
-/// minute, texts kept past `keepFor` fail ("expired"). The HTTP API reads history through a connection of its own
-/// (`roomMessages`), never waiting for the writer (WAL). A database that is locked, full or damaged costs the texts
-/// it could not keep (their senders are told), never the relay.
+/// writes them (one transaction per batch where the archive has them) and answers worker 0 through its inbox
+/// (`AdminCommand.textStored`, `.deliverWaiting`, `.textsFailed`) once they are kept — a sender hears `stored` only for
+/// a committed text. Every minute, texts kept past `keepFor` fail ("expired"). In a cluster it also follows the chats
+/// other nodes change: every second it reads the chats' version, and when it moved, hands worker 0 the whole list
+/// (`AdminCommand.replaceChats`). The HTTP API reads history through a connection of its own (`roomMessages`), never
+/// waiting for the writer. An archive that is locked, full, damaged or unreachable costs the texts it could not keep
+/// (their senders are told why), never the relay.
 public final class MessageStore: @unchecked Sendable {
     // Invariant: `writer` is used only by the store thread (`run`); `reader` only under its mutex; `inbound` under its own.
-    /// The database file.
+    /// Where texts are kept: the database file, or the cluster's Redis (`redis://HOST:PORT`).
     public let path: String
-    private let writer: MessageHistory
-    private let reader: Mutex<MessageHistory?>
+    private let writer: any TextArchive
+    private let reader: Mutex<(any TextArchive)?>
     private let inbound = Mutex<[HistoryLog.Record]>([])
     private let wakeup: WakeupSignal
     private let stopping = Atomic<Bool>(false)
@@ -31,27 +34,52 @@ public final class MessageStore: @unchecked Sendable {
     public static let maxWaitingPerSender = 1_000
     /// Records handed over and not yet written, at most (a stalled disk costs texts, not memory).
     static let maxInbound = 100_000
+    /// How often the store looks whether another node changed the chats (milliseconds).
+    static let chatsCheckInterval: Int64 = 1_000
     /// Records refused because the store fell behind.
     public let droppedRecords = Atomic<UInt64>(0)
 
     /// Opens (or makes) the store in `stateDirectory`; throws with the file's name when it cannot (locked, damaged).
-    public init(stateDirectory: String, keepFor: Int64 = 7 * 86_400_000, log: LogSink) throws(SQLiteError) {
-        path = stateDirectory + "/messages.db"
+    public convenience init(stateDirectory: String, keepFor: Int64 = 7 * 86_400_000, log: LogSink) throws(SQLiteError) {
+        let path = stateDirectory + "/messages.db"
+        let writer = try MessageHistory(path: path)
+        let reader = try MessageHistory(path: path, readOnly: true)
+        let wakeup: WakeupSignal
+        do { wakeup = try WakeupSignal() } catch { throw SQLiteError(operation: "eventfd", code: 1, message: "\(error)") }
+        self.init(path: path, writer: writer, reader: reader, wakeup: wakeup, keepFor: keepFor, log: log)
+    }
+
+    /// The store of node `nodeID` of a cluster, in the cluster's Redis at `host:port`: nothing is connected yet (the
+    /// store thread and the API's reader connect at their first call, and again whenever Redis comes back).
+    public convenience init(redisHost host: String, port: Int, nodeID: String, keepFor: Int64 = 7 * 86_400_000, log: LogSink) throws(SystemError) {
+        let clock: @Sendable () -> Int64 = { Int64(Clock.unixMilliseconds()) }
+        let writer = RedisTextArchive(host: host, port: port, nodeID: nodeID, clock: clock, log: { log.write(.warning, $0) })
+        let reader = RedisTextArchive(host: host, port: port, nodeID: nodeID, clock: clock, log: { log.write(.warning, "(reader) " + $0) })
+        self.init(path: "redis://\(host):\(port)", writer: writer, reader: reader, wakeup: try WakeupSignal(), keepFor: keepFor, log: log)
+    }
+
+    private init(path: String, writer: any TextArchive, reader: sending any TextArchive, wakeup: WakeupSignal, keepFor: Int64, log: LogSink) {
+        self.path = path
+        self.writer = writer
+        self.reader = Mutex(reader)
+        self.wakeup = wakeup
         self.keepFor = keepFor
         self.log = log
-        writer = try MessageHistory(path: path)
-        reader = Mutex(try MessageHistory(path: path, readOnly: true))
-        do { wakeup = try WakeupSignal() } catch { throw SQLiteError(operation: "eventfd", code: 1, message: "\(error)") }
     }
 
     /// The chats the store holds (at start: worker 0's `ChatBook` begins with them).
-    public func chats() throws(SQLiteError) -> [ChatBook.Chat] {
-        try writer.allChats().map { c in ChatBook.Chat(requester: c.requester, recipient: c.recipient, state: Self.state(c.state)) }
+    public func chats() throws -> [ChatBook.Chat] {
+        try writer.allChats().map(Self.chat)
     }
 
-    /// A page of `room`'s texts, newest first (the API's threads).
-    public func roomMessages(room: String, before: Int64?, limit: Int) throws(SQLiteError) -> [MessageHistory.RoomMessage] {
-        try reader.withLock { (r: inout MessageHistory?) throws(SQLiteError) -> [MessageHistory.RoomMessage] in
+    static func chat(_ c: MessageHistory.Chat) -> ChatBook.Chat {
+        ChatBook.Chat(requester: c.requester, recipient: c.recipient, state: state(c.state))
+    }
+
+    /// A page of `room`'s texts, newest first (the API's threads). Throws the archive's error (`StoreFailure` says
+    /// which kind).
+    public func roomMessages(room: String, before: Int64?, limit: Int) throws -> [MessageHistory.RoomMessage] {
+        try reader.withLock { (r: inout (any TextArchive)?) throws -> [MessageHistory.RoomMessage] in
             guard let r else { throw SQLiteError(operation: "read", code: 1, message: "no reader") }
             return try r.roomMessages(room: room, before: before, limit: limit)
         }
@@ -79,7 +107,9 @@ public final class MessageStore: @unchecked Sendable {
     /// The store thread.
     public func run() {
         let poller = Poller([wakeup.fd])
-        var lastExpiry = Int64(0)
+        var lastExpiry = Int64(0), lastChatsCheck = Int64(0)
+        var chatsVersion: Int64?
+        var followsChats = true
         while true {
             poller.wait(timeoutMilliseconds: 1_000)
             wakeup.drain()
@@ -91,6 +121,10 @@ public final class MessageStore: @unchecked Sendable {
                 lastExpiry = now
                 expire(now: now)
             }
+            if followsChats, now - lastChatsCheck >= Self.chatsCheckInterval {
+                lastChatsCheck = now
+                followsChats = refreshChats(&chatsVersion)
+            }
             if last { return }
         }
     }
@@ -100,8 +134,23 @@ public final class MessageStore: @unchecked Sendable {
             let failed = try writer.expire(now: now)
             if !failed.isEmpty { post?(.textsFailed(failed.map(Self.kept))) }
         } catch {
-            log.write(.error, "message store: cannot expire kept texts: \(error)")
+            if StoreFailure(error) != .unreachable { log.write(.error, "message store: cannot expire kept texts: \(error)") }
         }
+    }
+
+    /// Hands worker 0 every chat when their version moved since `version` (another node changed one, or this one did);
+    /// false when the archive's chats change only through this relay (nothing to follow).
+    private func refreshChats(_ version: inout Int64?) -> Bool {
+        do {
+            guard let now = try writer.chatsVersion() else { return false }
+            guard now != version else { return true }
+            let chats = try writer.allChats().map(Self.chat)
+            version = now
+            post?(.replaceChats(chats))
+        } catch {
+            if StoreFailure(error) != .unreachable { log.write(.error, "message store: cannot read the chats: \(error)") }
+        }
+        return true
     }
 
     static func state(_ s: MessageHistory.ChatState) -> ChatBook.State {
@@ -125,27 +174,37 @@ public final class MessageStore: @unchecked Sendable {
                  senderMessageID: m.senderMessageID, reason: m.reason, attachments: m.attachments)
     }
 
-    /// Writes a batch in one transaction; when that fails, record by record, so only what cannot be written is lost
-    /// (and its senders told). Answers go out after the commit.
+    /// Writes a batch in one transaction; when that fails, record by record from where it failed (from the start when
+    /// the archive rolled the batch back), so only what cannot be written is lost (and its senders told). Answers go
+    /// out after the commit.
     private func write(_ records: [HistoryLog.Record]) {
         var answers: [AdminCommand] = []
+        var done = 0
         do {
-            try writer.db.transaction { () throws(SQLiteError) in
-                for r in records { try apply(r, &answers) }
+            try writer.transaction {
+                for r in records {
+                    try apply(r, &answers)
+                    done += 1
+                }
             }
         } catch {
-            log.write(.error, "message store: a batch of \(records.count) failed (\(error)); writing them one by one")
-            answers = []
-            for r in records {
+            if StoreFailure(error) != .unreachable {
+                log.write(.error, "message store: a batch of \(records.count) failed (\(error)); writing them one by one")
+            }
+            if writer.rollsBack {
+                answers = []
+                done = 0
+            }
+            for r in records[done...] {
                 var one: [AdminCommand] = []
                 do {
-                    try writer.db.transaction { () throws(SQLiteError) in try apply(r, &one) }
+                    try writer.transaction { try apply(r, &one) }
                     answers += one
                 } catch {
-                    log.write(.error, "message store: \(error)")
+                    let failure = StoreFailure(error)
+                    if failure != .unreachable { log.write(.error, "message store: \(error)") }
                     if case .directText(let from, _, _, _, false, _, let connection, let messageID, _) = r {
-                        let why = error.isFull ? "the relay's disk is full" : error.isBusy ? "the relay's message store is busy" : "the relay could not keep it"
-                        answers.append(.textStored(from: from, connection: connection, messageID: messageID, stored: false, reason: why))
+                        answers.append(.textStored(from: from, connection: connection, messageID: messageID, stored: false, reason: failure.reason))
                     }
                 }
             }
@@ -153,7 +212,7 @@ public final class MessageStore: @unchecked Sendable {
         for a in answers { post?(a) }
     }
 
-    private func apply(_ record: HistoryLog.Record, _ answers: inout [AdminCommand]) throws(SQLiteError) {
+    private func apply(_ record: HistoryLog.Record, _ answers: inout [AdminCommand]) throws {
         switch record {
         case .roomText(let room, let identity, let name, let text, let at, let images):
             try writer.addRoomText(room: room, identity: identity, name: name, text: text, at: at, attachments: images)
@@ -178,10 +237,12 @@ public final class MessageStore: @unchecked Sendable {
                                      senderConnection: connection, senderMessageID: messageID, attachments: images)
             answers.append(.textStored(from: from, connection: connection, messageID: messageID, stored: true, reason: ""))
         case .deliverWaiting(let identity, let from):
-            let waiting = try writer.waiting(for: identity, from: from)
+            let waiting = try writer.claimWaiting(for: identity, from: from, limit: 500)
             if !waiting.isEmpty { answers.append(.deliverWaiting(identity: identity, texts: waiting.map(Self.kept))) }
         case .delivered(let ids, let at):
             try writer.markDelivered(ids, at: at)
+        case .notDelivered(let ids):
+            try writer.returnUndelivered(ids)
         case .chat(let requester, let recipient, let state, let at):
             try writer.setChat(requester: requester, recipient: recipient, state: Self.state(state), at: at)
         case .release(let from, let to):

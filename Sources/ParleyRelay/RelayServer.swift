@@ -22,8 +22,9 @@ public final class RelayServer {
     public let nodeID: String
     /// Writes room recordings under the state directory (nil: started without one).
     public let recorder: RoomRecorder?
-    /// Keeps texts and chats in `state_dir/messages.db` (nil: started without a state directory, or the database
-    /// could not be opened: then texts to identities away fail as they did before).
+    /// Keeps texts and chats in `state_dir/messages.db`, or in a cluster in the cluster's Redis (nil: started alone
+    /// without a state directory, or the database could not be opened: then texts to identities away fail as they did
+    /// before).
     public let messageStore: MessageStore?
 
     /// Binds every socket; throws with a one-line message when a port is taken. Tokens whose `relay_key` names
@@ -67,7 +68,17 @@ public final class RelayServer {
         }
         var store: MessageStore?
         var chats: [ChatBook.Chat] = []
-        if let stateDirectory {
+        if let url = config.cluster {
+            // A node of a cluster keeps texts where every node reaches them: the cluster's Redis.
+            do {
+                let opened = try MessageStore(redisHost: url.host, port: url.port, nodeID: nodeID, log: log)
+                do { chats = try opened.chats() } catch { log.write(.warning, "the chats are not loaded yet (\(error)): the store reads them once Redis answers") }
+                store = opened
+                log.write(.info, "texts and chats are kept in the cluster's Redis at \(url.host):\(url.port)")
+            } catch {
+                log.write(.error, "the message store cannot start (\(error)): texts to identities away fail and nothing is kept")
+            }
+        } else if let stateDirectory {
             do {
                 let opened = try MessageStore(stateDirectory: stateDirectory, log: log)
                 chats = try opened.chats()

@@ -81,6 +81,22 @@ public final class ChatBook {
         return new
     }
 
+    /// The store's chats (in a cluster, changed by other nodes too) replace what the book knew of each pair. A pair
+    /// the book knows and `chats` lacks stays: its chat was opened here and is not in the store yet (a chat is never
+    /// removed). A change made here that the store had not written when it read the list is undone until its next
+    /// list (a second later), which holds it.
+    /// Returns the chats the book knew that changed (only a chat known here can have texts held here).
+    @discardableResult
+    public func replace(with chats: [Chat]) -> [Chat] {
+        var changed: [Chat] = []
+        for c in chats {
+            let key = Self.key(c.requester, c.recipient)
+            if let known = self.chats[key], known != c { changed.append(c) }
+            self.chats[key] = c
+        }
+        return changed
+    }
+
     /// Chats known.
     public var count: Int { chats.count }
 }

@@ -28,6 +28,9 @@ public final class HistoryLog {
         case deliverWaiting(identity: String, from: String?)
         /// Texts the core delivered from the store.
         case delivered(ids: [Int64], at: Int64)
+        /// Texts the store handed over (`deliverWaiting`) that no device took: they wait again (a store several nodes
+        /// share had claimed them for this one).
+        case notDelivered(ids: [Int64])
         /// A chat's new state.
         case chat(requester: String, recipient: String, state: ChatState, at: Int64)
         /// The recipient accepted: texts held for it from `from` wait for it like any other now.

@@ -45,8 +45,11 @@ extension RelayCore {
     /// on a chat's first text), the store told, each sender that is still connected told `delivered`.
     public func deliverWaiting(to identity: String, texts: [KeptText], now: Moment) -> AdminResult {
         let recipients = presence.sessions(of: identity)
-        guard !recipients.isEmpty else { return .ok }  // gone again: they stay kept
-        var delivered: [Int64] = []
+        guard !recipients.isEmpty else {  // gone again: they stay kept
+            history.append(.notDelivered(ids: texts.map(\.id)))
+            return .ok
+        }
+        var delivered: [Int64] = [], undelivered: [Int64] = []
         // Two registrations close together both ask the store before it hears of the first delivery: a text delivered
         // already (to every device online) is not delivered again.
         for t in texts where !presence.recentlyDelivered.contains(t.id) {
@@ -54,7 +57,10 @@ extension RelayCore {
             let chat = presence.chats.chat(t.from, identity)
             let request = presence.history.enabled && chat?.state == .requested && chat?.requester == t.from
             guard presence.deliver(t.text, attachments: t.attachments, from: t.from, fromID: 0, to: recipients, messageID: backendMessageID, sentAt: t.at,
-                                   request: request, now: now) else { continue }
+                                   request: request, now: now) else {
+                undelivered.append(t.id)
+                continue
+            }
             delivered.append(t.id)
             if let sender = presenceSession(t.from, connection: t.senderConnection) {
                 outbox.enqueue(.textStatus(messageID: t.senderMessageID, delivered: true, reason: ""), to: sender)
@@ -62,6 +68,7 @@ extension RelayCore {
             }
         }
         if !delivered.isEmpty { history.append(.delivered(ids: delivered, at: now.unixMilliseconds)) }
+        if !undelivered.isEmpty { history.append(.notDelivered(ids: undelivered)) }
         presence.noteDelivered(delivered)
         return .ok
     }
@@ -72,6 +79,25 @@ extension RelayCore {
             guard let sender = presenceSession(t.from, connection: t.senderConnection) else { continue }
             outbox.enqueue(.textStatus(messageID: t.senderMessageID, delivered: false, reason: t.reason), to: sender)
             outbox.pump(sender, now: now)
+        }
+        return .ok
+    }
+
+    /// The store's chats, changed on other nodes of a cluster too: they replace what worker 0 knew of each pair
+    /// (`ChatBook.replace`). A chat answered elsewhere settles the texts this node held for it meanwhile (the answering
+    /// node settled those it knew of; the store's claims make a second settling change nothing): declined, they fail;
+    /// accepted, they wait like any other, and go out now to a recipient online here.
+    public func replaceChats(_ chats: [ChatBook.Chat]) -> AdminResult {
+        for c in presence.chats.replace(with: chats) {
+            switch c.state {
+            case .declined:
+                history.append(.failHeld(from: c.requester, to: c.recipient, reason: "\(c.recipient) declined your chat request"))
+            case .accepted:
+                history.append(.release(from: c.requester, to: c.recipient))
+                if !presence.sessions(of: c.recipient).isEmpty { history.append(.deliverWaiting(identity: c.recipient, from: c.requester)) }
+            case .requested:
+                break
+            }
         }
         return .ok
     }

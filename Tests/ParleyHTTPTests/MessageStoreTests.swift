@@ -82,6 +82,23 @@ struct MessageStoreTests {
         thread.join()
     }
 
+    @Test("in a cluster with its Redis unreachable: a text to keep fails (\"unreachable\"), its sender told; the API's read says so; the store runs on")
+    func redisUnreachable() throws {
+        // A port nobody listens on: connecting is refused at once.
+        let store = try MessageStore(redisHost: "127.0.0.1", port: 1, nodeID: "node-a", log: MemoryLogSink(threshold: .error))
+        let answers = Answers()
+        store.post = { c in answers.list.withLock { $0.append(c) } }
+        let thread = try OSThread(name: "test-store") { store.run() }
+        store.submitForTests([stored("while away", id: 4), .roomText(room: "r", identity: "ann", name: "", text: "lost", at: 1), stored("again", id: 5)])
+        #expect(answers.wait(for: 2, seconds: 3) == [
+            .textStored(from: "alice", connection: 5, messageID: 4, stored: false, reason: "the relay's message store is unreachable"),
+            .textStored(from: "alice", connection: 5, messageID: 5, stored: false, reason: "the relay's message store is unreachable")])
+        #expect { try store.roomMessages(room: "r", before: nil, limit: 5) } throws: { StoreFailure($0) == .unreachable }
+        #expect(store.path == "redis://127.0.0.1:1")
+        store.stop()
+        thread.join()
+    }
+
     @Test("a damaged database file is refused by name at open (the relay then runs without history)")
     func damagedFile() throws {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)

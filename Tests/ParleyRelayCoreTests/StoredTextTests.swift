@@ -11,6 +11,8 @@ final class FakeMessageStore {
     var roomTexts: [String] = []
     var chats: [String: HistoryLog.ChatState] = [:]
     var nextID: Int64 = 1
+    /// Ids handed back undelivered (`notDelivered`).
+    var notDelivered: [Int64] = []
 
     /// Takes what the core logged and answers it.
     func serve(_ core: RelayCore, now: Moment) {
@@ -29,6 +31,8 @@ final class FakeMessageStore {
                 if !waiting.isEmpty { _ = core.deliverWaiting(to: identity, texts: waiting, now: now) }
             case .delivered(let ids, _):
                 for k in kept.indices where ids.contains(kept[k].text.id) { kept[k].state = "delivered" }
+            case .notDelivered(let ids):
+                notDelivered += ids  // they never stopped waiting here
             case .chat(let requester, let recipient, let state, _): chats["\(requester)>\(recipient)"] = state
             case .release(let from, let to):
                 for k in kept.indices where kept[k].state == "held" && kept[k].text.from == from && kept[k].text.to == to { kept[k].state = "stored" }
@@ -170,6 +174,41 @@ struct StoredTextTests {
         settle(w, store)
         #expect(texts(carol) == ["dave: sorry, hi (request)"])
         #expect(store.chats["dave>carol"] == .requested)
+    }
+
+    @Test("a store other nodes share: texts handed over for someone gone again are handed back; chats changed elsewhere decide the next texts")
+    func sharedStore() throws {
+        let w = CallWorld(keepsHistory: true)
+        let store = FakeMessageStore()
+        let alice = w.addPresence("alice")
+        w.registerAll()
+        settle(w, store)
+        // The store answers for bob, who is not (or no longer) online here: every text is handed back to wait again.
+        let kept = KeptText(id: 41, from: "carol", to: "bob", text: "kept elsewhere", at: 5, senderConnection: 0, senderMessageID: 3)
+        _ = w.core.deliverWaiting(to: "bob", texts: [kept], now: w.net.now)
+        #expect(w.core.history.take() == [.notDelivered(ids: [41])])
+
+        // Another node's bob declined alice's request: the store's list replaces what this node knew of the pair, and
+        // keeps what it does not list (a chat opened here, not written yet).
+        _ = try #require(alice.session.sendText(to: "dave", "hi dave", now: w.net.instant))
+        settle(w, store)
+        _ = w.core.replaceChats([ChatBook.Chat(requester: "alice", recipient: "bob", state: .declined)])
+        let refused = try #require(alice.session.sendText(to: "bob", "hello?", now: w.net.instant))
+        w.exchange()
+        #expect(alice.events.contains(.textStatus(messageID: refused, delivered: false, reason: "bob declined your chat request")))
+        #expect(w.core.history.take().isEmpty)  // refused at once: nothing for the store
+        let held = try #require(alice.session.sendText(to: "dave", "still there?", now: w.net.instant))
+        settle(w, store)
+        #expect(alice.events.contains(.textStored(messageID: held)))
+        #expect(store.states(to: "dave").last == "still there?:held")
+        // dave declines on another node: the text held here fails, and alice is told why.
+        _ = w.core.replaceChats([ChatBook.Chat(requester: "alice", recipient: "dave", state: .declined)])
+        settle(w, store)
+        #expect(store.states(to: "dave") == ["hi dave:stored", "still there?:failed"])
+        #expect(alice.events.contains(.textStatus(messageID: held, delivered: false, reason: "dave declined your chat request")))
+        // The same list again changes nothing.
+        _ = w.core.replaceChats([ChatBook.Chat(requester: "alice", recipient: "dave", state: .declined)])
+        #expect(w.core.history.isEmpty)
     }
 
     @Test("without a store nothing changes: a text to someone away fails, no chat requests, calls ring as before")

@@ -22,7 +22,7 @@ struct WhereThingsLiveTests {
         "ParleyClientCore": (["ParleyWire", "ParleyAuth", "ParleyMedia", "ParleyCrypto"], []),
         "ParleyCluster": ([], ["CHiredis", "Foundation"]),
         "ParleyRecording": (["ParleyWire", "ParleyMedia"], ["COgg", "COpusEnc"]),
-        "ParleyHistory": ([], ["CSQLite"]),
+        "ParleyHistory": (["ParleyCluster", "ParleyWire"], ["CSQLite"]),
         "ParleyRelay": (["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto", "ParleyWebRTC", "ParleyCluster", "ParleyRecording",
                          "ParleyHistory"],
                         ["Foundation", "Dispatch"]),

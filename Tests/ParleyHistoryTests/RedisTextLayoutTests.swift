@@ -1,0 +1,121 @@
+import ParleyCluster
+import ParleyHistory
+import Testing
+
+/// The Redis layout's pure parts: packed values both ways (and every malformed one refused), a direct text's hash,
+/// chats, the claim rule, and the commands that write.
+@Suite("Texts in Redis: keys, packed values, hashes, claims")
+struct RedisTextLayoutTests {
+    static let image = "fUNQLHuQBWMBiIYr16lWVg"
+
+    @Test("a packed value is each field's UTF-8 length, a colon and the field; it unpacks to the same fields")
+    func packRoundTrip() {
+        #expect(RedisTextLayout.pack(["ab", "", "ünï", "a:b"]) == "2:ab0:5:ünï3:a:b")
+        let fields = ["7", "alice", "Alice Ö", "hello: 3:xyz", "1700000000000", ""]
+        #expect(RedisTextLayout.unpack(RedisTextLayout.pack(fields), limits: Array(repeating: 100, count: 6)) == fields)
+    }
+
+    @Test("malformed packed values are refused", arguments: [
+        ("", 1),                  // no field at all
+        ("2:ab", 2),              // a field missing
+        ("2:ab1:c", 1),           // a field too many
+        ("3:ab", 1),              // the length runs past the end
+        ("2ab", 1),               // no colon
+        (":ab", 1),               // no digits
+        ("-1:a", 1),              // not a digit
+        ("99999999:a", 1),        // more digits than any field the relay writes
+        ("11:hello world", 1),    // longer than the field's limit (10 below)
+        ("2:\u{FFFD}", 1),        // the length in bytes does not match (a replaced invalid byte is 3 bytes)
+    ])
+    func unpackRefuses(value: String, fields: Int) {
+        #expect(RedisTextLayout.unpack(value, limits: Array(repeating: 10, count: fields)) == nil)
+    }
+
+    @Test("a room text survives its set's member; one with a bad id, time, image id or an oversized text is refused")
+    func roomText() {
+        let m = MessageHistory.RoomMessage(id: 42, room: "a:b room", identity: "ann", name: "Ann", text: "hi ünï", at: 1_800_000_000_000,
+                                           attachments: [Self.image])
+        #expect(RedisTextLayout.roomText(member: RedisTextLayout.roomMember(m), room: "a:b room") == m)
+        let plain = MessageHistory.RoomMessage(id: 1, room: "r", identity: "backend", name: "", text: "x", at: 0)
+        #expect(RedisTextLayout.roomText(member: RedisTextLayout.roomMember(plain), room: "r") == plain)
+        for bad in [["0", "ann", "", "x", "1", ""], ["-4", "ann", "", "x", "1", ""], ["x", "ann", "", "x", "1", ""],
+                    ["5", "ann", "", "x", "soon", ""], ["5", "ann", "", "x", "1", "not-an-image-id"],
+                    ["5", "ann", "", String(repeating: "y", count: 4097), "1", ""],
+                    ["5", "ann", "", "x", "1", Array(repeating: Self.image, count: 5).joined(separator: " ")]] {
+            #expect(RedisTextLayout.roomText(member: RedisTextLayout.pack(bad), room: "r") == nil, "\(bad)")
+        }
+    }
+
+    static let direct = RedisTextLayout.DirectText(
+        message: .init(id: 9, from: "alice", to: "bob", text: "are you there?", at: 1_000, state: .stored, senderConnection: 0xDEAD_BEEF,
+                       senderMessageID: 7, reason: "", attachments: [image]),
+        expiresAt: 2_000, node: "node-a")
+
+    @Test("a direct text survives HSET's fields and HGETALL's answer")
+    func directText() {
+        #expect(RedisTextLayout.directText(id: 9, hash: RedisTextLayout.fields(Self.direct)) == Self.direct)
+        #expect(RedisTextLayout.directText(id: 9, hash: []) == nil)  // gone
+    }
+
+    @Test("a direct text with a field missing or a value the relay never writes is refused", arguments: [
+        ("state", "4"), ("state", "-1"), ("conn", "4294967296"), ("mid", "x"), ("at", "99999999999999999999"),
+        ("attachments", "nope"), ("body", "4097 bytes"), ("reason", "1025 bytes"),
+    ])
+    func directTextRefused(field: String, value: String) {
+        var hash = RedisTextLayout.fields(Self.direct)
+        let k = hash.firstIndex(of: field)!
+        hash[k + 1] = value.hasSuffix(" bytes") ? String(repeating: "b", count: Int(value.split(separator: " ")[0])!) : value
+        #expect(RedisTextLayout.directText(id: 9, hash: hash) == nil)
+        hash.removeSubrange(k...(k + 1))
+        #expect(RedisTextLayout.directText(id: 9, hash: hash) == nil)
+    }
+
+    @Test("a pair of identities is one key whatever they hold; a chat is read back only under its own pair")
+    func chats() {
+        #expect(RedisTextLayout.heldKey(from: "a:b", to: "c") != RedisTextLayout.heldKey(from: "a", to: ":bc"))
+        #expect(RedisTextLayout.heldKey(from: "al", to: "ice") == "parley:texts:held:2:alice")
+        #expect(RedisTextLayout.chatField("bob", "alice") == RedisTextLayout.chatField("alice", "bob"))
+        let c = MessageHistory.Chat(requester: "bob", recipient: "alice", state: .declined)
+        let value = RedisTextLayout.chatValue(c, at: 5)
+        #expect(RedisTextLayout.chat(field: RedisTextLayout.chatField("alice", "bob"), value: value) == c)
+        #expect(RedisTextLayout.chat(field: RedisTextLayout.chatField("alice", "carol"), value: value) == nil)  // another pair's field
+        #expect(RedisTextLayout.chat(field: RedisTextLayout.chatField("bob", "bob"),
+                                     value: RedisTextLayout.pack(["bob", "bob", "0", "1"])) == nil)  // with oneself
+        #expect(RedisTextLayout.chat(field: RedisTextLayout.chatField("alice", "bob"),
+                                     value: RedisTextLayout.pack(["bob", "alice", "3", "1"])) == nil)  // no such state
+        #expect(RedisTextLayout.setChat(c, at: 5, seed: 77) == [["MULTI"], ["HSET", RedisTextLayout.chatsKey, "5:alicebob", value],
+                                                                ["SET", RedisTextLayout.chatsVersionKey, "77", "NX"],
+                                                                ["INCR", RedisTextLayout.chatsVersionKey], ["EXEC"]])
+    }
+
+    @Test("a claim is the ZREM that removed the id: 1 claims it, 0 (another node was first) or anything else does not")
+    func claims() {
+        #expect(RedisTextLayout.claimed([1, 2, 3, 4], replies: [.integer(1), .integer(0), .error("ERR"), .integer(1)]) == [1, 4])
+        #expect(RedisTextLayout.claimed([1, 2], replies: [.integer(1)]) == [1])  // a reply missing: not claimed
+        #expect(RedisTextLayout.ids(.array([.string("3"), .string("x"), .string("-2"), .string("0"), .string("12")])) == [3, 12])
+        #expect(RedisTextLayout.ids(.null).isEmpty)
+    }
+
+    @Test("a stored text waits, is counted for both sides and expires; a held one waits in its pair's set; a delivered one only lives a while")
+    func writes() {
+        let stored = RedisTextLayout.addDirectText(Self.direct)
+        #expect(stored.first == ["MULTI"] && stored.last == ["EXEC"])
+        #expect(stored.contains(["ZADD", "parley:texts:waiting:bob", "9", "9"]))
+        #expect(stored.contains(["ZADD", "parley:texts:pending-to:bob", "2000", "9"]))
+        #expect(stored.contains(["ZADD", "parley:texts:pending-from:alice", "2000", "9"]))
+        #expect(stored.contains(["ZADD", "parley:texts:expiry", "2000", "9"]))
+        var held = Self.direct
+        held.message.state = .held
+        #expect(RedisTextLayout.addDirectText(held).contains(["ZADD", "parley:texts:held:5:alicebob", "9", "9"]))
+        #expect(!RedisTextLayout.addDirectText(held).contains { $0.first == "ZADD" && $0[1] == "parley:texts:waiting:bob" })
+        var delivered = Self.direct
+        delivered.message.state = .delivered
+        #expect(RedisTextLayout.addDirectText(delivered) == [["MULTI"], ["HSET", "parley:texts:text:9"] + RedisTextLayout.fields(delivered),
+                                                             ["PEXPIRE", "parley:texts:text:9", String(RedisTextLayout.finishedLifetime)], ["EXEC"]])
+        let room = RedisTextLayout.addRoomText(.init(id: 3, room: "lobby", identity: "a", name: "", text: "t", at: 1))
+        #expect(room[2] == ["ZREMRANGEBYRANK", "parley:texts:room:lobby", "0", String(-(RedisTextLayout.roomCap + 1))])
+        let finish = RedisTextLayout.finish(Self.direct.message, state: .failed, reason: "expired", at: 5)
+        #expect(finish[1] == ["HSET", "parley:texts:text:9", "state", "2", "reason", "expired"])
+        #expect(finish.contains(["ZREM", RedisTextLayout.deliveringKey, "9"]) && finish.contains(["ZREM", "parley:texts:pending-from:alice", "9"]))
+    }
+}
