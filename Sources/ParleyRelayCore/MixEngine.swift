@@ -206,7 +206,9 @@ final class MixEngine {
             idle = listeners.isEmpty && shared == nil && recording == nil
             if idle { return }
         }
+        var loneMuted = false
         for m in room.members where m.canPublish {
+            if m.muted, m.id == lone?.memberID { loneMuted = true }
             guard let input = inputs[m.id] else { continue }
             let outcome = input.stream.pull(now: deadline, into: input.pcm)
             // A contributor is playing audio and has spoken recently (RFC 6464 level): the comfort-noise frames an
@@ -215,11 +217,13 @@ final class MixEngine {
             input.contributing = outcome != .silence && !m.muted && spokeRecently
             if input.contributing { contributors.append(m) }
         }
-        // A lone speaker forwarded as it speaks: its buffered frames were sent already. Someone else contributing (or
-        // a recording, or a cascade, which take the mix frame by frame) ends the forwarding, and the mixer goes on
+        // A lone speaker forwarded as it speaks: its buffered frames were sent already. Someone else contributing, the
+        // speaker muted (its numbers would leave a gap), a recording or a cascade (which take the mix frame by frame)
+        // end the forwarding, and the mixer goes on
         // from the packets after the last one forwarded.
         if let forwarded = lone {
-            if contributors.contains(where: { $0.id != forwarded.memberID }) || recording != nil || shared != nil {
+            if contributors.contains(where: { $0.id != forwarded.memberID }) || recording != nil || shared != nil
+                || loneMuted {
                 endLoneSpeaker()
                 contributors.removeAll { $0.id == forwarded.memberID }
                 inputs[forwarded.memberID]?.contributing = false

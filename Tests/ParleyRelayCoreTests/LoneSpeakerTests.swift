@@ -148,6 +148,24 @@ struct LoneSpeakerTests {
         #expect(zip(all, all.dropFirst()).allSatisfy { $1.sequence == $0.sequence &+ 1 && Int32(bitPattern: $1.timestamp &- $0.timestamp) > 0 })
     }
 
+    @Test("muting the lone speaker ends its forwarding; speaking again after unmuting starts a new one, numbers continuing")
+    func muteEndsForwarding() throws {
+        let (net, c) = room(["alice"], listeners: ["carol"])
+        let mix = try #require(net.core.rooms["mixroom"]?.mix)
+        let alice = try ToneMember(c[0], frequency: 440)
+        net.advance(milliseconds: 400, stepMilliseconds: 20) { try? alice.send() }
+        let epoch = try #require(mix.lone?.epoch)
+        #expect(net.core.setMuted(room: "mixroom", identity: "alice", muted: true, now: net.now) == .ok)
+        net.advance(milliseconds: 1_000, stepMilliseconds: 20) { try? alice.send() }
+        #expect(mix.lone == nil)
+        #expect(net.core.setMuted(room: "mixroom", identity: "alice", muted: false, now: net.now) == .ok)
+        net.advance(milliseconds: 400, stepMilliseconds: 20) { try? alice.send() }
+        #expect(mix.lone.map { $0.epoch != epoch } == true)
+        let got = heard(c[1], ssrc: mix.ssrc)
+        #expect(zip(got, got.dropFirst()).allSatisfy { $1.sequence == $0.sequence &+ 1 && Int32(bitPattern: $1.timestamp &- $0.timestamp) > 0 })
+        #expect(got.filter(\.marker).count == 2)
+    }
+
     @Test("a hybrid room's audience gets the lone speaker forwarded; its speakers hear each other's own streams as before")
     func hybridAudience() throws {
         let (net, c) = room(["alice", "bob"], listeners: ["carol"], mode: "hybrid")
