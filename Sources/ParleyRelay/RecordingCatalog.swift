@@ -2,6 +2,7 @@ import Foundation
 import ParleyNet
 import ParleyRecording
 import ParleyRelayCore
+import Synchronization
 
 /// Where recordings live and how the API finds them:
 ///
@@ -17,8 +18,21 @@ public struct RecordingCatalog: Sendable {
     /// `<state_dir>/recordings`.
     public let directory: String
 
+    /// Write errors of the recordings now open (recording name → what failed), noted by the recorder as they happen:
+    /// a full disk also stops their manifests from being rewritten, so `list` adds them to what the manifests say.
+    public let writeErrors = RecordingWriteErrors()
+
     /// The catalog under `stateDirectory`.
     public init(stateDirectory: String) { directory = stateDirectory + "/recordings" }
+
+    /// Free space a recording needs to start (below it, `POST …/recording` answers 507: the disk is full).
+    public static let minimumFreeBytes: Int64 = 1 << 20
+
+    /// Bytes free for the relay on the file system of the recordings (of the state directory before the first).
+    public func freeBytes() -> Int64? {
+        let path = FileManager.default.fileExists(atPath: directory) ? directory : (directory as NSString).deletingLastPathComponent
+        return (try? FileManager.default.attributesOfFileSystem(forPath: path))?[.systemFreeSize].flatMap { ($0 as? NSNumber)?.int64Value }
+    }
 
     static let manifestName = "recording.json"
     static let mixFileName = "mix.opus"
@@ -74,7 +88,12 @@ public struct RecordingCatalog: Sendable {
                                                error: f["error"] as? String)))
             }
         }
-        return entries.sorted { $0.0 != $1.0 ? $0.0 > $1.0 : $0.1.id < $1.1.id }.map(\.1)
+        let errors = writeErrors.all()
+        return entries.sorted { $0.0 != $1.0 ? $0.0 > $1.0 : $0.1.id < $1.1.id }.map { _, e in
+            var e = e
+            if e.error == nil, let why = errors[e.recording] { e.error = why }
+            return e
+        }
     }
 
     /// Closes the manifests of recordings a relay never finished (it was killed, or the machine lost power): each
@@ -142,4 +161,17 @@ public struct RecordingCatalog: Sendable {
         let parts = id.split(separator: "-")
         return directory + "/" + parts[0] + "/" + parts[1] + ".opus"
     }
+}
+
+/// What the recorder could not write, by recording (shared by the recorder thread and the API's threads).
+public final class RecordingWriteErrors: Sendable {
+    private let errors = Mutex<[String: String]>([:])
+    public init() {}
+    /// Notes the first write error of `recording`.
+    public func note(_ recording: String, _ error: String) {
+        errors.withLock { if $0[recording] == nil { $0[recording] = error } }
+    }
+    /// Forgets `recording` (its manifest, written at last, holds its errors).
+    public func forget(_ recording: String) { _ = errors.withLock { $0.removeValue(forKey: recording) } }
+    func all() -> [String: String] { errors.withLock { $0 } }
 }

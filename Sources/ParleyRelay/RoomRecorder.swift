@@ -87,11 +87,12 @@ public final class RoomRecorder: @unchecked Sendable {
             case .started(let id, let room, let mode, let ms, let at, let mixdown)?:
                 guard open[id] == nil else { continue }
                 let recording = OpenRecording(id: id, room: room, mode: mode, startedUnixMilliseconds: ms, origin: at, mixdown: mixdown,
-                                              folder: catalog.folder(of: id))
+                                              folder: catalog.folder(of: id), errors: catalog.writeErrors)
                 do {
                     _ = try PrivateFile.makeDirectory(recording.folder)
                 } catch {
                     recording.failure = "cannot make \(recording.folder): \(error)"
+                    catalog.writeErrors.note(recording.name, recording.failure!)
                     log.write(.error, "recording \(recording.name) of room \(room): \(recording.failure!)")
                 }
                 open[id] = recording
@@ -170,8 +171,12 @@ final class OpenRecording {
     var reason: String?
     var failure: String?
     var manifestWritten = Instant.origin
+    /// Where write errors are noted for the API while the manifest may not be writable (a full disk).
+    let errors: RecordingWriteErrors
 
-    init(id: UInt64, room: String, mode: String, startedUnixMilliseconds: Int64, origin: Instant, mixdown: Bool, folder: String) {
+    init(id: UInt64, room: String, mode: String, startedUnixMilliseconds: Int64, origin: Instant, mixdown: Bool, folder: String,
+         errors: RecordingWriteErrors) {
+        self.errors = errors
         self.id = id
         self.room = room
         self.mode = mode
@@ -184,7 +189,7 @@ final class OpenRecording {
     func addTrack(ssrc: UInt32, identity: String, name: String, log: LogSink) {
         guard tracks[ssrc] == nil else { return }
         let file = RecordedFile(kind: "track", fileName: RecordingCatalog.trackFileName(ssrc: ssrc), identity: identity, name: name, ssrc: ssrc,
-                                origin: origin, room: room, folder: folder, recording: self.name, log: log)
+                                origin: origin, room: room, folder: folder, recording: self.name, errors: errors, log: log)
         tracks[ssrc] = file
         files.append(file)
         writeManifest(log: log)
@@ -192,7 +197,7 @@ final class OpenRecording {
 
     func addMix(log: LogSink) {
         let file = RecordedFile(kind: "mix", fileName: RecordingCatalog.mixFileName, identity: "", name: "", ssrc: 0,
-                                origin: origin, room: room, folder: folder, recording: name, log: log)
+                                origin: origin, room: room, folder: folder, recording: name, errors: errors, log: log)
         mix = file
         files.append(file)
         writeManifest(log: log)
@@ -222,8 +227,10 @@ final class OpenRecording {
         guard let data = try? JSONSerialization.data(withJSONObject: manifest, options: [.sortedKeys]) else { return }
         do {
             try PrivateFile.replace(Array(data), at: folder + "/" + RecordingCatalog.manifestName)
+            if stoppedUnixMilliseconds != nil { errors.forget(name) }  // the final manifest holds them
         } catch {
             log.write(.error, "recording \(name): cannot write its manifest: \(error)")
+            errors.note(name, "cannot write its manifest: \(error)")
         }
     }
 }
@@ -239,8 +246,13 @@ final class RecordedFile {
     var bytesWritten: Int { file?.size ?? 0 }
     var durationMilliseconds: Int64 { max(0, stream.granule - Int64(OpusHeaderPackets.preSkip)) / 48 }
 
+    /// Where this file's write error is noted for the API, under `recording`.
+    private let errors: RecordingWriteErrors, recording: String
+
     init(kind: String, fileName: String, identity: String, name: String, ssrc: UInt32, origin: Instant, room: String, folder: String,
-         recording: String, log: LogSink) {
+         recording: String, errors: RecordingWriteErrors, log: LogSink) {
+        self.errors = errors
+        self.recording = recording
         self.kind = kind
         self.fileName = fileName
         self.identity = identity
@@ -257,6 +269,7 @@ final class RecordedFile {
             file = f
         } catch {
             failure = "\(error)"
+            errors.note(recording, "\(fileName): \(error)")
             log.write(.error, "recording \(recording): \(fileName): \(error)")
         }
     }
@@ -290,6 +303,7 @@ final class RecordedFile {
             try file.append(pages)
         } catch {
             failure = "\(error)"
+            errors.note(recording, "\(fileName): \(error)")
             log.write(.error, "recording file \(file.path): \(error); nothing more is written to it")
         }
     }

@@ -100,7 +100,8 @@ enum ApiCommands {
                 let who = f["identity"] as? String ?? "-"
                 let seconds = Double((f["duration_ms"] as? NSNumber)?.int64Value ?? 0) / 1000
                 let state = f["stopped_at"] == nil ? "recording" : "done"
-                writeLine("\(f["id"] ?? "")\t\(f["room"] ?? "")\t\(f["kind"] ?? "")\t\(who)\t\(String(format: "%.1f", seconds)) s\t\(f["size"] ?? 0) bytes\t\(state)")
+                writeLine("\(f["id"] ?? "")\t\(f["room"] ?? "")\t\(f["kind"] ?? "")\t\(who)\t\(String(format: "%.1f", seconds)) s\t\(f["size"] ?? 0) bytes\t\(state)"
+                          + ((f["error"] as? String).map { "\terror: " + $0 } ?? ""))
             }
         case ("download", 2):
             let output = o.values["output"] ?? p[1] + ".opus"

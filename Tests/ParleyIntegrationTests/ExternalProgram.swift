@@ -25,6 +25,8 @@ struct ExternalProgram: Sendable, CustomStringConvertible {
     static let redisServer = ExternalProgram(path: "/usr/bin/redis-server", package: "redis-server")
     /// Headless Chromium, the WebRTC browser of the browser tests.
     static let chromium = ExternalProgram(path: "/usr/bin/chromium", package: "chromium")
+    /// A mount namespace of its own (the full-disk tests mount a small tmpfs there; `mount` comes with it).
+    static let unshare = ExternalProgram(path: "/usr/bin/unshare", package: "util-linux")
 
     /// The interop tests' Python: a venv of Debian's python3 with PyPI's aiortc, pesq, numpy and scipy, which
     /// `make test` makes at `.build/interop-venv` (its Makefile rule; the Debian side is python3-venv and a compiler).
@@ -35,7 +37,7 @@ struct ExternalProgram: Sendable, CustomStringConvertible {
 
     /// Every program the tests start.
     static let all: [ExternalProgram] = [.curl, .ffmpeg, .ffprobe, .espeakNG, .openssl, .tcpdump, .gstLaunch, .tshark, .chromium, .interopPython,
-                                         .redisServer]
+                                         .redisServer, .unshare]
 
     var description: String { path }
 
