@@ -508,6 +508,9 @@ struct WebRTCMemberTests {
             }
         }
         #expect(toneShare(Array(heard.suffix(24_000)), frequency: 440) > 0.5)
+        // Alice speaks alone: her packets were forwarded into the mix as they came (MixEngine+LoneSpeaker), rewritten
+        // for the browser like any mix packet.
+        #expect((net.core.rooms["lobby"]?.mix?.loneForwarded ?? 0) >= 40)
     }
 
     // MARK: 5. Before the handshake
