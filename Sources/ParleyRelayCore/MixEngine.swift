@@ -155,7 +155,7 @@ final class MixEngine {
 
     /// Forgets a member that left.
     func remove(_ member: Member) {
-        if lone?.memberID == member.id { lone = nil }
+        if lone?.memberID == member.id { endLoneSpeaker() }  // the mix timeline stays ahead of what was forwarded
         inputs[member.id] = nil
     }
 
