@@ -328,7 +328,8 @@ public struct HTTPRouter: Sendable {
     private func startRecording(room: String, mixdown: Bool) throws(APIError) -> HTTPResponse {
         guard let catalog = backend.recordings else { throw Self.noRecordings }
         if let free = catalog.freeBytes(), free < RecordingCatalog.minimumFreeBytes {
-            throw APIError(507, "insufficient_storage", "the relay's disk is full: \(free / 1024) KiB free, a recording needs at least \(RecordingCatalog.minimumFreeBytes >> 20) MiB")
+            throw APIError(507, "insufficient_storage",
+                           "the relay's disk is full: \(free / 1024) KiB free, a recording needs at least \(RecordingCatalog.minimumFreeBytes >> 20) MiB")
         }
         let id = Crypto.randomBytes(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         _ = try run(.startRecording(room: room, id: id, mixdown: mixdown))

@@ -59,7 +59,7 @@ extension MixEngine {
         let relative = UInt16(truncatingIfNeeded: sequence - speaker.first)
 
         // The header once (sequence 0, no marker), the payload as it came; kept for NACKs under a frame number of its
-        // own (the top bit set: never a mixed frame's).
+        // own (`forwardedFrame` set: never a mixed frame's).
         RTPFixedHeader(payloadType: Self.payloadType, sequenceNumber: 0, timestamp: timestamp, ssrc: ssrc, csrcCount: 1,
                        hasExtension: true).write(into: self.packet)
         var levels = RTPExtensionWriter(into: self.packet, at: RTPFixedHeader.extensionOffset(csrcCount: 1))
@@ -70,7 +70,7 @@ extension MixEngine {
         let payload = packet.payload
         let p = self.packet.baseAddress!
         (p + headerSize).copyMemory(from: payload.baseAddress!, byteCount: payload.count)
-        let frame = 0x8000_0000 | UInt32(truncatingIfNeeded: sequence) & 0x7FFF_FFFF
+        let frame = Self.forwardedFrame | UInt32(truncatingIfNeeded: sequence) & ~Self.forwardedFrame
         history.store(frame: frame, packet: UnsafeRawBufferPointer(start: p, count: headerSize + payload.count))
         loneForwarded += 1
 

@@ -159,7 +159,7 @@ final class MixEngine {
         inputs[member.id] = nil
     }
 
-    func input(for member: Member) -> MixInput? {
+    private func input(for member: Member) -> MixInput? {
         if let i = inputs[member.id] { return i }
         var jc = JitterBufferConfig()
         jc.minimumDelay = .milliseconds(Int64(config.mixMinimumJitterDelayMilliseconds))
@@ -219,8 +219,7 @@ final class MixEngine {
         }
         // A lone speaker forwarded as it speaks: its buffered frames were sent already. Someone else contributing, the
         // speaker muted (its numbers would leave a gap), a recording or a cascade (which take the mix frame by frame)
-        // end the forwarding, and the mixer goes on
-        // from the packets after the last one forwarded.
+        // end the forwarding, and the mixer goes on from the packets after the last one forwarded.
         if let forwarded = lone {
             if contributors.contains(where: { $0.id != forwarded.memberID }) || recording != nil || shared != nil
                 || loneMuted {
@@ -285,7 +284,10 @@ final class MixEngine {
     /// Frames a talkspurt stays encoded after an encoded frame before a lone speaker's packets pass through again.
     static let passThroughHoldFrames = 50
     /// Frames left before pass-through may resume (0 at the start of a talkspurt).
-    var passThroughHold = 0
+    private var passThroughHold = 0
+
+    /// Set in the frame number a lone speaker's forwarded packet is kept under in `history` (never a mixed frame's).
+    static let forwardedFrame: UInt32 = 0x8000_0000
 
     /// Largest lone-speaker payload sent on as it is (an Opus frame is at most 1,275 bytes; the packet buffer holds
     /// the header too).
@@ -355,7 +357,7 @@ final class MixEngine {
     /// or is no longer kept (`forwardedOnly`: a lone speaker's forwarded packets only). Valid until the next mix or
     /// rebuild.
     func retransmission(of sequence: UInt16, to listener: Member, forwardedOnly: Bool = false) -> UnsafeRawBufferPointer? {
-        guard let sent = listener.mixLog?.shared(sequence), !forwardedOnly || sent.frame & 0x8000_0000 != 0,
+        guard let sent = listener.mixLog?.shared(sequence), !forwardedOnly || sent.frame & Self.forwardedFrame != 0,
               let kept = history.packet(frame: sent.frame),
               let view = try? RTPPacketView(parsing: kept), kept.count <= packet.count else { return nil }
         packet.copyMemory(from: kept)

@@ -185,8 +185,7 @@ final class RTCPFeedback {
     /// Answers a listener's NACK about the room's mix: each lost packet that was the shared mix is rebuilt from the
     /// mixer's history exactly as the listener was sent it (`MixEngine.retransmission`) and protected again over the
     /// same bytes (same index) with the listener's key; a minus-one mix is not kept, and is counted missed.
-    /// Answers a listener's NACK about the mix from its history (`forwardedOnly`: only a lone speaker's forwarded
-    /// packets, not mixed frames).
+    /// `forwardedOnly`: only a lone speaker's forwarded packets are answered, not mixed frames (`mix_nack` off).
     private func answerMix(_ nack: GenericNACKView, mix: MixEngine, requester: Member, forwardedOnly: Bool) {
         answerEach(nack, requester: requester) { sequence in
             mix.retransmission(of: sequence, to: requester, forwardedOnly: forwardedOnly).map { ($0, $0.count) }
