@@ -160,6 +160,8 @@ public final class ClientEngine {
     /// The round trip on the media path from RTCP (RFC 3550 §6.4.1: the relay's report block about our uplink names
     /// our sender report), smoothed; nil until one arrived (listen-only members send no SR, so never).
     public private(set) var mediaRoundTrip: Interval?
+    /// The round trips of the pings sent at join (`JitterPrior`), first `JitterPrior.probes` pongs of the session.
+    public private(set) var joinRoundTrips: [Interval] = []
     /// The round trip NACK timing uses: the media path's when known, else the signalling pongs'.
     public var nackRoundTrip: Interval { mediaRoundTrip ?? roundTrip }
     /// Counters for the live view and the summary.
@@ -480,6 +482,8 @@ public final class ClientEngine {
                 sentHistory?.clear()
                 crypto = try? session.makeMediaCrypto()
                 followRoomMute(w.flags)
+                joinRoundTrips = []
+                session.signalling.probePath(count: JitterPrior.probes)
                 events += relayAnswers(now: now)
             case .resumed:
                 events += relayAnswers(now: now)
@@ -490,6 +494,11 @@ public final class ClientEngine {
                 speaking.forget(ssrc: m.ssrc)
             case .roundTrip(let rtt):
                 roundTrip = rtt
+                if joinRoundTrips.count < JitterPrior.probes {
+                    // The first pongs of a session answer the pings sent at the welcome: where streams start.
+                    joinRoundTrips.append(rtt)
+                    receiver.startupPrior = JitterPrior.delay(roundTrips: joinRoundTrips)
+                }
             case .refused(.roomElsewhere, let reason) where PeerAddress(parsing: reason).map({ lost($0, now: now) }) == true:
                 // The directory still names the node we just lost (its record lives a few seconds): ask this node
                 // again shortly, until it lets the dead node go and opens the room itself.

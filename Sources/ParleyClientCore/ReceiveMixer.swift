@@ -40,6 +40,12 @@ public final class ReceiveMixer {
     private var limiter = MixLimiter()
     private let config: JitterBufferConfig
 
+    /// Where each stream's jitter buffer starts before its own packets have shown the path (`JitterPrior`, from the
+    /// pings at join); set on the streams already open as well (it matters only while a stream is young).
+    public var startupPrior: Interval? {
+        didSet { for stream in streams.values { stream.audio.jitter.startupPrior = startupPrior } }
+    }
+
     /// A mixer whose streams use `config`.
     public init(jitterConfig: JitterBufferConfig = JitterBufferConfig()) {
         config = jitterConfig
@@ -50,6 +56,7 @@ public final class ReceiveMixer {
         var stream = streams[packet.ssrc]
         if stream == nil {
             guard let audio = try? AudioReceiveStream(jitterConfig: config) else { return }
+            audio.jitter.startupPrior = startupPrior
             stream = Stream(ssrc: packet.ssrc, audio: audio, now: now)
             streams[packet.ssrc] = stream
         }

@@ -21,6 +21,9 @@ struct SignallingLink {
     private(set) var channel = ReliableChannel()
     private var outgoing: [[UInt8]] = []
     private var lastPing = Instant.origin
+    /// Pings still to send in a path probe (`probe`), and when the last one went.
+    private var probesLeft = 0
+    private var lastProbe = Instant.origin
     /// When the relay was last heard (signalling or media from it).
     private(set) var lastHeard: Instant
     private var lastResume = Instant.distantPast
@@ -133,7 +136,12 @@ struct SignallingLink {
         let timeout = Interval.milliseconds(Int64(welcome.timeoutMilliseconds))
         let quiet = now - lastHeard
         if quiet > timeout + .seconds(5) { return .lost }
-        if now - lastPing >= keepalive || (quiet > .seconds(3) && now - lastPing >= .seconds(1)) {
+        if probesLeft > 0, now - lastProbe >= Self.probeSpacing {
+            probesLeft -= 1
+            lastProbe = now
+            lastPing = now
+            send(.ping(timestamp: UInt64(now.nanoseconds)))
+        } else if now - lastPing >= keepalive || (quiet > .seconds(3) && now - lastPing >= .seconds(1)) {
             lastPing = now
             send(.ping(timestamp: UInt64(now.nanoseconds)))
         }
@@ -145,6 +153,16 @@ struct SignallingLink {
         pump(now: now)
         return liveness
     }
+
+    /// Pings `count` times, `probeSpacing` apart, from the next `keepAlive` on (the pongs' round trips show the path's
+    /// jitter: `JitterPrior`).
+    mutating func probe(count: Int) {
+        probesLeft = count
+        lastProbe = .origin
+    }
+
+    /// Time between the pings of a probe: a media frame, so they meet the path as packets of a stream do.
+    static let probeSpacing: Interval = .milliseconds(20)
 
     /// Answers the relay's challenge to our (new) address with a proof made with the session secret.
     mutating func answer(_ challenge: [UInt8], secret: [UInt8]) {

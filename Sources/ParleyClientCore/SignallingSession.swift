@@ -185,6 +185,12 @@ public final class SignallingSession {
         return [event]
     }
 
+    /// Pings the relay `count` times, 20 ms apart, from the next `tick` on: each pong is a `.roundTrip` event, so the
+    /// caller sees how much the path's delay varies before media has shown it (`JitterPrior`).
+    public func probePath(count: Int) {
+        link.probe(count: count)
+    }
+
     /// Periodic work: handshake retries, keepalives, retransmissions, resume when the relay went quiet, giving up
     /// (also when the reliable channel gave up on a message).
     public func tick(now: Instant) -> [Event] {

@@ -97,7 +97,8 @@ extension JitterBuffer {
                 stats.accelerated += 1
                 return .accelerate(store.frame(due), store.frame(successor))
             }
-            if !lastWasStretch, p < targetMilliseconds, quietHint || successor == nil {
+            if !lastWasStretch, p < targetMilliseconds,
+               quietHint || successor == nil || config.speechGrowthShortfall.map({ p < targetMilliseconds - Double($0.milliseconds) }) ?? false {
                 stats.expanded += 1
                 return .expand
             }

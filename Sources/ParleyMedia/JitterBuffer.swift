@@ -16,7 +16,8 @@ import ParleyWire
 /// large, has stayed above a small hysteresis for five seconds, or the audio is in a pause between words (stretches
 /// during speech cost quality, so small excesses wait for a quiet moment), and `.expand` when `p < T` (lateness begins
 /// there) and either the audio is in a pause or the next frame has not arrived yet (it is at risk); with later frames
-/// already held, the shortfall waits for a pause.
+/// already held, a shortfall up to `speechGrowthShortfall` waits for a pause, a larger one (a target that jumped) is
+/// grown at once. Before its own packets have shown the path, the target starts from the caller's `startupPrior`.
 ///
 /// Sequence numbers and timestamps are unwrapped to 64 bits, so 65535→0 and 2³²−1→0 are ordinary steps.
 /// A new SSRC restarts at once; a jump of more than `restartJump` in sequence or timeline restarts when
@@ -101,6 +102,18 @@ public final class JitterBuffer {
     /// losses are frequent the target leaves room for their repair (a repair that comes after its frame's turn is
     /// wasted); where they are rare the quantile is unmoved. Nil: losses are not repaired, the target ignores them.
     public var repairRoundTrip: Interval?
+    /// Where the target starts before the estimate knows the path (from what the caller measured, e.g. the spread of
+    /// its pings' round trips: `JitterPrior` in the client): the target is at least this while the estimate holds fewer
+    /// than `priorHoldPackets` samples, then the floor fades to nothing over as many more. Nil: no prior.
+    public var startupPrior: Interval? { didSet { targetIsStale = true } }
+    let priorHoldPackets = 250
+    /// The prior's floor for the current estimate (ms).
+    var priorFloor: Double {
+        guard let prior = startupPrior else { return 0 }
+        let n = estimator.samples
+        let fade = n <= priorHoldPackets ? 1 : max(0, 1 - Double(n - priorHoldPackets) / Double(priorHoldPackets))
+        return Double(prior.milliseconds) * fade
+    }
     /// Gaps longer than this (an outage, a restart) add no repair samples.
     static let repairGapLimit: Int64 = 8
     /// A buffer with fixed storage for `config.capacity` packets of `config.maxPayloadBytes`.
@@ -120,7 +133,7 @@ public final class JitterBuffer {
 
     /// The target before clamping: the larger of the on-time and the FEC-recoverable quantiles.
     var unclampedTarget: Double {
-        config.inbandFEC ? max(estimator.target(), recoverableEstimator.target()) : estimator.target()
+        max(priorFloor, config.inbandFEC ? max(estimator.target(), recoverableEstimator.target()) : estimator.target())
     }
 
     /// Forgets all packets, playout state, the delay estimate and the counters, as if newly created.

@@ -10,10 +10,11 @@ import ParleyWire
 /// The first samples use a weaker forgetting (`1 − 1/(n+1)`, an equal-weight average) so the estimate settles
 /// quickly from a cold start, as NetEQ's start-up forget factor does.
 ///
-/// There is no start-up prior: before the first sample the target is 0, so a stream's first talkspurt starts at what
-/// the network has shown so far. (A fixed 40 ms prior held the first talkspurt 40 ms later than every later one on a
-/// clean path, a jump in the timeline after it; `JitterBuffer` instead waits for late frames while the estimate is
-/// young, see `JitterBuffer.startupPackets`.)
+/// There is no fixed start-up prior here: before the first sample the target is 0, so a stream's first talkspurt
+/// starts at what the network has shown so far. (A fixed 40 ms prior held the first talkspurt 40 ms later than every
+/// later one on a clean path, a jump in the timeline after it.) What the path showed before any media — the client's
+/// pings at join — enters as `JitterBuffer.startupPrior`, a floor under this estimate while it is young; and
+/// `JitterBuffer` waits for late frames while the estimate is young, see `JitterBuffer.startupPackets`.
 struct JitterDelayEstimator {
     private var buckets: [Double]
     private var total: Double = 0

@@ -110,6 +110,10 @@ enum JoinCommand {
             }
             writeLine(line)
         }
+        if let prior = engine.receiver.startupPrior {
+            let spread = (engine.joinRoundTrips.max() ?? .zero) - (engine.joinRoundTrips.min() ?? .zero)
+            writeLine("path at join: \(engine.joinRoundTrips.count) pings, round trips vary by \(spread.milliseconds) ms; jitter buffers started at \(prior.milliseconds) ms")
+        }
         if engine.packetsReceived > 1 { writeLine("longest gap between received packets: \(engine.longestReceiveGap.milliseconds) ms") }
         return code
     }

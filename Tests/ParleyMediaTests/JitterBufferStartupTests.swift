@@ -71,4 +71,31 @@ struct JitterBufferStartupTests {
         #expect(h.buffer.stats.expanded == 0)
         #expect(h.playedSequences == (0..<200).filter { $0 != 120 }.map { UInt16($0) })
     }
+
+    @Test("a prior from the path: talkspurts start at it while the estimate is young, then at what the path needs")
+    func priorHoldsThenFades() {
+        // A steady path (every packet 30 ms in flight) and a 100 ms prior: 20 talkspurts of 50 packets, 20 s.
+        let h = JitterHarness()
+        h.buffer.startupPrior = .milliseconds(100)
+        h.send(Self.talkspurts(20))
+        h.run(pulls: 20 * 101 + 50)
+        let starts = Self.startDelays(h)
+        #expect(starts.count == 20)
+        // Held for the estimate's first 250 packets (five talkspurts), faded over the next 250, gone after.
+        #expect(starts.prefix(5).allSatisfy { $0 >= 100 && $0 < 120 }, "talkspurt start delays \(starts) ms")
+        #expect(starts.suffix(9).allSatisfy { $0 < 20 }, "talkspurt start delays \(starts) ms")
+        #expect(zip(starts, starts.dropFirst()).allSatisfy { $1 <= $0 + 1 }, "the prior only fades: \(starts) ms")
+        #expect(h.concealments == 0 && h.buffer.stats.played == 20 * 51)
+    }
+
+    @Test("a prior of 0 (a clean path's pings) changes nothing")
+    func zeroPriorChangesNothing() {
+        let plain = JitterHarness(), primed = JitterHarness()
+        primed.buffer.startupPrior = .zero
+        for h in [plain, primed] {
+            h.send(Self.talkspurts(5))
+            h.run(pulls: 5 * 101 + 50)
+        }
+        #expect(plain.decisions == primed.decisions)
+    }
 }

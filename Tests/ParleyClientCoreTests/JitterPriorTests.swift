@@ -1,0 +1,32 @@
+// Where a stream's jitter buffer starts, from the pings' round trips at join.
+import ParleyClientCore
+import ParleyWire
+import Testing
+
+@Suite("Jitter prior from the pings at join")
+struct JitterPriorTests {
+    static func rtts(_ ms: [Int64]) -> [Interval] { ms.map { .milliseconds($0) } }
+
+    @Test("too few round trips give no prior")
+    func tooFew() {
+        #expect(JitterPrior.delay(roundTrips: Self.rtts([40, 90, 60])) == nil)
+    }
+
+    @Test("a steady path starts at its spread (0 on a clean path)")
+    func steady() {
+        #expect(JitterPrior.delay(roundTrips: Self.rtts([1, 1, 1, 1])) == .zero)
+        #expect(JitterPrior.delay(roundTrips: Self.rtts([40, 46, 44, 47, 41])) == .milliseconds(7))
+    }
+
+    @Test("a path varying by a frame or more starts with room for a repair: spread, fastest round trip and a frame")
+    func jittery() {
+        #expect(JitterPrior.delay(roundTrips: Self.rtts([60, 75, 90, 62])) == .milliseconds(30 + 60 + 20))
+    }
+
+    @Test("the prior is capped; round trips that cannot be (negative, over 10 s) are ignored")
+    func bounded() {
+        #expect(JitterPrior.delay(roundTrips: Self.rtts([60, 900, 70, 65])) == JitterPrior.maximum)
+        #expect(JitterPrior.delay(roundTrips: Self.rtts([-5_000, 40, 41, 42])) == nil)
+        #expect(JitterPrior.delay(roundTrips: Self.rtts([20_000, 40, 41, 42, 43])) == .milliseconds(3))
+    }
+}
