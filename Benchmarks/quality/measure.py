@@ -16,7 +16,9 @@ bob records what he plays. Both clients print the monotonic time of their first 
 during the 20 ms before it is read, as from a microphone) and its ear time is playback_start + sample/48 kHz.
 
 PESQ-WB: alice sends espeak-ng speech; bob's recording is resampled to 16 kHz, aligned to the reference by
-cross-correlation, and scored with `pesq` (ITU-T P.862.2, wideband).
+cross-correlation, and scored with `pesq` (ITU-T P.862.2, wideband). Each talkspurt is also aligned on its own
+("talkspurts against the whole": a buffer that starts the first one at another delay than the rest shows it there),
+and the listener's own account is printed: its buffers' counters and where they started (`path at join`).
 
 Repair: before the relay stops, its /metrics are read; each line prints the listener's NACKs the relay answered from
 its history and those it no longer held, and the speaker's packets lost on the way to the relay (forward rooms), how
@@ -249,12 +251,18 @@ def pesq_wb(mode, workdir):
     seconds = int(len(ref) / rate) + 4
     rec, _, _, counters = run_pair(mode, ref_path, seconds, workdir)
     value, lag, gap = score(ref_path, rec)
-    result = {"mode": mode, "profile": PROFILE, "pesq_wb": value, "alignment_ms": lag, "longest_gap_ms": gap, "counters": counters}
+    result = {"mode": mode, "profile": PROFILE, "pesq_wb": value, "alignment_ms": lag, "longest_gap_ms": gap, "counters": counters,
+              "talkspurt_offsets_ms": talkspurt_offsets(ref_path, rec, 48000, lag)}
     # The listener's own account of the speech it received (played, concealed, FEC, late, time-stretched, delay).
     with open(os.path.join(workdir, f"bob-{mode}.log")) as f:
-        received = [line.strip() for line in f if line.startswith("received ssrc")]
+        lines = [line.strip() for line in f]
+    received = [line for line in lines if line.startswith("received ssrc")]
     if received:
         result["listener"] = received[-1]
+    # Where the listener's jitter buffers started: the spread of its pings' round trips at join (JitterPrior).
+    path = [line for line in lines if line.startswith("path at join")]
+    if path:
+        result["listener_start"] = path[-1]
     # Baseline on the same file, measured in the same run: Opus at the client's default bit rate (56 kbit/s)
     # through ffmpeg (libopus, its defaults), no network.
     base = ffmpeg_baseline(ref_path, workdir, "56k")
@@ -310,6 +318,10 @@ def main():
                           flush=True)
                     if "listener" in r:
                         print(f"{'':8} {'':8} {r['listener']}", flush=True)
+                    if "listener_start" in r:
+                        print(f"{'':8} {'':8} {r['listener_start']}", flush=True)
+                    print(f"{'':8} {'':8} talkspurts against the whole: "
+                          f"{', '.join(f'{o:+.1f}' for o in r['talkspurt_offsets_ms'])} ms", flush=True)
                     c = r["repair"]
                     print(f"{'':8} {'':8} listener NACKs answered {c['nacks_answered']}, missed {c['nacks_missed']}; "
                           f"uplink lost {c['uplink_lost']}, asked {c['uplink_nacked']}, recovered {c['uplink_recovered']}, "

@@ -6,18 +6,18 @@ import ParleyWire
 /// A buffer's estimate starts empty, so on a lossy, jittery path it learns in the first seconds, while the talker is
 /// already speaking, that it needs room for late packets and for NACK repairs (a round trip and a frame); growing
 /// there costs time-stretches and frames rebuilt from FEC. Through the `moderate` impairment profile that start-up is
-/// most of what separates an adaptive buffer from one held at 100 ms. A path whose pings vary by less than a frame
-/// starts with their spread alone (on a clean path about 0, so the first talkspurt plays at the steady-state delay); a
-/// path whose pings vary by more starts with room for a repair as well. The prior holds while the buffer's estimate
-/// is young and then fades (`JitterBuffer.startupPrior`).
+/// most of what separates an adaptive buffer from one held at 100 ms. The spread of the round trips (with the largest
+/// left out, so one delayed ping does not decide) says which path this is. Below a frame (a clean path: about 0; the
+/// `mild` profile: 5–20 ms) the buffers start at that spread, so on a clean path the first talkspurt plays at the
+/// steady-state delay; from a frame on (`moderate`: 15–60 ms) they start with room for a repair as well. The prior
+/// holds while a buffer's estimate is young and then fades (`JitterBuffer.startupPrior`).
 public enum JitterPrior {
-    /// Pings sent at join.
-    public static let probes = 8
+    /// Pings sent at join (20 ms apart: 320 ms).
+    public static let probes = 16
     /// Round trips needed before a prior is given.
     public static let minimumSamples = 4
-    /// The spread from which the path is taken as a real network (queues, radio), whose losses will need repairs:
-    /// half a frame. Loopback and a quiet LAN vary by well under a millisecond.
-    public static let repairThreshold: Interval = .milliseconds(10)
+    /// The spread from which the path is taken as one whose losses will need repairs (a frame).
+    public static let repairThreshold: Interval = .milliseconds(20)
     /// The largest prior: a path whose pings vary more than this is not one to talk over, and the estimate follows
     /// it within seconds anyway.
     public static let maximum: Interval = .milliseconds(250)
@@ -25,12 +25,18 @@ public enum JitterPrior {
     /// our own timestamp).
     public static let maximumRoundTrip: Interval = .seconds(10)
 
-    /// The prior for these round trips: their spread (largest − smallest), plus the smallest round trip and a frame
-    /// when the spread reaches `repairThreshold`, at most `maximum`; nil with fewer than `minimumSamples` usable.
+    /// The spread of these round trips: the second largest less the smallest (nil with fewer than `minimumSamples`
+    /// between 0 and `maximumRoundTrip`), and the smallest.
+    public static func spread(roundTrips: [Interval]) -> (spread: Interval, fastest: Interval)? {
+        let usable = roundTrips.filter { $0 >= .zero && $0 <= maximumRoundTrip }.sorted()
+        guard usable.count >= minimumSamples else { return nil }
+        return (usable[usable.count - 2] - usable[0], usable[0])
+    }
+
+    /// The prior for these round trips: their `spread`, plus the fastest round trip and a frame when the spread
+    /// reaches `repairThreshold`, at most `maximum`; nil without enough round trips.
     public static func delay(roundTrips: [Interval]) -> Interval? {
-        let usable = roundTrips.filter { $0 >= .zero && $0 <= maximumRoundTrip }
-        guard usable.count >= minimumSamples, let low = usable.min(), let high = usable.max() else { return nil }
-        let spread = high - low
-        return min(spread >= repairThreshold ? spread + low + .milliseconds(20) : spread, maximum)
+        guard let (spread, fastest) = spread(roundTrips: roundTrips) else { return nil }
+        return min(spread >= repairThreshold ? spread + fastest + .milliseconds(20) : spread, maximum)
     }
 }

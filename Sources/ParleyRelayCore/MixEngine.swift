@@ -164,6 +164,9 @@ final class MixEngine {
         var jc = JitterBufferConfig()
         jc.minimumDelay = .milliseconds(Int64(config.mixMinimumJitterDelayMilliseconds))
         jc.startupWaits = false
+        // Nor does it grow its delay during speech beyond what late frames force: each stretch ends a lone speaker's
+        // pass-through and moves the mix's timeline under every listener, whose own buffers adapt instead.
+        jc.speechGrowthShortfall = nil
         guard let stream = try? AudioReceiveStream(jitterConfig: jc) else { return nil }
         let i = MixInput(stream: stream, frameSamples: Self.frameSamples)
         inputs[member.id] = i

@@ -110,9 +110,9 @@ enum JoinCommand {
             }
             writeLine(line)
         }
-        if let prior = engine.receiver.startupPrior {
-            let spread = (engine.joinRoundTrips.max() ?? .zero) - (engine.joinRoundTrips.min() ?? .zero)
-            writeLine("path at join: \(engine.joinRoundTrips.count) pings, round trips vary by \(spread.milliseconds) ms; jitter buffers started at \(prior.milliseconds) ms")
+        if let prior = engine.receiver.startupPrior, let path = JitterPrior.spread(roundTrips: engine.joinRoundTrips) {
+            writeLine("path at join: \(engine.joinRoundTrips.count) pongs, round trips vary by \(path.spread.milliseconds) ms " +
+                      "(fastest \(path.fastest.milliseconds) ms); jitter buffers started at \(prior.milliseconds) ms")
         }
         if engine.packetsReceived > 1 { writeLine("longest gap between received packets: \(engine.longestReceiveGap.milliseconds) ms") }
         return code
