@@ -97,7 +97,7 @@ extension JitterBuffer {
                 stats.accelerated += 1
                 return .accelerate(store.frame(due), store.frame(successor))
             }
-            if !lastWasStretch, p < targetMilliseconds, quietHint || successor == nil || growsInSpeech(delay: p) {
+            if !lastWasStretch, p < targetMilliseconds, quietHint || successor == nil {
                 stats.expanded += 1
                 return .expand
             }
@@ -155,14 +155,6 @@ extension JitterBuffer {
         stats.concealedFrames += 1
         if concealRun == 1 { stats.concealmentEvents += 1 }
         return .conceal
-    }
-
-    /// Whether a delay `p` this far below the target grows during speech though the next frame is held
-    /// (`JitterBufferConfig.speechGrowthShortfall`). Not while the estimate is young (`startupPackets`): one late
-    /// packet is then its whole tail, and chasing it would move the first talkspurt's timeline on a clean path.
-    private func growsInSpeech(delay p: Double) -> Bool {
-        guard let shortfall = config.speechGrowthShortfall, estimator.samples >= startupPackets else { return false }
-        return p < targetMilliseconds - Double(shortfall.milliseconds)
     }
 
     /// Marks a held packet played and advances past it. Its bytes stay valid until the next insert or pull.

@@ -16,8 +16,8 @@ import ParleyWire
 /// large, has stayed above a small hysteresis for five seconds, or the audio is in a pause between words (stretches
 /// during speech cost quality, so small excesses wait for a quiet moment), and `.expand` when `p < T` (lateness begins
 /// there) and either the audio is in a pause or the next frame has not arrived yet (it is at risk); with later frames
-/// already held, a shortfall up to `speechGrowthShortfall` waits for a pause, a larger one (a target that jumped) is
-/// grown at once. Before its own packets have shown the path, the target starts from the caller's `startupPrior`.
+/// already held, the shortfall waits for a pause. Before its own packets have shown the path, the target starts from
+/// the caller's `startupPrior`.
 ///
 /// Sequence numbers and timestamps are unwrapped to 64 bits, so 65535→0 and 2³²−1→0 are ordinary steps.
 /// A new SSRC restarts at once; a jump of more than `restartJump` in sequence or timeline restarts when

@@ -36,11 +36,6 @@ public struct JitterBufferConfig: Sendable {
     /// Per-packet forgetting factor of the delay histograms (NetEQ's 0.9993 ≈ a memory of 1 400 packets, 28 s at
     /// 20 ms): long enough that a rare delay spike holds too little weight to move the quantile.
     public var forgetFactor: Double = 0.9993
-    /// During speech, with later frames already held, the buffer lengthens the audio (`.expand`, a pitch period) when
-    /// its delay is this far below the target; a smaller shortfall waits for a pause or for the next frame to be
-    /// at risk. Nil: only then. A target that has jumped (the first repairs on a lossy path) is reached within a
-    /// second instead of only as late frames force it. Not in a stream's first `JitterBuffer.startupPackets`.
-    public var speechGrowthShortfall: Interval? = .milliseconds(20)
 
     /// The defaults: 48 kHz, 20 ms frames, 64 slots of 1500 bytes, target between 0 and 1000 ms, FEC on.
     public init() {}

@@ -163,11 +163,7 @@ final class MixEngine {
         if let i = inputs[member.id] { return i }
         var jc = JitterBufferConfig()
         jc.minimumDelay = .milliseconds(Int64(config.mixMinimumJitterDelayMilliseconds))
-        // The mixer's buffers neither wait for late frames at start-up nor grow their delay during speech beyond what
-        // late frames force: each stretch ends a lone speaker's pass-through and moves the mix's timeline under every
-        // listener, whose own buffers adapt instead.
         jc.startupWaits = false
-        jc.speechGrowthShortfall = nil
         guard let stream = try? AudioReceiveStream(jitterConfig: jc) else { return nil }
         let i = MixInput(stream: stream, frameSamples: Self.frameSamples)
         inputs[member.id] = i
