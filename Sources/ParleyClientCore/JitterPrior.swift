@@ -8,8 +8,9 @@ import ParleyWire
 /// there costs time-stretches and frames rebuilt from FEC. Through the `moderate` impairment profile that start-up is
 /// most of what separates an adaptive buffer from one held at 100 ms. The spread of the round trips (with the largest
 /// left out, so one delayed ping does not decide) says which path this is. Below a frame (a clean path: about 0; the
-/// `mild` profile: 5–20 ms) the buffers start at that spread, so on a clean path the first talkspurt plays at the
-/// steady-state delay; from a frame on (`moderate`: 15–60 ms) they start with room for a repair as well. The prior
+/// `mild` profile, by the proxy's delay model: 5–20 ms) the buffers start at that spread, so on a clean path the
+/// first talkspurt plays at the steady-state delay; from a frame on (`moderate`: 15–60 ms) they start with room for
+/// a repair as well. The prior
 /// holds while a buffer's estimate is young and then fades (`JitterBuffer.startupPrior`).
 public enum JitterPrior {
     /// Pings sent at join (20 ms apart: 320 ms).
