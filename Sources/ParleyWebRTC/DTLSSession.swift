@@ -187,7 +187,7 @@ public final class DTLSSession {
         }
         // A server not yet started takes nothing but a ClientHello: other records could only fail it.
         if state == .new, !Self.startsWithClientHello(datagram) { return .ignored }
-        if Self.hasShortProtectedRecord(datagram, minimum: minimumProtectedRecordLength) { return .ignored }
+        guard Self.recordsTile(datagram, minimumProtectedLength: minimumProtectedRecordLength) else { return .ignored }
         guard BIO_write(readBIO, datagram.baseAddress, Int32(datagram.count)) == Int32(datagram.count) else {
             parley_dtls_bio_reset(readBIO)
             return fail("dtls_failed", "cannot buffer the datagram: \(OpenSSLErrors.drain())")
@@ -311,6 +311,13 @@ public final class DTLSSession {
                     state = .closed
                     return .closed
                 default:
+                    // Only the peer's fatal alert (authenticated under the connection's keys: OpenSSL drops records
+                    // that fail theirs) ends a connected session. Any other read error is about this datagram, which
+                    // anyone could have forged: it is dropped, and the media keys the handshake gave stay in use.
+                    guard SSL_get_shutdown(ssl) & SSL_RECEIVED_SHUTDOWN != 0 else {
+                        _ = OpenSSLErrors.drain()
+                        return .ignored
+                    }
                     return fail("dtls_failed", Self.describe(error, in: "SSL_read"))
                 }
             }
@@ -342,19 +349,30 @@ public final class DTLSSession {
         return 16
     }
 
-    /// Whether a record of `datagram` under an epoch other than 0 is shorter than `minimum` bytes. OpenSSL 3.0
-    /// takes such a record as a fatal error (and pops the error it raised, so SSL_read reports SSL_ERROR_SYSCALL with
-    /// an empty queue): one forged 15-byte datagram would end a connected session. No peer sends one.
-    static func hasShortProtectedRecord(_ datagram: UnsafeRawBufferPointer, minimum: Int) -> Bool {
+    /// Whether `datagram` is whole DTLS records and nothing else: each header complete, of a record type and a DTLS
+    /// version, each record ending inside the datagram and the last one exactly at its end; and no record under an
+    /// epoch other than 0 shorter than `minimumProtectedLength` (the AEAD's explicit nonce and tag). OpenSSL 3.0 takes
+    /// a datagram that breaks either rule as a fatal error and ends the session: it resynchronises inside a record
+    /// whose length overruns the datagram (a forged 31-byte datagram ended a connected session, SSL_ERROR_SYSCALL
+    /// with an empty queue), and it fails on a protected record too short to hold its tag. No peer sends either.
+    ///
+    ///     record (RFC 6347 §4.1)
+    ///     +------+---------+-------+--------+--------+-----------------+------+---------
+    ///     | type | FE FD/FF| epoch | seq(6) | length | length bytes    | type | … next record, or the datagram's end
+    ///     +------+---------+-------+--------+--------+-----------------+------+---------
+    static func recordsTile(_ datagram: UnsafeRawBufferPointer, minimumProtectedLength: Int) -> Bool {
         let recordHeader = 13
         var offset = 0
-        while datagram.count - offset >= recordHeader {
+        while offset < datagram.count {
+            guard datagram.count - offset >= recordHeader,
+                  (20...25).contains(datagram[offset]),  // change_cipher_spec, alert, handshake, application_data, heartbeat, tls12_cid
+                  datagram[offset + 1] == 0xFE, datagram[offset + 2] == 0xFD || datagram[offset + 2] == 0xFF else { return false }
             let epoch = Int(datagram[offset + 3]) << 8 | Int(datagram[offset + 4])
             let length = Int(datagram[offset + 11]) << 8 | Int(datagram[offset + 12])
-            if epoch != 0 && length < minimum { return true }
+            guard length <= datagram.count - offset - recordHeader, epoch == 0 || length >= minimumProtectedLength else { return false }
             offset += recordHeader + length
         }
-        return false
+        return offset > 0
     }
 
     /// One line for an `SSL_get_error` result `error` of `call`: the OpenSSL error queue, or the code if it is empty.

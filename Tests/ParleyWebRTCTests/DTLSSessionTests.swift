@@ -249,15 +249,47 @@ struct DTLSSessionTests {
         var alert = clientHello; alert[0] = 21
         #expect(!hello(alert))
 
-        func short(_ bytes: [UInt8], _ minimum: Int = 24) -> Bool {
-            bytes.withUnsafeBytes { DTLSSession.hasShortProtectedRecord($0, minimum: minimum) }
+        func tile(_ bytes: [UInt8], _ minimum: Int = 24) -> Bool {
+            bytes.withUnsafeBytes { DTLSSession.recordsTile($0, minimumProtectedLength: minimum) }
         }
         let epoch0Alert: [UInt8] = [21, 0xFE, 0xFD, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2, 1, 0]
         let epoch1Alert24: [UInt8] = [21, 0xFE, 0xFD, 0, 1, 0, 0, 0, 0, 0, 1, 0, 24] + [UInt8](repeating: 0, count: 24)
         let epoch1Alert18: [UInt8] = [21, 0xFE, 0xFD, 0, 1, 0, 0, 0, 0, 0, 1, 0, 18] + [UInt8](repeating: 0, count: 18)
-        #expect(!short(epoch0Alert) && !short(epoch1Alert24))
-        #expect(short(epoch1Alert18) && !short(epoch1Alert18, 16), "ChaCha20-Poly1305's close_notify is 18 bytes")
-        #expect(short(epoch0Alert + epoch1Alert18) && !short(epoch0Alert + epoch1Alert24), "the second record counts too")
+        #expect(tile(epoch0Alert) && tile(epoch1Alert24) && tile(clientHello))
+        #expect(!tile(epoch1Alert18) && tile(epoch1Alert18, 16), "ChaCha20-Poly1305's close_notify is 18 bytes")
+        #expect(!tile(epoch0Alert + epoch1Alert18) && tile(epoch0Alert + epoch1Alert24), "the second record counts too")
+        #expect(!tile(Array(epoch0Alert.dropLast())), "the record overruns the datagram")
+        #expect(!tile(epoch0Alert + [0]), "a byte after the last record")
+        #expect(!tile(epoch0Alert + Array(epoch0Alert.prefix(12))), "a second header cut short")
+        #expect(!tile([]), "no record")
+        #expect(tile([22, 0xFE, 0xFD, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]), "one empty epoch-0 record")
+        var badType = epoch0Alert; badType[0] = 63
+        #expect(!tile(badType), "63 is DTLS's range on the port (RFC 7983) but no record type")
+        var badVersion = epoch0Alert; badVersion[2] = 0xFC
+        #expect(!tile(badVersion))
+        #expect(!tile(Self.resyncDatagram), "a first record claiming 65,535 bytes in a 31-byte datagram")
+    }
+
+    /// The review's datagram (issue 33, finding 7): an epoch-0 record claiming 0xFFFF bytes, then a short epoch-1
+    /// record inside it. OpenSSL resynchronised on the inner record and failed with SSL_ERROR_SYSCALL, and the relay
+    /// removed the member: one spoofed datagram ended a connected WebRTC session.
+    static let resyncDatagram: [UInt8] =
+        //  type  version     epoch  sequence number        length
+        [0x17, 0xFE, 0xFD, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF]
+        + [0x17, 0xFE, 0xFD, 0, 1, 0, 0, 0, 0, 0, 5, 0, 5]
+        + [1, 2, 3, 4, 5]
+
+    @Test("a datagram whose records do not tile it never reaches OpenSSL: a connected session stays up, and closes on the peer's close_notify")
+    func forgedResyncDatagram() throws {
+        let (client, server) = try Self.pair()
+        client.start()
+        var network = Network()
+        network.run(client, server)
+        #expect(Self.resyncDatagram.count == 31)
+        #expect(server.receive(Self.resyncDatagram) == .ignored && server.state == .connected)
+        #expect(client.receive(Self.resyncDatagram) == .ignored && client.state == .connected)
+        client.close()
+        #expect(server.receive(client.takeOutgoing()[0]) == .closed)
     }
 
     @Test("a new server that never sees a ClientHello stays new and fails after maxHandshakeDatagrams")
