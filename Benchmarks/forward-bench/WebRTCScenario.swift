@@ -31,7 +31,7 @@ final class WebRTCScenario {
                 index += 1
                 let address = PeerAddress(ipv4: 0x0B00_0000 | UInt32(index), port: 50_000)
                 let speaks = member == 0
-                let terms = WebRTCOfferTerms(remoteUfrag: "peer\(index)", remoteFingerprint: client.certificate.fingerprint, payloadType: 111,
+                let terms = WebRTCOfferTerms(remoteUfrag: "peer\(index)", remotePassword: Self.peerPassword, remoteFingerprint: client.certificate.fingerprint, payloadType: 111,
                                              audioLevelExtensionID: 1, publish: speaks, subscribe: !speaks)
                 guard case .webRTCMember(let info) = core.createWebRTCMember(room: name, identity: "browser-\(index)", displayName: nil,
                                                                             createMode: nil, terms: terms, now: clock.now) else {
@@ -45,16 +45,33 @@ final class WebRTCScenario {
         }
     }
 
-    /// The member's ICE check and DTLS handshake, through the core; its keys once connected.
+    /// Every member's offer's ice-pwd.
+    static let peerPassword = "bench-peer-password-0123"
+
+    /// The member's ICE check (and its answer to the relay's check back) and DTLS handshake, through the core; its
+    /// keys once connected.
     private func connect(address: PeerAddress, info: WebRTCMemberInfo, remoteUfrag: String, client: DTLSContext,
                          server: DTLSContext) throws -> DTLSSRTPKeys? {
         var check = [UInt8](repeating: 0, count: 256)
         let n = check.withUnsafeMutableBytes {
             STUNWriter.bindingRequest(transactionID: Crypto.randomBytes(12), username: "\(info.iceUfrag):\(remoteUfrag)",
                                       integrityKey: Array(info.icePassword.utf8), priority: 1, useCandidate: true,
-                                      iceControlling: 1, into: $0)
+                                      role: .controlling(tieBreaker: 1), into: $0)
         }
         check.withUnsafeBytes { core.handle(UnsafeRawBufferPointer(rebasing: $0[0..<n]), from: address, now: clock.now) }
+        // The relay checks the address back (its answer proves the browser receives there), as a browser answers.
+        var answers: [[UInt8]] = []
+        for i in 0..<core.output.count where core.output[i].to == address {
+            let bytes = Array(core.output[i].bytes)
+            guard let request = try? bytes.withUnsafeBytes({ try STUNBindingRequest(parsing: $0) }) else { continue }
+            var answer = [UInt8](repeating: 0, count: STUNWriter.maxResponseSize)
+            let size = answer.withUnsafeMutableBytes {
+                STUNWriter.bindingSuccess(transactionID: request.transactionID, mapped: address, integrityKey: Array(Self.peerPassword.utf8), into: $0)
+            }
+            answers.append(Array(answer.prefix(size)))
+        }
+        core.outputSent()
+        for answer in answers { answer.withUnsafeBytes { core.handle($0, from: address, now: clock.now) } }
         core.outputSent()
         let dtls = try DTLSSession(context: client, role: .client, peerFingerprint: server.certificate.fingerprint)
         dtls.start()

@@ -244,12 +244,12 @@ extension HTTPRouter {
                            : kind == .whep ? "a WHEP offer must receive audio (recvonly or sendrecv) and the token must grant subscribe"
                            : "the offer's audio neither sends nor receives within what the token grants")
         }
-        guard let opus = section.opusPayloadType, let ufrag = section.iceUfrag, let remoteFingerprint = section.fingerprint,
-              let mid = section.mid else {
+        guard let opus = section.opusPayloadType, let ufrag = section.iceUfrag, let password = section.icePwd,
+              let remoteFingerprint = section.fingerprint, let mid = section.mid else {
             throw APIError(406, "bad_offer", "the audio section lacks Opus, a mid, ICE credentials or a fingerprint")
         }
         if subscribe { extra = Array(extra.prefix(max(0, config.maxForwardedSpeakers - 1))) } else { extra = [] }
-        let terms = WebRTCOfferTerms(remoteUfrag: ufrag, remoteFingerprint: remoteFingerprint, payloadType: opus,
+        let terms = WebRTCOfferTerms(remoteUfrag: ufrag, remotePassword: password, remoteFingerprint: remoteFingerprint, payloadType: opus,
                                      audioLevelExtensionID: section.audioLevelExtensionID, publish: publish, subscribe: subscribe,
                                      slots: 1 + extra.count)
         let mode = claims.grants.create ? (claims.mode ?? config.defaultRoomMode) : nil

@@ -17,14 +17,15 @@ extension RelayCore {
         // packet is checked and decrypted first (RelayCore+RTPEndpoints.swift); the rest reads the clear copy.
         var bytes = received
         if member.isRTPEndpoint {
-            let moving = from != member.rtpSource && from == member.webrtc?.pendingAddress
-            guard from == member.rtpSource || moving else { return outbox.drop(.unknownSender, from: from, now: now) }
+            // A WebRTC member's address on trial may send (its SRTP is checked like any other); it is sent nothing
+            // until it answers the relay's check (RelayCore+WebRTC.swift).
+            let onTrial = from != member.rtpSource && from == member.webrtc?.trial?.address
+            guard from == member.rtpSource || onTrial else { return outbox.drop(.unknownSender, from: from, now: now) }
             if member.webrtc != nil && member.endpointSRTP == nil { return outbox.drop(.srtpNotReady, from: from, now: now) }
             if member.endpointSRTP != nil {
                 guard let clear = unprotectEndpointRTP(received, from: member, address: from, now: now) else { return }
                 bytes = clear
             }
-            if moving { latch(member, at: from, now: now) }  // its keys prove the new address (RelayCore+WebRTC.swift)
         }
         var plain = bytes
         var packet: RTPPacketView

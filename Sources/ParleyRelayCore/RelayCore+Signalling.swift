@@ -197,7 +197,7 @@ extension RelayCore {
         if let webrtc = member.webrtc {
             closeWebRTC(member)
             sessions.byICEUfrag[webrtc.localUfrag] = nil
-            if let pending = webrtc.pendingAddress { sessions.unlink(pending, from: .member(member)) }
+            if let trial = webrtc.trial?.address, trial != member.rtpSource { sessions.unlink(trial, from: .member(member)) }
         }
         rtcp.streamsEnded(for: member, now: now)
         rooms.memberLeft(member, reason: reason, now: now)

@@ -9,8 +9,11 @@ import ParleyWire
 /// byte (RFC 7983): 0–3 STUN, 20–63 DTLS, 128–191 RTP/RTCP, and Parley's signalling (0x50).
 ///
 /// Order of trust: a STUN check proves the sender knows the ICE password the answer carried (MESSAGE-INTEGRITY); only
-/// then is its address latched, and only DTLS from a latched address reaches OpenSSL; only after the handshake, whose
-/// peer certificate must match the offer's fingerprint, does media flow either way.
+/// then is its address latched, and only DTLS from a latched address reaches OpenSSL. The sender of a check may have
+/// forged its source, so an address gets nothing but answers no larger than its checks (and at most three times what
+/// it sent, `AddressCheck`) until it answers the relay's own check under the offer's password: then the DTLS flights
+/// go there, and once connected the member moves there. Only after the handshake, whose peer certificate must match
+/// the offer's fingerprint, does media flow either way. Consent (RFC 7675) is the answers to the relay's checks.
 extension RelayCore {
     /// Why the token with `claims` may not join `room` as a WebRTC member, or nil: a call room admits only the two
     /// parties' call tokens (`CallRoom`), through WebRTC as natively.
@@ -57,7 +60,7 @@ extension RelayCore {
                             mixSequence: random.uint16())
         member.hasDestination = false  // until DTLS gives keys: nothing goes out in the clear
         member.webrtc = WebRTCTransport(localUfrag: credentials.ufrag, localPassword: credentials.password, remoteUfrag: terms.remoteUfrag,
-                                        dtls: dtls, createdAt: now.monotonic, payloadType: terms.payloadType,
+                                        remotePassword: terms.remotePassword, tieBreaker: random.uint64(), dtls: dtls, createdAt: now.monotonic, payloadType: terms.payloadType,
                                         audioLevelExtensionID: terms.audioLevelExtensionID ?? 0)
         if terms.subscribe && !room.hearsMix(member) {
             // One stream per receiving section of the offer, up to the room's forwarding slots.
@@ -99,11 +102,21 @@ extension RelayCore {
 
     // MARK: STUN (ICE-lite)
 
-    /// A STUN datagram: a Binding request whose USERNAME names a member's ICE credentials and whose MESSAGE-INTEGRITY
-    /// checks with its password gets a success response (XOR-MAPPED-ADDRESS, MESSAGE-INTEGRITY, FINGERPRINT: no larger
-    /// than the request) and latches or refreshes the sender's address. Anything else is dropped without a reply: the
-    /// relay answers no one who does not hold a password it handed out.
+    /// A STUN datagram: a member's check (a Binding request), or an answer to one of the relay's own checks.
     func handleSTUN(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
+        if bytes.count >= 2, UInt16(bytes[0]) << 8 | UInt16(bytes[1]) == STUNWriter.bindingSuccessType {
+            return handleCheckAnswer(bytes, from: from, now: now)
+        }
+        handleCheck(bytes, from: from, now: now)
+    }
+
+    /// A Binding request whose USERNAME names a member's ICE credentials and whose MESSAGE-INTEGRITY checks with its
+    /// password gets a success response (XOR-MAPPED-ADDRESS, MESSAGE-INTEGRITY, FINGERPRINT: no larger than the
+    /// request). Before the handshake it latches the sender's address (DTLS is taken from there); once connected, a
+    /// nominated check from elsewhere puts that address on trial. Either way the relay checks the address itself
+    /// before sending it anything more. Anything else is dropped without a reply: the relay answers no one who does
+    /// not hold a password it handed out.
+    private func handleCheck(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
         guard let request = try? STUNBindingRequest(parsing: bytes), request.isConnectivityCheck,
               let username = request.username,
               let colon = username.firstIndex(of: ":"),
@@ -114,28 +127,109 @@ extension RelayCore {
         else { return outbox.drop(.stunRejected, from: from, now: now) }
         // An address that is another session's (a member's, or an online identity's) is not this member's to take.
         if let owner = sessions.byAddress[from], !owner.isSame(as: .member(member)) { return outbox.drop(.stunRejected, from: from, now: now) }
-        webrtc.lastConsent = now.monotonic
         if member.rtpSource != from && (member.rtpSource == nil || request.useCandidate) {
             if member.endpointSRTP == nil {
-                latch(member, at: from, now: now)  // still setting up: nothing flows yet, the handshake follows the check
-            } else if webrtc.pendingAddress != from {
-                // Connected: a check alone does not move the media (a captured check replayed from elsewhere would).
-                // The new address becomes the member's when SRTP authenticated with its keys arrives from there.
-                if let old = webrtc.pendingAddress { sessions.unlink(old, from: .member(member)) }
-                webrtc.pendingAddress = from
+                latch(member, at: from, now: now)  // still setting up: DTLS is taken from here, sent here once it answers
+            } else if webrtc.trial?.address != from {
+                // Connected: a check alone does not move the media (a check whose source was forged would). The
+                // address goes on trial; the member moves there when it answers the relay's own check.
+                if let old = webrtc.trial?.address { sessions.unlink(old, from: .member(member)) }
+                webrtc.trial = AddressCheck(address: from, now: now.monotonic)
                 sessions.link(from, to: .member(member))
             }
+        }
+        let response = STUNWriter.bindingSuccessSize(mapped: from)
+        if from != webrtc.proven, webrtc.trial?.address == from {
+            webrtc.trial!.heard(bytes.count, now: now.monotonic)
+            webrtc.trial!.bytesOut += response
         }
         let space = output.reserve(STUNWriter.maxResponseSize)
         let n = STUNWriter.bindingSuccess(transactionID: request.transactionID, mapped: from, integrityKey: webrtc.localPassword, into: space)
         output.commit(space, length: n, to: from)
+        sendTrialCheck(member, webrtc, now: now)
         noteTimerWork(at: now.monotonic)
+    }
+
+    /// An answer to one of the relay's checks: from the address it went to, to its latest transaction, under the
+    /// offer's password. The trial's answer proves the address (its held DTLS flight goes out; a connected member
+    /// moves there); a consent check's answer renews consent. Anything else is dropped.
+    private func handleCheckAnswer(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
+        guard let member = sessions.member(at: from), let webrtc = member.webrtc,
+              let answer = try? STUNBindingResponse(parsing: bytes), answer.isSuccess,
+              answer.hasValidIntegrity(key: webrtc.remotePassword, in: bytes) else {
+            return outbox.drop(.stunRejected, from: from, now: now)
+        }
+        if let trial = webrtc.trial, trial.address == from, !trial.transactionID.isEmpty, answer.transactionID == trial.transactionID {
+            webrtc.trial = nil
+            webrtc.proven = from
+            webrtc.lastConsent = now.monotonic
+            webrtc.nextConsentCheck = now.monotonic + consentDelay()
+            if member.rtpSource != from { latch(member, at: from, now: now) }  // connected: the member moves here
+            if !webrtc.heldFlight.isEmpty {
+                let flight = webrtc.heldFlight
+                webrtc.heldFlight = []
+                for datagram in flight { sendDatagram(datagram, to: from) }
+            }
+            if log.threshold <= .info { log.write(.info, "WebRTC member \(member.identity) in \(member.room.name): \(from) answered the relay's check") }
+        } else if from == webrtc.proven, let id = webrtc.consentTransaction, answer.transactionID == id {
+            webrtc.consentTransaction = nil
+            webrtc.lastConsent = now.monotonic
+        } else {
+            return outbox.drop(.stunRejected, from: from, now: now)
+        }
+        noteTimerWork(at: now.monotonic)
+    }
+
+    /// Sends the trial's check when one is due and the address's budget allows it (else it waits for more checks).
+    private func sendTrialCheck(_ member: Member, _ webrtc: WebRTCTransport, now: Moment) {
+        guard let trial = webrtc.trial, let due = trial.nextSend, due <= now.monotonic else { return }
+        let size = STUNWriter.bindingRequestSize(username: webrtc.checkUsername, useCandidate: false)
+        guard trial.attempts < AddressCheck.maxAttempts, trial.allows(size) else {
+            // Unanswered, or out of budget: the trial stops until the address sends another check. Once connected
+            // the member stays where it was and the address is forgotten.
+            webrtc.trial!.giveUp()
+            if member.endpointSRTP != nil {
+                if trial.address != member.rtpSource { sessions.unlink(trial.address, from: .member(member)) }
+                webrtc.trial = nil
+            }
+            return
+        }
+        let id = sendCheck(webrtc, to: trial.address)
+        webrtc.trial!.sent(size, transactionID: id, now: now.monotonic)
+    }
+
+    /// Writes one of the relay's checks to `address` (a new transaction); returns its transaction ID.
+    private func sendCheck(_ webrtc: WebRTCTransport, to address: PeerAddress) -> [UInt8] {
+        let id = random.bytes(STUN.transactionIDSize)
+        let username = webrtc.checkUsername
+        let space = output.reserve(STUNWriter.bindingRequestSize(username: username, useCandidate: false))
+        let n = STUNWriter.bindingRequest(transactionID: id, username: username, integrityKey: webrtc.remotePassword,
+                                          priority: Self.checkPriority, useCandidate: false,
+                                          role: .controlled(tieBreaker: webrtc.tieBreaker), into: space)
+        output.commit(space, length: n, to: address)
+        return id
+    }
+
+    /// The PRIORITY of the relay's checks: the answer's one host candidate's (`SDPAnswer`).
+    static let checkPriority: UInt32 = 2_130_706_431
+
+    /// A consent interval drawn from `WebRTCTransport.consentInterval`.
+    private func consentDelay() -> Interval {
+        let range = WebRTCTransport.consentInterval
+        let span = UInt64(range.upperBound.nanoseconds - range.lowerBound.nanoseconds)
+        return range.lowerBound + .nanoseconds(Int64(random.uint64() % (span + 1)))
     }
 
     /// Makes `address` the member's only address: its RTP, RTCP and DTLS come from there and its media goes there.
     func latch(_ member: Member, at address: PeerAddress, now: Moment) {
         if let old = member.rtpSource { sessions.unlink(old, from: .member(member)) }
-        if member.webrtc?.pendingAddress == address { member.webrtc?.pendingAddress = nil }
+        if let webrtc = member.webrtc {
+            if webrtc.proven != address, webrtc.trial?.address != address {
+                // Before the handshake: the latched address is on trial until it answers (a new one replaces the old;
+                // the flight held stays the session's, for whichever address proves itself).
+                webrtc.trial = AddressCheck(address: address, now: now.monotonic)
+            }
+        }
         member.rtpSource = address
         member.address = address
         sessions.link(address, to: .member(member))
@@ -152,7 +246,7 @@ extension RelayCore {
             return outbox.drop(.dtlsUncheckedAddress, from: from, now: now)
         }
         let event = webrtc.dtls.receive(bytes)
-        sendDTLS(webrtc.dtls, to: from)
+        sendDTLS(webrtc.dtls, to: from, member: member)
         webrtc.retransmitAt = webrtc.dtls.secondsUntilRetransmit().map { now.monotonic + Interval(seconds: $0) }
         dtlsEvent(event, member: member, now: now)
     }
@@ -195,22 +289,31 @@ extension RelayCore {
     func closeWebRTC(_ member: Member) {
         guard let webrtc = member.webrtc, let address = member.rtpSource, webrtc.dtls.state == .connected else { return }
         webrtc.dtls.close()
-        sendDTLS(webrtc.dtls, to: address)
+        sendDTLS(webrtc.dtls, to: address, member: member)
     }
 
-    /// Queues what the DTLS session wrote (handshake flights, retransmissions, alerts) to `address`.
-    private func sendDTLS(_ dtls: DTLSSession, to address: PeerAddress) {
-        for datagram in dtls.takeOutgoing() {
-            let space = output.reserve(datagram.count)
-            datagram.withUnsafeBytes { space.copyMemory(from: $0) }
-            output.commit(space, length: datagram.count, to: address)
+    /// Queues what the DTLS session wrote (handshake flights, retransmissions, alerts) to `address` once it proved
+    /// itself; until then the latest flight is held for it (a ClientHello from a forged source gets nothing).
+    private func sendDTLS(_ dtls: DTLSSession, to address: PeerAddress, member: Member) {
+        let datagrams = dtls.takeOutgoing()
+        guard let webrtc = member.webrtc, webrtc.proven == address else {
+            if !datagrams.isEmpty { member.webrtc?.heldFlight = datagrams }
+            return
         }
+        for datagram in datagrams { sendDatagram(datagram, to: address) }
+    }
+
+    private func sendDatagram(_ datagram: [UInt8], to address: PeerAddress) {
+        let space = output.reserve(datagram.count)
+        datagram.withUnsafeBytes { space.copyMemory(from: $0) }
+        output.commit(space, length: datagram.count, to: address)
     }
 
     // MARK: Timers
 
-    /// For `tick`: a WebRTC member whose consent lapsed (or whose setup never finished) is removed; a handshake in
-    /// progress retransmits its last flight when OpenSSL's timer says so.
+    /// For `tick`: a WebRTC member whose consent lapsed (or whose setup never finished) is removed; the relay's
+    /// checks go out when due (an address on trial, consent of the proven one); a handshake in progress retransmits
+    /// its last flight when OpenSSL's timer says so.
     func serviceWebRTC(_ member: Member, _ webrtc: WebRTCTransport, now: Moment) -> Bool {
         let connected = member.endpointSRTP != nil
         if webrtc.hasExpired(now: now.monotonic, connected: connected) {
@@ -218,10 +321,15 @@ extension RelayCore {
                          goodbye: nil, now: now)
             return false
         }
+        sendTrialCheck(member, webrtc, now: now)
+        if let proven = webrtc.proven, let due = webrtc.nextConsentCheck, due <= now.monotonic {
+            webrtc.consentTransaction = sendCheck(webrtc, to: proven)
+            webrtc.nextConsentCheck = now.monotonic + consentDelay()
+        }
         if !connected, let at = webrtc.retransmitAt, at <= now.monotonic, let address = member.rtpSource {
             // OpenSSL keeps the handshake's timer (on the real clock); it resends its last flight only when it is due.
             let event = webrtc.dtls.handleTimeout()
-            sendDTLS(webrtc.dtls, to: address)
+            sendDTLS(webrtc.dtls, to: address, member: member)
             webrtc.retransmitAt = webrtc.dtls.secondsUntilRetransmit().map { now.monotonic + Interval(seconds: $0) }
             if case .failed = event { dtlsEvent(event, member: member, now: now); return false }
         }

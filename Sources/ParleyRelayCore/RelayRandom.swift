@@ -10,6 +10,9 @@ final class RelayRandom {
     /// 32 random bits.
     func uint32() -> UInt32 { UInt32(truncatingIfNeeded: generator.next()) }
 
+    /// 64 random bits.
+    func uint64() -> UInt64 { generator.next() }
+
     /// 16 random bits.
     func uint16() -> UInt16 { UInt16(truncatingIfNeeded: generator.next()) }
 

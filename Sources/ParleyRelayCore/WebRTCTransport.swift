@@ -4,8 +4,10 @@ import ParleyWire
 /// What the HTTP API read from a WebRTC offer for the core: the peer's ICE username fragment and certificate
 /// fingerprint, and the Opus payload type and level extension id its audio section negotiated.
 public struct WebRTCOfferTerms: Sendable, Equatable {
-    /// The offer's `a=ice-ufrag` (the second half of the USERNAME in its checks).
+    /// The offer's `a=ice-ufrag` (the second half of the USERNAME in its checks, the first in the relay's).
     public var remoteUfrag: String
+    /// The offer's `a=ice-pwd`: the key of the relay's own checks and of the answers that prove an address.
+    public var remotePassword: String
     /// SHA-256 of the certificate the peer will present in DTLS (`a=fingerprint:sha-256`).
     public var remoteFingerprint: [UInt8]
     /// The offer's Opus payload type (Chrome 111, Firefox 109).
@@ -19,10 +21,11 @@ public struct WebRTCOfferTerms: Sendable, Equatable {
     public var slots: Int
 
     /// Terms.
-    public init(remoteUfrag: String, remoteFingerprint: [UInt8], payloadType: UInt8, audioLevelExtensionID: UInt8?,
+    public init(remoteUfrag: String, remotePassword: String, remoteFingerprint: [UInt8], payloadType: UInt8, audioLevelExtensionID: UInt8?,
                 publish: Bool, subscribe: Bool, slots: Int = 1) {
         self.slots = slots
         self.remoteUfrag = remoteUfrag
+        self.remotePassword = remotePassword
         self.remoteFingerprint = remoteFingerprint
         self.payloadType = payloadType
         self.audioLevelExtensionID = audioLevelExtensionID
@@ -50,23 +53,99 @@ public struct WebRTCMemberInfo: Sendable, Equatable {
     public var cname: String
 }
 
-/// A WebRTC member's transport state, held by its `Member`: the relay's ICE credentials for it, the DTLS server
-/// session, when it last proved consent (RFC 7675), and the header ids its offer negotiated. One worker owns it.
+/// The relay's own connectivity check of one address (RFC 8445 §7.2.5, sent from the lite side; RFC 7675's consent
+/// request has the same form): USERNAME `remoteUfrag:localUfrag`, MESSAGE-INTEGRITY under the offer's ice-pwd. Only an
+/// answer from that address, to that transaction, under that password proves the browser receives there: a member
+/// that spoofs its checks from someone else's address knows the password but never sees the transaction ID.
+///
+/// Until the answer, the address is on trial and gets at most `amplificationFactor` times the authenticated bytes
+/// (checks whose MESSAGE-INTEGRITY verified) it sent (QUIC's anti-amplification rule, RFC 9000 §8.1).
+struct AddressCheck {
+    /// Where the check goes.
+    let address: PeerAddress
+    /// The transaction of the latest request sent (an answer to an earlier one is not taken).
+    var transactionID: [UInt8] = []
+    /// Requests sent so far, and when the next one is due (nil: waiting for budget, or given up).
+    var attempts = 0
+    var nextSend: Instant?
+    /// Whether the trial gave up: every request went unanswered. A new check from the address starts it again.
+    var givenUp = false
+    /// Authenticated bytes received from `address`, and bytes sent to it, while it is on trial.
+    var bytesIn = 0, bytesOut = 0
+
+    /// Bytes an unproven address may be sent per authenticated byte it sent.
+    static let amplificationFactor = 3
+    /// Requests before a trial gives up (RFC 8489 §6.2.1's Rc).
+    static let maxAttempts = 7
+    /// The first retransmission; each next one waits twice as long (100, 200, … 3,200 ms, then 6.4 s for the answer
+    /// to the last).
+    static let firstRetransmit = Interval.milliseconds(100)
+
+    init(address: PeerAddress, now: Instant) {
+        self.address = address
+        nextSend = now
+    }
+
+    /// Whether `count` more bytes to the address stay within the budget.
+    func allows(_ count: Int) -> Bool { bytesOut + count <= Self.amplificationFactor * bytesIn }
+
+    /// A request of `count` bytes went out with `transactionID` at `now`; the next is due after the backoff (after
+    /// the last, that is when the trial gives up).
+    mutating func sent(_ count: Int, transactionID: [UInt8], now: Instant) {
+        self.transactionID = transactionID
+        bytesOut += count
+        attempts += 1
+        nextSend = now + Self.firstRetransmit * Int64(1 << (attempts - 1))
+    }
+
+    /// Every request went unanswered, or the budget ran out: the trial stops.
+    mutating func giveUp() {
+        givenUp = true
+        nextSend = nil
+    }
+
+    /// An authenticated check of `count` bytes came from the address: more budget, and a trial that waited for
+    /// budget, or gave up, goes on.
+    mutating func heard(_ count: Int, now: Instant) {
+        bytesIn += count
+        if givenUp {
+            givenUp = false
+            attempts = 0
+        }
+        if nextSend == nil { nextSend = now }
+    }
+}
+
+/// A WebRTC member's transport state, held by its `Member`: the relay's ICE credentials for it and the offer's, the
+/// DTLS server session, which address proved it receives (and the one on trial), consent (RFC 7675: answers to the
+/// relay's own checks), and the header ids its offer negotiated. One worker owns it.
 final class WebRTCTransport {
     /// The relay's ICE username fragment and password for this member (short-term credentials, RFC 8445 §5.3).
     let localUfrag: String
     let localPassword: [UInt8]
     /// The offer's username fragment: a check's USERNAME must be `localUfrag:remoteUfrag`.
     let remoteUfrag: String
+    /// The offer's ice-pwd: the relay's checks carry MESSAGE-INTEGRITY under it, and so must their answers.
+    let remotePassword: [UInt8]
+    /// The relay's ICE-CONTROLLED tie-breaker (RFC 8445 §7.1.3).
+    let tieBreaker: UInt64
     /// The DTLS server session; its handshake gives the SRTP keys.
     let dtls: DTLSSession
     /// When the member was created: ICE and DTLS must complete within `WebRTCTransport.setupTimeout` of it.
     let createdAt: Instant
-    /// The last authenticated STUN check (nil: none yet). Consent expires `consentTimeout` after it.
+    /// The last answer to the relay's own check from the member's proven address (nil: none yet). Consent expires
+    /// `consentTimeout` after it (RFC 7675 §5.1: only answers to one's own checks count, not the peer's checks).
     var lastConsent: Instant?
-    /// An address a nominated check came from after the handshake: the member moves there at its first SRTP packet
-    /// from it that authenticates (nil: none).
-    var pendingAddress: PeerAddress?
+    /// The address that answered the relay's check: DTLS flights, media and reports go there and nowhere else.
+    var proven: PeerAddress?
+    /// An address on trial: the latched address before it answered, or, once connected, the one a nominated check
+    /// came from (the member moves there when it answers). Linked to the member while on trial.
+    var trial: AddressCheck?
+    /// The consent check in flight to `proven` (its transaction), and when the next is due.
+    var consentTransaction: [UInt8]?
+    var nextConsentCheck: Instant?
+    /// The last DTLS flight OpenSSL wrote while the latched address was on trial: sent when it answers.
+    var heldFlight: [[UInt8]] = []
     /// When the DTLS handshake's retransmission timer may fire (nil: none running).
     var retransmitAt: Instant?
     /// The Opus payload type the member's offer uses: what its stream carries.
@@ -74,21 +153,28 @@ final class WebRTCTransport {
     /// The RFC 6464 extension id negotiated (0: none; levels are then neither read from it nor written to it).
     let audioLevelExtensionID: UInt8
 
-    /// Consent lapses 30 s after the last check (RFC 7675 §5.1).
+    /// Consent lapses 30 s after the last answer (RFC 7675 §5.1).
     static let consentTimeout = Interval.seconds(30)
+    /// Consent checks go out every 4–6 s (RFC 7675 §5.1: 5 s, randomised by ±20 %).
+    static let consentInterval = Interval.milliseconds(4_000) ... Interval.milliseconds(6_000)
     /// ICE and the DTLS handshake must both finish within this of the offer, or the member is removed.
     static let setupTimeout = Interval.seconds(20)
 
-    init(localUfrag: String, localPassword: String, remoteUfrag: String, dtls: DTLSSession, createdAt: Instant,
-         payloadType: UInt8, audioLevelExtensionID: UInt8) {
+    init(localUfrag: String, localPassword: String, remoteUfrag: String, remotePassword: String, tieBreaker: UInt64,
+         dtls: DTLSSession, createdAt: Instant, payloadType: UInt8, audioLevelExtensionID: UInt8) {
         self.localUfrag = localUfrag
         self.localPassword = Array(localPassword.utf8)
         self.remoteUfrag = remoteUfrag
+        self.remotePassword = Array(remotePassword.utf8)
+        self.tieBreaker = tieBreaker
         self.dtls = dtls
         self.createdAt = createdAt
         self.payloadType = payloadType
         self.audioLevelExtensionID = audioLevelExtensionID
     }
+
+    /// The USERNAME of the relay's checks: the receiver's fragment first (RFC 8445 §7.2.2).
+    var checkUsername: String { remoteUfrag + ":" + localUfrag }
 
     /// Whether the member has lost consent, or never completed ICE and DTLS in time.
     func hasExpired(now: Instant, connected: Bool) -> Bool {
@@ -97,10 +183,13 @@ final class WebRTCTransport {
         return now - last >= Self.consentTimeout
     }
 
-    /// When `hasExpired` can next turn true.
+    /// When `hasExpired` can next turn true, or a check is due.
     func nextDeadline(connected: Bool) -> Instant {
         let consent = (lastConsent ?? createdAt) + Self.consentTimeout
-        return connected ? consent : min(consent, createdAt + Self.setupTimeout)
+        var due = connected ? consent : min(consent, createdAt + Self.setupTimeout)
+        if let at = trial?.nextSend { due = min(due, at) }
+        if let at = nextConsentCheck { due = min(due, at) }
+        return due
     }
 
     /// ICE credentials drawn from `random`: a 8-character username fragment and a 24-character password from the

@@ -1,7 +1,8 @@
 import ParleyWire
 
 /// Writes the STUN messages of ICE-lite into caller-owned buffers: the relay's Binding success response, and a
-/// Binding request for tests and a future client. Every message ends with MESSAGE-INTEGRITY and FINGERPRINT.
+/// Binding request (the relay's own checks of an address and its consent checks, RFC 7675; a controlling peer's checks
+/// in tests). Every message ends with MESSAGE-INTEGRITY and FINGERPRINT.
 ///
 /// Amplification: a success response is 64 bytes (IPv4) or 76 (IPv6), `maxResponseSize`. The relay answers only a
 /// request that `isConnectivityCheck` and whose MESSAGE-INTEGRITY verifies; such a request carries at least USERNAME
@@ -11,6 +12,10 @@ public enum STUNWriter {
     /// The largest Binding success response: header, XOR-MAPPED-ADDRESS with an IPv6 address, MESSAGE-INTEGRITY,
     /// FINGERPRINT.
     public static let maxResponseSize = STUN.headerSize + 4 + 20 + trailerSize
+
+    /// The message type of a Binding success response (the first two bytes): how a demultiplexer tells an answer
+    /// from a check without parsing.
+    public static let bindingSuccessType = STUNLayout.bindingSuccess
 
     /// MESSAGE-INTEGRITY and FINGERPRINT attributes.
     static let trailerSize = STUNMessageIntegrity.attributeSize + STUNLayout.attributeHeaderSize + STUNLayout.fingerprintSize
@@ -57,17 +62,18 @@ public enum STUNWriter {
         STUN.headerSize
             + STUNLayout.attributeHeaderSize + ((username.utf8.count + 3) & ~3) // USERNAME
             + 8 // PRIORITY
-            + 12 // ICE-CONTROLLING
+            + 12 // ICE-CONTROLLING or ICE-CONTROLLED
             + (useCandidate ? 4 : 0) // USE-CANDIDATE
             + trailerSize
     }
 
-    /// Writes a Binding request (0x0001) as a controlling ICE agent sends it: USERNAME (at most 513 bytes),
-    /// PRIORITY, ICE-CONTROLLING `tieBreaker`, USE-CANDIDATE when `useCandidate`, MESSAGE-INTEGRITY under
-    /// `integrityKey` (the remote ice-pwd), FINGERPRINT. Returns the bytes written, `bindingRequestSize(…)`.
+    /// Writes a Binding request (0x0001) as an ICE agent in `role` sends it: USERNAME (at most 513 bytes),
+    /// PRIORITY, ICE-CONTROLLING or ICE-CONTROLLED with the role's tie-breaker, USE-CANDIDATE when `useCandidate`
+    /// (a controlling agent's nomination), MESSAGE-INTEGRITY under `integrityKey` (the remote ice-pwd), FINGERPRINT.
+    /// Returns the bytes written, `bindingRequestSize(…)`.
     public static func bindingRequest(
         transactionID: [UInt8], username: String, integrityKey: [UInt8], priority: UInt32, useCandidate: Bool,
-        iceControlling tieBreaker: UInt64, into buffer: UnsafeMutableRawBufferPointer
+        role: ICERole, into buffer: UnsafeMutableRawBufferPointer
     ) -> Int {
         let name = Array(username.utf8)
         precondition(name.count <= STUNLayout.maxUsernameSize, "STUN USERNAME longer than 513 bytes")
@@ -84,9 +90,15 @@ public enum STUNWriter {
         buffer.stunSet(UInt16(4), at: offset + 2)
         buffer.stunSet(priority, at: offset + 4)
         offset += 8
-        buffer.stunSet(STUNLayout.iceControlling, at: offset)
+        switch role {
+        case .controlling(let tieBreaker):
+            buffer.stunSet(STUNLayout.iceControlling, at: offset)
+            buffer.stunSet(tieBreaker, at: offset + 4)
+        case .controlled(let tieBreaker):
+            buffer.stunSet(STUNLayout.iceControlled, at: offset)
+            buffer.stunSet(tieBreaker, at: offset + 4)
+        }
         buffer.stunSet(UInt16(8), at: offset + 2)
-        buffer.stunSet(tieBreaker, at: offset + 4)
         offset += 12
         if useCandidate {
             buffer.stunSet(STUNLayout.useCandidate, at: offset)
@@ -94,6 +106,13 @@ public enum STUNWriter {
             offset += 4
         }
         return writeTrailer(at: offset, integrityKey: integrityKey, into: buffer)
+    }
+
+    /// An ICE agent's role in a check and its tie-breaker (RFC 8445 §7.1.3): the relay, ICE-lite, is always
+    /// controlled; the browsers it serves control.
+    public enum ICERole: Sendable, Equatable {
+        case controlling(tieBreaker: UInt64)
+        case controlled(tieBreaker: UInt64)
     }
 
     /// Type, a zero length (the trailer sets it), cookie, transaction ID.

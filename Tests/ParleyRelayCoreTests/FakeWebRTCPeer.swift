@@ -15,6 +15,14 @@ final class FakeWebRTCPeer {
     let address: PeerAddress
     /// Its `a=ice-ufrag`: the second half of its checks' USERNAME.
     let ufrag: String
+    /// Its `a=ice-pwd`: the relay's checks of its address carry MESSAGE-INTEGRITY under it, and so do its answers.
+    let password = "peer-password-0123456789"
+    /// Whether it answers the relay's checks, as every ICE agent does (false: an address that never answers, such as
+    /// a victim whose address a member forged).
+    var answersChecks = true
+    /// The relay's checks it received (Binding requests), as they came, and how many it answered.
+    var relayChecks: [[UInt8]] = []
+    var answered = 0
     /// Its DTLS certificate: what the offer's `a=fingerprint` names.
     let certificate: DTLSCertificate
     let context: DTLSContext
@@ -51,7 +59,7 @@ final class FakeWebRTCPeer {
     /// Opus at `payloadType`, the level extension at `levelID`, and its direction.
     func terms(payloadType: UInt8 = 109, levelID: UInt8? = 5, publish: Bool = true, subscribe: Bool = true,
                fingerprint: [UInt8]? = nil, slots: Int = 1) -> WebRTCOfferTerms {
-        WebRTCOfferTerms(remoteUfrag: ufrag, remoteFingerprint: fingerprint ?? certificate.fingerprint, payloadType: payloadType,
+        WebRTCOfferTerms(remoteUfrag: ufrag, remotePassword: password, remoteFingerprint: fingerprint ?? certificate.fingerprint, payloadType: payloadType,
                          audioLevelExtensionID: levelID, publish: publish, subscribe: subscribe, slots: slots)
     }
 
@@ -81,7 +89,7 @@ final class FakeWebRTCPeer {
         var bytes = [UInt8](repeating: 0, count: STUNWriter.bindingRequestSize(username: name, useCandidate: useCandidate))
         let n = bytes.withUnsafeMutableBytes {
             STUNWriter.bindingRequest(transactionID: id, username: name, integrityKey: password ?? relayPassword, priority: 0x6E00_1EFF,
-                                      useCandidate: useCandidate, iceControlling: 0x0102_0304_0506_0708, into: $0)
+                                      useCandidate: useCandidate, role: .controlling(tieBreaker: 0x0102_0304_0506_0708), into: $0)
         }
         return Array(bytes.prefix(n))
     }
@@ -95,19 +103,53 @@ final class FakeWebRTCPeer {
     }
 
     /// Runs the network and takes what the relay sent this address since the last call, oldest first; RTP and RTCP
-    /// are decrypted into `media` and `rtcp` as they come (each SRTP index only once, as a browser would).
+    /// are decrypted into `media` and `rtcp` as they come (each SRTP index only once, as a browser would). The
+    /// relay's checks are answered at once (when `answersChecks`), as a browser's ICE agent answers them, and what
+    /// the relay sends after an answer is taken too. The relay's checks are not in the list returned.
     @discardableResult
     func drain(_ net: FakeNetwork) -> [[UInt8]] {
-        net.exchange()
         var mine: [[UInt8]] = []
-        net.undelivered.removeAll { d in
-            guard d.to == address else { return false }
-            mine.append(d.bytes)
-            return true
+        while true {
+            net.exchange()
+            var batch: [[UInt8]] = []
+            net.undelivered.removeAll { d in
+                guard d.to == address else { return false }
+                batch.append(d.bytes)
+                return true
+            }
+            received += batch
+            var answeredAny = false
+            for d in batch {
+                if Self.isBindingRequest(d) {
+                    relayChecks.append(d)
+                    if answersChecks, let answer = answer(d) {
+                        net.deliverToRelay(answer, from: address, port: Self.relayPort)
+                        answered += 1
+                        answeredAny = true
+                    }
+                    continue
+                }
+                mine.append(d)
+                if d.first.map({ $0 & 0xC0 == 0x80 }) == true { decrypt(d) }
+            }
+            if !answeredAny { return mine }
         }
-        received += mine
-        for d in mine where d.first.map({ $0 & 0xC0 == 0x80 }) == true { decrypt(d) }
-        return mine
+    }
+
+    static func isBindingRequest(_ d: [UInt8]) -> Bool { d.count >= 20 && d[0] == 0 && d[1] == 1 }
+
+    /// The success response a browser's ICE agent writes to the relay's check `request`: only when its USERNAME is
+    /// `peerUfrag:relayUfrag` and its MESSAGE-INTEGRITY verifies under the peer's password.
+    func answer(_ request: [UInt8]) -> [UInt8]? {
+        guard let check = try? request.withUnsafeBytes({ try STUNBindingRequest(parsing: $0) }),
+              check.username == "\(ufrag):\(info.iceUfrag)", check.iceControlled != nil, check.priority != nil,
+              request.withUnsafeBytes({ check.hasValidIntegrity(key: Array(password.utf8), in: $0) }) else { return nil }
+        var bytes = [UInt8](repeating: 0, count: STUNWriter.maxResponseSize)
+        let n = bytes.withUnsafeMutableBytes {
+            STUNWriter.bindingSuccess(transactionID: check.transactionID, mapped: PeerAddress(ipv4: 192, 0, 2, 1, port: 7400),
+                                      integrityKey: Array(password.utf8), into: $0)
+        }
+        return Array(bytes.prefix(n))
     }
 
     private func decrypt(_ datagram: [UInt8]) {

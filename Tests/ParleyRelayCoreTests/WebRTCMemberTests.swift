@@ -74,11 +74,20 @@ struct WebRTCMemberTests {
         // From the worker's port: the answer's candidate.
         #expect(net.sent.last.map { $0.to == address && $0.worker == 0 && !$0.viaPublic } == true)
         #expect(member(net)?.address == address)
+        // The relay checks the address back: USERNAME peer:relay, ICE-CONTROLLED, MESSAGE-INTEGRITY under the offer's
+        // ice-pwd; the answer proves the address and starts consent.
+        let relayCheck = try #require(peer.relayChecks.first)
+        #expect(peer.relayChecks.count == 1 && peer.answered == 1)
+        let parsed = try relayCheck.withUnsafeBytes { try STUNBindingRequest(parsing: $0) }
+        #expect(parsed.username == "pEeR:\(info.iceUfrag)" && parsed.iceControlled != nil && parsed.iceControlling == nil)
+        #expect(parsed.priority == RelayCore.checkPriority && !parsed.useCandidate)
+        #expect(relayCheck.withUnsafeBytes { parsed.hasValidIntegrity(key: Array(peer.password.utf8), in: $0) })
+        #expect(reply.count + relayCheck.count <= 3 * request.count, "more than three times what the address sent before it answered")
         let m = try #require(net.core.member(identity: "browser"))
-        #expect(m.rtpSource == address && m.webrtc?.lastConsent == net.instant)
+        #expect(m.rtpSource == address && m.webrtc?.proven == address && m.webrtc?.lastConsent == net.instant)
         #expect(net.core.counters.drops(.stunRejected) == 0)
         // Nothing else went anywhere: no DTLS (the relay is passive), no media before keys.
-        #expect(peer.received.count == 1 && net.undelivered.isEmpty)
+        #expect(peer.received.count == 2 && net.undelivered.isEmpty)
     }
 
     // MARK: 2. Checks that get nothing
@@ -235,8 +244,8 @@ struct WebRTCMemberTests {
         net.undelivered.removeAll()
     }
 
-    @Test("once connected, a nominated check from elsewhere (a replayed capture) does not move the media; SRTP that authenticates from there does, a replayed SRTP packet does not")
-    func connectedMoveNeedsSRTP() throws {
+    @Test("once connected, a nominated check from elsewhere (a replayed capture, or the member's own forged one) moves nothing, and SRTP from there does not either; the address the browser really moved to answers the relay's check and the media follows")
+    func connectedMoveNeedsAnswer() throws {
         let net = world()
         let alice = net.addClient("alice")
         net.joinAll()
@@ -244,26 +253,105 @@ struct WebRTCMemberTests {
         _ = try connected(net, peer)
         let attacker = PeerAddress(ipv4: 203, 0, 113, 66, port: 40_000)
         // A check the browser sent, captured and replayed from the attacker's address: answered (it holds the
-        // integrity), but the member stays where it is and media keeps going there.
+        // integrity), checked back, but the member stays where it is and media keeps going there.
         net.deliverToRelay(peer.checkBytes(useCandidate: true), from: attacker, port: 7400)
+        #expect(member(net)?.address == Self.browser)
+        let checkToAttacker = try #require(net.inFlight.first { $0.to == attacker && FakeWebRTCPeer.isBindingRequest($0.bytes) }?.bytes)
+        // SRTP under the member's keys from there (the member itself forging its source): taken, but moves nothing.
+        net.deliverToRelay(try peer.protect(peer.plainRTP(level: 20)), from: attacker, port: 7400)
         #expect(member(net)?.address == Self.browser)
         net.inFlight.removeAll()
         alice.speak(level: 20)
         net.exchange()
         #expect(net.undelivered.contains { $0.to == Self.browser && Self.isRTPOrRTCP($0.bytes) })
         #expect(!net.undelivered.contains { $0.to == attacker && Self.isRTPOrRTCP($0.bytes) })
-        // A packet the browser sent from its address, replayed from the attacker's: libsrtp's replay window refuses it.
-        let sent = try peer.protect(peer.plainRTP(level: 20))
-        net.deliverToRelay(sent, from: Self.browser, port: 7400)
-        net.deliverToRelay(sent, from: attacker, port: 7400)
-        #expect(member(net)?.address == Self.browser)
-        // The browser itself moves (a new network): its next SRTP from the new address authenticates and moves it.
+        // It never answers: after the checks its forged bytes paid for, the relay forgets the address.
+        #expect(net.core.sessions.member(at: attacker) != nil)
+        net.advance(milliseconds: 300)
+        #expect(net.core.sessions.member(at: attacker) == nil, "an address that never answered is forgotten")
+        // An answer from the attacker's address to a transaction it never saw, or under another password: dropped.
+        var guessed = try #require(peer.answer(checkToAttacker))
+        guessed[8] ^= 0xFF  // another transaction ID (MESSAGE-INTEGRITY then fails too, as it covers the header)
+        let rejected = net.core.counters.drops(.stunRejected)
+        net.deliverToRelay(guessed, from: attacker, port: 7400)
+        #expect(member(net)?.address == Self.browser && net.core.counters.drops(.stunRejected) == rejected + 1)
+        // Nor the right answer, once the trial is over.
+        net.deliverToRelay(try #require(peer.answer(checkToAttacker)), from: attacker, port: 7400)
+        #expect(member(net)?.address == Self.browser && net.core.counters.drops(.stunRejected) == rejected + 2)
+        net.undelivered.removeAll()
+        // The browser itself moves (a new network): the relay checks the new address, its answer moves the media.
         let moved = PeerAddress(ipv4: 198, 51, 100, 9, port: 50_010)
         net.deliverToRelay(peer.checkBytes(useCandidate: true), from: moved, port: 7400)
         #expect(member(net)?.address == Self.browser)
-        net.deliverToRelay(try peer.protect(peer.plainRTP(level: 20)), from: moved, port: 7400)
+        let checkToMoved = try #require(net.inFlight.first { $0.to == moved && FakeWebRTCPeer.isBindingRequest($0.bytes) }?.bytes)
+        net.deliverToRelay(try #require(peer.answer(checkToMoved)), from: moved, port: 7400)
         #expect(member(net)?.address == moved)
         #expect(net.core.sessions.member(at: Self.browser) == nil && net.core.sessions.member(at: attacker) == nil)
+        net.undelivered.removeAll()
+    }
+
+    @Test("the reflection attack (issue 33, finding 2): a connected member forges a nominated check and SRTP from a victim's address; in 65 s of a speaker the victim gets at most three times the bytes forged at it, and no media")
+    func noReflectionAfterHandshake() throws {
+        let net = world()
+        net.tickOnlyWhenDue = true
+        let alice = net.addClient("alice")
+        net.joinAll()
+        let peer = try FakeWebRTCPeer(address: Self.browser)
+        _ = try connected(net, peer)
+        let victim = PeerAddress(ipv4: 192, 0, 2, 99, port: 9)
+        var forged = 0
+        let check = peer.checkBytes(useCandidate: true)
+        net.deliverToRelay(check, from: victim, port: 7400)
+        forged += check.count
+        let srtp = try peer.protect(peer.plainRTP(level: 20))
+        net.deliverToRelay(srtp, from: victim, port: 7400)
+        // Then a forged check every 25 s, as the review's attack kept consent with.
+        var step = 0
+        net.advance(milliseconds: 65_000, stepMilliseconds: 20) {
+            alice.speak(level: 20)
+            if step % 1_250 == 1_249 {
+                let again = peer.checkBytes(useCandidate: true)
+                net.deliverToRelay(again, from: victim, port: 7400)
+                forged += again.count
+            }
+            if step % 5 == 0 { peer.drain(net) }  // the browser answers the relay's consent checks at its own address
+            step += 1
+        }
+        let toVictim = net.sent.filter { $0.to == victim }
+        let bytes = toVictim.reduce(0) { $0 + $1.bytes.count }
+        #expect(bytes <= 3 * forged, "the victim got \(bytes) bytes for \(forged) forged")
+        #expect(toVictim.allSatisfy { Self.isSTUN($0.bytes) }, "media or DTLS went to the victim")
+        #expect(member(net)?.address == Self.browser)
+        #expect(peer.media.count > 3_000, "the browser kept hearing alice: \(peer.media.count) packets")
+        net.undelivered.removeAll()
+    }
+
+    @Test("the first flight is not reflected (issue 33, finding 9): a nominated check and ClientHellos forged from a victim before any handshake get the victim at most three times the forged bytes and no DTLS; the real browser's address then proves itself and connects")
+    func noReflectionBeforeHandshake() throws {
+        let net = world()
+        let peer = try FakeWebRTCPeer(address: Self.browser)
+        try peer.join(net)
+        let victim = PeerAddress(ipv4: 192, 0, 2, 99, port: 9)
+        peer.dtls.start()
+        let hello = try #require(peer.dtls.takeOutgoing().first)
+        var forged = 0
+        for _ in 0..<5 {
+            let check = peer.checkBytes(useCandidate: true)
+            net.deliverToRelay(check, from: victim, port: 7400)
+            net.deliverToRelay(hello, from: victim, port: 7400)
+            forged += check.count  // only the check is authenticated; the ClientHello earns nothing
+            net.advance(milliseconds: 3_000, stepMilliseconds: 50)
+        }
+        let toVictim = net.sent.filter { $0.to == victim }
+        let bytes = toVictim.reduce(0) { $0 + $1.bytes.count }
+        #expect(bytes <= 3 * forged, "the victim got \(bytes) bytes for \(forged) forged")
+        #expect(!toVictim.contains { Self.isDTLS($0.bytes) }, "a DTLS flight went to an address that never answered")
+        net.undelivered.removeAll()
+        // The browser's own nominated check moves the latch; its answer proves the address, the flight held for the
+        // ClientHello goes there, and the handshake completes.
+        peer.check(net, useCandidate: true)
+        #expect(try peer.handshake(net))
+        #expect(member(net)?.address == Self.browser)
     }
 
     @Test("a browser that receives on three sections gets one track per forwarding slot: three speakers at once, each on a track of its own for as long as it is forwarded; a fourth takes a freed slot")
@@ -575,8 +663,9 @@ struct WebRTCMemberTests {
         #expect(peer.received.allSatisfy { Self.isSTUN($0) || Self.isDTLS($0) })
         #expect(peer.media.isEmpty && peer.unreadable == 0)
         // Its credentials are gone with it: a check gets nothing.
+        let rejected = net.core.counters.drops(.stunRejected)
         peer.check(net)
-        #expect(net.inFlight.isEmpty && net.core.counters.drops(.stunRejected) == 1)
+        #expect(net.inFlight.isEmpty && net.core.counters.drops(.stunRejected) == rejected + 1)
         #expect(net.core.sessions.byICEUfrag.isEmpty && net.core.sessions.member(at: Self.browser) == nil)
     }
 
@@ -613,7 +702,7 @@ struct WebRTCMemberTests {
         #expect(peer.drain(net).allSatisfy(Self.isSTUN))
     }
 
-    @Test("connected, then no check for consentTimeout (30 s): removed")
+    @Test("connected, then no answer to the relay's consent checks for consentTimeout (30 s): removed")
     func consentLapses() throws {
         let net = world()
         net.tickOnlyWhenDue = true
@@ -627,22 +716,28 @@ struct WebRTCMemberTests {
         #expect(member(net) == nil && net.core.memberCount == 0)
     }
 
-    @Test("connected and checking every 5 s (RFC 7675's interval): still a member after 60 s without any media")
+    @Test("consent is the answers to the relay's checks (RFC 7675), every 4–6 s: answering keeps a member 60 s without media; then the browser's own checks every 5 s — which a forged source can send — keep nothing: removed 30 s after its last answer")
     func consentKept() throws {
         let net = world()
         net.tickOnlyWhenDue = true
         let peer = try FakeWebRTCPeer(address: Self.browser)
         _ = try connected(net, peer)
-        var step = 0
-        net.advance(milliseconds: 60_000, stepMilliseconds: 100) {
-            if step % 50 == 49 { peer.check(net) }
-            step += 1
-        }
+        let before = peer.relayChecks.count
+        net.advance(milliseconds: 60_000, stepMilliseconds: 100) { peer.drain(net) }
         #expect(member(net)?.address == Self.browser)
-        let replies = peer.drain(net).filter(Self.isSTUN)
-        #expect(replies.count == 12)
-        // Then silence: gone 30 s after the last check.
-        net.advance(milliseconds: 30_000, stepMilliseconds: 100)
+        let consentChecks = peer.relayChecks.count - before
+        #expect((10...15).contains(consentChecks), "\(consentChecks) consent checks in 60 s")
+        peer.answersChecks = false
+        let lastAnswer = try #require(net.core.member(identity: "browser")?.webrtc?.lastConsent)
+        var step = 0
+        let checkEvery5s = {
+            if step % 50 == 0 { peer.check(net) }
+            step += 1
+            peer.drain(net)
+        }
+        net.advance(milliseconds: (lastAnswer + .milliseconds(29_900) - net.instant).milliseconds, stepMilliseconds: 100, each: checkEvery5s)
+        #expect(member(net) != nil)
+        net.advance(milliseconds: 300, stepMilliseconds: 100, each: checkEvery5s)
         #expect(member(net) == nil)
     }
 

@@ -13,7 +13,7 @@ struct STUNWriterTests {
         let bytes = written { buffer in
             STUNWriter.bindingRequest(transactionID: Self.transaction, username: username, integrityKey: Self.relayPassword,
                                       priority: 1_853_824_767, useCandidate: useCandidate,
-                                      iceControlling: 0x0102_0304_0506_0708, into: buffer)
+                                      role: .controlling(tieBreaker: 0x0102_0304_0506_0708), into: buffer)
         }
         #expect(bytes.count == STUNWriter.bindingRequestSize(username: username, useCandidate: useCandidate))
         let request = try parseRequest(bytes)
