@@ -17,6 +17,12 @@ public enum ParleyHandshake {
     /// The fixed part of the prologue.
     static let prologueLabel = Array("parley signalling v2".utf8)
 
+    /// The shortest initiation a join or register can make: the ephemeral key (32), the AEAD tag (16) and a payload
+    /// that holds at least a token. An HS256 JWT is longer than 64 characters (a 43-character signature, two dots,
+    /// a header of at least 20). Anything shorter is refused before it costs the relay a Diffie-Hellman or a place in
+    /// the join budget.
+    public static let minimumInitiationLength = 32 + 16 + 64
+
     /// The prologue for an initiation made with `cookie`.
     public static func prologue(cookie: [UInt8]) -> [UInt8] { prologueLabel + cookie }
 

@@ -71,11 +71,11 @@ extension RelayCore {
         switch datagram.message {
         case .register(let request):
             guard replaceSession(at: from, nonce: request.nonce, reason: "registered again", now: now) else { return }
-            guard joinBucket.take(now: now.monotonic) else { return outbox.drop(.joinFlood, from: from, now: now) }
+            guard joinBudget.take(from: from, now: now.monotonic) else { return outbox.drop(.joinFlood, from: from, now: now) }
             admitPresence(request, reply: reply, now: now)
         case .join(let request):
             guard replaceSession(at: from, nonce: request.nonce, reason: "rejoined", now: now) else { return }
-            guard joinBucket.take(now: now.monotonic) else { return outbox.drop(.joinFlood, from: from, now: now) }
+            guard joinBudget.take(from: from, now: now.monotonic) else { return outbox.drop(.joinFlood, from: from, now: now) }
             admit(request, reply: reply, now: now)
         default:
             outbox.drop(.malformedSignalling, from: from, now: now)

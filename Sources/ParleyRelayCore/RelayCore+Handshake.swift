@@ -63,7 +63,10 @@ extension RelayCore {
         if let response = handshakeResponses.response(to: noiseMessage, from: from) {
             return response.withUnsafeBytes { outbox.sendRaw($0, to: from, viaPublicPort: viaPublicPort) }
         }
-        guard joinBucket.take(now: now.monotonic) else { return outbox.drop(.joinFlood, from: from, now: now) }
+        // Nothing is charged for what cannot be a join; what can is charged to its source first (`JoinBudget`), so
+        // one address flooding initiations spends its own share of the budget, not everyone's.
+        guard noiseMessage.count >= ParleyHandshake.minimumInitiationLength else { return outbox.drop(.malformedSignalling, from: from, now: now) }
+        guard joinBudget.take(from: from, now: now.monotonic) else { return outbox.drop(.joinFlood, from: from, now: now) }
         guard let opened = try? ParleyHandshake.read(initiation: noiseMessage, cookie: cookie, relayKey: identity) else {
             return outbox.drop(.handshakeFailed, from: from, now: now)
         }

@@ -28,13 +28,13 @@ extension RelayCore {
         case .join(let request):
             handleAdmissionRequest(cookie: request.cookie, owner: shared.worker(forRoom: request.room), bytes: bytes, from: from,
                                    now: now, viaPublicPort: viaPublicPort) {
-                guard joinBucket.take(now: now.monotonic) else { return outbox.drop(.joinFlood, from: from, now: now) }
+                guard joinBudget.take(from: from, now: now.monotonic) else { return outbox.drop(.joinFlood, from: from, now: now) }
                 admit(request, reply: reply, now: now)
             }
         case .register(let request):
             handleAdmissionRequest(cookie: request.cookie, owner: Self.presenceWorker, bytes: bytes, from: from, now: now,
                                    viaPublicPort: viaPublicPort) {
-                guard joinBucket.take(now: now.monotonic) else { return outbox.drop(.joinFlood, from: from, now: now) }
+                guard joinBudget.take(from: from, now: now.monotonic) else { return outbox.drop(.joinFlood, from: from, now: now) }
                 admitPresence(request, reply: reply, now: now)
             }
         case .resume(let timestamp, let proof):
@@ -127,7 +127,7 @@ extension RelayCore {
                 let reply = AdmissionReply(address: address, viaPublicPort: viaPublicPort, received: bytes.count, keys: nil)
                 handleAdmissionRequest(cookie: request.cookie, owner: shared.worker(forRoom: request.room), bytes: bytes, from: address,
                                        now: now, viaPublicPort: viaPublicPort) {
-                    guard joinBucket.take(now: now.monotonic) else { return outbox.drop(.joinFlood, from: address, now: now) }
+                    guard joinBudget.take(from: address, now: now.monotonic) else { return outbox.drop(.joinFlood, from: address, now: now) }
                     admit(request, reply: reply, now: now)
                 }
                 return
@@ -139,7 +139,7 @@ extension RelayCore {
                 let reply = AdmissionReply(address: address, viaPublicPort: viaPublicPort, received: bytes.count, keys: nil)
                 handleAdmissionRequest(cookie: request.cookie, owner: Self.presenceWorker, bytes: bytes, from: address, now: now,
                                        viaPublicPort: viaPublicPort) {
-                    guard joinBucket.take(now: now.monotonic) else { return outbox.drop(.joinFlood, from: address, now: now) }
+                    guard joinBudget.take(from: address, now: now.monotonic) else { return outbox.drop(.joinFlood, from: address, now: now) }
                     admitPresence(request, reply: reply, now: now)
                 }
                 return

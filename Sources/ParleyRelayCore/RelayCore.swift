@@ -43,7 +43,7 @@ public final class RelayCore {
     /// Where every random number the core uses comes from.
     let random: RelayRandom
     /// Joins and registers with a valid cookie this worker admits per second.
-    var joinBucket: TokenBucket
+    var joinBudget: JoinBudget
     /// Moves sessions to new addresses once those proved themselves.
     let paths: PathValidator
     /// Responses to recent handshake initiations, resent when an initiation repeats.
@@ -89,7 +89,7 @@ public final class RelayCore {
         self.calls = CallRouter(outbox: outbox, directory: presence, signer: shared.callSigner,
                                 relayKey: shared.cluster == nil ? shared.verifier.relayKey : nil,
                                 random: random)
-        joinBucket = TokenBucket(ratePerSecond: shared.config.joinsPerSecond, burst: shared.config.joinsPerSecond * 2)
+        joinBudget = JoinBudget(perSecond: shared.config.joinsPerSecond)
         paths = PathValidator(sessions: sessions, outbox: outbox, challenges: shared.pathChallenges)
         cascadeLink = shared.cluster.map { CascadeLink(identity: $0, worker: workerIndex) }
         startClusterPresence()

@@ -13,12 +13,18 @@ struct TokenBucket {
         self.tokens = max(1, burst)
     }
 
-    mutating func take(now: Instant) -> Bool {
+    /// Takes one token, leaving at least `keeping` behind; false when there is not that much.
+    mutating func take(now: Instant, keeping: Double = 0) -> Bool {
         let elapsed = max(.zero, now - last).seconds
         last = now
         tokens = min(burst, tokens + elapsed * ratePerSecond)
-        guard tokens >= 1 else { return false }
+        guard tokens >= 1 + keeping else { return false }
         tokens -= 1
         return true
+    }
+
+    /// Whether the bucket will have refilled to its burst by `now` (nothing taken for long enough).
+    func isFull(at now: Instant) -> Bool {
+        tokens + max(.zero, now - last).seconds * ratePerSecond >= burst
     }
 }

@@ -169,17 +169,22 @@ final class FakeNetwork {
             monotonic += Interval.milliseconds(step).nanoseconds
             left -= step
             each?()
-            for c in clients where c.online { c.events += c.session.tick(now: instant) }
-            for (k, core) in cores.enumerated() {
-                if !tickOnlyWhenDue || !core.hasMembers || instant >= core.timersDue {
-                    core.tick(now: now)
-                    ticks += 1
-                }
-                core.runMixes(now: now)
-                collect(k)
-            }
-            exchange()
+            runTimers()
         }
+    }
+
+    /// Ticks clients and cores at the current time, and exchanges what they send (one step of `advance`).
+    func runTimers() {
+        for c in clients where c.online { c.events += c.session.tick(now: instant) }
+        for (k, core) in cores.enumerated() {
+            if !tickOnlyWhenDue || !core.hasMembers || instant >= core.timersDue {
+                core.tick(now: now)
+                ticks += 1
+            }
+            core.runMixes(now: now)
+            collect(k)
+        }
+        exchange()
     }
 
     /// Joins every client not yet joined.
@@ -197,6 +202,8 @@ final class FakeClient {
     var online = true
     var dropOutgoing = false
     var events: [ClientSession.Event] = []
+    /// When its first welcome arrived.
+    var joinedAt: Instant?
     var sentToRelay: [[UInt8]] = []
     var pendingMedia: [[UInt8]] = []
     /// Media sent to the relay, as it went on the wire.
@@ -234,6 +241,7 @@ final class FakeClient {
             if b[0] == Signalling.magic {
                 events += session.handle(b, from: from, now: Instant(nanoseconds: now))
                 if crypto == nil { crypto = try? session.makeMediaCrypto() }
+                if joinedAt == nil, session.welcome != nil { joinedAt = Instant(nanoseconds: now) }
             } else if isRTCP(b) {
                 rtcp.append(bytes)
             } else if let p = try? RTPPacketView(parsing: b) {
