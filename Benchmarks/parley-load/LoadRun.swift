@@ -506,6 +506,8 @@ final class LoadRun {
                 m.ssrc = w.ssrc
                 m.destination = s.destination
                 m.crypto = try? s.makeMediaCrypto()
+            case .roomKey(let key, let indices):
+                try? m.crypto?.installRoomKey(key, streamIndices: indices)
             case .refused(.roomElsewhere, let reason) where m.redirects < 3 && PeerAddress(parsing: reason) != nil:
                 // A cluster: the room lives on another node; join there (the join time runs on from the first ask).
                 let started = m.joinStarted

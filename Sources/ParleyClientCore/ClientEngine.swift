@@ -487,6 +487,8 @@ public final class ClientEngine {
                 events += relayAnswers(now: now)
             case .resumed:
                 events += relayAnswers(now: now)
+            case .roomKey(let key, let indices):
+                try? crypto?.installRoomKey(key, streamIndices: indices)
             case .member(.muted, let m, _) where m.memberID == session.welcome?.memberID,
                  .member(.unmuted, let m, _) where m.memberID == session.welcome?.memberID:
                 followRoomMute(m.flags)

@@ -41,6 +41,9 @@ public final class ClientSession {
         case recording(active: Bool, id: String)
         /// Whether a text we sent was delivered.
         case textStatus(messageID: UInt32, delivered: Bool, reason: String)
+        /// The room's next downstream key, with where its forwarded streams stand: give it to the member's
+        /// `MediaCrypto` (`installRoomKey`), which then opens forwarded packets under either key.
+        case roomKey(MediaKey, streamIndices: [Welcome.StreamIndex])
         /// The relay refused the join (or a resume).
         case refused(RefusalCode, String)
         /// The relay did not prove it holds the key the member expects (`SignallingSession.Security`): final.
@@ -191,6 +194,9 @@ public final class ClientSession {
         case .recording(let active, let id):
             recording = active
             return [.recording(active: active, id: id)]
+        case .roomKey(_, let material, let indices):
+            guard material.count == MediaKey.keyLength + MediaKey.saltLength, signalling.keys != nil else { return [] }
+            return [.roomKey(MediaKey(material: material), streamIndices: indices)]
         default:
             return []
         }

@@ -136,6 +136,16 @@ public final class SRTPSender {
         retired.insert(ssrc)
     }
 
+    /// A context under `key`, tracking at most `maxStreams` SSRCs, that carries on this one's streams: each starts at
+    /// its highest index here (so receivers seeded with `highestRTPIndices` follow its rollovers) and the retired
+    /// SSRCs stay retired. How a room's downstream key changes without its streams restarting.
+    public func successor(key: MediaKey, maxStreams: Int) throws(SRTPError) -> SRTPSender {
+        let next = try key.sender(maxStreams: maxStreams)
+        for (ssrc, index) in streams.rtpHighest { _ = next.streams.seedRTP(ssrc: ssrc, index: index) }
+        next.retired = retired
+        return next
+    }
+
     /// Whether `ssrc` was retired (a new stream must take another SSRC).
     public func isRetired(_ ssrc: UInt32) -> Bool { retired.contains(ssrc) }
 }

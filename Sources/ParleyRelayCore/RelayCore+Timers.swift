@@ -15,6 +15,7 @@ extension RelayCore {
         scanSessions(now: now, housekeeping: housekeeping)
         calls.ringTimeouts(now: now)
         rooms.tick(now: now, housekeeping: housekeeping)
+        serviceRoomKeys(now: now)
         if housekeeping { cascadeTick(now: now) }
         // Never in the past: a condition this tick could not clear is looked at again on the next wakeup, not in a spin.
         timersDue = max(nextTimerWork(), now.monotonic + .nanoseconds(1))
@@ -61,6 +62,7 @@ extension RelayCore {
             }
         }
         due = min(due, rooms.nextWork(housekeepingDue: housekeepingDue))
+        due = min(due, nextRoomKeyWork(housekeepingDue: housekeepingDue))
         return due
     }
 

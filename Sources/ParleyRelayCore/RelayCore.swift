@@ -44,6 +44,8 @@ public final class RelayCore {
     let random: RelayRandom
     /// Joins and registers with a valid cookie this worker admits per second.
     var joinBudget: JoinBudget
+    /// Rooms whose downstream key is changing (`RelayCore+RoomKeys.swift`).
+    var roomsChangingKey: [Room] = []
     /// Moves sessions to new addresses once those proved themselves.
     let paths: PathValidator
     /// Responses to recent handshake initiations, resent when an initiation repeats.

@@ -38,14 +38,33 @@ final class Room {
     /// entry per backend mute, forgotten with the room).
     var mutedByRoom: Set<String> = []
     /// Forward mode, encrypted members: the key forwarded packets are protected with, once per packet for every
-    /// listener (they all hold it, from their sealed welcome). Made at the first encrypted member's join.
+    /// listener (they all hold it, from their sealed welcome, or a `roomKey` message since). Made at the first
+    /// encrypted member's join, and replaced after members who held it leave (`RelayCore+RoomKeys.swift`).
     private(set) lazy var downstreamKey = MediaKey.random()
     /// Protects forwarded packets with `downstreamKey` (nil until an encrypted member joined).
     private(set) var downstream: SRTPSender?
+    /// Speakers the downstream context tracks at once.
+    private var downstreamStreams = 16
+    /// Which of the room's keys `downstreamKey` is: 0 first, one more at each change.
+    private(set) var downstreamKeyID: UInt32 = 0
+    /// The next key, sent to the members who stay after a departure and not in use yet (`RoomKeyChange`).
+    var keyChange: RoomKeyChange?
+    /// When the key last changed.
+    var keyChangedAt = Instant.distantPast
 
     /// Starts the downstream SRTP context if it is not running, tracking up to `streams` speakers.
     func startDownstream(streams: Int) throws(SRTPError) {
-        if downstream == nil { downstream = try downstreamKey.sender(maxStreams: max(16, streams)) }
+        guard downstream == nil else { return }
+        downstreamStreams = max(16, streams)
+        downstream = try downstreamKey.sender(maxStreams: downstreamStreams)
+    }
+
+    /// From now on forwarded packets are protected with `key`, which becomes key `id`; every stream carries on
+    /// where it stood (`SRTPSender.successor`).
+    func useDownstreamKey(_ key: MediaKey, id: UInt32) throws(SRTPError) {
+        if let downstream { self.downstream = try downstream.successor(key: key, maxStreams: downstreamStreams) }
+        downstreamKey = key
+        downstreamKeyID = id
     }
 
     init(name: String, mode: String, createdAt: Int64, creator: String?, selector: SpeakerSelector, fanOut: FanOutTable = FanOutTable()) {

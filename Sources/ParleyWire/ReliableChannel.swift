@@ -108,6 +108,11 @@ public struct ReliableChannel: Sendable {
         pendingCount + count <= min(limit, limits.maxPending)
     }
 
+    /// Whether a message `matches` picks is still pending (waiting, or sent and not yet acknowledged).
+    public func isPending(where matches: (SignalMessage) -> Bool) -> Bool {
+        inFlight.contains { matches($0.message) } || waiting.contains(where: matches)
+    }
+
     /// Removes the messages still waiting (not yet sent) that `isStale` picks, such as an older copy of state a newer
     /// message is about to replace; returns how many. Messages in flight are kept: their sequence numbers are taken.
     public mutating func dropWaiting(where isStale: (SignalMessage) -> Bool) -> Int {

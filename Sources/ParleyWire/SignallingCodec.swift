@@ -30,6 +30,8 @@ enum SignalTag: UInt8 {
     case sentAt = 56, chatRequest = 57
     /// Chats: where one stands (u8, `ChatStatus.State`).
     case chatState = 58
+    /// Room keys: which of the room's keys (u32).
+    case keyID = 59
 }
 
 /// Writes big-endian integers and TLVs into a caller-owned buffer.
@@ -218,6 +220,10 @@ extension SignalDatagram {
             let to = try f.string(.to, maxCount: Signalling.maxDatagramSize)
             guard !to.isEmpty else { throw .badField }
             message = .chatAnswer(to: to, accept: try f.u8(.accept) != 0)
+        case 0x93:
+            let material = try f.data(.roomMediaKey, maxCount: 64)
+            guard !material.isEmpty else { throw .badField }
+            message = .roomKey(keyID: try f.u32(.keyID), material: material, streamIndices: try Self.streamIndices(f, bytes))
         case 0x92:
             guard let state = ChatStatus.State(rawValue: try f.u8(.chatState)) else { throw .badField }
             message = .chatStatus(ChatStatus(identity: try f.string(.identity, maxCount: 128), state: state))
@@ -255,6 +261,14 @@ extension SignalDatagram {
             out.append(try SignalFields.decodeUTF8(Array(b[r])))
         }
         return out
+    }
+
+    /// Each stream's position (`streamIndex`: SSRC, 48-bit index), at most `Welcome.maxStreamIndices`.
+    private static func write(_ indices: [Welcome.StreamIndex], _ w: inout SignalWriter) {
+        for s in indices.prefix(Welcome.maxStreamIndices) {
+            w.u8(SignalTag.streamIndex.rawValue); w.u16(10); w.u32(s.ssrc)
+            w.u16(UInt16(truncatingIfNeeded: s.index >> 32)); w.u32(UInt32(truncatingIfNeeded: s.index))
+        }
     }
 
     private static func streamIndices(_ f: SignalFields, _ b: UnsafeRawBufferPointer) throws(WireError) -> [Welcome.StreamIndex] {
@@ -321,10 +335,7 @@ extension SignalDatagram {
             if !x.keyShare.isEmpty { w.field(.keyShare, x.keyShare) }
             if !x.roomMediaKey.isEmpty { w.field(.roomMediaKey, x.roomMediaKey) }
             for a in x.alternates.prefix(Welcome.maxAlternates) where a.utf8.count <= 64 { w.field(.alternate, string: a) }
-            for s in x.streamIndices.prefix(Welcome.maxStreamIndices) {
-                w.u8(SignalTag.streamIndex.rawValue); w.u16(10); w.u32(s.ssrc)
-                w.u16(UInt16(truncatingIfNeeded: s.index >> 32)); w.u32(UInt32(truncatingIfNeeded: s.index))
-            }
+            Self.write(x.streamIndices, &w)
         case .refused(let code, let reason):
             w.field(.code, u16: code.rawValue)
             if !reason.isEmpty { w.field(.reason, string: reason) }
@@ -354,6 +365,9 @@ extension SignalDatagram {
             w.field(.to, string: to); w.field(.accept, u8: accept ? 1 : 0)
         case .chatStatus(let status):
             w.field(.identity, string: status.identity); w.field(.chatState, u8: status.state.rawValue)
+        case .roomKey(let id, let material, let indices):
+            w.field(.keyID, u32: id); w.field(.roomMediaKey, material)
+            Self.write(indices, &w)
         case .textStatus(let id, let delivered, let reason):
             w.field(.messageID, u32: id); w.field(.delivered, u8: delivered ? 1 : 0)
             if !reason.isEmpty { w.field(.reason, string: reason) }

@@ -395,6 +395,11 @@ public enum SignalMessage: Equatable, Sendable {
     /// 0x92 Where a chat with `identity` stands now (presence sessions; reliable): to the requester when the recipient
     /// answers, and to the recipient's devices.
     case chatStatus(ChatStatus)
+    /// 0x93 The room's next downstream key (sealed sessions in forward rooms; reliable): after a member left, the relay
+    /// draws a new key and sends it to those who stay, with where each forwarded stream stands (as a welcome's
+    /// `streamIndices`); it protects forwarded packets with it once every member has it (or within a bound). `keyID`
+    /// counts the room's keys on this relay.
+    case roomKey(keyID: UInt32, material: [UInt8], streamIndices: [Welcome.StreamIndex])
 
     /// The message's type code.
     public var typeCode: UInt8 {
@@ -430,6 +435,7 @@ public enum SignalMessage: Equatable, Sendable {
         case .textStored: 0x91
         case .chatAnswer: 0x0D
         case .chatStatus: 0x92
+        case .roomKey: 0x93
         }
     }
 

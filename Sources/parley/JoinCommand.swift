@@ -344,6 +344,8 @@ final class RoomCall {
             ui.event("text \(id) " + (delivered ? (reason.isEmpty ? "delivered" : "delivered, but \(reason)") : "failed: \(reason)"))
         case .refused, .relayUnproven:
             break  // the engine ends with `.over(.refused)` / `.over(.relayUnproven)`
+        case .roomKey:
+            break  // the engine's media crypto takes it (a member left: the room's key changed)
         case .forgotten(let reason):
             // The relay restarted (or dropped us while we were away): the engine joins afresh after the backoff, as
             // after a shutdown.

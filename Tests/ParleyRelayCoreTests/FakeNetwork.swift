@@ -239,8 +239,10 @@ final class FakeClient {
         }
         bytes.withUnsafeBytes { b in
             if b[0] == Signalling.magic {
-                events += session.handle(b, from: from, now: Instant(nanoseconds: now))
+                let new = session.handle(b, from: from, now: Instant(nanoseconds: now))
+                events += new
                 if crypto == nil { crypto = try? session.makeMediaCrypto() }
+                for case .roomKey(let key, let indices) in new { try? crypto?.installRoomKey(key, streamIndices: indices) }
                 if joinedAt == nil, session.welcome != nil { joinedAt = Instant(nanoseconds: now) }
             } else if isRTCP(b) {
                 rtcp.append(bytes)

@@ -25,7 +25,28 @@ struct SignallingTests {
         .text(fromMemberID: 7, fromIdentity: "alice", direct: true, fragment: TextFragment(messageID: 3, index: 0, count: 1, chunk: [0x41])),
         .textStatus(messageID: 3, delivered: false, reason: "bob is not in the room"), .textStatus(messageID: 4, delivered: true, reason: ""),
         .goodbye(code: .relayShutdown, reason: "the relay is shutting down"), .pong(timestamp: 1), .resumed,
+        .roomKey(keyID: 3, material: [UInt8](repeating: 0x5C, count: 44),
+                 streamIndices: [Welcome.StreamIndex(ssrc: 0xDEAD_BEEF, index: 0x0001_0000_FFFF), Welcome.StreamIndex(ssrc: 1, index: 7)]),
+        .roomKey(keyID: 0xFFFF_FFFF, material: [1], streamIndices: []),
     ]
+
+    @Test("a room key is laid out field by field: key id, key and salt, each stream's SSRC and 48-bit index")
+    func roomKeyBytes() throws {
+        let message = SignalMessage.roomKey(keyID: 2, material: [UInt8](0..<44), streamIndices: [Welcome.StreamIndex(ssrc: 0x0A0B_0C0D, index: 0x0102_0304_0506)])
+        let bytes = try SignalDatagram(connectionID: 1, sequence: 5, ack: 0, message: message).serialized()
+        let body = Array(bytes[Signalling.headerSize...])
+        //                    keyID tag, length 4, value 2
+        #expect(Array(body[0..<7]) == [59, 0, 4, 0, 0, 0, 2])
+        //                    roomMediaKey tag, length 44, the key (32) and salt (12)
+        #expect(Array(body[7..<10]) == [39, 0, 44] && Array(body[10..<54]) == [UInt8](0..<44))
+        //                    streamIndex tag, length 10, SSRC, index (48 bits)
+        #expect(Array(body[54...]) == [51, 0, 10, 0x0A, 0x0B, 0x0C, 0x0D, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06])
+        #expect(bytes[2] == 0x93, "type 0x93 roomKey")
+        // No key is refused.
+        var empty = bytes
+        empty.removeSubrange((Signalling.headerSize + 7)..<(Signalling.headerSize + 54))
+        #expect(throws: WireError.self) { try SignalDatagram(parsing: empty) }
+    }
 
     @Test("every message survives a round trip", arguments: messages)
     func roundTrip(message: SignalMessage) throws {
