@@ -31,7 +31,7 @@ enum SignalTag: UInt8 {
     /// Chats: where one stands (u8, `ChatStatus.State`).
     case chatState = 58
     /// Room keys: which of the room's keys (u32).
-    case keyID = 59
+    case keyID = 60
 }
 
 /// Writes big-endian integers and TLVs into a caller-owned buffer.

@@ -36,7 +36,7 @@ struct SignallingTests {
         let bytes = try SignalDatagram(connectionID: 1, sequence: 5, ack: 0, message: message).serialized()
         let body = Array(bytes[Signalling.headerSize...])
         //                    keyID tag, length 4, value 2
-        #expect(Array(body[0..<7]) == [59, 0, 4, 0, 0, 0, 2])
+        #expect(Array(body[0..<7]) == [60, 0, 4, 0, 0, 0, 2])
         //                    roomMediaKey tag, length 44, the key (32) and salt (12)
         #expect(Array(body[7..<10]) == [39, 0, 44] && Array(body[10..<54]) == [UInt8](0..<44))
         //                    streamIndex tag, length 10, SSRC, index (48 bits)
