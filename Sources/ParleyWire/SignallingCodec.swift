@@ -251,7 +251,7 @@ extension SignalDatagram {
         guard ranges.count <= Welcome.maxAlternates else { throw .badField }
         var out: [String] = []
         for r in ranges {
-            guard r.count <= 64 else { throw .badLength }
+            guard r.count <= NodePointer.maxLength else { throw .badLength }
             out.append(try SignalFields.decodeUTF8(Array(b[r])))
         }
         return out
@@ -320,7 +320,7 @@ extension SignalDatagram {
             w.field(.flags, u8: x.flags.rawValue)
             if !x.keyShare.isEmpty { w.field(.keyShare, x.keyShare) }
             if !x.roomMediaKey.isEmpty { w.field(.roomMediaKey, x.roomMediaKey) }
-            for a in x.alternates.prefix(Welcome.maxAlternates) where a.utf8.count <= 64 { w.field(.alternate, string: a) }
+            for a in x.alternates.prefix(Welcome.maxAlternates) where a.utf8.count <= NodePointer.maxLength { w.field(.alternate, string: a) }
             for s in x.streamIndices.prefix(Welcome.maxStreamIndices) {
                 w.u8(SignalTag.streamIndex.rawValue); w.u16(10); w.u32(s.ssrc)
                 w.u16(UInt16(truncatingIfNeeded: s.index >> 32)); w.u32(UInt32(truncatingIfNeeded: s.index))

@@ -124,7 +124,8 @@ let nodeID = server.nodeID
 let cluster = config.cluster.map { url in
     ClusterAgent(url: url, nodeID: nodeID,
                  address: { ("\(advertisedHost):\(udpPort)", "\(httpHostName):\(httpPort.load(ordering: .relaxed))") },
-                 ports: server.ports, boot: api.shared.cluster?.boot ?? 0, draining: { api.shared.isDraining },
+                 ports: server.ports, boot: api.shared.cluster?.boot ?? 0, relayKey: server.relayKey ?? "",
+                 mac: ClusterMAC(root: api.shared.cluster?.root ?? [], purpose: .directory), draining: { api.shared.isDraining },
                  load: {
                      // This node's own members: those of other nodes a room here cascades are theirs.
                      let snapshots = api.snapshots()
@@ -136,7 +137,7 @@ let cluster = config.cluster.map { url in
                  placement: { rooms, nodes, online in
                      api.shared.placement.update(rooms: rooms, nodes: nodes.map {
                          ClusterNode(id: $0.id, udp: $0.udp, ports: $0.ports, boot: $0.boot, roomMembers: $0.roomMembers, draining: $0.draining,
-                                     members: $0.members)
+                                     members: $0.members, relayKey: $0.relayKey)
                      }, selfID: nodeID, online: online)
                  },
                  log: { log.write(.info, $0) })
