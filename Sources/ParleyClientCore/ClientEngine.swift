@@ -146,7 +146,9 @@ public final class ClientEngine {
         lostNodes.removeAll { now - $0.at > .seconds(10) || $0.node == server }
         lostNodes.append((server, now))
         alternates.removeAll { $0 == next }
-        if let key = serverKey, let current = NodePointer(address: server, relayKey: Base64URL.encode(key)) { alternates.append(current) }
+        // The node left keeps the key it proved (a configured one, or the one its handshake proved): it may come back.
+        if let key = serverKey ?? session.signalling.presentedRelayKey,
+           let current = NodePointer(address: server, relayKey: Base64URL.encode(key)) { alternates.append(current) }
         target(next)
         lostRetries = 0
         phase = .waitingToRejoin(until: now)
