@@ -61,6 +61,11 @@ struct NodePointerTests {
         #expect(big.alternates == Array(pointers.prefix(big.alternates.count)))
         let bytes = try SignalDatagram(connectionID: 1, sequence: 1, ack: 0, message: .welcome(big)).serialized()
         #expect(bytes.count <= SignallingEnvelope.maxSealedPlaintext)
+        // As many as fit: one more would not.
+        var more = big
+        more.alternates = Array(pointers.prefix(big.alternates.count + 1))
+        let over = (try? SignalDatagram(connectionID: 1, sequence: 1, ack: 0, message: .welcome(more)).serialized().count) ?? .max
+        #expect(over > SignallingEnvelope.maxSealedPlaintext)
         guard case .welcome(let parsed) = try SignalDatagram(parsing: bytes).message else { Issue.record("not a welcome"); return }
         #expect(try parsed.alternates.map { try NodePointer(parsing: $0) }.count == big.alternates.count)
     }
