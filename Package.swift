@@ -68,7 +68,9 @@ let package = Package(
         .target(name: "ParleyWebRTC", dependencies: ["COpenSSL", "ParleyWire"]),
         // The relay runtime: config, the identity key file, worker loops that drive the core over real sockets.
         // A relay's part in a cluster: the directory in Redis (hiredis), on a thread of its own.
-        .target(name: "ParleyCluster", dependencies: ["CHiredis"]),
+        // Its records, room claims and kept texts carry MACs from the cluster's shared secret (ParleyCrypto, ParleyAuth);
+        // rediss:// is TLS through OpenSSL over the socket hiredis connected.
+        .target(name: "ParleyCluster", dependencies: ["CHiredis", "COpenSSL", "ParleyAuth", "ParleyCrypto"]),
         // Room recordings' pure parts and the Ogg pager: Opus packet durations, gap packets, a stream's timeline, Ogg Opus on libogg.
         .target(name: "ParleyRecording", dependencies: ["COgg", "COpusEnc", "ParleyWire", "ParleyMedia"]),
         // What the relay keeps of texts: SQLite (one connection per thread), the schema and its queries; in a cluster,
@@ -118,10 +120,11 @@ let package = Package(
         .testTarget(name: "ParleyWebRTCTests", dependencies: ["ParleyWebRTC", "ParleyWire"]),
         .testTarget(name: "ParleyCryptoTests", dependencies: ["ParleyCrypto", "ParleyWire"]),
         .testTarget(name: "ParleyRelayCoreTests", dependencies: ["ParleyRelayCore", "ParleyClientCore", "ParleyWire", "ParleyAuth", "ParleyMedia", "ParleyCrypto", "ParleyWebRTC"]),
-        .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyCluster"]),
+        .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyCluster", "ParleyCrypto"]),
         .testTarget(name: "ParleyHistoryTests", dependencies: ["ParleyHistory", "ParleyCluster", "ParleyWire"]),
         .testTarget(name: "ParleyRecordingTests", dependencies: ["ParleyRecording", "ParleyWire", "ParleyMedia"]),
-        .testTarget(name: "ParleyHTTPTests", dependencies: ["ParleyHTTP", "ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyWire", "ParleyNet", "ParleyCrypto", "ParleyWebRTC", "ParleyHistory"]),
+        .testTarget(name: "ParleyHTTPTests", dependencies: ["ParleyHTTP", "ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyWire", "ParleyNet", "ParleyCrypto", "ParleyWebRTC", "ParleyHistory",
+                                                    "ParleyCluster"]),
         .testTarget(name: "ParleyIntegrationTests", dependencies: ["ParleyWire", "ParleyNet", "ParleyAuth", "ParleyAudioIO", "ParleyMedia"]),
         // README.md's "Where things live" table against the code: every source directory listed, imports per target.
         .testTarget(name: "WhereThingsLiveTests"),

@@ -12,7 +12,7 @@ import ParleyWire
 ///   the core opens each, runs speaker selection and fans it out to its members of the room (`receive`).
 final class CascadeScenario {
     static let secret = Array("forward-bench cluster secret".utf8)
-    static let nodeB = ClusterNode(id: "b", udp: "10.9.0.2:7400", ports: [7400], boot: 2, roomMembers: [:])
+    static let nodeB = ClusterNode(id: "b", udp: "10.9.0.2:7400", ports: [7400], boot: 2, roomMembers: [:], relayKey: String(repeating: "A", count: 43))
     let scenario: Scenario
     private let sealer = CascadeSealer(root: CascadeCipher.root(secret: secret), node: ClusterIdentity.key(of: "b"), boot: 2, worker: 0)
     private let bAddress = PeerAddress(ipv4: 10, 9, 0, 2, port: 7400)
@@ -23,7 +23,7 @@ final class CascadeScenario {
     init(shape: Shape, packetsPerRoom: Int) {
         let a = ClusterIdentity(nodeID: "a", secret: Self.secret, boot: 1)
         scenario = Scenario(shape: shape, encrypted: true, cluster: a)
-        var nodes = [ClusterNode(id: "a", udp: "10.9.0.1:7400", ports: [7400], boot: 1), Self.nodeB]
+        var nodes = [ClusterNode(id: "a", udp: "10.9.0.1:7400", ports: [7400], boot: 1, relayKey: String(repeating: "A", count: 43)), Self.nodeB]
         for r in 0..<shape.rooms { nodes[1].roomMembers["room-\(r)"] = 1 }
         scenario.core.shared.placement.update(rooms: [:], nodes: nodes, selfID: "a")
         // b tells a its member of each room: one speaker (origin id 1, SSRC 0x6000_0000 + room); again each second of

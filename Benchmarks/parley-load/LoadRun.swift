@@ -221,13 +221,15 @@ final class LoadRun {
     }
 
     /// A member's join: its token (an audience room's listener without publish) and session, and its first datagram.
-    private func beginJoin(_ m: Member, signer: TokenSigner, unixNow: Int64, now: Int64, to server: PeerAddress? = nil) {
+    private func beginJoin(_ m: Member, signer: TokenSigner, unixNow: Int64, now: Int64, to node: NodePointer? = nil) {
         let grants = options.audience && m.speakerSlot == nil ? Grants(publish: false) : Grants()
         let claims = TokenClaims(identity: m.identity, room: "\(prefix)-r\(m.room)", expiresAt: unixNow + 3600,
                                  issuedAt: unixNow, grants: grants, mode: options.mode, audience: options.audience ? true : nil)
         // Like the parley client, members tell speakers from the forwarded streams (no `speakers` messages).
-        let session = ClientSession(server: server ?? contact(m), token: signer.mint(claims), room: "\(prefix)-r\(m.room)",
-                                    speakersFromMedia: true, security: options.cleartext ? .cleartext : .encrypted(relayKey: nil),
+        // A node the cluster sent the member to: its key is insisted on there, as the parley client does.
+        let pinned = node.flatMap { Base64URL.decode(Substring($0.relayKey)) }
+        let session = ClientSession(server: node?.address ?? contact(m), token: signer.mint(claims), room: "\(prefix)-r\(m.room)",
+                                    speakersFromMedia: true, security: options.cleartext ? .cleartext : .encrypted(relayKey: pinned),
                                     now: Instant(nanoseconds: now), unixMilliseconds: { Int64(Clock.unixMilliseconds()) })
         m.session = session
         m.joinStarted = now
@@ -508,12 +510,12 @@ final class LoadRun {
                 m.crypto = try? s.makeMediaCrypto()
             case .roomKey(let key, let indices):
                 try? m.crypto?.installRoomKey(key, streamIndices: indices)
-            case .refused(.roomElsewhere, let reason) where m.redirects < 3 && PeerAddress(parsing: reason) != nil:
+            case .refused(.roomElsewhere, let reason) where m.redirects < 3 && (try? NodePointer(parsing: reason)) != nil:
                 // A cluster: the room lives on another node; join there (the join time runs on from the first ask).
                 let started = m.joinStarted
                 m.redirects += 1
                 result.redirects += 1
-                beginJoin(m, signer: signer, unixNow: Clock.unixSeconds(), now: now, to: PeerAddress(parsing: reason))
+                beginJoin(m, signer: signer, unixNow: Clock.unixSeconds(), now: now, to: try? NodePointer(parsing: reason))
                 m.joinStarted = started
                 return
             case .refused(_, let reason):

@@ -1,4 +1,4 @@
-// OpenSSL 3 (Debian's libssl-dev): DTLS 1.2 for WebRTC members (the relay is the DTLS server, RFC 5763/5764), their
+// OpenSSL 3 (Debian's libssl-dev): TLS to a cluster's Redis (rediss://); DTLS 1.2 for WebRTC members (the relay is the DTLS server, RFC 5763/5764), their
 // certificates and fingerprints, and HMAC-SHA1 for STUN's MESSAGE-INTEGRITY (RFC 8489).
 #include <openssl/ssl.h>
 #include <openssl/err.h>
@@ -58,3 +58,9 @@ static inline size_t parley_dtls_bio_pending(BIO *bio) { return BIO_ctrl_pending
 static inline void *parley_dtls_get_app_data(const SSL *ssl) { return SSL_get_app_data(ssl); }
 /// `SSL_set_app_data`.
 static inline void parley_dtls_set_app_data(SSL *ssl, void *data) { (void)SSL_set_app_data(ssl, data); }
+
+// TLS to the cluster's Redis (`rediss://`, ParleyCluster's RedisTLSStream): the client side over hiredis's socket.
+/// `SSL_CTX_set_min_proto_version` (a macro).
+static inline int parley_tls_ctx_set_min_proto_version(SSL_CTX *ctx, int version) { return (int)SSL_CTX_set_min_proto_version(ctx, version); }
+/// `SSL_set_tlsext_host_name` (a macro): the server name the client asks for (SNI).
+static inline int parley_tls_set_server_name(SSL *ssl, const char *name) { return (int)SSL_set_tlsext_host_name(ssl, name); }

@@ -1,3 +1,4 @@
+import ParleyAuth
 import ParleyCrypto
 import ParleyMedia
 import ParleyWire
@@ -108,28 +109,57 @@ public final class ClientEngine {
 
     /// The configuration.
     public let configuration: Configuration
-    /// The relay's public address.
-    /// The relay it talks to: the one it was given, or the cluster node a `roomElsewhere` refusal named.
+    /// The relay it talks to: the one it was given, or the cluster node a `roomElsewhere` refusal, a goodbye `moved`
+    /// or a welcome's alternates named.
     public private(set) var server: PeerAddress
+    /// The relay key the sessions with `server` insist on: the configured one (`configuration.security`) for the
+    /// relay it was given, the key the cluster's pointer named (`NodePointer`) for a node it was sent to.
+    public private(set) var serverKey: [UInt8]?
     /// Redirects followed since the last welcome (`roomElsewhere`), at most `maxRedirects`.
     private var redirects = 0
-    /// In a cluster: the other nodes the last welcome named; a lost relay's member rejoins at the next of them.
-    public private(set) var alternates: [PeerAddress] = []
+    /// In a cluster: the other nodes the last welcome named, each with its key; a lost relay's member rejoins at the
+    /// next of them.
+    public private(set) var alternates: [NodePointer] = []
     /// Nodes this member failed over from, and when: a redirect back to one of them soon after is not followed.
     private var lostNodes: [(node: PeerAddress, at: Instant)] = []
     /// Times it asked again instead of following a redirect to a lost node (bounded).
     private var lostRetries = 0
+    /// Whether any session of this engine was welcomed (a stay that ends before is not a stay in the room).
+    public private(set) var everWelcomed = false
 
-    /// Moves to `next` of the cluster's nodes, the current one counted as lost for a while.
-    private func failOver(to next: PeerAddress, now: Instant, events: inout [Event]) {
+    /// Where the next session goes: `pointer`'s node, insisting on its key.
+    private func target(_ pointer: NodePointer) {
+        server = pointer.address
+        serverKey = Base64URL.decode(Substring(pointer.relayKey))
+    }
+
+    /// How the next session is protected: cleartext when configured so (debugging), else encrypted, insisting on
+    /// `serverKey` when one is known.
+    private var sessionSecurity: SignallingSession.Security {
+        if case .cleartext = configuration.security { return .cleartext }
+        return .encrypted(relayKey: serverKey)
+    }
+
+    /// Moves to `next` of the cluster's nodes, the current one counted as lost for a while (kept as an alternate
+    /// with the key it had).
+    private func failOver(to next: NodePointer, now: Instant, events: inout [Event]) {
         lostNodes.removeAll { now - $0.at > .seconds(10) || $0.node == server }
         lostNodes.append((server, now))
         alternates.removeAll { $0 == next }
-        alternates.append(server)
-        server = next
+        // The node left keeps the key it proved (a configured one, or the one its handshake proved): it may come back.
+        if let key = serverKey ?? session.signalling.presentedRelayKey,
+           let current = NodePointer(address: server, relayKey: Base64URL.encode(key)) { alternates.append(current) }
+        target(next)
         lostRetries = 0
         phase = .waitingToRejoin(until: now)
-        events.append(.failingOver(to: next))
+        events.append(.failingOver(to: next.address))
+    }
+
+    /// The pointer a cluster's refusal or goodbye carries as its reason, or the ending that says why it is not
+    /// followed: a node named without its key (or not as "HOST:PORT KEY") is never joined, since the token would go
+    /// to whoever answers there.
+    private static func pointer(in reason: String) -> NodePointer? {
+        try? NodePointer(parsing: reason)
     }
 
     /// Whether `node` was failed over from within the last 10 s.
@@ -180,7 +210,6 @@ public final class ClientEngine {
     private let transmit: (UnsafeRawBufferPointer, PeerAddress) -> Void
     private var random: any RandomNumberGenerator
     private var backoff = RejoinBackoff()
-    private var everWelcomed = false
     private var lastReceiverReport = Instant.origin
     /// The CNAME of our RTCP: random per session, so that it names no one (RFC 7022 short-term persistence).
     public private(set) var cname = ""
@@ -217,6 +246,7 @@ public final class ClientEngine {
                 unixMilliseconds: @escaping () -> Int64, random: some RandomNumberGenerator,
                 transmit: @escaping (UnsafeRawBufferPointer, PeerAddress) -> Void) throws(OpusError) {
         self.server = server
+        if case .encrypted(let key) = configuration.security { serverKey = key }
         self.token = token
         self.configuration = configuration
         self.unixMilliseconds = unixMilliseconds
@@ -443,7 +473,7 @@ public final class ClientEngine {
         case .waitingToRejoin(let until):
             guard now >= until else { return [] }
             session = ClientSession(server: server, token: token(), room: configuration.room, muted: muted, speakersFromMedia: true,
-                                    security: configuration.security, now: now, unixMilliseconds: unixMilliseconds, random: &random)
+                                    security: sessionSecurity, now: now, unixMilliseconds: unixMilliseconds, random: &random)
             crypto = nil
             roundTrip = Self.initialRoundTrip
             mediaRoundTrip = nil
@@ -457,7 +487,7 @@ public final class ClientEngine {
                 events.append(.relaySilent(for: quiet))
                 // A cluster: do not wait out the member timeout on a silent node; rejoin through another now (if this
                 // node is alive after all, the other sends us back to it).
-                if let next = alternates.first(where: { $0 != server }) {
+                if let next = alternates.first(where: { $0.address != server }) {
                     failOver(to: next, now: now, events: &events)
                     return events + tick(now: now)
                 }
@@ -476,7 +506,7 @@ public final class ClientEngine {
             case .welcomed(let w):
                 mode = w.mode
                 redirects = 0
-                alternates = w.alternates.compactMap { PeerAddress(parsing: $0) }
+                alternates = w.alternates.compactMap(Self.pointer(in:))
                 sender?.ssrc = w.ssrc
                 cname = Self.randomCNAME(using: &random)
                 sentHistory?.clear()
@@ -501,7 +531,7 @@ public final class ClientEngine {
                     joinRoundTrips.append(rtt)
                     receiver.startupPrior = JitterPrior.delay(roundTrips: joinRoundTrips)
                 }
-            case .refused(.roomElsewhere, let reason) where PeerAddress(parsing: reason).map({ lost($0, now: now) }) == true:
+            case .refused(.roomElsewhere, let reason) where Self.pointer(in: reason).map({ lost($0.address, now: now) }) == true:
                 // The directory still names the node we just lost (its record lives a few seconds): ask this node
                 // again shortly, until it lets the dead node go and opens the room itself.
                 lostRetries += 1
@@ -509,12 +539,12 @@ public final class ClientEngine {
                 phase = .waitingToRejoin(until: now + .milliseconds(250))
                 return events
             case .refused(.roomElsewhere, let reason) where redirects < Self.maxRedirects:
-                // A cluster: the room lives on another node; join there now.
-                guard let node = PeerAddress(parsing: reason) else { return events + finish(.refused(.roomElsewhere, reason)) }
+                // A cluster: the room lives on another node; join there now, insisting on the key this node named.
+                guard let node = Self.pointer(in: reason) else { return events + finish(.refused(.roomElsewhere, Self.unfollowed(reason))) }
                 redirects += 1
-                server = node
+                target(node)
                 phase = .waitingToRejoin(until: now)
-                events.append(.redirected(node))
+                events.append(.redirected(node.address))
                 return events + tick(now: now)
             case .refused(let code, let reason):
                 return events + finish(.refused(code, reason))
@@ -527,14 +557,14 @@ public final class ClientEngine {
             case .goodbye(.moved, let reason) where configuration.reconnect:
                 // A cluster: the node drains; join the room at the node it named now (the room's other members there
                 // or elsewhere hear us again as soon as that node has us).
-                guard let node = PeerAddress(parsing: reason) else { return events + finish(.removed(.moved, reason)) }
-                lostNodes.removeAll { now - $0.at > .seconds(10) || $0.node == node }
+                guard let node = Self.pointer(in: reason) else { return events + finish(.removed(.moved, Self.unfollowed(reason))) }
+                lostNodes.removeAll { now - $0.at > .seconds(10) || $0.node == node.address }
                 lostNodes.append((server, now))
                 alternates.removeAll { $0 == node }
-                server = node
+                target(node)
                 redirects = 0
                 phase = .waitingToRejoin(until: now)
-                events.append(.moving(node))
+                events.append(.moving(node.address))
                 return events + tick(now: now)
             case .goodbye(let code, let reason):
                 return events + finish(.removed(code, reason))
@@ -551,7 +581,7 @@ public final class ClientEngine {
         if !everWelcomed && session.welcome == nil { return events + finish(.unreachable(reason)) }
         events.append(.connectionLost(reason))
         guard configuration.reconnect else { return events + finish(.lost(reason)) }
-        if let next = alternates.first(where: { $0 != server }) {
+        if let next = alternates.first(where: { $0.address != server }) {
             // A cluster: this node is lost; rejoin at another (which sends us on if the room has a node already).
             failOver(to: next, now: now, events: &events)
         }
@@ -559,6 +589,11 @@ public final class ClientEngine {
         phase = .waitingToRejoin(until: now + wait)
         events.append(.rejoining(after: wait))
         return events
+    }
+
+    /// Why a cluster's pointer without a usable key is not followed (the ending's reason).
+    static func unfollowed(_ reason: String) -> String {
+        "sent to another node of the cluster without its relay key (\"\(reason.prefix(100))\"): not followed, the token goes to no one unproven"
     }
 
     /// The relay answered: ends a silence, if there was one.

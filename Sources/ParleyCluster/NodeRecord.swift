@@ -1,5 +1,9 @@
 /// One relay of a cluster as the directory in Redis holds it: a hash `parley:node:<id>` that lives as long as the
 /// node's heartbeat renews it (`ClusterDirectory.nodeTTLMilliseconds`), and its id in the set `parley:nodes`.
+///
+/// Anyone who can write to Redis could write a hash there, so a record carries a `mac` field (`ClusterMAC`, the
+/// directory's key) over its id and every other field; a node believes a record only when that MAC verifies and its
+/// heartbeat is recent (`verified`). The record names the node's relay key: a client sent to the node pins it.
 public struct NodeRecord: Equatable, Sendable {
     /// The node's id (`node_id`, or random at start).
     public var id: String
@@ -19,16 +23,22 @@ public struct NodeRecord: Equatable, Sendable {
     public var ports: [UInt16] = []
     public var boot: UInt64 = 0
     public var draining = false
+    /// Its relay identity key (X25519 public key, unpadded base64url): what a client sent to this node insists on.
+    public var relayKey = ""
 
     /// The most rooms a node's record lists (its `rooms` count is exact).
     public static let maxListedRooms = 1000
+    /// How far apart two nodes' clocks may be: a heartbeat further in the future than this, or older than the record's
+    /// lifetime plus this, is not believed (a record copied from an earlier beat replays for at most that long).
+    public static let clockToleranceMilliseconds: Int64 = 5_000
 
     public init(id: String, udp: String, http: String, members: Int, rooms: Int, startedAt: Int64, heartbeatAt: Int64,
-                roomMembers: [String: Int] = [:], ports: [UInt16] = [], boot: UInt64 = 0, draining: Bool = false) {
+                roomMembers: [String: Int] = [:], ports: [UInt16] = [], boot: UInt64 = 0, draining: Bool = false, relayKey: String = "") {
         self.roomMembers = roomMembers
         self.ports = ports
         self.boot = boot
         self.draining = draining
+        self.relayKey = relayKey
         self.id = id
         self.udp = udp
         self.http = http
@@ -38,87 +48,69 @@ public struct NodeRecord: Equatable, Sendable {
         self.heartbeatAt = heartbeatAt
     }
 
-    /// Field, value, field, value… as HSET takes them; each listed room is a field `room:<name>` holding its members.
-    public var fields: [String] {
+    /// Field, value, field, value… as HSET takes them, the `mac` field last; each listed room is a field
+    /// `room:<name>` holding its members.
+    public func fields(mac: ClusterMAC) -> [String] {
         var out = ["udp", udp, "http", http, "members", String(members), "rooms", String(rooms), "started_at", String(startedAt),
                    "heartbeat_at", String(heartbeatAt), "ports", ports.map(String.init).joined(separator: ","), "boot", String(boot),
-                   "draining", draining ? "1" : "0"]
+                   "draining", draining ? "1" : "0", "key", relayKey]
         for (name, count) in roomMembers.sorted(by: { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key })
             .prefix(Self.maxListedRooms) {
             out += ["room:" + name, String(count)]
         }
-        return out
+        return out + ["mac", mac.mac(Self.macParts(id: id, pairs: Self.pairs(out)))]
     }
 
-    /// The record of `id` from HGETALL's flat field/value list; nil when it is empty (expired) or incomplete.
-    public init?(id: String, hash: [String]) {
-        guard hash.count % 2 == 0, !hash.isEmpty else { return nil }
+    /// Why a record read back is not believed.
+    public enum Refusal: Error, Equatable, Sendable, CustomStringConvertible {
+        /// A field is missing or is not a value a node writes.
+        case incomplete
+        /// Its MAC is missing or does not verify: not written by a node of this cluster (or by one with another secret).
+        case unauthenticated
+        /// Its heartbeat is too old (a record copied from an earlier beat), or too far in the future.
+        case stale, future
+
+        public var description: String {
+            switch self {
+            case .incomplete: "a field is missing or malformed"
+            case .unauthenticated: "its MAC does not verify (not written by a node sharing this cluster's secret)"
+            case .stale: "its heartbeat is too old"
+            case .future: "its heartbeat is in the future (are the nodes' clocks in step?)"
+            }
+        }
+    }
+
+    /// The record of `id` from HGETALL's flat field/value list, when its MAC verifies under `mac` and its heartbeat
+    /// is within `clockToleranceMilliseconds` of `now` (Unix ms) and no older than the record's lifetime.
+    public static func verified(id: String, hash: [String], mac: ClusterMAC, now: Int64) -> Result<NodeRecord, Refusal> {
+        guard hash.count % 2 == 0, !hash.isEmpty, hash.count <= 2 * (maxListedRooms + 16) else { return .failure(.incomplete) }
         var f: [String: String] = [:]
         for i in stride(from: 0, to: hash.count, by: 2) { f[hash[i]] = hash[i + 1] }
+        guard let tag = f.removeValue(forKey: "mac"),
+              mac.verifies(tag, macParts(id: id, pairs: f.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })) else {
+            return .failure(.unauthenticated)
+        }
         guard let udp = f["udp"], let http = f["http"], let members = f["members"].flatMap(Int.init), let rooms = f["rooms"].flatMap(Int.init),
-              let started = f["started_at"].flatMap(Int64.init), let beat = f["heartbeat_at"].flatMap(Int64.init) else { return nil }
+              let started = f["started_at"].flatMap(Int64.init), let beat = f["heartbeat_at"].flatMap(Int64.init),
+              let key = f["key"], key.utf8.count == ClusterMAC.textLength else { return .failure(.incomplete) }
+        guard beat <= now + clockToleranceMilliseconds else { return .failure(.future) }
+        guard beat >= now - Int64(ClusterDirectory.nodeTTLMilliseconds) - clockToleranceMilliseconds else { return .failure(.stale) }
         var listed: [String: Int] = [:]
         for (field, value) in f where field.hasPrefix("room:") {
             if let count = Int(value) { listed[String(field.dropFirst(5))] = count }
         }
-        self.init(id: id, udp: udp, http: http, members: members, rooms: rooms, startedAt: started, heartbeatAt: beat, roomMembers: listed,
-                  ports: (f["ports"] ?? "").split(separator: ",").compactMap { UInt16($0) }, boot: f["boot"].flatMap { UInt64($0) } ?? 0,
-                  draining: f["draining"] == "1")
-    }
-}
-
-/// The keys and commands of the cluster directory in Redis (pure: the agent runs them).
-public enum ClusterDirectory {
-    /// The set of node ids that registered (an id whose hash expired is removed by whoever lists it).
-    public static let nodesKey = "parley:nodes"
-    /// A node lives this long past its last heartbeat (three beats).
-    public static let nodeTTLMilliseconds = 3_000
-
-    public static func nodeKey(_ id: String) -> String { "parley:node:" + id }
-    /// A room's entry: the id of the node it lives on, as long as that node renews it (`nodeTTLMilliseconds`).
-    public static func roomKey(_ name: String) -> String { "parley:room:" + name }
-
-    /// One heartbeat, in one transaction: the node's hash replaced (rooms that closed leave it) and its lifetime
-    /// renewed, its id in the set. A reader never sees the hash missing in between.
-    public static func heartbeat(_ node: NodeRecord, online: [String] = []) -> [[String]] {
-        var commands = [["MULTI"],
-                        ["DEL", nodeKey(node.id), onlineKey(node.id)],
-                        ["HSET", nodeKey(node.id)] + node.fields,
-                        ["PEXPIRE", nodeKey(node.id), String(nodeTTLMilliseconds)],
-                        ["SADD", nodesKey, node.id]]
-        if !online.isEmpty {
-            commands.append(["SADD", onlineKey(node.id)] + online.prefix(maxOnlineListed))
-            commands.append(["PEXPIRE", onlineKey(node.id), String(nodeTTLMilliseconds)])
-        }
-        return commands + [["EXEC"]]
+        return .success(NodeRecord(id: id, udp: udp, http: http, members: members, rooms: rooms, startedAt: started, heartbeatAt: beat,
+                                   roomMembers: listed, ports: (f["ports"] ?? "").split(separator: ",").compactMap { UInt16($0) },
+                                   boot: f["boot"].flatMap { UInt64($0) } ?? 0, draining: f["draining"] == "1", relayKey: key))
     }
 
-    /// The identities online on a node (presence sessions: calls and direct texts to them are routed there), rewritten
-    /// with each heartbeat and living as long as the node's record.
-    public static func onlineKey(_ id: String) -> String { "parley:online:" + id }
-    /// The most identities one node lists.
-    public static let maxOnlineListed = 100_000
+    /// A flat field/value list as pairs, sorted by field.
+    static func pairs(_ flat: [String]) -> [(String, String)] {
+        stride(from: 0, to: flat.count - 1, by: 2).map { (flat[$0], flat[$0 + 1]) }.sorted { $0.0 < $1.0 }
+    }
 
-    /// The node leaves at once (a clean stop).
-    public static func leave(_ id: String) -> [[String]] { [["DEL", nodeKey(id), onlineKey(id)], ["SREM", nodesKey, id]] }
-}
-
-/// `redis://HOST:PORT` (port 6379 when left out).
-public struct ClusterURL: Equatable, Sendable {
-    public var host: String
-    public var port: Int
-
-    public init?(_ text: String) {
-        guard text.hasPrefix("redis://") else { return nil }
-        let rest = text.dropFirst("redis://".count).split(separator: "/", maxSplits: 1).first.map(String.init) ?? ""
-        let parts = rest.split(separator: ":", omittingEmptySubsequences: false)
-        guard let first = parts.first, !first.isEmpty, parts.count <= 2 else { return nil }
-        host = String(first)
-        if parts.count == 2 {
-            guard let p = Int(parts[1]), (1...65535).contains(p) else { return nil }
-            port = p
-        } else {
-            port = 6379
-        }
+    /// What a record's MAC covers: what it is, its id, then every field and value in field order.
+    static func macParts(id: String, pairs: [(String, String)]) -> [String] {
+        ["node", id] + pairs.flatMap { [$0.0, $0.1] }
     }
 }

@@ -25,23 +25,40 @@ public enum RedisReply: Equatable, Sendable {
     }
 }
 
-/// A blocking connection to one Redis server through hiredis, with a timeout on connecting and on every command. Owned
-/// by one thread (the cluster agent's, the message store's, or the API's history reader under its lock); never used on
-/// a worker's loop.
+/// A blocking connection to one Redis server through hiredis, with a timeout on connecting and on every command: plain
+/// TCP (hiredis's own I/O) or, for `rediss://`, TLS over the socket hiredis connected (`RedisTLSStream`); with the
+/// URL's password sent by AUTH before anything else. Owned by one thread (the cluster agent's, the message store's, or
+/// the API's history reader under its lock); never used on a worker's loop.
 public final class RedisConnection {
     private let context: UnsafeMutablePointer<redisContext>
+    private let tls: RedisTLSStream?
 
-    /// Connects to `host:port`; throws when Redis cannot be reached within `timeoutMilliseconds`.
-    public init(host: String, port: Int, timeoutMilliseconds: Int = 500) throws(ClusterError) {
-        guard let c = parley_redis_connect(host, Int32(port), Int32(timeoutMilliseconds)) else {
+    /// Connects to `url` (TLS and AUTH as it says); throws when Redis cannot be reached within
+    /// `timeoutMilliseconds`, the TLS handshake fails, or Redis refuses the password. No error names the password.
+    public init(url: ClusterURL, timeoutMilliseconds: Int = 500) throws(ClusterError) {
+        guard let c = parley_redis_connect(url.host, Int32(url.port), Int32(timeoutMilliseconds)) else {
             throw ClusterError("cannot allocate a Redis connection")
         }
         guard c.pointee.err == 0 else {
             let why = Self.errorText(c)
             redisFree(c)
-            throw ClusterError("cannot reach Redis at \(host):\(port): \(why)")
+            throw ClusterError("cannot reach Redis at \(url): \(why)")
+        }
+        if url.tls {
+            do {
+                tls = try RedisTLSStream(fd: c.pointee.fd, host: url.host, caFile: url.caFile)
+            } catch {
+                redisFree(c)
+                throw ClusterError("\(url): \(error.description)")
+            }
+        } else {
+            tls = nil
         }
         context = c
+        if let password = url.password {
+            let reply = try command(["AUTH"] + (url.user.map { [$0] } ?? []) + [password])
+            if case .error(let why) = reply { throw ClusterError("Redis at \(url) refused the password (AUTH): \(why)") }
+        }
     }
 
     deinit { redisFree(context) }
@@ -49,6 +66,7 @@ public final class RedisConnection {
     /// Runs one command (its words, each sent as a binary-safe argument) and returns Redis's reply. Throws when the
     /// connection failed; a command Redis refused comes back as `.error`. After a throw the connection is unusable.
     public func command(_ words: [String]) throws(ClusterError) -> RedisReply {
+        if tls != nil { return try pipeline([words])[0] }
         let arguments = words.map { Array($0.utf8CString) }
         let lengths = words.map { $0.utf8.count }
         let raw: UnsafeMutableRawPointer? = arguments.withUnsafeBufferPointers { pointers in
@@ -63,6 +81,17 @@ public final class RedisConnection {
     /// Runs `commands` in one round trip (pipelined: all sent, then every reply read), replies in order. Throws as
     /// `command` does.
     public func pipeline(_ commands: [[String]]) throws(ClusterError) -> [RedisReply] {
+        if let tls {
+            try tls.send(commands)
+            var replies: [RedisReply] = []
+            replies.reserveCapacity(commands.count)
+            for _ in commands {
+                let raw = try tls.nextReply()
+                replies.append(Self.convert(raw.assumingMemoryBound(to: redisReply.self).pointee))
+                freeReplyObject(raw)
+            }
+            return replies
+        }
         for words in commands {
             let arguments = words.map { Array($0.utf8CString) }
             let lengths = words.map { $0.utf8.count }
@@ -109,7 +138,7 @@ public final class RedisConnection {
 
 extension Array where Element == [CChar] {
     /// Calls `body` with a C array of pointers to each element's characters (valid only inside `body`).
-    fileprivate func withUnsafeBufferPointers<R>(_ body: (UnsafeMutablePointer<UnsafePointer<CChar>?>) -> R) -> R {
+    func withUnsafeBufferPointers<R>(_ body: (UnsafeMutablePointer<UnsafePointer<CChar>?>) -> R) -> R {
         var pointers: [UnsafePointer<CChar>?] = []
         pointers.reserveCapacity(count)
         func nest(_ i: Int) -> R {

@@ -306,6 +306,9 @@ public enum API {
         public var rooms: [String: String] = [:]
         /// Rooms open here that the directory gives to another node (opened on both at once).
         public var conflicts: [String] = []
+        /// Node records and room claims the last read of the directory did not believe (no valid MAC, a stale
+        /// heartbeat): written by something other than a node of this cluster.
+        public var ignored = 0
     }
 
     /// One live node of the cluster.
@@ -320,6 +323,8 @@ public enum API {
         public var heartbeatAt: Int64
         /// Its rooms and their member counts (up to 1,000, the fullest first).
         public var roomMembers: [String: Int] = [:]
+        /// Its relay key (base64url): what a client sent to it insists on.
+        public var relayKey = ""
     }
 
     /// `POST /v1/presence/{stream}/calls`.

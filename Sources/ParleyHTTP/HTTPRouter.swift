@@ -190,8 +190,8 @@ public struct HTTPRouter: Sendable {
             return Self.json(API.Cluster(node: cluster.nodeID, connected: view.connected, problem: view.problem,
                                          nodes: view.nodes.map { API.ClusterNode(id: $0.id, udp: $0.udp, http: $0.http, members: $0.members,
                                                                                  rooms: $0.rooms, startedAt: $0.startedAt, heartbeatAt: $0.heartbeatAt,
-                                                                                 roomMembers: $0.roomMembers) },
-                                         rooms: view.rooms, conflicts: view.conflicts))
+                                                                                 roomMembers: $0.roomMembers, relayKey: $0.relayKey) },
+                                         rooms: view.rooms, conflicts: view.conflicts, ignored: view.ignored))
         case ("POST", ["cluster", "drain"]):
             // Every worker moves its members; the node's record says it drains from its next heartbeat.
             guard cluster != nil else { throw APIError(404, "not_found", "this relay runs alone (no --cluster)") }

@@ -10,11 +10,13 @@ import ParleyCluster
 ///
 /// One connection, blocking (hiredis, 500 ms timeouts), owned by one thread. When Redis cannot be reached every call
 /// fails at once with `ArchiveError(unreachable: true)`; the archive connects again at the first call a second later.
-/// A value read back that the relay could not have written (damaged, or written by someone else) is skipped with a
-/// log line.
+/// A value read back that the relay could not have written (damaged, or written by someone else: its MAC does not
+/// verify, `RedisTextLayout`) is skipped with a log line, never shown; so is a direct text found in another
+/// recipient's (or sender's) set than its own.
 public final class RedisTextArchive: TextArchive {
     // Invariant: used by one thread at a time (the owner serialises).
-    private let host: String, port: Int
+    private let url: ClusterURL
+    private let mac: ClusterMAC
     /// This node's id: a kept text's notices go to its sender only from the node it was sent on.
     public let nodeID: String
     private let clock: @Sendable () -> Int64
@@ -24,11 +26,13 @@ public final class RedisTextArchive: TextArchive {
     private var retryAt: Int64 = 0
     private var down = false
 
-    /// An archive on the Redis at `host:port` for node `nodeID`; `clock` reads Unix milliseconds, `log` takes a line.
-    /// Nothing is connected until the first call.
-    public init(host: String, port: Int, nodeID: String, clock: @escaping @Sendable () -> Int64, log: @escaping @Sendable (String) -> Void) {
-        self.host = host
-        self.port = port
+    /// An archive on the Redis at `url` for node `nodeID`, its texts' MACs made and checked with `mac` (the texts'
+    /// key, `ClusterMAC.Purpose.texts`); `clock` reads Unix milliseconds, `log` takes a line. Nothing is connected
+    /// until the first call.
+    public init(url: ClusterURL, nodeID: String, mac: ClusterMAC, clock: @escaping @Sendable () -> Int64,
+                log: @escaping @Sendable (String) -> Void) {
+        self.url = url
+        self.mac = mac
         self.nodeID = nodeID
         self.clock = clock
         self.log = log
@@ -38,11 +42,11 @@ public final class RedisTextArchive: TextArchive {
 
     private func connection() throws(ArchiveError) -> RedisConnection {
         if let redis { return redis }
-        guard clock() >= retryAt else { throw ArchiveError(unreachable: true, "Redis at \(host):\(port) is unreachable") }
+        guard clock() >= retryAt else { throw ArchiveError(unreachable: true, "Redis at \(url) is unreachable") }
         do {
-            let c = try RedisConnection(host: host, port: port)
+            let c = try RedisConnection(url: url)
             redis = c
-            if down { log("message store: Redis at \(host):\(port) is back") }
+            if down { log("message store: Redis at \(url) is back") }
             down = false
             return c
         } catch {
@@ -57,7 +61,7 @@ public final class RedisTextArchive: TextArchive {
     private func lost(_ error: ClusterError) -> ArchiveError {
         redis = nil
         retryAt = clock()
-        if !down { log("message store: lost Redis at \(host):\(port) (\(error.description))") }
+        if !down { log("message store: lost Redis at \(url) (\(error.description))") }
         down = true
         return ArchiveError(unreachable: true, error.description)
     }
@@ -95,8 +99,8 @@ public final class RedisTextArchive: TextArchive {
         var out: [MessageHistory.DirectMessage] = []
         for (id, reply) in zip(ids, replies) {
             guard case .array(let items) = reply, !items.isEmpty else { continue }
-            guard let t = RedisTextLayout.directText(id: id, hash: items.map { $0.text ?? "" }) else {
-                log("message store: skipped direct text \(id) in Redis: not a value the relay writes")
+            guard let t = RedisTextLayout.directText(id: id, hash: items.map { $0.text ?? "" }, mac: mac) else {
+                log("message store: skipped direct text \(id) in Redis: not a value a node of this cluster wrote")
                 continue
             }
             var m = t.message
@@ -110,7 +114,8 @@ public final class RedisTextArchive: TextArchive {
 
     public func addRoomText(room: String, identity: String, name: String, text: String, at: Int64, attachments: [String]) throws(ArchiveError) -> Int64 {
         let id = try nextID()
-        _ = try pipeline(RedisTextLayout.addRoomText(.init(id: id, room: room, identity: identity, name: name, text: text, at: at, attachments: attachments)))
+        _ = try pipeline(RedisTextLayout.addRoomText(.init(id: id, room: room, identity: identity, name: name, text: text, at: at,
+                                                           attachments: attachments), mac: mac))
         return id
     }
 
@@ -120,8 +125,8 @@ public final class RedisTextArchive: TextArchive {
                                  "LIMIT", "0", String(limit)])
         guard case .array(let members) = reply else { return [] }
         return members.compactMap { member in
-            guard let m = member.text.flatMap({ RedisTextLayout.roomText(member: $0, room: room) }) else {
-                log("message store: skipped a text of room \(room) in Redis: not a value the relay writes")
+            guard let m = member.text.flatMap({ RedisTextLayout.roomText(member: $0, room: room, mac: mac) }) else {
+                log("message store: skipped a text of room \(room) in Redis: not a value a node of this cluster wrote")
                 return nil
             }
             return m
@@ -135,7 +140,7 @@ public final class RedisTextArchive: TextArchive {
         let id = try nextID()
         let m = MessageHistory.DirectMessage(id: id, from: from, to: to, text: text, at: at, state: state, senderConnection: senderConnection,
                                              senderMessageID: senderMessageID, attachments: attachments)
-        _ = try pipeline(RedisTextLayout.addDirectText(.init(message: m, expiresAt: expiresAt, node: nodeID)))
+        _ = try pipeline(RedisTextLayout.addDirectText(.init(message: m, expiresAt: expiresAt, node: nodeID), mac: mac))
         return id
     }
 
@@ -151,8 +156,14 @@ public final class RedisTextArchive: TextArchive {
         guard !mine.isEmpty else { return [] }
         let now = String(clock())
         _ = try pipeline([["ZADD", RedisTextLayout.deliveringKey] + mine.flatMap { [now, String($0)] }])
-        let texts = try read(mine)
-        // Claimed but unreadable (gone, or damaged): nothing to deliver, nothing to hand back.
+        let texts = try read(mine).filter { m in
+            guard m.to == identity else {  // an id planted in another recipient's set
+                log("message store: skipped direct text \(m.id) in Redis: found waiting for another recipient than its own")
+                return false
+            }
+            return true
+        }
+        // Claimed but unreadable (gone, damaged, or not this recipient's): nothing to deliver, nothing to hand back.
         let lost = Set(mine).subtracting(texts.map(\.id))
         if !lost.isEmpty { _ = try pipeline(lost.map { ["ZREM", RedisTextLayout.deliveringKey, String($0)] }) }
         return texts.filter { $0.state == .stored }
@@ -175,7 +186,7 @@ public final class RedisTextArchive: TextArchive {
 
     public func markDelivered(_ ids: [Int64], at: Int64) throws(ArchiveError) {
         for m in try read(ids) where m.state == .stored {
-            _ = try pipeline(RedisTextLayout.finish(m, state: .delivered, at: at))
+            _ = try pipeline(RedisTextLayout.finish(m, state: .delivered, at: at, mac: mac))
         }
     }
 
@@ -189,13 +200,19 @@ public final class RedisTextArchive: TextArchive {
     private func claimHeld(from: String, to: String) throws(ArchiveError) -> [MessageHistory.DirectMessage] {
         let key = RedisTextLayout.heldKey(from: from, to: to)
         let held = RedisTextLayout.ids(try command(["ZRANGE", key, "0", "-1"]))
-        return try read(RedisTextLayout.claimed(held, replies: try pipeline(held.map { ["ZREM", key, String($0)] })))
+        return try read(RedisTextLayout.claimed(held, replies: try pipeline(held.map { ["ZREM", key, String($0)] }))).filter { m in
+            guard m.from == from, m.to == to else {
+                log("message store: skipped direct text \(m.id) in Redis: found held for another pair than its own")
+                return false
+            }
+            return true
+        }
     }
 
     public func release(from: String, to: String) throws(ArchiveError) {
         let texts = try claimHeld(from: from, to: to).filter { $0.state == .held }
         _ = try pipeline(texts.flatMap { m in
-            [["MULTI"], ["HSET", RedisTextLayout.textKey(m.id), "state", String(MessageHistory.DirectState.stored.rawValue)],
+            [["MULTI"], ["HSET", RedisTextLayout.textKey(m.id)] + RedisTextLayout.stateFields(id: m.id, state: .stored, reason: m.reason, mac: mac),
              ["ZADD", RedisTextLayout.waitingKey(m.to), String(m.id), String(m.id)], ["EXEC"]]
         })
     }
@@ -203,7 +220,7 @@ public final class RedisTextArchive: TextArchive {
     public func failHeld(from: String, to: String, reason: String) throws(ArchiveError) -> [MessageHistory.DirectMessage] {
         let texts = try claimHeld(from: from, to: to).filter { $0.state == .held }
         let now = clock()
-        _ = try pipeline(texts.flatMap { RedisTextLayout.finish($0, state: .failed, reason: reason, at: now) })
+        _ = try pipeline(texts.flatMap { RedisTextLayout.finish($0, state: .failed, reason: reason, at: now, mac: mac) })
         return texts.map { var m = $0; m.state = .failed; m.reason = reason; return m }
     }
 
@@ -226,7 +243,7 @@ public final class RedisTextArchive: TextArchive {
                 // or expiring it); a delivery handed back waits again and meets the next sweep.
                 let key = m.state == .stored ? RedisTextLayout.waitingKey(m.to) : RedisTextLayout.heldKey(from: m.from, to: m.to)
                 guard try command(["ZREM", key, String(m.id)]) == .integer(1) else { continue }
-                _ = try pipeline(RedisTextLayout.finish(m, state: .failed, reason: reason, at: now))
+                _ = try pipeline(RedisTextLayout.finish(m, state: .failed, reason: reason, at: now, mac: mac))
                 var f = m
                 f.state = .failed
                 f.reason = reason
@@ -242,7 +259,7 @@ public final class RedisTextArchive: TextArchive {
 
     public func setChat(requester: String, recipient: String, state: MessageHistory.ChatState, at: Int64) throws(ArchiveError) {
         _ = try pipeline(RedisTextLayout.setChat(.init(requester: requester, recipient: recipient, state: state), at: at,
-                                                 seed: UInt64.random(in: 1..<(1 << 48))))
+                                                 seed: UInt64.random(in: 1..<(1 << 48)), mac: mac))
     }
 
     public func allChats() throws(ArchiveError) -> [MessageHistory.Chat] {
@@ -250,8 +267,8 @@ public final class RedisTextArchive: TextArchive {
         var chats: [MessageHistory.Chat] = []
         for k in stride(from: 0, to: items.count - 1, by: 2) {
             let field = items[k].text ?? ""
-            guard let c = items[k + 1].text.flatMap({ RedisTextLayout.chat(field: field, value: $0) }) else {
-                log("message store: skipped a chat in Redis: not a value the relay writes")
+            guard let c = items[k + 1].text.flatMap({ RedisTextLayout.chat(field: field, value: $0, mac: mac) }) else {
+                log("message store: skipped a chat in Redis: not a value a node of this cluster wrote")
                 continue
             }
             chats.append(c)

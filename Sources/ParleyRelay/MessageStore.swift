@@ -1,3 +1,4 @@
+import ParleyCluster
 import ParleyHistory
 import ParleyNet
 import ParleyRelayCore
@@ -49,13 +50,14 @@ public final class MessageStore: @unchecked Sendable {
         self.init(path: path, writer: writer, reader: reader, wakeup: wakeup, keepFor: keepFor, log: log)
     }
 
-    /// The store of node `nodeID` of a cluster, in the cluster's Redis at `host:port`: nothing is connected yet (the
-    /// store thread and the API's reader connect at their first call, and again whenever Redis comes back).
-    public convenience init(redisHost host: String, port: Int, nodeID: String, keepFor: Int64 = 7 * 86_400_000, log: LogSink) throws(SystemError) {
+    /// The store of node `nodeID` of a cluster, in the cluster's Redis at `url`, its texts' MACs made and checked with
+    /// `mac` (`ClusterMAC.Purpose.texts`): nothing is connected yet (the store thread and the API's reader connect at
+    /// their first call, and again whenever Redis comes back).
+    public convenience init(redis url: ClusterURL, nodeID: String, mac: ClusterMAC, keepFor: Int64 = 7 * 86_400_000, log: LogSink) throws(SystemError) {
         let clock: @Sendable () -> Int64 = { Int64(Clock.unixMilliseconds()) }
-        let writer = RedisTextArchive(host: host, port: port, nodeID: nodeID, clock: clock, log: { log.write(.warning, $0) })
-        let reader = RedisTextArchive(host: host, port: port, nodeID: nodeID, clock: clock, log: { log.write(.warning, "(reader) " + $0) })
-        self.init(path: "redis://\(host):\(port)", writer: writer, reader: reader, wakeup: try WakeupSignal(), keepFor: keepFor, log: log)
+        let writer = RedisTextArchive(url: url, nodeID: nodeID, mac: mac, clock: clock, log: { log.write(.warning, $0) })
+        let reader = RedisTextArchive(url: url, nodeID: nodeID, mac: mac, clock: clock, log: { log.write(.warning, "(reader) " + $0) })
+        self.init(path: url.description, writer: writer, reader: reader, wakeup: try WakeupSignal(), keepFor: keepFor, log: log)
     }
 
     private init(path: String, writer: any TextArchive, reader: sending any TextArchive, wakeup: WakeupSignal, keepFor: Int64, log: LogSink) {

@@ -35,8 +35,16 @@ public struct RelayConfig: Sendable {
     /// The directory whose files the HTTP address serves at `/` (the sample web client); nil = `Samples/web` when it
     /// exists in the working directory (as under `make run`), else no pages.
     public var webRoot: String?
-    /// `cluster`: the Redis the relay registers with as one node of a cluster (`redis://HOST:PORT`); nil: alone.
-    public var cluster: ClusterURL?
+    /// `cluster`: the Redis the relay registers with as one node of a cluster (`redis://HOST:PORT`, with a password
+    /// `redis://[USER]:PASSWORD@HOST:PORT`, over TLS `rediss://…`), with `cluster_tls_ca`; nil: alone.
+    public var cluster: ClusterURL? {
+        clusterAddress.map { var url = $0; url.caFile = clusterTLSCA; return url }
+    }
+    /// `cluster` as given.
+    private var clusterAddress: ClusterURL?
+    /// `cluster_tls_ca`: the PEM file of the CAs that may sign the certificate of a `rediss://` cluster's Redis
+    /// (nil: the system's CAs).
+    public var clusterTLSCA: String?
     /// `node_id`: this node's id in the cluster (default: random at each start).
     public var nodeID: String?
     /// `attachment_max_bytes`: the largest image `POST /v1/attachments` takes; 0 takes none (attachments already kept
@@ -74,7 +82,7 @@ public struct RelayConfig: Sendable {
                               "uplink_repair", "uplink_repair_window_ms",
                               "http_max_connections", "http_connections_per_address", "http_idle_timeout_s",
                               "http_header_timeout_s", "event_stream_stall_timeout_s", "allow_cleartext", "http_tls_cert", "http_tls_key", "web_root",
-                              "cluster", "node_id", "attachment_max_bytes"]
+                              "cluster", "cluster_tls_ca", "node_id", "attachment_max_bytes"]
 
     /// Applies one key's value; throws a message naming the key on a bad value.
     public mutating func set(_ key: String, _ value: String) throws(ConfigError) {
@@ -93,9 +101,16 @@ public struct RelayConfig: Sendable {
             guard !value.utf8.contains(0) else { throw ConfigError("\(key) must be a file path, got \"\(value)\"") }
             if key == "http_tls_cert" { httpTLSCertificate = value.isEmpty ? nil : value } else { httpTLSKey = value.isEmpty ? nil : value }
         case "cluster":  // "" = alone
-            if value.isEmpty { cluster = nil; break }
-            guard let url = ClusterURL(value) else { throw ConfigError("cluster must be redis://HOST:PORT, got \"\(value)\"") }
-            cluster = url
+            if value.isEmpty { clusterAddress = nil; break }
+            guard let url = ClusterURL(value) else {
+                // Never echoed when it may hold a password.
+                throw ConfigError("cluster must be redis://[[USER]:PASSWORD@]HOST[:PORT] or rediss://… (TLS), got "
+                                  + (value.contains("@") ? "a value that is not (not shown: it may hold a password)" : "\"\(value)\""))
+            }
+            clusterAddress = url
+        case "cluster_tls_ca":  // "" = the system's CAs
+            guard !value.utf8.contains(0) else { throw ConfigError("cluster_tls_ca must be a file path, got \"\(value)\"") }
+            clusterTLSCA = value.isEmpty ? nil : value
         case "node_id":  // "" = random at each start
             if value.isEmpty { nodeID = nil; break }
             guard value.utf8.count <= 64, value.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {

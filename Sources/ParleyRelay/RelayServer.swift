@@ -1,3 +1,4 @@
+import ParleyCluster
 import ParleyAuth
 import ParleyCrypto
 import ParleyNet
@@ -68,13 +69,14 @@ public final class RelayServer {
         }
         var store: MessageStore?
         var chats: [ChatBook.Chat] = []
-        if let url = config.cluster {
-            // A node of a cluster keeps texts where every node reaches them: the cluster's Redis.
+        if let url = config.cluster, let cluster {
+            // A node of a cluster keeps texts where every node reaches them: the cluster's Redis, each text with a MAC
+            // only the cluster's nodes can make (from the secret they share).
             do {
-                let opened = try MessageStore(redisHost: url.host, port: url.port, nodeID: nodeID, log: log)
+                let opened = try MessageStore(redis: url, nodeID: nodeID, mac: ClusterMAC(root: cluster.root, purpose: .texts), log: log)
                 do { chats = try opened.chats() } catch { log.write(.warning, "the chats are not loaded yet (\(error)): the store reads them once Redis answers") }
                 store = opened
-                log.write(.info, "texts and chats are kept in the cluster's Redis at \(url.host):\(url.port)")
+                log.write(.info, "texts and chats are kept in the cluster's Redis at \(url)")
             } catch {
                 log.write(.error, "the message store cannot start (\(error)): texts to identities away fail and nothing is kept")
             }

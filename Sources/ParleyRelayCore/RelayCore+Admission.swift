@@ -124,7 +124,7 @@ extension RelayCore {
         var room = rooms[request.room]
         if room == nil || shared.isDraining,
            let node = shared.placement.node(for: request.room, cascadeAfter: config.cascadeAfter, draining: shared.isDraining) {
-            return refuse(.roomElsewhere, node, to: from, now: now, viaPublicPort: viaPublicPort)  // a cluster's other node
+            return refuse(.roomElsewhere, node.description, to: from, now: now, viaPublicPort: viaPublicPort)  // a cluster's other node
         }
         if room == nil {
             guard claims.grants.create else {
@@ -188,15 +188,16 @@ extension RelayCore {
         sessions.bySSRC[ssrc] = member
 
         let port = shared.workerPorts[min(workerIndex, shared.workerPorts.count - 1)]
-        outbox.enqueue(.welcome(Welcome(nonce: request.nonce, memberID: member.id, ssrc: ssrc, port: port,
-                                 sessionSecret: session.sessionSecret, room: room.name, mode: room.mode, identity: member.identity,
-                                 memberCount: UInt32(others.count),
-                                 keepaliveMilliseconds: welcomeKeepaliveMilliseconds,
-                                 timeoutMilliseconds: UInt32(config.memberTimeout.milliseconds),
-                                 flags: room.mix != nil && (config.mixNack || config.mixForwardLoneSpeaker) ? member.flags.union(.mixRepaired) : member.flags,
-                                 roomMediaKey: reply.keys != nil && room.forwards && !room.hearsMix(member) ? room.downstreamKey.material : [],
-                                 streamIndices: reply.keys != nil ? Self.streamIndices(room) : [],
-                                 alternates: Array(shared.placement.otherNodes().prefix(Welcome.maxAlternates)))), to: session)
+        var welcome = Welcome(nonce: request.nonce, memberID: member.id, ssrc: ssrc, port: port,
+                              sessionSecret: session.sessionSecret, room: room.name, mode: room.mode, identity: member.identity,
+                              memberCount: UInt32(others.count),
+                              keepaliveMilliseconds: welcomeKeepaliveMilliseconds,
+                              timeoutMilliseconds: UInt32(config.memberTimeout.milliseconds),
+                              flags: room.mix != nil && (config.mixNack || config.mixForwardLoneSpeaker) ? member.flags.union(.mixRepaired) : member.flags,
+                              roomMediaKey: reply.keys != nil && room.forwards && !room.hearsMix(member) ? room.downstreamKey.material : [],
+                              streamIndices: reply.keys != nil ? Self.streamIndices(room) : [])
+        welcome.fitAlternates(shared.placement.otherNodes().map(\.description))
+        outbox.enqueue(.welcome(welcome), to: session)
         let pages = Self.memberPages(others.map(\.entry))
         for (i, page) in pages.enumerated() {
             outbox.enqueue(.memberPage(index: UInt16(i), count: UInt16(pages.count), members: page), to: session)

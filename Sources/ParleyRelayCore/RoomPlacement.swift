@@ -26,7 +26,7 @@ public struct ClusterIdentity: Sendable {
     }
 }
 
-/// One live node as the directory last showed it.
+/// One live node as the directory last showed it (a record whose MAC verified: `NodeRecord.verified`).
 public struct ClusterNode: Sendable, Equatable {
     public var id: String
     /// Where clients reach it (`host:port`).
@@ -43,9 +43,11 @@ public struct ClusterNode: Sendable, Equatable {
     public var draining: Bool
     /// Its load: members connected to it.
     public var members: Int
+    /// Its relay key (base64url), from its record: a client sent there insists on it.
+    public var relayKey: String
 
     public init(id: String, udp: String, ports: [UInt16] = [], boot: UInt64 = 0, roomMembers: [String: Int] = [:], draining: Bool = false,
-                members: Int = 0) {
+                members: Int = 0, relayKey: String) {
         self.members = members
         self.id = id
         self.udp = udp
@@ -54,7 +56,12 @@ public struct ClusterNode: Sendable, Equatable {
         self.boot = boot
         self.roomMembers = roomMembers
         self.draining = draining
+        self.relayKey = relayKey
     }
+
+    /// Where a client is sent to reach this node: its address and its key (nil when either is unusable: no client
+    /// is ever sent there).
+    public var pointer: NodePointer? { host.flatMap { NodePointer(address: $0, relayKey: relayKey) } }
 
     var key: UInt64 { ClusterIdentity.key(of: id) }
 
@@ -71,7 +78,8 @@ public struct ClusterNode: Sendable, Equatable {
 }
 
 /// In a cluster, where a room that is not open here belongs, and which nodes share a room with this one. A join for a
-/// room that lives elsewhere is refused with `roomElsewhere` and that node's UDP address, and the client joins there,
+/// room that lives elsewhere is refused with `roomElsewhere` and that node's pointer (its UDP address and relay key,
+/// `NodePointer`), and the client joins there,
 /// unless the room's node already holds `cascade_after` of its members (or is draining): then this node takes the
 /// join and cascades (`RelayCore+Cascade.swift`). A room open on a live node belongs there (the directory); a new room
 /// belongs to the live node that rendezvous hashing picks for its name (the highest FNV-1a hash of room and node id),
@@ -117,39 +125,42 @@ public final class RoomPlacement: Sendable {
         }
     }
 
-    /// The same from rooms placed by UDP address alone (tests): each address stands for a node of that id.
-    public func update(_ elsewhere: [String: String], nodes: [(id: String, udp: String)] = [], selfID: String = "") {
-        var all = nodes.map { ClusterNode(id: $0.id, udp: $0.udp) }
-        for udp in Set(elsewhere.values) where !all.contains(where: { $0.udp == udp }) { all.append(ClusterNode(id: udp, udp: udp)) }
+    /// The same from rooms placed by UDP address alone (tests): each address stands for a node of that id, all with
+    /// `relayKey`.
+    public func update(_ elsewhere: [String: String], nodes: [(id: String, udp: String)] = [], selfID: String = "", relayKey: String) {
+        var all = nodes.map { ClusterNode(id: $0.id, udp: $0.udp, relayKey: relayKey) }
+        for udp in Set(elsewhere.values) where !all.contains(where: { $0.udp == udp }) { all.append(ClusterNode(id: udp, udp: udp, relayKey: relayKey)) }
         let byUDP = Dictionary(all.map { ($0.udp, $0.id) }, uniquingKeysWith: { a, _ in a })
         update(rooms: elsewhere.mapValues { byUDP[$0] ?? $0 }, nodes: all, selfID: selfID)
     }
 
-    /// The other live nodes' UDP addresses that take joins (a welcome's alternates), by id.
-    public func otherNodes() -> [String] {
-        state.withLock { s in s.nodes.values.filter { $0.id != s.selfID && !$0.draining }.sorted { $0.id < $1.id }.map(\.udp) }
+    /// The other live nodes that take joins (a welcome's alternates), by id: where a client goes and the key it
+    /// insists on there.
+    public func otherNodes() -> [NodePointer] {
+        state.withLock { s in s.nodes.values.filter { $0.id != s.selfID && !$0.draining }.sorted { $0.id < $1.id }.compactMap(\.pointer) }
     }
 
-    /// The address of the node a room belongs to, when that is another node (nil: here).
-    public func node(for room: String) -> String? { node(for: room, cascadeAfter: Int.max) }
+    /// The node a room belongs to, when that is another node (nil: here).
+    public func node(for room: String) -> NodePointer? { node(for: room, cascadeAfter: Int.max) }
 
-    /// Where a join for `room` goes: nil to take it here, else the UDP address of the node it belongs to. A room's
+    /// Where a join for `room` goes: nil to take it here, else the node it belongs to (its address and key). Only a
+    /// node a client can be sent to (`ClusterNode.pointer`) is ever picked. A room's
     /// node is the one the directory names (while it is live and not draining), else the rendezvous hash's pick among
     /// the nodes that take joins and are not much fuller than the emptiest (`acceptsNewRooms`): placement by load,
     /// which every node works out alike from the same directory. A join stays here when that is this node, or when that node already holds
     /// `cascadeAfter` of the room's members (this node then cascades). A draining node sends every join away: to a
     /// node that has members of the room, else to the pick among the others (nil: there is none).
-    public func node(for room: String, cascadeAfter: Int, draining: Bool = false) -> String? {
+    public func node(for room: String, cascadeAfter: Int, draining: Bool = false) -> NodePointer? {
         state.withLock { s in
-            let others = s.nodes.values.filter { $0.id != s.selfID && !$0.draining }
+            let others = s.nodes.values.filter { $0.id != s.selfID && !$0.draining && $0.pointer != nil }
             if draining {
                 if let sharing = others.filter({ ($0.roomMembers[room] ?? 0) > 0 }).max(by: { ($0.roomMembers[room] ?? 0, $1.id) < ($1.roomMembers[room] ?? 0, $0.id) }) {
-                    return sharing.udp
+                    return sharing.pointer
                 }
-                return others.max { Self.score(room, $0.id) < Self.score(room, $1.id) }?.udp
+                return others.max { Self.score(room, $0.id) < Self.score(room, $1.id) }?.pointer
             }
             let owner: ClusterNode?
-            if let id = s.rooms[room], let n = s.nodes[id], !n.draining || id == s.selfID {
+            if let id = s.rooms[room], let n = s.nodes[id], (!n.draining && n.pointer != nil) || id == s.selfID {
                 owner = id == s.selfID ? nil : n
             } else {
                 guard !others.isEmpty else { return nil }
@@ -161,7 +172,7 @@ public final class RoomPlacement: Sendable {
                 owner = meOpen && Self.score(room, s.selfID) > Self.score(room, pick.id) ? nil : pick
             }
             guard let owner, (owner.roomMembers[room] ?? 0) < cascadeAfter else { return nil }
-            return owner.udp
+            return owner.pointer
         }
     }
 
@@ -169,9 +180,9 @@ public final class RoomPlacement: Sendable {
     /// members) of it. While loads are even every node does, and rooms spread by hash.
     static func acceptsNewRooms(_ members: Int, least: Int) -> Bool { members <= least + least / 4 + 50 }
 
-    /// The client-facing UDP address of node `key` (a drained member goes there).
-    func udp(ofNode key: UInt64) -> String? {
-        state.withLock { s in s.nodes.values.first { $0.key == key && !$0.draining }?.udp }
+    /// Where a client reaches node `key` (a drained member goes there): its address and relay key.
+    func pointer(toNode key: UInt64) -> NodePointer? {
+        state.withLock { s in s.nodes.values.first { $0.key == key && !$0.draining }?.pointer }
     }
 
     /// The other nodes that have `room` (the directory lists it in their records) or that it belongs to: where this

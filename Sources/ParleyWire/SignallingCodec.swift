@@ -20,7 +20,8 @@ enum SignalTag: UInt8 {
     case departure = 49, audienceCount = 50
     /// Welcome: one forwarded stream's SRTP position: SSRC (4), 48-bit packet index (6).
     case streamIndex = 51
-    /// Welcome: another node of the cluster (HOST:PORT), where the member rejoins if this one is lost.
+    /// Welcome, before issue 33: another node of the cluster as an address alone (HOST:PORT). No longer written nor
+    /// read: a member goes nowhere without the node's key (`alternateNode`).
     case alternate = 52
     /// Recording: whether the room is being recorded (u8), and the recording's id (UTF-8).
     case recording = 53, recordingID = 54
@@ -30,6 +31,9 @@ enum SignalTag: UInt8 {
     case sentAt = 56, chatRequest = 57
     /// Chats: where one stands (u8, `ChatStatus.State`).
     case chatState = 58
+    /// Welcome: another node of the cluster as a `NodePointer` ("HOST:PORT KEY"), where the member rejoins if this one
+    /// is lost. A tag of its own: clients that predate it skip it (and fail over nowhere) rather than refuse the welcome.
+    case alternateNode = 59
     /// Room keys: which of the room's keys (u32).
     case keyID = 60
 }
@@ -253,11 +257,11 @@ extension SignalDatagram {
     }
 
     private static func alternates(_ f: SignalFields, _ b: UnsafeRawBufferPointer) throws(WireError) -> [String] {
-        let ranges = f.all(.alternate)
+        let ranges = f.all(.alternateNode)
         guard ranges.count <= Welcome.maxAlternates else { throw .badField }
         var out: [String] = []
         for r in ranges {
-            guard r.count <= 64 else { throw .badLength }
+            guard r.count <= NodePointer.maxLength else { throw .badLength }
             out.append(try SignalFields.decodeUTF8(Array(b[r])))
         }
         return out
@@ -334,7 +338,7 @@ extension SignalDatagram {
             w.field(.flags, u8: x.flags.rawValue)
             if !x.keyShare.isEmpty { w.field(.keyShare, x.keyShare) }
             if !x.roomMediaKey.isEmpty { w.field(.roomMediaKey, x.roomMediaKey) }
-            for a in x.alternates.prefix(Welcome.maxAlternates) where a.utf8.count <= 64 { w.field(.alternate, string: a) }
+            for a in x.alternates.prefix(Welcome.maxAlternates) where a.utf8.count <= NodePointer.maxLength { w.field(.alternateNode, string: a) }
             Self.write(x.streamIndices, &w)
         case .refused(let code, let reason):
             w.field(.code, u16: code.rawValue)

@@ -143,15 +143,16 @@ public enum RefusalCode: UInt16, Equatable, Sendable {
     /// The token asks for an end-to-end encrypted room (`e2ee`), but the room mixes on the relay, which must decode
     /// every stream: the two cannot go together. (Numbered apart from the codes the encrypted-signalling work adds.)
     case endToEndInMixRoom = 50
-    /// In a cluster, the room lives on another node: the reason is that node's UDP address (HOST:PORT), where the
-    /// client joins instead.
+    /// In a cluster, the room lives on another node: the reason is that node's `NodePointer` (its UDP address and
+    /// relay key, "HOST:PORT KEY"), where the client joins instead, insisting on that key.
     case roomElsewhere = 60
 }
 
 /// Why the relay ended a member's session. The numeric values are part of the protocol.
 public enum GoodbyeCode: UInt16, Equatable, Sendable {
     case left = 1, relayShutdown = 2, timedOut = 3, kicked = 4, roomClosed = 5, replaced = 6
-    /// The node is draining (a cluster): the reason is the UDP address of the node to join the room at instead.
+    /// The node is draining (a cluster): the reason is the `NodePointer` of the node to join the room at instead
+    /// ("HOST:PORT KEY": the client insists on that key there).
     case moved = 7
 }
 
@@ -233,8 +234,9 @@ public struct Welcome: Equatable, Sendable {
         }
     }
 
-    /// In a cluster: the UDP addresses (HOST:PORT) of the other live nodes, where the member rejoins if this node is
-    /// lost (at most `maxAlternates`).
+    /// In a cluster: the other live nodes, each a `NodePointer` ("HOST:PORT KEY": its UDP address and relay key),
+    /// where the member rejoins if this node is lost (at most `maxAlternates`, each at most `NodePointer.maxLength`
+    /// bytes; `fitAlternates` keeps the welcome one datagram).
     public var alternates: [String] = []
     /// The most `alternates` a welcome carries.
     public static let maxAlternates = 8

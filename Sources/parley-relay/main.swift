@@ -12,7 +12,8 @@ import ParleyWire
 let usage = """
 usage: parley-relay [drain] [--config FILE.json] [--udp HOST:PORT] [--http HOST:PORT] [--workers N]
                     [--api-key K --api-secret S] [--http-tls-cert FILE --http-tls-key FILE] [--state-dir DIR]
-                    [--web-root DIR] [--cluster redis://HOST:PORT [--node-id ID]] [--log-level debug|info|warning|error]
+                    [--web-root DIR] [--cluster redis[s]://[[USER]:PASSWORD@]HOST:PORT [--cluster-tls-ca FILE] [--node-id ID]]
+                    [--log-level debug|info|warning|error]
                     [--allow-cleartext] [--version]
 
 With no arguments the relay runs with dev defaults: UDP 127.0.0.1:7400, HTTP API and /metrics on
@@ -25,7 +26,9 @@ in --state-dir (default $XDG_STATE_HOME/parley-relay, else ~/.local/state/parley
 The HTTP address also serves the sample web client from --web-root (default Samples/web when it exists here), and
 keeps image attachments (POST /v1/attachments, up to attachment_max_bytes) in the state directory's attachments/.
 --cluster makes the relay one node of a cluster: it registers with that Redis (heartbeat and load, every second) and
-GET /v1/cluster lists the live nodes. Without it the relay runs alone and needs no Redis.
+GET /v1/cluster lists the live nodes. Without it the relay runs alone and needs no Redis. A password in the URL is
+sent with AUTH (give it through PARLEY_CLUSTER or the config file: a flag shows in ps); rediss:// speaks TLS, the
+server's certificate checked against the system's CAs or --cluster-tls-ca FILE.
 `parley-relay drain` (with the running node's settings) asks that node to drain before a restart: it takes no new
 joins and its members move to other nodes of the cluster.
 Every setting may also come from a PARLEY_* variable (PARLEY_UDP, PARLEY_WORKERS, PARLEY_API_KEY, ...) or a
@@ -59,7 +62,7 @@ while !arguments.isEmpty {
         continue
     }
     let known = ["--config", "--udp", "--http", "--workers", "--api-key", "--api-secret", "--log-level", "--state-dir",
-                 "--http-tls-cert", "--http-tls-key", "--web-root", "--cluster", "--node-id"]
+                 "--http-tls-cert", "--http-tls-key", "--web-root", "--cluster", "--cluster-tls-ca", "--node-id"]
     guard known.contains(flag) else { fail("unknown option \(flag)\n\(usage)") }
     guard let value = arguments.first, !value.hasPrefix("--") else { fail("\(flag) needs a value") }
     arguments.removeFirst()
@@ -124,7 +127,8 @@ let nodeID = server.nodeID
 let cluster = config.cluster.map { url in
     ClusterAgent(url: url, nodeID: nodeID,
                  address: { ("\(advertisedHost):\(udpPort)", "\(httpHostName):\(httpPort.load(ordering: .relaxed))") },
-                 ports: server.ports, boot: api.shared.cluster?.boot ?? 0, draining: { api.shared.isDraining },
+                 ports: server.ports, boot: api.shared.cluster?.boot ?? 0, relayKey: server.relayKey ?? "",
+                 mac: ClusterMAC(root: api.shared.cluster?.root ?? [], purpose: .directory), draining: { api.shared.isDraining },
                  load: {
                      // This node's own members: those of other nodes a room here cascades are theirs.
                      let snapshots = api.snapshots()
@@ -136,7 +140,7 @@ let cluster = config.cluster.map { url in
                  placement: { rooms, nodes, online in
                      api.shared.placement.update(rooms: rooms, nodes: nodes.map {
                          ClusterNode(id: $0.id, udp: $0.udp, ports: $0.ports, boot: $0.boot, roomMembers: $0.roomMembers, draining: $0.draining,
-                                     members: $0.members)
+                                     members: $0.members, relayKey: $0.relayKey)
                      }, selfID: nodeID, online: online)
                  },
                  log: { log.write(.info, $0) })

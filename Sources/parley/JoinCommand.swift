@@ -213,6 +213,11 @@ final class RoomCall {
             if interrupted.load(ordering: .relaxed), case .waitingToRejoin = engine.phase { return 0 }  // nothing to leave
             if interrupted.load(ordering: .relaxed) || leaveRequested || (duration > 0 && (now - start).seconds >= duration)
                 || (devices.inputEnded && !devices.listenOnly && duration == 0) {
+                if !engine.everWelcomed && !interrupted.load(ordering: .relaxed) && !leaveRequested {
+                    // The stay ran out before any relay (or the node a cluster sent us to) welcomed us: never in the room.
+                    ui.close()
+                    fail("cannot reach the relay at \(engine.server): no welcome before the stay ended", code: 5)
+                }
                 engine.leave(now: now)
                 ui.event("left \(room)")
                 return 0

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyCluster
 import ParleyHistory
 import ParleyNet
 import ParleyRelay
@@ -85,7 +86,8 @@ struct MessageStoreTests {
     @Test("in a cluster with its Redis unreachable: a text to keep fails (\"unreachable\"), its sender told; the API's read says so; the store runs on")
     func redisUnreachable() throws {
         // A port nobody listens on: connecting is refused at once.
-        let store = try MessageStore(redisHost: "127.0.0.1", port: 1, nodeID: "node-a", log: MemoryLogSink(threshold: .error))
+        let store = try MessageStore(redis: ClusterURL("redis://127.0.0.1:1")!, nodeID: "node-a",
+                                     mac: ClusterMAC(root: Array(repeating: 1, count: 32), purpose: .texts), log: MemoryLogSink(threshold: .error))
         let answers = Answers()
         store.post = { c in answers.list.withLock { $0.append(c) } }
         let thread = try OSThread(name: "test-store") { store.run() }

@@ -65,6 +65,29 @@ struct RelayConfigTests {
     }
 }
 
+@Suite("Configuration: the cluster's Redis")
+struct ClusterConfigTests {
+    @Test("issue 33: cluster takes a password and rediss://, cluster_tls_ca names the CA file; a bad URL's error never echoes a password")
+    func clusterURL() throws {
+        var config = RelayConfig()
+        try config.set("cluster_tls_ca", "/etc/parley/redis-ca.pem")
+        try config.set("cluster", "rediss://parley:hunter2@10.0.0.5:6380")
+        let url = try #require(config.cluster)
+        #expect(url.tls && url.user == "parley" && url.password == "hunter2" && url.caFile == "/etc/parley/redis-ca.pem")
+        try config.set("cluster", "redis://127.0.0.1:6379")
+        #expect(config.cluster?.password == nil && config.cluster?.tls == false)
+        do {
+            try config.set("cluster", "redis://:hunter2@h:99999")
+            Issue.record("a bad port was taken")
+        } catch {
+            #expect(!error.description.contains("hunter2") && error.description.contains("not shown"), "\(error.description)")
+        }
+        #expect(throws: ConfigError.self) { try config.set("cluster", "http://h:1") }
+        try config.set("cluster", "")
+        #expect(config.cluster == nil)
+    }
+}
+
 @Suite("parley-relay's configuration: attachment_max_bytes")
 struct AttachmentConfigTests {
     @Test("8 MiB by default; set from a key or PARLEY_ATTACHMENT_MAX_BYTES; 0 allowed (no uploads); negative or over 64 MiB refused")

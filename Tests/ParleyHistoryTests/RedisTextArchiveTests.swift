@@ -15,7 +15,7 @@ final class ScratchRedis {
             let p = Int.random(in: 20_000...60_000)
             let process = try Self.start(port: p)
             for _ in 0..<100 {
-                if (try? RedisConnection(host: "127.0.0.1", port: p)) != nil {
+                if (try? RedisConnection(url: ClusterURL("redis://127.0.0.1:\(p)")!)) != nil {
                     self.port = p
                     self.process = process
                     return
@@ -73,7 +73,8 @@ struct RedisTextArchiveTests {
 
     func archive(_ redis: ScratchRedis, node: String = "node-a", log: Lines = Lines()) -> RedisTextArchive {
         let clock = self.clock
-        return RedisTextArchive(host: "127.0.0.1", port: redis.port, nodeID: node, clock: { clock.now }, log: { log.add($0) })
+        return RedisTextArchive(url: ClusterURL("redis://127.0.0.1:\(redis.port)")!, nodeID: node, mac: RedisTextLayoutTests.mac,
+                                clock: { clock.now }, log: { log.add($0) })
     }
 
     @Test("room texts page newest first, with their images; the newest are kept per room")
@@ -180,7 +181,7 @@ struct RedisTextArchiveTests {
         let redis = try ScratchRedis()
         let lines = Lines()
         let a = archive(redis, log: lines)
-        let raw = try RedisConnection(host: "127.0.0.1", port: redis.port)
+        let raw = try RedisConnection(url: ClusterURL("redis://127.0.0.1:\(redis.port)")!)
         try a.addRoomText(room: "r", identity: "ann", name: "", text: "good", at: 1, attachments: [])
         _ = try raw.command(["ZADD", RedisTextLayout.roomKey("r"), "99", "999999:oops"])
         _ = try raw.command(["ZADD", RedisTextLayout.roomKey("r"), "100", String(repeating: "\u{1}", count: 5)])
@@ -195,6 +196,33 @@ struct RedisTextArchiveTests {
         #expect(try a.expire(now: 60).isEmpty)
         _ = try raw.command(["SET", RedisTextLayout.idKey, "not a number"])
         #expect(throws: ArchiveError.self) { try a.addRoomText(room: "r", identity: "ann", name: "", text: "t", at: 2, attachments: []) }
+        #expect(lines.all.filter { $0.contains("skipped") }.count >= 5, "\(lines.all)")
+    }
+
+    @Test("issue 33: texts and chats written straight into Redis are never listed or delivered; a genuine text's id planted in another recipient's set reaches only its own")
+    func plantedTexts() throws {
+        let redis = try ScratchRedis()
+        let lines = Lines()
+        let a = archive(redis, log: lines)
+        let raw = try RedisConnection(url: ClusterURL("redis://127.0.0.1:\(redis.port)")!)
+        // A room text "from ceo", packed as the relay packs them (with and without a made-up MAC).
+        let fields = ["999999", "ceo", "CEO", "wire the money", "1", ""]
+        _ = try raw.command(["ZADD", RedisTextLayout.roomKey("board"), "999999", RedisTextLayout.pack(fields)])
+        _ = try raw.command(["ZADD", RedisTextLayout.roomKey("board"), "999998", RedisTextLayout.pack(fields + [String(repeating: "A", count: 43)])])
+        try a.addRoomText(room: "board", identity: "alice", name: "", text: "genuine", at: 2, attachments: [])
+        #expect(try a.roomMessages(room: "board", before: nil, limit: 10).map(\.text) == ["genuine"])
+        // A direct text "from ceo" waiting for bob, and a genuine one to bob whose id is also planted in mallory's set.
+        _ = try raw.command(["HSET", RedisTextLayout.textKey(888_888), "from", "ceo", "to", "bob", "body", "forged direct text", "at", "1",
+                             "state", "0", "expires_at", "50", "conn", "0", "mid", "0", "node", "evil", "reason", "", "attachments", ""])
+        _ = try raw.command(["ZADD", RedisTextLayout.waitingKey("bob"), "888888", "888888"])
+        let id = try a.addDirectText(from: "alice", to: "bob", text: "for bob only", at: 1, state: .stored, expiresAt: 50, senderConnection: 1,
+                                     senderMessageID: 1, attachments: [])
+        _ = try raw.command(["ZADD", RedisTextLayout.waitingKey("mallory"), String(id), String(id)])
+        #expect(try a.claimWaiting(for: "mallory", from: nil, limit: 10).isEmpty)
+        #expect(try a.claimWaiting(for: "bob", from: nil, limit: 10).map(\.text) == ["for bob only"])
+        // A chat accepted for bob by nobody: the spam brake holds.
+        _ = try raw.command(["HSET", RedisTextLayout.chatsKey, RedisTextLayout.chatField("bob", "alice"), RedisTextLayout.pack(["bob", "alice", "1", "1"])])
+        #expect(try a.allChats().isEmpty)
         #expect(lines.all.filter { $0.contains("skipped") }.count >= 5, "\(lines.all)")
     }
 

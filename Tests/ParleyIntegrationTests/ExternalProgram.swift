@@ -23,6 +23,8 @@ struct ExternalProgram: Sendable, CustomStringConvertible {
     static let tshark = ExternalProgram(path: "/usr/bin/tshark", package: "tshark")
     /// The cluster's directory.
     static let redisServer = ExternalProgram(path: "/usr/bin/redis-server", package: "redis-server")
+    /// Redis's command-line client: the hostile writer of the cluster tests (anyone who reaches the cluster's Redis).
+    static let redisCLI = ExternalProgram(path: "/usr/bin/redis-cli", package: "redis-tools")
     /// Headless Chromium, the WebRTC browser of the browser tests.
     static let chromium = ExternalProgram(path: "/usr/bin/chromium", package: "chromium")
     /// A mount namespace of its own (the full-disk tests mount a small tmpfs there; `mount` comes with it).
@@ -37,7 +39,7 @@ struct ExternalProgram: Sendable, CustomStringConvertible {
 
     /// Every program the tests start.
     static let all: [ExternalProgram] = [.curl, .ffmpeg, .ffprobe, .espeakNG, .openssl, .tcpdump, .gstLaunch, .tshark, .chromium, .interopPython,
-                                         .redisServer, .unshare]
+                                         .redisServer, .redisCLI, .unshare]
 
     var description: String { path }
 

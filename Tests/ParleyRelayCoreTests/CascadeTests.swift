@@ -21,8 +21,8 @@ struct CascadeTests {
         let b = FakeNetwork(config: config, seed: 99, encrypted: encrypted, host: 2, cluster: idB)
         a.others = [b]
         b.others = [a]
-        let nodes = [ClusterNode(id: "a", udp: "10.0.0.1:7400", ports: [7400], boot: 11, roomMembers: [room: 1]),
-                     ClusterNode(id: "b", udp: "10.0.0.2:7400", ports: [7400], boot: bootB, roomMembers: [room: 1])]
+        let nodes = [ClusterNode(id: "a", udp: "10.0.0.1:7400", ports: [7400], boot: 11, roomMembers: [room: 1], relayKey: RoomPlacementTests.key),
+                     ClusterNode(id: "b", udp: "10.0.0.2:7400", ports: [7400], boot: bootB, roomMembers: [room: 1], relayKey: RoomPlacementTests.key)]
         a.shared.placement.update(rooms: [room: "a"], nodes: nodes, selfID: "a")
         b.shared.placement.update(rooms: [room: "a"], nodes: nodes, selfID: "b")
         return (a, b)
@@ -329,7 +329,7 @@ struct CascadeTests {
         for n in nets { n.others = nets.filter { $0 !== n } }
         // The directory knows the nodes but no rooms yet (it is read once a second).
         let nodes = ["a", "b", "c"].enumerated().map { k, id in
-            ClusterNode(id: id, udp: "10.0.0.\(k + 1):7400", ports: [7400], boot: UInt64(k + 1))
+            ClusterNode(id: id, udp: "10.0.0.\(k + 1):7400", ports: [7400], boot: UInt64(k + 1), relayKey: RoomPlacementTests.key)
         }
         for (k, n) in nets.enumerated() { n.shared.placement.update(rooms: [:], nodes: nodes, selfID: ["a", "b", "c"][k]) }
         let ann = nets[0].addClient("ann", room: room)

@@ -20,7 +20,7 @@ struct WhereThingsLiveTests {
         "ParleyWebRTC": (["ParleyWire"], ["COpenSSL"]),
         "ParleyRelayCore": (["ParleyWire", "ParleyAuth", "ParleyMedia", "ParleyCrypto", "ParleyWebRTC"], []),
         "ParleyClientCore": (["ParleyWire", "ParleyAuth", "ParleyMedia", "ParleyCrypto"], []),
-        "ParleyCluster": ([], ["CHiredis", "Foundation"]),
+        "ParleyCluster": (["ParleyAuth", "ParleyCrypto"], ["CHiredis", "COpenSSL", "Foundation"]),
         "ParleyRecording": (["ParleyWire", "ParleyMedia"], ["COgg", "COpusEnc"]),
         "ParleyHistory": (["ParleyCluster", "ParleyWire"], ["CSQLite"]),
         "ParleyRelay": (["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto", "ParleyWebRTC", "ParleyCluster", "ParleyRecording",
