@@ -203,11 +203,13 @@ extension HTTPRouter {
         return r
     }
 
-    /// The token's claims when it may use the room's member routes: a member token for `room`, or an admin token.
-    private func memberClaims(_ request: HTTPRequest, room: String, now: Int64) throws(APIError) -> TokenClaims {
+    /// The token's claims when it may use the room's member routes: an admin token, or a token that may join `room`
+    /// natively (`RoomAdmission`: its room claim or pattern, the `join` grant, a call room's own tokens only).
+    func memberClaims(_ request: HTTPRequest, room: String, now: Int64) throws(APIError) -> TokenClaims {
         let claims = try bearerClaims(request, now: now, missing: "a member token for the room is required (Authorization: Bearer)")
-        guard claims.grants.admin || claims.room == room else {
-            throw APIError(403, "forbidden", "the token of \(claims.identity) is not for this room")
+        if claims.grants.admin { return claims }
+        if let refusal = RoomAdmission.refusal(claims, room: room) {
+            throw APIError(403, refusal.code == .privateRoom ? "private_room" : "forbidden", refusal.reason)
         }
         return claims
     }
@@ -249,6 +251,12 @@ extension HTTPRouter {
             throw APIError(406, "bad_offer", "the audio section lacks Opus, a mid, ICE credentials or a fingerprint")
         }
         if subscribe { extra = Array(extra.prefix(max(0, config.maxForwardedSpeakers - 1))) } else { extra = [] }
+        do throws(WebRTCError) {
+            // Refused here (406), before a member exists, rather than by the answer after it (which was a 500).
+            try offer.checkBundled([mid] + extra.compactMap(\.mid))
+        } catch {
+            throw APIError(406, error.code, error.reason)
+        }
         let terms = WebRTCOfferTerms(remoteUfrag: ufrag, remoteFingerprint: remoteFingerprint, payloadType: opus,
                                      audioLevelExtensionID: section.audioLevelExtensionID, publish: publish, subscribe: subscribe,
                                      slots: 1 + extra.count)
