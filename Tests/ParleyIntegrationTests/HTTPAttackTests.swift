@@ -102,12 +102,26 @@ extension ProcessTests {
             #expect(reader.waitFor(seconds: 3) { $0.contains(#""room":"after-the-wait""#) })
         }
 
+        @Test("with no keys configured, a relay on any interface but loopback refuses to start (exit 2, says why); --dev runs it, and says so")
+        func devCredentialsOffLoopback() throws {
+            for arguments in [["--udp", "127.0.0.1:0", "--http", "0.0.0.0:0"], ["--udp", "0.0.0.0:0", "--http", "127.0.0.1:0"]] {
+                let refused = try Spawned("parley-relay", arguments + ["--workers", "1"])
+                #expect(refused.wait(seconds: 10) == 2, "\(arguments): \(refused.stdout) \(refused.stderr)")
+                #expect(refused.stderr.contains("not loopback") && refused.stderr.contains("--dev"), "\(refused.stderr)")
+                #expect(!refused.stdout.contains("ready on udp"))
+            }
+            let relay = try Spawned("parley-relay", ["--udp", "127.0.0.1:0", "--http", "0.0.0.0:0", "--workers", "1", "--dev"])
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            #expect(relay.waitFor(seconds: 10) { $0.contains("ready on udp") }, "\(relay.stderr)")
+            #expect(relay.waitForStderr(seconds: 2) { $0.contains("OFF LOOPBACK") }, "\(relay.stderr)")
+        }
+
         @Test("/metrics needs the admin token from any address but loopback; metrics_require_auth=true asks it of loopback too")
         func metricsAuth() throws {
             let host = try #require(nonLoopbackIPv4(), "this test needs a non-loopback IPv4 address")
             let admin = try mint(["--admin", "--identity", "ops"])
             do {
-                let relay = try Spawned("parley-relay", ["--udp", "127.0.0.1:0", "--http", "0.0.0.0:0", "--workers", "1"])
+                let relay = try Spawned("parley-relay", ["--udp", "127.0.0.1:0", "--http", "0.0.0.0:0", "--workers", "1", "--dev"])
                 defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
                 #expect(relay.waitFor(seconds: 10) { $0.contains("ready on udp") })
                 let port = try #require(httpPort(of: relay))
