@@ -46,6 +46,16 @@ int parley_epoll_watch(int epoll, int fd, uint64_t token) {
     return epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &e) < 0 ? -errno : 0;
 }
 
+int parley_epoll_watch_hangup(int epoll, int fd, uint64_t token) {
+    struct epoll_event e = { .events = EPOLLRDHUP, .data.u64 = token };
+    return epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &e) < 0 ? -errno : 0;
+}
+
+int parley_epoll_forget(int epoll, int fd) {
+    struct epoll_event unused = { 0 };  // kernels before 2.6.9 want a non-NULL event
+    return epoll_ctl(epoll, EPOLL_CTL_DEL, fd, &unused) < 0 ? -errno : 0;
+}
+
 int parley_epoll_wait(int epoll, uint64_t *tokens, int capacity, int timeout_ms) {
     struct epoll_event events[256];
     if (capacity > 256) capacity = 256;

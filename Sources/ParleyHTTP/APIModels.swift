@@ -277,6 +277,14 @@ public enum API {
             public var token: String?
         }
 
+        /// An event of the stream itself (not of the relay): `type`, `detail`, in `room` ("" for a stream of no room).
+        public init(type: String, room: String, detail: String, at: Int64) {
+            self.type = type
+            self.room = room
+            self.detail = detail
+            self.at = at
+        }
+
         /// The wire form of a relay event.
         public init(_ e: RelayEvent) {
             type = e.kind.rawValue

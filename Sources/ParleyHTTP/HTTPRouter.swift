@@ -101,10 +101,11 @@ public struct HTTPRouter: Sendable {
         case answer(HTTPResponse)
         /// Read the body, then `route` the request away from the event loop: it reads snapshots or runs a command.
         case route
-        /// Start an event stream: every public event (`room` nil), or only `room`'s.
-        case eventStream(room: String?)
-        /// Start a web page's presence stream for `identity`: the page is online for calls while it lasts.
-        case presenceStream(identity: String, name: String)
+        /// Start an event stream for `holder`: every public event (`room` nil), or only `room`'s.
+        case eventStream(room: String?, holder: StreamHolder)
+        /// Start a web page's presence stream for `holder` (its identity, shown as `name`): the page is online for calls
+        /// while it lasts.
+        case presenceStream(holder: StreamHolder, name: String)
         /// Like `route`, for an attachment held in memory: the server takes one of its few places for this kind of
         /// `transfer` (503 at once when none is free), reads at most `maxBodyBytes` of body (413 beyond), then routes it.
         case attachment(AttachmentTransfer, maxBodyBytes: Int)
@@ -130,8 +131,8 @@ public struct HTTPRouter: Sendable {
             default:
                 if parts.first != "v1", webRoot != nil, request.method == "GET" || request.method == "HEAD" { return .route }
                 guard parts.first == "v1" else { throw Self.noEndpoint }
-                try authorise(request, now: now)
-                return request.method == "GET" && parts == ["v1", "events"] ? .eventStream(room: nil) : .route
+                let claims = try authorise(request, now: now)
+                return request.method == "GET" && parts == ["v1", "events"] ? .eventStream(room: nil, holder: StreamHolder(claims)) : .route
             }
         } catch {
             return .answer(error.response)
@@ -258,9 +259,11 @@ public struct HTTPRouter: Sendable {
     /// Outside `/v1`, before auth: the path is not echoed.
     static let noEndpoint = APIError(404, "not_found", "no such endpoint")
 
-    private func authorise(_ request: HTTPRequest, now: Int64) throws(APIError) {
+    @discardableResult
+    private func authorise(_ request: HTTPRequest, now: Int64) throws(APIError) -> TokenClaims {
         let claims = try bearerClaims(request, now: now, missing: "admin token required")
         guard claims.grants.admin else { throw APIError(403, "forbidden", "the token of \(claims.identity) lacks the admin grant") }
+        return claims
     }
 
     /// The verified claims of the request's `Authorization: Bearer` token; 401 with `missing` when there is none.

@@ -79,10 +79,10 @@ extension HTTPRouter {
     func admitMember(_ request: HTTPRequest, _ route: MemberRoute, now: Int64) -> Admission {
         if request.method == "OPTIONS" { return .answer(Self.preflight) }
         do throws(APIError) {
-            _ = try memberClaims(request, room: route.room, now: now)
+            let claims = try memberClaims(request, room: route.room, now: now)
             if case .events(let room) = route {
                 guard request.method == "GET" else { throw APIError(405, "method_not_allowed", "use GET") }
-                return .eventStream(room: try Self.validName(room, field: "room name"))
+                return .eventStream(room: try Self.validName(room, field: "room name"), holder: StreamHolder(claims))
             }
             return .route
         } catch {

@@ -63,7 +63,7 @@ extension HTTPRouter {
             let claims = try presenceClaims(request, now: now)
             if route == .events {
                 guard request.method == "GET" else { throw APIError(405, "method_not_allowed", "use GET") }
-                return .presenceStream(identity: claims.identity, name: claims.name ?? "")
+                return .presenceStream(holder: StreamHolder(claims), name: claims.name ?? "")
             }
             return .route
         } catch {

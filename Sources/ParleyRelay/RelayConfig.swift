@@ -77,7 +77,7 @@ public struct RelayConfig: Sendable {
                               "signalling_queue_limit", "text_queue_limit", "nack_budget_percent", "nack_burst_bytes",
                               "uplink_repair", "uplink_repair_window_ms",
                               "http_max_connections", "http_connections_per_address", "http_idle_timeout_s",
-                              "http_header_timeout_s", "event_stream_stall_timeout_s", "allow_cleartext", "http_tls_cert", "http_tls_key", "web_root",
+                              "http_header_timeout_s", "event_stream_stall_timeout_s", "event_streams_per_identity", "event_streams_max", "allow_cleartext", "http_tls_cert", "http_tls_key", "web_root",
                               "cluster", "node_id", "attachment_max_bytes", "dev"]
 
     /// Applies one key's value; throws a message naming the key on a bad value.
@@ -180,6 +180,8 @@ public struct RelayConfig: Sendable {
         case "http_idle_timeout_s": httpLimits.idleTimeoutSeconds = try int(1...3600)
         case "http_header_timeout_s": httpLimits.headerTimeoutSeconds = try int(1...3600)
         case "event_stream_stall_timeout_s": httpLimits.eventStreamStallSeconds = try int(1...3600)
+        case "event_streams_per_identity": httpLimits.eventStreamsPerIdentity = try int(1...1_000)
+        case "event_streams_max": httpLimits.eventStreamsMax = try int(1...65_536)
         case "dev":
             let choices = ["true": true, "1": true, "false": false, "0": false]
             guard let on = choices[value] else { throw ConfigError("dev must be true or false, got \"\(value)\"") }
