@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/epoll.h>
+#include <sys/statvfs.h>
 #include <malloc.h>
 #include <pthread.h>
 
@@ -64,6 +65,12 @@ int parley_epoll_wait(int epoll, uint64_t *tokens, int capacity, int timeout_ms)
     if (n < 0) return -errno;
     for (int i = 0; i < n; i++) tokens[i] = events[i].data.u64;
     return n;
+}
+
+int64_t parley_free_bytes(const char *path) {
+    struct statvfs info;
+    if (statvfs(path, &info) != 0) return -(int64_t)errno;
+    return (int64_t)info.f_bavail * (int64_t)info.f_frsize;
 }
 
 int parley_malloc_trim(void) { return malloc_trim(0); }

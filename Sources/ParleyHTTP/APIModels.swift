@@ -364,5 +364,11 @@ public enum API {
         public var size: Int
         /// SHA-256 of the bytes, 64 lower-case hex digits.
         public var sha256: String
+        /// Pixels across, as the image's header says (checked: `ImageLimits`).
+        public var width: Int
+        /// Pixels down.
+        public var height: Int
+        /// Unix milliseconds after which the relay no longer keeps it (`attachment_expiry_days`); absent: kept until removed.
+        public var expiresAt: Int64?
     }
 }

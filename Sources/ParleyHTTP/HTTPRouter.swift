@@ -553,16 +553,23 @@ public struct APIError: Error, Equatable, Sendable {
     public var code: String
     /// For people.
     public var message: String
+    /// Headers the answer carries besides (`Retry-After`).
+    public var headers: [String: String] = [:]
 
     /// An error.
-    public init(_ status: Int, _ code: String, _ message: String) {
+    public init(_ status: Int, _ code: String, _ message: String, headers: [String: String] = [:]) {
         self.status = status
         self.code = code
         self.message = message
+        self.headers = headers
     }
 
     /// The JSON response.
-    public var response: HTTPResponse { HTTPRouter.json(API.ErrorBody(error: .init(code: code, message: message)), status: status) }
+    public var response: HTTPResponse {
+        var r = HTTPRouter.json(API.ErrorBody(error: .init(code: code, message: message)), status: status)
+        for (name, value) in headers { r.headers[name] = value }
+        return r
+    }
 }
 
 extension String {

@@ -55,6 +55,8 @@ public struct SystemCalls: Sendable {
     public var unlink: @Sendable (_ path: UnsafePointer<CChar>) -> Int32
     /// eventfd(2) non-blocking and close-on-exec, through the C shim: the descriptor or -errno.
     public var eventfd: @Sendable () -> Int32
+    /// statvfs(3): bytes free to an unprivileged user on the file system holding `path` (f_bavail × f_frsize), or -errno.
+    public var freeBytes: @Sendable (_ path: UnsafePointer<CChar>) -> Int64 = { parley_free_bytes($0) }
     /// epoll_create1(2) close-on-exec, through the C shim: the descriptor or -errno.
     public var epollCreate: @Sendable () -> Int32 = { parley_epoll_create() }
     /// Watches a descriptor for input on an epoll descriptor, reported as `token`: 0 or -errno.

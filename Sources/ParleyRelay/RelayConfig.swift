@@ -42,6 +42,9 @@ public struct RelayConfig: Sendable {
     /// `attachment_max_bytes`: the largest image `POST /v1/attachments` takes; 0 takes none (attachments already kept
     /// stay readable).
     public var attachmentMaxBytes = RelayConfig.defaultAttachmentMaxBytes
+    /// `attachment_quota_bytes`, `attachment_quota_files`, `attachment_uploads_per_minute`,
+    /// `attachment_upload_bytes_per_minute`, `attachment_expiry_days`, `attachment_reserve_bytes`.
+    public var attachmentQuota = AttachmentQuota()
     /// 8 MiB.
     public static let defaultAttachmentMaxBytes = 8 * 1024 * 1024
     /// The largest `attachment_max_bytes` allowed: the HTTP server holds at most `HTTPLimits.attachmentUploads` +
@@ -78,7 +81,9 @@ public struct RelayConfig: Sendable {
                               "uplink_repair", "uplink_repair_window_ms",
                               "http_max_connections", "http_connections_per_address", "http_idle_timeout_s",
                               "http_header_timeout_s", "event_stream_stall_timeout_s", "event_streams_per_identity", "event_streams_max", "allow_cleartext", "http_tls_cert", "http_tls_key", "web_root",
-                              "cluster", "node_id", "attachment_max_bytes", "dev"]
+                              "cluster", "node_id", "attachment_max_bytes", "attachment_quota_bytes", "attachment_quota_files",
+                              "attachment_uploads_per_minute", "attachment_upload_bytes_per_minute", "attachment_expiry_days",
+                              "attachment_reserve_bytes", "dev"]
 
     /// Applies one key's value; throws a message naming the key on a bad value.
     public mutating func set(_ key: String, _ value: String) throws(ConfigError) {
@@ -111,6 +116,12 @@ public struct RelayConfig: Sendable {
             webRoot = value
         case "workers": workers = try int(0...256)
         case "attachment_max_bytes": attachmentMaxBytes = try int(0...Self.attachmentMaxBytesLimit)
+        case "attachment_quota_bytes": attachmentQuota.bytesPerIdentity = try int(0...(1 << 40))
+        case "attachment_quota_files": attachmentQuota.filesPerIdentity = try int(0...10_000_000)
+        case "attachment_uploads_per_minute": attachmentQuota.uploadsPerMinute = try int(1...100_000)
+        case "attachment_upload_bytes_per_minute": attachmentQuota.bytesPerMinute = try int(1...(1 << 40))
+        case "attachment_expiry_days": attachmentQuota.expiryDays = try int(0...36_500)
+        case "attachment_reserve_bytes": attachmentQuota.reserveBytes = Int64(try int(0...(1 << 50)))
         case "state_dir":
             guard !value.isEmpty, !value.utf8.contains(0) else { throw ConfigError("state_dir must be a directory path, got \"\(value)\"") }
             stateDir = value

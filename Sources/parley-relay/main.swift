@@ -150,7 +150,9 @@ let router = HTTPRouter(backend: server.api, verifier: TokenVerifier(keys: confi
                         signer: server.api.signer, config: config.core, metricsRequireAuth: config.metricsRequireAuth,
                         httpStats: httpStats, relayKey: server.relayKey,
                         webRoot: StaticFiles.resolve(config.webRoot), devTokens: config.usesDevCredentials, cluster: cluster,
-                        attachments: AttachmentFiles(stateDirectory: stateDirectory, log: log), attachmentMaxBytes: config.attachmentMaxBytes)
+                        attachments: AttachmentFiles(stateDirectory: stateDirectory, log: log, quota: config.attachmentQuota,
+                                                     largestUpload: config.attachmentMaxBytes),
+                        attachmentMaxBytes: config.attachmentMaxBytes)
 let http: HTTPServer
 do {
     http = try HTTPServer(address: config.http, router: router, events: server.api.events, limits: config.httpLimits,

@@ -35,6 +35,9 @@ int parley_epoll_forget(int epoll, int fd);
 /// (`struct epoll_event` is packed on x86-64, which Swift cannot lay out: it stays on this side.)
 int parley_epoll_wait(int epoll, uint64_t *tokens, int capacity, int timeout_ms);
 
+/// statvfs(3): bytes free to an unprivileged user on the file system holding `path` (f_bavail × f_frsize), or -errno.
+int64_t parley_free_bytes(const char *path);
+
 /// malloc_trim(3) with pad 0: gives the free pages of every malloc arena back to the system; 1 if any were.
 int parley_malloc_trim(void);
 
