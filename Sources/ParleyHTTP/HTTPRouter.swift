@@ -224,7 +224,8 @@ public struct HTTPRouter: Sendable {
                                  muted: body.muted ?? true))
         case ("POST", let p) where p.count == 3 && p[0] == "rooms" && p[2] == "messages":
             let body = try Self.decode(API.MessageRequest.self, request.body).checked()
-            return try run(.message(room: try Self.validName(p[1], field: "room name"), text: body.text, attachments: body.attachments))
+            let room = try Self.validName(p[1], field: "room name")
+            return try sendRoomText { .message(room: room, text: body.text, attachments: body.attachments, keepRequest: $0) }
         case ("POST", let p) where p.count == 3 && p[0] == "rooms" && p[2] == "rtp-endpoints":
             return try createRTPEndpoint(room: try Self.validName(p[1], field: "room name"), request.body)
         case ("POST", let p) where p.count == 3 && p[0] == "rooms" && p[2] == "recording":
@@ -430,6 +431,30 @@ public struct HTTPRouter: Sendable {
 
     private func run(_ command: AdminCommand) throws(APIError) -> HTTPResponse {
         try answer(backend.execute(command))
+    }
+
+    /// Seconds a text's request waits for the message store to say it kept the text.
+    public static let keepWaitSeconds = 2.0
+
+    /// Sends a room text (`command` with the number the store answers to) and, on a relay that keeps texts, waits until
+    /// the store kept it: a text the room got but the store could not keep is 507 (the disk is full) or 503, code
+    /// `text_not_kept`, never a silent 200.
+    func sendRoomText(_ command: (UInt64) -> AdminCommand) throws(APIError) -> HTTPResponse {
+        let expected = backend.messages?.keeping.expect()
+        let result = backend.execute(command(expected?.id ?? 0))
+        guard case .ok? = result, let (id, wait) = expected else {
+            if let expected { backend.messages?.keeping.cancel(expected.id) }
+            return try answer(result)
+        }
+        switch wait.wait(seconds: Self.keepWaitSeconds) {
+        case .kept?:
+            return Self.json(API.Done(ok: true, detail: nil))
+        case .notKept(let reason, let full)?:
+            throw APIError(full ? 507 : 503, "text_not_kept", "the text reached the room's members but was not kept in its history: \(reason)")
+        case nil:
+            backend.messages?.keeping.cancel(id)
+            throw APIError(503, "text_not_kept", "the text reached the room's members, but the message store has not said within \(Int(Self.keepWaitSeconds)) s that it kept it (it may yet)")
+        }
     }
 
     func answer(_ result: AdminResult?) throws(APIError) -> HTTPResponse {

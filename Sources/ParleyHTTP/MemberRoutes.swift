@@ -151,9 +151,11 @@ extension HTTPRouter {
                 }, next: page.count > limit ? shown.last.map { String($0.id) } : nil)))
             case ("POST", .messages):
                 let body = try Self.decode(API.MessageRequest.self, request.body).checked()
-                let command: AdminCommand = claims.grants.admin ? .message(room: room, text: body.text, attachments: body.attachments)
-                    : .memberMessage(room: room, identity: claims.identity, text: body.text, attachments: body.attachments)
-                return Self.withCORS(try answer(backend.execute(command)))
+                let response = try sendRoomText { request -> AdminCommand in
+                    claims.grants.admin ? .message(room: room, text: body.text, attachments: body.attachments, keepRequest: request)
+                        : .memberMessage(room: room, identity: claims.identity, text: body.text, attachments: body.attachments, keepRequest: request)
+                }
+                return Self.withCORS(response)
             case ("PATCH", .session):
                 var r = APIError(405, "method_not_allowed", "trickle ICE is not supported: the answer carries the relay's candidate").response
                 r.headers["Allow"] = "DELETE"

@@ -20,8 +20,8 @@ func curlFile(_ method: String, _ url: String, token: String?, headers: [String]
 }
 
 /// A 1×1 grey PNG of exactly `size` bytes (at least 79): signature, IHDR, IDAT, a private ancillary chunk `prVt` of
-/// zeros, IEND, each chunk with its CRC (computed here).
-func pngOf(size: Int) -> [UInt8] {
+/// `fill` bytes (another fill, other bytes), IEND, each chunk with its CRC (computed here).
+func pngOf(size: Int, fill: UInt8 = 0) -> [UInt8] {
     func crc32(_ bytes: [UInt8]) -> UInt32 {
         var crc: UInt32 = 0xFFFF_FFFF
         for b in bytes {
@@ -35,7 +35,7 @@ func pngOf(size: Int) -> [UInt8] {
     let head: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + chunk("IHDR", [0, 0, 0, 1, 0, 0, 0, 1, 8, 0, 0, 0, 0])
         + chunk("IDAT", [0x78, 0x9C, 0x63, 0x60, 0x00, 0x00, 0x00, 0x02, 0x00, 0x01])
     let end = chunk("IEND", [])
-    return head + chunk("prVt", [UInt8](repeating: 0, count: size - head.count - end.count - 12)) + end
+    return head + chunk("prVt", [UInt8](repeating: fill, count: size - head.count - end.count - 12)) + end
 }
 
 extension ProcessTests {
