@@ -256,8 +256,8 @@ public struct RelayConfig: Sendable {
     /// says so explicitly.
     func checkDevCredentials() throws(ConfigError) {
         guard usesDevCredentials, !dev, !(udp.isLoopback && http.isLoopback) else { return }
-        let exposed = [udp.isLoopback ? nil : "udp \(udp)", http.isLoopback ? nil : "http \(http)"].compactMap { $0 }.joined(separator: " and ")
-        throw ConfigError("no api_key and api_secret are configured, so the relay would run with the public dev credentials (anyone can mint admin tokens with them), but \(exposed) is not loopback: set api_key and api_secret (--api-key K --api-secret S, PARLEY_API_KEY/PARLEY_API_SECRET or the config file), bind udp and http to 127.0.0.1, or pass --dev (config dev: true) to run with the dev credentials there anyway")
+        let exposed = [udp.isLoopback ? nil : "udp \(udp)", http.isLoopback ? nil : "http \(http)"].compactMap { $0 }
+        throw ConfigError("no api_key and api_secret are configured, so the relay would run with the public dev credentials (anyone can mint admin tokens with them), but \(exposed.joined(separator: " and ")) \(exposed.count > 1 ? "are" : "is") not loopback: set api_key and api_secret (--api-key K --api-secret S, PARLEY_API_KEY/PARLEY_API_SECRET or the config file), bind udp and http to 127.0.0.1, or pass --dev (config dev: true) to run with the dev credentials there anyway")
     }
 
     /// The HTTP API's certificate and key, read and checked (`HTTPTLSFiles.read`); nil for plain HTTP (neither set).
