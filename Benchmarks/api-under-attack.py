@@ -9,19 +9,28 @@
    (a new connection each, 2 s to answer), answered / sent and latency;
 4. N event-stream readers (admin token, 4 KB receive buffers) that read nothing, while 2 x ROOMS events of ~250 bytes
    are published (rooms created and deleted): peak memory, then memory and streams left as the relay drops them
-   (event_stream_stall_timeout_s, 20 s by default; sampled for 40 s).
+   (event_stream_stall_timeout_s, 20 s by default; sampled for 40 s);
+5. issue 33's event-stream flood: one member token opens 64 room event streams from each of 16 addresses (all of
+   http_max_connections) and holds them for SECONDS, then leaves: an admin GET /v1/rooms every 0.25 s (2 s to answer)
+   during it and for 25 s after, answered / sent and latency, and how long the relay keeps the streams after;
+6. issue 33's upload flood: one member token posts 10 distinct 8 MiB PNGs back to back: the answers, the bytes kept,
+   the time taken.
 
 --base DIR runs the same on another build first (the commit before the fix, say) for a baseline from the same run.
 usage: python3 Benchmarks/api-under-attack.py [--bin .build/release] [--base DIR] [--idle 300] [--seconds 20] [--rooms 1000]
+                                             [--only-issue33]
 """
 import argparse
 import http.client
 import os
 import re
 import socket
+import struct
 import subprocess
+import tempfile
 import threading
 import time
+import zlib
 
 
 def status(pid):
@@ -191,6 +200,98 @@ def stalled_readers(port, token, pid, count, rooms, rss0):
              else f"streams open at the end: {left[-1]}"))
 
 
+def ended(s):
+    """Whether the relay ended the connection: what it sent read out, then the end of the stream (never waits)."""
+    try:
+        while True:
+            if s.recv(65536, socket.MSG_DONTWAIT) == b"":
+                return True
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+def stream_flood(port, admin, member, seconds):
+    """Issue 33, finding 3: a member token's event streams, 64 from each of 16 addresses; the backend's probes."""
+    flood = []
+    for a in range(16):
+        for _ in range(64):
+            try:
+                s = connect(port, f"127.0.2.{a + 2}", held=True)
+                s.sendall(f"GET /v1/rooms/lobby/events HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer {member}\r\n\r\n".encode())
+                flood.append(s)
+            except OSError:
+                break
+    during, after = [], []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        during.append(probe(port, "/v1/rooms", admin))
+        time.sleep(0.25)
+    held = metric(port, "parley_http_event_streams")
+    refused = metric(port, "parley_http_event_streams_refused_total")
+    open_socks = sum(1 for s in flood if not ended(s))
+    for s in flood:
+        s.close()
+    left = time.monotonic()
+    gone_after = None
+    while time.monotonic() - left < 25:
+        after.append(probe(port, "/v1/rooms", admin))
+        if gone_after is None and metric(port, "parley_http_event_streams") == 0:
+            gone_after = time.monotonic() - left
+        time.sleep(0.25)
+
+    def line_for(name, results):
+        ok = [t for code, t in results if code == 200]
+        return (f"    {name}: {len(ok)}/{len(results)} answered 200 within 2 s; latency p50 {quantile(ok, 0.5) * 1000:.1f} ms, "
+                f"max {max(ok, default=float('nan')) * 1000:.1f} ms")
+
+    print(f"  event-stream flood, one member token, {len(flood)} streams asked from 16 addresses for {seconds} s: "
+          f"{held} held by the relay (refused: {refused}), {open_socks} connections still open at the end")
+    print(line_for("GET /v1/rooms during", during))
+    print(line_for("GET /v1/rooms in the 25 s after", after))
+    print(f"    the attacker's streams gone from the relay {gone_after:.2f} s after it left" if gone_after is not None
+          else "    the attacker's streams still open 25 s after it left")
+
+
+def png(size, fill):
+    """A 1×1 grey PNG of `size` bytes: an ancillary chunk of `fill` bytes before IEND, every CRC right."""
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    head = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 0, 0, 0, 0)) \
+        + chunk(b"IDAT", zlib.compress(b"\x00\x00"))
+    end = chunk(b"IEND", b"")
+    return head + chunk(b"prVt", bytes([fill]) * (size - len(head) - len(end) - 12)) + end
+
+
+def upload_flood(port, member, state):
+    """Issue 33, finding 6: one member token posts distinct 8 MiB images back to back."""
+    codes, kept = [], 0
+    images = []
+    for k in range(10):
+        path = os.path.join(state, f"flood-{k}.png")
+        with open(path, "wb") as f:
+            f.write(png(8 * 1024 * 1024 - 4096, k))
+        images.append(path)
+    start = time.monotonic()
+    for path in images:
+        # curl: a refusal on the headers (429, 507) is answered while the body is still going out.
+        out = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "30", "-H", f"Authorization: Bearer {member}",
+                              "-H", "Content-Type: image/png", "--data-binary", "@" + path, f"http://127.0.0.1:{port}/v1/attachments"],
+                             capture_output=True, text=True).stdout
+        code = int(out or 0)
+        codes.append(code)
+        if code == 201:
+            kept += os.path.getsize(path)
+    took = time.monotonic() - start
+    for path in images:
+        os.remove(path)
+    blobs = os.path.join(state, "attachments", "blobs")
+    on_disk = sum(os.path.getsize(os.path.join(blobs, f)) for f in os.listdir(blobs)) if os.path.isdir(blobs) else 0
+    print(f"  upload flood, one member token, 10 distinct 8 MiB PNGs back to back in {took:.2f} s: answers {codes}; "
+          f"{kept / 1048576:.1f} MiB kept ({on_disk / 1048576:.1f} MiB of blobs on disk)")
+
+
 def quantile(values, q):
     if not values:
         return float("nan")
@@ -198,9 +299,11 @@ def quantile(values, q):
     return v[min(len(v) - 1, int(len(v) * q))]
 
 
-def run(bin_dir, idle, seconds, events_rooms, label):
+def run(bin_dir, idle, seconds, events_rooms, label, only_issue33=False):
+    state = tempfile.mkdtemp(prefix="parley-attack-")
     relay = subprocess.Popen([f"{bin_dir}/parley-relay", "--udp", "127.0.0.1:0", "--http", "127.0.0.1:0", "--workers", "2",
-                              "--log-level", "error"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                              "--log-level", "error"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                             env={**os.environ, "PARLEY_STATE_DIR": state})
     try:
         line = relay.stdout.readline()
         port = int(re.search(r"http 127\.0\.0\.1:(\d+)", line).group(1))
@@ -208,9 +311,15 @@ def run(bin_dir, idle, seconds, events_rooms, label):
         token = subprocess.run([f"{args.bin}/parley", "token", "--admin", "--identity", "bench"], capture_output=True,
                                text=True).stdout.strip()
         time.sleep(1)
+        member = subprocess.run([f"{args.bin}/parley", "token", "--identity", "eve", "--room", "lobby"], capture_output=True,
+                                text=True).stdout.strip()
         rss0, threads0 = status(relay.pid)
         print(f"{label}: {bin_dir}")
         print(f"  idle: RSS {rss0 / 1024:.1f} MB, {threads0} threads")
+        if only_issue33:
+            stream_flood(port, token, member, seconds)
+            upload_flood(port, member, state)
+            return
 
         holder = Holder(port, idle, first_address=10)
         holder.start()
@@ -259,9 +368,12 @@ def run(bin_dir, idle, seconds, events_rooms, label):
         print(line_for("GET /v1/rooms (admin token)", rooms))
         time.sleep(1)
         stalled_readers(port, token, relay.pid, idle, events_rooms, status(relay.pid)[0])
+        stream_flood(port, token, member, seconds)
+        upload_flood(port, member, state)
     finally:
         relay.terminate()
         relay.wait(10)
+        subprocess.run(["rm", "-rf", state])
 
 
 if __name__ == "__main__":
@@ -271,7 +383,8 @@ if __name__ == "__main__":
     p.add_argument("--idle", type=int, default=300)
     p.add_argument("--seconds", type=int, default=20)
     p.add_argument("--rooms", type=int, default=1000, help="rooms created and deleted to publish events to stalled readers")
+    p.add_argument("--only-issue33", action="store_true", help="only the event-stream and upload floods (parts 5 and 6)")
     args = p.parse_args()
     if args.base:
-        run(args.base, args.idle, args.seconds, args.rooms, "baseline")
-    run(args.bin, args.idle, args.seconds, args.rooms, "this build")
+        run(args.base, args.idle, args.seconds, args.rooms, "baseline", args.only_issue33)
+    run(args.bin, args.idle, args.seconds, args.rooms, "this build", args.only_issue33)

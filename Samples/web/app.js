@@ -182,6 +182,7 @@ function roomEvent(e) {
     }
     case 'text': showText(e.identity, e.detail || '', e.attachments, session && session.token); break;
     case 'room_closed': log('the room was closed: ' + (e.detail || '')); break;
+    case 'stream_closed': log('the room\'s events ended: ' + (e.detail || '')); break;
     case 'audience': audience = Number(e.detail) || 0; break;
     case 'recording_started': showRecording(e.detail); log('this room is being recorded'); break;
     case 'recording_stopped': showRecording(null); log('the recording of this room stopped'); break;
@@ -326,6 +327,7 @@ function presenceEvent(e) {
       if (params.get('call')) placeCall(params.get('call'));
       break;
     case 'presence_offline': offline(e.detail || 'offline'); break;
+    case 'stream_closed': offline(e.detail || 'the token expired'); break;
     case 'incoming_call':
       call = { id: e.call.id, peer: e.identity, incoming: true, state: 'ringing', link: null };
       callLog.push(['incoming', e.identity]);

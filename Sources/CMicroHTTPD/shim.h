@@ -124,3 +124,5 @@ static inline int parley_mhd_yes(void) { return MHD_YES; }
 static inline int parley_mhd_no(void) { return MHD_NO; }
 /// MHD_CONTENT_READER_END_OF_STREAM.
 static inline ssize_t parley_mhd_end_of_stream(void) { return MHD_CONTENT_READER_END_OF_STREAM; }
+/// MHD_CONTENT_READER_END_WITH_ERROR: the response cannot go on; libmicrohttpd closes the connection at once.
+static inline ssize_t parley_mhd_end_with_error(void) { return MHD_CONTENT_READER_END_WITH_ERROR; }

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/epoll.h>
+#include <sys/statvfs.h>
 #include <malloc.h>
 #include <pthread.h>
 
@@ -46,6 +47,16 @@ int parley_epoll_watch(int epoll, int fd, uint64_t token) {
     return epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &e) < 0 ? -errno : 0;
 }
 
+int parley_epoll_watch_hangup(int epoll, int fd, uint64_t token) {
+    struct epoll_event e = { .events = EPOLLRDHUP, .data.u64 = token };
+    return epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &e) < 0 ? -errno : 0;
+}
+
+int parley_epoll_forget(int epoll, int fd) {
+    struct epoll_event unused = { 0 };  // kernels before 2.6.9 want a non-NULL event
+    return epoll_ctl(epoll, EPOLL_CTL_DEL, fd, &unused) < 0 ? -errno : 0;
+}
+
 int parley_epoll_wait(int epoll, uint64_t *tokens, int capacity, int timeout_ms) {
     struct epoll_event events[256];
     if (capacity > 256) capacity = 256;
@@ -54,6 +65,12 @@ int parley_epoll_wait(int epoll, uint64_t *tokens, int capacity, int timeout_ms)
     if (n < 0) return -errno;
     for (int i = 0; i < n; i++) tokens[i] = events[i].data.u64;
     return n;
+}
+
+int64_t parley_free_bytes(const char *path) {
+    struct statvfs info;
+    if (statvfs(path, &info) != 0) return -(int64_t)errno;
+    return (int64_t)info.f_bavail * (int64_t)info.f_frsize;
 }
 
 int parley_malloc_trim(void) { return malloc_trim(0); }

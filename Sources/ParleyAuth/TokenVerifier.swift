@@ -72,12 +72,20 @@ public struct TokenVerifier: Sendable {
     public func verify(_ token: String, now: Int64, room: String, requiring grant: KeyPath<Grants, Bool>,
                        grantName: String) throws(TokenError) -> TokenClaims {
         let claims = try verify(token, now: now)
+        try Self.check(claims, admitsTo: room, requiring: grant, grantName: grantName)
+        return claims
+    }
+
+    /// The room-and-grant half of `verify(_:now:room:requiring:grantName:)`, on claims already verified: throws
+    /// `noRoom`, `wrongRoom` or `missingGrant` as that does. For callers that verified the token first and check it
+    /// against a room named later (the HTTP API's member routes).
+    public static func check(_ claims: TokenClaims, admitsTo room: String, requiring grant: KeyPath<Grants, Bool>,
+                             grantName: String) throws(TokenError) {
         switch claims.room {
         case nil: if !claims.grants.admin { throw .noRoom }
-        case let pattern?: if !Self.roomClaim(pattern, admits: room) { throw .wrongRoom(expected: room, got: pattern) }
+        case let pattern?: if !roomClaim(pattern, admits: room) { throw .wrongRoom(expected: room, got: pattern) }
         }
         guard claims.grants[keyPath: grant] else { throw .missingGrant(grantName) }
-        return claims
     }
 
     /// Whether a `room` claim admits to `room`: the same name, or a prefix followed by `*` (a lone `*` admits to none).

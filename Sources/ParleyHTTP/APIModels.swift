@@ -277,6 +277,14 @@ public enum API {
             public var token: String?
         }
 
+        /// An event of the stream itself (not of the relay): `type`, `detail`, in `room` ("" for a stream of no room).
+        public init(type: String, room: String, detail: String, at: Int64) {
+            self.type = type
+            self.room = room
+            self.detail = detail
+            self.at = at
+        }
+
         /// The wire form of a relay event.
         public init(_ e: RelayEvent) {
             type = e.kind.rawValue
@@ -361,5 +369,11 @@ public enum API {
         public var size: Int
         /// SHA-256 of the bytes, 64 lower-case hex digits.
         public var sha256: String
+        /// Pixels across, as the image's header says (checked: `ImageLimits`).
+        public var width: Int
+        /// Pixels down.
+        public var height: Int
+        /// Unix milliseconds after which the relay no longer keeps it (`attachment_expiry_days`); absent: kept until removed.
+        public var expiresAt: Int64?
     }
 }

@@ -54,7 +54,7 @@ extension HTTPRouter {
     func admitAttachment(_ request: HTTPRequest, _ route: AttachmentRoute, now: Int64) -> Admission {
         if request.method == "OPTIONS" { return .answer(Self.preflight) }
         do throws(APIError) {
-            _ = try attachmentClaims(request, now: now)
+            let claims = try attachmentClaims(request, now: now)
             switch route {
             case .unknown:
                 throw Self.noAttachment
@@ -65,6 +65,11 @@ extension HTTPRouter {
             case .upload:
                 guard request.method == "POST" else { throw APIError(405, "method_not_allowed", "use POST") }
                 _ = try declaredUpload(request)
+                // The uploader's quota and rate, before its body is read (the length it declares, when it does).
+                let declared = request.contentLength.map { Int(clamping: $0) }
+                if let refusal = attachments?.admitUpload(uploader: claims.identity, bytes: declared, unixMilliseconds: now * 1000) {
+                    throw Self.quotaError(refusal)
+                }
                 return .attachment(.upload, maxBodyBytes: attachmentMaxBytes)
             }
         } catch {
@@ -99,16 +104,18 @@ extension HTTPRouter {
         let declared = try declaredUpload(request)
         guard let attachments else { throw Self.attachmentsDisabled }
         guard request.body.count <= attachmentMaxBytes else { throw tooLarge }
-        let found: ImageFormat
+        let image: ImageInfo
         do throws(ImageSniffError) {
-            found = try ImageFormat(sniffing: request.body)
+            image = try ImageFormat.inspect(request.body)
         } catch {
             switch error {
             case .empty: throw APIError(400, "empty_body", error.description)
             case .unknown: throw APIError(415, "unsupported_media_type", "\(error.description) (the relay keeps \(ImageFormat.mediaTypes))")
             case .truncated, .malformed: throw APIError(400, "invalid_image", error.description)
+            case .tooLarge: throw APIError(400, "image_too_large", error.description)
             }
         }
+        let found = image.format
         guard found == declared else {
             throw APIError(415, "content_type_mismatch", "the body is a \(found.name) image (\(found.mediaType)), but Content-Type says \(declared.mediaType)")
         }
@@ -119,7 +126,8 @@ extension HTTPRouter {
             throw Self.storeError(error, "the attachment was not kept")
         }
         var response = Self.json(API.Attachment(id: saved.id.text, contentType: saved.record.contentType, size: saved.record.size,
-                                                sha256: saved.record.sha256), status: 201)
+                                                sha256: saved.record.sha256, width: image.width, height: image.height,
+                                                expiresAt: attachments.expiry(ofCreatedAt: saved.record.createdAt)), status: 201)
         response.headers["Location"] = "/v1/attachments/\(saved.id.text)"
         return response
     }
@@ -162,6 +170,18 @@ extension HTTPRouter {
         case .full: APIError(507, "insufficient_storage", "the relay's disk is full: \(outcome)")
         case .failed: APIError(500, "storage_failed", "the relay's storage failed: \(outcome) (the relay's log says why)")
         case .damaged: APIError(500, "attachment_damaged", "the relay's copy is damaged: \(outcome) (the relay's log says why)")
+        case .reserve(_, let reserve):
+            APIError(507, "insufficient_storage",
+                     "the relay's disk is nearly full: it keeps its last \(reserve >> 20) MiB for texts and recordings (attachment_reserve_bytes): \(outcome)")
+        case .quota(let refusal): quotaError(refusal)
+        }
+    }
+
+    /// A quota refusal's answer: 429 with `Retry-After` for the rate, 507 `quota_exceeded` for what an identity keeps.
+    static func quotaError(_ refusal: AttachmentQuotaRefusal) -> APIError {
+        switch refusal {
+        case .rate(_, let seconds): APIError(429, "rate_limited", refusal.description, headers: ["Retry-After": String(seconds)])
+        case .bytes, .files: APIError(507, "quota_exceeded", refusal.description)
         }
     }
 

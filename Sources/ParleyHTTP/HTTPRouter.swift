@@ -101,10 +101,11 @@ public struct HTTPRouter: Sendable {
         case answer(HTTPResponse)
         /// Read the body, then `route` the request away from the event loop: it reads snapshots or runs a command.
         case route
-        /// Start an event stream: every public event (`room` nil), or only `room`'s.
-        case eventStream(room: String?)
-        /// Start a web page's presence stream for `identity`: the page is online for calls while it lasts.
-        case presenceStream(identity: String, name: String)
+        /// Start an event stream for `holder`: every public event (`room` nil), or only `room`'s.
+        case eventStream(room: String?, holder: StreamHolder)
+        /// Start a web page's presence stream for `holder` (its identity, shown as `name`): the page is online for calls
+        /// while it lasts.
+        case presenceStream(holder: StreamHolder, name: String)
         /// Like `route`, for an attachment held in memory: the server takes one of its few places for this kind of
         /// `transfer` (503 at once when none is free), reads at most `maxBodyBytes` of body (413 beyond), then routes it.
         case attachment(AttachmentTransfer, maxBodyBytes: Int)
@@ -130,8 +131,8 @@ public struct HTTPRouter: Sendable {
             default:
                 if parts.first != "v1", webRoot != nil, request.method == "GET" || request.method == "HEAD" { return .route }
                 guard parts.first == "v1" else { throw Self.noEndpoint }
-                try authorise(request, now: now)
-                return request.method == "GET" && parts == ["v1", "events"] ? .eventStream(room: nil) : .route
+                let claims = try authorise(request, now: now)
+                return request.method == "GET" && parts == ["v1", "events"] ? .eventStream(room: nil, holder: StreamHolder(claims)) : .route
             }
         } catch {
             return .answer(error.response)
@@ -223,7 +224,8 @@ public struct HTTPRouter: Sendable {
                                  muted: body.muted ?? true))
         case ("POST", let p) where p.count == 3 && p[0] == "rooms" && p[2] == "messages":
             let body = try Self.decode(API.MessageRequest.self, request.body).checked()
-            return try run(.message(room: try Self.validName(p[1], field: "room name"), text: body.text, attachments: body.attachments))
+            let room = try Self.validName(p[1], field: "room name")
+            return try sendRoomText { .message(room: room, text: body.text, attachments: body.attachments, keepRequest: $0) }
         case ("POST", let p) where p.count == 3 && p[0] == "rooms" && p[2] == "rtp-endpoints":
             return try createRTPEndpoint(room: try Self.validName(p[1], field: "room name"), request.body)
         case ("POST", let p) where p.count == 3 && p[0] == "rooms" && p[2] == "recording":
@@ -258,9 +260,11 @@ public struct HTTPRouter: Sendable {
     /// Outside `/v1`, before auth: the path is not echoed.
     static let noEndpoint = APIError(404, "not_found", "no such endpoint")
 
-    private func authorise(_ request: HTTPRequest, now: Int64) throws(APIError) {
+    @discardableResult
+    private func authorise(_ request: HTTPRequest, now: Int64) throws(APIError) -> TokenClaims {
         let claims = try bearerClaims(request, now: now, missing: "admin token required")
         guard claims.grants.admin else { throw APIError(403, "forbidden", "the token of \(claims.identity) lacks the admin grant") }
+        return claims
     }
 
     /// The verified claims of the request's `Authorization: Bearer` token; 401 with `missing` when there is none.
@@ -429,6 +433,30 @@ public struct HTTPRouter: Sendable {
         try answer(backend.execute(command))
     }
 
+    /// Seconds a text's request waits for the message store to say it kept the text.
+    public static let keepWaitSeconds = 2.0
+
+    /// Sends a room text (`command` with the number the store answers to) and, on a relay that keeps texts, waits until
+    /// the store kept it: a text the room got but the store could not keep is 507 (the disk is full) or 503, code
+    /// `text_not_kept`, never a silent 200.
+    func sendRoomText(_ command: (UInt64) -> AdminCommand) throws(APIError) -> HTTPResponse {
+        let expected = backend.messages?.keeping.expect()
+        let result = backend.execute(command(expected?.id ?? 0))
+        guard case .ok? = result, let (id, wait) = expected else {
+            if let expected { backend.messages?.keeping.cancel(expected.id) }
+            return try answer(result)
+        }
+        switch wait.wait(seconds: Self.keepWaitSeconds) {
+        case .kept?:
+            return Self.json(API.Done(ok: true, detail: nil))
+        case .notKept(let reason, let full)?:
+            throw APIError(full ? 507 : 503, "text_not_kept", "the text reached the room's members but was not kept in its history: \(reason)")
+        case nil:
+            backend.messages?.keeping.cancel(id)
+            throw APIError(503, "text_not_kept", "the text reached the room's members, but the message store has not said within \(Int(Self.keepWaitSeconds)) s that it kept it (it may yet)")
+        }
+    }
+
     func answer(_ result: AdminResult?) throws(APIError) -> HTTPResponse {
         switch result {
         case .ok, .rtpEndpoint, .webRTCMember, .webCall: return Self.json(API.Done(ok: true, detail: nil))
@@ -550,16 +578,23 @@ public struct APIError: Error, Equatable, Sendable {
     public var code: String
     /// For people.
     public var message: String
+    /// Headers the answer carries besides (`Retry-After`).
+    public var headers: [String: String] = [:]
 
     /// An error.
-    public init(_ status: Int, _ code: String, _ message: String) {
+    public init(_ status: Int, _ code: String, _ message: String, headers: [String: String] = [:]) {
         self.status = status
         self.code = code
         self.message = message
+        self.headers = headers
     }
 
     /// The JSON response.
-    public var response: HTTPResponse { HTTPRouter.json(API.ErrorBody(error: .init(code: code, message: message)), status: status) }
+    public var response: HTTPResponse {
+        var r = HTTPRouter.json(API.ErrorBody(error: .init(code: code, message: message)), status: status)
+        for (name, value) in headers { r.headers[name] = value }
+        return r
+    }
 }
 
 extension String {

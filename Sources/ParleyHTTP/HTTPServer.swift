@@ -12,7 +12,8 @@ import Synchronization
 ///   body is read;
 /// - an authorised request → its body is read, then the connection is suspended and `HTTPRouter.route` runs on
 ///   `APIThreads` (it may wait for a worker); the answer is queued when the connection resumes;
-/// - `GET /v1/events` → `EventStreams`, parked while there is nothing to send;
+/// - `GET /v1/events` (and a room's, and a page's presence stream) → `EventStreams`, parked while there is nothing to
+///   send, within its identity's and the relay's bounds on streams (429/503 and the connection closed beyond them);
 /// - an attachment upload or download → as an authorised request, holding one of `AttachmentPlaces`' few places while
 ///   it lasts (503 at once when none is free); an upload's body may be up to `attachment_max_bytes` instead of
 ///   `HTTPRouter.maxBodyBytes`, and must arrive within `HTTPLimits.attachmentUploadSeconds`.
@@ -227,13 +228,24 @@ public final class HTTPServer: @unchecked Sendable {
                 return server.queue(HTTPRouter.withCORS(APIError(503, "unavailable", "too many attachment \(what) at once (\(server.places.capacity(kind))); retry").response),
                                     on: connection)
             }
+            let holder: StreamHolder? = switch admission {
+            case .eventStream(_, let holder), .presenceStream(let holder, _): holder
+            default: nil
+            }
+            if let holder, let refusal = server.streams.seat(holder) {
+                // Beyond its identity's streams or the relay's: refused, and the connection closed after the answer.
+                var response = refusal.response
+                response.headers["Connection"] = "close"
+                if case .eventStream(nil, _) = admission {} else { response = HTTPRouter.withCORS(response) }
+                return server.queue(response, on: connection)
+            }
             let state = RequestState(request)
             conCls.pointee = Unmanaged.passRetained(state).toOpaque()
             switch admission {
-            case .eventStream(let room):
+            case .eventStream(let room, let holder):
                 state.isEventStream = true
-                return server.streams.start(on: connection, scope: room.map { .room($0) } ?? .all)
-            case .presenceStream(let identity, let name):
+                return server.streams.start(on: connection, holder: holder, scope: room.map { .room($0) } ?? .all)
+            case .presenceStream(let holder, let name):
                 // The page goes online, and its stream reads from the hub's head as it was before: it sees the
                 // worker's `presence_online` whenever that is published. The close (when the stream ends, or at once
                 // if it cannot start) follows the open through the same inbox. Nothing here waits.
@@ -241,8 +253,8 @@ public final class HTTPServer: @unchecked Sendable {
                 let stream = UInt64.random(in: 1 ... .max)
                 let backend = server.router.backend
                 let head = server.streams.hub.head
-                backend.post(.openWebPresence(stream: stream, identity: identity, name: name))
-                return server.streams.start(on: connection, scope: .recipient(stream), from: head) {
+                backend.post(.openWebPresence(stream: stream, identity: holder.identity, name: name))
+                return server.streams.start(on: connection, holder: holder, scope: .recipient(stream), from: head) {
                     backend.post(.closeWebPresence(stream: stream, identity: nil))
                 }
             case .attachment(let kind, let maxBodyBytes):

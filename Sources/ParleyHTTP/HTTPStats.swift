@@ -8,6 +8,9 @@ public final class HTTPStats: Sendable {
     private let eventStreamsStalled = Atomic<UInt64>(0)
     private let requestsShed = Atomic<UInt64>(0)
     private let headersLate = Atomic<UInt64>(0)
+    private let eventStreamsRefusedCount = Atomic<UInt64>(0)
+    private let eventStreamsHungUpCount = Atomic<UInt64>(0)
+    private let eventStreamsExpiredCount = Atomic<UInt64>(0)
 
     /// Empty counters.
     public init() {}
@@ -24,13 +27,22 @@ public final class HTTPStats: Sendable {
         public var requestsShed: UInt64
         /// Connections closed because a request's headers took longer than `http_header_timeout_s`.
         public var headerTimeouts: UInt64
+        /// Event streams refused at their start: their identity held `event_streams_per_identity` already, or the relay
+        /// `event_streams_max`.
+        public var eventStreamsRefused: UInt64 = 0
+        /// Parked event streams closed because their client went away (noticed when it did, not at a keepalive).
+        public var eventStreamsHungUp: UInt64 = 0
+        /// Event streams closed because their token expired.
+        public var eventStreamsExpired: UInt64 = 0
     }
 
     /// The counters now.
     public var snapshot: Snapshot {
         Snapshot(connections: connectionsOpen.load(ordering: .relaxed), eventStreams: eventStreamsOpen.load(ordering: .relaxed),
                  eventStreamsDropped: eventStreamsStalled.load(ordering: .relaxed), requestsShed: requestsShed.load(ordering: .relaxed),
-                 headerTimeouts: headersLate.load(ordering: .relaxed))
+                 headerTimeouts: headersLate.load(ordering: .relaxed), eventStreamsRefused: eventStreamsRefusedCount.load(ordering: .relaxed),
+                 eventStreamsHungUp: eventStreamsHungUpCount.load(ordering: .relaxed),
+                 eventStreamsExpired: eventStreamsExpiredCount.load(ordering: .relaxed))
     }
 
     func connectionOpened() { connectionsOpen.add(1, ordering: .relaxed) }
@@ -40,4 +52,7 @@ public final class HTTPStats: Sendable {
     func eventStreamDropped() { eventStreamsStalled.add(1, ordering: .relaxed) }
     func requestShed() { requestsShed.add(1, ordering: .relaxed) }
     func headerTimedOut() { headersLate.add(1, ordering: .relaxed) }
+    func eventStreamRefused() { eventStreamsRefusedCount.add(1, ordering: .relaxed) }
+    func eventStreamHungUp() { eventStreamsHungUpCount.add(1, ordering: .relaxed) }
+    func eventStreamExpired() { eventStreamsExpiredCount.add(1, ordering: .relaxed) }
 }

@@ -79,10 +79,10 @@ extension HTTPRouter {
     func admitMember(_ request: HTTPRequest, _ route: MemberRoute, now: Int64) -> Admission {
         if request.method == "OPTIONS" { return .answer(Self.preflight) }
         do throws(APIError) {
-            _ = try memberClaims(request, room: route.room, now: now)
+            let claims = try memberClaims(request, room: route.room, now: now)
             if case .events(let room) = route {
                 guard request.method == "GET" else { throw APIError(405, "method_not_allowed", "use GET") }
-                return .eventStream(room: try Self.validName(room, field: "room name"))
+                return .eventStream(room: try Self.validName(room, field: "room name"), holder: StreamHolder(claims))
             }
             return .route
         } catch {
@@ -151,9 +151,11 @@ extension HTTPRouter {
                 }, next: page.count > limit ? shown.last.map { String($0.id) } : nil)))
             case ("POST", .messages):
                 let body = try Self.decode(API.MessageRequest.self, request.body).checked()
-                let command: AdminCommand = claims.grants.admin ? .message(room: room, text: body.text, attachments: body.attachments)
-                    : .memberMessage(room: room, identity: claims.identity, text: body.text, attachments: body.attachments)
-                return Self.withCORS(try answer(backend.execute(command)))
+                let response = try sendRoomText { request -> AdminCommand in
+                    claims.grants.admin ? .message(room: room, text: body.text, attachments: body.attachments, keepRequest: request)
+                        : .memberMessage(room: room, identity: claims.identity, text: body.text, attachments: body.attachments, keepRequest: request)
+                }
+                return Self.withCORS(response)
             case ("PATCH", .session):
                 var r = APIError(405, "method_not_allowed", "trickle ICE is not supported: the answer carries the relay's candidate").response
                 r.headers["Allow"] = "DELETE"
@@ -203,11 +205,13 @@ extension HTTPRouter {
         return r
     }
 
-    /// The token's claims when it may use the room's member routes: a member token for `room`, or an admin token.
-    private func memberClaims(_ request: HTTPRequest, room: String, now: Int64) throws(APIError) -> TokenClaims {
+    /// The token's claims when it may use the room's member routes: an admin token, or a token that may join `room`
+    /// natively (`RoomAdmission`: its room claim or pattern, the `join` grant, a call room's own tokens only).
+    func memberClaims(_ request: HTTPRequest, room: String, now: Int64) throws(APIError) -> TokenClaims {
         let claims = try bearerClaims(request, now: now, missing: "a member token for the room is required (Authorization: Bearer)")
-        guard claims.grants.admin || claims.room == room else {
-            throw APIError(403, "forbidden", "the token of \(claims.identity) is not for this room")
+        if claims.grants.admin { return claims }
+        if let refusal = RoomAdmission.refusal(claims, room: room) {
+            throw APIError(403, refusal.code == .privateRoom ? "private_room" : "forbidden", refusal.reason)
         }
         return claims
     }
@@ -249,6 +253,12 @@ extension HTTPRouter {
             throw APIError(406, "bad_offer", "the audio section lacks Opus, a mid, ICE credentials or a fingerprint")
         }
         if subscribe { extra = Array(extra.prefix(max(0, config.maxForwardedSpeakers - 1))) } else { extra = [] }
+        do throws(WebRTCError) {
+            // Refused here (406), before a member exists, rather than by the answer after it (which was a 500).
+            try offer.checkBundled([mid] + extra.compactMap(\.mid))
+        } catch {
+            throw APIError(406, error.code, error.reason)
+        }
         let terms = WebRTCOfferTerms(remoteUfrag: ufrag, remotePassword: password, remoteFingerprint: remoteFingerprint, payloadType: opus,
                                      audioLevelExtensionID: section.audioLevelExtensionID, publish: publish, subscribe: subscribe,
                                      slots: 1 + extra.count)

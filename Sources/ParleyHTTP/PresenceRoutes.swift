@@ -9,8 +9,8 @@ import ParleyRelayCore
 ///
 ///     GET    /v1/presence/events                         the page's private event stream; the page is online while
 ///                                                        it lasts. First event: `presence_online`, `detail` = STREAM
-///     DELETE /v1/presence/{stream}                       the page leaves now (a closed stream is noticed at its next
-///                                                        write, up to 15 s later)
+///     DELETE /v1/presence/{stream}                       the page leaves now (a closed stream is noticed at once too:
+///                                                        `HangUpWatch`)
 ///     POST   /v1/presence/{stream}/calls                 {"callee": "bob"} → 202 {"call_id": N}; events follow
 ///     POST   /v1/presence/{stream}/calls/{id}/answer     {"accept": true|false}
 ///     DELETE /v1/presence/{stream}/calls/{id}            hang up, cancel or decline
@@ -63,7 +63,7 @@ extension HTTPRouter {
             let claims = try presenceClaims(request, now: now)
             if route == .events {
                 guard request.method == "GET" else { throw APIError(405, "method_not_allowed", "use GET") }
-                return .presenceStream(identity: claims.identity, name: claims.name ?? "")
+                return .presenceStream(holder: StreamHolder(claims), name: claims.name ?? "")
             }
             return .route
         } catch {

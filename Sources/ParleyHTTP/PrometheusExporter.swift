@@ -102,6 +102,12 @@ public enum PrometheusExporter {
                    [("", String(http.requestsShed))])
             family("parley_http_header_timeouts_total", "counter", "Connections closed because a request's headers came too slowly.",
                    [("", String(http.headerTimeouts))])
+            family("parley_http_event_streams_refused_total", "counter", "Event streams refused: too many for their identity or the relay.",
+                   [("", String(http.eventStreamsRefused))])
+            family("parley_http_event_streams_hung_up_total", "counter", "Waiting event streams closed as their client went away.",
+                   [("", String(http.eventStreamsHungUp))])
+            family("parley_http_event_streams_expired_total", "counter", "Event streams closed because their token expired.",
+                   [("", String(http.eventStreamsExpired))])
         }
         // One histogram summed over the workers.
         var mix = DurationHistogram()

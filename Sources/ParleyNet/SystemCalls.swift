@@ -55,10 +55,17 @@ public struct SystemCalls: Sendable {
     public var unlink: @Sendable (_ path: UnsafePointer<CChar>) -> Int32
     /// eventfd(2) non-blocking and close-on-exec, through the C shim: the descriptor or -errno.
     public var eventfd: @Sendable () -> Int32
+    /// statvfs(3): bytes free to an unprivileged user on the file system holding `path` (f_bavail × f_frsize), or -errno.
+    public var freeBytes: @Sendable (_ path: UnsafePointer<CChar>) -> Int64 = { parley_free_bytes($0) }
     /// epoll_create1(2) close-on-exec, through the C shim: the descriptor or -errno.
     public var epollCreate: @Sendable () -> Int32 = { parley_epoll_create() }
     /// Watches a descriptor for input on an epoll descriptor, reported as `token`: 0 or -errno.
     public var epollWatch: @Sendable (_ epoll: Int32, _ fd: Int32, _ token: UInt64) -> Int32 = { parley_epoll_watch($0, $1, $2) }
+    /// Watches a descriptor on an epoll descriptor for its peer hanging up (EPOLLRDHUP, HUP, ERR), reported as `token`:
+    /// 0 or -errno.
+    public var epollWatchHangUp: @Sendable (_ epoll: Int32, _ fd: Int32, _ token: UInt64) -> Int32 = { parley_epoll_watch_hangup($0, $1, $2) }
+    /// Stops watching a descriptor (EPOLL_CTL_DEL): 0 or -errno.
+    public var epollForget: @Sendable (_ epoll: Int32, _ fd: Int32) -> Int32 = { parley_epoll_forget($0, $1) }
     /// epoll_wait(2), EINTR retried: up to `capacity` (≤ 256) ready tokens into `tokens`; the count (0 on timeout) or -errno.
     public var epollWait: @Sendable (_ epoll: Int32, _ tokens: UnsafeMutablePointer<UInt64>, _ capacity: Int32, _ timeoutMilliseconds: Int32) -> Int32
         = { parley_epoll_wait($0, $1, $2, $3) }

@@ -13,10 +13,11 @@ public enum AdminCommand: Sendable, Equatable {
     case kick(room: String, identity: String)
     /// Mute or unmute a member.
     case mute(room: String, identity: String, muted: Bool)
-    /// Send a text to everyone in a room from the backend, with the image ids it carries (`TextAttachments`).
-    case message(room: String, text: String, attachments: [String] = [])
+    /// Send a text to everyone in a room from the backend, with the image ids it carries (`TextAttachments`);
+    /// `keepRequest`: the HTTP request the message store answers when it kept the text or could not (0: none).
+    case message(room: String, text: String, attachments: [String] = [], keepRequest: UInt64 = 0)
     /// Send a text to everyone in a room from one of its members (the web page writing through the API).
-    case memberMessage(room: String, identity: String, text: String, attachments: [String] = [])
+    case memberMessage(room: String, identity: String, text: String, attachments: [String] = [], keepRequest: UInt64 = 0)
     /// Add a plain-RTP endpoint to a room: RTP accepted only from `sourceAddress`, media sent only to `receiveAddress`
     /// (each defaults to the other; see `RelayCore.createRTPEndpoint`).
     case addRTPEndpoint(room: String, identity: String, name: String?, publish: Bool, subscribe: Bool, sourceAddress: PeerAddress?,
@@ -45,6 +46,8 @@ public enum AdminCommand: Sendable, Equatable {
     /// Stop a room's recording.
     case stopRecording(room: String)
 
+    /// The message store could not keep a room text: its sender's session is told (`RelayCore.roomTextNotKept`).
+    case roomTextNotKept(room: String, identity: String, connection: UInt32, messageID: UInt32, delivered: Bool, reason: String)
     /// The message store kept (or could not keep) a direct text (`RelayCore+StoredTexts.swift`).
     case textStored(from: String, connection: UInt32, messageID: UInt32, stored: Bool, reason: String)
     /// The message store's texts for an identity now online.
@@ -74,7 +77,8 @@ public enum AdminCommand: Sendable, Equatable {
         case .openWebPresence, .closeWebPresence, .webCall, .webAnswer, .webHangUp, .webDirectText, .drain: ""
         case .textStored, .deliverWaiting, .textsFailed, .webAnswerChat, .replaceChats: ""
         case .createRoom(let name, _, _, _, _), .closeRoom(let name): name
-        case .kick(let room, _), .mute(let room, _, _), .message(let room, _, _), .memberMessage(let room, _, _, _): room
+        case .kick(let room, _), .mute(let room, _, _), .message(let room, _, _, _), .memberMessage(let room, _, _, _, _): room
+        case .roomTextNotKept(let room, _, _, _, _, _): room
         case .startRecording(let room, _, _), .stopRecording(let room): room
         case .addRTPEndpoint(let room, _, _, _, _, _, _, _), .removeRTPEndpoint(let room, _): room
         case .addWebRTCMember(let room, _, _, _, _), .removeWebRTCMember(let room, _): room
@@ -92,9 +96,13 @@ public enum AdminCommand: Sendable, Equatable {
         case .stopRecording(let room): core.stopRecording(room: room, now: now)
         case .kick(let room, let identity): core.kick(room: room, identity: identity, now: now)
         case .mute(let room, let identity, let muted): core.setMuted(room: room, identity: identity, muted: muted, now: now)
-        case .message(let room, let text, let images): core.sendText(room: room, text: text, attachments: images, now: now)
-        case .memberMessage(let room, let identity, let text, let images):
-            core.sendText(room: room, text: text, attachments: images, fromIdentity: identity, asMember: true, now: now)
+        case .message(let room, let text, let images, let request):
+            core.sendText(room: room, text: text, attachments: images, keepRequest: request, now: now)
+        case .memberMessage(let room, let identity, let text, let images, let request):
+            core.sendText(room: room, text: text, attachments: images, fromIdentity: identity, asMember: true, keepRequest: request, now: now)
+        case .roomTextNotKept(let room, let identity, let connection, let messageID, let delivered, let reason):
+            core.roomTextNotKept(room: room, identity: identity, connection: connection, messageID: messageID, delivered: delivered,
+                                 reason: reason, now: now)
         case .addRTPEndpoint(let room, let identity, let name, let publish, let subscribe, let sourceAddress, let receiveAddress, let keys):
             core.createRTPEndpoint(room: room, identity: identity, displayName: name, publish: publish, subscribe: subscribe,
                                    source: sourceAddress, receive: receiveAddress, keys: keys, now: now)

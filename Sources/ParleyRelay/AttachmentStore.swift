@@ -1,14 +1,21 @@
 import ParleyAuth
 
 /// Where the HTTP API keeps image attachments: `AttachmentFiles` in the relay's state directory; tests keep them in
-/// memory. Every call may block on the disk: call it on an API thread, never on a worker loop or libmicrohttpd's.
+/// memory. `save` and `load` may block on the disk: call them on an API thread, never on a worker loop or
+/// libmicrohttpd's; `admitUpload` never touches the disk.
 public protocol AttachmentStore: Sendable {
-    /// Keeps `bytes` (already checked to be a `format` image) for `uploader` under a new random id. Identical bytes
-    /// share one stored copy; each call gets its own id and record.
+    /// On the headers, before any body is read: whether `uploader` may start an upload of `bytes` (its declared
+    /// length; nil: not said) at `unixMilliseconds` — its quota and its rate (`AttachmentQuota`). An admitted upload is
+    /// charged to the rate. Never waits for the disk.
+    func admitUpload(uploader: String, bytes: Int?, unixMilliseconds: Int64) -> AttachmentQuotaRefusal?
+    /// Keeps `bytes` (already checked to be a `format` image) for `uploader` under a new random id, within its quota and
+    /// the disk's reserve. Identical bytes share one stored copy; each call gets its own id and record.
     func save(_ bytes: [UInt8], format: ImageFormat, uploader: String,
               unixMilliseconds: Int64) throws(AttachmentStoreError) -> (id: AttachmentID, record: AttachmentRecord)
-    /// The record and bytes of `id`; nil when no attachment has that id.
+    /// The record and bytes of `id`; nil when no attachment has that id (or it expired).
     func load(_ id: AttachmentID) throws(AttachmentStoreError) -> (record: AttachmentRecord, bytes: [UInt8])?
+    /// When an attachment uploaded at `createdAt` (Unix ms) expires; nil when attachments are kept until removed.
+    func expiry(ofCreatedAt createdAt: Int64) -> Int64?
 }
 
 /// An attachment's id: 128 random bits (libsodium's `randombytes_buf`) as 22 base64url characters.
@@ -87,4 +94,8 @@ public enum AttachmentStoreError: Error, Equatable, Sendable {
     case failed
     /// A record or stored copy is not what it should be (edited or damaged on disk).
     case damaged
+    /// Keeping it would leave less than the reserve free on the disk (`attachment_reserve_bytes`): nothing was kept.
+    case reserve(freeBytes: Int64, reserveBytes: Int64)
+    /// Keeping it would pass the uploader's quota: nothing was kept.
+    case quota(AttachmentQuotaRefusal)
 }

@@ -15,6 +15,14 @@ public struct HTTPLimits: Sendable, Equatable {
     /// Seconds an event stream may hold bytes its reader does not take before it is closed and counted
     /// (`event_stream_stall_timeout_s`).
     public var eventStreamStallSeconds = 20
+    /// Event streams (a room's, a page's presence stream) one identity may hold open at once
+    /// (`event_streams_per_identity`); more are refused (429) until one closes. Admin tokens' streams are not counted.
+    public var eventStreamsPerIdentity = 4
+    /// Event streams of member tokens open at once, relay-wide (`event_streams_max`); more are refused (503). Never more
+    /// than half of `maxConnections` (`eventStreamCap`), so requests always find a connection.
+    public var eventStreamsMax = 256
+    /// The relay-wide bound in force: `eventStreamsMax`, at most half of `maxConnections`.
+    public var eventStreamCap: Int { max(1, min(eventStreamsMax, maxConnections / 2)) }
     /// Bytes libmicrohttpd may use for one connection's headers and buffers; larger headers are refused (431).
     public var connectionMemoryBytes = 16 * 1024
     /// The kernel send buffer of an event-stream connection: with the stall timeout, the most a reader that stopped

@@ -25,7 +25,8 @@ public final class MessageStore: @unchecked Sendable {
     private let wakeup: WakeupSignal
     private let stopping = Atomic<Bool>(false)
     private let log: LogSink
-    /// Where answers go (worker 0); set once the API exists, before the threads start.
+    /// Where answers go (their workers: worker 0 for presence, a room's own for its texts); set once the API exists,
+    /// before the threads start.
     nonisolated(unsafe) public var post: (@Sendable (AdminCommand) -> Void)?
     /// How long a text waits for its recipient before it fails (milliseconds).
     public let keepFor: Int64
@@ -39,6 +40,10 @@ public final class MessageStore: @unchecked Sendable {
     static let chatsCheckInterval: Int64 = 1_000
     /// Records refused because the store fell behind.
     public let droppedRecords = Atomic<UInt64>(0)
+    /// HTTP requests waiting to hear whether their room text was kept.
+    public let keeping = KeepWaits()
+    /// Why a record the store fell behind on was not kept.
+    static let behind = "the relay's message store is behind"
 
     /// Opens (or makes) the store in `stateDirectory`; throws with the file's name when it cannot (locked, damaged).
     public convenience init(stateDirectory: String, keepFor: Int64 = 7 * 86_400_000, log: LogSink) throws(SQLiteError) {
@@ -97,7 +102,43 @@ public final class MessageStore: @unchecked Sendable {
             pending.append(contentsOf: records)
             return true
         }
-        if accepted { wakeup.signal() } else { droppedRecords.add(UInt64(records.count), ordering: .relaxed) }
+        if accepted {
+            wakeup.signal()
+            return
+        }
+        droppedRecords.add(UInt64(records.count), ordering: .relaxed)
+        // Their senders are told, as if a write had failed.
+        var outcomes = Outcomes()
+        for r in records { outcomes.notKept(r, reason: Self.behind, full: false) }
+        outcomes.deliver(to: self)
+    }
+
+    /// What a batch's writes tell: answers for the workers, and the room texts' outcomes for those waiting on them.
+    struct Outcomes {
+        var answers: [AdminCommand] = []
+        var settled: [(UInt64, KeepWaits.Outcome)] = []
+
+        /// `record` was not kept: its sender (a direct text's, a room text's session or HTTP request) is told why.
+        mutating func notKept(_ record: HistoryLog.Record, reason: String, full: Bool) {
+            switch record {
+            case .directText(let from, _, _, _, false, _, let connection, let messageID, _):
+                answers.append(.textStored(from: from, connection: connection, messageID: messageID, stored: false, reason: reason))
+            case .roomText(let room, let identity, _, _, _, _, let receipt?):
+                if receipt.connection != 0 {
+                    answers.append(.roomTextNotKept(room: room, identity: identity, connection: receipt.connection, messageID: receipt.messageID,
+                                                    delivered: receipt.delivered, reason: reason))
+                }
+                if receipt.request != 0 { settled.append((receipt.request, .notKept(reason: reason, full: full))) }
+            default:
+                break
+            }
+        }
+
+        /// Posts the answers, settles the waits.
+        func deliver(to store: MessageStore) {
+            for a in answers { store.post?(a) }
+            for (id, outcome) in settled { store.keeping.settle(id, outcome) }
+        }
     }
 
     /// Ends the thread once everything handed over is written (call after the workers stopped).
@@ -180,12 +221,12 @@ public final class MessageStore: @unchecked Sendable {
     /// the archive rolled the batch back), so only what cannot be written is lost (and its senders told). Answers go
     /// out after the commit.
     private func write(_ records: [HistoryLog.Record]) {
-        var answers: [AdminCommand] = []
+        var outcomes = Outcomes()
         var done = 0
         do {
             try writer.transaction {
                 for r in records {
-                    try apply(r, &answers)
+                    try apply(r, &outcomes)
                     done += 1
                 }
             }
@@ -194,30 +235,30 @@ public final class MessageStore: @unchecked Sendable {
                 log.write(.error, "message store: a batch of \(records.count) failed (\(error)); writing them one by one")
             }
             if writer.rollsBack {
-                answers = []
+                outcomes = Outcomes()
                 done = 0
             }
             for r in records[done...] {
-                var one: [AdminCommand] = []
+                var one = Outcomes()
                 do {
                     try writer.transaction { try apply(r, &one) }
-                    answers += one
+                    outcomes.answers += one.answers
+                    outcomes.settled += one.settled
                 } catch {
                     let failure = StoreFailure(error)
                     if failure != .unreachable { log.write(.error, "message store: \(error)") }
-                    if case .directText(let from, _, _, _, false, _, let connection, let messageID, _) = r {
-                        answers.append(.textStored(from: from, connection: connection, messageID: messageID, stored: false, reason: failure.reason))
-                    }
+                    outcomes.notKept(r, reason: failure.reason, full: failure == .full)
                 }
             }
         }
-        for a in answers { post?(a) }
+        outcomes.deliver(to: self)
     }
 
-    private func apply(_ record: HistoryLog.Record, _ answers: inout [AdminCommand]) throws {
+    private func apply(_ record: HistoryLog.Record, _ outcomes: inout Outcomes) throws {
         switch record {
-        case .roomText(let room, let identity, let name, let text, let at, let images):
+        case .roomText(let room, let identity, let name, let text, let at, let images, let receipt):
             try writer.addRoomText(room: room, identity: identity, name: name, text: text, at: at, attachments: images)
+            if let request = receipt?.request, request != 0 { outcomes.settled.append((request, .kept)) }
         case .directText(let from, let to, let text, let at, let delivered, let held, let connection, let messageID, let images):
             if delivered {
                 try writer.addDirectText(from: from, to: to, text: text, at: at, state: .delivered, expiresAt: at,
@@ -225,22 +266,22 @@ public final class MessageStore: @unchecked Sendable {
                 return
             }
             if try writer.waitingCount(for: to) >= Self.maxWaitingPerRecipient {
-                answers.append(.textStored(from: from, connection: connection, messageID: messageID, stored: false,
-                                           reason: "\(to) has too many texts waiting"))
+                outcomes.answers.append(.textStored(from: from, connection: connection, messageID: messageID, stored: false,
+                                                    reason: "\(to) has too many texts waiting"))
                 return
             }
             // One sender cannot fill the disk by writing to many names nobody uses.
             if try writer.waitingCount(from: from) >= Self.maxWaitingPerSender {
-                answers.append(.textStored(from: from, connection: connection, messageID: messageID, stored: false,
-                                           reason: "you have too many texts waiting to be delivered"))
+                outcomes.answers.append(.textStored(from: from, connection: connection, messageID: messageID, stored: false,
+                                                    reason: "you have too many texts waiting to be delivered"))
                 return
             }
             try writer.addDirectText(from: from, to: to, text: text, at: at, state: held ? .held : .stored, expiresAt: at + keepFor,
                                      senderConnection: connection, senderMessageID: messageID, attachments: images)
-            answers.append(.textStored(from: from, connection: connection, messageID: messageID, stored: true, reason: ""))
+            outcomes.answers.append(.textStored(from: from, connection: connection, messageID: messageID, stored: true, reason: ""))
         case .deliverWaiting(let identity, let from):
             let waiting = try writer.claimWaiting(for: identity, from: from, limit: 500)
-            if !waiting.isEmpty { answers.append(.deliverWaiting(identity: identity, texts: waiting.map(Self.kept))) }
+            if !waiting.isEmpty { outcomes.answers.append(.deliverWaiting(identity: identity, texts: waiting.map(Self.kept))) }
         case .delivered(let ids, let at):
             try writer.markDelivered(ids, at: at)
         case .notDelivered(let ids):
@@ -251,7 +292,7 @@ public final class MessageStore: @unchecked Sendable {
             try writer.release(from: from, to: to)
         case .failHeld(let from, let to, let reason):
             let failed = try writer.failHeld(from: from, to: to, reason: reason)
-            if !failed.isEmpty { answers.append(.textsFailed(failed.map(Self.kept))) }
+            if !failed.isEmpty { outcomes.answers.append(.textsFailed(failed.map(Self.kept))) }
         }
     }
 }

@@ -50,11 +50,18 @@ public struct RelayConfig: Sendable {
     /// `attachment_max_bytes`: the largest image `POST /v1/attachments` takes; 0 takes none (attachments already kept
     /// stay readable).
     public var attachmentMaxBytes = RelayConfig.defaultAttachmentMaxBytes
+    /// `attachment_quota_bytes`, `attachment_quota_files`, `attachment_uploads_per_minute`,
+    /// `attachment_upload_bytes_per_minute`, `attachment_expiry_days`, `attachment_reserve_bytes`.
+    public var attachmentQuota = AttachmentQuota()
     /// 8 MiB.
     public static let defaultAttachmentMaxBytes = 8 * 1024 * 1024
     /// The largest `attachment_max_bytes` allowed: the HTTP server holds at most `HTTPLimits.attachmentUploads` +
     /// `attachmentDownloads` attachments in memory at once, so this bounds what they may pin (12 × 64 MiB).
     public static let attachmentMaxBytesLimit = 64 * 1024 * 1024
+
+    /// `dev`: run with the public dev credentials although `udp` or `http` is not on loopback (`--dev`). Without it
+    /// such a relay refuses to start (`checkCredentials()`).
+    public var dev = false
 
     /// `api_key` and `api_secret` as given (file, environment or flags), applied together by `checkCredentials()`.
     private var givenKey: String?
@@ -81,8 +88,10 @@ public struct RelayConfig: Sendable {
                               "signalling_queue_limit", "text_queue_limit", "nack_budget_percent", "nack_burst_bytes",
                               "uplink_repair", "uplink_repair_window_ms",
                               "http_max_connections", "http_connections_per_address", "http_idle_timeout_s",
-                              "http_header_timeout_s", "event_stream_stall_timeout_s", "allow_cleartext", "http_tls_cert", "http_tls_key", "web_root",
-                              "cluster", "cluster_tls_ca", "node_id", "attachment_max_bytes"]
+                              "http_header_timeout_s", "event_stream_stall_timeout_s", "event_streams_per_identity", "event_streams_max", "allow_cleartext", "http_tls_cert", "http_tls_key", "web_root",
+                              "cluster", "cluster_tls_ca", "node_id", "attachment_max_bytes", "attachment_quota_bytes", "attachment_quota_files",
+                              "attachment_uploads_per_minute", "attachment_upload_bytes_per_minute", "attachment_expiry_days",
+                              "attachment_reserve_bytes", "dev"]
 
     /// Applies one key's value; throws a message naming the key on a bad value.
     public mutating func set(_ key: String, _ value: String) throws(ConfigError) {
@@ -122,6 +131,12 @@ public struct RelayConfig: Sendable {
             webRoot = value
         case "workers": workers = try int(0...256)
         case "attachment_max_bytes": attachmentMaxBytes = try int(0...Self.attachmentMaxBytesLimit)
+        case "attachment_quota_bytes": attachmentQuota.bytesPerIdentity = try int(0...(1 << 40))
+        case "attachment_quota_files": attachmentQuota.filesPerIdentity = try int(0...10_000_000)
+        case "attachment_uploads_per_minute": attachmentQuota.uploadsPerMinute = try int(1...100_000)
+        case "attachment_upload_bytes_per_minute": attachmentQuota.bytesPerMinute = try int(1...(1 << 40))
+        case "attachment_expiry_days": attachmentQuota.expiryDays = try int(0...36_500)
+        case "attachment_reserve_bytes": attachmentQuota.reserveBytes = Int64(try int(0...(1 << 50)))
         case "state_dir":
             guard !value.isEmpty, !value.utf8.contains(0) else { throw ConfigError("state_dir must be a directory path, got \"\(value)\"") }
             stateDir = value
@@ -191,6 +206,12 @@ public struct RelayConfig: Sendable {
         case "http_idle_timeout_s": httpLimits.idleTimeoutSeconds = try int(1...3600)
         case "http_header_timeout_s": httpLimits.headerTimeoutSeconds = try int(1...3600)
         case "event_stream_stall_timeout_s": httpLimits.eventStreamStallSeconds = try int(1...3600)
+        case "event_streams_per_identity": httpLimits.eventStreamsPerIdentity = try int(1...1_000)
+        case "event_streams_max": httpLimits.eventStreamsMax = try int(1...65_536)
+        case "dev":
+            let choices = ["true": true, "1": true, "false": false, "0": false]
+            guard let on = choices[value] else { throw ConfigError("dev must be true or false, got \"\(value)\"") }
+            dev = on
         case "allow_cleartext":
             let choices = ["true": true, "1": true, "false": false, "0": false]
             guard let allowed = choices[value] else { throw ConfigError("allow_cleartext must be true or false, got \"\(value)\"") }
@@ -225,7 +246,8 @@ public struct RelayConfig: Sendable {
     /// Checks that `api_key` and `api_secret` came as a pair: a key without its secret (or a secret without its key)
     /// would otherwise leave the public dev secret signing for a key the operator meant to be private. Call it once
     /// every source has been applied; the dev credentials stay only when no key at all was configured. The same for
-    /// `http_tls_cert` and `http_tls_key`: half a pair would otherwise serve plain HTTP where HTTPS was meant.
+    /// `http_tls_cert` and `http_tls_key`: half a pair would otherwise serve plain HTTP where HTTPS was meant. And the
+    /// dev credentials only on loopback, or with `dev` (`checkDevCredentials`).
     public func checkCredentials() throws(ConfigError) {
         switch (httpTLSCertificate, httpTLSKey) {
         case (.some(let certificate), nil):
@@ -241,6 +263,16 @@ public struct RelayConfig: Sendable {
             throw ConfigError("api_secret is set without api_key: set both (--api-key K --api-secret S, PARLEY_API_KEY/PARLEY_API_SECRET or the config file), or neither for the dev credentials")
         default: break
         }
+        try checkDevCredentials()
+    }
+
+    /// The public dev credentials sign for anyone who reads the README (admin tokens, `POST /v1/dev-token`): they
+    /// are refused unless nobody but this host can reach the relay — `udp` and `http` both on loopback — or `dev`
+    /// says so explicitly.
+    func checkDevCredentials() throws(ConfigError) {
+        guard usesDevCredentials, !dev, !(udp.isLoopback && http.isLoopback) else { return }
+        let exposed = [udp.isLoopback ? nil : "udp \(udp)", http.isLoopback ? nil : "http \(http)"].compactMap { $0 }
+        throw ConfigError("no api_key and api_secret are configured, so the relay would run with the public dev credentials (anyone can mint admin tokens with them), but \(exposed.joined(separator: " and ")) \(exposed.count > 1 ? "are" : "is") not loopback: set api_key and api_secret (--api-key K --api-secret S, PARLEY_API_KEY/PARLEY_API_SECRET or the config file), bind udp and http to 127.0.0.1, or pass --dev (config dev: true) to run with the dev credentials there anyway")
     }
 
     /// The HTTP API's certificate and key, read and checked (`HTTPTLSFiles.read`); nil for plain HTTP (neither set).

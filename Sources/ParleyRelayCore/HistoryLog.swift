@@ -15,10 +15,34 @@ public final class HistoryLog {
         case declined
     }
 
+    /// Who waits to hear that a room text was not kept: the sending session (its connection id, its id for the text,
+    /// and whether the text reached anyone: the status repeats it), and an HTTP request waiting on the store
+    /// (`request`; 0: none).
+    public struct KeepReceipt: Equatable, Sendable {
+        /// The sender's session (0: none, e.g. the backend's text).
+        public var connection: UInt32
+        /// The sender's id for the text.
+        public var messageID: UInt32
+        /// Whether the text reached anyone when it was sent.
+        public var delivered: Bool
+        /// The HTTP request waiting (`MessageStore.expectKeeping`), 0 for none.
+        public var request: UInt64
+
+        /// A receipt.
+        public init(connection: UInt32 = 0, messageID: UInt32 = 0, delivered: Bool = true, request: UInt64 = 0) {
+            self.connection = connection
+            self.messageID = messageID
+            self.delivered = delivered
+            self.request = request
+        }
+    }
+
     /// One record.
     public enum Record: Equatable, Sendable {
-        /// A text to a whole room (`at`: Unix ms), with the ids of the images it carries.
-        case roomText(room: String, identity: String, name: String, text: String, at: Int64, attachments: [String] = [])
+        /// A text to a whole room (`at`: Unix ms), with the ids of the images it carries; `receipt`: who is told when the
+        /// store could not keep it.
+        case roomText(room: String, identity: String, name: String, text: String, at: Int64, attachments: [String] = [],
+                      receipt: KeepReceipt? = nil)
         /// A direct text: `delivered` at once, or to be kept until its recipient comes online (`held`: until the
         /// recipient accepts the chat). The store tells the sender (its session and its id for the text) it is stored.
         /// `attachments`: the ids of the images it carries, kept and delivered with it.

@@ -86,9 +86,10 @@ extension RelayCore {
     /// Sends `text` to everyone in `room`: from the backend (`fromIdentity` "backend", member id 0), or from a member
     /// of the room writing through the API (`asMember`: the web page), whose own copy is not sent back. Logged as a
     /// `text` event either way. `attachments`: image ids (`TextAttachments`) the text carries, passed on unread; with
-    /// one or more the text may be empty.
+    /// one or more the text may be empty. `keepRequest`: the HTTP request the message store answers once it kept the
+    /// text, or could not (0: none).
     public func sendText(room name: String, text: String, attachments: [String] = [], fromIdentity: String = "backend", asMember: Bool = false,
-                         now: Moment) -> AdminResult {
+                         keepRequest: UInt64 = 0, now: Moment) -> AdminResult {
         guard let room = rooms[name] else { return .notFound("room \(name) does not exist") }
         let sender = asMember ? room.member(identity: fromIdentity) : nil
         if asMember && sender == nil { return .notFound("\(fromIdentity) is not in room \(name)") }
@@ -107,7 +108,7 @@ extension RelayCore {
         rooms.events.append(RelayEvent(kind: .text, room: room.name, identity: fromIdentity, detail: text, unixMilliseconds: now.unixMilliseconds,
                                        attachments: attachments))
         history.append(.roomText(room: room.name, identity: fromIdentity, name: sender?.name ?? "", text: text, at: now.unixMilliseconds,
-                                 attachments: attachments))
+                                 attachments: attachments, receipt: keepRequest == 0 ? nil : .init(request: keepRequest)))
         return .ok
     }
 

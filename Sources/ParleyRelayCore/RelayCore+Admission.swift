@@ -113,12 +113,11 @@ extension RelayCore {
         }
         let claims: TokenClaims
         do {
-            claims = try shared.verifier.verify(request.token, now: now.unixSeconds, room: request.room,
-                                                requiring: \.join, grantName: "join")
+            claims = try shared.verifier.verify(request.token, now: now.unixSeconds)
         } catch {
             return refuse(RefusalCode(error), error.reason, to: from, now: now, viaPublicPort: viaPublicPort)
         }
-        if let (code, reason) = CallRoom.refusal(claims, room: request.room) {
+        if let (code, reason) = RoomAdmission.refusal(claims, room: request.room) {
             return refuse(code, reason, to: from, now: now, viaPublicPort: viaPublicPort)
         }
         var room = rooms[request.room]

@@ -24,7 +24,7 @@ public struct KeptText: Equatable, Sendable {
 
 /// What the message store answers (through worker 0's inbox): a text kept (the sender is told `stored`), texts to
 /// deliver to an identity now online, texts that failed (expired, or their chat declined); and a recipient's answer to
-/// a chat request. The core tells only the sending session itself — the same connection id and identity — so a
+/// a chat request. A room text the store could not keep is answered through its room's worker (`roomTextNotKept`). The core tells only the sending session itself — the same connection id and identity — so a
 /// sender that went away learns nothing wrong; `parley listen` shows what happened later.
 extension RelayCore {
     /// The session of `identity` with connection id `connection`, if it is still online here.
@@ -38,6 +38,16 @@ extension RelayCore {
         guard let session = presenceSession(identity, connection: connection) else { return .ok }
         outbox.enqueue(stored ? .textStored(messageID: messageID) : .textStatus(messageID: messageID, delivered: false, reason: reason), to: session)
         outbox.pump(session, now: now)
+        return .ok
+    }
+
+    /// The store could not keep a room text: its sender, when that session is still in the room, hears it in a second
+    /// `text status` (delivered as the first said, with why it was not kept).
+    public func roomTextNotKept(room name: String, identity: String, connection: UInt32, messageID: UInt32, delivered: Bool,
+                                reason: String, now: Moment) -> AdminResult {
+        guard connection != 0, let member = rooms[name]?.member(identity: identity), member.session.connectionID == connection else { return .ok }
+        outbox.enqueue(.textStatus(messageID: messageID, delivered: delivered, reason: "not kept in the room's history: \(reason)"), to: member.session)
+        outbox.pump(member.session, now: now)
         return .ok
     }
 

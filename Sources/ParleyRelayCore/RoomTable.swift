@@ -280,8 +280,10 @@ final class RoomTable {
         if identity.isEmpty {
             events.append(RelayEvent(kind: .text, room: room.name, identity: member.identity, detail: text, unixMilliseconds: now.unixMilliseconds,
                                      attachments: attachments))
+            // The sender hears again if the store cannot keep it (`RelayCore.roomTextNotKept`).
             history.append(.roomText(room: room.name, identity: member.identity, name: member.name, text: text, at: now.unixMilliseconds,
-                                     attachments: attachments))
+                                     attachments: attachments,
+                                     receipt: .init(connection: member.session.connectionID, messageID: messageID, delivered: taken > 0)))
         }
         let reason = recipients.isEmpty && elsewhere == 0 ? (identity.isEmpty ? "nobody else is in the room" : "\(identity) is not in the room")
             : Outbox.laggards(behind)

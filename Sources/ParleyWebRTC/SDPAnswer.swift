@@ -85,11 +85,11 @@ public struct SDPAnswer: Equatable, Sendable {
             else { throw refuse("mid \(section.mid) is not an offered audio section with Opus") }
             guard decisions.updateValue(section, forKey: section.mid) == nil else { throw refuse("mid \(section.mid) is answered twice") }
             guard SDPSyntax.isCNAME(Substring(section.cname)) else { throw refuse("a CNAME must be 1-64 of [A-Za-z0-9+/=_.-]") }
-            if offer.bundle.isEmpty {
-                guard sections.count == 1 else { throw refuse("without BUNDLE in the offer the relay answers one audio section") }
-            } else {
-                guard offer.bundle.contains(section.mid) else { throw refuse("mid \(section.mid) is not in the offer's BUNDLE group") }
-            }
+        }
+        do throws(WebRTCError) {
+            try offer.checkBundled(sections.map(\.mid))
+        } catch {
+            throw refuse(error.reason)
         }
         let accepted = offer.media.compactMap { $0.mid.flatMap { decisions[$0] == nil ? nil : $0 } }
 

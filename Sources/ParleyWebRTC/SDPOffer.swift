@@ -120,6 +120,22 @@ public struct SDPOffer: Equatable, Sendable {
         }
     }
 
+    /// Checks that the sections with `mids` can share the relay's one transport (its one candidate and DTLS session):
+    /// one section alone, or sections all in the offer's BUNDLE group (RFC 8843). Throws `bundle_required` for several
+    /// sections in an offer without BUNDLE, `not_bundled` for a section outside its group. The route calls it before
+    /// anything is created; `SDPAnswer` applies the same rule to what it is asked to answer.
+    public func checkBundled(_ mids: [String]) throws(WebRTCError) {
+        if bundle.isEmpty {
+            guard mids.count <= 1 else {
+                throw WebRTCError("bundle_required", "the offer has \(mids.count) audio sections to answer but no a=group:BUNDLE: the relay answers several only bundled on one transport")
+            }
+            return
+        }
+        if let outside = mids.first(where: { !bundle.contains($0) }) {
+            throw WebRTCError("not_bundled", "audio section \(outside) is not in the offer's BUNDLE group: the relay answers only bundled sections")
+        }
+    }
+
     /// The audio sections the relay can answer: not rejected (port 0 without `a=bundle-only`) and offering Opus at
     /// 48 kHz, each carrying its effective credentials, fingerprint and setup. Throws `no_audio`, `no_opus`, or —
     /// for the first such section that lacks it — `bad_sdp` (no mid), `no_ice_credentials`, `no_fingerprint`,

@@ -38,6 +38,9 @@ public struct PeerAddress: Hashable, Sendable, CustomStringConvertible {
     /// The IPv4 address in host order (meaningful only when `isIPv4`).
     public var ipv4Value: UInt32 { UInt32(truncatingIfNeeded: low) }
 
+    /// True for a loopback address, which only this host can reach: 127.0.0.0/8 or `::1`.
+    public var isLoopback: Bool { isIPv4 ? ipv4Value >> 24 == 127 : high == 0 && low == 1 }
+
     /// The sixteen address bytes in network order.
     public var addressBytes: [UInt8] {
         var out = [UInt8](repeating: 0, count: 16)

@@ -14,11 +14,12 @@ usage: parley-relay [drain] [--config FILE.json] [--udp HOST:PORT] [--http HOST:
                     [--api-key K --api-secret S] [--http-tls-cert FILE --http-tls-key FILE] [--state-dir DIR]
                     [--web-root DIR] [--cluster redis[s]://[[USER]:PASSWORD@]HOST:PORT [--cluster-tls-ca FILE] [--node-id ID]]
                     [--log-level debug|info|warning|error]
-                    [--allow-cleartext] [--version]
+                    [--allow-cleartext] [--dev] [--version]
 
 With no arguments the relay runs with dev defaults: UDP 127.0.0.1:7400, HTTP API and /metrics on
 127.0.0.1:7480, one worker per core, API key "devkey" and a public dev secret. --api-key and --api-secret go
-together (a key without its secret is refused); the dev credentials are used only when no key is configured.
+together (a key without its secret is refused); the dev credentials are used only when no key is configured, and
+only on loopback: with no key and --udp or --http elsewhere the relay refuses to start (exit 2) unless --dev says so.
 --http-tls-cert and --http-tls-key (PEM files, both or neither) make the API serve HTTPS; the ready line then says
 "https HOST:PORT". Without them the API is plain HTTP: keep it on loopback or behind a TLS proxy.
 The relay's long-term key (X25519, its public half in the ready line and at GET /v1/relay) is made on first start
@@ -59,6 +60,10 @@ while !arguments.isEmpty {
     }
     if flag == "--allow-cleartext" {  // a switch: the debugging protocol without encryption
         flags.append(("allow_cleartext", "true"))
+        continue
+    }
+    if flag == "--dev" {  // a switch: the public dev credentials even off loopback
+        flags.append(("dev", "true"))
         continue
     }
     let known = ["--config", "--udp", "--http", "--workers", "--api-key", "--api-secret", "--log-level", "--state-dir",
@@ -149,7 +154,9 @@ let router = HTTPRouter(backend: server.api, verifier: TokenVerifier(keys: confi
                         signer: server.api.signer, config: config.core, metricsRequireAuth: config.metricsRequireAuth,
                         httpStats: httpStats, relayKey: server.relayKey,
                         webRoot: StaticFiles.resolve(config.webRoot), devTokens: config.usesDevCredentials, cluster: cluster,
-                        attachments: AttachmentFiles(stateDirectory: stateDirectory, log: log), attachmentMaxBytes: config.attachmentMaxBytes)
+                        attachments: AttachmentFiles(stateDirectory: stateDirectory, log: log, quota: config.attachmentQuota,
+                                                     largestUpload: config.attachmentMaxBytes),
+                        attachmentMaxBytes: config.attachmentMaxBytes)
 let http: HTTPServer
 do {
     http = try HTTPServer(address: config.http, router: router, events: server.api.events, limits: config.httpLimits,
@@ -164,7 +171,8 @@ let status = server.run {
     let host = config.udp.description.split(separator: ":").dropLast().joined(separator: ":")
     let publicAddress = "\(host):\(server.ports[0])"
     if config.usesDevCredentials {
-        log.write(.warning, "using the public dev credentials: api key \"devkey\", api secret \"\(config.apiKeys["devkey"] ?? "")\" — set your own for anything but development")
+        let reach = config.udp.isLoopback && config.http.isLoopback ? "on loopback only" : "OFF LOOPBACK (--dev): anyone who can reach it can mint admin tokens"
+        log.write(.warning, "using the public dev credentials \(reach): api key \"devkey\", api secret \"\(config.apiKeys["devkey"] ?? "")\" — set your own for anything but development")
     }
     if config.core.allowCleartext {
         log.write(.warning, "allow_cleartext is on: clients may join with the cleartext protocol (tokens, names, texts and voice readable on the path) — for debugging only")

@@ -13,7 +13,10 @@ struct AttachmentFilesTests {
     let scratch = ScratchDirectory()
     let log = MemoryLogSink(threshold: .debug)
 
-    func store(_ calls: SystemCalls = .kernel) -> AttachmentFiles { AttachmentFiles(stateDirectory: scratch.path, log: log, calls: calls) }
+    /// The store, its clock at Unix millisecond 100 (the saves below are stamped 1, 2, 3…: none has expired).
+    func store(_ calls: SystemCalls = .kernel) -> AttachmentFiles {
+        AttachmentFiles(stateDirectory: scratch.path, log: log, calls: calls, clock: { 100 })
+    }
     func names(_ folder: String) -> [String] { ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted() }
 
     /// The kernel's calls, with `openFile` failing with `errno` for temporary files whose path contains `marker`.
@@ -47,7 +50,7 @@ struct AttachmentFilesTests {
         let loaded = try #require(try files.load(id))
         #expect(loaded.record == record && loaded.bytes == TestImages.png)
         // Another instance on the same directory (a restart) reads the same.
-        #expect(try AttachmentFiles(stateDirectory: scratch.path + "/", log: log).load(id)?.bytes == TestImages.png)
+        #expect(try AttachmentFiles(stateDirectory: scratch.path + "/", log: log, clock: { 100 }).load(id)?.bytes == TestImages.png)
     }
 
     @Test("identical bytes from two uploaders: two ids, two records, one blob")

@@ -18,11 +18,21 @@ enum TestImages {
         0xAE, 0x42, 0x60, 0x82,                                      //   CRC
     ]
 
-    /// A JFIF header and the end of image (20 bytes; no scan: sniffing decodes nothing).
+    /// A 1×1 grey baseline JPEG (159 bytes; libjpeg-turbo decodes it to one pixel of 128).
     static let jpeg: [UInt8] = [
         0xFF, 0xD8,                                                  // SOI
         0xFF, 0xE0, 0x00, 0x10, 0x4A, 0x46, 0x49, 0x46, 0x00,        // APP0, 16 bytes, "JFIF\0"
         0x01, 0x01, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00,        //   version 1.1, aspect 1:1, no thumbnail
+        0xFF, 0xDB, 0x00, 0x43, 0x00,                                // DQT, 67 bytes: 8-bit table 0,
+    ] + [UInt8](repeating: 1, count: 64) + [                         //   every step 1
+        0xFF, 0xC0, 0x00, 0x0B, 0x08, 0x00, 0x01, 0x00, 0x01,        // SOF0, 11 bytes: 8 bits, height 1, width 1,
+        0x01, 0x01, 0x11, 0x00,                                      //   one component: id 1, sampling 1×1, table 0
+        0xFF, 0xC4, 0x00, 0x14, 0x00, 0x01,                          // DHT, 20 bytes: DC table 0, one code of length 1
+    ] + [UInt8](repeating: 0, count: 15) + [0x00,                    //   (no others) for symbol 0: difference 0
+        0xFF, 0xC4, 0x00, 0x14, 0x10, 0x01,                          // DHT: AC table 0, one code of length 1
+    ] + [UInt8](repeating: 0, count: 15) + [0x00,                    //   for symbol 0: end of block
+        0xFF, 0xDA, 0x00, 0x08, 0x01, 0x01, 0x00, 0x00, 0x3F, 0x00,  // SOS, 8 bytes: component 1, tables 0/0, 0–63
+        0x3F,                                                        // the scan: codes 0, 0, padded with ones
         0xFF, 0xD9,                                                  // EOI
     ]
 
@@ -46,9 +56,40 @@ enum TestImages {
         0x3B,                                                        // trailer
     ]
 
-    /// `png` grown to `size` bytes by zeros before its IEND chunk (for size limits: sniffing, which decodes nothing, passes).
+    /// `png` grown to `size` bytes (at least 79) by a private ancillary chunk `prVt` of zeros before its IEND: still a
+    /// PNG of 1×1 pixels, for size limits.
     static func png(size: Int) -> [UInt8] {
-        Array(png.dropLast(12)) + [UInt8](repeating: 0, count: max(0, size - png.count)) + png.suffix(12)
+        precondition(size >= png.count + 12)
+        return Array(png.dropLast(12)) + pngChunk("prVt", [UInt8](repeating: 0, count: size - png.count - 12)) + png.suffix(12)
+    }
+
+    /// One PNG chunk: length, type, data, CRC (computed here, by `crc32`, independently of the relay's zlib).
+    static func pngChunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
+        let typed = Array(type.utf8) + data
+        return bigEndian(UInt32(data.count)) + typed + bigEndian(crc32(typed))
+    }
+
+    /// A PNG of `chunks` between the signature and IEND (each from `pngChunk`).
+    static func png(chunks: [[UInt8]]) -> [UInt8] { Array(png.prefix(8)) + chunks.joined() + png.suffix(12) }
+
+    /// The 13 bytes of an IHDR.
+    static func ihdr(width: UInt32, height: UInt32, depth: UInt8 = 8, colourType: UInt8 = 0, interlace: UInt8 = 0) -> [UInt8] {
+        bigEndian(width) + bigEndian(height) + [depth, colourType, 0, 0, interlace]
+    }
+
+    /// The IDAT of `png` (a zlib stream of one filtered grey row).
+    static let idat: [UInt8] = [0x78, 0x9C, 0x63, 0x60, 0x00, 0x00, 0x00, 0x02, 0x00, 0x01]
+
+    static func bigEndian(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
+
+    /// CRC-32/ISO-HDLC bit by bit (reflected 0xEDB88320): the test's own oracle.
+    static func crc32(_ bytes: [UInt8]) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        for b in bytes {
+            crc ^= UInt32(b)
+            for _ in 0..<8 { crc = crc & 1 == 1 ? 0xEDB8_8320 ^ (crc >> 1) : crc >> 1 }
+        }
+        return crc ^ 0xFFFF_FFFF
     }
 }
 
@@ -61,6 +102,17 @@ final class MemoryAttachmentStore: AttachmentStore {
     let contents = Mutex(Contents())
     /// What every save and load throws instead, when set.
     let failure = Mutex<AttachmentStoreError?>(nil)
+    /// What every upload's admission answers instead, when set; the uploads admitted, as (uploader, declared bytes).
+    let refusal = Mutex<AttachmentQuotaRefusal?>(nil)
+    let admitted = Mutex<[(String, Int?)]>([])
+
+    func admitUpload(uploader: String, bytes: Int?, unixMilliseconds: Int64) -> AttachmentQuotaRefusal? {
+        if let refusal = refusal.withLock({ $0 }) { return refusal }
+        admitted.withLock { $0.append((uploader, bytes)) }
+        return nil
+    }
+
+    func expiry(ofCreatedAt createdAt: Int64) -> Int64? { nil }
 
     func save(_ bytes: [UInt8], format: ImageFormat, uploader: String,
               unixMilliseconds: Int64) throws(AttachmentStoreError) -> (id: AttachmentID, record: AttachmentRecord) {

@@ -6,10 +6,16 @@ import Testing
 /// or size, and the same bytes cut short at every place that matters.
 @Suite("Attachments: image types by content (PNG, JPEG, WebP, GIF), truncated and foreign bytes refused")
 struct ImageFormatTests {
+    static let soiThenEOI: ArraySlice<UInt8> = [0xFF, 0xD8, 0xFF, 0xD9]
+    /// A GIF87a of 1×1 pixels without a colour table: screen, one image, its LZW data, trailer.
+    static let gif87a: [UInt8] = Array("GIF87a".utf8) + [0x01, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00]
+        + [0x2C, 0, 0, 0, 0, 0x01, 0x00, 0x01, 0x00, 0x00, 0x02, 0x02, 0x44, 0x01, 0x00, 0x3B]
+
     @Test("each kind's smallest file is recognised", arguments: [
         (TestImages.png, ImageFormat.png), (TestImages.jpeg, .jpeg), (TestImages.webp, .webp), (TestImages.gif, .gif),
-        (Array("GIF87a".utf8) + [0x01, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x3B], .gif),  // the 1987 signature, no table
-        ([0xFF, 0xD8, 0xFF, 0xDB, 0xFF, 0xD9], .jpeg),                                   // SOI, a DQT marker, EOI: 6 bytes
+        (ImageFormatTests.gif87a, .gif),                                                 // the 1987 signature, no table
+        (TestImages.png(size: 500), .png),                                               // an ancillary chunk passes unread
+        (TestImages.jpeg + TestImages.jpeg, .jpeg),                                      // a second image after EOI (Ultra HDR)
     ] as [([UInt8], ImageFormat)])
     func recognised(bytes: [UInt8], format: ImageFormat) throws {
         #expect(try ImageFormat(sniffing: bytes) == format)
@@ -27,7 +33,6 @@ struct ImageFormatTests {
         // JPEG
         ([0xFF, 0xD8], .jpeg),                                                           // SOI alone
         ([0xFF, 0xD8, 0xFF], .jpeg),                                                     // SOI and a marker's first byte
-        ([0xFF, 0xD8, 0xFF, 0xD9], .jpeg),                                               // SOI then EOI: no marker between
         (Array(TestImages.jpeg.dropLast()), .jpeg),                                      // EOI cut in half
         (Array(TestImages.jpeg.dropLast(2)), .jpeg),                                     // no EOI
         // WebP
@@ -46,8 +51,10 @@ struct ImageFormatTests {
     }
 
     @Test("a signature whose structure says otherwise is malformed", arguments: [
+        // SOI then EOI: no frame, no scan
+        (ImageFormatTests.soiThenEOI, ImageFormat.jpeg),
         // PNG whose first chunk is IDAT, not IHDR
-        (TestImages.png.prefix(8) + TestImages.png[33...], ImageFormat.png),
+        (TestImages.png.prefix(8) + TestImages.png[33...], .png),
         // PNG whose IHDR claims 14 bytes
         (TestImages.png.prefix(11) + [0x0E] + TestImages.png[12...], .png),
         // WebP with a byte after what its RIFF size covers

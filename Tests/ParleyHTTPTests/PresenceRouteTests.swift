@@ -40,7 +40,8 @@ struct PresenceRouteTests {
         let get = { (token: String?) in
             router.admit(HTTPRequest(method: "GET", path: "/v1/presence/events", authorization: token.map { "Bearer " + $0 }), now: RouterTests.now)
         }
-        #expect(get(WebRTCRouteTests.memberToken("ann")) == .presenceStream(identity: "ann", name: "Ann"))
+        #expect(get(WebRTCRouteTests.memberToken("ann"))
+                == .presenceStream(holder: StreamHolder(identity: "ann", admin: false, expiresAt: RouterTests.now + 600), name: "Ann"))
         guard case .answer(let none) = get(nil) else { Issue.record("admitted without a token"); return }
         #expect(none.status == 401)
         #expect(none.headers["Access-Control-Allow-Origin"] == "*")

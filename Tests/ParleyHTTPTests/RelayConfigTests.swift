@@ -13,6 +13,51 @@ struct RelayConfigTests {
         #expect(c.apiKeys == [DevDefaults.apiKey: DevDefaults.apiSecret])
     }
 
+    @Test("the public dev credentials off loopback are refused unless dev says so (issue 33, finding 10); own keys run anywhere",
+          arguments: [("0.0.0.0:7400", "127.0.0.1:7480"), ("127.0.0.1:7400", "0.0.0.0:7480"), ("192.0.2.7:7400", "192.0.2.7:7480"),
+                      ("[::]:7400", "127.0.0.1:7480")])
+    func devCredentialsOffLoopback(udp: String, http: String) throws {
+        var c = RelayConfig()
+        try c.set("udp", udp)
+        try c.set("http", http)
+        let error = #expect(throws: ConfigError.self) { try c.checkCredentials() }
+        let message = error?.description ?? ""
+        #expect(message.contains("--dev") && message.contains("api_key") && message.contains("not loopback"), "\(message)")
+        #expect(message.contains(udp.hasPrefix("127.") ? "http \(http)" : "udp"), "\(message)")
+        var explicit = c
+        try explicit.set("dev", "true")
+        try explicit.checkCredentials()
+        var environment = c
+        try environment.load(environment: ["PARLEY_DEV": "1"])
+        try environment.checkCredentials()
+        var keyed = c
+        try keyed.set("api_key", "prod")
+        try keyed.set("api_secret", "a-secret-of-enough-bytes")
+        try keyed.checkCredentials()
+        // The dev secret named as a configured key is still the public secret.
+        var named = c
+        try named.load(file: try Self.file(#"{"api_keys": {"devkey": "\#(DevDefaults.apiSecret)"}}"#))
+        #expect(throws: ConfigError.self) { try named.checkCredentials() }
+    }
+
+    @Test("loopback in every form runs the dev credentials without --dev: 127/8, localhost, ::1")
+    func devCredentialsOnLoopback() throws {
+        for (udp, http) in [("127.0.0.1:0", "127.0.0.1:0"), ("127.1.2.3:7400", "localhost:7480"), ("[::1]:7400", "127.0.0.1:7480")] {
+            var c = RelayConfig()
+            try c.set("udp", udp)
+            try c.set("http", http)
+            try c.checkCredentials()
+        }
+        var bad = RelayConfig()
+        #expect(throws: ConfigError.self) { try bad.set("dev", "yes") }
+    }
+
+    static func file(_ text: String) throws -> String {
+        let path = NSTemporaryDirectory() + "parley-config-\(UInt64.random(in: 0 ... .max)).json"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
     @Test("a key with its secret replaces the dev credentials, in either order")
     func keyAndSecret() throws {
         for order in [["api_key", "api_secret"], ["api_secret", "api_key"]] {

@@ -353,9 +353,11 @@ extension WebRTCRouteTests {
     @Test("a member token opens its room's event stream (admin too); another room's token is refused with CORS")
     func roomEvents() {
         let ok = HTTPRequest(method: "GET", path: "/v1/rooms/R/events", authorization: "Bearer " + Self.memberToken("ann"))
-        #expect(router.admit(ok, now: RouterTests.now) == .eventStream(room: "R"))
+        #expect(router.admit(ok, now: RouterTests.now)
+                == .eventStream(room: "R", holder: StreamHolder(identity: "ann", admin: false, expiresAt: RouterTests.now + 600)))
         let admin = HTTPRequest(method: "GET", path: "/v1/rooms/R/events", authorization: "Bearer " + RouterTests.token(admin: true))
-        #expect(router.admit(admin, now: RouterTests.now) == .eventStream(room: "R"))
+        #expect(router.admit(admin, now: RouterTests.now)
+                == .eventStream(room: "R", holder: StreamHolder(identity: "ops", admin: true, expiresAt: RouterTests.now + 600)))
         let other = send("GET", "/v1/rooms/R/events", token: Self.memberToken("ann", room: "S"))
         #expect(other.status == 403 && other.headers["Access-Control-Allow-Origin"] == "*")
         #expect(send("GET", "/v1/rooms/R/events", token: nil).status == 401)

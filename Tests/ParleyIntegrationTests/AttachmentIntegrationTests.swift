@@ -19,6 +19,25 @@ func curlFile(_ method: String, _ url: String, token: String?, headers: [String]
     return Int(String(decoding: data, as: UTF8.self)) ?? 0
 }
 
+/// A 1×1 grey PNG of exactly `size` bytes (at least 79): signature, IHDR, IDAT, a private ancillary chunk `prVt` of
+/// `fill` bytes (another fill, other bytes), IEND, each chunk with its CRC (computed here).
+func pngOf(size: Int, fill: UInt8 = 0) -> [UInt8] {
+    func crc32(_ bytes: [UInt8]) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        for b in bytes {
+            crc ^= UInt32(b)
+            for _ in 0..<8 { crc = crc & 1 == 1 ? 0xEDB8_8320 ^ (crc >> 1) : crc >> 1 }
+        }
+        return crc ^ 0xFFFF_FFFF
+    }
+    func be(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
+    func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] { be(UInt32(data.count)) + Array(type.utf8) + data + be(crc32(Array(type.utf8) + data)) }
+    let head: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + chunk("IHDR", [0, 0, 0, 1, 0, 0, 0, 1, 8, 0, 0, 0, 0])
+        + chunk("IDAT", [0x78, 0x9C, 0x63, 0x60, 0x00, 0x00, 0x00, 0x02, 0x00, 0x01])
+    let end = chunk("IEND", [])
+    return head + chunk("prVt", [UInt8](repeating: fill, count: size - head.count - end.count - 12)) + end
+}
+
 extension ProcessTests {
     @Suite("Attachments with a real relay and curl")
     struct AttachmentIntegrationTests {
@@ -34,11 +53,8 @@ extension ProcessTests {
             let ann = try mint(["--identity", "ann", "--room", "lobby"])
             let bob = try mint(["--identity", "bob", "--room", "elsewhere"])
 
-            // A PNG of 100,000 bytes: the 1×1 image with zeros before its IEND chunk (sniffing decodes nothing).
-            let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44, 0x52,
-                                0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x00, 0x00, 0x00, 0x00, 0x3A, 0x7E, 0x9B, 0x55]
-                + [UInt8](repeating: 0, count: 100_000 - 45)
-                + [0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82]
+            // A PNG of 100,000 bytes: the 1×1 image with a private ancillary chunk of zeros before its IEND chunk.
+            let png = pngOf(size: 100_000)
             let image = folder + "/image.png", answer = folder + "/answer.json", fetched = folder + "/fetched.png"
             try Data(png).write(to: URL(fileURLWithPath: image))
 
@@ -60,7 +76,7 @@ extension ProcessTests {
                                  output: answer) == 415)
             #expect(try String(contentsOfFile: answer, encoding: .utf8).contains("content_type_mismatch"))
             let big = folder + "/big.png"
-            try Data(png + [UInt8](repeating: 0, count: 150_000)).write(to: URL(fileURLWithPath: big))
+            try Data(pngOf(size: 250_000)).write(to: URL(fileURLWithPath: big))
             #expect(try curlFile("POST", base + "/v1/attachments", token: ann, headers: ["Content-Type: image/png"], upload: big,
                                  output: answer) == 413)
             #expect(try curlFile("GET", base + "/v1/attachments/AAAAAAAAAAAAAAAAAAAAAA", token: bob, output: answer) == 404)

@@ -102,12 +102,63 @@ extension ProcessTests {
             #expect(reader.waitFor(seconds: 3) { $0.contains(#""room":"after-the-wait""#) })
         }
 
+        @Test("one member token's event-stream flood (64 from each of 16 addresses, all of http_max_connections) holds 4 streams; the rest are refused and closed; the API answers during it and at once after")
+        func eventStreamFlood() throws {
+            let (relay, _) = try startRelay()
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            let port = try #require(httpPort(of: relay))
+            let base = "http://127.0.0.1:\(port)"
+            let admin = try mint(["--admin", "--identity", "ops"])
+            let eve = try mint(["--identity", "eve", "--room", "lobby"])
+            var flood: [RawTCP] = []
+            for address in 0..<16 {
+                for _ in 0..<64 {
+                    let c = try RawTCP(port: port, from: "127.0.1.\(address + 1)")
+                    c.send("GET /v1/rooms/lobby/events HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer \(eve)\r\n\r\n")
+                    flood.append(c)
+                }
+            }
+            // During: the backend's requests answer within a second, every time.
+            for _ in 0..<5 {
+                let rooms = try timedCurl(base + "/v1/rooms", token: admin)
+                #expect(rooms.status == 200 && rooms.seconds < 1, "/v1/rooms: \(rooms.status) after \(rooms.seconds) s")
+                Thread.sleep(forTimeInterval: 0.2)
+            }
+            var metrics = ""
+            #expect(try eventually(seconds: 5) {
+                metrics = try curl("GET", base + "/metrics").body
+                return metric(metrics, "parley_http_event_streams_refused_total") == 1020 && (metric(metrics, "parley_http_connections") ?? 99) <= 6
+            }, "\(metrics.split(separator: "\n").filter { $0.contains("parley_http") })")
+            #expect(metric(metrics, "parley_http_event_streams") == 4)
+            // After: the attacker leaves; its four parked streams are noticed at once, not at their next keepalive.
+            flood.removeAll()
+            let left = Date()
+            #expect(try eventually(seconds: 2) { metric(try curl("GET", base + "/metrics").body, "parley_http_event_streams") == 0 })
+            #expect(Date().timeIntervalSince(left) < 2)
+            let rooms = try timedCurl(base + "/v1/rooms", token: admin)
+            #expect(rooms.status == 200 && rooms.seconds < 1)
+        }
+
+        @Test("with no keys configured, a relay on any interface but loopback refuses to start (exit 2, says why); --dev runs it, and says so")
+        func devCredentialsOffLoopback() throws {
+            for arguments in [["--udp", "127.0.0.1:0", "--http", "0.0.0.0:0"], ["--udp", "0.0.0.0:0", "--http", "127.0.0.1:0"]] {
+                let refused = try Spawned("parley-relay", arguments + ["--workers", "1"])
+                #expect(refused.wait(seconds: 10) == 2, "\(arguments): \(refused.stdout) \(refused.stderr)")
+                #expect(refused.stderr.contains("not loopback") && refused.stderr.contains("--dev"), "\(refused.stderr)")
+                #expect(!refused.stdout.contains("ready on udp"))
+            }
+            let relay = try Spawned("parley-relay", ["--udp", "127.0.0.1:0", "--http", "0.0.0.0:0", "--workers", "1", "--dev"])
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            #expect(relay.waitFor(seconds: 10) { $0.contains("ready on udp") }, "\(relay.stderr)")
+            #expect(relay.waitForStderr(seconds: 2) { $0.contains("OFF LOOPBACK") }, "\(relay.stderr)")
+        }
+
         @Test("/metrics needs the admin token from any address but loopback; metrics_require_auth=true asks it of loopback too")
         func metricsAuth() throws {
             let host = try #require(nonLoopbackIPv4(), "this test needs a non-loopback IPv4 address")
             let admin = try mint(["--admin", "--identity", "ops"])
             do {
-                let relay = try Spawned("parley-relay", ["--udp", "127.0.0.1:0", "--http", "0.0.0.0:0", "--workers", "1"])
+                let relay = try Spawned("parley-relay", ["--udp", "127.0.0.1:0", "--http", "0.0.0.0:0", "--workers", "1", "--dev"])
                 defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
                 #expect(relay.waitFor(seconds: 10) { $0.contains("ready on udp") })
                 let port = try #require(httpPort(of: relay))

@@ -18,7 +18,7 @@ final class FakeMessageStore {
     func serve(_ core: RelayCore, now: Moment) {
         for record in core.history.take() {
             switch record {
-            case .roomText(let room, let identity, _, let text, _, let images):
+            case .roomText(let room, let identity, _, let text, _, let images, _):
                 roomTexts.append("\(room)/\(identity): \(text)" + (images.isEmpty ? "" : " " + images.joined(separator: ",")))
             case .directText(let from, let to, let text, let at, let delivered, let held, let connection, let messageID, let images):
                 let t = KeptText(id: nextID, from: from, to: to, text: text, at: at, senderConnection: connection, senderMessageID: messageID,
@@ -227,6 +227,33 @@ struct StoredTextTests {
         w.exchange()
         #expect(!bob.session.isCallRequest(try #require(bob.incoming.last).0))
         #expect(w.core.history.isEmpty)
+    }
+
+    @Test("a room text the store could not keep: its sender hears a second status saying why, with the delivery the first said; nobody else does")
+    func roomTextNotKept() throws {
+        let net = FakeNetwork(keepsHistory: true)
+        let a = net.addClient("ann", room: "r"), b = net.addClient("ben", room: "r")
+        net.joinAll()
+        let id = try #require(a.session.sendText("hello all", now: net.instant))
+        net.exchange()
+        let records = net.core.history.take()
+        guard case .roomText("r", "ann", _, "hello all", _, _, let receipt?)? = records.first else { Issue.record("\(records)"); return }
+        #expect(receipt.messageID == id && receipt.delivered && receipt.connection != 0 && receipt.request == 0)
+        let statuses = { (c: FakeClient) in c.events.compactMap { e -> String? in
+            if case .textStatus(let m, let delivered, let reason) = e { return "\(m) \(delivered) \(reason)" }
+            return nil
+        } }
+        #expect(statuses(a) == ["\(id) true "])
+        // Another session's connection id, or another identity: nothing.
+        _ = net.core.roomTextNotKept(room: "r", identity: "ann", connection: receipt.connection &+ 1, messageID: id, delivered: true,
+                                     reason: "the relay's disk is full", now: net.now)
+        _ = net.core.roomTextNotKept(room: "r", identity: "ben", connection: receipt.connection, messageID: id, delivered: true,
+                                     reason: "the relay's disk is full", now: net.now)
+        _ = net.core.roomTextNotKept(room: "r", identity: "ann", connection: receipt.connection, messageID: id, delivered: receipt.delivered,
+                                     reason: "the relay's disk is full", now: net.now)
+        net.exchange()
+        #expect(statuses(a) == ["\(id) true ", "\(id) true not kept in the room's history: the relay's disk is full"])
+        #expect(statuses(b).isEmpty)
     }
 
     @Test("room texts are kept: a member's and the backend's, not a text to one member")

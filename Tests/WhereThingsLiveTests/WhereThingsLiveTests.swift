@@ -25,7 +25,7 @@ struct WhereThingsLiveTests {
         "ParleyHistory": (["ParleyCluster", "ParleyWire"], ["CSQLite"]),
         "ParleyRelay": (["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto", "ParleyWebRTC", "ParleyCluster", "ParleyRecording",
                          "ParleyHistory"],
-                        ["Foundation", "Dispatch"]),
+                        ["Foundation", "Dispatch", "CZlib"]),
         "ParleyHTTP": (["ParleyRelay", "ParleyHistory", "ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto", "ParleyWebRTC", "ParleyCluster"],
                        ["CMicroHTTPD", "Foundation"]),
         "parley-relay": (["ParleyRelay", "ParleyHTTP", "ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire"], nil),
@@ -51,6 +51,7 @@ struct WhereThingsLiveTests {
         "COgg": ["libogg"],
         "COpusEnc": ["libopusenc"],
         "CSQLite": ["SQLite"],
+        "CZlib": ["zlib"],
         "Foundation": ["Foundation"],
         "Dispatch": ["Dispatch"],
     ]

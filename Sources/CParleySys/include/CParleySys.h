@@ -26,9 +26,17 @@ int parley_eventfd(void);
 int parley_epoll_create(void);
 /// Watches `fd` for input (level-triggered) on `epoll`, reported by `parley_epoll_wait` as `token`; 0 or -errno.
 int parley_epoll_watch(int epoll, int fd, uint64_t token);
+/// Watches `fd` on `epoll` for its peer closing or resetting the connection only (EPOLLRDHUP; EPOLLHUP and EPOLLERR
+/// are always reported), reported as `token`; bytes arriving wake nothing. 0 or -errno.
+int parley_epoll_watch_hangup(int epoll, int fd, uint64_t token);
+/// Stops watching `fd` on `epoll` (EPOLL_CTL_DEL); 0 or -errno.
+int parley_epoll_forget(int epoll, int fd);
 /// epoll_wait(2), EINTR retried: the tokens of up to `capacity` ready descriptors; the count (0 on timeout) or -errno.
 /// (`struct epoll_event` is packed on x86-64, which Swift cannot lay out: it stays on this side.)
 int parley_epoll_wait(int epoll, uint64_t *tokens, int capacity, int timeout_ms);
+
+/// statvfs(3): bytes free to an unprivileged user on the file system holding `path` (f_bavail × f_frsize), or -errno.
+int64_t parley_free_bytes(const char *path);
 
 /// malloc_trim(3) with pad 0: gives the free pages of every malloc arena back to the system; 1 if any were.
 int parley_malloc_trim(void);
