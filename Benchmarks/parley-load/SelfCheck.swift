@@ -58,7 +58,7 @@ enum SelfCheck {
         expect(Blocks.median([4, 1, 2, 3]), 2.5, "median, even")
         expect(Blocks.median([]), nil, "median, empty")
 
-        // Relay limits fit the shape; find-max steps (the README's 710 members is step 3, 10 rooms × 71).
+        // Relay limits fit the shape; find-max steps (710 members is step 3, 10 rooms × 71).
         expect(RelayLimits.environment(membersPerRoom: 2001, roomsOverRun: 1, membersAtOnce: 2001, rampSeconds: 1),
                ["PARLEY_MAX_MEMBERS_PER_ROOM": "2001", "PARLEY_MAX_ROOMS": "1", "PARLEY_JOINS_PER_SECOND": "4002"], "limits, 1 × 2,001")
         expect(RelayLimits.environment(membersPerRoom: 200_000, roomsOverRun: 70, membersAtOnce: 100, rampSeconds: 0)["PARLEY_MAX_MEMBERS_PER_ROOM"],

@@ -33,8 +33,8 @@ server's certificate checked against the system's CAs or --cluster-tls-ca FILE.
 `parley-relay drain` (with the running node's settings) asks that node to drain before a restart: it takes no new
 joins and its members move to other nodes of the cluster.
 Every setting may also come from a PARLEY_* variable (PARLEY_UDP, PARLEY_WORKERS, PARLEY_API_KEY, ...) or a
-JSON --config file: Samples/parley-relay.json lists every setting, and the README's Configuration table says
-what each means. Precedence: defaults < --config file < environment < flags.
+JSON --config file: Samples/parley-relay.json lists every setting, and the Configuration table of
+docs/operator-guide.md says what each means. Precedence: defaults < --config file < environment < flags.
 Exit: 0 stopped by SIGINT/SIGTERM, 1 cannot start (an address in use, no permission), 2 usage or configuration error.
 """
 

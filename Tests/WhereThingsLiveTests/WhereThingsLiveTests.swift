@@ -1,11 +1,11 @@
 import Foundation
 import Testing
 
-/// The README's "Where things live" table, checked against the code: every directory under `Sources/` has a row, and
-/// each target imports only what its row's "May touch" column allows. The allowed imports are written out here per
-/// target; every module outside Parley that a target may import must be named in its row (by the words in
+/// The "Where things live" table of docs/architecture.md, checked against the code: every directory under `Sources/`
+/// has a row, and each target imports only what its row's "May touch" column allows. The allowed imports are written
+/// out here per target; every module outside Parley that a target may import must be named in its row (by the words in
 /// `outsideModuleWords`), so neither the table nor this list can change without the other.
-@Suite("README: where things live")
+@Suite("docs/architecture.md: where things live")
 struct WhereThingsLiveTests {
     /// What each Swift target under `Sources/` may import: Parley's own modules (dependencies point inward:
     /// wire ← auth, net, media ← relay core, client core ← relay runtime ← HTTP ← executables) and modules outside.
@@ -68,10 +68,10 @@ struct WhereThingsLiveTests {
     /// The rows of the "## Where things live" table. A path cell lists backticked names; a name without a slash
     /// shares the folder of the first (`Sources/CSodium`, `COpus` is `Sources/COpus`).
     static func table() throws -> [Row] {
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let page = try String(contentsOf: root.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
         var inSection = false
         var rows: [Row] = []
-        for line in readme.split(separator: "\n", omittingEmptySubsequences: false) {
+        for line in page.split(separator: "\n", omittingEmptySubsequences: false) {
             if line.hasPrefix("## ") {
                 inSection = line == "## Where things live"
                 continue
@@ -143,7 +143,7 @@ struct WhereThingsLiveTests {
     func everyDirectoryListed() throws {
         let listed = Set(try Self.table().flatMap(\.paths))
         for directory in try Self.sourceDirectories() {
-            #expect(listed.contains("Sources/\(directory)"), "Sources/\(directory) has no row in README.md's \"Where things live\"")
+            #expect(listed.contains("Sources/\(directory)"), "Sources/\(directory) has no row in docs/architecture.md's \"Where things live\"")
         }
     }
 
