@@ -43,7 +43,7 @@ extension RelayCore {
             switch entry {
             case .member(let m):
                 c.byConnection += 1
-                if m.history != nil { c.nackHistories += 1 }
+                if m.uplink.history != nil { c.nackHistories += 1 }
             case .presence: c.presenceByConnection += 1
             }
         }

@@ -3,7 +3,7 @@ import ParleyWire
 /// A lone speaker forwarded into the mix: who, and how its numbers map onto the mix's.
 struct LoneSpeaker {
     let memberID: UInt32
-    /// The forwarding's number (`Member.loneEpoch`).
+    /// The forwarding's number (`Member.mix.loneEpoch`).
     let epoch: UInt32
     /// Added to the speaker's RTP timestamps: its first packet lands on the mix timeline at its arrival (where a mixed
     /// frame sent then would be).
@@ -22,7 +22,7 @@ struct LoneSpeaker {
 /// on the relay and nothing is decoded or coded again: the listener's own buffer is the only one, its NACKs are
 /// answered from the mix's history, and the speaker's losses on the way in are asked for (uplink repair) and
 /// forwarded when they come, as in a forward room. Gaps stay gaps: a listener's numbers follow the speaker's
-/// (`Member.loneSequenceOffset`), so a loss is a loss it can ask for, and a late packet takes its own number.
+/// (`Member.mix.loneSequenceOffset`), so a loss is a loss it can ask for, and a late packet takes its own number.
 ///
 /// The mixer keeps pulling the speaker's buffer (its decoder stays warm) but sends nothing. When someone else
 /// contributes to a frame, the forwarding ends at that frame: the speaker's buffer forgets what was forwarded
@@ -76,24 +76,24 @@ extension MixEngine {
 
         listeners.removeAll(keepingCapacity: true)
         defer { listeners.removeAll(keepingCapacity: true) }
-        for m in room.members where m !== member && m.canSubscribe && m.hasDestination && m.cascade == nil && (!sharedOnly || !m.canPublish) {
+        for m in room.members where m !== member && m.canSubscribe && m.hasDestination && m.isLocal && (!sharedOnly || !m.canPublish) {
             listeners.append(m)
         }
         for listener in listeners {
             var marker = packet.marker
-            if listener.loneEpoch != speaker.epoch {
+            if listener.mix.loneEpoch != speaker.epoch {
                 // This listener's first packet of the forwarding: its numbers continue its own, from here.
-                listener.loneEpoch = speaker.epoch
-                listener.loneSequenceOffset = listener.mixSequence &- relative
-                listener.lastMixFrame = nil  // the next mixed frame it gets starts a talkspurt
+                listener.mix.loneEpoch = speaker.epoch
+                listener.mix.loneSequenceOffset = listener.mix.sequence &- relative
+                listener.mix.lastFrame = nil  // the next mixed frame it gets starts a talkspurt
                 marker = true
             }
-            let number = relative &+ listener.loneSequenceOffset
-            if Int16(bitPattern: number &- listener.mixSequence) >= 0 { listener.mixSequence = number &+ 1 }
-            listener.mixPacketsSent &+= 1
-            listener.mixOctetsSent &+= UInt32(truncatingIfNeeded: payload.count)
-            if listener.mixLog == nil { listener.mixLog = MixSendLog() }
-            listener.mixLog!.record(sequence: number, frame: frame, marker: marker, shared: true)
+            let number = relative &+ listener.mix.loneSequenceOffset
+            if Int16(bitPattern: number &- listener.mix.sequence) >= 0 { listener.mix.sequence = number &+ 1 }
+            listener.mix.packetsSent &+= 1
+            listener.mix.octetsSent &+= UInt32(truncatingIfNeeded: payload.count)
+            if listener.mix.log == nil { listener.mix.log = MixSendLog() }
+            listener.mix.log!.record(sequence: number, frame: frame, marker: marker, shared: true)
             RTPFixedHeader.patchSequenceNumber(number, in: self.packet)
             self.packet[1] = marker ? self.packet[1] | 0x80 : self.packet[1] & 0x7F
             if let webrtc = listener.webrtc {

@@ -64,7 +64,7 @@ final class MixEngine {
     /// A lone speaker forwarded packet by packet (`MixEngine+LoneSpeaker.swift`), if one is; its packets so forwarded.
     var lone: LoneSpeaker?
     var loneForwarded = 0
-    /// Forwardings of a lone speaker so far (each listener's numbering follows the current one's, `Member.loneEpoch`).
+    /// Forwardings of a lone speaker so far (each listener's numbering follows the current one's, `Member.mix.loneEpoch`).
     var loneEpoch: UInt32 = 0
     /// Whether the last frame's mix was sent to anyone (encoded or passed through): a lone speaker's forwarding
     /// starts only when it was not, so no listener hears the mixer's buffered audio and the forwarded packets overlap.
@@ -202,7 +202,7 @@ final class MixEngine {
             listeners.removeAll(keepingCapacity: true)
         }
         if sharedOnly {
-            for m in room.members where m.canSubscribe && m.hasDestination && !m.canPublish && m.cascade == nil { listeners.append(m) }
+            for m in room.members where m.canSubscribe && m.hasDestination && !m.canPublish && m.isLocal { listeners.append(m) }
             idle = listeners.isEmpty && shared == nil && recording == nil
             if idle { return }
         }
@@ -270,7 +270,7 @@ final class MixEngine {
         // Each speaker hears the others (a lone speaker hears nothing, so nothing is encoded for it); a speaker of
         // another node too, through its node.
         guard contributors.count > 1 else { return }
-        for speaker in contributors where speaker.canSubscribe && (speaker.hasDestination || speaker.cascade != nil) {
+        for speaker in contributors where speaker.canSubscribe && (speaker.hasDestination || !speaker.isLocal) {
             guard let input = inputs[speaker.id] else { continue }
             if input.minusOneEncoder == nil { input.minusOneEncoder = try? Self.makeEncoder(config, expectedLossPercent: expectedLossPercent) }
             guard let encoder = input.minusOneEncoder else { continue }
@@ -357,7 +357,7 @@ final class MixEngine {
     /// or is no longer kept (`forwardedOnly`: a lone speaker's forwarded packets only). Valid until the next mix or
     /// rebuild.
     func retransmission(of sequence: UInt16, to listener: Member, forwardedOnly: Bool = false) -> UnsafeRawBufferPointer? {
-        guard let sent = listener.mixLog?.shared(sequence), !forwardedOnly || sent.frame & Self.forwardedFrame != 0,
+        guard let sent = listener.mix.log?.shared(sequence), !forwardedOnly || sent.frame & Self.forwardedFrame != 0,
               let kept = history.packet(frame: sent.frame),
               let view = try? RTPPacketView(parsing: kept), kept.count <= packet.count else { return nil }
         packet.copyMemory(from: kept)
@@ -375,17 +375,17 @@ final class MixEngine {
                                 shared: Bool, send: (UnsafeRawBufferPointer, Member) -> Void) {
         let p = packet.baseAddress!
         for listener in targets {
-            let sequence = listener.mixSequence
+            let sequence = listener.mix.sequence
             RTPFixedHeader.patchSequenceNumber(sequence, in: packet)
-            listener.mixSequence &+= 1
-            listener.mixPacketsSent &+= 1   // the listener's sender report counts (RFC 3550: payload octets)
-            listener.mixOctetsSent &+= UInt32(truncatingIfNeeded: n)
+            listener.mix.sequence &+= 1
+            listener.mix.packetsSent &+= 1   // the listener's sender report counts (RFC 3550: payload octets)
+            listener.mix.octetsSent &+= UInt32(truncatingIfNeeded: n)
             // The marker bit on the first packet of each talkspurt (RFC 3551 §4.1): the first this listener gets
             // after frames it got nothing for (no one else spoke), so its jitter buffer may adapt there.
-            let marker = listener.lastMixFrame.map { frameIndex != $0 &+ 1 } ?? true
-            listener.lastMixFrame = frameIndex
-            if listener.mixLog == nil { listener.mixLog = MixSendLog() }
-            listener.mixLog!.record(sequence: sequence, frame: frameIndex, marker: marker, shared: shared)
+            let marker = listener.mix.lastFrame.map { frameIndex != $0 &+ 1 } ?? true
+            listener.mix.lastFrame = frameIndex
+            if listener.mix.log == nil { listener.mix.log = MixSendLog() }
+            listener.mix.log!.record(sequence: sequence, frame: frameIndex, marker: marker, shared: shared)
             packet[1] = marker ? packet[1] | 0x80 : packet[1] & 0x7F
             if let webrtc = listener.webrtc {
                 send(webRTCPacket(payloadType: webrtc.payloadType, sequence: sequence, csrcCount: csrcCount, headerSize: headerSize, payloadBytes: n),

@@ -47,11 +47,11 @@ extension RTCPFeedback {
     /// and its timeline's RTP time at `now`. Its SR, CNAME, round trip and BYE follow from the code below. A signalling
     /// member's forwarded streams are not listed: they are the speakers' own, and so are their SRs.
     func forEachOriginatedStream(to member: Member, now: Moment, _ body: (OriginatedStream) -> Void) {
-        if let mix = member.room.mix, member.mixPacketsSent > 0, let rtp = mix.rtpTimestamp(at: now.monotonic) {
-            body(OriginatedStream(ssrc: mix.ssrc, packetCount: member.mixPacketsSent, octetCount: member.mixOctetsSent, rtpTimestamp: rtp))
+        if let mix = member.room.mix, member.mix.packetsSent > 0, let rtp = mix.rtpTimestamp(at: now.monotonic) {
+            body(OriginatedStream(ssrc: mix.ssrc, packetCount: member.mix.packetsSent, octetCount: member.mix.octetsSent, rtpTimestamp: rtp))
         }
         // An endpoint's streams in a forward room (`RTPStreamRewriter`): their own counts and timelines.
-        for stream in member.endpointStreams where stream.packetsSent > 0 {
+        for stream in member.endpoint?.streams ?? [] where stream.packetsSent > 0 {
             body(OriginatedStream(ssrc: stream.ssrc, packetCount: stream.packetsSent, octetCount: stream.octetsSent,
                                   rtpTimestamp: stream.timestamp(at: now.monotonic)))
         }
@@ -68,16 +68,16 @@ extension RTCPFeedback {
     /// the relay originates a stream to it (an SR). An RTP endpoint only when it has somewhere to receive.
     func wantsReports(_ member: Member) -> Bool {
         if member.isRTPEndpoint && !member.hasDestination { return false }
-        return (member.canPublish && member.receiveStats.packetsReceived > 0) || member.mixPacketsSent > 0
-            || member.endpointStreams.contains { $0.packetsSent > 0 }
+        return (member.canPublish && member.uplink.receiveStats.packetsReceived > 0) || member.mix.packetsSent > 0
+            || member.endpoint?.streams.contains { $0.packetsSent > 0 } == true
     }
 
     /// Sends the member its regular compound report and schedules the next.
     func sendReport(to member: Member, now: Moment) {
-        let block = member.canPublish && member.receiveStats.packetsReceived > 0 ? uplinkBlock(for: member, now: now) : nil
+        let block = member.canPublish && member.uplink.receiveStats.packetsReceived > 0 ? uplinkBlock(for: member, now: now) : nil
         let n = queueCompound(to: member, now: now, block: block, goodbye: .none)
-        if n > 0 { member.averageReportSize = RTCPInterval.averageSize(member.averageReportSize, adding: n + Self.lowerLayerOverhead) }
-        member.nextReport = now.monotonic + reportInterval(for: member, now: now)
+        if n > 0 { member.rtcp.averageReportSize = RTCPInterval.averageSize(member.rtcp.averageReportSize, adding: n + Self.lowerLayerOverhead) }
+        member.rtcp.nextReport = now.monotonic + reportInterval(for: member, now: now)
     }
 
     /// The time to the next regular report to `member` (RFC 3550 §6.3.1, randomized). Each relay↔member leg is an RTCP
@@ -87,20 +87,20 @@ extension RTCPFeedback {
     /// encoders' FEC hears about loss within about a second.
     func reportInterval(for member: Member, now: Moment) -> Interval {
         let originates = originatesStreams(to: member, now: now)
-        let senders = (originates ? 1 : 0) + (member.canPublish && member.receiveStats.packetsReceived > 0 ? 1 : 0)
+        let senders = (originates ? 1 : 0) + (member.canPublish && member.uplink.receiveStats.packetsReceived > 0 ? 1 : 0)
         let calculator = RTCPInterval(sessionBandwidth: Double(config.mixBitrate) / 8 * 2, minimum: config.receiverReportInterval)
-        let td = calculator.deterministic(members: 2, senders: senders, weSent: originates, averageSize: member.averageReportSize)
+        let td = calculator.deterministic(members: 2, senders: senders, weSent: originates, averageSize: member.rtcp.averageReportSize)
         return RTCPInterval.randomized(td, unit: Double.random(in: 0..<1, using: &intervalRandom))
     }
 
     /// The block about the member's own stream (RFC 3550 §6.4.2).
     private func uplinkBlock(for member: Member, now: Moment) -> ReportBlock {
         var lsr: UInt32 = 0, dlsr: UInt32 = 0
-        if let sr = member.lastSenderReport {
+        if let sr = member.rtcp.lastSenderReport {
             lsr = sr.ntpMiddle
             dlsr = NTPTimestamp.compactUnits(now.monotonic - sr.at)
         }
-        var block = member.receiveStats.makeReportBlock(ssrc: member.ssrc, lastSR: lsr, delaySinceLastSR: dlsr)
+        var block = member.uplink.receiveStats.makeReportBlock(ssrc: member.ssrc, lastSR: lsr, delaySinceLastSR: dlsr)
         // The speaker's in-band FEC has to cover its listeners' legs too (a packet lost between the relay and a
         // listener is lost to that listener just the same), so the report carries the worse of the relay's own
         // figures and what listeners reported since the last one — as mediasoup reports the worst remote fraction
@@ -109,7 +109,7 @@ extension RTCPFeedback {
         // sequence stay the relay's own.
         var listeners = 0
         for m in member.room.members where m !== member && m.canSubscribe { listeners += 1 }
-        let heard = member.listenerReports.takeFresh(listeners: listeners, now: now.monotonic)
+        let heard = member.rtcp.listenerReports.takeFresh(listeners: listeners, now: now.monotonic)
         block.fractionLost = max(block.fractionLost, heard.fractionLost)
         block.jitter = max(block.jitter, heard.jitter)
         return block
@@ -155,7 +155,7 @@ extension RTCPFeedback {
             failed = true
         }
         guard !failed, writer.length > 0 else { return 0 }
-        if senders > 0 { member.senderReportsSent = (ntp.middle, member.senderReportsSent.last) }
+        if senders > 0 { member.rtcp.senderReportsSent = (ntp.middle, member.rtcp.senderReportsSent.last) }
         var n = writer.length
         if let srtp = member.srtpOut {
             guard let protected = try? srtp.protect(rtcp: UnsafeRawBufferPointer(rebasing: space[..<n]), into: space) else { return 0 }
@@ -172,10 +172,10 @@ extension RTCPFeedback {
 
     /// A report block from `member` about a stream the relay originates to it: when its LSR names one of the last two
     /// SRs the relay sent the member, the round trip (RFC 3550 §6.4.1, arrival on the wall clock the SR was stamped
-    /// with) smoothed into `member.roundTrip` (1/8 gain, as TCP's SRTT). A negative round trip or one over
+    /// with) smoothed into `member.rtcp.roundTrip` (1/8 gain, as TCP's SRTT). A negative round trip or one over
     /// `maxRoundTrip` is ignored and counted as an implausible report.
     func noteRoundTrip(_ block: ReportBlock, from member: Member, now: Moment) {
-        guard block.lastSR != 0, block.lastSR == member.senderReportsSent.last || block.lastSR == member.senderReportsSent.previous
+        guard block.lastSR != 0, block.lastSR == member.rtcp.senderReportsSent.last || block.lastSR == member.rtcp.senderReportsSent.previous
         else { return }
         let arrival = NTPTimestamp(unixMilliseconds: now.unixMilliseconds).middle
         guard let rtt = NTPTimestamp.roundTrip(arrival: arrival, lastSR: block.lastSR, delaySinceLastSR: block.delaySinceLastSR),
@@ -183,7 +183,7 @@ extension RTCPFeedback {
             outbox.counters.implausibleReports &+= 1
             return
         }
-        member.roundTrip = member.roundTrip.map { $0 + (rtt - $0) / 8 } ?? rtt
+        member.rtcp.roundTrip = member.rtcp.roundTrip.map { $0 + (rtt - $0) / 8 } ?? rtt
     }
 
     /// `leaver`'s streams end (it left, timed out, or its endpoint was removed): in a forward room the remaining
@@ -193,8 +193,8 @@ extension RTCPFeedback {
     /// reading at the first). Called while the leaver is still in `room.members` (the mix's clock still runs).
     func streamsEnded(for leaver: Member, now: Moment) {
         let room = leaver.room
-        if room.forwards, leaver.history != nil {
-            for m in room.members where m !== leaver && m.canSubscribe && m.hasDestination && m.endpointStreams.isEmpty && !room.hearsMix(m) {
+        if room.forwards, leaver.uplink.history != nil {
+            for m in room.members where m !== leaver && m.canSubscribe && m.hasDestination && m.endpoint?.streams.isEmpty != false && !room.hearsMix(m) {
                 queueCompound(to: m, now: now, block: nil, goodbye: .stream(leaver.ssrc))
             }
         }

@@ -69,7 +69,7 @@ final class RTCPFeedback {
                     let report = try SenderReport(parsing: packet)
                     if report.ssrc == member.ssrc {
                         member.stats.senderReports &+= 1
-                        member.lastSenderReport = (UInt32(truncatingIfNeeded: report.ntpTimestamp >> 16), now.monotonic)
+                        member.rtcp.lastSenderReport = (UInt32(truncatingIfNeeded: report.ntpTimestamp >> 16), now.monotonic)
                     }
                     take(report.reports, from: member, now: now)
                 case 201:
@@ -80,7 +80,7 @@ final class RTCPFeedback {
                     if !budgetRefilled {   // once per datagram: folding the room's counters walks its listeners
                         budgetRefilled = true
                         member.room.fanOut.foldCounters()
-                        member.nackBudget.refill(forwarded: member.stats.bytesOut, percent: config.nackBudgetPercent,
+                        member.uplink.nackBudget.refill(forwarded: member.stats.bytesOut, percent: config.nackBudgetPercent,
                                                  burst: config.nackBurstBytes)
                     }
                     answer(nack, requester: member, now: now)
@@ -109,11 +109,11 @@ final class RTCPFeedback {
             if room.forwards {
                 // An endpoint reports on its rewritten streams: about whoever speaks in one now (and, as they are
                 // the relay's streams, the round trip to the endpoint).
-                let slot = member.endpointStream(ssrc: block.ssrc)
+                let slot = member.endpoint?.stream(ssrc: block.ssrc)
                 if slot != nil { noteRoundTrip(block, from: member, now: now) }
-                let about = slot.map { member.endpointStreams[$0].source.flatMap { member.room.member(id: $0) } } ?? sessions.bySSRC[block.ssrc]
+                let about = slot.map { member.endpoint!.streams[$0].source.flatMap { member.room.member(id: $0) } } ?? sessions.bySSRC[block.ssrc]
                 guard let speaker = about, speaker.room === member.room, speaker !== member else { continue }
-                if speaker.listenerReports.take(block, from: member.id, now: now.monotonic) != .taken {
+                if speaker.rtcp.listenerReports.take(block, from: member.id, now: now.monotonic) != .taken {
                     outbox.counters.implausibleReports &+= 1
                 }
             }
@@ -123,13 +123,13 @@ final class RTCPFeedback {
     /// Resends NACKed packets from the source's history, at most 64 per NACK and within the requester's
     /// retransmission budget (`RetransmissionBudget`, refilled by the caller); what either refuses is counted.
     func answer(_ nack: GenericNACKView, requester: Member, now: Moment) {
-        if let slot = requester.endpointStream(ssrc: nack.mediaSSRC) { return answerEndpoint(nack, requester: requester, slot: slot, now: now) }
+        if let slot = requester.endpoint?.stream(ssrc: nack.mediaSSRC) { return answerEndpoint(nack, requester: requester, slot: slot, now: now) }
         if let mix = requester.room.mix, nack.mediaSSRC == mix.ssrc {
             if config.mixNack || config.mixForwardLoneSpeaker { answerMix(nack, mix: mix, requester: requester, forwardedOnly: !config.mixNack) }
             return
         }
         guard let source = sessions.bySSRC[nack.mediaSSRC], source.room === requester.room, source !== requester,
-              let history = source.history else { return }
+              let history = source.uplink.history else { return }
         // The history holds what the room's listeners were sent: protected with the room's key when it has one. An
         // encrypted member resends those bytes as they are; an SDES endpoint or a cleartext listener (debugging)
         // needs the plaintext, which such a history no longer holds: not answered.
@@ -166,7 +166,7 @@ final class RTCPFeedback {
                 outbox.counters.nacksMissed &+= 1
                 return
             }
-            guard requester.nackBudget.spend(size) else {
+            guard requester.uplink.nackBudget.spend(size) else {
                 outbox.counters.nacksRefused &+= 1
                 return
             }
@@ -214,10 +214,10 @@ final class RTCPFeedback {
     /// without encrypted members).
     private func answerEndpoint(_ nack: GenericNACKView, requester: Member, slot: Int, now: Moment) {
         guard requester.room.downstream == nil else { return }
-        let stream = requester.endpointStreams[slot]
+        let stream = requester.endpoint!.streams[slot]
         answerEach(nack, requester: requester) { sequence -> ((RTPStreamRewriter.Origin, Member, RTPPacketView), Int)? in
             guard let origin = stream.original(of: sequence), let source = requester.room.member(id: origin.source),
-                  let bytes = source.history?.packet(sequence: origin.sequence), let packet = try? RTPPacketView(parsing: bytes) else { return nil }
+                  let bytes = source.uplink.history?.packet(sequence: origin.sequence), let packet = try? RTPPacketView(parsing: bytes) else { return nil }
             return ((origin, source, packet), bytes.count)
         } queue: { sequence, found in
             let (origin, source, packet) = found

@@ -279,10 +279,10 @@ extension RelayCore {
                   sessions.bySSRC[entry.ssrc] == nil, room.downstream?.isRetired(entry.ssrc) != true else { continue }
             let session = SignallingSession(connectionID: 0, identity: entry.identity, name: entry.name, sessionSecret: [], nonce: [],
                                             token: "", address: PeerAddress(ipv4: 0, port: 0), viaPublicPort: false, now: now.monotonic)
-            let member = Member(id: shared.nextMemberID(), session: session, ssrc: entry.ssrc, canPublish: entry.flags.contains(.publisher),
+            let member = Member(id: shared.nextMemberID(), session: session, link: .cascade(CascadeOrigin(node: peer.key, id: entry.memberID)),
+                                ssrc: entry.ssrc, canPublish: entry.flags.contains(.publisher),
                                 canSubscribe: entry.flags.contains(.subscriber), joinedAt: now.unixMilliseconds, room: room,
                                 muted: entry.flags.contains(.muted), mixSequence: 0)
-            member.cascade = CascadeOrigin(node: peer.key, id: entry.memberID)
             member.mutedByRoom = entry.flags.contains(.mutedByRoom)
             member.hasDestination = false
             peer.members[entry.memberID] = member

@@ -13,19 +13,25 @@ extension RelayCore {
             paths.challengeRTPSender(received, from: from, now: now)
             return outbox.drop(.unknownSender, from: from, now: now)
         }
-        // An endpoint's RTP comes from its named source only (its other addresses are for RTCP); an SRTP endpoint's
-        // packet is checked and decrypted first (RelayCore+RTPEndpoints.swift); the rest reads the clear copy.
+        // By kind, once: an endpoint's RTP comes from its named source only (its other addresses are for RTCP), a
+        // WebRTC member's also from an address on trial (it is sent nothing until it answers the relay's check,
+        // RelayCore+WebRTC.swift); an endpoint's SRTP is checked and decrypted first (RelayCore+RTPEndpoints.swift);
+        // the rest reads the clear copy. A member with signalling is checked below (`srtpIn`).
         var bytes = received
-        if member.isRTPEndpoint {
-            // A WebRTC member's address on trial may send (its SRTP is checked like any other); it is sent nothing
-            // until it answers the relay's check (RelayCore+WebRTC.swift).
-            let onTrial = from != member.rtpSource && from == member.webrtc?.trial?.address
-            guard from == member.rtpSource || onTrial else { return outbox.drop(.unknownSender, from: from, now: now) }
-            if member.webrtc != nil && member.endpointSRTP == nil { return outbox.drop(.srtpNotReady, from: from, now: now) }
-            if member.endpointSRTP != nil {
+        switch member.link {
+        case .native, .cascade:
+            break
+        case .rtpEndpoint(let endpoint):
+            guard from == endpoint.rtpSource else { return outbox.drop(.unknownSender, from: from, now: now) }
+            if endpoint.srtp != nil {
                 guard let clear = unprotectEndpointRTP(received, from: member, address: from, now: now) else { return }
                 bytes = clear
             }
+        case .webrtc(let endpoint, let webrtc):
+            guard from == endpoint.rtpSource || from == webrtc.trial?.address else { return outbox.drop(.unknownSender, from: from, now: now) }
+            guard endpoint.srtp != nil else { return outbox.drop(.srtpNotReady, from: from, now: now) }
+            guard let clear = unprotectEndpointRTP(received, from: member, address: from, now: now) else { return }
+            bytes = clear
         }
         var plain = bytes
         var packet: RTPPacketView
@@ -52,8 +58,8 @@ extension RelayCore {
         member.session.heardMedia(at: now.monotonic)
         member.stats.packetsIn &+= 1
         member.stats.bytesIn &+= UInt64(bytes.count)
-        if member.receiveStats.packetsReceived == 0 { noteTimerWork(at: now.monotonic) }  // receiver reports start
-        member.receiveStats.record(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp,
+        if member.uplink.receiveStats.packetsReceived == 0 { noteTimerWork(at: now.monotonic) }  // receiver reports start
+        member.uplink.receiveStats.record(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp,
                                    arrivalTimeNanoseconds: now.monotonic.nanoseconds)
         let room = member.room
         // Gaps are tracked from every authenticated packet (a muted member's too: unmuting makes no false gap).
@@ -113,7 +119,7 @@ extension RelayCore {
         // The history keeps what encrypted listeners were sent: a retransmission resends those bytes (an SRTP index
         // is never protected twice). It is allocated at the member's first forwarded packet, not at its join: members
         // that never speak (listeners, a join flood) do not cost its slots (128 × 1,500 bytes by default).
-        let history = member.history ?? member.startHistory(slots: config.nackHistorySlots)
+        let history = member.uplink.history ?? member.startHistory(slots: config.nackHistorySlots)
         history.store(sequence: packet.sequenceNumber, protected)
 
         var sent: UInt64 = 0, sentBytes: UInt64 = 0
@@ -166,7 +172,7 @@ extension RelayCore {
             mix.run(room: room, now: now.monotonic, shared: peers.isEmpty ? nil : { bytes, frame in
                 self.cascadeMix(bytes, frame: frame, target: 0, room: room, peers: peers)
             }) { bytes, listener in
-                if let origin = listener.cascade {
+                if let origin = listener.cascadeOrigin {
                     // A member of another node heard in the mix: its minus-one mix goes to its node.
                     guard let peer = room.cascade?.peers[origin.node] else { return }
                     cascadeMix(bytes, frame: mix.frameIndex, target: origin.id, room: room, peers: [(peer.address, peer.worker)])
@@ -197,7 +203,7 @@ extension RelayCore {
         }
         listener.stats.packetsOut &+= 1
         listener.stats.bytesOut &+= UInt64(length)
-        if listener.mixPacketsSent == 1 { noteTimerWork(at: now.monotonic) }  // its sender reports start
+        if listener.mix.packetsSent == 1 { noteTimerWork(at: now.monotonic) }  // its sender reports start
         outbox.counters.packetsQueued &+= 1
         outbox.counters.bytesQueued &+= UInt64(length)
         outbox.counters.mixedPacketsSent &+= 1

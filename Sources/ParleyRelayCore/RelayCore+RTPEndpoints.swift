@@ -70,13 +70,13 @@ extension RelayCore {
                                         address: destination ?? source ?? PeerAddress(ipv4: 0, port: 0), viaPublicPort: false,
                                         now: now.monotonic)
         let ssrc = newMemberSSRC()
-        let member = Member(id: shared.nextMemberID(), session: session, ssrc: ssrc, canPublish: publish, canSubscribe: subscribe,
-                            joinedAt: now.unixMilliseconds, room: room, muted: false, mixSequence: random.uint16())
+        let endpoint = EndpointLink(rtpSource: source)
+        endpoint.srtp = srtp
+        let member = Member(id: shared.nextMemberID(), session: session, link: .rtpEndpoint(endpoint), ssrc: ssrc, canPublish: publish,
+                            canSubscribe: subscribe, joinedAt: now.unixMilliseconds, room: room, muted: false, mixSequence: random.uint16())
         member.hasDestination = destination != nil
-        member.rtpSource = source
-        member.endpointSRTP = srtp
         if destination != nil && !room.hearsMix(member) {
-            member.endpointStreams = [RTPStreamRewriter(ssrc: newMemberSSRC(), initialSequence: random.uint16(), initialTimestamp: random.uint32())]
+            member.endpoint!.streams = [RTPStreamRewriter(ssrc: newMemberSSRC(), initialSequence: random.uint16(), initialTimestamp: random.uint32())]
         }
         room.members.append(member)
         room.emptySince = nil
@@ -93,7 +93,7 @@ extension RelayCore {
             for a in [base, next] where a.port != 0 && a != source && !rtcp.contains(a) && sessions.byAddress[a] == nil { rtcp.append(a) }
         }
         for a in rtcp { sessions.link(a, to: .member(member)) }
-        member.rtcpSources = rtcp
+        endpoint.rtcpSources = rtcp
         noteTimerWork(at: now.monotonic)
         member.isAudience = room.roster.audienceMode && !member.canPublish
         rooms.announceJoin(member, now: now)
@@ -103,7 +103,7 @@ extension RelayCore {
         let port = shared.workerPorts[min(workerIndex, shared.workerPorts.count - 1)]
         return .rtpEndpoint(RTPEndpointInfo(identity: identity, ssrc: ssrc, port: port, payloadType: Self.rtpEndpointPayloadType,
                                             sourceAddress: source, receiveAddress: destination, memberID: member.id, keys: keys,
-                                            streamSSRC: destination == nil ? nil : room.hearsMix(member) ? room.mix?.ssrc : member.endpointStreams.first?.ssrc,
+                                            streamSSRC: destination == nil ? nil : room.hearsMix(member) ? room.mix?.ssrc : member.endpoint!.streams.first?.ssrc,
                                             cname: relayCNAME,
                                             audioLevelExtensionID: config.audioLevelExtensionID,
                                             csrcAudioLevelExtensionID: config.csrcAudioLevelExtensionID))
@@ -134,7 +134,7 @@ extension RelayCore {
             return nil
         }
         let ssrc = EndpointSRTP.word(bytes, at: 8)
-        guard ssrc == member.ssrc || (member.receiveStats.packetsReceived == 0 && sessions.bySSRC[ssrc] == nil) else {
+        guard ssrc == member.ssrc || (member.uplink.receiveStats.packetsReceived == 0 && sessions.bySSRC[ssrc] == nil) else {
             outbox.drop(.ssrcMismatch, from: address, now: now)
             return nil
         }
@@ -151,7 +151,7 @@ extension RelayCore {
     func adoptEndpointSSRC(_ member: Member, _ ssrc: UInt32) -> Bool {
         // Before its first RTP, not before its first datagram: `stats.packetsIn` counts RTCP too, and a browser may send
         // a receiver report (from its own SSRC) before it sends any audio.
-        guard member.isRTPEndpoint, member.receiveStats.packetsReceived == 0, sessions.bySSRC[ssrc] == nil else { return false }
+        guard member.isRTPEndpoint, member.uplink.receiveStats.packetsReceived == 0, sessions.bySSRC[ssrc] == nil else { return false }
         sessions.bySSRC[member.ssrc] = nil
         member.ssrc = ssrc
         sessions.bySSRC[ssrc] = member
@@ -159,19 +159,19 @@ extension RelayCore {
         return true
     }
 
-    /// Queues `packet` from `speaker` to an endpoint as its stream `slot` (`Member.endpointStreams`): same payload, the
+    /// Queues `packet` from `speaker` to an endpoint as its stream `slot` (`Member.endpoint!.streams`): same payload, the
     /// stream's SSRC, sequence number and timestamp (`RTPStreamRewriter`: continuous across speaker changes, marker at
     /// each change), the speaker named in the CSRC list, its level in both the RFC 6464 element and the RFC 6465
     /// element of the CSRC; protected in place with the endpoint's SDES session when it has one. Returns the bytes
     /// queued (0: not queued — a packet from before the speaker's first in this stream, or libsrtp refused).
     func forwardToEndpoint(_ packet: RTPPacketView, from speaker: Member, to endpoint: Member, slot: Int,
                            srtp: EndpointCipher?, address: PeerAddress, now: Moment) -> Int {
-        guard let out = endpoint.endpointStreams[slot].rewrite(source: speaker.id, sequence: packet.sequenceNumber, timestamp: packet.timestamp,
+        guard let out = endpoint.endpoint!.streams[slot].rewrite(source: speaker.id, sequence: packet.sequenceNumber, timestamp: packet.timestamp,
                                                          marker: packet.marker, payloadBytes: packet.payloadCount, now: now.monotonic)
         else { return 0 }
         let space = output.reserve(EndpointPacket.headerSize + packet.payloadCount + EndpointCipher.trailerCapacity)
         let header = EndpointPacket.Header(for: endpoint, config: config)
-        var n = EndpointPacket.write(packet.payload, as: out, ssrc: endpoint.endpointStreams[slot].ssrc, speaker: speaker.ssrc,
+        var n = EndpointPacket.write(packet.payload, as: out, ssrc: endpoint.endpoint!.streams[slot].ssrc, speaker: speaker.ssrc,
                                      level: EndpointPacket.level(of: packet, from: speaker, config: config), header: header, into: space)
         if let srtp {
             guard let protected = try? srtp.protectRTP(space, length: n) else { return 0 }
@@ -186,13 +186,13 @@ extension RelayCore {
     /// it then holds while forwarded, so each forwarded speaker stays on one track. With one stream, `endpointHears`.
     func endpointSlot(for speaker: Member, endpoint: Member, now: Instant) -> Int? {
         // Indexed in place (no copy of the array: this runs per packet per endpoint).
-        let count = endpoint.endpointStreams.count
+        let count = endpoint.endpoint!.streams.count
         guard count > 1 else { return count == 1 && endpointHears(speaker, endpoint: endpoint, now: now) ? 0 : nil }
-        for k in 0..<count where endpoint.endpointStreams[k].source == speaker.id { return k }
+        for k in 0..<count where endpoint.endpoint!.streams[k].source == speaker.id { return k }
         let selector = endpoint.room.selector
         guard selector.isForwarded(speaker.id) else { return nil }
-        for k in 0..<count where endpoint.endpointStreams[k].source == nil { return k }
-        for k in 0..<count where !selector.isForwarded(endpoint.endpointStreams[k].source!) { return k }
+        for k in 0..<count where endpoint.endpoint!.streams[k].source == nil { return k }
+        for k in 0..<count where !selector.isForwarded(endpoint.endpoint!.streams[k].source!) { return k }
         return nil
     }
 
@@ -201,14 +201,14 @@ extension RelayCore {
     /// that one has been silent for the speech hold, or is `hysteresis` louder (smoothed) after `minimumDwell`. Packets
     /// of the one it hears flow through silence too (DTX), so its stream's timing stays its own.
     func endpointHears(_ speaker: Member, endpoint: Member, now: Instant) -> Bool {
-        guard !endpoint.endpointStreams.isEmpty else { return false }
-        guard let current = endpoint.endpointStreams[0].source, current != speaker.id else { return true }
+        guard !endpoint.endpoint!.streams.isEmpty else { return false }
+        guard let current = endpoint.endpoint!.streams[0].source, current != speaker.id else { return true }
         let selector = endpoint.room.selector
         guard selector.isForwarded(current), current != endpoint.id else { return true }
         let held = selector.state(of: current), candidate = selector.state(of: speaker.id)
         guard let spoke = candidate.lastSpeech, selector.rules.isSpeaking(lastSpeech: spoke, now: now) else { return false }
         guard let heldSpoke = held.lastSpeech, selector.rules.isSpeaking(lastSpeech: heldSpoke, now: now) else { return true }
-        return candidate.loudness > held.loudness + selector.hysteresis && now - endpoint.endpointStreams[0].lastSwitchAt >= selector.minimumDwell
+        return candidate.loudness > held.loudness + selector.hysteresis && now - endpoint.endpoint!.streams[0].lastSwitchAt >= selector.minimumDwell
     }
 }
 

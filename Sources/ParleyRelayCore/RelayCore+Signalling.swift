@@ -191,13 +191,13 @@ extension RelayCore {
     /// Removes a member: tells it why (when `goodbye` is set) and tells the room it left.
     func removeMember(_ member: Member, reason: String, goodbye: GoodbyeCode?, goodbyeReason: String? = nil, now: Moment) {
         if let code = goodbye { outbox.sayGoodbye(code, goodbyeReason ?? reason, to: member.session) }
-        sessions.remove(.member(member), at: member.isRTPEndpoint ? member.rtpSource : member.address)
-        for a in member.rtcpSources { sessions.unlink(a, from: .member(member)) }
+        sessions.remove(.member(member), at: member.isRTPEndpoint ? member.endpoint?.rtpSource : member.address)
+        for a in member.endpoint?.rtcpSources ?? [] { sessions.unlink(a, from: .member(member)) }
         sessions.bySSRC[member.ssrc] = nil
         if let webrtc = member.webrtc {
             closeWebRTC(member)
             sessions.byICEUfrag[webrtc.localUfrag] = nil
-            if let trial = webrtc.trial?.address, trial != member.rtpSource { sessions.unlink(trial, from: .member(member)) }
+            if let trial = webrtc.trial?.address, trial != member.endpoint?.rtpSource { sessions.unlink(trial, from: .member(member)) }
         }
         rtcp.streamsEnded(for: member, now: now)
         if holdsRoomKey(member) { roomKeyHolderLeaving(member, now: now.monotonic) }  // the room's key leaves with it
@@ -242,7 +242,7 @@ extension RelayCore {
             case .member(let member):
                 if let webrtc = member.webrtc {
                     // Consent (RFC 7675) keeps a WebRTC member, not its media: a muted browser may send nothing.
-                    if serviceWebRTC(member, webrtc, now: now), housekeeping, rtcp.wantsReports(member), now.monotonic >= member.nextReport {
+                    if serviceWebRTC(member, webrtc, now: now), housekeeping, rtcp.wantsReports(member), now.monotonic >= member.rtcp.nextReport {
                         rtcp.sendReport(to: member, now: now)
                     }
                     continue
@@ -250,7 +250,7 @@ extension RelayCore {
                 if member.isRTPEndpoint {
                     if member.canPublish && member.session.isSilent(now: now.monotonic, timeout: timeout) {
                         expired.append(entry)
-                    } else if housekeeping, rtcp.wantsReports(member), now.monotonic >= member.nextReport {
+                    } else if housekeeping, rtcp.wantsReports(member), now.monotonic >= member.rtcp.nextReport {
                         rtcp.sendReport(to: member, now: now)
                     }
                     continue
@@ -260,7 +260,7 @@ extension RelayCore {
                 case .slow: slow.append(entry)
                 case .expired: expired.append(entry)
                 case .alive:
-                    if housekeeping, rtcp.wantsReports(member), now.monotonic >= member.nextReport {
+                    if housekeeping, rtcp.wantsReports(member), now.monotonic >= member.rtcp.nextReport {
                         rtcp.sendReport(to: member, now: now)
                     }
                 }

@@ -57,7 +57,7 @@ extension RelayCore {
                 }
                 if rtcp.wantsReports(member) {
                     // Sent on the housekeeping grid: at the first pass once the interval has passed.
-                    due = min(due, max(member.nextReport, housekeepingDue))
+                    due = min(due, max(member.rtcp.nextReport, housekeepingDue))
                 }
             }
         }

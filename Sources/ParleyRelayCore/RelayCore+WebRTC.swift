@@ -55,16 +55,16 @@ extension RelayCore {
         let session = SignallingSession(connectionID: sessions.newConnectionID(random), identity: identity, name: displayName ?? "",
                                         sessionSecret: [], nonce: [], token: "", signals: false,
                                         address: PeerAddress(ipv4: 0, port: 0), viaPublicPort: false, now: now.monotonic)
-        let member = Member(id: shared.nextMemberID(), session: session, ssrc: newMemberSSRC(), canPublish: terms.publish,
-                            canSubscribe: terms.subscribe, joinedAt: now.unixMilliseconds, room: room, muted: false,
-                            mixSequence: random.uint16())
+        let webrtc = WebRTCTransport(localUfrag: credentials.ufrag, localPassword: credentials.password, remoteUfrag: terms.remoteUfrag,
+                                     remotePassword: terms.remotePassword, tieBreaker: random.uint64(), dtls: dtls, createdAt: now.monotonic,
+                                     payloadType: terms.payloadType, audioLevelExtensionID: terms.audioLevelExtensionID ?? 0)
+        let member = Member(id: shared.nextMemberID(), session: session, link: .webrtc(EndpointLink(), webrtc), ssrc: newMemberSSRC(),
+                            canPublish: terms.publish, canSubscribe: terms.subscribe, joinedAt: now.unixMilliseconds, room: room,
+                            muted: false, mixSequence: random.uint16())
         member.hasDestination = false  // until DTLS gives keys: nothing goes out in the clear
-        member.webrtc = WebRTCTransport(localUfrag: credentials.ufrag, localPassword: credentials.password, remoteUfrag: terms.remoteUfrag,
-                                        remotePassword: terms.remotePassword, tieBreaker: random.uint64(), dtls: dtls, createdAt: now.monotonic, payloadType: terms.payloadType,
-                                        audioLevelExtensionID: terms.audioLevelExtensionID ?? 0)
         if terms.subscribe && !room.hearsMix(member) {
             // One stream per receiving section of the offer, up to the room's forwarding slots.
-            member.endpointStreams = (0..<max(1, min(terms.slots, config.maxForwardedSpeakers))).map { _ in
+            member.endpoint!.streams = (0..<max(1, min(terms.slots, config.maxForwardedSpeakers))).map { _ in
                 RTPStreamRewriter(ssrc: newMemberSSRC(), initialSequence: random.uint16(), initialTimestamp: random.uint32())
             }
         }
@@ -85,7 +85,7 @@ extension RelayCore {
         let port = shared.workerPorts[min(workerIndex, shared.workerPorts.count - 1)]
         return .webRTCMember(WebRTCMemberInfo(identity: identity, memberID: member.id, port: port, iceUfrag: credentials.ufrag,
                                               icePassword: credentials.password,
-                                              sendSSRCs: !terms.subscribe ? [] : room.hearsMix(member) ? [room.mix!.ssrc] : member.endpointStreams.map(\.ssrc),
+                                              sendSSRCs: !terms.subscribe ? [] : room.hearsMix(member) ? [room.mix!.ssrc] : member.endpoint!.streams.map(\.ssrc),
                                               cname: relayCNAME))
     }
 
@@ -127,7 +127,7 @@ extension RelayCore {
         else { return outbox.drop(.stunRejected, from: from, now: now) }
         // An address that is another session's (a member's, or an online identity's) is not this member's to take.
         if let owner = sessions.byAddress[from], !owner.isSame(as: .member(member)) { return outbox.drop(.stunRejected, from: from, now: now) }
-        if member.rtpSource != from && (member.rtpSource == nil || request.useCandidate) {
+        if member.endpoint?.rtpSource != from && (member.endpoint?.rtpSource == nil || request.useCandidate) {
             if member.endpointSRTP == nil {
                 latch(member, at: from, now: now)  // still setting up: DTLS is taken from here, sent here once it answers
             } else if webrtc.trial?.address != from {
@@ -164,7 +164,7 @@ extension RelayCore {
             webrtc.proven = from
             webrtc.lastConsent = now.monotonic
             webrtc.nextConsentCheck = now.monotonic + consentDelay()
-            if member.rtpSource != from { latch(member, at: from, now: now) }  // connected: the member moves here
+            if member.endpoint?.rtpSource != from { latch(member, at: from, now: now) }  // connected: the member moves here
             if !webrtc.heldFlight.isEmpty {
                 let flight = webrtc.heldFlight
                 webrtc.heldFlight = []
@@ -189,7 +189,7 @@ extension RelayCore {
             // the member stays where it was and the address is forgotten.
             webrtc.trial!.giveUp()
             if member.endpointSRTP != nil {
-                if trial.address != member.rtpSource { sessions.unlink(trial.address, from: .member(member)) }
+                if trial.address != member.endpoint?.rtpSource { sessions.unlink(trial.address, from: .member(member)) }
                 webrtc.trial = nil
             }
             return
@@ -222,7 +222,7 @@ extension RelayCore {
 
     /// Makes `address` the member's only address: its RTP, RTCP and DTLS come from there and its media goes there.
     func latch(_ member: Member, at address: PeerAddress, now: Moment) {
-        if let old = member.rtpSource { sessions.unlink(old, from: .member(member)) }
+        if let old = member.endpoint?.rtpSource { sessions.unlink(old, from: .member(member)) }
         if let webrtc = member.webrtc {
             if webrtc.proven != address, webrtc.trial?.address != address {
                 // Before the handshake: the latched address is on trial until it answers (a new one replaces the old;
@@ -230,7 +230,7 @@ extension RelayCore {
                 webrtc.trial = AddressCheck(address: address, now: now.monotonic)
             }
         }
-        member.rtpSource = address
+        member.endpoint?.rtpSource = address
         member.address = address
         sessions.link(address, to: .member(member))
         if log.threshold <= .info { log.write(.info, "WebRTC member \(member.identity) in \(member.room.name) at \(address)") }
@@ -242,7 +242,7 @@ extension RelayCore {
     /// to that address. When the handshake completes (peer certificate matching the offer's fingerprint, an SRTP
     /// profile agreed) the exported keys start the member's SRTP and media flows. A failed handshake removes it.
     func handleDTLS(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
-        guard let member = sessions.member(at: from), let webrtc = member.webrtc, member.rtpSource == from else {
+        guard let member = sessions.member(at: from), let webrtc = member.webrtc, member.endpoint?.rtpSource == from else {
             return outbox.drop(.dtlsUncheckedAddress, from: from, now: now)
         }
         let event = webrtc.dtls.receive(bytes)
@@ -256,7 +256,7 @@ extension RelayCore {
         case .handshaking:
             noteTimerWork(at: now.monotonic)
         case .ignored:
-            outbox.drop(.dtlsRejected, from: member.rtpSource ?? member.address, now: now)
+            outbox.drop(.dtlsRejected, from: member.endpoint?.rtpSource ?? member.address, now: now)
         case .connected:
             guard member.endpointSRTP == nil else { return }
             let profile: (SRTPProfile) -> SRTPProtectionProfile = {
@@ -277,7 +277,7 @@ extension RelayCore {
             noteTimerWork(at: now.monotonic)
             if log.threshold <= .info { log.write(.info, "WebRTC member \(member.identity) in \(member.room.name): DTLS done, \(keys.profile)") }
         case .failed(let error):
-            outbox.drop(.dtlsRejected, from: member.rtpSource ?? member.address, now: now)
+            outbox.drop(.dtlsRejected, from: member.endpoint?.rtpSource ?? member.address, now: now)
             removeMember(member, reason: "left (DTLS failed: \(error.reason))", goodbye: nil, now: now)
         case .closed:
             removeMember(member, reason: "left (DTLS closed)", goodbye: nil, now: now)
@@ -287,7 +287,7 @@ extension RelayCore {
     /// A WebRTC member leaving for any reason (its DELETE, a kick, the room closing, a replacement): a DTLS
     /// close_notify tells its browser at once, instead of after its consent checks go unanswered.
     func closeWebRTC(_ member: Member) {
-        guard let webrtc = member.webrtc, let address = member.rtpSource, webrtc.dtls.state == .connected else { return }
+        guard let webrtc = member.webrtc, let address = member.endpoint?.rtpSource, webrtc.dtls.state == .connected else { return }
         webrtc.dtls.close()
         sendDTLS(webrtc.dtls, to: address, member: member)
     }
@@ -326,7 +326,7 @@ extension RelayCore {
             webrtc.consentTransaction = sendCheck(webrtc, to: proven)
             webrtc.nextConsentCheck = now.monotonic + consentDelay()
         }
-        if !connected, let at = webrtc.retransmitAt, at <= now.monotonic, let address = member.rtpSource {
+        if !connected, let at = webrtc.retransmitAt, at <= now.monotonic, let address = member.endpoint?.rtpSource {
             // OpenSSL keeps the handshake's timer (on the real clock); it resends its last flight only when it is due.
             let event = webrtc.dtls.handleTimeout()
             sendDTLS(webrtc.dtls, to: address, member: member)

@@ -167,9 +167,9 @@ public final class RelayCore {
                                                           muted: m.muted, mutedByRoom: m.mutedByRoom, forwarded: s.forwarded,
                                                           level: AudioLevel.level(loudness: s.loudness),
                                                           joinedAtUnixMilliseconds: m.joinedAtUnixMilliseconds, stats: m.stats,
-                                                          packetsLost: m.receiveStats.cumulativeLost, jitter: m.receiveStats.jitter,
-                                                          roundTrip: m.roundTrip,
-                                                          transport: m.cascade != nil ? "cascade" : m.webrtc != nil ? "webrtc" : m.isRTPEndpoint ? "rtp" : "parley",
+                                                          packetsLost: m.uplink.receiveStats.cumulativeLost, jitter: m.uplink.receiveStats.jitter,
+                                                          roundTrip: m.rtcp.roundTrip,
+                                                          transport: !m.isLocal ? "cascade" : m.webrtc != nil ? "webrtc" : m.isRTPEndpoint ? "rtp" : "parley",
                                                           audience: m.isAudience)
                                 },
                                 forwardedSpeakers: room.selector.forwarded, audienceMode: room.roster.audienceMode,

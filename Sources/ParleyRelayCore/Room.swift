@@ -85,10 +85,10 @@ final class Room {
     /// A hybrid room mixes on every node, for its own listeners, from the speakers forwarded to it.
     var mixesHere: Bool { isHybrid || (cascade?.mixesHere ?? true) }
     /// Whether any member is connected to this node (members of other nodes do not keep a room open here).
-    var hasLocalMembers: Bool { members.contains { $0.cascade == nil } }
+    var hasLocalMembers: Bool { members.contains { $0.isLocal } }
 
     /// A member connected here with this identity (the API and rejoins act on those only).
-    func member(identity: String) -> Member? { members.first { $0.identity == identity && $0.cascade == nil } }
+    func member(identity: String) -> Member? { members.first { $0.identity == identity && $0.isLocal } }
     /// Any member with this id, here or on another node.
     func member(id: UInt32) -> Member? { members.first { $0.id == id } }
 }

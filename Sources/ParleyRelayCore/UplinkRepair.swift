@@ -29,7 +29,7 @@ final class UplinkRepair {
     /// delay estimate.
     @discardableResult
     func arrived(_ sequence: UInt16, from member: Member, forwarded: Bool, now: Moment) -> Bool {
-        let gaps = member.uplinkGaps ?? member.startUplinkGaps()
+        let gaps = member.uplink.gaps ?? member.startUplinkGaps()
         let arrival = gaps.arrived(sequence, now: now.monotonic)
         outbox.counters.uplinkLost &+= UInt64(arrival.newlyMissing)
         outbox.counters.uplinkGivenUp &+= UInt64(arrival.givenUp)

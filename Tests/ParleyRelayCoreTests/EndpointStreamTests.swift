@@ -100,7 +100,7 @@ struct EndpointStreamTests {
         net.deliverToRelay(Array(bytes[0..<n]), from: Self.sink, port: 7400)
         net.exchange()
         let speaker = try #require(net.core.rooms["lobby"]?.member(identity: "alice"))
-        #expect(speaker.listenerReports.entries.map(\.fractionLost) == [64])
+        #expect(speaker.rtcp.listenerReports.entries.map(\.fractionLost) == [64])
         #expect(net.core.counters.drops(.unknownSender) == 0)
     }
 
@@ -165,7 +165,7 @@ struct EndpointStreamTests {
         net.deliverToRelay(Array(bytes[0..<n]), from: rtcpPort, port: 7400)
         net.exchange()
         let member = try #require(net.core.rooms["lobby"]?.member(identity: "cam"))
-        #expect(member.lastSenderReport?.ntpMiddle == 0x0304_0506)
+        #expect(member.rtcp.lastSenderReport?.ntpMiddle == 0x0304_0506)
         let before = net.core.counters.drops(.unknownSender)
         PlainRTPSender(address: rtcpPort, ssrc: 4242).send(net)
         #expect(net.core.counters.drops(.unknownSender) == before + 1)

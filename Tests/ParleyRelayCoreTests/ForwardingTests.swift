@@ -199,7 +199,7 @@ struct ForwardingTests {
         #expect(net.core.liveCounts.nackHistories == 0)
         talk(net, [(alice, 20)], milliseconds: 100)
         #expect(net.core.liveCounts.nackHistories == 1)
-        #expect(net.core.rooms["lobby"]?.member(identity: "alice")?.history != nil)
+        #expect(net.core.rooms["lobby"]?.member(identity: "alice")?.uplink.history != nil)
     }
 
     @Test("the relay sends each publisher receiver reports about its stream")

@@ -148,13 +148,13 @@ struct RelayRTCPTests {
         let sr = try #require(try bob.rtcp.last.map(ParsedCompound.init)?.senderReports.first)
         let lsr = NTPTimestamp(bits: sr.ntpTimestamp).middle
         let member = try #require(net.core.rooms["mixroom"]?.members.first { $0.identity == "bob" })
-        member.roundTrip = .milliseconds(100)
+        member.rtcp.roundTrip = .milliseconds(100)
         // Whatever this sample is (≥ 0 and < 10 s), the smoothed value moves an eighth of the way to it.
         try receiverReport(from: bob, about: mix.ssrc, lastSR: lsr, dlsr: 0)
         net.advance(milliseconds: 20)
         let arrival = NTPTimestamp(unixMilliseconds: net.now.unixMilliseconds).middle
         let sample = try #require(NTPTimestamp.roundTrip(arrival: arrival, lastSR: lsr, delaySinceLastSR: 0))
-        #expect(member.roundTrip == .milliseconds(100) + (sample - .milliseconds(100)) / 8)
+        #expect(member.rtcp.roundTrip == .milliseconds(100) + (sample - .milliseconds(100)) / 8)
     }
 
     @Test("when a forwarded speaker leaves, the room's other listeners get RR + SDES + BYE for its SSRC")

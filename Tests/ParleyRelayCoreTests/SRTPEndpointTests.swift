@@ -129,7 +129,7 @@ struct SRTPEndpointTests {
         net.deliverToRelay(srtcp, from: Self.tool, port: 7400)
         net.exchange()
         let member = try #require(net.core.rooms["lobby"]?.member(identity: "cam"))
-        #expect(member.lastSenderReport?.ntpMiddle == 0x0304_0506)
+        #expect(member.rtcp.lastSenderReport?.ntpMiddle == 0x0304_0506)
         net.deliverToRelay(srtcp, from: Self.tool, port: 7400)
         net.exchange()
         #expect(net.core.counters.drops(.srtpReplayed) == 2)

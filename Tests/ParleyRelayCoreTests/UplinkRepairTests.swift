@@ -63,7 +63,7 @@ struct UplinkRepairTests {
         #expect(bob.media[alice.ssrc].map { Array($0.suffix(3)) } == [next &+ 2] + lost)
         #expect(net.core.counters.uplinkRecovered == 2 && net.core.counters.uplinkGivenUp == 0)
         // The listener's own NACK for them is now answered from the history.
-        #expect(net.core.member(identity: "alice")?.history?.packet(sequence: lost[0]) != nil)
+        #expect(net.core.member(identity: "alice")?.uplink.history?.packet(sequence: lost[0]) != nil)
     }
 
     @Test("a missing packet is asked for at once, once more after the retry interval, and never after the window")

@@ -84,7 +84,7 @@ struct WebRTCMemberTests {
         #expect(relayCheck.withUnsafeBytes { parsed.hasValidIntegrity(key: Array(peer.password.utf8), in: $0) })
         #expect(reply.count + relayCheck.count <= 3 * request.count, "more than three times what the address sent before it answered")
         let m = try #require(net.core.member(identity: "browser"))
-        #expect(m.rtpSource == address && m.webrtc?.proven == address && m.webrtc?.lastConsent == net.instant)
+        #expect(m.endpoint?.rtpSource == address && m.webrtc?.proven == address && m.webrtc?.lastConsent == net.instant)
         #expect(net.core.counters.drops(.stunRejected) == 0)
         // Nothing else went anywhere: no DTLS (the relay is passive), no media before keys.
         #expect(peer.received.count == 2 && net.undelivered.isEmpty)
@@ -194,7 +194,7 @@ struct WebRTCMemberTests {
         #expect(net.inFlight.isEmpty, "the relay answered")
         #expect(net.core.counters.drops(.stunRejected) == rejectedBefore + 1)
         let m = try #require(net.core.member(identity: "browser"))
-        #expect(m.rtpSource == nil && m.webrtc?.lastConsent == nil)
+        #expect(m.endpoint?.rtpSource == nil && m.webrtc?.lastConsent == nil)
         #expect(member(net)?.address == PeerAddress(ipv4: 0, port: 0))
         // The address that is alice's stays alice's.
         #expect(net.core.sessions.member(at: alice.address)?.identity == "alice")
@@ -222,7 +222,7 @@ struct WebRTCMemberTests {
             return
         }
         #expect(p.identity == "carol")
-        #expect(try #require(net.core.member(identity: "browser")).rtpSource == nil)
+        #expect(try #require(net.core.member(identity: "browser")).endpoint?.rtpSource == nil)
     }
 
     @Test("a check from a second address is answered, but moves the member only when it nominates (USE-CANDIDATE)")
