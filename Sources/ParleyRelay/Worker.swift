@@ -139,22 +139,22 @@ final class Worker: @unchecked Sendable {
             if batch.pendingCount > 0, poller.isWritable(0) { batch.sendPending() }
             if stopping.load(ordering: .acquiring) {
                 core.shutdown(now: Self.moment())
-                send(core.output, batch: batch)
-                core.outputSent()
+                flush(core, batch: batch)
                 if let recorder, !core.recordings.isEmpty { recorder.submit(worker: index, tap: core.recordings) }
                 if let messageStore, !core.history.isEmpty { messageStore.submit(core.history.take()) }
                 return
             }
             if poller.isReadable(1) {
-                for handoff in inbox.take() {
+                let handoffs = inbox.take()
+                for handoff in handoffs {
                     core.handleHandoff(handoff.handoff, from: handoff.from, now: Self.moment())
                 }
+                if !handoffs.isEmpty { flush(core, batch: batch) }  // the welcomes go now, not with the next batch
                 let commands = inbox.takeCommands()
                 if !commands.isEmpty {
                     let results = commands.map { $0.0.apply(to: core, now: Self.moment()) }
                     core.noteTimerWork(at: Self.monotonic())
-                    send(core.output, batch: batch)
-                    core.outputSent()
+                    flush(core, batch: batch)
                     publish(core, &api, batch, capture: true, helping: peerBatches)  // before answering, so the caller reads its own write
                     for (c, r) in zip(commands, results) { c.1.fulfil(r) }
                 }
@@ -174,25 +174,18 @@ final class Worker: @unchecked Sendable {
                     guard let from = batch.sender(i) else { continue }
                     core.handle(batch.datagram(i), from: from, now: moment)
                 }
-                send(core.output, batch: batch)
-                passShares(core, batch: batch)
-                dispatchHandoffs(core)
-                core.outputSent()
+                flush(core, batch: batch)
                 if n < batch.capacity { break }
             }
             if let mixDue = core.nextMixDeadline, mixDue <= Self.monotonic() {
                 let mixStart = Clock.monotonicNanoseconds()
                 core.runMixes(now: Self.moment())
                 api.mixTime.observe(nanoseconds: Clock.monotonicNanoseconds() - mixStart)
-                send(core.output, batch: batch)
-                core.outputSent()
+                flush(core, batch: batch)
             }
             if !core.hasMembers || Self.monotonic() >= core.timersDue {
                 core.tick(now: Self.moment())
-                send(core.output, batch: batch)
-                passShares(core, batch: batch)
-                dispatchHandoffs(core)
-                core.outputSent()
+                flush(core, batch: batch)
                 if trim.shouldTrim(sessions: core.sessionCount, now: Self.monotonic()) { returnFreeMemory() }
             }
             // Send and receive failures, at most one line per kind per 10 s (a sum of a few counters when nothing failed).
@@ -215,6 +208,17 @@ final class Worker: @unchecked Sendable {
         if log.threshold <= .debug {
             log.write(.debug, "worker \(index): free memory \(returned ? "returned" : "checked") in \((Clock.monotonicNanoseconds() - start) / 1000) µs")
         }
+    }
+
+    /// Everything the core produced since the last flush leaves: its datagrams on this worker's socket (or the public
+    /// one), the spread shares to the workers that send them, the handoffs to the workers that admit them; then the
+    /// core's output is cleared (its entries point into receive buffers the next receive reuses). The one way the
+    /// worker empties the core, after every call that can produce output.
+    private func flush(_ core: RelayCore, batch: DatagramBatch) {
+        send(core.output, batch: batch)
+        passShares(core, batch: batch)
+        dispatchHandoffs(core)
+        core.outputSent()
     }
 
     private func send(_ output: OutputQueue, batch: DatagramBatch) {

@@ -16,16 +16,17 @@ public struct MemberStats: Sendable, Equatable {
 }
 
 /// How a member is connected to this relay: what kind of member it is. The kind decides where its packets come from
-/// and how they are protected; everything else about a member is the same for every kind.
-enum MemberLink {
+/// and how they are protected; everything else about a member is the same for every kind. (No reference in it: the
+/// hot path switches on it without retaining anything; an endpoint's state is `Member.endpoint`.)
+enum MemberKind: Equatable {
     /// A Parley client: its own signalling session (sealed, or cleartext for debugging), SRTP with its handshake's keys.
     case native
     /// A plain-RTP endpoint the backend created (`RelayCore+RTPEndpoints.swift`): addresses named by the API, SDES
     /// SRTP (or cleartext), no signalling.
-    case rtpEndpoint(EndpointLink)
+    case rtpEndpoint
     /// A WebRTC member (`RelayCore+WebRTC.swift`): an endpoint whose address comes from its ICE checks and whose SRTP
-    /// keys come from its DTLS handshake.
-    case webrtc(EndpointLink, WebRTCTransport)
+    /// keys come from its DTLS handshake (`EndpointLink.webrtc`).
+    case webrtc
     /// A member of another node of the cluster, as that node's roster named it (`RelayCore+Cascade.swift`): no session
     /// here (nothing is sent to it, it never times out here); its media comes over the relay-to-relay link.
     case cascade(CascadeOrigin)
@@ -47,10 +48,13 @@ final class EndpointLink {
     var streams: [RTPStreamRewriter] = []
     /// Its SRTP sessions (nil: a cleartext endpoint, or a WebRTC member before its DTLS handshake); see `EndpointSRTP`.
     var srtp: EndpointSRTP?
+    /// A WebRTC member's ICE-lite and DTLS state and what its offer negotiated (nil: a plain-RTP endpoint).
+    let webrtc: WebRTCTransport?
 
-    init(rtpSource: PeerAddress? = nil, rtcpSources: [PeerAddress] = []) {
+    init(rtpSource: PeerAddress? = nil, rtcpSources: [PeerAddress] = [], webrtc: WebRTCTransport? = nil) {
         self.rtpSource = rtpSource
         self.rtcpSources = rtcpSources
+        self.webrtc = webrtc
     }
 
     /// The index of the stream with `ssrc`, if any.
@@ -93,6 +97,17 @@ struct MixListener {
     var packetsSent: UInt32 = 0, octetsSent: UInt32 = 0
 }
 
+/// What a member asked for at its join, or the room made of it.
+struct MemberTraits {
+    /// In an audience room, a member that cannot publish: counted, not announced (`RoomRoster`).
+    var isAudience = false
+    /// Tells who speaks from the media it receives (join field 37): a forward room sends it no `speakers`.
+    var speakersFromMedia = false
+    /// Whether the member's token asked for end-to-end encryption (claim `e2ee`): its payloads are sealed before the
+    /// relay sees them, so a recording leaves its stream out rather than store what nobody can play.
+    var endToEnd = false
+}
+
 /// What the relay keeps of a member's own stream: its statistics, its last packets for NACKs, the gaps it asks the
 /// member to fill, and what it may still resend to it.
 struct MemberUplink {
@@ -105,8 +120,8 @@ struct MemberUplink {
     var nackBudget = RetransmissionBudget()
 }
 
-/// One member of a room, owned by the worker that owns the room: who it is, its kind (`link`), its standing in the
-/// room, and its media state in small parts (`uplink`, `rtcp`, `mix`).
+/// One member of a room, owned by the worker that owns the room: who it is, its kind (`kind`, and an endpoint's
+/// `endpoint`), its standing in the room, and its media state in small parts (`uplink`, `rtcp`, `mix`).
 final class Member {
     // What the room's fan-out table copies (see `FanOutTable`): changing it marks the table for a rebuild.
     var address: PeerAddress {
@@ -125,12 +140,14 @@ final class Member {
     /// cascaded member's holds only its identity and address.
     let session: SignallingSession
     /// How it is connected.
-    let link: MemberLink
+    let kind: MemberKind
+    /// A plain-RTP endpoint's or a WebRTC member's own state (nil for the other kinds).
+    let endpoint: EndpointLink?
     /// Assigned at join; an RTP endpoint takes the SSRC of its first packet (see `RelayCore+RTPEndpoints.swift`).
     var ssrc: UInt32
     let canPublish: Bool
-    /// In an audience room, a member that cannot publish: counted, not announced (`RoomRoster`).
-    var isAudience = false
+    /// What it asked for at its join, or the room made of it.
+    var traits = MemberTraits()
     let joinedAtUnixMilliseconds: Int64
     /// Strong: a removed member leaves `room.members`, and the room's derived tables let go of it then too (the
     /// fan-out table as it goes stale, the mixer after each frame), which breaks the cycle (see `LiveCounts`).
@@ -144,21 +161,18 @@ final class Member {
     var rtcp = MemberRTCP()
     /// What it has been sent of the room's mix (mix mode).
     var mix: MixListener
-    /// Tells who speaks from the media it receives (join field 37): a forward room sends it no `speakers`.
-    var speakersFromMedia = false
-    /// Whether the member's token asked for end-to-end encryption (claim `e2ee`): its payloads are sealed before the
-    /// relay sees them, so a recording leaves its stream out rather than store what nobody can play.
-    var endToEnd = false
     /// An encrypted member's SRTP/SRTCP from it (nil: cleartext, debugging only).
     var srtpIn: SRTPReceiver?
     /// An encrypted member's SRTP/SRTCP to it: the relay's own RTCP and, in a mix room, its mix.
     var srtpOut: SRTPSender?
 
-    init(id: UInt32, session: SignallingSession, link: MemberLink = .native, ssrc: UInt32, canPublish: Bool, canSubscribe: Bool,
-         joinedAt: Int64, room: Room, muted: Bool, mixSequence: UInt16) {
+    init(id: UInt32, session: SignallingSession, kind: MemberKind = .native, endpoint: EndpointLink? = nil, ssrc: UInt32,
+         canPublish: Bool, canSubscribe: Bool, joinedAt: Int64, room: Room, muted: Bool, mixSequence: UInt16) {
+        precondition((kind == .rtpEndpoint || kind == .webrtc) == (endpoint != nil), "an endpoint's state goes with an endpoint's kind")
         self.id = id
         self.session = session
-        self.link = link
+        self.kind = kind
+        self.endpoint = endpoint
         self.ssrc = ssrc
         self.canPublish = canPublish
         self.canSubscribe = canSubscribe
@@ -170,20 +184,11 @@ final class Member {
 
     // MARK: The kind
 
-    /// The endpoint part of a plain-RTP endpoint or a WebRTC member (nil for the other kinds).
-    var endpoint: EndpointLink? {
-        switch link {
-        case .rtpEndpoint(let e), .webrtc(let e, _): e
-        case .native, .cascade: nil
-        }
-    }
-    /// A WebRTC member's ICE-lite and DTLS state and what its offer negotiated (nil: every other kind).
-    var webrtc: WebRTCTransport? {
-        if case .webrtc(_, let transport) = link { transport } else { nil }
-    }
+    /// A WebRTC member's ICE-lite and DTLS state (nil: every other kind).
+    var webrtc: WebRTCTransport? { endpoint?.webrtc }
     /// Where a cascaded member comes from (nil: a member connected here).
     var cascadeOrigin: CascadeOrigin? {
-        if case .cascade(let origin) = link { origin } else { nil }
+        if case .cascade(let origin) = kind { origin } else { nil }
     }
     /// A plain-RTP endpoint or a WebRTC member: no signalling, addresses named by the API or latched by ICE.
     var isRTPEndpoint: Bool { endpoint != nil }
@@ -191,7 +196,7 @@ final class Member {
     var isLocal: Bool { cascadeOrigin == nil }
     /// How it is connected, as the API names it.
     var transport: String {
-        switch link {
+        switch kind {
         case .native: "parley"
         case .rtpEndpoint: "rtp"
         case .webrtc: "webrtc"
@@ -209,7 +214,7 @@ final class Member {
 
     /// Whether `speakers` messages go to this member: always in a mix room (one mixed stream does not say who
     /// speaks as plainly), in a forward room unless it tells speakers from the forwarded streams itself.
-    var wantsSpeakerLists: Bool { !speakersFromMedia || room.mix != nil }
+    var wantsSpeakerLists: Bool { !traits.speakersFromMedia || room.mix != nil }
     /// Whether media to this member goes in the clear (a cleartext member, or an RTP endpoint without SRTP).
     var receivesCleartext: Bool { srtpOut == nil }
 

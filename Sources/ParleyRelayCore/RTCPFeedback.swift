@@ -226,7 +226,7 @@ final class RTCPFeedback {
             let space = output.reserve(EndpointPacket.headerSize + packet.payloadCount + EndpointCipher.trailerCapacity)
             var length = EndpointPacket.write(packet.payload, as: out, ssrc: stream.ssrc, speaker: source.ssrc,
                                               level: EndpointPacket.level(of: packet, from: source, config: config),
-                                              header: EndpointPacket.Header(for: requester, config: config), into: space)
+                                              header: EndpointPacket.Header(for: requester.endpoint.unsafelyUnwrapped, config: config), into: space)
             if let srtp = requester.endpointSRTP {
                 guard let protected = try? srtp.toEndpoint.protectRTPAgain(space, length: length) else { return nil }
                 length = protected

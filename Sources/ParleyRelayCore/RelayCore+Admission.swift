@@ -166,8 +166,8 @@ extension RelayCore {
         let member = Member(id: shared.nextMemberID(), session: session, ssrc: ssrc, canPublish: claims.grants.publish,
                             canSubscribe: claims.grants.subscribe, joinedAt: now.unixMilliseconds, room: room, muted: request.muted,
                             mixSequence: random.uint16())
-        member.speakersFromMedia = request.speakersFromMedia
-        member.endToEnd = claims.endToEnd == true
+        member.traits.speakersFromMedia = request.speakersFromMedia
+        member.traits.endToEnd = claims.endToEnd == true
         if let keys = reply.keys {
             do {
                 try member.startMedia(keys: keys, maxStreams: capacity)
@@ -176,9 +176,9 @@ extension RelayCore {
             }
         }
         if room.mutedByRoom.contains(member.identity) { member.muted = true; member.mutedByRoom = true }
-        member.isAudience = room.roster.audienceMode && !member.canPublish
+        member.traits.isAudience = room.roster.audienceMode && !member.canPublish
         // The joiner learns of the announced members (not the audience, which it is told the size of).
-        let others = room.roster.audienceMode ? room.members.filter { !$0.isAudience } : room.members
+        let others = room.roster.audienceMode ? room.members.filter { !$0.traits.isAudience } : room.members
         room.members.append(member)
         room.emptySince = nil
         room.cascade?.retarget(room: room)
@@ -202,7 +202,7 @@ extension RelayCore {
             outbox.enqueue(.memberPage(index: UInt16(i), count: UInt16(pages.count), members: page), to: session)
         }
         if room.roster.audienceMode {
-            let audience = room.roster.audienceCount + (member.isAudience ? 1 : 0)
+            let audience = room.roster.audienceCount + (member.traits.isAudience ? 1 : 0)
             outbox.enqueue(.memberDelta(MemberDelta(audience: UInt32(clamping: audience))), to: session)
         }
         if !room.announcedSpeakers.isEmpty, member.wantsSpeakerLists { outbox.enqueue(.speakers(room.announcedSpeakers), to: session) }

@@ -279,7 +279,7 @@ extension RelayCore {
                   sessions.bySSRC[entry.ssrc] == nil, room.downstream?.isRetired(entry.ssrc) != true else { continue }
             let session = SignallingSession(connectionID: 0, identity: entry.identity, name: entry.name, sessionSecret: [], nonce: [],
                                             token: "", address: PeerAddress(ipv4: 0, port: 0), viaPublicPort: false, now: now.monotonic)
-            let member = Member(id: shared.nextMemberID(), session: session, link: .cascade(CascadeOrigin(node: peer.key, id: entry.memberID)),
+            let member = Member(id: shared.nextMemberID(), session: session, kind: .cascade(CascadeOrigin(node: peer.key, id: entry.memberID)),
                                 ssrc: entry.ssrc, canPublish: entry.flags.contains(.publisher),
                                 canSubscribe: entry.flags.contains(.subscriber), joinedAt: now.unixMilliseconds, room: room,
                                 muted: entry.flags.contains(.muted), mixSequence: 0)
@@ -370,8 +370,8 @@ extension RelayCore {
         cascade.dirty = false
         cascade.lastRoster = now.monotonic
         cascade.epoch &+= 1
-        let local = room.members.filter { $0.isLocal && !$0.isAudience }.map(\.entry)
-        let audience = room.members.filter { $0.isLocal && $0.isAudience }.count
+        let local = room.members.filter { $0.isLocal && !$0.traits.isAudience }.map(\.entry)
+        let audience = room.members.filter { $0.isLocal && $0.traits.isAudience }.count
         let heard = cascade.peers.values.filter { $0.heardAt != nil }.map(\.key).sorted()
         let targets = cascade.peers.values.map { (address: $0.address, worker: $0.worker) }
         guard !targets.isEmpty else { return }

@@ -18,17 +18,21 @@ extension RelayCore {
         // RelayCore+WebRTC.swift); an endpoint's SRTP is checked and decrypted first (RelayCore+RTPEndpoints.swift);
         // the rest reads the clear copy. A member with signalling is checked below (`srtpIn`).
         var bytes = received
-        switch member.link {
+        switch member.kind {
         case .native, .cascade:
             break
-        case .rtpEndpoint(let endpoint):
+        case .rtpEndpoint:
+            let endpoint = member.endpoint.unsafelyUnwrapped
             guard from == endpoint.rtpSource else { return outbox.drop(.unknownSender, from: from, now: now) }
             if endpoint.srtp != nil {
                 guard let clear = unprotectEndpointRTP(received, from: member, address: from, now: now) else { return }
                 bytes = clear
             }
-        case .webrtc(let endpoint, let webrtc):
-            guard from == endpoint.rtpSource || from == webrtc.trial?.address else { return outbox.drop(.unknownSender, from: from, now: now) }
+        case .webrtc:
+            let endpoint = member.endpoint.unsafelyUnwrapped
+            guard from == endpoint.rtpSource || from == endpoint.webrtc.unsafelyUnwrapped.trial?.address else {
+                return outbox.drop(.unknownSender, from: from, now: now)
+            }
             guard endpoint.srtp != nil else { return outbox.drop(.srtpNotReady, from: from, now: now) }
             guard let clear = unprotectEndpointRTP(received, from: member, address: from, now: now) else { return }
             bytes = clear
@@ -132,8 +136,9 @@ extension RelayCore {
             // A plain-RTP endpoint hears one stream: one forwarded speaker at a time, rewritten onto the endpoint's
             // own SSRC and numbering (RelayCore+RTPEndpoints.swift), protected with its key when it has one.
             if let endpoint = listener.pointee.endpoint {
-                guard let slot = endpointSlot(for: member, endpoint: endpoint.takeUnretainedValue(), now: now.monotonic) else { continue }
-                let n = forwardToEndpoint(packet, from: member, to: endpoint.takeUnretainedValue(), slot: slot,
+                let link = endpoint.takeUnretainedValue().endpoint.unsafelyUnwrapped
+                guard let slot = endpointSlot(for: member, endpoint: link, id: listener.pointee.memberID, now: now.monotonic) else { continue }
+                let n = forwardToEndpoint(packet, from: member, to: link, slot: slot,
                                           srtp: listener.pointee.srtp?.takeUnretainedValue(), address: listener.pointee.address, now: now)
                 guard n > 0 else { continue }
                 listener.pointee.packetsOut &+= 1

@@ -72,7 +72,7 @@ extension RelayCore {
         let ssrc = newMemberSSRC()
         let endpoint = EndpointLink(rtpSource: source)
         endpoint.srtp = srtp
-        let member = Member(id: shared.nextMemberID(), session: session, link: .rtpEndpoint(endpoint), ssrc: ssrc, canPublish: publish,
+        let member = Member(id: shared.nextMemberID(), session: session, kind: .rtpEndpoint, endpoint: endpoint, ssrc: ssrc, canPublish: publish,
                             canSubscribe: subscribe, joinedAt: now.unixMilliseconds, room: room, muted: false, mixSequence: random.uint16())
         member.hasDestination = destination != nil
         if destination != nil && !room.hearsMix(member) {
@@ -95,7 +95,7 @@ extension RelayCore {
         for a in rtcp { sessions.link(a, to: .member(member)) }
         endpoint.rtcpSources = rtcp
         noteTimerWork(at: now.monotonic)
-        member.isAudience = room.roster.audienceMode && !member.canPublish
+        member.traits.isAudience = room.roster.audienceMode && !member.canPublish
         rooms.announceJoin(member, now: now)
         if log.threshold <= .info {
             log.write(.info, "\(srtp == nil ? "cleartext RTP" : "SRTP") endpoint \(identity) added to \(room.name) (member \(member.id), ssrc \(ssrc), from \(source.map(\.description) ?? "-"), to \(destination.map(\.description) ?? "-"))")
@@ -159,19 +159,19 @@ extension RelayCore {
         return true
     }
 
-    /// Queues `packet` from `speaker` to an endpoint as its stream `slot` (`Member.endpoint!.streams`): same payload, the
+    /// Queues `packet` from `speaker` to an endpoint as its stream `slot` (`EndpointLink.streams`): same payload, the
     /// stream's SSRC, sequence number and timestamp (`RTPStreamRewriter`: continuous across speaker changes, marker at
     /// each change), the speaker named in the CSRC list, its level in both the RFC 6464 element and the RFC 6465
     /// element of the CSRC; protected in place with the endpoint's SDES session when it has one. Returns the bytes
     /// queued (0: not queued — a packet from before the speaker's first in this stream, or libsrtp refused).
-    func forwardToEndpoint(_ packet: RTPPacketView, from speaker: Member, to endpoint: Member, slot: Int,
+    func forwardToEndpoint(_ packet: RTPPacketView, from speaker: Member, to endpoint: EndpointLink, slot: Int,
                            srtp: EndpointCipher?, address: PeerAddress, now: Moment) -> Int {
-        guard let out = endpoint.endpoint!.streams[slot].rewrite(source: speaker.id, sequence: packet.sequenceNumber, timestamp: packet.timestamp,
+        guard let out = endpoint.streams[slot].rewrite(source: speaker.id, sequence: packet.sequenceNumber, timestamp: packet.timestamp,
                                                          marker: packet.marker, payloadBytes: packet.payloadCount, now: now.monotonic)
         else { return 0 }
         let space = output.reserve(EndpointPacket.headerSize + packet.payloadCount + EndpointCipher.trailerCapacity)
         let header = EndpointPacket.Header(for: endpoint, config: config)
-        var n = EndpointPacket.write(packet.payload, as: out, ssrc: endpoint.endpoint!.streams[slot].ssrc, speaker: speaker.ssrc,
+        var n = EndpointPacket.write(packet.payload, as: out, ssrc: endpoint.streams[slot].ssrc, speaker: speaker.ssrc,
                                      level: EndpointPacket.level(of: packet, from: speaker, config: config), header: header, into: space)
         if let srtp {
             guard let protected = try? srtp.protectRTP(space, length: n) else { return 0 }
@@ -184,31 +184,31 @@ extension RelayCore {
     /// Which of `endpoint`'s streams a forwarded `speaker`'s packet goes into, if any. With several (a WebRTC member's
     /// slots): the one that speaker holds; else a free one — never fed, or fed by a speaker no longer forwarded — which
     /// it then holds while forwarded, so each forwarded speaker stays on one track. With one stream, `endpointHears`.
-    func endpointSlot(for speaker: Member, endpoint: Member, now: Instant) -> Int? {
+    func endpointSlot(for speaker: Member, endpoint: EndpointLink, id: UInt32, now: Instant) -> Int? {
         // Indexed in place (no copy of the array: this runs per packet per endpoint).
-        let count = endpoint.endpoint!.streams.count
-        guard count > 1 else { return count == 1 && endpointHears(speaker, endpoint: endpoint, now: now) ? 0 : nil }
-        for k in 0..<count where endpoint.endpoint!.streams[k].source == speaker.id { return k }
-        let selector = endpoint.room.selector
+        let count = endpoint.streams.count
+        guard count > 1 else { return count == 1 && endpointHears(speaker, endpoint: endpoint, id: id, now: now) ? 0 : nil }
+        for k in 0..<count where endpoint.streams[k].source == speaker.id { return k }
+        let selector = speaker.room.selector
         guard selector.isForwarded(speaker.id) else { return nil }
-        for k in 0..<count where endpoint.endpoint!.streams[k].source == nil { return k }
-        for k in 0..<count where !selector.isForwarded(endpoint.endpoint!.streams[k].source!) { return k }
+        for k in 0..<count where endpoint.streams[k].source == nil { return k }
+        for k in 0..<count where !selector.isForwarded(endpoint.streams[k].source!) { return k }
         return nil
     }
 
-    /// Whether a forwarded `speaker`'s packet goes into `endpoint`'s one stream: the endpoint hears one speaker at a
-    /// time, the one it hears now for as long as it holds a forwarding slot and keeps speaking; another takes over when
-    /// that one has been silent for the speech hold, or is `hysteresis` louder (smoothed) after `minimumDwell`. Packets
-    /// of the one it hears flow through silence too (DTX), so its stream's timing stays its own.
-    func endpointHears(_ speaker: Member, endpoint: Member, now: Instant) -> Bool {
-        guard !endpoint.endpoint!.streams.isEmpty else { return false }
-        guard let current = endpoint.endpoint!.streams[0].source, current != speaker.id else { return true }
-        let selector = endpoint.room.selector
-        guard selector.isForwarded(current), current != endpoint.id else { return true }
+    /// Whether a forwarded `speaker`'s packet goes into `endpoint`'s (member `id`'s) one stream: the endpoint hears one
+    /// speaker at a time, the one it hears now for as long as it holds a forwarding slot and keeps speaking; another
+    /// takes over when that one has been silent for the speech hold, or is `hysteresis` louder (smoothed) after
+    /// `minimumDwell`. Packets of the one it hears flow through silence too (DTX), so its stream's timing stays its own.
+    func endpointHears(_ speaker: Member, endpoint: EndpointLink, id: UInt32, now: Instant) -> Bool {
+        guard !endpoint.streams.isEmpty else { return false }
+        guard let current = endpoint.streams[0].source, current != speaker.id else { return true }
+        let selector = speaker.room.selector
+        guard selector.isForwarded(current), current != id else { return true }
         let held = selector.state(of: current), candidate = selector.state(of: speaker.id)
         guard let spoke = candidate.lastSpeech, selector.rules.isSpeaking(lastSpeech: spoke, now: now) else { return false }
         guard let heldSpoke = held.lastSpeech, selector.rules.isSpeaking(lastSpeech: heldSpoke, now: now) else { return true }
-        return candidate.loudness > held.loudness + selector.hysteresis && now - endpoint.endpoint!.streams[0].lastSwitchAt >= selector.minimumDwell
+        return candidate.loudness > held.loudness + selector.hysteresis && now - endpoint.streams[0].lastSwitchAt >= selector.minimumDwell
     }
 }
 
@@ -224,7 +224,7 @@ enum EndpointPacket {
 
         /// `endpoint`'s: a WebRTC member's offer's payload type and level id, and no CSRC level (no browser
         /// negotiates it); a plain-RTP endpoint's, the SDP the API gave it.
-        init(for endpoint: Member, config: RelayCoreConfig) {
+        init(for endpoint: EndpointLink, config: RelayCoreConfig) {
             if let webrtc = endpoint.webrtc {
                 self.init(payloadType: webrtc.payloadType, levelID: webrtc.audioLevelExtensionID, csrcLevelID: 0)
             } else {

@@ -40,7 +40,7 @@ extension RelayCore {
     /// A member's packet into its room's recording (the per-packet path: a record appended, no allocation).
     @inline(__always)
     func record(_ packet: RTPPacketView, from member: Member, in room: Room, now: Moment) {
-        guard var recording = room.recording, !member.endToEnd, packet.payloadCount > 0 else { return }
+        guard var recording = room.recording, !member.traits.endToEnd, packet.payloadCount > 0 else { return }
         if !recording.tracks.contains(member.ssrc) {
             recording.tracks.insert(member.ssrc)
             room.recording = recording

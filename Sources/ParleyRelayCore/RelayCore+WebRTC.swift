@@ -58,7 +58,7 @@ extension RelayCore {
         let webrtc = WebRTCTransport(localUfrag: credentials.ufrag, localPassword: credentials.password, remoteUfrag: terms.remoteUfrag,
                                      remotePassword: terms.remotePassword, tieBreaker: random.uint64(), dtls: dtls, createdAt: now.monotonic,
                                      payloadType: terms.payloadType, audioLevelExtensionID: terms.audioLevelExtensionID ?? 0)
-        let member = Member(id: shared.nextMemberID(), session: session, link: .webrtc(EndpointLink(), webrtc), ssrc: newMemberSSRC(),
+        let member = Member(id: shared.nextMemberID(), session: session, kind: .webrtc, endpoint: EndpointLink(webrtc: webrtc), ssrc: newMemberSSRC(),
                             canPublish: terms.publish, canSubscribe: terms.subscribe, joinedAt: now.unixMilliseconds, room: room,
                             muted: false, mixSequence: random.uint16())
         member.hasDestination = false  // until DTLS gives keys: nothing goes out in the clear
@@ -77,7 +77,7 @@ extension RelayCore {
         sessions.bySSRC[member.ssrc] = member
         sessions.byICEUfrag[credentials.ufrag] = member
         noteTimerWork(at: now.monotonic)
-        member.isAudience = room.roster.audienceMode && !member.canPublish
+        member.traits.isAudience = room.roster.audienceMode && !member.canPublish
         rooms.announceJoin(member, now: now)
         if log.threshold <= .info {
             log.write(.info, "WebRTC member \(identity) added to \(room.name) (member \(member.id), \(terms.publish ? "sends" : "")\(terms.publish && terms.subscribe ? " and " : "")\(terms.subscribe ? "receives" : ""))")

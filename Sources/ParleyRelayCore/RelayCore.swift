@@ -170,7 +170,7 @@ public final class RelayCore {
                                                           packetsLost: m.uplink.receiveStats.cumulativeLost, jitter: m.uplink.receiveStats.jitter,
                                                           roundTrip: m.rtcp.roundTrip,
                                                           transport: !m.isLocal ? "cascade" : m.webrtc != nil ? "webrtc" : m.isRTPEndpoint ? "rtp" : "parley",
-                                                          audience: m.isAudience)
+                                                          audience: m.traits.isAudience)
                                 },
                                 forwardedSpeakers: room.selector.forwarded, audienceMode: room.roster.audienceMode,
                                 audience: room.roster.audienceCount)

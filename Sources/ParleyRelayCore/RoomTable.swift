@@ -165,7 +165,7 @@ final class RoomTable {
     func announceJoin(_ member: Member, now: Moment) {
         let room = member.room
         if member.isLocal { room.cascade?.dirty = true }
-        if member.isAudience {
+        if member.traits.isAudience {
             room.roster.audienceChanged(by: 1, config: config, now: now.monotonic)
             return
         }
@@ -197,7 +197,7 @@ final class RoomTable {
         // for a member of a node that only went quiet: it may come back with the same stream, which continues.)
         if retire { room.downstream?.retire(ssrc: member.ssrc) }
         if room.selector.remove(member.id) { scheduleSpeakerPush(room, now: now) }
-        if member.isAudience {
+        if member.traits.isAudience {
             room.roster.audienceChanged(by: -1, config: config, now: now.monotonic)
         } else {
             if room.roster.left(member.entry, reason: reason, roomSize: room.members.count, config: config, now: now.monotonic) == .now {
