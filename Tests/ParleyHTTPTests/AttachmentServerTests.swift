@@ -4,6 +4,7 @@ import ParleyAuth
 @testable import ParleyHTTP
 import ParleyRelay
 import ParleyRelayCore
+import ParleyTestSupport
 import ParleyWire
 import Testing
 
