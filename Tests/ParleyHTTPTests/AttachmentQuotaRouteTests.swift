@@ -18,7 +18,8 @@ struct AttachmentQuotaRouteTests {
 
     func files(quota: AttachmentQuota = AttachmentQuota(), calls: SystemCalls = .kernel,
                now: Int64 = AttachmentQuotaRouteTests.t0) -> AttachmentFiles {
-        AttachmentFiles(stateDirectory: scratch.path, log: log, calls: calls, quota: quota, largestUpload: 1000, clock: { now })
+        AttachmentFiles(stateDirectory: scratch.path, log: log, calls: calls, quota: quota, largestUpload: 1000,
+                        clock: { now })
     }
 
     func router(_ store: any AttachmentStore) -> HTTPRouter {

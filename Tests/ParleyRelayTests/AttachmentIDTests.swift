@@ -7,7 +7,9 @@ import Testing
 @Suite("Attachments: ids — 16 random bytes as 22 base64url characters, parsed strictly; texts carry only such ids")
 struct AttachmentIDTests {
     /// Ids as the store writes them (the last character carries 2 bits, so it is one of A, Q, g, w).
-    static let valid = ["fUNQLHuQBWMBiIYr16lWVg", "AAAAAAAAAAAAAAAAAAAAAA", "-_-_abcdefghij0123456w", "zyxwvutsrqponmlkjihgfw"]
+    static let valid = [
+        "fUNQLHuQBWMBiIYr16lWVg", "AAAAAAAAAAAAAAAAAAAAAA", "-_-_abcdefghij0123456w", "zyxwvutsrqponmlkjihgfw",
+    ]
 
     @Test("attachment ids: 22 base64url characters of 16 random bytes, parsed strictly")
     func ids() throws {
@@ -32,9 +34,11 @@ struct AttachmentIDTests {
             let id = AttachmentID.random().text
             #expect(TextAttachments.isID(id), "\(id)")
         }
-        let candidates = Self.valid + ["", "A", String(repeating: "A", count: 21), String(repeating: "A", count: 23), "AAAAAAAAAAAAAAAAAAAAAB",
-                                       "AAAAAAAAAAAAAAAAAAAAAw", "+AAAAAAAAAAAAAAAAAAAAA", "/AAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAA==",
-                                       "AAAAAAAAAAAAAAAAAAAA.A", "éAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAA%A"]
+        let candidates = Self.valid + [
+            "", "A", String(repeating: "A", count: 21), String(repeating: "A", count: 23), "AAAAAAAAAAAAAAAAAAAAAB",
+            "AAAAAAAAAAAAAAAAAAAAAw", "+AAAAAAAAAAAAAAAAAAAAA", "/AAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAA==",
+            "AAAAAAAAAAAAAAAAAAAA.A", "éAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAA%A",
+        ]
         for s in candidates { #expect(TextAttachments.isID(s) == (AttachmentID(s) != nil), "\(s)") }
     }
 }

@@ -17,9 +17,10 @@ struct RecordingCatalogTests {
     }
 
     @Test("ids that are not a recording file's name no path",
-          arguments: ["..", "00000000000000aa-..", "00000000000000aa-t0000002a/../../relay-key", "00000000000000aa", "00000000000000AA-mix",
-                      "00000000000000aa-t2a", "00000000000000aa-t0000002g", "00000000000000aa-mix.opus", "%2e%2e", "00000000000000aa--mix",
-                      "0000000000000aa-mix", "00000000000000aa-t0000002a-mix"])
+          arguments: ["..", "00000000000000aa-..", "00000000000000aa-t0000002a/../../relay-key", "00000000000000aa",
+                      "00000000000000AA-mix", "00000000000000aa-t2a", "00000000000000aa-t0000002g",
+                      "00000000000000aa-mix.opus", "%2e%2e", "00000000000000aa--mix", "0000000000000aa-mix",
+                      "00000000000000aa-t0000002a-mix"])
     func notFileIDs(id: String) {
         #expect(!RecordingCatalog.isFileID(id))
         #expect(catalog.path(ofFile: id) == nil)

@@ -69,7 +69,8 @@ public enum TestImages {
     public static func png(chunks: [[UInt8]]) -> [UInt8] { Array(png.prefix(8)) + chunks.joined() + png.suffix(12) }
 
     /// The 13 bytes of an IHDR.
-    public static func ihdr(width: UInt32, height: UInt32, depth: UInt8 = 8, colourType: UInt8 = 0, interlace: UInt8 = 0) -> [UInt8] {
+    public static func ihdr(width: UInt32, height: UInt32, depth: UInt8 = 8, colourType: UInt8 = 0,
+                            interlace: UInt8 = 0) -> [UInt8] {
         bigEndian(width) + bigEndian(height) + [depth, colourType, 0, 0, interlace]
     }
 
@@ -77,7 +78,9 @@ public enum TestImages {
     public static let idat: [UInt8] = [0x78, 0x9C, 0x63, 0x60, 0x00, 0x00, 0x00, 0x02, 0x00, 0x01]
 
     /// `v` as four bytes, most significant first.
-    public static func bigEndian(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
+    public static func bigEndian(_ v: UInt32) -> [UInt8] {
+        [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)]
+    }
 
     /// CRC-32/ISO-HDLC bit by bit (reflected 0xEDB88320): the test's own oracle.
     public static func crc32(_ bytes: [UInt8]) -> UInt32 {
