@@ -81,9 +81,11 @@ test: deps-test $(INTEROP_VENV)/ready
 ##    for 1.9 s (the interleaving is the scheduler's). The other tests over a second are pure computation and stay:
 ##    JoinFairnessTests (10.3 s, a join flood on the manual clock), a jitter buffer's ten minutes of clock skew (3.2 s),
 ##    EndToEndCallTests (3.2 s), OpusRoundTripTests' stereo (1.4 s).
-## Time once built (`make unit` whole: the no-op build and the run), 3 runs on 2026-12-03 on this 2-core machine
-## shared with other builds: 21.4, 22.7, 22.9 s (median 22.7 s, spread 1.5 s). It runs 1,062 of the 1,076 tests that
-## `swift test --skip ProcessTests` runs (39 s in the same state), and of the 1,166 `make test` runs before its fuzzers.
+## Time once built (`make unit` whole: the no-op build and the run), 2026-12-03 on this 2-core machine shared with
+## other builds: 21.4, 22.7, 22.9 s (median 22.7 s, spread 1.5 s) while they were light; 38.4, 33.3, 38.6 s (median
+## 38.4 s, spread 5.3 s) beside a fuzzer and two callgrind runs. Its CPU time is steady, 22.9-24.0 s user in all six.
+## It runs 1,062 of the 1,076 tests that `swift test --skip ProcessTests` runs (39 s in the first state), and of the
+## 1,166 that `make test` runs before its fuzzers.
 UNIT_SKIP := ProcessTests ExternalProgramTests/everyProgramIsInstalled RedisTextArchiveTests \
              DTLSCertificateTests/opensslCommandLine MessageStoreTests/lockedDatabase \
              EventStreamLimitTests/tokenExpires AttachmentServerTests/slowUploadCutOff FanOutRingTests/twoThreads
