@@ -125,8 +125,18 @@ let package = Package(
         .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyCluster", "ParleyCrypto"]),
         .testTarget(name: "ParleyHistoryTests", dependencies: ["ParleyHistory", "ParleyCluster", "ParleyWire"]),
         .testTarget(name: "ParleyRecordingTests", dependencies: ["ParleyRecording", "ParleyWire", "ParleyMedia"]),
-        .testTarget(name: "ParleyHTTPTests", dependencies: ["ParleyHTTP", "ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyWire", "ParleyNet", "ParleyCrypto", "ParleyWebRTC", "ParleyHistory",
-                                                    "ParleyCluster"]),
+        // What more than one test target uses: scratch directories, the smallest image of each kind. Imports nothing
+        // of Parley.
+        .target(name: "ParleyTestSupport", path: "Tests/ParleyTestSupport"),
+        // The relay runtime's own parts: config, the key and TLS files, attachments (files, quotas, image checks), the
+        // message store, the event hub, the fan-out ring, recordings' catalog.
+        .testTarget(name: "ParleyRelayTests",
+                    dependencies: ["ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyWire", "ParleyNet",
+                                   "ParleyCluster", "ParleyHistory", "ParleyTestSupport"]),
+        // The HTTP API: the router and its routes without sockets, the server over loopback.
+        .testTarget(name: "ParleyHTTPTests",
+                    dependencies: ["ParleyHTTP", "ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyWire",
+                                   "ParleyNet", "ParleyCrypto", "ParleyWebRTC", "ParleyCluster", "ParleyTestSupport"]),
         .testTarget(name: "ParleyIntegrationTests", dependencies: ["ParleyWire", "ParleyNet", "ParleyAuth", "ParleyAudioIO", "ParleyMedia"]),
         // docs/architecture.md's "Where things live" table against the code: every source directory listed, imports per target.
         .testTarget(name: "WhereThingsLiveTests"),

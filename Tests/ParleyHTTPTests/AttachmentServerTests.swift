@@ -1,11 +1,12 @@
 import Foundation
 import Glibc
 import ParleyAuth
-@testable import ParleyHTTP
 import ParleyRelay
 import ParleyRelayCore
+import ParleyTestSupport
 import ParleyWire
 import Testing
+@testable import ParleyHTTP
 
 /// One HTTP/1.1 exchange on its own loopback connection, bytes as given: headers now, the body when the test says.
 final class RawExchange {

@@ -130,7 +130,7 @@ struct HTTPServerTests {
     }
 }
 
-@Suite("HTTP server pieces: libmicrohttpd's log throttle, the event hub's reads")
+@Suite("HTTP server pieces: libmicrohttpd's log throttle, header deadlines")
 struct HTTPServerPartsTests {
     @Test("a message repeated within the interval is held back, then written once with the count held")
     func throttle() {
@@ -149,24 +149,6 @@ struct HTTPServerPartsTests {
         for k in 0..<MessageThrottle.capacity { #expect(t.admit("m\(k)", now: 0) != nil) }
         #expect(t.admit("one too many", now: 1) == nil)
         #expect(t.admit("one too many", now: 10) == "one too many")
-    }
-
-    @Test("events(from:limit:) takes at most `limit`, a reader behind the ring skips to its oldest, wait(past:) returns the head")
-    func hubReads() {
-        let hub = EventHub(capacity: 4)
-        let e = (0..<6).map { RelayEvent(kind: .roomStarted, room: "r\($0)", unixMilliseconds: Int64($0)) }
-        hub.publish(Array(e[0..<3]))
-        let first = hub.events(from: 0, limit: 2)
-        #expect(first.events.map(\.room) == ["r0", "r1"] && first.next == 2)
-        #expect(hub.events(from: first.next, limit: 2).events.map(\.room) == ["r2"])
-        hub.publish(Array(e[3..<6]))  // the ring keeps r2...r5
-        let behind = hub.events(from: 0, limit: 10)
-        #expect(behind.events.map(\.room) == ["r2", "r3", "r4", "r5"] && behind.next == 6)
-        #expect(hub.events(from: 6).events.isEmpty)
-        #expect(hub.wait(past: 5, seconds: 5) == 6)  // already past: no wait
-        let start = Date()
-        #expect(hub.wait(past: 6, seconds: 0.05) == 6)
-        #expect(Date().timeIntervalSince(start) >= 0.04)
     }
 
     @Test("header deadlines: a connection still sending headers past the timeout is shut once; one whose headers came, or that closed, is not")
@@ -194,30 +176,5 @@ struct HTTPServerPartsTests {
         #expect(stats.snapshot.headerTimeouts == 2)
         d.closed(a); d.closed(b); d.closed(kept)
         #expect(d.count == 0)
-    }
-
-    @Test("config: the HTTP limits and metrics_require_auth from keys, with bad values refused")
-    func config() throws {
-        var c = RelayConfig()
-        #expect(c.metricsRequireAuth == .remote)
-        #expect(c.httpLimits == HTTPLimits())
-        try c.set("http_max_connections", "200")
-        try c.set("http_connections_per_address", "8")
-        try c.set("http_idle_timeout_s", "3")
-        try c.set("http_header_timeout_s", "4")
-        try c.set("event_stream_stall_timeout_s", "7")
-        #expect(c.httpLimits.maxConnections == 200 && c.httpLimits.connectionsPerAddress == 8)
-        #expect(c.httpLimits.idleTimeoutSeconds == 3 && c.httpLimits.eventStreamStallSeconds == 7 && c.httpLimits.headerTimeoutSeconds == 4)
-        for (value, expected) in [("true", MetricsAuth.always), ("1", .always), ("remote", .remote), ("false", .never), ("0", .never)] {
-            try c.set("metrics_require_auth", value)
-            #expect(c.metricsRequireAuth == expected)
-        }
-        #expect(throws: ConfigError.self) { try c.set("metrics_require_auth", "yes") }
-        #expect(throws: ConfigError.self) { try c.set("http_idle_timeout_s", "0") }
-        #expect(throws: ConfigError.self) { try c.set("http_connections_per_address", "-1") }
-        for key in ["http_max_connections", "http_connections_per_address", "http_idle_timeout_s", "http_header_timeout_s",
-                    "event_stream_stall_timeout_s"] {
-            #expect(RelayConfig.keys.contains(key))
-        }
     }
 }

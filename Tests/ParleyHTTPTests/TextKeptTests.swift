@@ -104,22 +104,4 @@ struct TextKeptTests {
                                          now: RouterTests.now)
         #expect(none.status == 404 && store.keeping.count == 0)
     }
-
-    @Test("the store tells a member's session that its room text was not kept, through the room's worker (roomTextNotKept), and settles the request")
-    func storeAnswersTheSender() throws {
-        let store = try MessageStore(redis: ClusterURL("redis://127.0.0.1:1")!, nodeID: "n",
-                                     mac: ClusterMAC(root: Array(repeating: 1, count: 32), purpose: .texts), log: MemoryLogSink(threshold: .error))
-        let answers = MessageStoreTests.Answers()
-        store.post = { c in answers.list.withLock { $0.append(c) } }
-        let thread = try OSThread(name: "test-store") { store.run() }
-        defer { store.stop(); thread.join() }
-        let (id, wait) = try #require(store.keeping.expect())
-        store.submitForTests([
-            .roomText(room: "r", identity: "ann", name: "Ann", text: "hi", at: 1, receipt: .init(connection: 9, messageID: 4, delivered: true)),
-            .roomText(room: "r", identity: "backend", name: "", text: "yo", at: 2, receipt: .init(request: id)),
-        ])
-        #expect(answers.wait(for: 1, seconds: 3) == [.roomTextNotKept(room: "r", identity: "ann", connection: 9, messageID: 4, delivered: true,
-                                                                      reason: "the relay's message store is unreachable")])
-        #expect(wait.wait(seconds: 3) == .notKept(reason: "the relay's message store is unreachable", full: false))
-    }
 }

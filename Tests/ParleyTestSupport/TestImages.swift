@@ -1,11 +1,7 @@
-import ParleyAuth
-import ParleyRelay
-import Synchronization
-
 /// The smallest images of each kind the relay keeps, byte for byte.
-enum TestImages {
+public enum TestImages {
     /// A 1×1 grey PNG (67 bytes).
-    static let png: [UInt8] = [
+    public static let png: [UInt8] = [
         0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A,              // signature
         0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44, 0x52,              // IHDR, 13 bytes
         0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01,              //   width 1, height 1
@@ -19,7 +15,7 @@ enum TestImages {
     ]
 
     /// A 1×1 grey baseline JPEG (159 bytes; libjpeg-turbo decodes it to one pixel of 128).
-    static let jpeg: [UInt8] = [
+    public static let jpeg: [UInt8] = [
         0xFF, 0xD8,                                                  // SOI
         0xFF, 0xE0, 0x00, 0x10, 0x4A, 0x46, 0x49, 0x46, 0x00,        // APP0, 16 bytes, "JFIF\0"
         0x01, 0x01, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00,        //   version 1.1, aspect 1:1, no thumbnail
@@ -37,7 +33,7 @@ enum TestImages {
     ]
 
     /// A 1×1 lossless WebP (34 bytes).
-    static let webp: [UInt8] = [
+    public static let webp: [UInt8] = [
         0x52, 0x49, 0x46, 0x46, 0x1A, 0x00, 0x00, 0x00,              // "RIFF", 26 bytes follow
         0x57, 0x45, 0x42, 0x50,                                      // "WEBP"
         0x56, 0x50, 0x38, 0x4C, 0x0D, 0x00, 0x00, 0x00,              // "VP8L", 13 bytes
@@ -46,7 +42,7 @@ enum TestImages {
     ]
 
     /// A 1×1 transparent GIF (43 bytes).
-    static let gif: [UInt8] = [
+    public static let gif: [UInt8] = [
         0x47, 0x49, 0x46, 0x38, 0x39, 0x61,                          // "GIF89a"
         0x01, 0x00, 0x01, 0x00, 0x80, 0x00, 0x00,                    // screen 1×1, a 2-colour table
         0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x00,                          // the table
@@ -58,32 +54,36 @@ enum TestImages {
 
     /// `png` grown to `size` bytes (at least 79) by a private ancillary chunk `prVt` of zeros before its IEND: still a
     /// PNG of 1×1 pixels, for size limits.
-    static func png(size: Int) -> [UInt8] {
+    public static func png(size: Int) -> [UInt8] {
         precondition(size >= png.count + 12)
         return Array(png.dropLast(12)) + pngChunk("prVt", [UInt8](repeating: 0, count: size - png.count - 12)) + png.suffix(12)
     }
 
     /// One PNG chunk: length, type, data, CRC (computed here, by `crc32`, independently of the relay's zlib).
-    static func pngChunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
+    public static func pngChunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
         let typed = Array(type.utf8) + data
         return bigEndian(UInt32(data.count)) + typed + bigEndian(crc32(typed))
     }
 
     /// A PNG of `chunks` between the signature and IEND (each from `pngChunk`).
-    static func png(chunks: [[UInt8]]) -> [UInt8] { Array(png.prefix(8)) + chunks.joined() + png.suffix(12) }
+    public static func png(chunks: [[UInt8]]) -> [UInt8] { Array(png.prefix(8)) + chunks.joined() + png.suffix(12) }
 
     /// The 13 bytes of an IHDR.
-    static func ihdr(width: UInt32, height: UInt32, depth: UInt8 = 8, colourType: UInt8 = 0, interlace: UInt8 = 0) -> [UInt8] {
+    public static func ihdr(width: UInt32, height: UInt32, depth: UInt8 = 8, colourType: UInt8 = 0,
+                            interlace: UInt8 = 0) -> [UInt8] {
         bigEndian(width) + bigEndian(height) + [depth, colourType, 0, 0, interlace]
     }
 
     /// The IDAT of `png` (a zlib stream of one filtered grey row).
-    static let idat: [UInt8] = [0x78, 0x9C, 0x63, 0x60, 0x00, 0x00, 0x00, 0x02, 0x00, 0x01]
+    public static let idat: [UInt8] = [0x78, 0x9C, 0x63, 0x60, 0x00, 0x00, 0x00, 0x02, 0x00, 0x01]
 
-    static func bigEndian(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
+    /// `v` as four bytes, most significant first.
+    public static func bigEndian(_ v: UInt32) -> [UInt8] {
+        [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)]
+    }
 
     /// CRC-32/ISO-HDLC bit by bit (reflected 0xEDB88320): the test's own oracle.
-    static func crc32(_ bytes: [UInt8]) -> UInt32 {
+    public static func crc32(_ bytes: [UInt8]) -> UInt32 {
         var crc: UInt32 = 0xFFFF_FFFF
         for b in bytes {
             crc ^= UInt32(b)
@@ -91,46 +91,4 @@ enum TestImages {
         }
         return crc ^ 0xFFFF_FFFF
     }
-}
-
-/// Attachments in memory, counting what it keeps: router tests need no disk.
-final class MemoryAttachmentStore: AttachmentStore {
-    struct Contents {
-        var blobs: [String: [UInt8]] = [:]
-        var records: [AttachmentID: AttachmentRecord] = [:]
-    }
-    let contents = Mutex(Contents())
-    /// What every save and load throws instead, when set.
-    let failure = Mutex<AttachmentStoreError?>(nil)
-    /// What every upload's admission answers instead, when set; the uploads admitted, as (uploader, declared bytes).
-    let refusal = Mutex<AttachmentQuotaRefusal?>(nil)
-    let admitted = Mutex<[(String, Int?)]>([])
-
-    func admitUpload(uploader: String, bytes: Int?, unixMilliseconds: Int64) -> AttachmentQuotaRefusal? {
-        if let refusal = refusal.withLock({ $0 }) { return refusal }
-        admitted.withLock { $0.append((uploader, bytes)) }
-        return nil
-    }
-
-    func expiry(ofCreatedAt createdAt: Int64) -> Int64? { nil }
-
-    func save(_ bytes: [UInt8], format: ImageFormat, uploader: String,
-              unixMilliseconds: Int64) throws(AttachmentStoreError) -> (id: AttachmentID, record: AttachmentRecord) {
-        if let error = failure.withLock({ $0 }) { throw error }
-        let record = AttachmentRecord(bytes: bytes, format: format, uploader: uploader, createdAt: unixMilliseconds)
-        let id = AttachmentID.random()
-        contents.withLock {
-            $0.blobs[record.sha256] = bytes
-            $0.records[id] = record
-        }
-        return (id, record)
-    }
-
-    func load(_ id: AttachmentID) throws(AttachmentStoreError) -> (record: AttachmentRecord, bytes: [UInt8])? {
-        if let error = failure.withLock({ $0 }) { throw error }
-        return contents.withLock { c in c.records[id].flatMap { r in c.blobs[r.sha256].map { (r, $0) } } }
-    }
-
-    var blobCount: Int { contents.withLock { $0.blobs.count } }
-    var recordCount: Int { contents.withLock { $0.records.count } }
 }

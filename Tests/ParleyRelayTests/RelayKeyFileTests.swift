@@ -1,19 +1,8 @@
 import Foundation
 import ParleyAuth
 import ParleyRelay
+import ParleyTestSupport
 import Testing
-
-/// A fresh directory under the system's temporary directory, removed by `remove()`.
-struct ScratchDirectory {
-    let path: String
-    init() {
-        path = NSTemporaryDirectory() + "parley-key-test-\(getpid())-\(UUID().uuidString)"
-    }
-    func remove() { try? FileManager.default.removeItem(atPath: path) }
-    func mode(_ file: String) -> Int {
-        ((try? FileManager.default.attributesOfItem(atPath: file))?[.posixPermissions] as? Int) ?? -1
-    }
-}
 
 @Suite("The relay's identity key in state_dir: made once (0700/0600), read back, refused when others may read it or it is no key")
 struct RelayKeyFileTests {

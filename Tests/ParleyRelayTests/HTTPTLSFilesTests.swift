@@ -1,5 +1,6 @@
 import Foundation
 import ParleyRelay
+import ParleyTestSupport
 import Testing
 
 /// The HTTP API's TLS settings: a certificate and a key come together, and their files are checked before the relay

@@ -150,3 +150,31 @@ struct AttachmentConfigTests {
         #expect(c.attachmentMaxBytes == 67_108_864)
     }
 }
+
+@Suite("parley-relay's configuration: the HTTP limits and metrics_require_auth")
+struct HTTPLimitsConfigTests {
+    @Test("the HTTP limits and metrics_require_auth from keys, with bad values refused")
+    func fromKeys() throws {
+        var c = RelayConfig()
+        #expect(c.metricsRequireAuth == .remote)
+        #expect(c.httpLimits == HTTPLimits())
+        try c.set("http_max_connections", "200")
+        try c.set("http_connections_per_address", "8")
+        try c.set("http_idle_timeout_s", "3")
+        try c.set("http_header_timeout_s", "4")
+        try c.set("event_stream_stall_timeout_s", "7")
+        #expect(c.httpLimits.maxConnections == 200 && c.httpLimits.connectionsPerAddress == 8)
+        #expect(c.httpLimits.idleTimeoutSeconds == 3 && c.httpLimits.eventStreamStallSeconds == 7 && c.httpLimits.headerTimeoutSeconds == 4)
+        for (value, expected) in [("true", MetricsAuth.always), ("1", .always), ("remote", .remote), ("false", .never), ("0", .never)] {
+            try c.set("metrics_require_auth", value)
+            #expect(c.metricsRequireAuth == expected)
+        }
+        #expect(throws: ConfigError.self) { try c.set("metrics_require_auth", "yes") }
+        #expect(throws: ConfigError.self) { try c.set("http_idle_timeout_s", "0") }
+        #expect(throws: ConfigError.self) { try c.set("http_connections_per_address", "-1") }
+        for key in ["http_max_connections", "http_connections_per_address", "http_idle_timeout_s", "http_header_timeout_s",
+                    "event_stream_stall_timeout_s"] {
+            #expect(RelayConfig.keys.contains(key))
+        }
+    }
+}

@@ -4,6 +4,7 @@ import ParleyAuth
 import ParleyNet
 import ParleyRelay
 import ParleyRelayCore
+import ParleyTestSupport
 import Testing
 
 /// `AttachmentFiles` on a real temporary directory: the layout and modes, one blob for identical bytes, and what a

@@ -1,4 +1,5 @@
 import ParleyRelay
+import ParleyTestSupport
 import ParleyWire
 import Testing
 
