@@ -11,8 +11,14 @@ struct DTLSSessionTests {
     static let now = Int64(Date().timeIntervalSince1970)
     static let serverCertificate = try! DTLSCertificate(now: now)
     static let clientCertificate = try! DTLSCertificate(now: now)
-    static let serverContext = try! DTLSContext(certificate: serverCertificate, initialRetransmitTimeout: 0.02)
-    static let clientContext = try! DTLSContext(certificate: clientCertificate, initialRetransmitTimeout: 0.02)
+    /// Contexts whose timers do not fire while a test exchanges datagrams, however loaded the machine (OpenSSL's 1 s
+    /// first timeout): a timer that fires mid-exchange makes OpenSSL resend a flight, which ends a clean exchange with
+    /// extra events.
+    static let serverContext = try! DTLSContext(certificate: serverCertificate)
+    static let clientContext = try! DTLSContext(certificate: clientCertificate)
+    /// Contexts with a 20 ms first timeout, for the tests of retransmission (they wait for the timers on the real clock).
+    static let fastServerContext = try! DTLSContext(certificate: serverCertificate, initialRetransmitTimeout: 0.02)
+    static let fastClientContext = try! DTLSContext(certificate: clientCertificate, initialRetransmitTimeout: 0.02)
 
     /// A client and a server that expect each other's certificates (unless told otherwise).
     static func pair(clientContext: DTLSContext = clientContext, serverContext: DTLSContext = serverContext,
@@ -316,13 +322,13 @@ struct DTLSSessionTests {
     @Test("the server's first flight is lost: the client's timer resends its ClientHello, the server's its flight",
           arguments: [true, false])
     func lostServerFlight(clientTimerFirst: Bool) throws {
-        let (client, server) = try Self.pair()
+        let (client, server) = try Self.pair(clientContext: Self.fastClientContext, serverContext: Self.fastServerContext)
         client.start()
         var network = Network()
         network.run(client, server, drop: { toServer, _ in !toServer })
         #expect(client.state == .handshaking && server.state == .handshaking)
         let timeout = try #require(client.secondsUntilRetransmit())
-        #expect(timeout > 0 && timeout <= 0.02)
+        #expect(timeout >= 0 && timeout <= 0.02)  // 0 once it expired (a loaded machine may take that long to get here)
         #expect(server.secondsUntilRetransmit() != nil)
 
         if clientTimerFirst {
@@ -331,8 +337,9 @@ struct DTLSSessionTests {
             let resent = client.takeOutgoing()
             #expect(resent.count == 1 && resent.first?[13] == 1, "the ClientHello again")
             for datagram in resent { #expect(server.receive(datagram) == .handshaking) }
-            // OpenSSL answers a repeated ClientHello with its flight again: let that copy be lost too.
-            #expect(!server.takeOutgoing().isEmpty)
+            // OpenSSL answers a repeated ClientHello with its flight again (unless its own timer already resent it):
+            // let that copy be lost too.
+            _ = server.takeOutgoing()
         }
         Self.waitForTimer(server)
         #expect(server.handleTimeout() == .handshaking)
@@ -344,7 +351,7 @@ struct DTLSSessionTests {
 
     @Test("the server's last flight is lost: the client resends its Finished and the connected server answers again")
     func lostServerFinished() throws {
-        let (client, server) = try Self.pair()
+        let (client, server) = try Self.pair(clientContext: Self.fastClientContext, serverContext: Self.fastServerContext)
         client.start()
         var network = Network()
         // Server → client datagrams: the first flight, then CCS + Finished; drop everything after the first flight.
