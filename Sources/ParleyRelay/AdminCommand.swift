@@ -19,7 +19,7 @@ public enum AdminCommand: Sendable, Equatable {
     /// Send a text to everyone in a room from one of its members (the web page writing through the API).
     case memberMessage(room: String, identity: String, text: String, attachments: [String] = [], keepRequest: UInt64 = 0)
     /// Add a plain-RTP endpoint to a room: RTP accepted only from `sourceAddress`, media sent only to `receiveAddress`
-    /// (each defaults to the other; see `RelayCore.createRTPEndpoint`).
+    /// (each defaults to the other; see `RTPEndpoints.create`).
     case addRTPEndpoint(room: String, identity: String, name: String?, publish: Bool, subscribe: Bool, sourceAddress: PeerAddress?,
                         receiveAddress: PeerAddress?, keys: RTPEndpointKeys?)
     /// Remove a plain-RTP endpoint.

@@ -212,8 +212,8 @@ extension RelayCore {
         rooms.announceJoin(member, now: now)
         // In a cluster, the room's other nodes learn of the joiner now (at most every 50 ms; else with the next pass).
         if let cascade = room.cascade {
-            if cascade.lastDiscovery == .distantPast { discoverPeers(room, now: now) }
-            if now.monotonic - cascade.lastRoster >= .milliseconds(50) { sendRoster(room, now: now) }
+            if cascade.lastDiscovery == .distantPast { cluster.discoverPeers(room, now: now) }
+            if now.monotonic - cascade.lastRoster >= .milliseconds(50) { cluster.sendRoster(room, now: now) }
         }
         outbox.counters.joinsAccepted &+= 1
         if log.threshold <= .info {

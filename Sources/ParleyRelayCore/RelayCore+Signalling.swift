@@ -195,7 +195,7 @@ extension RelayCore {
         for a in member.endpoint?.rtcpSources ?? [] { sessions.unlink(a, from: .member(member)) }
         sessions.bySSRC[member.ssrc] = nil
         if let webrtc = member.webrtc {
-            closeWebRTC(member)
+            webRTCMembers.close(member)
             sessions.byICEUfrag[webrtc.localUfrag] = nil
             if let trial = webrtc.trial?.address, trial != member.endpoint?.rtpSource { sessions.unlink(trial, from: .member(member)) }
         }
@@ -242,7 +242,7 @@ extension RelayCore {
             case .member(let member):
                 if let webrtc = member.webrtc {
                     // Consent (RFC 7675) keeps a WebRTC member, not its media: a muted browser may send nothing.
-                    if serviceWebRTC(member, webrtc, now: now), housekeeping, rtcp.wantsReports(member), now.monotonic >= member.rtcp.nextReport {
+                    if webRTCMembers.service(member, webrtc, now: now), housekeeping, rtcp.wantsReports(member), now.monotonic >= member.rtcp.nextReport {
                         rtcp.sendReport(to: member, now: now)
                     }
                     continue
