@@ -207,7 +207,7 @@ extension RelayCore {
         }
         if !room.announcedSpeakers.isEmpty, member.wantsSpeakerLists { outbox.enqueue(.speakers(room.announcedSpeakers), to: session) }
         if let recording = room.recording { outbox.enqueue(.recording(active: true, id: recording.name), to: session) }
-        sendNextRoomKey(room, to: member)
+        roomKeys.sendNextKey(room, to: member)
         outbox.pump(session, now: now)
         rooms.announceJoin(member, now: now)
         // In a cluster, the room's other nodes learn of the joiner now (at most every 50 ms; else with the next pass).

@@ -200,7 +200,7 @@ extension RelayCore {
             if let trial = webrtc.trial?.address, trial != member.endpoint?.rtpSource { sessions.unlink(trial, from: .member(member)) }
         }
         rtcp.streamsEnded(for: member, now: now)
-        if holdsRoomKey(member) { roomKeyHolderLeaving(member, now: now.monotonic) }  // the room's key leaves with it
+        if roomKeys.holdsRoomKey(member) { roomKeys.holderLeaving(member, now: now.monotonic) }  // the room's key leaves with it
         rooms.memberLeft(member, reason: reason, now: now)
     }
 

@@ -15,7 +15,7 @@ extension RelayCore {
         scanSessions(now: now, housekeeping: housekeeping)
         calls.ringTimeouts(now: now)
         rooms.tick(now: now, housekeeping: housekeeping)
-        serviceRoomKeys(now: now)
+        roomKeys.tick(now: now)
         if housekeeping { cluster.tick(now: now) }
         // Never in the past: a condition this tick could not clear is looked at again on the next wakeup, not in a spin.
         timersDue = max(nextTimerWork(), now.monotonic + .nanoseconds(1))
@@ -62,7 +62,7 @@ extension RelayCore {
             }
         }
         due = min(due, rooms.nextWork(housekeepingDue: housekeepingDue))
-        due = min(due, nextRoomKeyWork(housekeepingDue: housekeepingDue))
+        due = min(due, roomKeys.nextDeadline(housekeepingDue: housekeepingDue))
         return due
     }
 

@@ -48,8 +48,6 @@ public final class RelayCore {
     let random: RelayRandom
     /// Joins and registers with a valid cookie this worker admits per second.
     var joinBudget: JoinBudget
-    /// Rooms whose downstream key is changing (`RelayCore+RoomKeys.swift`).
-    var roomsChangingKey: [Room] = []
     /// Moves sessions to new addresses once those proved themselves.
     let paths: PathValidator
     /// Responses to recent handshake initiations, resent when an initiation repeats.
@@ -61,10 +59,11 @@ public final class RelayCore {
     public let recordings: RecordingTap
     /// Texts to keep and chats to record, for the message store (`RelayCore+StoredTexts.swift`); off without one.
     public let history: HistoryLog
-    /// The core's parts (`CorePart`): WebRTC members, plain-RTP endpoints, the cluster's rooms.
+    /// The core's parts (`CorePart`): WebRTC members, plain-RTP endpoints, the cluster's rooms, room key changes.
     lazy var webRTCMembers = WebRTCMembers(core: self)
     lazy var rtpEndpoints = RTPEndpoints(core: self)
     lazy var cluster = ClusterRooms(core: self)
+    lazy var roomKeys = RoomKeyChanges(core: self)
     /// The earliest monotonic time at which `tick` has work (see `RelayCore+Timers.swift`).
     public internal(set) var timersDue = Instant.distantPast
 
