@@ -173,7 +173,7 @@ extension RelayCore {
         case .callInvite(let callID, let to, let share): calls.invite(from: p, callID: callID, to: to, keyShare: share, now: now)
         case .callAnswer(let callID, let accept, let share): calls.answer(by: p, callID: callID, accept: accept, keyShare: share, now: now)
         case .callHangup(let callID): calls.hangUp(by: p, callID: callID, now: now)
-        case .chatAnswer(let requester, let accept): answerChat(from: p, requester: requester, accept: accept, now: now)
+        case .chatAnswer(let requester, let accept): messaging.answerChat(from: p, requester: requester, accept: accept, now: now)
         default: return false
         }
         return true

@@ -64,6 +64,8 @@ public final class RelayCore {
     lazy var rtpEndpoints = RTPEndpoints(core: self)
     lazy var cluster = ClusterRooms(core: self)
     lazy var roomKeys = RoomKeyChanges(core: self)
+    /// Messaging: what the message store answers, web pages online for calls (`Messaging`).
+    public private(set) lazy var messaging = Messaging(core: self)
     /// The earliest monotonic time at which `tick` has work (see `RelayCore+Timers.swift`).
     public internal(set) var timersDue = Instant.distantPast
 
