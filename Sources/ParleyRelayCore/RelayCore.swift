@@ -46,12 +46,8 @@ public final class RelayCore {
     let uplinkRepair: UplinkRepair
     /// Where every random number the core uses comes from.
     let random: RelayRandom
-    /// Joins and registers with a valid cookie this worker admits per second.
-    var joinBudget: JoinBudget
     /// Moves sessions to new addresses once those proved themselves.
     let paths: PathValidator
-    /// Responses to recent handshake initiations, resent when an initiation repeats.
-    let handshakeResponses = HandshakeResponses()
     var lastHousekeeping = Instant.distantPast
     var shuttingDown = false
     var backendMessageID: UInt32 = 0
@@ -64,6 +60,8 @@ public final class RelayCore {
     lazy var rtpEndpoints = RTPEndpoints(core: self)
     lazy var cluster = ClusterRooms(core: self)
     lazy var roomKeys = RoomKeyChanges(core: self)
+    /// The one way in: joins and registers, the join budget, the handshake (`Admission`).
+    lazy var admission = Admission(core: self)
     /// Messaging: what the message store answers, web pages online for calls (`Messaging`).
     public private(set) lazy var messaging = Messaging(core: self)
     /// The earliest monotonic time at which `tick` has work (see `RelayCore+Timers.swift`).
@@ -96,9 +94,16 @@ public final class RelayCore {
         self.calls = CallRouter(outbox: outbox, directory: presence, signer: shared.callSigner,
                                 relayKey: shared.cluster == nil ? shared.verifier.relayKey : nil,
                                 random: random)
-        joinBudget = JoinBudget(perSecond: shared.config.joinsPerSecond)
         paths = PathValidator(sessions: sessions, outbox: outbox, challenges: shared.pathChallenges)
         cluster.start()
+    }
+
+    /// The worker that holds every presence session (the owner of the public port).
+    static let presenceWorker = 0
+
+    /// A join or register another worker passed here because this worker admits it (`Admission.handleHandoff`).
+    public func handleHandoff(_ handoff: Handoff, from: PeerAddress, now: Moment) {
+        admission.handleHandoff(handoff, from: from, now: now)
     }
 
     /// A fresh SSRC for a new member: in 1…2³¹−1, not the relay's and not another member's of this worker.

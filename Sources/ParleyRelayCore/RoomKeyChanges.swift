@@ -65,7 +65,7 @@ final class RoomKeyChanges: CorePart {
     /// A member joining while a change is under way gets the next key too (after its welcome, which has the current).
     func sendNextKey(_ room: Room, to member: Member) {
         guard let next = room.keyChange?.next, holdsRoomKey(member) else { return }
-        outbox.enqueue(.roomKey(keyID: next.id, material: next.key.material, streamIndices: RelayCore.streamIndices(room)), to: member.session)
+        outbox.enqueue(.roomKey(keyID: next.id, material: next.key.material, streamIndices: Admission.streamIndices(room)), to: member.session)
     }
 
     /// For `tick`: sends the next key of the rooms whose change is due, and switches those whose holders all have it.
@@ -88,7 +88,7 @@ final class RoomKeyChanges: CorePart {
             guard change.due <= now.monotonic else { return false }
             let key = MediaKey.random()
             let id = room.downstreamKeyID &+ 1
-            let indices = RelayCore.streamIndices(room)
+            let indices = Admission.streamIndices(room)
             for member in holders {
                 outbox.enqueue(.roomKey(keyID: id, material: key.material, streamIndices: indices), to: member.session)
                 outbox.pump(member.session, now: now)
