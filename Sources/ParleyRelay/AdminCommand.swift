@@ -19,7 +19,7 @@ public enum AdminCommand: Sendable, Equatable {
     /// Send a text to everyone in a room from one of its members (the web page writing through the API).
     case memberMessage(room: String, identity: String, text: String, attachments: [String] = [], keepRequest: UInt64 = 0)
     /// Add a plain-RTP endpoint to a room: RTP accepted only from `sourceAddress`, media sent only to `receiveAddress`
-    /// (each defaults to the other; see `RelayCore.createRTPEndpoint`).
+    /// (each defaults to the other; see `RTPEndpoints.create`).
     case addRTPEndpoint(room: String, identity: String, name: String?, publish: Bool, subscribe: Bool, sourceAddress: PeerAddress?,
                         receiveAddress: PeerAddress?, keys: RTPEndpointKeys?)
     /// Remove a plain-RTP endpoint.
@@ -101,7 +101,7 @@ public enum AdminCommand: Sendable, Equatable {
         case .memberMessage(let room, let identity, let text, let images, let request):
             core.sendText(room: room, text: text, attachments: images, fromIdentity: identity, asMember: true, keepRequest: request, now: now)
         case .roomTextNotKept(let room, let identity, let connection, let messageID, let delivered, let reason):
-            core.roomTextNotKept(room: room, identity: identity, connection: connection, messageID: messageID, delivered: delivered,
+            core.messaging.roomTextNotKept(room: room, identity: identity, connection: connection, messageID: messageID, delivered: delivered,
                                  reason: reason, now: now)
         case .addRTPEndpoint(let room, let identity, let name, let publish, let subscribe, let sourceAddress, let receiveAddress, let keys):
             core.createRTPEndpoint(room: room, identity: identity, displayName: name, publish: publish, subscribe: subscribe,
@@ -110,21 +110,21 @@ public enum AdminCommand: Sendable, Equatable {
         case .addWebRTCMember(let room, let identity, let name, let createMode, let terms):
             core.createWebRTCMember(room: room, identity: identity, displayName: name, createMode: createMode, terms: terms, now: now)
         case .removeWebRTCMember(let room, let identity): core.deleteWebRTCMember(room: room, identity: identity, now: now)
-        case .openWebPresence(let stream, let identity, let name): core.openWebPresence(stream: stream, identity: identity, name: name, now: now)
-        case .closeWebPresence(let stream, let identity): core.closeWebPresence(stream: stream, identity: identity, now: now)
-        case .webCall(let stream, let identity, let callee): core.webCall(stream: stream, identity: identity, callee: callee, now: now)
+        case .openWebPresence(let stream, let identity, let name): core.messaging.openWebPresence(stream: stream, identity: identity, name: name, now: now)
+        case .closeWebPresence(let stream, let identity): core.messaging.closeWebPresence(stream: stream, identity: identity, now: now)
+        case .webCall(let stream, let identity, let callee): core.messaging.webCall(stream: stream, identity: identity, callee: callee, now: now)
         case .webAnswer(let stream, let identity, let callID, let accept):
-            core.webAnswer(stream: stream, identity: identity, callID: callID, accept: accept, now: now)
-        case .webHangUp(let stream, let identity, let callID): core.webHangUp(stream: stream, identity: identity, callID: callID, now: now)
+            core.messaging.webAnswer(stream: stream, identity: identity, callID: callID, accept: accept, now: now)
+        case .webHangUp(let stream, let identity, let callID): core.messaging.webHangUp(stream: stream, identity: identity, callID: callID, now: now)
         case .webDirectText(let stream, let identity, let to, let text):
-            core.webDirectText(stream: stream, identity: identity, to: to, text: text, now: now)
+            core.messaging.webDirectText(stream: stream, identity: identity, to: to, text: text, now: now)
         case .textStored(let from, let connection, let messageID, let stored, let reason):
-            core.textStored(from: from, connection: connection, messageID: messageID, stored: stored, reason: reason, now: now)
-        case .deliverWaiting(let identity, let texts): core.deliverWaiting(to: identity, texts: texts, now: now)
-        case .textsFailed(let texts): core.textsFailed(texts, now: now)
+            core.messaging.textStored(from: from, connection: connection, messageID: messageID, stored: stored, reason: reason, now: now)
+        case .deliverWaiting(let identity, let texts): core.messaging.deliverWaiting(to: identity, texts: texts, now: now)
+        case .textsFailed(let texts): core.messaging.textsFailed(texts, now: now)
         case .webAnswerChat(let stream, let identity, let requester, let accept):
-            core.webAnswerChat(stream: stream, identity: identity, requester: requester, accept: accept, now: now)
-        case .replaceChats(let chats): core.replaceChats(chats)
+            core.messaging.webAnswerChat(stream: stream, identity: identity, requester: requester, accept: accept, now: now)
+        case .replaceChats(let chats): core.messaging.replaceChats(chats)
         }
     }
 }

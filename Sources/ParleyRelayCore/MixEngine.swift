@@ -1,24 +1,6 @@
 import ParleyMedia
 import ParleyWire
 
-/// One publisher's input to a room's mix: its receive stream, its last frame, and — while it speaks — the encoder
-/// and limiter of its minus-one mix (what it hears: everyone but itself).
-final class MixInput {
-    let stream: AudioReceiveStream
-    let pcm: UnsafeMutablePointer<Int16>
-    var contributing = false
-    var minusOneEncoder: OpusEncoder?
-    var minusOneLimiter = MixLimiter()
-
-    init(stream: AudioReceiveStream, frameSamples: Int) {
-        self.stream = stream
-        pcm = .allocate(capacity: frameSamples)
-        pcm.initialize(repeating: 0, count: frameSamples)
-    }
-
-    deinit { pcm.deallocate() }
-}
-
 /// The mix-mode engine of one room. Every 20 ms, on absolute deadlines of the monotonic clock, it pulls a frame from
 /// each publisher's jitter buffer, mixes the speakers, and encodes one shared mix for everyone not speaking plus one
 /// minus-one mix per speaker. Nobody speaking: no mixing and no encoding. Each listener receives one RTP stream (the

@@ -59,7 +59,7 @@ extension RelayCore {
         for member in room.members where member.isLocal {
             removeMember(member, reason: reason, goodbye: .roomClosed, now: now)
         }
-        leaveCascade(room, now: now)
+        cluster.leaveCascade(room, now: now)
         room.mix?.stop()
         rooms.forget(room, reason: reason, now: now)
         if log.threshold <= .info { log.write(.info, "room \(name) closed: \(reason)") }
@@ -98,7 +98,7 @@ extension RelayCore {
             return .conflict("a text must be 1–\(Signalling.maxTextBytes) bytes (or empty with an image), with at most "
                              + "\(TextAttachments.maxCount) attachment ids")
         }
-        _ = cascadeText(fragments, from: sender, to: "", room: room)
+        _ = cluster.cascadeText(fragments, from: sender, to: "", room: room)
         for member in room.members where member !== sender && member.isLocal && outbox.canTakeText(member.session.channel, fragments: fragments.count) {
             for f in fragments {
                 outbox.enqueue(.text(fromMemberID: sender?.id ?? 0, fromIdentity: fromIdentity, direct: false, fragment: f), to: member.session)
@@ -128,4 +128,40 @@ extension RelayCore {
     public func roomLimits(_ name: String) -> (maxMembers: Int?, emptyTimeout: Interval?)? {
         rooms[name].map { ($0.maxMembers, $0.emptyTimeout) }
     }
+
+    // MARK: WebRTC members (`WebRTCMembers`)
+
+    /// Adds a WebRTC member to `room` (the backend's WHIP/WHEP offer): see `WebRTCMembers.create`.
+    public func createWebRTCMember(room: String, identity: String, displayName: String?, createMode: String?,
+                                   terms: WebRTCOfferTerms, now: Moment) -> AdminResult {
+        webRTCMembers.create(room: room, identity: identity, displayName: displayName, createMode: createMode, terms: terms, now: now)
+    }
+
+    /// Ends the WebRTC member `identity` of `room` (the WHIP/WHEP `DELETE`): it leaves, its browser told by close_notify.
+    public func deleteWebRTCMember(room: String, identity: String, now: Moment) -> AdminResult {
+        webRTCMembers.delete(room: room, identity: identity, now: now)
+    }
+
+    /// Why the token with `claims` may not join `room` as a WebRTC member, or nil: a call room admits only the two
+    /// parties' call tokens (`CallRoom`), through WebRTC as natively.
+    public static func webRTCRefusal(_ claims: TokenClaims, room: String) -> String? {
+        CallRoom.refusal(claims, room: room)?.1
+    }
+
+    // MARK: Plain-RTP endpoints (`RTPEndpoints`)
+
+    /// Creates a plain-RTP member of `room` with the addresses the backend names: see `RTPEndpoints.create`.
+    public func createRTPEndpoint(room: String, identity: String, displayName: String?, publish: Bool, subscribe: Bool,
+                                  source: PeerAddress?, receive: PeerAddress?, keys: RTPEndpointKeys?, now: Moment) -> AdminResult {
+        rtpEndpoints.create(room: room, identity: identity, displayName: displayName, publish: publish, subscribe: subscribe,
+                            source: source, receive: receive, keys: keys, now: now)
+    }
+
+    /// Removes the RTP endpoint `identity` of `room` (a signalling member is not touched).
+    public func deleteRTPEndpoint(room: String, identity: String, now: Moment) -> AdminResult {
+        rtpEndpoints.delete(room: room, identity: identity, now: now)
+    }
+
+    /// Drains this worker (`POST /v1/cluster/drain`): see `ClusterRooms.drain`.
+    public func drain(now: Moment) -> AdminResult { cluster.drain(now: now) }
 }

@@ -96,12 +96,12 @@ extension RelayCore {
                     sendMix(bytes, to: listener, now: now)
                 }
             } else {
-                cascadeMedia(plain, from: member, level: level, room: room)
+                cluster.cascadeMedia(plain, from: member, level: level, room: room)
             }
             if !room.isHybrid { return }
         }
         guard room.selector.isForwarded(member.id) else { return }
-        if room.cascade != nil { cascadeMedia(plain, from: member, level: level, room: room) }
+        if room.cascade != nil { cluster.cascadeMedia(plain, from: member, level: level, room: room) }
         fanOut(plain, packet: packet, from: member, address: from, now: now)
     }
 
@@ -137,9 +137,9 @@ extension RelayCore {
             // own SSRC and numbering (RelayCore+RTPEndpoints.swift), protected with its key when it has one.
             if let endpoint = listener.pointee.endpoint {
                 let link = endpoint.takeUnretainedValue().endpoint.unsafelyUnwrapped
-                guard let slot = endpointSlot(for: member, endpoint: link, id: listener.pointee.memberID, now: now.monotonic) else { continue }
-                let n = forwardToEndpoint(packet, from: member, to: link, slot: slot,
-                                          srtp: listener.pointee.srtp?.takeUnretainedValue(), address: listener.pointee.address, now: now)
+                guard let slot = link.slot(for: member, id: listener.pointee.memberID, now: now.monotonic) else { continue }
+                let n = link.forward(packet, from: member, slot: slot, srtp: listener.pointee.srtp?.takeUnretainedValue(),
+                                     address: listener.pointee.address, output: output, config: config, now: now)
                 guard n > 0 else { continue }
                 listener.pointee.packetsOut &+= 1
                 listener.pointee.bytesOut &+= UInt64(n)
@@ -175,12 +175,12 @@ extension RelayCore {
             guard let mix = room.mix, let due = mix.nextDeadline, due <= now.monotonic else { continue }
             let peers = (room.cascade?.mixTargets ?? []).map { (address: $0.address, worker: $0.worker) }
             mix.run(room: room, now: now.monotonic, shared: peers.isEmpty ? nil : { bytes, frame in
-                self.cascadeMix(bytes, frame: frame, target: 0, room: room, peers: peers)
+                self.cluster.cascadeMix(bytes, frame: frame, target: 0, room: room, peers: peers)
             }) { bytes, listener in
                 if let origin = listener.cascadeOrigin {
                     // A member of another node heard in the mix: its minus-one mix goes to its node.
                     guard let peer = room.cascade?.peers[origin.node] else { return }
-                    cascadeMix(bytes, frame: mix.frameIndex, target: origin.id, room: room, peers: [(peer.address, peer.worker)])
+                    cluster.cascadeMix(bytes, frame: mix.frameIndex, target: origin.id, room: room, peers: [(peer.address, peer.worker)])
                     return
                 }
                 sendMix(bytes, to: listener, now: now)
@@ -221,5 +221,45 @@ extension RelayCore {
             if let d = room.mix?.nextDeadline, earliest == nil || d < earliest! { earliest = d }
         }
         return earliest
+    }
+
+    /// An SRTP endpoint's RTP, checked and decrypted into the output arena (valid until the loop's flush), or nil when
+    /// dropped. libsrtp sets up a stream per SSRC it authenticates, so only the endpoint's SSRC reaches it — or, at a
+    /// publisher's first packet, the tool's own (adopted by `adoptEndpointSSRC` once it verifies) — and nothing from
+    /// an endpoint that may not publish.
+    func unprotectEndpointRTP(_ bytes: UnsafeRawBufferPointer, from member: Member, address: PeerAddress, now: Moment) -> UnsafeRawBufferPointer? {
+        guard let srtp = member.endpointSRTP else { return bytes }
+        guard member.canPublish else {
+            outbox.drop(.notPublisher, from: address, now: now)
+            return nil
+        }
+        guard bytes.count >= 12 else {
+            outbox.drop(.malformedRTP, from: address, now: now)
+            return nil
+        }
+        let ssrc = EndpointSRTP.word(bytes, at: 8)
+        guard ssrc == member.ssrc || (member.uplink.receiveStats.packetsReceived == 0 && sessions.bySSRC[ssrc] == nil) else {
+            outbox.drop(.ssrcMismatch, from: address, now: now)
+            return nil
+        }
+        do {
+            return try srtp.unprotect(bytes, rtcp: false, in: output)
+        } catch {
+            outbox.drop(EndpointSRTP.dropReason(error, rtcp: false), from: address, now: now)
+            return nil
+        }
+    }
+
+    /// An endpoint's first packet may carry the tool's own SSRC (ffmpeg and GStreamer pick one unless told): it
+    /// replaces the assigned one, once, when no other member uses it. Called only when the SSRC does not match.
+    func adoptEndpointSSRC(_ member: Member, _ ssrc: UInt32) -> Bool {
+        // Before its first RTP, not before its first datagram: `stats.packetsIn` counts RTCP too, and a browser may send
+        // a receiver report (from its own SSRC) before it sends any audio.
+        guard member.isRTPEndpoint, member.uplink.receiveStats.packetsReceived == 0, sessions.bySSRC[ssrc] == nil else { return false }
+        sessions.bySSRC[member.ssrc] = nil
+        member.ssrc = ssrc
+        sessions.bySSRC[ssrc] = member
+        if log.threshold <= .info { log.write(.info, "RTP endpoint \(member.identity) in \(member.room.name) sends as ssrc \(ssrc)") }
+        return true
     }
 }

@@ -9,7 +9,7 @@ import ParleyWire
 /// to a proven address, for members and presence sessions alike.
 extension RelayCore {
     func handleSignalling(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment, viaPublicPort: Bool) {
-        if SignallingEnvelope.isEnvelope(bytes) { return handleEnvelope(bytes, from: from, now: now, viaPublicPort: viaPublicPort) }
+        if SignallingEnvelope.isEnvelope(bytes) { return admission.handleEnvelope(bytes, from: from, now: now, viaPublicPort: viaPublicPort) }
         let datagram: SignalDatagram
         do {
             datagram = try SignalDatagram(parsing: bytes)
@@ -23,20 +23,9 @@ extension RelayCore {
             return handleSessionSignal(entry, datagram, bytes: bytes, now: now, viaPublicPort: viaPublicPort)
         }
         noteTimerWork(at: now.monotonic)
-        let reply = AdmissionReply(address: from, viaPublicPort: viaPublicPort, received: bytes.count, keys: nil)
         switch datagram.message {
-        case .join(let request):
-            handleAdmissionRequest(cookie: request.cookie, owner: shared.worker(forRoom: request.room), bytes: bytes, from: from,
-                                   now: now, viaPublicPort: viaPublicPort) {
-                guard joinBudget.take(from: from, now: now.monotonic) else { return outbox.drop(.joinFlood, from: from, now: now) }
-                admit(request, reply: reply, now: now)
-            }
-        case .register(let request):
-            handleAdmissionRequest(cookie: request.cookie, owner: Self.presenceWorker, bytes: bytes, from: from, now: now,
-                                   viaPublicPort: viaPublicPort) {
-                guard joinBudget.take(from: from, now: now.monotonic) else { return outbox.drop(.joinFlood, from: from, now: now) }
-                admitPresence(request, reply: reply, now: now)
-            }
+        case .join, .register:
+            admission.cleartextRequest(datagram.message, bytes: bytes, from: from, now: now, viaPublicPort: viaPublicPort)
         case .resume(let timestamp, let proof):
             paths.resume(connectionID: datagram.connectionID, timestamp: timestamp, proof: proof, received: bytes.count,
                          from: from, now: now, viaPublicPort: viaPublicPort)
@@ -124,24 +113,14 @@ extension RelayCore {
                 if request.nonce == session.nonce { continue }  // a repeat: the welcome is on its way
                 let address = session.address
                 removeSession(entry, reason: "rejoined", goodbye: nil, now: now)
-                let reply = AdmissionReply(address: address, viaPublicPort: viaPublicPort, received: bytes.count, keys: nil)
-                handleAdmissionRequest(cookie: request.cookie, owner: shared.worker(forRoom: request.room), bytes: bytes, from: address,
-                                       now: now, viaPublicPort: viaPublicPort) {
-                    guard joinBudget.take(from: address, now: now.monotonic) else { return outbox.drop(.joinFlood, from: address, now: now) }
-                    admit(request, reply: reply, now: now)
-                }
+                admission.cleartextRequest(message, bytes: bytes, from: address, now: now, viaPublicPort: viaPublicPort)
                 return
             case .register(let request):
                 guard case .presence = entry, session.sealed == nil else { outbox.drop(.unexpectedMessage, from: session.address, now: now); continue }
                 if request.nonce == session.nonce { continue }  // a repeat: the welcome is on its way
                 let address = session.address
                 removeSession(entry, reason: "registered again", goodbye: nil, now: now)
-                let reply = AdmissionReply(address: address, viaPublicPort: viaPublicPort, received: bytes.count, keys: nil)
-                handleAdmissionRequest(cookie: request.cookie, owner: Self.presenceWorker, bytes: bytes, from: address, now: now,
-                                       viaPublicPort: viaPublicPort) {
-                    guard joinBudget.take(from: address, now: now.monotonic) else { return outbox.drop(.joinFlood, from: address, now: now) }
-                    admitPresence(request, reply: reply, now: now)
-                }
+                admission.cleartextRequest(message, bytes: bytes, from: address, now: now, viaPublicPort: viaPublicPort)
                 return
             default:
                 let handled: Bool
@@ -173,7 +152,7 @@ extension RelayCore {
         case .callInvite(let callID, let to, let share): calls.invite(from: p, callID: callID, to: to, keyShare: share, now: now)
         case .callAnswer(let callID, let accept, let share): calls.answer(by: p, callID: callID, accept: accept, keyShare: share, now: now)
         case .callHangup(let callID): calls.hangUp(by: p, callID: callID, now: now)
-        case .chatAnswer(let requester, let accept): answerChat(from: p, requester: requester, accept: accept, now: now)
+        case .chatAnswer(let requester, let accept): messaging.answerChat(from: p, requester: requester, accept: accept, now: now)
         default: return false
         }
         return true
@@ -195,12 +174,12 @@ extension RelayCore {
         for a in member.endpoint?.rtcpSources ?? [] { sessions.unlink(a, from: .member(member)) }
         sessions.bySSRC[member.ssrc] = nil
         if let webrtc = member.webrtc {
-            closeWebRTC(member)
+            webRTCMembers.close(member)
             sessions.byICEUfrag[webrtc.localUfrag] = nil
             if let trial = webrtc.trial?.address, trial != member.endpoint?.rtpSource { sessions.unlink(trial, from: .member(member)) }
         }
         rtcp.streamsEnded(for: member, now: now)
-        if holdsRoomKey(member) { roomKeyHolderLeaving(member, now: now.monotonic) }  // the room's key leaves with it
+        if roomKeys.holdsRoomKey(member) { roomKeys.holderLeaving(member, now: now.monotonic) }  // the room's key leaves with it
         rooms.memberLeft(member, reason: reason, now: now)
     }
 
@@ -242,7 +221,7 @@ extension RelayCore {
             case .member(let member):
                 if let webrtc = member.webrtc {
                     // Consent (RFC 7675) keeps a WebRTC member, not its media: a muted browser may send nothing.
-                    if serviceWebRTC(member, webrtc, now: now), housekeeping, rtcp.wantsReports(member), now.monotonic >= member.rtcp.nextReport {
+                    if webRTCMembers.service(member, webrtc, now: now), housekeeping, rtcp.wantsReports(member), now.monotonic >= member.rtcp.nextReport {
                         rtcp.sendReport(to: member, now: now)
                     }
                     continue
@@ -293,5 +272,60 @@ extension RelayCore {
         outbox.send(.resumed, to: session, now: now)
         noteTimerWork(at: now.monotonic)
         if log.threshold <= .info { log.write(.info, "\(entry.label) moved: \(old) → \(from)") }
+    }
+
+    /// A sealed datagram: from its session's own address, opened and handled like any signalling; from another
+    /// address, opened with the keys of the session it names, and only a resume or a path response is taken (the
+    /// address is challenged before the session moves).
+    func handleSealed(_ envelope: EnvelopeView, received: Int, from: PeerAddress, now: Moment, viaPublicPort: Bool) {
+        let known = sessions.byAddress[from]
+        let entry: SessionTable.Entry
+        if let known, known.session.connectionID == envelope.connectionID {
+            entry = known
+        } else if let named = sessions.byConnection[envelope.connectionID] {
+            entry = named
+        } else {
+            outbox.drop(known == nil ? .unknownSender : .connectionMismatch, from: from, now: now)
+            // A session this relay forgot (it restarted, or timed the session out): say so, in no more bytes than
+            // arrived, so the member joins afresh at once. Unsealed, as no key is left to seal it with; a forged
+            // one only makes a resuming member rejoin.
+            if known == nil, outbox.takeUnverifiedAnswer(now: now.monotonic) {
+                outbox.sendRefusal(.unknownSession, "unknown session", to: from, connectionID: envelope.connectionID,
+                                   viaPublicPort: viaPublicPort, limit: received)
+            }
+            return
+        }
+        guard let channel = entry.session.sealed else { return outbox.drop(.cleartext, from: from, now: now) }
+        let plaintext = outbox.openScratch
+        let length: Int
+        do {
+            length = try channel.open(envelope.body, into: plaintext)
+        } catch .replayed, .tooOld {
+            return outbox.drop(.sealedReplayed, from: from, now: now)
+        } catch {
+            return outbox.drop(.sealedRejected, from: from, now: now)
+        }
+        let inner = UnsafeRawBufferPointer(rebasing: plaintext[..<length])
+        guard let datagram = try? SignalDatagram(parsing: inner), datagram.connectionID == envelope.connectionID else {
+            return outbox.drop(.malformedSignalling, from: from, now: now)
+        }
+        if let known, known.isSame(as: entry) {
+            return handleSessionSignal(entry, datagram, bytes: inner, now: now, viaPublicPort: viaPublicPort)
+        }
+        // The session's keys, from an address that is not its own (NAT rebinding, a new network).
+        noteTimerWork(at: now.monotonic)
+        switch datagram.message {
+        case .resume(let timestamp, let proof):
+            paths.resume(connectionID: datagram.connectionID, timestamp: timestamp, proof: proof, received: received,
+                         from: from, now: now, viaPublicPort: viaPublicPort)
+        case .pathResponse(let challenge, let proof):
+            if let moving = paths.validatedPath(connectionID: datagram.connectionID, challenge: challenge, proof: proof, from: from, now: now) {
+                move(moving, to: from, now: now, viaPublicPort: viaPublicPort)
+            }
+        default:
+            _ = paths.challengeUnknownAddress(connectionID: datagram.connectionID, from: from, received: received, now: now,
+                                              viaPublicPort: viaPublicPort)
+            outbox.drop(.unknownSender, from: from, now: now)
+        }
     }
 }

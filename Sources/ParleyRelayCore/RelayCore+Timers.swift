@@ -15,8 +15,8 @@ extension RelayCore {
         scanSessions(now: now, housekeeping: housekeeping)
         calls.ringTimeouts(now: now)
         rooms.tick(now: now, housekeeping: housekeeping)
-        serviceRoomKeys(now: now)
-        if housekeeping { cascadeTick(now: now) }
+        roomKeys.tick(now: now)
+        if housekeeping { cluster.tick(now: now) }
         // Never in the past: a condition this tick could not clear is looked at again on the next wakeup, not in a spin.
         timersDue = max(nextTimerWork(), now.monotonic + .nanoseconds(1))
     }
@@ -51,7 +51,7 @@ extension RelayCore {
                 // WebRTC member stays while it keeps consent.
                 let endpoint = member.isRTPEndpoint
                 if let webrtc = member.webrtc {
-                    due = min(due, nextWebRTCDeadline(member, webrtc))
+                    due = min(due, webRTCMembers.nextDeadline(member, webrtc))
                 } else {
                     due = min(due, member.session.nextDue(timeout: timeout, timesOut: !endpoint || member.canPublish))
                 }
@@ -62,7 +62,7 @@ extension RelayCore {
             }
         }
         due = min(due, rooms.nextWork(housekeepingDue: housekeepingDue))
-        due = min(due, nextRoomKeyWork(housekeepingDue: housekeepingDue))
+        due = min(due, roomKeys.nextDeadline(housekeepingDue: housekeepingDue))
         return due
     }
 

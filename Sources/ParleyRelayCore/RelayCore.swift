@@ -23,6 +23,10 @@ public final class RelayCore {
     public var counters: RelayCounters { outbox.counters }
     /// The SSRC the relay uses for its own RTCP on this worker.
     public var relaySSRC: UInt32 { rtcp.relaySSRC }
+    /// The CNAME of the streams this worker originates (RTCP SDES and the endpoints' SDP): random, names no one.
+    public var relayCNAME: String { "parley-" + String(relaySSRC, radix: 16) }
+    /// Opus payload type of plain-RTP endpoints.
+    public static let rtpEndpointPayloadType: UInt8 = 111
 
     let log: LogSink
     /// How every datagram leaves, and what is counted on the way.
@@ -42,14 +46,8 @@ public final class RelayCore {
     let uplinkRepair: UplinkRepair
     /// Where every random number the core uses comes from.
     let random: RelayRandom
-    /// Joins and registers with a valid cookie this worker admits per second.
-    var joinBudget: JoinBudget
-    /// Rooms whose downstream key is changing (`RelayCore+RoomKeys.swift`).
-    var roomsChangingKey: [Room] = []
     /// Moves sessions to new addresses once those proved themselves.
     let paths: PathValidator
-    /// Responses to recent handshake initiations, resent when an initiation repeats.
-    let handshakeResponses = HandshakeResponses()
     var lastHousekeeping = Instant.distantPast
     var shuttingDown = false
     var backendMessageID: UInt32 = 0
@@ -57,10 +55,15 @@ public final class RelayCore {
     public let recordings: RecordingTap
     /// Texts to keep and chats to record, for the message store (`RelayCore+StoredTexts.swift`); off without one.
     public let history: HistoryLog
-    /// This worker's end of the relay-to-relay links (a cluster; nil alone).
-    let cascadeLink: CascadeLink?
-    /// Nodes that asked this one about rooms it has no members of, lately (see `rendezvous`).
-    var rendezvousTable: [String: [UInt64: (address: PeerAddress, worker: UInt8, at: Instant)]] = [:]
+    /// The core's parts (`CorePart`): WebRTC members, plain-RTP endpoints, the cluster's rooms, room key changes.
+    lazy var webRTCMembers = WebRTCMembers(core: self)
+    lazy var rtpEndpoints = RTPEndpoints(core: self)
+    lazy var cluster = ClusterRooms(core: self)
+    lazy var roomKeys = RoomKeyChanges(core: self)
+    /// The one way in: joins and registers, the join budget, the handshake (`Admission`).
+    lazy var admission = Admission(core: self)
+    /// Messaging: what the message store answers, web pages online for calls (`Messaging`).
+    public private(set) lazy var messaging = Messaging(core: self)
     /// The earliest monotonic time at which `tick` has work (see `RelayCore+Timers.swift`).
     public internal(set) var timersDue = Instant.distantPast
 
@@ -91,13 +94,16 @@ public final class RelayCore {
         self.calls = CallRouter(outbox: outbox, directory: presence, signer: shared.callSigner,
                                 relayKey: shared.cluster == nil ? shared.verifier.relayKey : nil,
                                 random: random)
-        joinBudget = JoinBudget(perSecond: shared.config.joinsPerSecond)
         paths = PathValidator(sessions: sessions, outbox: outbox, challenges: shared.pathChallenges)
-        cascadeLink = shared.cluster.map { CascadeLink(identity: $0, worker: workerIndex) }
-        startClusterPresence()
-        if cascadeLink != nil {
-            rooms.cascadeText = { [unowned self] fragments, member, identity, room in cascadeText(fragments, from: member, to: identity, room: room) }
-        }
+        cluster.start()
+    }
+
+    /// The worker that holds every presence session (the owner of the public port).
+    static let presenceWorker = 0
+
+    /// A join or register another worker passed here because this worker admits it (`Admission.handleHandoff`).
+    public func handleHandoff(_ handoff: Handoff, from: PeerAddress, now: Moment) {
+        admission.handleHandoff(handoff, from: from, now: now)
     }
 
     /// A fresh SSRC for a new member: in 1…2³¹−1, not the relay's and not another member's of this worker.
@@ -144,11 +150,11 @@ public final class RelayCore {
             // RTCP creates no work for `tick`: it answers NACKs at once and only moves `lastHeard` later.
             rtcp.handle(bytes, from: from, now: now)
         } else if first <= 3 {
-            handleSTUN(bytes, from: from, now: now)  // RFC 7983: 0–3 STUN
+            webRTCMembers.handleSTUN(bytes, from: from, now: now)  // RFC 7983: 0–3 STUN
         } else if first >= 20 && first <= 63 {
-            handleDTLS(bytes, from: from, now: now)  // 20–63 DTLS
+            webRTCMembers.handleDTLS(bytes, from: from, now: now)  // 20–63 DTLS
         } else if first == CascadeCipher.type {
-            handleCascade(bytes, from: from, now: now)  // another node of the cluster
+            cluster.handle(bytes, from: from, now: now)  // another node of the cluster
         } else {
             outbox.drop(.unknownProtocol, from: from, now: now)
         }

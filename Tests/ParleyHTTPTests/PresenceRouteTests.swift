@@ -58,7 +58,7 @@ struct PresenceRouteTests {
 
     @Test("a page calls: 202 with the call id; the ring, then the decline of someone offline reach its stream as events")
     func call() throws {
-        #expect(backend.core.openWebPresence(stream: Self.stream, identity: "ann", name: "Ann", now: now) == .ok)
+        #expect(backend.core.messaging.openWebPresence(stream: Self.stream, identity: "ann", name: "Ann", now: now) == .ok)
         _ = backend.core.drainEvents()
         let r = send("POST", "/v1/presence/\(Self.stream)/calls", #"{"callee":"bob"}"#)
         #expect(r.status == 202)
@@ -77,7 +77,7 @@ struct PresenceRouteTests {
 
     @Test("another identity's token gets 403 on the page's stream; a stream not online 404; bad bodies 400")
     func refusals() {
-        #expect(backend.core.openWebPresence(stream: Self.stream, identity: "ann", name: "Ann", now: now) == .ok)
+        #expect(backend.core.messaging.openWebPresence(stream: Self.stream, identity: "ann", name: "Ann", now: now) == .ok)
         let mallory = WebRTCRouteTests.memberToken("mallory")
         #expect(send("POST", "/v1/presence/\(Self.stream)/calls", #"{"callee":"bob"}"#, token: mallory).status == 403)
         #expect(send("POST", "/v1/presence/\(Self.stream)/calls/1/answer", #"{"accept":true}"#, token: mallory).status == 403)

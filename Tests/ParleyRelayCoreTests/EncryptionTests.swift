@@ -120,7 +120,7 @@ struct EncryptionTests {
         #expect(net.core.counters.handshakes == 1)
         #expect(alice.session.state == .joined)
         // Once the response is forgotten, a replay from her address costs a handshake but cannot replace her session.
-        net.core.handshakeResponses.removeAll()
+        net.core.admission.handshakeResponses.removeAll()
         let member = try #require(net.core.member(identity: "alice"))
         net.inFlight.removeAll()
         net.deliverToRelay(initiation, from: alice.address, port: 7400)

@@ -107,6 +107,6 @@ struct RoomKeyChangeTests {
         net.joinAll()
         _ = bob.session.leave(now: net.instant)
         net.advance(milliseconds: 2_000) { alice.speak(level: 20) }
-        #expect(net.core.rooms["mixed"]?.downstreamKeyID == 0 && net.core.roomsChangingKey.isEmpty)
+        #expect(net.core.rooms["mixed"]?.downstreamKeyID == 0 && net.core.roomKeys.changing.isEmpty)
     }
 }

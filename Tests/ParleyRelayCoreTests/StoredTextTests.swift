@@ -25,10 +25,10 @@ final class FakeMessageStore {
                                  attachments: images)
                 nextID += 1
                 kept.append(Kept(text: t, state: delivered ? "delivered" : held ? "held" : "stored"))
-                if !delivered { _ = core.textStored(from: from, connection: connection, messageID: messageID, stored: true, reason: "", now: now) }
+                if !delivered { _ = core.messaging.textStored(from: from, connection: connection, messageID: messageID, stored: true, reason: "", now: now) }
             case .deliverWaiting(let identity, let from):
                 let waiting = kept.filter { $0.state == "stored" && $0.text.to == identity && (from == nil || $0.text.from == from) }.map(\.text)
-                if !waiting.isEmpty { _ = core.deliverWaiting(to: identity, texts: waiting, now: now) }
+                if !waiting.isEmpty { _ = core.messaging.deliverWaiting(to: identity, texts: waiting, now: now) }
             case .delivered(let ids, _):
                 for k in kept.indices where ids.contains(kept[k].text.id) { kept[k].state = "delivered" }
             case .notDelivered(let ids):
@@ -44,7 +44,7 @@ final class FakeMessageStore {
                     t.reason = reason
                     failed.append(t)
                 }
-                if !failed.isEmpty { _ = core.textsFailed(failed, now: now) }
+                if !failed.isEmpty { _ = core.messaging.textsFailed(failed, now: now) }
             }
         }
     }
@@ -96,7 +96,7 @@ struct StoredTextTests {
         #expect(alice.events.contains(.textStatus(messageID: id, delivered: true, reason: "")))
         // The store answering twice for the same texts (two registrations before it heard of the delivery): once only.
         let again = store.kept.map(\.text)
-        _ = w.core.deliverWaiting(to: "bob", texts: again, now: w.net.now)
+        _ = w.core.messaging.deliverWaiting(to: "bob", texts: again, now: w.net.now)
         w.exchange()
         #expect(texts(bob).count == 1)
         // A second device registering later gets nothing again.
@@ -185,14 +185,14 @@ struct StoredTextTests {
         settle(w, store)
         // The store answers for bob, who is not (or no longer) online here: every text is handed back to wait again.
         let kept = KeptText(id: 41, from: "carol", to: "bob", text: "kept elsewhere", at: 5, senderConnection: 0, senderMessageID: 3)
-        _ = w.core.deliverWaiting(to: "bob", texts: [kept], now: w.net.now)
+        _ = w.core.messaging.deliverWaiting(to: "bob", texts: [kept], now: w.net.now)
         #expect(w.core.history.take() == [.notDelivered(ids: [41])])
 
         // Another node's bob declined alice's request: the store's list replaces what this node knew of the pair, and
         // keeps what it does not list (a chat opened here, not written yet).
         _ = try #require(alice.session.sendText(to: "dave", "hi dave", now: w.net.instant))
         settle(w, store)
-        _ = w.core.replaceChats([ChatBook.Chat(requester: "alice", recipient: "bob", state: .declined)])
+        _ = w.core.messaging.replaceChats([ChatBook.Chat(requester: "alice", recipient: "bob", state: .declined)])
         let refused = try #require(alice.session.sendText(to: "bob", "hello?", now: w.net.instant))
         w.exchange()
         #expect(alice.events.contains(.textStatus(messageID: refused, delivered: false, reason: "bob declined your chat request")))
@@ -202,12 +202,12 @@ struct StoredTextTests {
         #expect(alice.events.contains(.textStored(messageID: held)))
         #expect(store.states(to: "dave").last == "still there?:held")
         // dave declines on another node: the text held here fails, and alice is told why.
-        _ = w.core.replaceChats([ChatBook.Chat(requester: "alice", recipient: "dave", state: .declined)])
+        _ = w.core.messaging.replaceChats([ChatBook.Chat(requester: "alice", recipient: "dave", state: .declined)])
         settle(w, store)
         #expect(store.states(to: "dave") == ["hi dave:stored", "still there?:failed"])
         #expect(alice.events.contains(.textStatus(messageID: held, delivered: false, reason: "dave declined your chat request")))
         // The same list again changes nothing.
-        _ = w.core.replaceChats([ChatBook.Chat(requester: "alice", recipient: "dave", state: .declined)])
+        _ = w.core.messaging.replaceChats([ChatBook.Chat(requester: "alice", recipient: "dave", state: .declined)])
         #expect(w.core.history.isEmpty)
     }
 
@@ -245,11 +245,11 @@ struct StoredTextTests {
         } }
         #expect(statuses(a) == ["\(id) true "])
         // Another session's connection id, or another identity: nothing.
-        _ = net.core.roomTextNotKept(room: "r", identity: "ann", connection: receipt.connection &+ 1, messageID: id, delivered: true,
+        _ = net.core.messaging.roomTextNotKept(room: "r", identity: "ann", connection: receipt.connection &+ 1, messageID: id, delivered: true,
                                      reason: "the relay's disk is full", now: net.now)
-        _ = net.core.roomTextNotKept(room: "r", identity: "ben", connection: receipt.connection, messageID: id, delivered: true,
+        _ = net.core.messaging.roomTextNotKept(room: "r", identity: "ben", connection: receipt.connection, messageID: id, delivered: true,
                                      reason: "the relay's disk is full", now: net.now)
-        _ = net.core.roomTextNotKept(room: "r", identity: "ann", connection: receipt.connection, messageID: id, delivered: receipt.delivered,
+        _ = net.core.messaging.roomTextNotKept(room: "r", identity: "ann", connection: receipt.connection, messageID: id, delivered: receipt.delivered,
                                      reason: "the relay's disk is full", now: net.now)
         net.exchange()
         #expect(statuses(a) == ["\(id) true ", "\(id) true not kept in the room's history: the relay's disk is full"])

@@ -71,7 +71,7 @@ struct TextAttachmentRelayTests {
         let bob = world.addPresence("bob")
         world.registerAll()
         let stream: UInt64 = 0xFEED_0002
-        #expect(world.core.openWebPresence(stream: stream, identity: "ann", name: "Ann", now: world.net.now) == .ok)
+        #expect(world.core.messaging.openWebPresence(stream: stream, identity: "ann", name: "Ann", now: world.net.now) == .ok)
         _ = world.core.drainEvents()
         _ = try #require(bob.session.sendText(to: "ann", "see", attachments: [Self.ids[1]], now: world.net.instant))
         world.exchange()

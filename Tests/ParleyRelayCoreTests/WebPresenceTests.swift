@@ -13,7 +13,7 @@ struct WebPresenceTests {
         let w = CallWorld()
         let bob = w.addPresence("bob")
         w.registerAll()
-        #expect(w.core.openWebPresence(stream: Self.stream, identity: "ann", name: "Ann", now: w.net.now) == .ok)
+        #expect(w.core.messaging.openWebPresence(stream: Self.stream, identity: "ann", name: "Ann", now: w.net.now) == .ok)
         return (w, bob)
     }
 
@@ -45,7 +45,7 @@ struct WebPresenceTests {
         #expect(ring.identity == "bob")
         let callID = try #require(ring.call?.callID)
 
-        #expect(w.core.webAnswer(stream: Self.stream, identity: "ann", callID: callID, accept: true, now: w.net.now) == .ok)
+        #expect(w.core.messaging.webAnswer(stream: Self.stream, identity: "ann", callID: callID, accept: true, now: w.net.now) == .ok)
         w.exchange()
         let answered = try #require(pageEvents(w).first)
         #expect(answered.kind == .callStatus)
@@ -56,7 +56,7 @@ struct WebPresenceTests {
         #expect(answered.call?.token != bobRoom.token)
 
         // The page hangs up: bob hears who did.
-        #expect(w.core.webHangUp(stream: Self.stream, identity: "ann", callID: callID, now: w.net.now) == .ok)
+        #expect(w.core.messaging.webHangUp(stream: Self.stream, identity: "ann", callID: callID, now: w.net.now) == .ok)
         w.exchange()
         #expect(bob.lastStatus(bobID)?.0 == .ended)
         #expect(bob.lastStatus(bobID)?.1 == "hung up by ann")
@@ -70,14 +70,14 @@ struct WebPresenceTests {
         let first = try #require(bob.session.call("ann", now: w.net.instant))
         w.exchange()
         let callID = try #require(pageEvents(w).first?.call?.callID)
-        #expect(w.core.webAnswer(stream: Self.stream, identity: "ann", callID: callID, accept: false, now: w.net.now) == .ok)
+        #expect(w.core.messaging.webAnswer(stream: Self.stream, identity: "ann", callID: callID, accept: false, now: w.net.now) == .ok)
         w.exchange()
         #expect(bob.lastStatus(first)?.0 == .declined)
 
         let second = try #require(bob.session.call("ann", now: w.net.instant))
         w.exchange()
         #expect(bob.lastStatus(second)?.0 == .ringing)
-        #expect(w.core.closeWebPresence(stream: Self.stream, now: w.net.now) == .ok)
+        #expect(w.core.messaging.closeWebPresence(stream: Self.stream, now: w.net.now) == .ok)
         w.exchange()
         #expect(bob.lastStatus(second)?.0 == .ended)
         #expect(bob.lastStatus(second)?.1 == "connection lost")
@@ -89,7 +89,7 @@ struct WebPresenceTests {
     func pageCallsClient() throws {
         let (w, bob) = world()
         _ = pageEvents(w)
-        guard case .webCall(let id) = w.core.webCall(stream: Self.stream, identity: "ann", callee: "bob", now: w.net.now) else {
+        guard case .webCall(let id) = w.core.messaging.webCall(stream: Self.stream, identity: "ann", callee: "bob", now: w.net.now) else {
             Issue.record("no call placed"); return
         }
         w.exchange()
@@ -102,7 +102,7 @@ struct WebPresenceTests {
         #expect(declined.map(\.call?.state) == ["declined"])
         #expect(declined.first?.call?.reason == "declined by bob")
 
-        guard case .webCall(let next) = w.core.webCall(stream: Self.stream, identity: "ann", callee: "zed", now: w.net.now) else {
+        guard case .webCall(let next) = w.core.messaging.webCall(stream: Self.stream, identity: "ann", callee: "zed", now: w.net.now) else {
             Issue.record("no call placed"); return
         }
         #expect(next != id)
@@ -114,7 +114,7 @@ struct WebPresenceTests {
     func pageCallsClientAnswered() throws {
         let (w, bob) = world()
         _ = pageEvents(w)
-        guard case .webCall(let id) = w.core.webCall(stream: Self.stream, identity: "ann", callee: "bob", now: w.net.now) else {
+        guard case .webCall(let id) = w.core.messaging.webCall(stream: Self.stream, identity: "ann", callee: "bob", now: w.net.now) else {
             Issue.record("no call placed"); return
         }
         w.exchange()
@@ -135,13 +135,13 @@ struct WebPresenceTests {
     @Test("another identity's token cannot use the page's stream; unknown streams and calls are not found")
     func otherIdentities() {
         let (w, _) = world()
-        #expect(w.core.webCall(stream: Self.stream, identity: "mallory", callee: "bob", now: w.net.now)
+        #expect(w.core.messaging.webCall(stream: Self.stream, identity: "mallory", callee: "bob", now: w.net.now)
                 == .forbidden("presence stream \(Self.stream) is not mallory's"))
-        #expect(w.core.webAnswer(stream: Self.stream, identity: "mallory", callID: 1, accept: true, now: w.net.now)
+        #expect(w.core.messaging.webAnswer(stream: Self.stream, identity: "mallory", callID: 1, accept: true, now: w.net.now)
                 == .forbidden("presence stream \(Self.stream) is not mallory's"))
-        if case .notFound = w.core.webCall(stream: 7, identity: "ann", callee: "bob", now: w.net.now) {} else { Issue.record("stream 7 found") }
-        if case .notFound = w.core.webHangUp(stream: Self.stream, identity: "ann", callID: 99, now: w.net.now) {} else { Issue.record("call 99 found") }
-        if case .conflict = w.core.openWebPresence(stream: Self.stream, identity: "ann", name: "", now: w.net.now) {} else {
+        if case .notFound = w.core.messaging.webCall(stream: 7, identity: "ann", callee: "bob", now: w.net.now) {} else { Issue.record("stream 7 found") }
+        if case .notFound = w.core.messaging.webHangUp(stream: Self.stream, identity: "ann", callID: 99, now: w.net.now) {} else { Issue.record("call 99 found") }
+        if case .conflict = w.core.messaging.openWebPresence(stream: Self.stream, identity: "ann", name: "", now: w.net.now) {} else {
             Issue.record("a second open of one stream was accepted")
         }
         #expect(w.core.callSnapshot().isEmpty)
@@ -152,14 +152,14 @@ struct WebPresenceTests {
         var config = RelayCoreConfig()
         config.maxPresenceSessionsPerIdentity = 1
         let w = CallWorld(config: config)
-        #expect(w.core.openWebPresence(stream: 1, identity: "ann", name: "", now: w.net.now) == .ok)
-        #expect(w.core.openWebPresence(stream: 2, identity: "ann", name: "", now: w.net.now) == .ok)
+        #expect(w.core.messaging.openWebPresence(stream: 1, identity: "ann", name: "", now: w.net.now) == .ok)
+        #expect(w.core.messaging.openWebPresence(stream: 2, identity: "ann", name: "", now: w.net.now) == .ok)
         let events = w.core.drainEvents()
         #expect(events.filter { $0.recipient == 1 }.map(\.kind) == [.presenceOnline, .presenceOffline])
         #expect(events.filter { $0.recipient == 2 }.map(\.kind) == [.presenceOnline])
         #expect(events.allSatisfy { $0.recipient != 0 })
         #expect(w.core.presenceSnapshot().count == 1)
-        if case .notFound = w.core.closeWebPresence(stream: 1, now: w.net.now) {} else { Issue.record("stream 1 still online") }
+        if case .notFound = w.core.messaging.closeWebPresence(stream: 1, now: w.net.now) {} else { Issue.record("stream 1 still online") }
     }
 
     @Test("direct texts: a client's text reaches the page as a private event; the page's text reaches the client")
@@ -173,10 +173,10 @@ struct WebPresenceTests {
         #expect(text.identity == "bob")
         #expect(text.detail == "hi ann")
 
-        #expect(w.core.webDirectText(stream: Self.stream, identity: "ann", to: "bob", text: "hi bob", now: w.net.now) == .ok)
+        #expect(w.core.messaging.webDirectText(stream: Self.stream, identity: "ann", to: "bob", text: "hi bob", now: w.net.now) == .ok)
         w.exchange()
         #expect(bob.events.contains { if case .text("ann", "hi bob", _) = $0 { true } else { false } })
-        if case .notFound = w.core.webDirectText(stream: Self.stream, identity: "ann", to: "zed", text: "x", now: w.net.now) {} else {
+        if case .notFound = w.core.messaging.webDirectText(stream: Self.stream, identity: "ann", to: "zed", text: "x", now: w.net.now) {} else {
             Issue.record("a text to someone offline was taken")
         }
     }

@@ -80,7 +80,7 @@ struct WebRTCMemberTests {
         #expect(peer.relayChecks.count == 1 && peer.answered == 1)
         let parsed = try relayCheck.withUnsafeBytes { try STUNBindingRequest(parsing: $0) }
         #expect(parsed.username == "pEeR:\(info.iceUfrag)" && parsed.iceControlled != nil && parsed.iceControlling == nil)
-        #expect(parsed.priority == RelayCore.checkPriority && !parsed.useCandidate)
+        #expect(parsed.priority == WebRTCMembers.checkPriority && !parsed.useCandidate)
         #expect(relayCheck.withUnsafeBytes { parsed.hasValidIntegrity(key: Array(peer.password.utf8), in: $0) })
         #expect(reply.count + relayCheck.count <= 3 * request.count, "more than three times what the address sent before it answered")
         let m = try #require(net.core.member(identity: "browser"))

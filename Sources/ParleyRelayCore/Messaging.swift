@@ -22,11 +22,34 @@ public struct KeptText: Equatable, Sendable {
     }
 }
 
+/// Messaging on this worker (worker 0 holds presence): what the message store answers and what web pages online for
+/// calls ask. A part of the core (`CorePart`) over its presence directory and call router; the backend and the store
+/// reach it as `RelayCore.messaging`.
+///
 /// What the message store answers (through worker 0's inbox): a text kept (the sender is told `stored`), texts to
 /// deliver to an identity now online, texts that failed (expired, or their chat declined); and a recipient's answer to
 /// a chat request. A room text the store could not keep is answered through its room's worker (`roomTextNotKept`). The core tells only the sending session itself — the same connection id and identity — so a
 /// sender that went away learns nothing wrong; `parley listen` shows what happened later.
-extension RelayCore {
+///
+/// Web pages online for one-to-one calls and direct texts: what a Parley client does over its presence session, a
+/// page does over HTTP. Its private event stream (`GET /v1/presence/events`) is its presence: opened when the
+/// stream starts, gone when it closes. The relay tells it what it would tell a client as events (`incoming_call`,
+/// `call_status`, `direct_text`); it calls, answers and hangs up through the API, naming its stream. Calls route
+/// exactly as between clients (`CallRouter`), so a page and a `parley call` ring each other, and an answered call
+/// gives the page a token for the call room, which it joins as a WebRTC member.
+///
+/// Every request names the stream and carries a token; the stream must belong to the token's identity, so knowing
+/// another page's stream id gets nobody anything.
+public final class Messaging: CorePart {
+    unowned(unsafe) let core: RelayCore  // the core owns its parts and outlives them
+    var presence: PresenceDirectory { core.presence }
+    var calls: CallRouter { core.calls }
+    var history: HistoryLog { core.history }
+
+    init(core: RelayCore) { self.core = core }
+
+    // MARK: What the message store answers
+
     /// The session of `identity` with connection id `connection`, if it is still online here.
     func presenceSession(_ identity: String, connection: UInt32) -> SignallingSession? {
         guard connection != 0 else { return nil }
@@ -63,10 +86,10 @@ extension RelayCore {
         // Two registrations close together both ask the store before it hears of the first delivery: a text delivered
         // already (to every device online) is not delivered again.
         for t in texts where !presence.recentlyDelivered.contains(t.id) {
-            backendMessageID &+= 1
+            core.backendMessageID &+= 1
             let chat = presence.chats.chat(t.from, identity)
             let request = presence.history.enabled && chat?.state == .requested && chat?.requester == t.from
-            guard presence.deliver(t.text, attachments: t.attachments, from: t.from, fromID: 0, to: recipients, messageID: backendMessageID, sentAt: t.at,
+            guard presence.deliver(t.text, attachments: t.attachments, from: t.from, fromID: 0, to: recipients, messageID: core.backendMessageID, sentAt: t.at,
                                    request: request, now: now) else {
                 undelivered.append(t.id)
                 continue
@@ -138,5 +161,110 @@ extension RelayCore {
             return .ok
         case .failure(let refusal): return refusal.result
         }
+    }
+
+    // MARK: Web pages online
+
+    /// Puts the web page whose presence stream is `stream` online as `identity` (its token's `sub`, checked by the
+    /// API); the page learns its stream id from the `presence_online` event. Past `maxPresenceSessionsPerIdentity`
+    /// devices, the oldest is replaced, as for clients.
+    public func openWebPresence(stream: UInt64, identity: String, name: String, now: Moment) -> AdminResult {
+        guard workerIndex == RelayCore.presenceWorker else { return .unavailable("presence lives on worker 0") }
+        guard !core.shuttingDown else { return .unavailable("the relay is shutting down") }
+        guard stream != 0, presence.byWebStream[stream] == nil else { return .conflict("presence stream \(stream) is already online") }
+        let online = presence.sessions(of: identity)
+        let bound = max(1, config.maxPresenceSessionsPerIdentity)
+        for oldest in online.prefix(max(0, online.count - bound + 1)) {
+            core.removePresence(oldest, reason: "replaced by a new session (at most \(bound) devices online per identity; this was the oldest)",
+                           goodbye: .replaced, now: now)
+        }
+        let p = Presence(id: shared.nextMemberID(), webStream: stream, identity: identity, name: name, registeredAt: now.unixMilliseconds)
+        presence.add(p)
+        history.append(.deliverWaiting(identity: p.identity, from: nil))
+        presence.notify(RelayEvent(kind: .presenceOnline, room: "", identity: identity, detail: String(stream),
+                                   unixMilliseconds: now.unixMilliseconds, recipient: stream))
+        outbox.counters.presenceRegistered &+= 1
+        if log.threshold <= .info { log.write(.info, "\(identity) online from a web page (presence \(p.id))") }
+        return .ok
+    }
+
+    /// The page goes offline (its call ends for the other party): its presence stream closed (`identity` nil), or
+    /// the page said it leaves (`identity`: its token's, which must own the stream).
+    public func closeWebPresence(stream: UInt64, identity: String? = nil, now: Moment) -> AdminResult {
+        let p: Presence
+        if let identity {
+            switch webPresence(stream, identity) {
+            case .success(let found): p = found
+            case .failure(let refusal): return refusal.result
+            }
+        } else {
+            guard let found = presence.byWebStream[stream] else { return .notFound("no presence stream \(stream)") }
+            p = found
+        }
+        core.removePresence(p, reason: identity == nil ? "its event stream closed" : "it left", goodbye: nil, now: now)
+        return .ok
+    }
+
+    /// The page calls `callee`; answers the id the page's `call_status` events will carry. Ringing, or why not, comes
+    /// as an event.
+    public func webCall(stream: UInt64, identity: String, callee: String, now: Moment) -> AdminResult {
+        let p: Presence
+        switch webPresence(stream, identity) {
+        case .success(let found): p = found
+        case .failure(let refusal): return refusal.result
+        }
+        repeat { p.lastWebCallID &+= 1 } while p.lastWebCallID == 0
+        calls.invite(from: p, callID: p.lastWebCallID, to: callee, now: now)
+        return .webCall(callID: p.lastWebCallID)
+    }
+
+    /// The page accepts or declines the call `callID` ringing on it.
+    public func webAnswer(stream: UInt64, identity: String, callID: UInt32, accept: Bool, now: Moment) -> AdminResult {
+        switch webPresence(stream, identity) {
+        case .success(let p):
+            guard p.call?.matches(p, callID: callID) == true else { return .notFound("call \(callID) is not ringing here") }
+            calls.answer(by: p, callID: callID, accept: accept, now: now)
+            return .ok
+        case .failure(let refusal): return refusal.result
+        }
+    }
+
+    /// The page hangs up (cancels, declines) its call `callID`.
+    public func webHangUp(stream: UInt64, identity: String, callID: UInt32, now: Moment) -> AdminResult {
+        switch webPresence(stream, identity) {
+        case .success(let p):
+            guard p.call?.matches(p, callID: callID) == true else { return .notFound("call \(callID) is over") }
+            calls.hangUp(by: p, callID: callID, now: now)
+            return .ok
+        case .failure(let refusal): return refusal.result
+        }
+    }
+
+    /// A direct text from the page to every device of `to`; answers whether any took it.
+    public func webDirectText(stream: UInt64, identity: String, to: String, text: String, now: Moment) -> AdminResult {
+        switch webPresence(stream, identity) {
+        case .success(let p):
+            guard !text.isEmpty, text.utf8.count <= Signalling.maxTextBytes else {
+                return .invalid("a text must be 1–\(Signalling.maxTextBytes) bytes")
+            }
+            guard history.enabled || !presence.sessions(of: to).isEmpty else { return .notFound("\(to) is not online") }
+            core.backendMessageID &+= 1
+            presence.deliverDirectText(text, from: p, to: to, messageID: core.backendMessageID, now: now)
+            return .ok
+        case .failure(let refusal): return refusal.result
+        }
+    }
+
+    struct WebPresenceRefusal: Error { var result: AdminResult }
+
+    /// The page's presence, if `stream` is online and belongs to `identity`.
+    func webPresence(_ stream: UInt64, _ identity: String) -> Result<Presence, WebPresenceRefusal> {
+        guard let p = presence.byWebStream[stream] else {
+            return .failure(.init(result: .notFound("presence stream \(stream) is not online")))
+        }
+        guard p.identity == identity else {
+            return .failure(.init(result: .forbidden("presence stream \(stream) is not \(identity)'s")))
+        }
+        return .success(p)
     }
 }

@@ -26,7 +26,16 @@ struct RoomKeyChange {
 ///
 /// What this does not give: authenticity per speaker. Every holder of the room's key can protect packets under it,
 /// so a member who can send to a listener's address (spoofing the relay's) can forge any speaker's packets to it.
-extension RelayCore {
+///
+/// A part of the core (`CorePart`): the core tells it who is leaving and who joined, and ticks it; it reports when it
+/// next has work.
+final class RoomKeyChanges: CorePart {
+    unowned(unsafe) let core: RelayCore  // the core owns its parts and outlives them
+    /// Rooms whose downstream key is changing.
+    private(set) var changing: [Room] = []
+
+    init(core: RelayCore) { self.core = core }
+
     /// Departures within this of the last change wait for the next one (one change for a burst of them).
     static let keyChangeSpacing = Interval.seconds(1)
     /// The longest the relay waits for every member to acknowledge the next key before it uses it.
@@ -38,7 +47,7 @@ extension RelayCore {
     }
 
     /// `member`, which holds its room's key, is leaving: the room's key changes.
-    func roomKeyHolderLeaving(_ member: Member, now: Instant) {
+    func holderLeaving(_ member: Member, now: Instant) {
         let room = member.room
         if var change = room.keyChange {
             if change.next != nil {
@@ -49,21 +58,21 @@ extension RelayCore {
         }
         let due = max(now, room.keyChangedAt + Self.keyChangeSpacing)
         room.keyChange = RoomKeyChange(due: due)
-        roomsChangingKey.append(room)
+        changing.append(room)
         noteTimerWork(at: due)
     }
 
     /// A member joining while a change is under way gets the next key too (after its welcome, which has the current).
-    func sendNextRoomKey(_ room: Room, to member: Member) {
+    func sendNextKey(_ room: Room, to member: Member) {
         guard let next = room.keyChange?.next, holdsRoomKey(member) else { return }
-        outbox.enqueue(.roomKey(keyID: next.id, material: next.key.material, streamIndices: Self.streamIndices(room)), to: member.session)
+        outbox.enqueue(.roomKey(keyID: next.id, material: next.key.material, streamIndices: Admission.streamIndices(room)), to: member.session)
     }
 
     /// For `tick`: sends the next key of the rooms whose change is due, and switches those whose holders all have it.
-    func serviceRoomKeys(now: Moment) {
-        guard !roomsChangingKey.isEmpty else { return }
-        roomsChangingKey.removeAll { room in
-            guard rooms[room.name] === room, let change = room.keyChange else {
+    func tick(now: Moment) {
+        guard !changing.isEmpty else { return }
+        changing.removeAll { room in
+            guard core.rooms[room.name] === room, let change = room.keyChange else {
                 room.keyChange = nil
                 return true
             }
@@ -79,7 +88,7 @@ extension RelayCore {
             guard change.due <= now.monotonic else { return false }
             let key = MediaKey.random()
             let id = room.downstreamKeyID &+ 1
-            let indices = Self.streamIndices(room)
+            let indices = Admission.streamIndices(room)
             for member in holders {
                 outbox.enqueue(.roomKey(keyID: id, material: key.material, streamIndices: indices), to: member.session)
                 outbox.pump(member.session, now: now)
@@ -117,9 +126,9 @@ extension RelayCore {
 
     /// When `serviceRoomKeys` next has work: a change's due time, or, while members are acknowledging a key, the next
     /// housekeeping pass (their acknowledgements do not wake the loop), at the latest the switch timeout.
-    func nextRoomKeyWork(housekeepingDue: Instant) -> Instant {
+    func nextDeadline(housekeepingDue: Instant) -> Instant {
         var due = Instant.distantFuture
-        for room in roomsChangingKey {
+        for room in changing {
             guard let change = room.keyChange else { continue }
             if let next = change.next {
                 due = min(due, max(housekeepingDue, next.sentAt), next.sentAt + Self.keySwitchTimeout)

@@ -1,17 +1,36 @@
 import ParleyAuth
+import ParleyCrypto
 import ParleyWire
 
 /// Admission: a join (into a room) or a register (online, on worker 0) from an address not yet verified gets a
 /// cookie back (`JoinCookie`); with a valid cookie it goes to the worker that owns the room (or worker 0), which
 /// verifies the token and opens a `SignallingSession` for it.
-extension RelayCore {
-    /// The worker that holds every presence session (the owner of the public port).
-    static let presenceWorker = 0
+///
+/// The one way in for a session: a part of the core (`CorePart`) that owns the join budget and the handshake cache.
+/// Every join and register — encrypted (`handleEnvelope`: hello, initiation), cleartext (`cleartextRequest`), or
+/// handed off by the worker that received it (`handleHandoff`) — is charged to the budget in one place per protocol,
+/// parsed once, and admitted (`admit`, `admitPresence`) or refused (`refuse`) here.
+final class Admission: CorePart {
+    unowned(unsafe) let core: RelayCore  // the core owns its parts and outlives them
+    /// Joins and registers with a valid cookie this worker admits per second, fair among sources.
+    var joinBudget: JoinBudget
+    /// Responses to recent handshake initiations, resent when an initiation repeats.
+    let handshakeResponses = HandshakeResponses()
 
-    /// A join or register from an address not yet verified: answer with a cookie, or pass it to the worker `owner`
-    /// that admits it, or `accept` it here when that is this worker.
-    func handleAdmissionRequest(cookie: [UInt8], owner: Int, bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment,
-                                viaPublicPort: Bool, accept: () -> Void) {
+    init(core: RelayCore) {
+        self.core = core
+        joinBudget = JoinBudget(perSecond: core.shared.config.joinsPerSecond)
+    }
+
+    /// A cleartext join or register (`allowCleartext`) from an address with no session: answered with a cookie when its
+    /// cookie does not verify, passed to the worker that admits it, or admitted here within the join budget.
+    func cleartextRequest(_ message: SignalMessage, bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment, viaPublicPort: Bool) {
+        let cookie: [UInt8], owner: Int
+        switch message {
+        case .join(let request): (cookie, owner) = (request.cookie, shared.worker(forRoom: request.room))
+        case .register(let request): (cookie, owner) = (request.cookie, RelayCore.presenceWorker)
+        default: return outbox.drop(.unexpectedMessage, from: from, now: now)
+        }
         guard shared.cookies.verify(cookie, for: from, unixSeconds: now.unixSeconds) else {
             if !cookie.isEmpty { outbox.counters.drops[DropReason.badCookie.rawValue] &+= 1 }
             guard outbox.takeUnverifiedAnswer(now: now.monotonic) else { return outbox.drop(.joinFlood, from: from, now: now) }
@@ -22,10 +41,21 @@ extension RelayCore {
             return
         }
         guard owner == workerIndex else {
-            handoffs.append((owner, .cleartext(Array(bytes)), from))
+            core.handoffs.append((owner, .cleartext(Array(bytes)), from))
             return
         }
-        accept()
+        admitWithinBudget(message, reply: AdmissionReply(address: from, viaPublicPort: viaPublicPort, received: bytes.count, keys: nil), now: now)
+    }
+
+    /// The one budget check of every join and register admitted here (`JoinBudget`: fair among sources), then the
+    /// join or the register. (Encrypted ones are charged before their handshake's Diffie-Hellman instead: `handleInitiation`.)
+    private func admitWithinBudget(_ message: SignalMessage, reply: AdmissionReply, now: Moment) {
+        guard joinBudget.take(from: reply.address, now: now.monotonic) else { return outbox.drop(.joinFlood, from: reply.address, now: now) }
+        switch message {
+        case .join(let request): admit(request, reply: reply, now: now)
+        case .register(let request): admitPresence(request, reply: reply, now: now)
+        default: outbox.drop(.malformedSignalling, from: reply.address, now: now)
+        }
     }
 
     /// Opens the signalling session of a join or register the caller admitted: a fresh connection id and secret,
@@ -47,18 +77,17 @@ extension RelayCore {
     func replaceSession(at from: PeerAddress, nonce: [UInt8], reason: String, now: Moment) -> Bool {
         guard let existing = sessions.byAddress[from] else { return true }
         if existing.session.nonce == nonce { return false }
-        removeSession(existing, reason: reason, goodbye: nil, now: now)
+        core.removeSession(existing, reason: reason, goodbye: nil, now: now)
         return true
     }
 
     /// A join or register another worker passed here because this worker admits it: a cleartext one whose cookie
     /// that worker verified, or a sealed one whose handshake it completed.
-    public func handleHandoff(_ handoff: Handoff, from: PeerAddress, now: Moment) {
+    func handleHandoff(_ handoff: Handoff, from: PeerAddress, now: Moment) {
         noteTimerWork(at: now.monotonic)
         switch handoff {
         case .sealed(let request, let keys, let received):
-            guard let datagram = try? SignalDatagram(parsing: request) else { return outbox.drop(.malformedSignalling, from: from, now: now) }
-            admitSealed(datagram, keys: keys, received: received, from: from, now: now, viaPublicPort: true)
+            admitSealed(request, keys: keys, received: received, from: from, now: now, viaPublicPort: true)
         case .cleartext(let bytes):
             bytes.withUnsafeBytes { handleHandedOffCleartext($0, from: from, now: now) }
         }
@@ -71,15 +100,12 @@ extension RelayCore {
         switch datagram.message {
         case .register(let request):
             guard replaceSession(at: from, nonce: request.nonce, reason: "registered again", now: now) else { return }
-            guard joinBudget.take(from: from, now: now.monotonic) else { return outbox.drop(.joinFlood, from: from, now: now) }
-            admitPresence(request, reply: reply, now: now)
         case .join(let request):
             guard replaceSession(at: from, nonce: request.nonce, reason: "rejoined", now: now) else { return }
-            guard joinBudget.take(from: from, now: now.monotonic) else { return outbox.drop(.joinFlood, from: from, now: now) }
-            admit(request, reply: reply, now: now)
         default:
-            outbox.drop(.malformedSignalling, from: from, now: now)
+            return outbox.drop(.malformedSignalling, from: from, now: now)
         }
+        admitWithinBudget(datagram.message, reply: reply, now: now)
     }
 
     /// Refuses a join or register: sealed with its handshake's keys, or (cleartext) in no more bytes than the request
@@ -93,60 +119,53 @@ extension RelayCore {
                            limit: channel == nil ? reply.received : Signalling.maxDatagramSize, sealedWith: channel)
     }
 
-    /// Refuses a cleartext join or register of `received` bytes, in no more bytes than that.
-    func refuse(_ code: RefusalCode, _ reason: String, to address: PeerAddress, now: Moment, viaPublicPort: Bool, limit received: Int) {
-        refuse(code, reason, reply: AdmissionReply(address: address, viaPublicPort: viaPublicPort, received: received, keys: nil), now: now)
-    }
 
     /// Admits a join whose cookie (and, encrypted, handshake) checked out; the caller took it from the join budget.
     func admit(_ request: JoinRequest, reply: AdmissionReply, now: Moment) {
-        let from = reply.address, viaPublicPort = reply.viaPublicPort
+        let from = reply.address
         // Every refusal below answers this join: sealed, or no larger than its `received` bytes.
-        func refuse(_ code: RefusalCode, _ reason: String, to address: PeerAddress, now: Moment, viaPublicPort: Bool) {
-            self.refuse(code, reason, reply: reply, now: now)
-        }
-        guard !shuttingDown else {
-            return refuse(.shuttingDown, "the relay is shutting down", to: from, now: now, viaPublicPort: viaPublicPort)
+        func refuse(_ code: RefusalCode, _ reason: String) { self.refuse(code, reason, reply: reply, now: now) }
+        guard !core.shuttingDown else {
+            return refuse(.shuttingDown, "the relay is shutting down")
         }
         if let problem = Self.roomNameProblem(request.room) {
-            return refuse(.badRequest, problem, to: from, now: now, viaPublicPort: viaPublicPort)
+            return refuse(.badRequest, problem)
         }
         let claims: TokenClaims
         do {
             claims = try shared.verifier.verify(request.token, now: now.unixSeconds)
         } catch {
-            return refuse(RefusalCode(error), error.reason, to: from, now: now, viaPublicPort: viaPublicPort)
+            return refuse(RefusalCode(error), error.reason)
         }
         if let (code, reason) = RoomAdmission.refusal(claims, room: request.room) {
-            return refuse(code, reason, to: from, now: now, viaPublicPort: viaPublicPort)
+            return refuse(code, reason)
         }
         var room = rooms[request.room]
         if room == nil || shared.isDraining,
            let node = shared.placement.node(for: request.room, cascadeAfter: config.cascadeAfter, draining: shared.isDraining) {
-            return refuse(.roomElsewhere, node.description, to: from, now: now, viaPublicPort: viaPublicPort)  // a cluster's other node
+            return refuse(.roomElsewhere, node.description)  // a cluster's other node
         }
         if room == nil {
             guard claims.grants.create else {
-                return refuse(.roomNotFound, "room \(request.room) does not exist and the token may not create it",
-                              to: from, now: now, viaPublicPort: viaPublicPort)
+                return refuse(.roomNotFound, "room \(request.room) does not exist and the token may not create it")
             }
             let mode = claims.mode ?? config.defaultRoomMode
             guard RoomMode.isValid(mode) else {
-                return refuse(.badRequest, "unknown room mode \(mode)", to: from, now: now, viaPublicPort: viaPublicPort)
+                return refuse(.badRequest, "unknown room mode \(mode)")
             }
             if let (code, reason) = EndToEndRoom.refusal(claims, room: request.room, mode: mode) {
-                return refuse(code, reason, to: from, now: now, viaPublicPort: viaPublicPort)  // before the room exists
+                return refuse(code, reason)  // before the room exists
             }
             let created: Room
             switch rooms.open(name: request.room, mode: mode, creator: claims.identity, audience: claims.audience == true, now: now) {
             case .success(let r): created = r
-            case .failure(let f): return refuse(f.code, f.reason, to: from, now: now, viaPublicPort: viaPublicPort)
+            case .failure(let f): return refuse(f.code, f.reason)
             }
             room = created
         }
         guard let room else { return }
         if let (code, reason) = EndToEndRoom.refusal(claims, room: room.name, mode: room.mode) {
-            return refuse(code, reason, to: from, now: now, viaPublicPort: viaPublicPort)
+            return refuse(code, reason)
         }
         if let previous = room.member(identity: claims.identity) {
             // The same token from a second address while its session lives is a replay: the owner moves with
@@ -156,13 +175,13 @@ extension RelayCore {
         }
         let capacity = rooms.capacity(of: room)
         guard room.members.count < capacity else {
-            return refuse(.roomFull, "room \(room.name) is full (\(capacity) members)", to: from, now: now, viaPublicPort: viaPublicPort)
+            return refuse(.roomFull, "room \(room.name) is full (\(capacity) members)")
         }
 
         let session = openSession(identity: claims.identity, name: claims.name ?? "", nonce: request.nonce, token: request.token,
                                   reply: reply, limits: outbox.signallingLimits(roomCapacity: capacity), now: now)
-        var ssrc = newMemberSSRC()
-        while room.downstream?.isRetired(ssrc) == true { ssrc = newMemberSSRC() }  // never an SSRC the room's key protected
+        var ssrc = core.newMemberSSRC()
+        while room.downstream?.isRetired(ssrc) == true { ssrc = core.newMemberSSRC() }  // never an SSRC the room's key protected
         let member = Member(id: shared.nextMemberID(), session: session, ssrc: ssrc, canPublish: claims.grants.publish,
                             canSubscribe: claims.grants.subscribe, joinedAt: now.unixMilliseconds, room: room, muted: request.muted,
                             mixSequence: random.uint16())
@@ -172,7 +191,7 @@ extension RelayCore {
             do {
                 try member.startMedia(keys: keys, maxStreams: capacity)
             } catch {
-                return refuse(.badRequest, "the relay cannot run SRTP: \(error)", to: from, now: now, viaPublicPort: viaPublicPort)
+                return refuse(.badRequest, "the relay cannot run SRTP: \(error)")
             }
         }
         if room.mutedByRoom.contains(member.identity) { member.muted = true; member.mutedByRoom = true }
@@ -207,13 +226,13 @@ extension RelayCore {
         }
         if !room.announcedSpeakers.isEmpty, member.wantsSpeakerLists { outbox.enqueue(.speakers(room.announcedSpeakers), to: session) }
         if let recording = room.recording { outbox.enqueue(.recording(active: true, id: recording.name), to: session) }
-        sendNextRoomKey(room, to: member)
+        core.roomKeys.sendNextKey(room, to: member)
         outbox.pump(session, now: now)
         rooms.announceJoin(member, now: now)
         // In a cluster, the room's other nodes learn of the joiner now (at most every 50 ms; else with the next pass).
         if let cascade = room.cascade {
-            if cascade.lastDiscovery == .distantPast { discoverPeers(room, now: now) }
-            if now.monotonic - cascade.lastRoster >= .milliseconds(50) { sendRoster(room, now: now) }
+            if cascade.lastDiscovery == .distantPast { core.cluster.discoverPeers(room, now: now) }
+            if now.monotonic - cascade.lastRoster >= .milliseconds(50) { core.cluster.sendRoster(room, now: now) }
         }
         outbox.counters.joinsAccepted &+= 1
         if log.threshold <= .info {
@@ -251,8 +270,8 @@ extension RelayCore {
     /// `maxPresenceSessionsPerIdentity` its oldest session is replaced.
     func admitPresence(_ request: RegisterRequest, reply: AdmissionReply, now: Moment) {
         let from = reply.address
-        guard workerIndex == Self.presenceWorker else { return }
-        guard !shuttingDown else { return refuse(.shuttingDown, "the relay is shutting down", reply: reply, now: now) }
+        guard workerIndex == RelayCore.presenceWorker else { return }
+        guard !core.shuttingDown else { return refuse(.shuttingDown, "the relay is shutting down", reply: reply, now: now) }
         let claims: TokenClaims
         do {
             claims = try shared.verifier.verify(request.token, now: now.unixSeconds)
@@ -263,7 +282,7 @@ extension RelayCore {
             let error = TokenError.missingGrant("join")
             return refuse(RefusalCode(error), error.reason, reply: reply, now: now)
         }
-        let online = presence.sessions(of: claims.identity)
+        let online = core.presence.sessions(of: claims.identity)
         // As for joins: the same token from a second address while a session opened with it lives is a replay (the
         // owner moves with resume). A second device presents its own token, and is welcome beside the first.
         if online.contains(where: { $0.session.map { $0.token == request.token && $0.address != from } ?? false }) {
@@ -273,16 +292,16 @@ extension RelayCore {
         for oldest in online.prefix(max(0, online.count - bound + 1)) {
             let reason = bound == 1 ? "replaced by a new session"
                 : "replaced by a new session (at most \(bound) devices online per identity; this was the oldest)"
-            removePresence(oldest, reason: reason, goodbye: .replaced, now: now)
+            core.removePresence(oldest, reason: reason, goodbye: .replaced, now: now)
         }
         let session = openSession(identity: claims.identity, name: claims.name ?? "", nonce: request.nonce, token: request.token,
                                   reply: reply, limits: outbox.signallingLimits(), now: now)
         let p = Presence(id: shared.nextMemberID(), session: session, registeredAt: now.unixMilliseconds)
         sessions.add(.presence(p), at: from)
-        presence.add(p)
-        history.append(.deliverWaiting(identity: p.identity, from: nil))
+        core.presence.add(p)
+        core.history.append(.deliverWaiting(identity: p.identity, from: nil))
         outbox.enqueue(.welcome(Welcome(
-            nonce: request.nonce, memberID: p.id, ssrc: 0, port: shared.workerPorts[Self.presenceWorker], sessionSecret: session.sessionSecret,
+            nonce: request.nonce, memberID: p.id, ssrc: 0, port: shared.workerPorts[RelayCore.presenceWorker], sessionSecret: session.sessionSecret,
             room: "", mode: "presence", identity: p.identity, memberCount: 0, keepaliveMilliseconds: welcomeKeepaliveMilliseconds,
             timeoutMilliseconds: UInt32(config.memberTimeout.milliseconds), flags: [])), to: session)
         outbox.pump(session, now: now)
@@ -308,6 +327,7 @@ extension RelayCore {
         return pages
     }
 }
+
 
 extension RefusalCode {
     /// The refusal that reports a token error.

@@ -1,15 +1,13 @@
 import ParleyWire
 
-/// Calls and direct texts between identities online on different nodes of a cluster. Each node lists its online
-/// identities in the directory (`ClusterDirectory.onlineKey`); a call or a direct text to an identity online on
-/// another node goes to that node's worker 0 over the relay-to-relay link. The callee's node runs the call as any
-/// other (`CallRouter`), with a stand-in for the caller (`Presence.Link.remote`) whose statuses go back to the caller's
-/// node; the caller's hang-up goes there too. Answered, both parties get tokens for the call room that any node takes,
-/// and they meet there as in any room of the cluster (placement or cascading).
-extension RelayCore {
-    /// Wires the presence worker's call router and directory to the links (a cluster's worker 0 only).
-    func startClusterPresence() {
-        guard cascadeLink != nil, workerIndex == Self.presenceWorker else { return }
+/// Calls and direct texts between identities online on different nodes (`ClusterRooms`): see its doc comment.
+extension ClusterRooms {
+    /// Wires the rooms' texts to the links, and the presence worker's call router and directory (a cluster's worker 0).
+    func start() {
+        guard link != nil else { return }
+        rooms.cascadeText = { [unowned self] fragments, member, identity, room in cascadeText(fragments, from: member, to: identity, room: room) }
+        guard workerIndex == RelayCore.presenceWorker else { return }
+        let calls = core.calls, presence = core.presence
         calls.onlineElsewhere = { [unowned self] identity in shared.placement.node(online: identity) }
         calls.sendToNode = { [unowned self] message, node in sendPresence(message, to: node) }
         presence.sendRemote = { [unowned self] message, p in
@@ -36,14 +34,14 @@ extension RelayCore {
         switch message {
         case .invite(let callID, let caller, let name, let callee, let keyShare):
             let standIn = Presence(id: shared.nextMemberID(), remoteNode: node, identity: caller, name: name, registeredAt: now.unixMilliseconds)
-            calls.invite(from: standIn, callID: callID, to: callee, keyShare: keyShare, now: now)
+            core.calls.invite(from: standIn, callID: callID, to: callee, keyShare: keyShare, now: now)
             noteTimerWork(at: now.monotonic)  // its ring deadline
         case .hangup(let callID, let identity):
-            calls.remoteHangUp(node: node, identity: identity, callID: callID, now: now)
+            core.calls.remoteHangUp(node: node, identity: identity, callID: callID, now: now)
         case .callStatus(let to, let status):
-            calls.remoteStatus(status, for: to, from: node, now: now)
+            core.calls.remoteStatus(status, for: to, from: node, now: now)
         case .directText(let from, let to, let fragment):
-            presence.deliverRemoteDirectText(fragment, from: from, to: to, now: now)
+            core.presence.deliverRemoteDirectText(fragment, from: from, to: to, now: now)
         default:
             outbox.drop(.cascadeUnknown, from: address, now: now)
         }

@@ -5,16 +5,17 @@ import ParleyWire
 public enum Handoff: Sendable {
     /// Version 1 (cleartext, debugging only): the datagram as received, its cookie verified.
     case cleartext([UInt8])
-    /// Version 2: the handshake's payload (a version 1 `join` or `register` datagram), the session keys (the relay's
-    /// view; the response already went out) and the size of the initiation, which bounds a refusal.
-    case sealed(request: [UInt8], keys: SessionKeys, received: Int)
+    /// Version 2: the handshake's payload (a version 1 `join` or `register` datagram, parsed once where it arrived),
+    /// the session keys (the relay's view; the response already went out) and the size of the initiation, which
+    /// bounds a refusal.
+    case sealed(request: SignalDatagram, keys: SessionKeys, received: Int)
 }
 
-/// The encrypted protocol's front door (`SignallingEnvelope`, `ParleyHandshake`): hellos get cookies, initiations
+/// The encrypted protocol's front door (a part of `Admission`) (`SignallingEnvelope`, `ParleyHandshake`): hellos get cookies, initiations
 /// with a valid cookie get the Noise response and go to admission with their session keys, and sealed datagrams
 /// are opened with their session's keys before the one signalling path sees them. An initiation repeated while its
 /// response was lost is answered from `HandshakeResponses`, without a second Diffie-Hellman.
-extension RelayCore {
+extension Admission {
     /// Any version 2 datagram.
     func handleEnvelope(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment, viaPublicPort: Bool) {
         let envelope: EnvelopeView
@@ -25,7 +26,7 @@ extension RelayCore {
         }
         switch envelope.kind {
         case .sealed:
-            handleSealed(envelope, received: bytes.count, from: from, now: now, viaPublicPort: viaPublicPort)
+            core.handleSealed(envelope, received: bytes.count, from: from, now: now, viaPublicPort: viaPublicPort)
         case .hello:
             noteTimerWork(at: now.monotonic)
             guard (try? envelope.helloNonce()) != nil else { return outbox.drop(.malformedSignalling, from: from, now: now) }
@@ -81,7 +82,7 @@ extension RelayCore {
         let owner: Int
         switch request.message {
         case .join(let join): owner = shared.worker(forRoom: join.room)
-        case .register: owner = Self.presenceWorker
+        case .register: owner = RelayCore.presenceWorker
         default: return outbox.drop(.malformedSignalling, from: from, now: now)
         }
         guard let (message, keys) = try? ParleyHandshake.respond(&handshake) else {
@@ -94,7 +95,7 @@ extension RelayCore {
         if owner == workerIndex {
             admitSealed(request, keys: keys, received: received, from: from, now: now, viaPublicPort: viaPublicPort)
         } else {
-            handoffs.append((owner, .sealed(request: payload, keys: keys, received: received), from))
+            core.handoffs.append((owner, .sealed(request: request, keys: keys, received: received), from))
         }
     }
 
@@ -109,71 +110,17 @@ extension RelayCore {
         }
         switch request.message {
         case .join(let join):
-            if let existing = sessions.byAddress[from] { removeSession(existing, reason: "rejoined", goodbye: nil, now: now) }
+            if let existing = sessions.byAddress[from] { core.removeSession(existing, reason: "rejoined", goodbye: nil, now: now) }
             admit(join, reply: reply, now: now)
         case .register(let register):
-            if let existing = sessions.byAddress[from] { removeSession(existing, reason: "registered again", goodbye: nil, now: now) }
+            if let existing = sessions.byAddress[from] { core.removeSession(existing, reason: "registered again", goodbye: nil, now: now) }
             admitPresence(register, reply: reply, now: now)
         default:
             outbox.drop(.malformedSignalling, from: from, now: now)
         }
     }
-
-    /// A sealed datagram: from its session's own address, opened and handled like any signalling; from another
-    /// address, opened with the keys of the session it names, and only a resume or a path response is taken (the
-    /// address is challenged before the session moves).
-    func handleSealed(_ envelope: EnvelopeView, received: Int, from: PeerAddress, now: Moment, viaPublicPort: Bool) {
-        let known = sessions.byAddress[from]
-        let entry: SessionTable.Entry
-        if let known, known.session.connectionID == envelope.connectionID {
-            entry = known
-        } else if let named = sessions.byConnection[envelope.connectionID] {
-            entry = named
-        } else {
-            outbox.drop(known == nil ? .unknownSender : .connectionMismatch, from: from, now: now)
-            // A session this relay forgot (it restarted, or timed the session out): say so, in no more bytes than
-            // arrived, so the member joins afresh at once. Unsealed, as no key is left to seal it with; a forged
-            // one only makes a resuming member rejoin.
-            if known == nil, outbox.takeUnverifiedAnswer(now: now.monotonic) {
-                outbox.sendRefusal(.unknownSession, "unknown session", to: from, connectionID: envelope.connectionID,
-                                   viaPublicPort: viaPublicPort, limit: received)
-            }
-            return
-        }
-        guard let channel = entry.session.sealed else { return outbox.drop(.cleartext, from: from, now: now) }
-        let plaintext = outbox.openScratch
-        let length: Int
-        do {
-            length = try channel.open(envelope.body, into: plaintext)
-        } catch .replayed, .tooOld {
-            return outbox.drop(.sealedReplayed, from: from, now: now)
-        } catch {
-            return outbox.drop(.sealedRejected, from: from, now: now)
-        }
-        let inner = UnsafeRawBufferPointer(rebasing: plaintext[..<length])
-        guard let datagram = try? SignalDatagram(parsing: inner), datagram.connectionID == envelope.connectionID else {
-            return outbox.drop(.malformedSignalling, from: from, now: now)
-        }
-        if let known, known.isSame(as: entry) {
-            return handleSessionSignal(entry, datagram, bytes: inner, now: now, viaPublicPort: viaPublicPort)
-        }
-        // The session's keys, from an address that is not its own (NAT rebinding, a new network).
-        noteTimerWork(at: now.monotonic)
-        switch datagram.message {
-        case .resume(let timestamp, let proof):
-            paths.resume(connectionID: datagram.connectionID, timestamp: timestamp, proof: proof, received: received,
-                         from: from, now: now, viaPublicPort: viaPublicPort)
-        case .pathResponse(let challenge, let proof):
-            if let moving = paths.validatedPath(connectionID: datagram.connectionID, challenge: challenge, proof: proof, from: from, now: now) {
-                move(moving, to: from, now: now, viaPublicPort: viaPublicPort)
-            }
-        default:
-            _ = paths.challengeUnknownAddress(connectionID: datagram.connectionID, from: from, received: received, now: now,
-                                              viaPublicPort: viaPublicPort)
-            outbox.drop(.unknownSender, from: from, now: now)
-        }
-    }
 }
+
 
 /// Where an admission's answer goes and how: the address, the port, the size of the request (no refusal to a
 /// cleartext request is larger) and, for the encrypted protocol, the session keys a refusal is sealed with.

@@ -1,122 +1,36 @@
 import ParleyCrypto
 import ParleyWire
 
-/// One worker's end of the relay-to-relay links: the sealer for what it sends, the opener for what it receives, and
-/// scratch space for bodies built on the packet path.
-final class CascadeLink {
-    let identity: ClusterIdentity
-    let sealer: CascadeSealer
-    let opener: CascadeOpener
-    /// A body being built (media and mix: prefix and packet), sealed once per peer into the output arena.
-    let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 16)
-
-    init(identity: ClusterIdentity, worker: Int) {
-        self.identity = identity
-        sealer = CascadeSealer(root: identity.root, node: identity.key, boot: identity.boot, worker: UInt8(truncatingIfNeeded: worker))
-        opener = CascadeOpener(root: identity.root, worker: UInt8(truncatingIfNeeded: worker))
-    }
-
-    deinit { scratch.deallocate() }
-}
-
-/// A room's part in a cluster: the other nodes that have members in it (its peers), what each said it has, and
-/// where this node's speakers go.
+/// This worker's part in a cluster (a `CorePart`): rooms shared with other nodes over the sealed relay-to-relay link
+/// (`RoomCascade` per room: rosters, speakers, mixes, texts), the rendezvous of nodes that share a room, the drain,
+/// and the calls and direct texts between identities online on different nodes. The core hands it the link's
+/// datagrams and the forwarded speakers and mixes its peers take, and ticks it on the housekeeping grid. Alone (no
+/// cluster) it has no link and does nothing.
 ///
-/// A room spans nodes by cascading. Every node with members of the room sends each of its own speakers' packets once to
-/// every peer with members (forward mode) and fans out locally what it receives: its listeners hear the loudest
-/// `max_forwarded_speakers` of the whole room, because each node sends every speaker that is among the loudest of what
-/// it sees, and every node then sees at least the room's loudest. A mix room mixes on one node (the highest rendezvous
-/// hash of room and node among the nodes with members, which they all work out alike); the others send it their
-/// speakers and receive one mix for all their members that are not heard in it, plus a minus-one mix for each of
-/// their members who is.
-///
-/// Rosters carry each node's members (the announced ones; an audience is counted) at least once a second and within
-/// 100 ms of a change. A peer silent for `peerTimeout` is gone, and its members with it.
-final class RoomCascade {
-    final class Peer {
-        let key: UInt64
-        /// Where the worker owning the room on that node is.
-        var address: PeerAddress
-        var worker: UInt8
-        /// When its last roster part arrived (nil: not heard yet, only named by the directory or a peer).
-        var heardAt: Instant?
-        /// When the directory or a peer last named it (a peer never heard is dropped `peerTimeout` after that).
-        var namedAt: Instant
-        /// The roster epoch being assembled, its parts so far and how many it has.
-        var epoch: UInt32?
-        var parts: [UInt8: CascadeRoster] = [:]
-        /// Its members here, by their id there; its audience count.
-        var members: [UInt32: Member] = [:]
-        var audience = 0
+/// Calls and direct texts between identities online on different nodes of a cluster. Each node lists its online
+/// identities in the directory (`ClusterDirectory.onlineKey`); a call or a direct text to an identity online on
+/// another node goes to that node's worker 0 over the relay-to-relay link. The callee's node runs the call as any
+/// other (`CallRouter`), with a stand-in for the caller (`Presence.Link.remote`) whose statuses go back to the caller's
+/// node; the caller's hang-up goes there too. Answered, both parties get tokens for the call room that any node takes,
+/// and they meet there as in any room of the cluster (placement or cascading).
+final class ClusterRooms: CorePart {
+    unowned(unsafe) let core: RelayCore  // the core owns its parts and outlives them
+    /// This worker's end of the relay-to-relay links (nil alone).
+    let link: CascadeLink?
+    /// Nodes that asked this one about rooms it has no members of, lately (see `rendezvous`).
+    var rendezvousTable: [String: [UInt64: (address: PeerAddress, worker: UInt8, at: Instant)]] = [:]
 
-        init(key: UInt64, address: PeerAddress, worker: UInt8, now: Instant) {
-            self.key = key
-            self.address = address
-            self.worker = worker
-            self.namedAt = now
-        }
-
-        var hasMembers: Bool { !members.isEmpty || audience > 0 }
+    init(core: RelayCore) {
+        self.core = core
+        link = core.shared.cluster.map { CascadeLink(identity: $0, worker: core.workerIndex) }
     }
 
-    var peers: [UInt64: Peer] = [:]
-    /// Where this node's speakers' packets go: every peer with members (forward mode), or the mixing node (mix mode,
-    /// when it is not this one).
-    private(set) var mediaTargets: [(address: PeerAddress, worker: UInt8)] = []
-    /// Peers that receive this node's mix (mix mode, when this node mixes): those with members.
-    private(set) var mixTargets: [Peer] = []
-    /// The node that mixes (mix mode): this node's key when it is this one.
-    private(set) var mixer: UInt64
-    var mixesHere: Bool { mixer == selfKey }
-    let selfKey: UInt64
-    /// A roster is owed (a member joined, left or changed here, or a new peer appeared).
-    var dirty = true
-    var lastRoster = Instant.distantPast
-    var lastDiscovery = Instant.distantPast
-    var epoch: UInt32 = 0
-
-    static let peerTimeout = Interval.milliseconds(3_500)
-    static let rosterInterval = Interval.seconds(1)
-
-    init(selfKey: UInt64) {
-        self.selfKey = selfKey
-        mixer = selfKey
-    }
-
-    /// Recomputes where media goes after peers or this node's members changed.
-    func retarget(room: Room) {
-        let live = peers.values.filter { $0.heardAt != nil && $0.hasMembers }.sorted { $0.key < $1.key }
-        var candidates = live.map(\.key)
-        if room.hasLocalMembers { candidates.append(selfKey) }
-        mixer = candidates.max { Self.score(room.name, $0) < Self.score(room.name, $1) } ?? selfKey
-        if room.forwards {
-            mediaTargets = live.map { ($0.address, $0.worker) }
-            mixTargets = []
-        } else if mixesHere {
-            mediaTargets = []
-            mixTargets = live
-        } else {
-            mediaTargets = live.filter { $0.key == mixer }.map { ($0.address, $0.worker) }
-            mixTargets = []
-        }
-    }
-
-    /// FNV-1a 64 of room name and node key: where a mix room mixes.
-    static func score(_ room: String, _ node: UInt64) -> UInt64 {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for b in room.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
-        for i in 0..<8 { h = (h ^ (node >> (8 * UInt64(i)) & 0xFF)) &* 0x100_0000_01b3 }
-        return h
-    }
-}
-
-extension RelayCore {
     // MARK: Receiving
 
     /// A datagram from another node's relay-to-relay link: opened (or dropped as `cascadeRejected`), then taken by
     /// kind. Only rooms this worker has are served: a node without members in a room ignores what is said about it.
-    func handleCascade(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
-        guard let link = cascadeLink else { return outbox.drop(.unknownProtocol, from: from, now: now) }
+    func handle(_ bytes: UnsafeRawBufferPointer, from: PeerAddress, now: Moment) {
+        guard let link = link else { return outbox.drop(.unknownProtocol, from: from, now: now) }
         let space = output.reserve(max(0, bytes.count - CascadeCipher.overhead) + 16)
         let opened: (header: CascadeCipher.Header, length: Int)
         do {
@@ -130,7 +44,7 @@ extension RelayCore {
         var r = ByteReader(body)
         guard let kind = r.u8(), let roomName = r.string8() else { return outbox.drop(.cascadeUnknown, from: from, now: now) }
         if CascadeMessage.isPresence(kind) {
-            guard workerIndex == Self.presenceWorker, let message = CascadeMessage(parsing: body) else {
+            guard workerIndex == RelayCore.presenceWorker, let message = CascadeMessage(parsing: body) else {
                 return outbox.drop(.cascadeUnknown, from: from, now: now)
             }
             outbox.counters.cascadeIn &+= 1
@@ -190,7 +104,7 @@ extension RelayCore {
             if !room.isHybrid { return }
         }
         guard room.selector.isForwarded(member.id) else { return }
-        fanOut(rtp, packet: packet, from: member, address: address, now: now)
+        core.fanOut(rtp, packet: packet, from: member, address: address, now: now)
     }
 
     /// The mixing node's frame: the shared mix to every member here that is not heard in it (its CSRCs), or a minus-one
@@ -217,7 +131,7 @@ extension RelayCore {
             }
             for m in room.members where m.isLocal && m.canSubscribe && m.hasDestination && !heard.contains(m.ssrc) { targets.append(m) }
         }
-        mix.deliver(rtp, frame: frame, shared: target == 0, to: targets) { bytes, listener in sendMix(bytes, to: listener, now: now) }
+        mix.deliver(rtp, frame: frame, shared: target == 0, to: targets) { bytes, listener in core.sendMix(bytes, to: listener, now: now) }
     }
 
     /// A roster part from a peer: the peer is known from now on (a new one is answered at once), the nodes it names
@@ -310,7 +224,7 @@ extension RelayCore {
     /// Sends one of this node's speakers' packets to the room's other nodes (see `RoomCascade.mediaTargets`): one
     /// body, sealed once per peer. No allocation.
     func cascadeMedia(_ plain: UnsafeRawBufferPointer, from member: Member, level: UInt8, room: Room) {
-        guard let link = cascadeLink, let cascade = room.cascade, !cascade.mediaTargets.isEmpty else { return }
+        guard let link = link, let cascade = room.cascade, !cascade.mediaTargets.isEmpty else { return }
         let prefix = CascadeMessage.writeMediaPrefix(room: room.name, origin: member.id, level: level, into: link.scratch)
         // The other node takes datagrams up to `maxDatagramSize` as this one does: a packet that would not fit with the
         // link's header stays here (Opus packets are a few hundred bytes; a member's 1,500 would not fit).
@@ -321,7 +235,7 @@ extension RelayCore {
 
     /// The mixing node's frame for another node (`target` 0: its members not heard in the mix; else that member).
     func cascadeMix(_ bytes: UnsafeRawBufferPointer, frame: UInt32, target: UInt32, room: Room, peers: [(address: PeerAddress, worker: UInt8)]) {
-        guard let link = cascadeLink, !peers.isEmpty, let base = bytes.baseAddress else { return }
+        guard let link = link, !peers.isEmpty, let base = bytes.baseAddress else { return }
         let prefix = CascadeMessage.writeMixPrefix(room: room.name, target: target, frame: frame, into: link.scratch)
         guard prefix + bytes.count + CascadeCipher.overhead <= config.maxDatagramSize else { return }
         (link.scratch.baseAddress! + prefix).copyMemory(from: base, byteCount: bytes.count)
@@ -340,7 +254,7 @@ extension RelayCore {
     }
 
     func sealBody(_ bytes: [UInt8], to targets: [(address: PeerAddress, worker: UInt8)]) {
-        guard let link = cascadeLink else { return }
+        guard let link = link else { return }
         bytes.withUnsafeBytes { seal($0, to: targets, link: link) }
     }
 
@@ -384,8 +298,8 @@ extension RelayCore {
 
     /// On the housekeeping grid, for each room in a cluster: peers from the directory (each second), silent peers
     /// dropped, rosters sent when owed or due.
-    func cascadeTick(now: Moment) {
-        guard cascadeLink != nil else { return }
+    func tick(now: Moment) {
+        guard link != nil else { return }
         for room in rooms.values {
             guard let cascade = room.cascade else { continue }
             guard room.hasLocalMembers else {
@@ -461,34 +375,5 @@ extension RelayCore {
             room.emptySince = now.monotonic
             room.mix?.stop()
         }
-    }
-}
-
-extension RelayCore {
-    /// Draining (`POST /v1/cluster/drain`, `parley-relay drain`): the node stops taking joins (the directory says so,
-    /// and joins that still reach it are sent on) and each member of this worker that can rejoin by itself (a `parley`
-    /// client) is told to go to the node that has its room's other members, else the one placement picks, with goodbye
-    /// `moved` naming it (its address and relay key, `NodePointer`); the client joins there at once. Members that cannot move by themselves (plain-RTP and WebRTC
-    /// endpoints, made by a backend) stay until the backend moves them. Without another node nobody moves.
-    public func drain(now: Moment) -> AdminResult {
-        shared.draining.store(true, ordering: .relaxed)
-        var moved = 0, staying = 0
-        for room in rooms.values {
-            let peerNode = room.cascade?.peers.values.filter { $0.heardAt != nil && !$0.members.isEmpty }
-                .max { ($0.members.count, $1.key) < ($1.members.count, $0.key) }
-            let target = peerNode.flatMap { shared.placement.pointer(toNode: $0.key) }
-                ?? shared.placement.node(for: room.name, cascadeAfter: .max, draining: true)
-            for member in room.members where member.isLocal {
-                guard let target, member.session.signals else {
-                    staying += 1
-                    continue
-                }
-                removeMember(member, reason: "moved to \(target.address): the node is draining", goodbye: .moved,
-                             goodbyeReason: target.description, now: now)
-                moved += 1
-            }
-        }
-        if log.threshold <= .info { log.write(.info, "draining: \(moved) members told to move, \(staying) staying") }
-        return .drained(moved: moved, staying: staying)
     }
 }

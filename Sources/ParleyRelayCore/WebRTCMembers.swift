@@ -14,19 +14,20 @@ import ParleyWire
 /// it sent, `AddressCheck`) until it answers the relay's own check under the offer's password: then the DTLS flights
 /// go there, and once connected the member moves there. Only after the handshake, whose peer certificate must match
 /// the offer's fingerprint, does media flow either way. Consent (RFC 7675) is the answers to the relay's checks.
-extension RelayCore {
-    /// Why the token with `claims` may not join `room` as a WebRTC member, or nil: a call room admits only the two
-    /// parties' call tokens (`CallRoom`), through WebRTC as natively.
-    public static func webRTCRefusal(_ claims: TokenClaims, room: String) -> String? {
-        CallRoom.refusal(claims, room: room)?.1
-    }
+///
+/// A part of the core (`CorePart`): the core hands it STUN and DTLS datagrams and the backend's WebRTC commands, asks
+/// it to close a member's DTLS when the member goes, and ticks it; it reports when it next has work.
+final class WebRTCMembers: CorePart {
+    unowned(unsafe) let core: RelayCore  // the core owns its parts and outlives them
+
+    init(core: RelayCore) { self.core = core }
 
     /// Adds a WebRTC member to `room` (opened with `createMode` when it does not exist and the token may create it):
     /// fresh ICE credentials and a DTLS server session for the answer; no address until a check arrives. A member of
     /// the same identity is replaced, as a native join replaces it.
-    public func createWebRTCMember(room name: String, identity: String, displayName: String?, createMode: String?,
+    func create(room name: String, identity: String, displayName: String?, createMode: String?,
                                    terms: WebRTCOfferTerms, now: Moment) -> AdminResult {
-        guard !shuttingDown else { return .unavailable("the relay is shutting down") }
+        guard !core.shuttingDown else { return .unavailable("the relay is shutting down") }
         guard let context = shared.dtls else { return .unavailable("the relay has no DTLS certificate (OpenSSL failed at start)") }
         guard terms.publish || terms.subscribe else { return .invalid("the offer's audio is inactive: it neither sends nor receives") }
         var room = rooms[name]
@@ -58,14 +59,14 @@ extension RelayCore {
         let webrtc = WebRTCTransport(localUfrag: credentials.ufrag, localPassword: credentials.password, remoteUfrag: terms.remoteUfrag,
                                      remotePassword: terms.remotePassword, tieBreaker: random.uint64(), dtls: dtls, createdAt: now.monotonic,
                                      payloadType: terms.payloadType, audioLevelExtensionID: terms.audioLevelExtensionID ?? 0)
-        let member = Member(id: shared.nextMemberID(), session: session, kind: .webrtc, endpoint: EndpointLink(webrtc: webrtc), ssrc: newMemberSSRC(),
+        let member = Member(id: shared.nextMemberID(), session: session, kind: .webrtc, endpoint: EndpointLink(webrtc: webrtc), ssrc: core.newMemberSSRC(),
                             canPublish: terms.publish, canSubscribe: terms.subscribe, joinedAt: now.unixMilliseconds, room: room,
                             muted: false, mixSequence: random.uint16())
         member.hasDestination = false  // until DTLS gives keys: nothing goes out in the clear
         if terms.subscribe && !room.hearsMix(member) {
             // One stream per receiving section of the offer, up to the room's forwarding slots.
             member.endpoint!.streams = (0..<max(1, min(terms.slots, config.maxForwardedSpeakers))).map { _ in
-                RTPStreamRewriter(ssrc: newMemberSSRC(), initialSequence: random.uint16(), initialTimestamp: random.uint32())
+                RTPStreamRewriter(ssrc: core.newMemberSSRC(), initialSequence: random.uint16(), initialTimestamp: random.uint32())
             }
         }
         if room.mutedByRoom.contains(identity) { member.muted = true; member.mutedByRoom = true }
@@ -86,12 +87,12 @@ extension RelayCore {
         return .webRTCMember(WebRTCMemberInfo(identity: identity, memberID: member.id, port: port, iceUfrag: credentials.ufrag,
                                               icePassword: credentials.password,
                                               sendSSRCs: !terms.subscribe ? [] : room.hearsMix(member) ? [room.mix!.ssrc] : member.endpoint!.streams.map(\.ssrc),
-                                              cname: relayCNAME))
+                                              cname: core.relayCNAME))
     }
 
     /// Ends the WebRTC member `identity` of `room` (the WHIP/WHEP `DELETE`): it leaves (`removeMember` sends its
     /// browser a close_notify).
-    public func deleteWebRTCMember(room name: String, identity: String, now: Moment) -> AdminResult {
+    func delete(room name: String, identity: String, now: Moment) -> AdminResult {
         guard let room = rooms[name] else { return .notFound("room \(name) does not exist") }
         guard let member = room.member(identity: identity), member.webrtc != nil else {
             return .notFound("\(identity) has no WebRTC session in room \(name)")
@@ -286,7 +287,7 @@ extension RelayCore {
 
     /// A WebRTC member leaving for any reason (its DELETE, a kick, the room closing, a replacement): a DTLS
     /// close_notify tells its browser at once, instead of after its consent checks go unanswered.
-    func closeWebRTC(_ member: Member) {
+    func close(_ member: Member) {
         guard let webrtc = member.webrtc, let address = member.endpoint?.rtpSource, webrtc.dtls.state == .connected else { return }
         webrtc.dtls.close()
         sendDTLS(webrtc.dtls, to: address, member: member)
@@ -314,7 +315,7 @@ extension RelayCore {
     /// For `tick`: a WebRTC member whose consent lapsed (or whose setup never finished) is removed; the relay's
     /// checks go out when due (an address on trial, consent of the proven one); a handshake in progress retransmits
     /// its last flight when OpenSSL's timer says so.
-    func serviceWebRTC(_ member: Member, _ webrtc: WebRTCTransport, now: Moment) -> Bool {
+    func service(_ member: Member, _ webrtc: WebRTCTransport, now: Moment) -> Bool {
         let connected = member.endpointSRTP != nil
         if webrtc.hasExpired(now: now.monotonic, connected: connected) {
             removeMember(member, reason: connected ? "timed out (no ICE consent for 30 s)" : "timed out (ICE and DTLS did not finish)",
@@ -337,7 +338,7 @@ extension RelayCore {
     }
 
     /// When `serviceWebRTC` next has work for `member`.
-    func nextWebRTCDeadline(_ member: Member, _ webrtc: WebRTCTransport) -> Instant {
+    func nextDeadline(_ member: Member, _ webrtc: WebRTCTransport) -> Instant {
         let connected = member.endpointSRTP != nil
         var due = webrtc.nextDeadline(connected: connected)
         if !connected, let at = webrtc.retransmitAt { due = min(due, at) }
