@@ -113,10 +113,13 @@ let package = Package(
                           path: "Benchmarks/crypto-bench"),
 
         // Members over UDP through real signalling against a real relay or cluster, with a raw fan-out baseline.
-        .executableTarget(name: "parley-load", dependencies: ["ParleyClientCore", "ParleyWire", "ParleyNet", "ParleyAuth", "ParleyMedia", "CParleySys"],
+        .executableTarget(name: "parley-load",
+                          dependencies: ["ParleyClientCore", "ParleyWire", "ParleyNet", "ParleyAuth", "ParleyMedia",
+                                         "CParleySys"],
                           path: "Benchmarks/tools/parley-load"),
-        // A seeded UDP proxy between clients and a relay that delays, jitters, loses, reorders and duplicates datagrams.
-        .executableTarget(name: "impair-proxy", dependencies: ["ParleyNet", "ParleyWire"], path: "Benchmarks/tools/impair-proxy"),
+        // A seeded UDP proxy between clients and a relay: it delays, jitters, loses, reorders and duplicates datagrams.
+        .executableTarget(name: "impair-proxy", dependencies: ["ParleyNet", "ParleyWire"],
+                          path: "Benchmarks/tools/impair-proxy"),
 
         .testTarget(name: "ParleyWireTests", dependencies: ["ParleyWire"]),
         .testTarget(name: "ParleyNetTests", dependencies: ["ParleyNet", "ParleyWire", "CParleySys"]),
