@@ -149,7 +149,7 @@ quality: deps-run
 	$(call install_missing,$(DEBS_QUALITY))
 	@python3 -c "import pesq, numpy, scipy" 2>/dev/null || pip install -q pesq numpy scipy
 	swift build -c release $(SWIFT_FLAGS)
-	python3 Benchmarks/quality/measure.py --profile $(PROFILE) --runs $(RUNS)
+	python3 Benchmarks/scripts/quality/measure.py --profile $(PROFILE) --runs $(RUNS)
 
 ## make bench-peer: Janus AudioBridge and Parley side by side in mix mode, same room shapes and senders, one run.
 DEBS_PEER := $(DEBS_RUN) janus ffmpeg curl
@@ -157,7 +157,7 @@ bench-peer: deps-run
 	$(call install_missing,$(DEBS_PEER))
 	swift build -c release $(SWIFT_FLAGS) --product parley-relay
 	swift build -c release $(SWIFT_FLAGS) --product parley
-	python3 Benchmarks/peer/bench-peer.py
+	python3 Benchmarks/scripts/peer/bench-peer.py
 
 ## make fuzz: one libFuzzer target per parser, FUZZ_RUNS executions each (default 1,000,000), FUZZ_JOBS at a time
 ## (default 2, the machine's cores); FUZZ_SECONDS=S runs each for S seconds instead.

@@ -91,6 +91,9 @@ let package = Package(
         .executableTarget(name: "parley-relay", dependencies: ["ParleyRelay", "ParleyHTTP", "ParleyAuth", "ParleyCluster"]),
         .executableTarget(name: "parley", dependencies: ["ParleyClientCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyMedia", "ParleyAudioIO", "ParleyCrypto"]),
 
+        // Benchmarks/: the in-process benchmarks and what they share; Benchmarks/tools: programs that benchmarks and
+        // tests run against real relays (the load generator, the impairment proxy); Benchmarks/scripts: benchmarks
+        // through real processes (shell and Python, by subject).
         .target(name: "CAllocCounter", path: "Benchmarks/CAllocCounter"),
         // What the in-process benchmarks share: clocks (a manual one for the core), allocation counts, output helpers.
         .target(name: "BenchmarkSupport", dependencies: ["ParleyRelayCore", "CAllocCounter"], path: "Benchmarks/BenchmarkSupport"),
@@ -98,7 +101,6 @@ let package = Package(
                           path: "Benchmarks/forward-bench"),
 
         .executableTarget(name: "jitter-bench", dependencies: ["ParleyMedia", "ParleyClientCore", "ParleyAudioIO", "ParleyWire", "CSpeexDSP"], path: "Benchmarks/jitter-bench"),
-        .executableTarget(name: "impair-proxy", dependencies: ["ParleyNet", "ParleyWire"], path: "Benchmarks/impair-proxy"),
         .executableTarget(name: "opus-bench", dependencies: ["BenchmarkSupport", "ParleyMedia", "COpus"], path: "Benchmarks/opus-bench"),
         .executableTarget(name: "mix-bench", dependencies: ["BenchmarkSupport", "ParleyRelayCore", "ParleyMedia", "ParleyWire", "ParleyAuth", "CAllocCounter"], path: "Benchmarks/mix-bench"),
 
@@ -110,8 +112,14 @@ let package = Package(
         .executableTarget(name: "crypto-bench", dependencies: ["BenchmarkSupport", "ParleyCrypto", "ParleyAuth", "ParleyWire", "ParleyWebRTC", "CSodium", "CAllocCounter"],
                           path: "Benchmarks/crypto-bench"),
 
-        .executableTarget(name: "parley-load", dependencies: ["ParleyClientCore", "ParleyWire", "ParleyNet", "ParleyAuth", "ParleyMedia", "CParleySys"],
-                          path: "Benchmarks/parley-load"),
+        // Members over UDP through real signalling against a real relay or cluster, with a raw fan-out baseline.
+        .executableTarget(name: "parley-load",
+                          dependencies: ["ParleyClientCore", "ParleyWire", "ParleyNet", "ParleyAuth", "ParleyMedia",
+                                         "CParleySys"],
+                          path: "Benchmarks/tools/parley-load"),
+        // A seeded UDP proxy between clients and a relay: it delays, jitters, loses, reorders and duplicates datagrams.
+        .executableTarget(name: "impair-proxy", dependencies: ["ParleyNet", "ParleyWire"],
+                          path: "Benchmarks/tools/impair-proxy"),
 
         .testTarget(name: "ParleyWireTests", dependencies: ["ParleyWire"]),
         .testTarget(name: "ParleyNetTests", dependencies: ["ParleyNet", "ParleyWire", "CParleySys"]),

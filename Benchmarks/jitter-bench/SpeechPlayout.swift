@@ -3,7 +3,7 @@
 // decoder, FEC, PLC, time-stretching, the local mix), the trace's arrival times in between, on a virtual clock. The
 // engine's NACKs are asked for at their times but a trace is a fixed record: nothing answers them, so the figures
 // mean what they meant before (a NACK only helps when the relay still has the packet, which a trace cannot show). Deterministic, and fast enough to score many settings
-// with PESQ (Benchmarks/quality/playout.py).
+// with PESQ (Benchmarks/scripts/quality/playout.py).
 import ParleyAudioIO
 import ParleyClientCore
 import ParleyMedia

@@ -7,8 +7,8 @@
 //
 // With --speech, the speech is sent through the trace by the client's real send and receive paths (Opus, FEC, DTX;
 // the engine's ReceiveMixer: NACK tracking, jitter buffer, PLC, time-stretching, mix — NACKs go unanswered) on a
-// virtual clock and the played audio written to --out (48 kHz mono), for PESQ scoring (Benchmarks/quality/playout.py);
-// the first trace is used.
+// virtual clock and the played audio written to --out (48 kHz mono), for PESQ scoring
+// (Benchmarks/scripts/quality/playout.py); the first trace is used.
 //
 // Profiles for --synth: mild, moderate, harsh (the shared traces' models), wifi, cellular, calm.
 import Foundation

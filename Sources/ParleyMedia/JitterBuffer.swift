@@ -70,7 +70,7 @@ public final class JitterBuffer {
     /// paused without DTX), not a loss. The talkspurt ends in silence instead of concealing on, and what was
     /// concealed while waiting is not counted (`JitterStats.senderStops`). 500 ms, not less: a loss burst on a bad
     /// network outlasts 200 ms, and ending its talkspurt early cost the harsh trace 0.12 PESQ-WB (2.41 → 2.29 at 200 ms,
-    /// `python3 Benchmarks/quality/playout.py --expected-loss 2`; 2.41 again at 500 ms).
+    /// `python3 Benchmarks/scripts/quality/playout.py --expected-loss 2`; 2.41 again at 500 ms).
     public static let senderSilence: Interval = .milliseconds(500)
     /// Jump in sequence numbers or timeline (whole seconds) taken as a sender restart.
     let restartJump: Interval = .seconds(5)

@@ -4,7 +4,7 @@
 /// clean path gets none; a lossy one about 0.6× its loss (at least 1 %, at most 20 %); and a jittery one some even
 /// without loss, because a packet that arrives after its play-out time is lost to the listener all the same and
 /// only the next packet's FEC rebuilds it (the RTCP interarrival jitter of 3 ms or more: 1 %, of 8 ms or more: 2 %).
-/// From sweeps on the shared traces at 56 kbit/s (`Benchmarks/quality/playout.py`): 2 % costs 0.09 PESQ-WB on a
+/// From sweeps on the shared traces at 56 kbit/s (`Benchmarks/scripts/quality/playout.py`): 2 % costs 0.09 PESQ-WB on a
 /// clean path, gains 0.7 on the moderate trace (2.6 % loss, jitter ~14 ms) and 3.5 → 3.6 on a jitter-only
 /// two-leg trace; settings above the loss bought no more. Reports are smoothed: a rise is taken at once, a fall
 /// slowly (each report moves a fifth of the way down). Pure.

@@ -146,7 +146,8 @@ extension ProcessTests {
             #expect((result["packetsReceived"] as? Int ?? 0) > 200, "\(result)")
             #expect(result["packetsLost"] as? Int == 0, "\(result)")
             #expect((result["maxAudioLevel"] as? Double ?? 0) > 0.01, "\(result)")
-            // Join to first audio is a figure for a benchmark (Benchmarks/webrtc-join.sh), not a timed test: here it is only seen.
+            // Join to first audio is a figure for a benchmark (Benchmarks/scripts/webrtc/webrtc-join.sh), not a timed
+            // test: here it is only seen.
             #expect(result["firstPacketMs"] as? Int != nil, "\(result)")
             speaker.signal(SIGINT)
             speaker.wait(seconds: 5)

@@ -81,7 +81,7 @@ write("rtcp", "trailing", sr + b"\x80\xc8")
 write("rtcp", "nack-empty", rtcp(1, 205, struct.pack("!II", 1, 2)))
 write("rtcp", "rr-short", rtcp(3, 201, struct.pack("!I", 7) + block()))
 
-# ---------------------------------------------------------------- Signalling (Sources/ParleyWire/SignallingCodec.swift)
+# ---------------------------------------------------------------- Signalling (Sources/ParleyWire/SignallingParse.swift)
 def tlv(tag, value):
     return struct.pack("!BH", tag, len(value)) + value
 

@@ -4,7 +4,7 @@ packet, the jitter-induced concealment (JICO) an oracle playing every frame at e
 a late frame as rebuilt from the next packet's in-band FEC when that packet is in time (as jitter-bench does for
 Parley). Compare jitter-bench's rows with it: a buffer can only be above this curve.
 
-  python3 Benchmarks/quality/trace-frontier.py ../shared/traces/trace_mild.csv [--jico 1.57]
+  python3 Benchmarks/scripts/quality/trace-frontier.py ../shared/traces/trace_mild.csv [--jico 1.57]
 
 --jico P also prints the smallest end-to-end delay at which the oracle's JICO is at most P percent.
 """

@@ -3,7 +3,7 @@
 (jitter-bench --speech: Opus with FEC and DTX, jitter buffer, PLC, time-stretching) on a virtual clock.
 Deterministic (same trace, same score) and quick, so receive-side changes can be compared; no NACK, no relay.
 
-  python3 Benchmarks/quality/playout.py [--trace FILE ...] [--bitrate BPS] [--expected-loss PERCENT] [--json]
+  python3 Benchmarks/scripts/quality/playout.py [--trace FILE ...] [--bitrate BPS] [--expected-loss PERCENT] [--json]
 
 Defaults to the shared traces in ../shared/traces (mild, moderate, harsh) plus a clean path. Needs `make release`,
 espeak-ng, and PyPI's pesq, numpy, scipy.

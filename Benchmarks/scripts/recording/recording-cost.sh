@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What recording costs the relay: CPU per recorded room against the same rooms not recorded, in one run.
 #
-#   Benchmarks/recording-cost.sh [MODE] [ROOMS] [BLOCKS]     (defaults: forward 20 6; after `make release`)
+#   Benchmarks/scripts/recording/recording-cost.sh [MODE] [ROOMS] [BLOCKS]     (defaults: forward 20 6; after `make release`)
 #
 # One relay (1 worker, its own state directory) and parley-load: ROOMS rooms of 10 members, 3 of them speaking
 # pre-encoded Opus speech, for the whole run. After the joins, BLOCKS blocks of 8 s alternate the rooms between
@@ -10,7 +10,7 @@
 # the recorder's too: /proc/PID/stat) is read over each block's last 6 s. Prints each block, then the medians, the
 # difference per recorded room, and what the recordings hold on disk.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../../.."
 mode=${1:-forward}
 rooms=${2:-20}
 blocks=${3:-6}

@@ -17,7 +17,7 @@
    the time taken.
 
 --base DIR runs the same on another build first (the commit before the fix, say) for a baseline from the same run.
-usage: python3 Benchmarks/api-under-attack.py [--bin .build/release] [--base DIR] [--idle 300] [--seconds 20] [--rooms 1000]
+usage: python3 Benchmarks/scripts/security/api-under-attack.py [--bin .build/release] [--base DIR] [--idle 300] [--seconds 20] [--rooms 1000]
                                              [--only-issue33]
 """
 import argparse

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A cluster under load: delivery and latency when rooms span nodes (cascading) against rooms kept on one node.
 #
-#   Benchmarks/cluster-load.sh [ROOMS] [MEMBERS] [SECONDS]   (default 20 10 10; after `make release`; needs redis-server)
+#   Benchmarks/scripts/cluster/cluster-load.sh [ROOMS] [MEMBERS] [SECONDS]   (default 20 10 10; after `make release`; needs redis-server)
 #
 # Two runs on the same machine, one after the other, each with a fresh Redis and three relays (1 worker each) on
 # loopback ports, and `parley-load --server A,B,C`, which sends each room's first speaker through node r mod 3 and its
@@ -12,7 +12,7 @@
 # parley-load prints delivery, one-way latency percentiles (speaker to listener, through one or two relays) and join
 # times; the relays' CPU seconds (from /proc) follow each run. Everything it starts is stopped at the end of each run.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../../.."
 rooms=${1:-20}; members=${2:-10}; seconds=${3:-10}
 relay=.build/release/parley-relay
 load=.build/release/parley-load

@@ -4,7 +4,7 @@
 # 10 ms from the moment it started to join: offer made, posted, answered, ICE check, DTLS handshake, first packet).
 # A parley join speaks a tone in the room throughout. RUNS browsers one after another; prints each and the median.
 #
-#   make release && Benchmarks/webrtc-join.sh [RUNS]        (needs chromium; make test installs it)
+#   make release && Benchmarks/scripts/webrtc/webrtc-join.sh [RUNS]        (needs chromium; make test installs it)
 set -euo pipefail
 RUNS=${1:-10}
 BIN=${BIN:-.build/release}

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # How long a cluster's members take to be back in their room after the room's node is killed with kill -9.
 #
-#   Benchmarks/cluster-failover.sh [RUNS]        (default 3; after `make release`; needs redis-server)
+#   Benchmarks/scripts/cluster/cluster-failover.sh [RUNS]        (default 3; after `make release`; needs redis-server)
 #
 # Each run: a Redis and two relays (1 worker each, keepalive 1 s) on loopback ports; a speaker (a 440 Hz tone) and a
 # listener join one room, through different nodes; the node the room lives on is killed with SIGKILL; the time until
 # both members print their next "joined ROOM" (their new welcome, on the surviving node) is printed, then the median.
 # Everything it starts is stopped at the end of each run.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../../.."
 runs=${1:-3}
 relay=.build/release/parley-relay
 parley=.build/release/parley

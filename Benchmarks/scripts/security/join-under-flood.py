@@ -11,7 +11,7 @@ answered; a join that printed no welcome is counted as "never welcomed" whatever
 48 bytes is the review's size (too short for any join: refused before the budget is charged); 200 bytes passes that
 check, so only the per-source shares of the budget keep it from starving the honest joins.
 --base DIR runs the same against another build first (the commit before the fix, say) for a baseline from the same run.
-usage: python3 Benchmarks/join-under-flood.py [--bin .build/release] [--base DIR] [--rate 20000] [--garbage 48] [--joins 10]
+usage: python3 Benchmarks/scripts/security/join-under-flood.py [--bin .build/release] [--base DIR] [--rate 20000] [--garbage 48] [--joins 10]
 """
 import argparse
 import os

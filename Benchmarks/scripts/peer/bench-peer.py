@@ -2,13 +2,13 @@
 """Peer comparison for mix mode: Parley vs Janus AudioBridge, same room shapes, same senders, one run.
 
 Usage (from the repository root):
-    python3 Benchmarks/peer/bench-peer.py [--rooms 5] [--members 10] [--speakers 3] [--seconds 20] [--warmup 3]
+    python3 Benchmarks/scripts/peer/bench-peer.py [--rooms 5] [--members 10] [--speakers 3] [--seconds 20] [--warmup 3]
 
     BIN=/path/to/.build/release   where parley-relay and parley are (default: .build/release of this checkout)
     Needs: Debian's `janus` package (apt-get install -y janus), ffmpeg with libopus (encodes the test signal once).
 
 What it does, one peer after the other (never concurrently), everything on 127.0.0.1:
-  * Janus 1.1 (config: Benchmarks/peer/janus/, copied to a temp dir with a free HTTP port; only AudioBridge and the
+  * Janus 1.1 (config: Benchmarks/scripts/peer/janus/, copied to a temp dir with a free HTTP port; only AudioBridge and the
     HTTP transport loaded): creates R rooms (48 kHz, allow_rtp_participants) and joins M plain-RTP participants per
     room (`join` with `rtp: {ip, port, payload_type: 111}`; the `joined` event says where to send). Janus sends a
     plain-RTP participant nothing before it received one packet from it, so each listener sends one silence frame.
@@ -42,7 +42,7 @@ import time
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 TICK = os.sysconf("SC_CLK_TCK")
 
 

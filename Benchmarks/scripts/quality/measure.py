@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Parley quality bench: mouth-to-ear latency and PESQ-WB through a real relay on loopback.
 
-  python3 Benchmarks/quality/measure.py [--modes forward,mix,hybrid] [--profile clean|mild|moderate|harsh] [--runs N] [--json]
+  python3 Benchmarks/scripts/quality/measure.py [--modes forward,mix,hybrid] [--profile clean|mild|moderate|harsh] [--runs N] [--json]
                                        [--bin DIR] [--uplink-repair on|off] [--min-delay MS]
 
 Through the impairment proxy, run k of each mode uses the proxy's seed k: each flow's media then meets the same losses
@@ -27,7 +27,7 @@ many of them the relay recovered by NACKing the speaker, and how many it gave up
 import argparse, json, os, random, re, subprocess, sys, tempfile, time, wave
 import numpy as np
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 BIN = os.path.join(ROOT, ".build", "release")
 # The relay's environment beyond ours (`--uplink-repair` sets PARLEY_UPLINK_REPAIR).
 RELAY_ENV = {}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # API latency: GET /v1/rooms with ROOMS rooms (created through POST), measured with curl's %{time_total}
 # over N requests; prints p50/p99. Starts its own relay (release build) on ephemeral ports.
-# usage: Benchmarks/api-latency.sh [ROOMS=1000] [N=500]   (BIN=dir of parley-relay/parley, default .build/release)
+# usage: Benchmarks/scripts/api/api-latency.sh [ROOMS=1000] [N=500]   (BIN=dir of parley-relay/parley, default .build/release)
 set -euo pipefail
 ROOMS=${1:-1000}; N=${2:-500}
 BIN=${BIN:-.build/release}

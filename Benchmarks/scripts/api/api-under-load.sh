@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The HTTP API hammered while the relay forwards media: GET /v1/rooms latency with ROOMS extra (empty) rooms, and
 # parley-load's delivery ratio with and without the API traffic, on one relay.
-# usage: Benchmarks/api-under-load.sh [ROOMS=1000] [SECONDS=20]   (release builds in .build/release)
+# usage: Benchmarks/scripts/api/api-under-load.sh [ROOMS=1000] [SECONDS=20]   (release builds in .build/release)
 set -euo pipefail
 ROOMS=${1:-1000}; SECONDS_LOAD=${2:-20}
 BIN=${BIN:-.build/release}

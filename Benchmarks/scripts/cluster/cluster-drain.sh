@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The longest silence a room's members hear while one node of the cluster drains (`parley-relay drain`).
 #
-#   Benchmarks/cluster-drain.sh [RUNS] [drain|kill]   (default 3 drain; after `make release`; needs redis-server)
+#   Benchmarks/scripts/cluster/cluster-drain.sh [RUNS] [drain|kill]   (default 3 drain; after `make release`; needs redis-server)
 #
 # With `kill`, node 1 is killed with `kill -9` instead (keepalive 1 s): the talker fails over to another node by itself
 # and the figure is how long the listeners heard nothing.
@@ -13,7 +13,7 @@
 # run's figures are the larger of the two listeners': that gap, and the longest silence in the recordings (10 ms
 # windows under a tenth of the tone's level, between its first and last sound); then the medians over runs. Everything it starts is stopped at the end of each run.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../../.."
 runs=${1:-3}
 how=${2:-drain}
 [[ $how == drain || $how == kill ]] || { echo "cluster-drain.sh: the second argument is drain or kill" >&2; exit 2; }

@@ -1,0 +1,318 @@
+import ParleyAuth
+import ParleyClientCore
+import ParleyNet
+import ParleyWire
+
+/// Opens a UDP socket for talking to `server`, or exits with a one-line error.
+func openSocket(for server: PeerAddress) -> UDPSocket {
+    do {
+        return try UDPSocket(bindingTo: server.isIPv4 ? PeerAddress(ipv4: 0, port: 0) : PeerAddress(high: 0, low: 0, port: 0))
+    } catch {
+        fail("cannot open a UDP socket: \(error)", code: 1)
+    }
+}
+
+/// One stay in a room (a `join`, or the room of an answered call): the socket, the devices and the view around a
+/// `ClientEngine`, which holds the session, the media paths and the rejoin schedule.
+final class RoomCall {
+    let room: String
+    let identity: String
+    let server: PeerAddress
+    let devices: DeviceAudio
+    let ui: TerminalUI
+    let duration: Double
+    let say: String?
+    let socket: UDPSocket
+    /// The engine (its counters and streams make the summary).
+    let engine: ClientEngine
+    /// SSRC → identity, from the member list and events.
+    private(set) var names: [UInt32: String] = [:]
+    private var members: [UInt32: MemberEntry] = [:]
+    private var speaking: [SpeakerEntry] = []
+    private var myMemberID: UInt32 = 0
+    /// The message being typed after `t` (UTF-8 bytes from the terminal → text), or nil when not typing.
+    private var typing: LineEditor?
+    /// Set from outside (a call hung up by the other side) to leave at the next tick.
+    var leaveRequested = false
+    /// Called every tick with the time (calls use it to drive their presence session).
+    var onTick: ((Instant) -> Void)?
+    /// What the header calls this stay: "room NAME" for a join; "call with PEER" for a call, whose room's name is
+    /// internal (`call-…`) and means nothing to the person.
+    var title: String
+    /// Appended to the live view's header line (a call's safety code, or that it is not end-to-end encrypted).
+    var headerNote = ""
+    /// Extra key handling (calls: `h` hangs up); returns true when the key was used.
+    var onKey: ((UInt8) -> Bool)?
+    /// Image ids to send with `say` (uploaded before the join).
+    var sayAttachments: [String] = []
+    /// Where the images of the room's texts are fetched to (nil: not fetched).
+    var images: ImageDownloads?
+
+    /// Opens the socket and the engine (which sends its join at once); exits with a one-line error when the encoder
+    /// cannot start.
+    init(identity: String, server: PeerAddress, token: @escaping () -> String, configuration: ClientEngine.Configuration,
+         devices: DeviceAudio, ui: TerminalUI, duration: Double, say: String?) {
+        self.room = configuration.room
+        self.title = "room \(configuration.room)"
+        self.identity = identity
+        self.server = server
+        self.devices = devices
+        self.ui = ui
+        self.duration = duration
+        self.say = say
+        let socket = openSocket(for: server)
+        self.socket = socket
+        do {
+            engine = try ClientEngine(server: server, token: token, configuration: configuration, now: Clock.monotonic(),
+                                      unixMilliseconds: { Int64(Clock.unixMilliseconds()) }, random: SystemRandomNumberGenerator(),
+                                      transmit: { bytes, to in try? socket.send(bytes, to: to) })
+        } catch {
+            fail("cannot start the Opus encoder: \(error.message)", code: 1)
+        }
+    }
+
+    /// Runs until leaving; returns the exit code.
+    func run() -> Int32 {
+        let start = Clock.monotonic()
+        var said = false
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
+        defer { buffer.deallocate() }
+        let poller = Poller(ui.interactive ? [socket.fd, 0] : [socket.fd])
+        var nextTick = Clock.monotonic()
+        while true {
+            let now = Clock.monotonic()
+            if interrupted.load(ordering: .relaxed), case .waitingToRejoin = engine.phase { return 0 }  // nothing to leave
+            if interrupted.load(ordering: .relaxed) || leaveRequested || (duration > 0 && (now - start).seconds >= duration)
+                || (devices.inputEnded && !devices.listenOnly && duration == 0) {
+                if !engine.everWelcomed && !interrupted.load(ordering: .relaxed) && !leaveRequested {
+                    // The stay ran out before any relay (or the node a cluster sent us to) welcomed us: never in the room.
+                    ui.close()
+                    fail("cannot reach the relay at \(engine.server): no welcome before the stay ended", code: 5)
+                }
+                engine.leave(now: now)
+                ui.event("left \(room)")
+                return 0
+            }
+            poller.wait(timeoutMilliseconds: Int32(max(0, min(20, (nextTick - now).milliseconds))))
+            while let (n, from) = socket.receive(into: buffer) {
+                // Only the relay's public port and the welcome's port speak for the session (the engine drops the
+                // rest): another port on the relay's host included, is not the room.
+                for event in engine.receive(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), from: from, now: Clock.monotonic()) {
+                    if let code = show(event) { return code }
+                }
+            }
+            while let key = ui.key() {
+                if handleKey(key) { engine.leave(now: now); return 0 }
+            }
+            let tickNow = Clock.monotonic()
+            if tickNow >= nextTick {
+                do {
+                    try devices.tick(now: tickNow, engine: engine)
+                } catch {
+                    ui.close()
+                    fail(error.message, code: 1)
+                }
+                nextTick += .milliseconds(20)
+                if tickNow - nextTick > .milliseconds(200) { nextTick = tickNow + .milliseconds(20) }  // stalled: don't catch up
+                let joined = engine.inRoom
+                for event in engine.tick(now: tickNow) {
+                    if let code = show(event) { return code }
+                }
+                onTick?(tickNow)
+                images?.report(ui)
+                if joined, !said, let say {
+                    said = true
+                    if let id = engine.sendText(say, attachments: sayAttachments, now: tickNow) { ui.event("sent text \(id)") }
+                }
+                updateStatus()
+            }
+            ui.draw(now: tickNow)
+        }
+    }
+
+    /// Shows an engine event; returns an exit code when the stay is over.
+    private func show(_ event: ClientEngine.Event) -> Int32? {
+        switch event {
+        case .session(let e): show(e)
+        case .speakersHeard(let heard): showSpeakers(heard)
+        case .connectionLost(let reason): ui.event("connection lost: \(reason)")
+        case .rejoining(let wait): ui.event("reconnecting in \(wait.wholeSeconds) s")
+        case .redirected(let node): ui.event("the room is on another node of the cluster: joining it at \(node)")
+        case .moving(let node): ui.event("the node is draining: moving to \(node)")
+        case .failingOver(let node): ui.event("the relay is lost; rejoining through another node of the cluster at \(node)")
+        case .relaySilent(let quiet): ui.notice("the relay at \(server) stopped answering (nothing for \(quiet.wholeSeconds) s); still trying")
+        case .relayBack(let after): ui.notice("the relay at \(server) answers again (silent for \(after.wholeSeconds) s)")
+        case .over(let ending):
+            switch ending {
+            case .refused(let code, let reason):
+                ui.close()
+                writeLine("parley: the relay refused to let us join: \(reason) (code \(code.rawValue))", fd: 2)
+                return 3
+            case .left: return 0
+            case .removed(let code, let reason):
+                ui.close()
+                writeLine("parley: \(Self.removal(code, room: room)): \(reason.isEmpty ? "no reason given" : reason)", fd: 2)
+                return 4
+            case .unreachable(let reason):
+                ui.close()
+                fail("cannot reach the relay at \(server): \(reason)", code: 5)
+            case .lost: return 5
+            case .relayUnproven(let reason):
+                ui.close()
+                fail("refusing the relay at \(server): \(reason)", code: 11)
+            }
+        }
+        return nil
+    }
+
+    /// How the session is protected, for the line after "joined": encrypted with which relay key, and whether that key
+    /// was insisted on (`--relay-key` or the token's `relay_key`) or taken as the relay presented it.
+    static func protection(_ signalling: SignallingSession) -> String {
+        switch signalling.security {
+        case .cleartext:
+            return "NOT encrypted (--cleartext): everything, the token included, is readable on the path"
+        case .encrypted(let pinned):
+            let key = signalling.presentedRelayKey.map { Base64URL.encode($0) } ?? "?"
+            return pinned == nil
+                ? "encrypted; relay key \(key) (as presented: compare it with the relay's ready line, or pass --relay-key)"
+                : "encrypted; relay key \(key) (proven, as expected)"
+        }
+    }
+
+    /// Shows what the session said.
+    private func show(_ event: ClientSession.Event) {
+        switch event {
+        case .welcomed(let w):
+            myMemberID = w.memberID
+            names[w.ssrc] = identity
+            ui.event("joined \(title == "room \(w.room)" ? w.room : "the \(title)") as \(w.identity) (member \(w.memberID), ssrc \(w.ssrc), port \(w.port), mode \(w.mode), \(w.memberCount) others)")
+            ui.event(Self.protection(engine.session.signalling))
+        case .memberList(let list):
+            for m in list { names[m.ssrc] = m.identity; members[m.memberID] = m }
+            ui.event("members: " + (list.isEmpty ? "(nobody else)" : list.map { $0.identity + ($0.flags.contains(.muted) ? " (muted)" : "") }.joined(separator: ", ")))
+        case .member(let kind, let m, let reason):
+            names[m.ssrc] = m.identity
+            switch kind {
+            case .joined: members[m.memberID] = m; ui.event("\(m.identity) joined")
+            case .left: members[m.memberID] = nil; ui.event("\(m.identity) left" + (reason.isEmpty ? "" : ": \(reason)"))
+            case .muted where m.memberID == myMemberID && m.flags.contains(.mutedByRoom):
+                ui.event("you are muted by the room" + (reason.isEmpty ? " (only the room can unmute you)" : ": \(reason)"))
+            case .unmuted where m.memberID == myMemberID:
+                ui.event("you are unmuted")
+            case .muted:
+                if m.memberID != myMemberID { members[m.memberID] = m }
+                ui.event("\(m.identity) muted" + (m.flags.contains(.mutedByRoom) ? " by the room" : ""))
+            case .unmuted:
+                if m.memberID != myMemberID { members[m.memberID] = m }
+                ui.event("\(m.identity) unmuted")
+            }
+        case .audience(let count):
+            ui.event("\(count) listening")
+        case .speakers(let list):  // mix rooms (forward rooms: `showSpeakers`, from the streams themselves)
+            speaking = list
+            ui.event("speaking: " + (list.isEmpty ? "(nobody)" : list.map { "\(who($0.memberID)) (-\($0.level) dBov)" }.joined(separator: ", ")))
+        case .text(let from, let direct, let text, let ids):
+            ui.event("\(direct ? "direct text" : "text") from \(from): " + ImageDownloads.line(text, ids))
+            images?.fetch(ids, from: from)
+        case .recording(let active, let id):
+            ui.event(active ? "this room is being recorded (recording \(id))" : "the recording of this room stopped")
+        case .textStatus(let id, let delivered, let reason):
+            ui.event("text \(id) " + (delivered ? (reason.isEmpty ? "delivered" : "delivered, but \(reason)") : "failed: \(reason)"))
+        case .refused, .relayUnproven:
+            break  // the engine ends with `.over(.refused)` / `.over(.relayUnproven)`
+        case .roomKey:
+            break  // the engine's media crypto takes it (a member left: the room's key changed)
+        case .forgotten(let reason):
+            // The relay restarted (or dropped us while we were away): the engine joins afresh after the backoff, as
+            // after a shutdown.
+            ui.event("the relay no longer knows this session (\(reason)); joining afresh")
+        case .goodbye(_, let reason):
+            ui.event("the relay ended the session: \(reason)")
+        case .resumed:
+            ui.event("resumed from a new address")
+        case .roundTrip:
+            break
+        }
+    }
+
+    /// A forward room's speakers as this client hears them (`SpeakingTracker`), shown as the relay's list would be.
+    private func showSpeakers(_ heard: [SpeakingTracker.Speaker]) {
+        speaking = heard.map { s in
+            SpeakerEntry(memberID: members.values.first { $0.ssrc == s.ssrc }?.memberID ?? 0, ssrc: s.ssrc, level: s.level)
+        }
+        ui.event("speaking: " + (heard.isEmpty ? "(nobody)" : heard.map { "\(names[$0.ssrc] ?? "ssrc \($0.ssrc)") (-\($0.level) dBov)" }.joined(separator: ", ")))
+    }
+
+    /// What happened, for the line that says why the relay removed us.
+    static func removal(_ code: GoodbyeCode, room: String) -> String {
+        switch code {
+        case .kicked: "removed from the room \(room)"
+        case .roomClosed: "the room \(room) was closed"
+        case .replaced: "this session was replaced by a newer one"
+        default: "the relay ended the session"
+        }
+    }
+
+    private func who(_ memberID: UInt32) -> String {
+        memberID == myMemberID ? identity : (members[memberID]?.identity ?? "member \(memberID)")
+    }
+
+    /// Live-view keys; returns true to leave.
+    private func handleKey(_ key: UInt8) -> Bool {
+        let now = Clock.monotonic()
+        if var editor = typing {
+            switch editor.feed(key) {
+            case .editing:
+                typing = editor
+                ui.typing = editor.text
+            case .finished(let text):
+                if !text.isEmpty, let id = engine.sendText(text, now: now) { ui.event("you: \(text) (text \(id))") }
+                typing = nil
+                ui.typing = nil
+            case .cancelled:
+                typing = nil
+                ui.typing = nil
+            }
+            ui.touch()
+            return false
+        }
+        if onKey?(key) == true { return false }
+        switch key {
+        case UInt8(ascii: "q"): return true
+        case UInt8(ascii: "m"):
+            if engine.setMuted(!engine.muted, now: now) {
+                ui.event(engine.muted ? "you are muted" : "you are unmuted")
+            } else {
+                ui.event("you cannot unmute: you are muted by the room until it lifts the mute")
+            }
+        case UInt8(ascii: "t"): typing = LineEditor(); ui.typing = ""; ui.touch()
+        default: break
+        }
+        return false
+    }
+
+    /// The header's word on the link: connected, connecting, or how long the relay has been silent.
+    private func connection(now: Instant) -> String {
+        if let quiet = engine.relaySilence(now: now) { return "relay silent for \(quiet.wholeSeconds) s, retrying" }
+        return engine.session.state == .joined ? "connected" : "connecting"
+    }
+
+    private func updateStatus() {
+        guard ui.interactive else { return }
+        let audible = Set(engine.audibleSSRCs)
+        let mute = engine.mutedByRoom ? " (muted by the room)" : engine.muted ? " (muted)" : ""
+        let recording = engine.session.recording ? " · ● REC" : ""
+        var lines = ["parley · \(title)\(recording) · \(identity)\(headerNote)\(mute) · mic \(devices.listenOnly ? "off" : "-\(engine.inputLevel) dBov")"
+                     + " · \(connection(now: Clock.monotonic()))"]
+        let speakingIDs = Set(speaking.map(\.memberID))
+        for m in members.values.sorted(by: { $0.identity < $1.identity }) {
+            let talking = speakingIDs.contains(m.memberID) || audible.contains(m.ssrc)
+            let muted = m.flags.contains(.mutedByRoom) ? " (muted by the room)" : m.flags.contains(.muted) ? " (muted)" : ""
+            lines.append("  \(talking ? "🔊" : "  ") \(m.identity)\(muted)")
+        }
+        let x = devices.xruns
+        lines.append("  sent \(engine.packetsSent) · received \(engine.packetsReceived) · concealed \(engine.concealedFrames) · NACKs \(engine.nacksSent) · xruns \(x.over)/\(x.under)"
+                     + (engine.mediaRoundTrip.map { " · RTT \($0.milliseconds) ms" } ?? ""))
+        ui.status = lines
+    }
+}
