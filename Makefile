@@ -8,8 +8,8 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 DEBS_RUN  := pkg-config libopus-dev libasound2-dev libsodium-dev libspeexdsp-dev libmicrohttpd-dev libsrtp2-dev libssl-dev libhiredis-dev libogg-dev libopusenc-dev libsqlite3-dev zlib1g-dev
 # FUZZ: the libFuzzer targets (Tests/Fuzz/run.sh). `swiftc -sanitize=fuzzer` links the toolchain's libclang_rt.fuzzer,
 # a C++ library, with -lstdc++ (libstdc++-12-dev; without it the link fails on undefined __cxa_* symbols); the token target
-# links libsodium. The fuzzers run in `make test` too.
-DEBS_FUZZ := libsodium-dev libstdc++-12-dev
+# links libsodium, the stun and sdp targets OpenSSL (ParleyWebRTC). The fuzzers run in `make test` too.
+DEBS_FUZZ := libsodium-dev libssl-dev libstdc++-12-dev
 DEBS_TEST := $(sort $(DEBS_RUN) $(DEBS_FUZZ) espeak-ng curl ffmpeg openssl tcpdump tshark gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad chromium python3 python3-venv python3-dev build-essential redis-server redis-tools util-linux mount)
 # The quality bench: speech, the ffmpeg/libopus baseline; PyPI's pesq, numpy, scipy are installed by the target.
 DEBS_QUALITY := $(DEBS_RUN) espeak-ng ffmpeg
@@ -56,8 +56,8 @@ release: deps-run
 build: deps-run
 	swift build $(SWIFT_FLAGS)
 
-## make test: install, build, run every test (unit, integration with real processes on loopback), then every fuzz
-## target for FUZZ_RUNS executions (after the tests, never beside them: the process tests are real-time).
+## make test: install, build, run every test (unit, integration with real processes on loopback), then the eight fuzz
+## targets for FUZZ_RUNS executions (after the tests, never beside them: the process tests are real-time).
 ## FUZZ_RUNS=0 skips the fuzzers.
 test: deps-test $(INTEROP_VENV)/ready
 	swift build $(SWIFT_FLAGS) --build-tests
@@ -159,8 +159,9 @@ bench-peer: deps-run
 	swift build -c release $(SWIFT_FLAGS) --product parley
 	python3 Benchmarks/scripts/peer/bench-peer.py
 
-## make fuzz: one libFuzzer target per parser, FUZZ_RUNS executions each (default 1,000,000), FUZZ_JOBS at a time
-## (default 2, the machine's cores); FUZZ_SECONDS=S runs each for S seconds instead.
+## make fuzz: the eight libFuzzer targets (rtp rtcp signalling token envelope stun sdp cascade: Tests/Fuzz/run.sh says
+## what each drives), FUZZ_RUNS executions each (default 1,000,000), FUZZ_JOBS at a time (default 2, the machine's
+## cores); FUZZ_SECONDS=S runs each for S seconds instead.
 ## make fuzz-merge: after make fuzz, add to Tests/Fuzz/corpus what it found that brings new coverage (nothing there
 ## changes). make fuzz-minimize: rebuild that corpus as the smallest set covering it all (the named seeds stay).
 FUZZ_RUNS ?= 1000000

@@ -21,7 +21,11 @@ import ParleyWire
 /// - Presence (room ""), between worker 0s: `invite` (5), `hangup` (6), `callStatus` (7), and `directText` (8: sender,
 ///   recipient, a fragment as in `text`).
 ///
-/// Parsing checks every length against the datagram; a short or inconsistent body is nil.
+/// Parsing checks every length against the datagram; a short or inconsistent body is nil. A node passes texts, incoming
+/// calls and call statuses on to its members as signalling, which their codec refuses outside its bounds (and a refused
+/// reliable message is never acknowledged: the relay ends the member's session), so a body carrying such a value is nil
+/// too: a text of more than `Signalling.maxTextFragments` fragments, a key share neither absent nor
+/// `CallKeyShare.length` bytes, a call status that names a room and token other than exactly when answered.
 public enum CascadeMessage: Equatable, Sendable {
     case media(room: String, origin: UInt32, level: UInt8, rtp: [UInt8])
     case roster(room: String, CascadeRoster)
@@ -129,16 +133,18 @@ public enum CascadeMessage: Equatable, Sendable {
             guard let from = r.u32(), let to = r.string8(), let f = r.fragment(), r.atEnd else { return nil }
             self = .text(room: room, from: from, to: to, fragment: f)
         case Self.inviteKind:
-            guard let callID = r.u32(), let caller = r.string8(), let name = r.string8(), let callee = r.string8(), let n = r.u8(),
-                  let share = r.take(Int(n)), r.atEnd else { return nil }
-            self = .invite(callID: callID, caller: caller, name: name, callee: callee, keyShare: Array(share))
+            guard let callID = r.u32(), let caller = r.string8(), let name = r.string8(), let callee = r.string8(),
+                  let share = r.keyShare(), r.atEnd else { return nil }
+            self = .invite(callID: callID, caller: caller, name: name, callee: callee, keyShare: share)
         case Self.hangupKind:
             guard let callID = r.u32(), let identity = r.string8(), r.atEnd else { return nil }
             self = .hangup(callID: callID, identity: identity)
         case Self.callStatusKind:
             guard let to = r.string8(), let callID = r.u32(), let raw = r.u8(), let state = CallState(rawValue: raw), let reason = r.string8(),
-                  let callRoom = r.string8(), let token = r.string16(), let n = r.u8(), let share = r.take(Int(n)), r.atEnd else { return nil }
-            self = .callStatus(to: to, CallStatus(callID: callID, state: state, reason: reason, room: callRoom, token: token, keyShare: Array(share)))
+                  let callRoom = r.string8(), let token = r.string16(), let share = r.keyShare(), r.atEnd,
+                  (state == .answered) == !callRoom.isEmpty, callRoom.isEmpty == token.isEmpty else { return nil }
+            self = .callStatus(to: to, CallStatus(callID: callID, state: state, reason: reason, room: callRoom, token: token,
+                                                  keyShare: share))
         case Self.directTextKind:
             guard let from = r.string8(), let to = r.string8(), let f = r.fragment(), r.atEnd else { return nil }
             self = .directText(from: from, to: to, fragment: f)
@@ -276,7 +282,8 @@ struct ByteReader {
     /// A fragment, with the attachment ids that follow it when its count's top bit says so.
     mutating func fragment() -> TextFragment? {
         guard let id = u32(), let index = u8(), let counted = u8(), case let count = counted & ~CascadeMessage.fragmentHasAttachments,
-              count > 0, index < count, let n = u16(), Int(n) <= Signalling.maxTextFragmentBytes, let b = take(Int(n)) else { return nil }
+              count > 0, Int(count) <= Signalling.maxTextFragments, index < count,
+              let n = u16(), Int(n) <= Signalling.maxTextFragmentBytes, let b = take(Int(n)) else { return nil }
         var fragment = TextFragment(messageID: id, index: index, count: count, chunk: Array(b))
         guard counted & CascadeMessage.fragmentHasAttachments != 0 else { return fragment }
         guard index == 0, let ids = u8(), (1...TextAttachments.maxCount).contains(Int(ids)) else { return nil }
@@ -285,6 +292,11 @@ struct ByteReader {
             fragment.attachments.append(String(decoding: raw, as: UTF8.self))
         }
         return fragment
+    }
+    /// A call's key share after its length byte: absent or `CallKeyShare.length` bytes, as the members' codec takes it.
+    mutating func keyShare() -> [UInt8]? {
+        guard let n = u8(), n == 0 || Int(n) == CallKeyShare.length, let share = take(Int(n)) else { return nil }
+        return Array(share)
     }
     mutating func string16() -> String? {
         guard let n = u16(), let b = take(Int(n)) else { return nil }

@@ -11,7 +11,8 @@ public struct STUNBindingResponse: Equatable, Sendable {
     public var isSuccess: Bool
     /// XOR-MAPPED-ADDRESS (or, without it, MAPPED-ADDRESS): where the request came from as the responder saw it.
     public var mappedAddress: PeerAddress?
-    /// ERROR-CODE as class × 100 + number (400, 401, 420, 487, …) in an error response.
+    /// ERROR-CODE as class × 100 + number (400, 401, 420, 487, …) in an error response; a number over 99, which would
+    /// read as another class, throws `bad_stun`.
     public var errorCode: Int?
     /// Offset of the MESSAGE-INTEGRITY attribute (its type field) within the message, if present.
     public var messageIntegrityOffset: Int?
@@ -41,8 +42,11 @@ public struct STUNBindingResponse: Equatable, Sendable {
                 let address = try Self.address(value, xor: false, transactionID: bytes[8..<STUN.headerSize])
                 if mapped == nil { mapped = address }
             case STUNLayout.errorCode:
-                // 21 reserved bits, class (3 bits), number (8 bits), reason phrase.
+                // 21 reserved bits, class (3 bits), number (8 bits: 0-99, the code modulo 100), reason phrase.
                 guard length >= 4 else { throw WebRTCError("bad_stun", "STUN ERROR-CODE is \(length) bytes, fewer than 4") }
+                guard value[3] <= 99 else {
+                    throw WebRTCError("bad_stun", "STUN ERROR-CODE number \(value[3]) is over 99")
+                }
                 if errorCode == nil { errorCode = Int(value[2] & 0x07) * 100 + Int(value[3]) }
             case STUNLayout.unknownAttributes:
                 break

@@ -33,6 +33,8 @@ public enum Signalling {
     public static let maxTextBytes = 4096
     /// Largest text fragment carried in one datagram.
     public static let maxTextFragmentBytes = 900
+    /// The most fragments one text takes: `maxTextBytes` in pieces of `maxTextFragmentBytes` (5).
+    public static let maxTextFragments = (maxTextBytes + maxTextFragmentBytes - 1) / maxTextFragmentBytes
     /// Longest room name or identity a relay admits, in UTF-8 bytes. The codec carries longer ones (up to what a
     /// datagram holds) so that the relay can refuse them with a reason rather than drop them as malformed.
     public static let maxNameBytes = 128

@@ -123,8 +123,8 @@ extension SignalDatagram {
     private static func fragment(_ f: SignalFields, _ b: UnsafeRawBufferPointer) throws(WireError) -> TextFragment {
         var fragment = TextFragment(messageID: try f.u32(.messageID), index: try f.u8(.fragmentIndex),
                                     count: try f.u8(.fragmentCount), chunk: try f.data(.chunk, maxCount: Signalling.maxTextFragmentBytes))
-        let maxFragments = (Signalling.maxTextBytes + Signalling.maxTextFragmentBytes - 1) / Signalling.maxTextFragmentBytes
-        guard fragment.count >= 1, Int(fragment.count) <= maxFragments, fragment.index < fragment.count else { throw .badField }
+        guard fragment.count >= 1, Int(fragment.count) <= Signalling.maxTextFragments, fragment.index < fragment.count
+        else { throw .badField }
         // Attachment ids: on the first fragment only, at most 4, each 22 base64url characters spelling 16 bytes.
         let ids = f.all(.attachment)
         guard ids.isEmpty || fragment.index == 0, ids.count <= TextAttachments.maxCount else { throw .badField }

@@ -14,20 +14,38 @@
 #   --minimize   rebuild the repo corpus from scratch instead: make_seeds.py's named seeds always stay, and the SHA-1
 #                units (the repo's and the last run's) are replaced by the smallest set that adds coverage beyond the
 #                seeds. Touches many files: worth it now and then, when the corpus has grown a lot.
-#   TARGET       any of: rtp rtcp signalling token (default: all four, the slowest first so that --jobs 2 stays balanced)
+#   TARGET       any of: rtp rtcp signalling token envelope stun sdp cascade (default: all eight, in an order that keeps
+#                --jobs 2 balanced: rtcp on one core, token and sdp on the other, the short ones behind rtcp)
+#
+# The eight parsers and what drives each (Tests/Fuzz/NAME/main.swift says more):
+#   rtp         RTPPacketView and every accessor                        (Sources/ParleyWire)
+#   rtcp        compound iteration, SR/RR/SDES/BYE/NACK, round trips     (Sources/ParleyWire)
+#   signalling  SignalDatagram, version 1 messages, round trip          (Sources/ParleyWire)
+#   token       TokenVerifier, the claims JSON under a valid signature  (Sources/ParleyAuth)
+#   envelope    EnvelopeView and SignallingEnvelope's writers: version 2's hello, cookie answer, initiation,
+#               response and sealed framing, the first parser every datagram meets (Sources/ParleyWire)
+#   stun        STUNBindingRequest/Response, MESSAGE-INTEGRITY, STUNWriter round trips (Sources/ParleyWebRTC)
+#   sdp         SDPOffer from (possibly invalid) UTF-8 as the HTTP route reads it, audioSections, SDPAnswer
+#               built from what it accepts and read back (Sources/ParleyWebRTC)
+#   cascade     CascadeMessage of every kind, round trips (Sources/ParleyRelayCore/CascadeMessage.swift)
 #
 # Each target is one swiftc invocation that compiles the fuzz entry file together with the sources of the module
 # under test into a single module (SwiftPM cannot link a libFuzzer main), e.g.
 #   swiftc -O -wmo -sanitize=fuzzer,address -parse-as-library -module-name FuzzRTP \
 #          Tests/Fuzz/RTP/main.swift Sources/ParleyWire/*.swift -o .build/fuzz/fuzz-rtp
+# stun and sdp compile all of Sources/ParleyWebRTC with Sources/ParleyWire, cascade CascadeMessage.swift (which needs
+# nothing else of ParleyRelayCore) with Sources/ParleyWire. Their files say `import ParleyWire`, so their module is
+# named ParleyWire: swiftc ignores (with a warning) an import of the module a file is part of.
 # -sanitize=fuzzer links the toolchain's libclang_rt.fuzzer, which needs libstdc++ (-lstdc++: Debian's
-# libstdc++-12-dev); the token target also needs libsodium-dev. Binaries are rebuilt only when a source is newer.
+# libstdc++-12-dev); the token target also needs libsodium-dev, stun and sdp libssl-dev (OpenSSL's HMAC-SHA1 for
+# MESSAGE-INTEGRITY; the module's DTLS files link it too). Binaries are rebuilt only when a source is newer.
 # Each fuzz run starts from a scratch copy of the repo corpus in .build/fuzz/corpus-NAME (new units never dirty the
 # repo until --merge); crash artifacts and logs go to .build/fuzz/. Exits non-zero if any target crashed, failed to
 # build, or stopped short of its executions.
 #
 # Environment: FUZZ_SANITIZERS (default "fuzzer,address"; falls back to "fuzzer" if the ASan build fails),
-# FUZZ_MAX_LEN (default 1500), FUZZ_EXTRA_ARGS (more libFuzzer flags, e.g. "-seed=1"), FUZZ_OUT (default .build/fuzz).
+# FUZZ_MAX_LEN (the longest input, for every target; default 1500, a datagram, and 8192 for sdp, an offer),
+# FUZZ_EXTRA_ARGS (more libFuzzer flags, e.g. "-seed=1"), FUZZ_OUT (default .build/fuzz).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."   # the repo root, wherever this is started from
@@ -38,7 +56,7 @@ if ! command -v swiftc >/dev/null 2>&1; then
     exit 2
 fi
 
-usage() { echo "usage: $0 [--runs N | --seconds S] [--jobs J] [TARGET...] | $0 --merge|--minimize [TARGET...]   (TARGET: rtp rtcp signalling token)" >&2; exit 2; }
+usage() { echo "usage: $0 [--runs N | --seconds S] [--jobs J] [TARGET...] | $0 --merge|--minimize [TARGET...]   (TARGET: rtp rtcp signalling token envelope stun sdp cascade)" >&2; exit 2; }
 number() { [[ "${1:-}" =~ ^[0-9]+$ ]] && [[ "$1" -ge 1 ]] || usage; }
 
 RUNS=1000000
@@ -53,23 +71,38 @@ while [[ $# -gt 0 ]]; do
         --jobs) number "${2:-}"; JOBS="$2"; shift 2 ;;
         --merge) MERGE=1; shift ;;
         --minimize) MERGE=2; shift ;;
-        rtp|rtcp|signalling|token) TARGETS+=("$1"); shift ;;
+        rtp|rtcp|signalling|token|envelope|stun|sdp|cascade) TARGETS+=("$1"); shift ;;
         *) usage ;;
     esac
 done
-[[ ${#TARGETS[@]} -eq 0 ]] && TARGETS=(token rtcp rtp signalling)
+# The default order, for --jobs 2 (each job takes the next target when one ends): rtcp (the longest) on one core, token then
+# sdp (the next two) on the other, the short ones behind rtcp, longest first.
+[[ ${#TARGETS[@]} -eq 0 ]] && TARGETS=(rtcp token sdp cascade stun envelope signalling rtp)
 
 OUT="${FUZZ_OUT:-.build/fuzz}"
 mkdir -p "$OUT"
 SANITIZERS="${FUZZ_SANITIZERS:-fuzzer,address}"
-MAX_LEN="${FUZZ_MAX_LEN:-1500}"
 LINKER=()
 command -v ld.lld >/dev/null 2>&1 && LINKER=(-use-ld=lld)   # quieter than gold with ASan's local symbols
 
-# Per target: entry directory, sources, extra compiler flags.
-target_dir()     { case "$1" in rtp) echo RTP ;; rtcp) echo RTCP ;; signalling) echo Signalling ;; token) echo Token ;; esac; }
-target_sources() { case "$1" in token) echo Sources/ParleyAuth/*.swift ;; *) echo Sources/ParleyWire/*.swift ;; esac; }
-target_flags()   { case "$1" in token) echo -I Sources/CSodium -lsodium ;; *) echo ;; esac; }
+# Per target: entry directory, module name, sources, extra compiler flags, longest input.
+target_dir() {
+    case "$1" in
+        rtp) echo RTP ;; rtcp) echo RTCP ;; signalling) echo Signalling ;; token) echo Token ;;
+        envelope) echo Envelope ;; stun) echo STUN ;; sdp) echo SDP ;; cascade) echo Cascade ;;
+    esac
+}
+target_module()  { case "$1" in stun|sdp|cascade) echo ParleyWire ;; *) echo "Fuzz$(target_dir "$1")" ;; esac; }
+target_sources() {
+    case "$1" in
+        token) echo Sources/ParleyAuth/*.swift ;;
+        stun|sdp) echo Sources/ParleyWebRTC/*.swift Sources/ParleyWire/*.swift ;;
+        cascade) echo Sources/ParleyRelayCore/CascadeMessage.swift Sources/ParleyWire/*.swift ;;
+        *) echo Sources/ParleyWire/*.swift ;;
+    esac
+}
+target_flags()   { case "$1" in token) echo -I Sources/CSodium -lsodium ;; stun|sdp) echo -I Sources/COpenSSL -lssl -lcrypto ;; *) echo ;; esac; }
+target_max_len() { if [[ -n "${FUZZ_MAX_LEN:-}" ]]; then echo "$FUZZ_MAX_LEN"; elif [[ "$1" == sdp ]]; then echo 8192; else echo 1500; fi; }
 
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 # Seconds since a now_ms reading, one decimal.
@@ -79,7 +112,7 @@ since() { local ms=$(( $(now_ms) - $1 )); printf '%d.%d' $((ms / 1000)) $(((ms %
 build() {
     local name="$1" dir module binary sources flags sanitizers="$SANITIZERS"
     dir="$(target_dir "$name")"
-    module="Fuzz$dir"
+    module="$(target_module "$name")"
     binary="$OUT/fuzz-$name"
     read -r -a sources <<<"$(target_sources "$name")"
     read -r -a flags <<<"$(target_flags "$name")"
@@ -115,7 +148,7 @@ fuzz() {
     echo "fuzz $name: ${limit[*]}, corpus $corpus ($(ls "$corpus" | wc -l) units), log $log"
     local started; started="$(now_ms)"
     # shellcheck disable=SC2086
-    "$OUT/fuzz-$name" "${limit[@]}" -max_len="$MAX_LEN" -print_final_stats=1 \
+    "$OUT/fuzz-$name" "${limit[@]}" -max_len="$(target_max_len "$name")" -print_final_stats=1 \
         -artifact_prefix="$OUT/$name-" ${FUZZ_EXTRA_ARGS:-} "$corpus" >"$log" 2>&1 || status=$?
     local elapsed wall cpu units rate line
     elapsed=$(( $(now_ms) - started ))
@@ -148,7 +181,7 @@ merge() {
     local name="$1" repo="Tests/Fuzz/corpus/$1" scratch="$OUT/corpus-$1" log="$OUT/$1.merge.log" before
     mkdir -p "$scratch"
     before="$(ls "$repo" | wc -l)"
-    "$OUT/fuzz-$name" -merge=1 -max_len="$MAX_LEN" "$repo" "$scratch" >"$log" 2>&1 \
+    "$OUT/fuzz-$name" -merge=1 -max_len="$(target_max_len "$name")" "$repo" "$scratch" >"$log" 2>&1 \
         || { echo "merge $name: failed; see $log" >&2; tail -n 20 "$log" >&2; return 1; }
     echo "merge $name: $repo has $(ls "$repo" | wc -l) units (was $before); log $log"
 }
@@ -161,7 +194,7 @@ minimize() {
     mkdir -p "$into" "$scratch"
     before="$(ls "$repo" | grep -cE "$sha1" || true)"
     for f in "$repo"/*; do [[ "$(basename "$f")" =~ $sha1 ]] || cp "$f" "$into"/; done   # the named seeds
-    "$OUT/fuzz-$name" -merge=1 -max_len="$MAX_LEN" "$into" "$repo" "$scratch" >"$log" 2>&1 \
+    "$OUT/fuzz-$name" -merge=1 -max_len="$(target_max_len "$name")" "$into" "$repo" "$scratch" >"$log" 2>&1 \
         || { echo "merge $name: failed; see $log" >&2; tail -n 20 "$log" >&2; return 1; }
     find "$repo" -maxdepth 1 -type f -regextype posix-extended -regex ".*/[0-9a-f]{40}" -delete
     for f in "$into"/*; do [[ "$(basename "$f")" =~ $sha1 ]] && cp "$f" "$repo"/; done

@@ -70,6 +70,30 @@ struct STUNWriterTests {
         #expect(errorCode { try parseResponse(STUNMessageBuilder(type: 0x0101, attributes: [(0x0020, [0, 3, 0, 0, 1, 2, 3, 4])]).bytes) } == "bad_stun")
     }
 
+    @Test("an ERROR-CODE number over 99 is refused, not read as the next class (found by the stun fuzz target)",
+          arguments: [([0, 0, 4, 99], 499), ([0, 0, 6, 0], 600), ([0, 0, 4, 100], nil), ([0, 0, 4, 150], nil),
+                      ([0, 0, 5, 255], nil)] as [([UInt8], Int?)])
+    func errorCodeNumber(value: [UInt8], code: Int?) {
+        let bytes = STUNMessageBuilder(type: 0x0111, attributes: [(0x0009, value + Array("Reason".utf8))]).bytes
+        #expect((try? parseResponse(bytes))?.errorCode == code)
+        if code == nil { #expect(errorCode { try parseResponse(bytes) } == "bad_stun") }
+    }
+
+    @Test("what the stun fuzz target found: a success response whose ERROR-CODE (class 5, number 150) read as 650")
+    func errorCodeFound() {
+        let found: [UInt8] = [
+            0x01, 0x01, 0x00, 0x14, // Binding success, 20 bytes of attributes
+            0x21, 0x12, 0xa4, 0x42, // magic cookie
+            0xb7, 0xe7, 0xa7, 0x01, 0xbc, 0x34, 0xd6, 0x86, 0xfa, 0x87, 0xdf, 0xae, // transaction ID
+            0x00, 0x09, 0x00, 0x08, // ERROR-CODE, 8 bytes
+            0x00, 0x01, 0x0d, 0x96, // reserved, class 5 (0x0d & 7), number 150
+            0xc0, 0x00, 0x02, 0x01, // reason (4 bytes)
+            0xff, 0xff, 0x00, 0x04, // a comprehension-optional attribute, 4 bytes
+            0xb5, 0xe4, 0x2e, 0x26,
+        ]
+        #expect(errorCode { try parseResponse(found) } == "bad_stun")
+    }
+
     /// A check as Chrome sends it to an ICE-lite peer once it nominates: USERNAME `<relay ufrag>:<chrome ufrag>`,
     /// GOOG-NETWORK-INFO, ICE-CONTROLLING, USE-CANDIDATE, PRIORITY, MESSAGE-INTEGRITY, FINGERPRINT.
     static let chromeCheck = STUNMessageBuilder(attributes: [
