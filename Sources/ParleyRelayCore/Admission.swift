@@ -4,7 +4,7 @@ import ParleyWire
 
 /// Admission: a join (into a room) or a register (online, on worker 0) from an address not yet verified gets a
 /// cookie back (`JoinCookie`); with a valid cookie it goes to the worker that owns the room (or worker 0), which
-/// verifies the token and opens a `SignallingSession` for it.
+/// verifies the token and opens a `RelaySession` for it.
 ///
 /// The one way in for a session: a part of the core (`CorePart`) that owns the join budget and the handshake cache.
 /// Every join and register — encrypted (`handleEnvelope`: hello, initiation), cleartext (`cleartextRequest`), or
@@ -61,8 +61,8 @@ final class Admission: CorePart {
     /// Opens the signalling session of a join or register the caller admitted: a fresh connection id and secret,
     /// sealed with the handshake's keys when it came through the encrypted protocol.
     func openSession(identity: String, name: String, nonce: [UInt8], token: String, reply: AdmissionReply,
-                     limits: ReliableChannel.Limits, now: Moment) -> SignallingSession {
-        let session = SignallingSession(connectionID: sessions.newConnectionID(random), identity: identity, name: name,
+                     limits: ReliableChannel.Limits, now: Moment) -> RelaySession {
+        let session = RelaySession(connectionID: sessions.newConnectionID(random), identity: identity, name: name,
                                         sessionSecret: random.bytes(32), nonce: nonce, token: token, address: reply.address,
                                         viaPublicPort: reply.viaPublicPort, channel: ReliableChannel(limits: limits), now: now.monotonic)
         session.sealed = reply.keys?.signallingChannel()

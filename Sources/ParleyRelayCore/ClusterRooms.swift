@@ -191,7 +191,7 @@ final class ClusterRooms: CorePart {
             // key retired cannot be protected again: left out.
             guard peer.members.count < rooms.capacity(of: room), !room.members.contains(where: { $0.ssrc == entry.ssrc }),
                   sessions.bySSRC[entry.ssrc] == nil, room.downstream?.isRetired(entry.ssrc) != true else { continue }
-            let session = SignallingSession(connectionID: 0, identity: entry.identity, name: entry.name, sessionSecret: [], nonce: [],
+            let session = RelaySession(connectionID: 0, identity: entry.identity, name: entry.name, sessionSecret: [], nonce: [],
                                             token: "", address: PeerAddress(ipv4: 0, port: 0), viaPublicPort: false, now: now.monotonic)
             let member = Member(id: shared.nextMemberID(), session: session, kind: .cascade(CascadeOrigin(node: peer.key, id: entry.memberID)),
                                 ssrc: entry.ssrc, canPublish: entry.flags.contains(.publisher),

@@ -138,7 +138,7 @@ final class Member {
     let id: UInt32
     /// The member's signalling session (handshake results, channel, keepalive, path validation); an endpoint's or a
     /// cascaded member's holds only its identity and address.
-    let session: SignallingSession
+    let session: RelaySession
     /// How it is connected.
     let kind: MemberKind
     /// A plain-RTP endpoint's or a WebRTC member's own state (nil for the other kinds).
@@ -166,7 +166,7 @@ final class Member {
     /// An encrypted member's SRTP/SRTCP to it: the relay's own RTCP and, in a mix room, its mix.
     var srtpOut: SRTPSender?
 
-    init(id: UInt32, session: SignallingSession, kind: MemberKind = .native, endpoint: EndpointLink? = nil, ssrc: UInt32,
+    init(id: UInt32, session: RelaySession, kind: MemberKind = .native, endpoint: EndpointLink? = nil, ssrc: UInt32,
          canPublish: Bool, canSubscribe: Bool, joinedAt: Int64, room: Room, muted: Bool, mixSequence: UInt16) {
         precondition((kind == .rtpEndpoint || kind == .webrtc) == (endpoint != nil), "an endpoint's state goes with an endpoint's kind")
         self.id = id

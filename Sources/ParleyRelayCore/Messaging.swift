@@ -51,7 +51,7 @@ public final class Messaging: CorePart {
     // MARK: What the message store answers
 
     /// The session of `identity` with connection id `connection`, if it is still online here.
-    func presenceSession(_ identity: String, connection: UInt32) -> SignallingSession? {
+    func presenceSession(_ identity: String, connection: UInt32) -> RelaySession? {
         guard connection != 0 else { return nil }
         return presence.sessions(of: identity).first { $0.session?.connectionID == connection }?.session
     }

@@ -55,7 +55,7 @@ final class Outbox {
     }
 
     /// Sends one unreliable message to a session, at its address, with its acknowledgement, sealed when it is.
-    func sendSignal(_ message: SignalMessage, to session: SignallingSession) {
+    func sendSignal(_ message: SignalMessage, to session: RelaySession) {
         sendSignal(message, to: session.address, connectionID: session.connectionID, ack: session.channel.ackNumber,
                    viaPublicPort: session.viaPublicPort, sealedWith: session.sealed)
     }
@@ -122,7 +122,7 @@ final class Outbox {
     /// Queues a reliable message to a session (sent by the next `pump`). A speaker list or mute event replaces an
     /// older one still waiting (a member that acknowledges slowly gets the newest state, not a backlog). A message
     /// that does not fit the session's full queue marks its channel `overflowed`, and the next `tick` removes it.
-    func enqueue(_ message: SignalMessage, to session: SignallingSession) {
+    func enqueue(_ message: SignalMessage, to session: RelaySession) {
         guard session.signals else { return }  // plain RTP: no signalling
         if message.replacesOlderCopies {
             let replaced = session.channel.dropWaiting { message.supersedes($0) }
@@ -150,7 +150,7 @@ final class Outbox {
     }
 
     /// Sends what the session's reliable channel has due, or a bare ack if one is owed.
-    func pump(_ session: SignallingSession, now: Moment) {
+    func pump(_ session: RelaySession, now: Moment) {
         guard session.signals else { return }
         let due = session.channel.transmissions(now: now.monotonic)
         for t in due {
@@ -168,13 +168,13 @@ final class Outbox {
     }
 
     /// Queues a reliable message to a session and sends it.
-    func send(_ message: SignalMessage, to session: SignallingSession, now: Moment) {
+    func send(_ message: SignalMessage, to session: RelaySession, now: Moment) {
         enqueue(message, to: session)
         pump(session, now: now)
     }
 
     /// Tells a session it is being removed and why (unreliable: nothing will retransmit it).
-    func sayGoodbye(_ code: GoodbyeCode, _ reason: String, to session: SignallingSession) {
+    func sayGoodbye(_ code: GoodbyeCode, _ reason: String, to session: RelaySession) {
         guard session.signals else { return }
         sendSignal(.goodbye(code: code, reason: reason), to: session)
     }

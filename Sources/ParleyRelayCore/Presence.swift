@@ -9,7 +9,7 @@ final class Presence {
     /// How the relay reaches the device.
     enum Link {
         /// A Parley client: handshake results, channel, keepalive, path validation.
-        case signalling(SignallingSession)
+        case signalling(RelaySession)
         /// A web page: the id of the HTTP event stream its notices go to. It lives as long as that stream.
         case web(stream: UInt64)
         /// In a cluster: a caller online on another node, standing in for it in the call its node asked this one to
@@ -32,7 +32,7 @@ final class Presence {
     /// In a cluster: the call this session placed to an identity online on another node, which runs it there.
     var remoteCall: (node: UInt64, callID: UInt32)?
 
-    init(id: UInt32, session: SignallingSession, registeredAt: Int64) {
+    init(id: UInt32, session: RelaySession, registeredAt: Int64) {
         self.id = id
         link = .signalling(session)
         identity = session.identity
@@ -63,7 +63,7 @@ final class Presence {
     }
 
     /// The signalling session of a Parley client; nil for a web page.
-    var session: SignallingSession? {
+    var session: RelaySession? {
         if case .signalling(let s) = link { return s }
         return nil
     }

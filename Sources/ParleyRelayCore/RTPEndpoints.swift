@@ -64,7 +64,7 @@ final class RTPEndpoints: CorePart {
         guard room.members.count < capacity else { return .conflict("room \(name) is full (\(capacity) members)") }
         if let s = source, sessions.byAddress[s] != nil { return .conflict("\(s) is already a member's address") }
 
-        let session = SignallingSession(connectionID: sessions.newConnectionID(random), identity: identity, name: displayName ?? "",
+        let session = RelaySession(connectionID: sessions.newConnectionID(random), identity: identity, name: displayName ?? "",
                                         sessionSecret: [], nonce: [], token: "", signals: false,
                                         address: destination ?? source ?? PeerAddress(ipv4: 0, port: 0), viaPublicPort: false,
                                         now: now.monotonic)

@@ -12,7 +12,7 @@ final class SessionTable {
         case presence(Presence)
 
         /// The signalling session.
-        var session: SignallingSession {
+        var session: RelaySession {
             switch self {
             case .member(let m): m.session
             case .presence(let p): p.session!  // only clients' presence sessions are in the table (pages have no address)

@@ -53,7 +53,7 @@ final class WebRTCMembers: CorePart {
         var credentials = WebRTCTransport.credentials(random)
         while sessions.byICEUfrag[credentials.ufrag] != nil { credentials = WebRTCTransport.credentials(random) }
 
-        let session = SignallingSession(connectionID: sessions.newConnectionID(random), identity: identity, name: displayName ?? "",
+        let session = RelaySession(connectionID: sessions.newConnectionID(random), identity: identity, name: displayName ?? "",
                                         sessionSecret: [], nonce: [], token: "", signals: false,
                                         address: PeerAddress(ipv4: 0, port: 0), viaPublicPort: false, now: now.monotonic)
         let webrtc = WebRTCTransport(localUfrag: credentials.ufrag, localPassword: credentials.password, remoteUfrag: terms.remoteUfrag,

@@ -9,7 +9,7 @@ import ParleyWire
 ///
 /// A plain-RTP endpoint's member holds one too, with `signals` false: it has an address and a timeout but no
 /// signalling (no secret, nothing is queued to it, it cannot resume or be challenged).
-final class SignallingSession {
+final class RelaySession {
     /// The id the peer names the session by in every datagram (never 0).
     let connectionID: UInt32
     /// Token `sub`.
