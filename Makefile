@@ -75,7 +75,7 @@ test: deps-test $(INTEROP_VENV)/ready
 ##  - ExternalProgramTests/everyProgramIsInstalled: that this machine has DEBS_TEST's programs (make test installs
 ##    them);
 ##  - RedisTextArchiveTests: a redis-server per test; DTLSCertificateTests/opensslCommandLine: runs openssl x509;
-##  - waits on the wall clock, timed in a serial run (2026-12-03): MessageStoreTests/lockedDatabase waits out SQLite's
+##  - waits on the wall clock, timed in a serial run (2026-12-03): TextStoreTests/lockedDatabase waits out SQLite's
 ##    busy timeout (4.1 s), EventStreamLimitTests/tokenExpires a token's expiry (2.0 s),
 ##    AttachmentServerTests/slowUploadCutOff an upload's deadline (1.3 s); FanOutRingTests/twoThreads races two threads
 ##    for 1.9 s (the interleaving is the scheduler's). The other tests over a second are pure computation and stay:
@@ -87,7 +87,7 @@ test: deps-test $(INTEROP_VENV)/ready
 ## It runs 1,062 of the 1,076 tests that `swift test --skip ProcessTests` runs (39 s in the first state), and of the
 ## 1,166 that `make test` runs before its fuzzers.
 UNIT_SKIP := ProcessTests ExternalProgramTests/everyProgramIsInstalled RedisTextArchiveTests \
-             DTLSCertificateTests/opensslCommandLine MessageStoreTests/lockedDatabase \
+             DTLSCertificateTests/opensslCommandLine TextStoreTests/lockedDatabase \
              EventStreamLimitTests/tokenExpires AttachmentServerTests/slowUploadCutOff FanOutRingTests/twoThreads
 unit: deps-run
 	swift build $(SWIFT_FLAGS) --build-tests

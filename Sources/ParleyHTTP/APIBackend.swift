@@ -15,7 +15,7 @@ public protocol APIBackend: Sendable {
     /// Where room recordings are kept (nil: none are).
     var recordings: RecordingCatalog? { get }
     /// Where texts are kept (nil: nowhere).
-    var messages: MessageStore? { get }
+    var messages: TextStore? { get }
     /// SHA-256 of the relay's DTLS certificate, for WebRTC answers (nil: WebRTC is unavailable).
     var dtlsFingerprint: [UInt8]? { get }
 }
@@ -30,7 +30,7 @@ extension APIBackend {
     /// None unless the backend keeps recordings.
     public var recordings: RecordingCatalog? { nil }
     /// None unless the backend keeps texts.
-    public var messages: MessageStore? { nil }
+    public var messages: TextStore? { nil }
 }
 
 extension RelayAPI: APIBackend {

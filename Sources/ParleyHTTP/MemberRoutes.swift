@@ -133,7 +133,7 @@ extension HTTPRouter {
                     guard let n = Int64(v), n > 0 else { throw APIError(400, "invalid_field", "before must be a message id (a positive integer)") }
                     return n
                 }
-                let page: [MessageHistory.RoomMessage]
+                let page: [SQLiteTextArchive.RoomMessage]
                 do {
                     page = try store.roomMessages(room: room, before: before, limit: limit + 1)
                 } catch {

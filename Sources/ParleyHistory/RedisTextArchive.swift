@@ -94,9 +94,9 @@ public final class RedisTextArchive: TextArchive {
 
     /// The direct texts `ids` (in order), each read back whole; a missing one is left out, an unreadable one too
     /// (logged). The sender's connection is cleared for a text sent on another node.
-    private func read(_ ids: [Int64]) throws(ArchiveError) -> [MessageHistory.DirectMessage] {
+    private func read(_ ids: [Int64]) throws(ArchiveError) -> [SQLiteTextArchive.DirectMessage] {
         let replies = try pipeline(ids.map { ["HGETALL", RedisTextLayout.textKey($0)] })
-        var out: [MessageHistory.DirectMessage] = []
+        var out: [SQLiteTextArchive.DirectMessage] = []
         for (id, reply) in zip(ids, replies) {
             guard case .array(let items) = reply, !items.isEmpty else { continue }
             guard let t = RedisTextLayout.directText(id: id, hash: items.map { $0.text ?? "" }, mac: mac) else {
@@ -119,7 +119,7 @@ public final class RedisTextArchive: TextArchive {
         return id
     }
 
-    public func roomMessages(room: String, before: Int64?, limit: Int) throws(ArchiveError) -> [MessageHistory.RoomMessage] {
+    public func roomMessages(room: String, before: Int64?, limit: Int) throws(ArchiveError) -> [SQLiteTextArchive.RoomMessage] {
         guard limit > 0 else { return [] }
         let reply = try command(["ZREVRANGEBYSCORE", RedisTextLayout.roomKey(room), before.map { "(" + String($0) } ?? "+inf", "-inf",
                                  "LIMIT", "0", String(limit)])
@@ -135,16 +135,16 @@ public final class RedisTextArchive: TextArchive {
 
     // MARK: Direct texts
 
-    public func addDirectText(from: String, to: String, text: String, at: Int64, state: MessageHistory.DirectState, expiresAt: Int64,
+    public func addDirectText(from: String, to: String, text: String, at: Int64, state: SQLiteTextArchive.DirectState, expiresAt: Int64,
                               senderConnection: UInt32, senderMessageID: UInt32, attachments: [String]) throws(ArchiveError) -> Int64 {
         let id = try nextID()
-        let m = MessageHistory.DirectMessage(id: id, from: from, to: to, text: text, at: at, state: state, senderConnection: senderConnection,
+        let m = SQLiteTextArchive.DirectMessage(id: id, from: from, to: to, text: text, at: at, state: state, senderConnection: senderConnection,
                                              senderMessageID: senderMessageID, attachments: attachments)
         _ = try pipeline(RedisTextLayout.addDirectText(.init(message: m, expiresAt: expiresAt, node: nodeID), mac: mac))
         return id
     }
 
-    public func claimWaiting(for identity: String, from: String?, limit: Int) throws(ArchiveError) -> [MessageHistory.DirectMessage] {
+    public func claimWaiting(for identity: String, from: String?, limit: Int) throws(ArchiveError) -> [SQLiteTextArchive.DirectMessage] {
         let key = RedisTextLayout.waitingKey(identity)
         var candidates = RedisTextLayout.ids(try command(["ZRANGE", key, "0", from == nil ? String(max(0, limit) - 1) : "-1"]))
         if let from {
@@ -197,7 +197,7 @@ public final class RedisTextArchive: TextArchive {
     }
 
     /// The texts from `from` held for `to`, claimed.
-    private func claimHeld(from: String, to: String) throws(ArchiveError) -> [MessageHistory.DirectMessage] {
+    private func claimHeld(from: String, to: String) throws(ArchiveError) -> [SQLiteTextArchive.DirectMessage] {
         let key = RedisTextLayout.heldKey(from: from, to: to)
         let held = RedisTextLayout.ids(try command(["ZRANGE", key, "0", "-1"]))
         return try read(RedisTextLayout.claimed(held, replies: try pipeline(held.map { ["ZREM", key, String($0)] }))).filter { m in
@@ -217,7 +217,7 @@ public final class RedisTextArchive: TextArchive {
         })
     }
 
-    public func failHeld(from: String, to: String, reason: String) throws(ArchiveError) -> [MessageHistory.DirectMessage] {
+    public func failHeld(from: String, to: String, reason: String) throws(ArchiveError) -> [SQLiteTextArchive.DirectMessage] {
         let texts = try claimHeld(from: from, to: to).filter { $0.state == .held }
         let now = clock()
         _ = try pipeline(texts.flatMap { RedisTextLayout.finish($0, state: .failed, reason: reason, at: now, mac: mac) })
@@ -225,13 +225,13 @@ public final class RedisTextArchive: TextArchive {
     }
 
     /// Claims older than the lease wait again; then texts whose time ran out are claimed and failed.
-    public func expire(now: Int64) throws(ArchiveError) -> [MessageHistory.DirectMessage] {
+    public func expire(now: Int64) throws(ArchiveError) -> [SQLiteTextArchive.DirectMessage] {
         let stale = RedisTextLayout.ids(try command(["ZRANGEBYSCORE", RedisTextLayout.deliveringKey, "-inf", String(now - RedisTextLayout.claimLease),
                                                      "LIMIT", "0", "1000"]))
         try returnUndelivered(stale)
         let due = RedisTextLayout.ids(try command(["ZRANGEBYSCORE", RedisTextLayout.expiryKey, "-inf", String(now), "LIMIT", "0", "1000"]))
         let reason = "expired before it could be delivered"
-        var failed: [MessageHistory.DirectMessage] = []
+        var failed: [SQLiteTextArchive.DirectMessage] = []
         let texts = try read(due)
         // Gone or unreadable: out of the expiry set, so the sweep does not meet it again.
         let unreadable = Set(due).subtracting(texts.map(\.id))
@@ -257,14 +257,14 @@ public final class RedisTextArchive: TextArchive {
 
     // MARK: Chats
 
-    public func setChat(requester: String, recipient: String, state: MessageHistory.ChatState, at: Int64) throws(ArchiveError) {
+    public func setChat(requester: String, recipient: String, state: SQLiteTextArchive.ChatState, at: Int64) throws(ArchiveError) {
         _ = try pipeline(RedisTextLayout.setChat(.init(requester: requester, recipient: recipient, state: state), at: at,
                                                  seed: UInt64.random(in: 1..<(1 << 48)), mac: mac))
     }
 
-    public func allChats() throws(ArchiveError) -> [MessageHistory.Chat] {
+    public func allChats() throws(ArchiveError) -> [SQLiteTextArchive.Chat] {
         guard case .array(let items) = try command(["HGETALL", RedisTextLayout.chatsKey]) else { return [] }
-        var chats: [MessageHistory.Chat] = []
+        var chats: [SQLiteTextArchive.Chat] = []
         for k in stride(from: 0, to: items.count - 1, by: 2) {
             let field = items[k].text ?? ""
             guard let c = items[k + 1].text.flatMap({ RedisTextLayout.chat(field: field, value: $0, mac: mac) }) else {

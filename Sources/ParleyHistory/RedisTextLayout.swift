@@ -111,22 +111,22 @@ public enum RedisTextLayout {
     static func roomTextMACParts(room: String, _ fields: [String]) -> [String] { ["room text", room] + fields }
 
     /// A room text as its sorted set's member (the room is the key's), its MAC last.
-    public static func roomMember(_ m: MessageHistory.RoomMessage, mac: ClusterMAC) -> String {
+    public static func roomMember(_ m: SQLiteTextArchive.RoomMessage, mac: ClusterMAC) -> String {
         let fields = [String(m.id), m.identity, m.name, m.text, String(m.at), m.attachments.joined(separator: " ")]
         return pack(fields + [mac.mac(roomTextMACParts(room: m.room, fields))])
     }
 
     /// The room text a member of `room`'s set holds; nil when it is not one a node of this cluster wrote for `room`.
-    public static func roomText(member: String, room: String, mac: ClusterMAC) -> MessageHistory.RoomMessage? {
+    public static func roomText(member: String, room: String, mac: ClusterMAC) -> SQLiteTextArchive.RoomMessage? {
         guard let f = unpack(member, limits: [19, maxNameBytes, maxNameBytes, Signalling.maxTextBytes, 19,
                                               TextAttachments.maxCount * (TextAttachments.idLength + 1), ClusterMAC.textLength]),
               mac.verifies(f[6], roomTextMACParts(room: room, Array(f[0..<6]))),
               let id = number(f[0]), id > 0, let at = number(f[4]), let images = attachments(f[5]) else { return nil }
-        return MessageHistory.RoomMessage(id: id, room: room, identity: f[1], name: f[2], text: f[3], at: at, attachments: images)
+        return SQLiteTextArchive.RoomMessage(id: id, room: room, identity: f[1], name: f[2], text: f[3], at: at, attachments: images)
     }
 
     /// A room text kept (its id drawn already), in one transaction: the set's oldest beyond `roomCap` dropped.
-    public static func addRoomText(_ m: MessageHistory.RoomMessage, mac: ClusterMAC) -> [[String]] {
+    public static func addRoomText(_ m: SQLiteTextArchive.RoomMessage, mac: ClusterMAC) -> [[String]] {
         [["MULTI"], ["ZADD", roomKey(m.room), String(m.id), roomMember(m, mac: mac)], ["ZREMRANGEBYRANK", roomKey(m.room), "0", String(-(roomCap + 1))],
          ["EXEC"]]
     }
@@ -136,10 +136,10 @@ public enum RedisTextLayout {
     /// A direct text as it is kept: the text, its expiry, and the node its sender was on (a notice to the sender goes
     /// out only from there: the sending session's connection id means nothing on another node).
     public struct DirectText: Equatable, Sendable {
-        public var message: MessageHistory.DirectMessage
+        public var message: SQLiteTextArchive.DirectMessage
         public var expiresAt: Int64
         public var node: String
-        public init(message: MessageHistory.DirectMessage, expiresAt: Int64, node: String) {
+        public init(message: SQLiteTextArchive.DirectMessage, expiresAt: Int64, node: String) {
             self.message = message; self.expiresAt = expiresAt; self.node = node
         }
     }
@@ -153,7 +153,7 @@ public enum RedisTextLayout {
     }
 
     /// What a direct text's `state_mac` covers: its id, state and reason.
-    static func stateMACParts(id: Int64, state: MessageHistory.DirectState, reason: String) -> [String] {
+    static func stateMACParts(id: Int64, state: SQLiteTextArchive.DirectState, reason: String) -> [String] {
         ["direct text state", String(id), String(state.rawValue), reason]
     }
 
@@ -168,7 +168,7 @@ public enum RedisTextLayout {
     }
 
     /// A direct text's state, reason and their MAC, as HSET takes them.
-    static func stateFields(id: Int64, state: MessageHistory.DirectState, reason: String, mac: ClusterMAC) -> [String] {
+    static func stateFields(id: Int64, state: SQLiteTextArchive.DirectState, reason: String, mac: ClusterMAC) -> [String] {
         ["state", String(state.rawValue), "reason", reason, "state_mac", mac.mac(stateMACParts(id: id, state: state, reason: reason))]
     }
 
@@ -186,12 +186,12 @@ public enum RedisTextLayout {
         guard let from = text("from", maxNameBytes), let to = text("to", maxNameBytes), let body = text("body", Signalling.maxTextBytes),
               let node = text("node", maxNameBytes), let reason = text("reason", maxReasonBytes),
               let at = f["at"].flatMap(number), let expires = f["expires_at"].flatMap(number),
-              let state = f["state"].flatMap(number).flatMap({ MessageHistory.DirectState(rawValue: $0) }),
+              let state = f["state"].flatMap(number).flatMap({ SQLiteTextArchive.DirectState(rawValue: $0) }),
               let connection = f["conn"].flatMap(number).flatMap({ UInt32(exactly: $0) }),
               let messageID = f["mid"].flatMap(number).flatMap({ UInt32(exactly: $0) }),
               let images = f["attachments"].flatMap(attachments),
               let stateMAC = f["state_mac"], mac.verifies(stateMAC, stateMACParts(id: id, state: state, reason: reason)) else { return nil }
-        return DirectText(message: MessageHistory.DirectMessage(id: id, from: from, to: to, text: body, at: at, state: state, senderConnection: connection,
+        return DirectText(message: SQLiteTextArchive.DirectMessage(id: id, from: from, to: to, text: body, at: at, state: state, senderConnection: connection,
                                                                 senderMessageID: messageID, reason: reason, attachments: images),
                           expiresAt: expires, node: node)
     }
@@ -215,7 +215,7 @@ public enum RedisTextLayout {
 
     /// A claimed text leaves the waiting sets for good (delivered or failed, with `reason` when failed), in one
     /// transaction; it lives `finishedLifetime` more.
-    public static func finish(_ m: MessageHistory.DirectMessage, state: MessageHistory.DirectState, reason: String = "", at: Int64,
+    public static func finish(_ m: SQLiteTextArchive.DirectMessage, state: SQLiteTextArchive.DirectState, reason: String = "", at: Int64,
                               mac: ClusterMAC) -> [[String]] {
         let id = String(m.id)
         var set = ["HSET", textKey(m.id)] + stateFields(id: m.id, state: state, reason: state == .delivered ? m.reason : reason, mac: mac)
@@ -241,23 +241,23 @@ public enum RedisTextLayout {
     // MARK: Chats
 
     /// A chat as the chats hash holds it, its MAC (over its field and values) last.
-    public static func chatValue(_ c: MessageHistory.Chat, at: Int64, mac: ClusterMAC) -> String {
+    public static func chatValue(_ c: SQLiteTextArchive.Chat, at: Int64, mac: ClusterMAC) -> String {
         let fields = [c.requester, c.recipient, String(c.state.rawValue), String(at)]
         return pack(fields + [mac.mac(["chat", chatField(c.requester, c.recipient)] + fields)])
     }
 
     /// The chat a field of the chats hash holds; nil when the value is not one a node of this cluster wrote for it.
-    public static func chat(field: String, value: String, mac: ClusterMAC) -> MessageHistory.Chat? {
+    public static func chat(field: String, value: String, mac: ClusterMAC) -> SQLiteTextArchive.Chat? {
         guard let f = unpack(value, limits: [maxNameBytes, maxNameBytes, 1, 19, ClusterMAC.textLength]),
               mac.verifies(f[4], ["chat", field] + f[0..<4]), f[0] != f[1], chatField(f[0], f[1]) == field,
-              let state = number(f[2]).flatMap({ MessageHistory.ChatState(rawValue: $0) }), number(f[3]) != nil else { return nil }
-        return MessageHistory.Chat(requester: f[0], recipient: f[1], state: state)
+              let state = number(f[2]).flatMap({ SQLiteTextArchive.ChatState(rawValue: $0) }), number(f[3]) != nil else { return nil }
+        return SQLiteTextArchive.Chat(requester: f[0], recipient: f[1], state: state)
     }
 
     /// A chat's new state, and the version every node follows, in one transaction. A version that is missing (a new
     /// Redis, or one that lost its data) starts at `seed`, a random number: counting again from 1 could meet the number a
     /// node last saw, which would then miss the changes.
-    public static func setChat(_ c: MessageHistory.Chat, at: Int64, seed: UInt64, mac: ClusterMAC) -> [[String]] {
+    public static func setChat(_ c: SQLiteTextArchive.Chat, at: Int64, seed: UInt64, mac: ClusterMAC) -> [[String]] {
         [["MULTI"], ["HSET", chatsKey, chatField(c.requester, c.recipient), chatValue(c, at: at, mac: mac)], ["SET", chatsVersionKey, String(seed), "NX"],
          ["INCR", chatsVersionKey], ["EXEC"]]
     }

@@ -1,7 +1,7 @@
-/// What the relay's message store (`ParleyRelay`'s `MessageStore`) asks of the place texts are kept: room texts,
+/// What the relay's message store (`ParleyRelay`'s `TextStore`) asks of the place texts are kept: room texts,
 /// direct texts waiting, held, delivered or failed, and the chats between identities. Two places keep them:
 ///
-/// - `MessageHistory`: one SQLite file in the state directory (a relay on its own);
+/// - `SQLiteTextArchive`: one SQLite file in the state directory (a relay on its own);
 /// - `RedisTextArchive`: the cluster's Redis, which every node reaches (a relay in a cluster).
 ///
 /// An archive belongs to one thread (the store's, or the API's reader under its lock). Errors are the archive's own
@@ -11,16 +11,16 @@ public protocol TextArchive: AnyObject {
     @discardableResult
     func addRoomText(room: String, identity: String, name: String, text: String, at: Int64, attachments: [String]) throws -> Int64
     /// A page of `room`'s texts, newest first: at most `limit`, older than id `before` when given.
-    func roomMessages(room: String, before: Int64?, limit: Int) throws -> [MessageHistory.RoomMessage]
+    func roomMessages(room: String, before: Int64?, limit: Int) throws -> [SQLiteTextArchive.RoomMessage]
 
     /// Keeps a direct text in `state` (stored or held: until `expiresAt`); returns its id.
     @discardableResult
-    func addDirectText(from: String, to: String, text: String, at: Int64, state: MessageHistory.DirectState, expiresAt: Int64,
+    func addDirectText(from: String, to: String, text: String, at: Int64, state: SQLiteTextArchive.DirectState, expiresAt: Int64,
                        senderConnection: UInt32, senderMessageID: UInt32, attachments: [String]) throws -> Int64
     /// Texts waiting for `identity` (from `from` only, when given), oldest first, at most `limit`, **claimed** for the
     /// caller: an archive several relays share hands each text to one of them only, until it is marked delivered or
     /// handed back (`returnUndelivered`).
-    func claimWaiting(for identity: String, from: String?, limit: Int) throws -> [MessageHistory.DirectMessage]
+    func claimWaiting(for identity: String, from: String?, limit: Int) throws -> [SQLiteTextArchive.DirectMessage]
     /// How many texts wait for `identity` (stored or held).
     func waitingCount(for identity: String) throws -> Int
     /// How many texts from `identity` wait for anyone (stored or held).
@@ -32,14 +32,14 @@ public protocol TextArchive: AnyObject {
     /// The recipient accepted: texts `from` held for `to` wait like any other now.
     func release(from: String, to: String) throws
     /// The recipient declined: texts `from` held for `to` fail with `reason`; returns them.
-    func failHeld(from: String, to: String, reason: String) throws -> [MessageHistory.DirectMessage]
+    func failHeld(from: String, to: String, reason: String) throws -> [SQLiteTextArchive.DirectMessage]
     /// Waiting or held texts whose time ran out by `now`: failed ("expired") and returned.
-    func expire(now: Int64) throws -> [MessageHistory.DirectMessage]
+    func expire(now: Int64) throws -> [SQLiteTextArchive.DirectMessage]
 
     /// Sets where the chat between `requester` and `recipient` stands.
-    func setChat(requester: String, recipient: String, state: MessageHistory.ChatState, at: Int64) throws
+    func setChat(requester: String, recipient: String, state: SQLiteTextArchive.ChatState, at: Int64) throws
     /// Every chat.
-    func allChats() throws -> [MessageHistory.Chat]
+    func allChats() throws -> [SQLiteTextArchive.Chat]
     /// A number that changes whenever a chat changes, by any relay; nil when only this relay changes them (then the
     /// copy the core holds never needs refreshing).
     func chatsVersion() throws -> Int64?

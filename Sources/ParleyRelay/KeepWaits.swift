@@ -2,7 +2,7 @@ import Dispatch
 import Synchronization
 
 /// The HTTP requests waiting to hear whether the message store kept their room text (`POST …/messages`): a request
-/// takes a number (`expect`), the core puts it on the text's record (`HistoryLog.KeepReceipt.request`), and the store
+/// takes a number (`expect`), the core puts it on the text's record (`TextLog.KeepReceipt.request`), and the store
 /// settles it once the text is committed or has failed. A request that stops waiting cancels its number; at most
 /// `capacity` wait at once (more are answered without waiting: `expect` returns nil).
 public final class KeepWaits: Sendable {

@@ -22,10 +22,10 @@ public final class RelayAPI: Sendable {
     /// Where room recordings are kept (nil: the relay has no state directory).
     public let recordings: RecordingCatalog?
     /// Where texts are kept (nil: nowhere).
-    public let messages: MessageStore?
+    public let messages: TextStore?
 
     init(slots: [SnapshotSlot], inboxes: [WorkerInbox], shared: RelayShared, events: EventHub, recordings: RecordingCatalog? = nil,
-         messages: MessageStore? = nil, commandTimeout: Double = 2, udpHost: String = "127.0.0.1") {
+         messages: TextStore? = nil, commandTimeout: Double = 2, udpHost: String = "127.0.0.1") {
         self.recordings = recordings
         self.messages = messages
         self.udpHost = udpHost

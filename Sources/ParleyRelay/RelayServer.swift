@@ -26,7 +26,7 @@ public final class RelayServer {
     /// Keeps texts and chats in `state_dir/messages.db`, or in a cluster in the cluster's Redis (nil: started alone
     /// without a state directory, or the database could not be opened: then texts to identities away fail as they did
     /// before).
-    public let messageStore: MessageStore?
+    public let messageStore: TextStore?
 
     /// Binds every socket; throws with a one-line message when a port is taken. Tokens whose `relay_key` names
     /// another key than `identity`'s public key are refused.
@@ -67,13 +67,13 @@ public final class RelayServer {
             ClusterIdentity(nodeID: nodeID, secret: Array(config.apiKeys.sorted { $0.key < $1.key }.map { $0.key + "=" + $0.value }.joined(separator: "\n").utf8),
                             boot: Crypto.randomBytes(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
         }
-        var store: MessageStore?
+        var store: TextStore?
         var chats: [ChatBook.Chat] = []
         if let url = config.cluster, let cluster {
             // A node of a cluster keeps texts where every node reaches them: the cluster's Redis, each text with a MAC
             // only the cluster's nodes can make (from the secret they share).
             do {
-                let opened = try MessageStore(redis: url, nodeID: nodeID, mac: ClusterMAC(root: cluster.root, purpose: .texts), log: log)
+                let opened = try TextStore(redis: url, nodeID: nodeID, mac: ClusterMAC(root: cluster.root, purpose: .texts), log: log)
                 do { chats = try opened.chats() } catch { log.write(.warning, "the chats are not loaded yet (\(error)): the store reads them once Redis answers") }
                 store = opened
                 log.write(.info, "texts and chats are kept in the cluster's Redis at \(url)")
@@ -82,7 +82,7 @@ public final class RelayServer {
             }
         } else if let stateDirectory {
             do {
-                let opened = try MessageStore(stateDirectory: stateDirectory, log: log)
+                let opened = try TextStore(stateDirectory: stateDirectory, log: log)
                 chats = try opened.chats()
                 store = opened
             } catch {

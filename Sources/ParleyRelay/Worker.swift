@@ -85,7 +85,7 @@ final class Worker: @unchecked Sendable {
     /// Where the core's recordings go (nil: the relay has no state directory to keep them in).
     var recorder: RoomRecorder?
     /// Where the core's kept texts go (nil: the relay keeps none).
-    var messageStore: MessageStore?
+    var messageStore: TextStore?
 
     init(index: Int, socket: UDPSocket, publicSocket: UDPSocket, shared: RelayShared, log: LogSink, events: EventHub) throws(SystemError) {
         self.published = SnapshotSlot(worker: index)

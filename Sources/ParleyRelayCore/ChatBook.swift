@@ -7,7 +7,7 @@
 /// While a chat is requested, A's first text went through as a request (flagged for B's client); later ones are held
 /// until B answers.
 public final class ChatBook {
-    public typealias State = HistoryLog.ChatState
+    public typealias State = TextLog.ChatState
 
     /// One chat.
     public struct Chat: Equatable, Sendable {

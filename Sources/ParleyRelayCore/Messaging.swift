@@ -44,7 +44,7 @@ public final class Messaging: CorePart {
     unowned(unsafe) let core: RelayCore  // the core owns its parts and outlives them
     var presence: PresenceDirectory { core.presence }
     var calls: CallRouter { core.calls }
-    var history: HistoryLog { core.history }
+    var history: TextLog { core.history }
 
     init(core: RelayCore) { self.core = core }
 

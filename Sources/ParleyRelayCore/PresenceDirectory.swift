@@ -18,11 +18,11 @@ final class PresenceDirectory {
     static let noticeCapacity = 1024
     private let outbox: Outbox
     /// Where kept texts and chats go (`RelayCore+StoredTexts.swift`); off without a store.
-    let history: HistoryLog
+    let history: TextLog
     /// Where each chat stands (decided only while `history` is on: declines must outlive a restart).
     let chats: ChatBook
 
-    init(outbox: Outbox, history: HistoryLog = HistoryLog(), chats: ChatBook = ChatBook()) {
+    init(outbox: Outbox, history: TextLog = TextLog(), chats: ChatBook = ChatBook()) {
         self.outbox = outbox
         self.history = history
         self.chats = chats

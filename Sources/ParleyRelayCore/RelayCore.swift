@@ -54,7 +54,7 @@ public final class RelayCore {
     /// The recordings of this worker's rooms, for the recorder thread to write (`RelayCore+Recording.swift`).
     public let recordings: RecordingTap
     /// Texts to keep and chats to record, for the message store (`RelayCore+StoredTexts.swift`); off without one.
-    public let history: HistoryLog
+    public let history: TextLog
     /// The core's parts (`CorePart`): WebRTC members, plain-RTP endpoints, the cluster's rooms, room key changes.
     lazy var webRTCMembers = WebRTCMembers(core: self)
     lazy var rtpEndpoints = RTPEndpoints(core: self)
@@ -80,7 +80,7 @@ public final class RelayCore {
         self.random = random
         self.rtcp = RTCPFeedback(relaySSRC: random.ssrc(), sessions: sessions, outbox: outbox)
         self.uplinkRepair = UplinkRepair(rtcp: rtcp, outbox: outbox)
-        let history = HistoryLog()
+        let history = TextLog()
         self.history = history
         self.presence = PresenceDirectory(outbox: outbox, history: history, chats: ChatBook(shared.chats.map {
             ChatBook.Chat(requester: $0.requester, recipient: $0.recipient, state: $0.state)

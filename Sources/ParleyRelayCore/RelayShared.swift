@@ -32,7 +32,7 @@ public final class RelayShared: Sendable {
     /// In a cluster: this node's identity on the relay-to-relay links (cascading); nil alone.
     public let cluster: ClusterIdentity?
     /// Whether a message store keeps texts (the relay opened its database): texts to identities away are kept for
-    /// them, and chats are requested, accepted and declined (`HistoryLog`).
+    /// them, and chats are requested, accepted and declined (`TextLog`).
     public let keepsHistory: Bool
     /// The chats the store held at start (worker 0's `ChatBook` begins with them).
     public let chats: [ChatBook.Chat]

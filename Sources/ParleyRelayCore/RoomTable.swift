@@ -19,7 +19,7 @@ final class RoomTable {
     /// Where a closing room's recording is ended.
     let recordings: RecordingTap
     /// Where room texts are kept (set by the core).
-    var history = HistoryLog()
+    var history = TextLog()
     private var config: RelayCoreConfig { shared.config }
     private var log: LogSink { outbox.log }
 

@@ -8,19 +8,19 @@ import ParleyRelayCore
 import ParleyWire
 import Testing
 
-/// A backend over one core that keeps texts, as the relay runs: what the core logs goes to a real `MessageStore` on
+/// A backend over one core that keeps texts, as the relay runs: what the core logs goes to a real `TextStore` on
 /// its own thread, and what the store answers runs on the core.
 final class KeepingBackend: APIBackend, @unchecked Sendable {
     // Invariant: the core is used only under `lock` (the test's thread and the store's both call in).
     let core: RelayCore
-    let store: MessageStore
+    let store: TextStore
     private let lock = NSLock()
     private var thread: OSThread?
     /// What the store answered.
     private(set) var answered: [AdminCommand] = []
-    var messages: MessageStore? { store }
+    var messages: TextStore? { store }
 
-    init(store: MessageStore) throws {
+    init(store: TextStore) throws {
         let shared = RelayShared(config: RelayCoreConfig(), verifier: TokenVerifier(keys: ["k": RouterTests.secret]),
                                  cookieSecret: Array(repeating: 1, count: 32), workerPorts: [7400], keepsHistory: true)
         core = RelayCore(shared: shared, workerIndex: 0, log: MemoryLogSink(threshold: .error))
@@ -73,7 +73,7 @@ struct TextKeptTests {
 
     @Test("a store that cannot keep the text (the cluster's Redis unreachable): 503 text_not_kept, saying the room got it — not 200")
     func notKept() throws {
-        let store = try MessageStore(redis: ClusterURL("redis://127.0.0.1:1")!, nodeID: "n",
+        let store = try TextStore(redis: ClusterURL("redis://127.0.0.1:1")!, nodeID: "n",
                                      mac: ClusterMAC(root: Array(repeating: 1, count: 32), purpose: .texts), log: MemoryLogSink(threshold: .error))
         let backend = try KeepingBackend(store: store)
         defer { backend.stop() }
@@ -89,7 +89,7 @@ struct TextKeptTests {
         let folder = NSTemporaryDirectory() + "parley-kept-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let store = try MessageStore(stateDirectory: folder, log: MemoryLogSink(threshold: .error))
+        let store = try TextStore(stateDirectory: folder, log: MemoryLogSink(threshold: .error))
         let backend = try KeepingBackend(store: store)
         defer { backend.stop() }
         #expect(backend.execute(.createRoom(name: "r", mode: nil, maxMembers: nil, emptyTimeout: nil)) == .ok)

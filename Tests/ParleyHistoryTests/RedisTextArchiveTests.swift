@@ -138,7 +138,7 @@ struct RedisTextArchiveTests {
     func heldReleasedFailedExpired() throws {
         let redis = try ScratchRedis()
         let a = archive(redis, node: "node-a"), b = archive(redis, node: "node-b")
-        func add(_ from: String, _ text: String, _ state: MessageHistory.DirectState, expires: Int64 = 9_000_000) throws -> Int64 {
+        func add(_ from: String, _ text: String, _ state: SQLiteTextArchive.DirectState, expires: Int64 = 9_000_000) throws -> Int64 {
             try a.addDirectText(from: from, to: "bob", text: text, at: 1, state: state, expiresAt: expires, senderConnection: 1, senderMessageID: 1,
                                 attachments: [])
         }

@@ -36,10 +36,10 @@ struct RedisTextLayoutTests {
 
     @Test("a room text survives its set's member; one with a bad id, time, image id or an oversized text is refused")
     func roomText() {
-        let m = MessageHistory.RoomMessage(id: 42, room: "a:b room", identity: "ann", name: "Ann", text: "hi ünï", at: 1_800_000_000_000,
+        let m = SQLiteTextArchive.RoomMessage(id: 42, room: "a:b room", identity: "ann", name: "Ann", text: "hi ünï", at: 1_800_000_000_000,
                                            attachments: [Self.image])
         #expect(RedisTextLayout.roomText(member: RedisTextLayout.roomMember(m, mac: Self.mac), room: "a:b room", mac: Self.mac) == m)
-        let plain = MessageHistory.RoomMessage(id: 1, room: "r", identity: "backend", name: "", text: "x", at: 0)
+        let plain = SQLiteTextArchive.RoomMessage(id: 1, room: "r", identity: "backend", name: "", text: "x", at: 0)
         #expect(RedisTextLayout.roomText(member: RedisTextLayout.roomMember(plain, mac: Self.mac), room: "r", mac: Self.mac) == plain)
         for bad in [["0", "ann", "", "x", "1", ""], ["-4", "ann", "", "x", "1", ""], ["x", "ann", "", "x", "1", ""],
                     ["5", "ann", "", "x", "soon", ""], ["5", "ann", "", "x", "1", "not-an-image-id"],
@@ -88,7 +88,7 @@ struct RedisTextLayoutTests {
 
     @Test("a room text not written by a node of this cluster (no MAC, another cluster's, a changed field) or moved to another room is refused")
     func roomTextForged() {
-        let m = MessageHistory.RoomMessage(id: 42, room: "board", identity: "alice", name: "Alice", text: "lunch?", at: 1_800_000_000_000)
+        let m = SQLiteTextArchive.RoomMessage(id: 42, room: "board", identity: "alice", name: "Alice", text: "lunch?", at: 1_800_000_000_000)
         let genuine = RedisTextLayout.roomMember(m, mac: Self.mac)
         #expect(RedisTextLayout.roomText(member: genuine, room: "board", mac: Self.mac) == m)
         // What a Redis writer could write: the relay's own packing, without a MAC, or with a made-up one.
@@ -134,8 +134,8 @@ struct RedisTextLayoutTests {
     @Test("a chat not written by a node of this cluster is refused (an accept that would open the spam brake, a decline that would close it)")
     func chatForged() {
         let field = RedisTextLayout.chatField("alice", "bob")
-        for state in [MessageHistory.ChatState.accepted, .declined] {
-            let c = MessageHistory.Chat(requester: "bob", recipient: "alice", state: state)
+        for state in [SQLiteTextArchive.ChatState.accepted, .declined] {
+            let c = SQLiteTextArchive.Chat(requester: "bob", recipient: "alice", state: state)
             #expect(RedisTextLayout.chat(field: field, value: RedisTextLayout.pack(["bob", "alice", String(state.rawValue), "1"]), mac: Self.mac) == nil)
             #expect(RedisTextLayout.chat(field: field, value: RedisTextLayout.chatValue(c, at: 1, mac: Self.otherMAC), mac: Self.mac) == nil)
             #expect(RedisTextLayout.chat(field: field, value: RedisTextLayout.chatValue(c, at: 1, mac: Self.mac), mac: Self.mac) == c)
@@ -147,7 +147,7 @@ struct RedisTextLayoutTests {
         #expect(RedisTextLayout.heldKey(from: "a:b", to: "c") != RedisTextLayout.heldKey(from: "a", to: ":bc"))
         #expect(RedisTextLayout.heldKey(from: "al", to: "ice") == "parley:texts:held:2:alice")
         #expect(RedisTextLayout.chatField("bob", "alice") == RedisTextLayout.chatField("alice", "bob"))
-        let c = MessageHistory.Chat(requester: "bob", recipient: "alice", state: .declined)
+        let c = SQLiteTextArchive.Chat(requester: "bob", recipient: "alice", state: .declined)
         let value = RedisTextLayout.chatValue(c, at: 5, mac: Self.mac)
         #expect(RedisTextLayout.chat(field: RedisTextLayout.chatField("alice", "bob"), value: value, mac: Self.mac) == c)
         #expect(RedisTextLayout.chat(field: RedisTextLayout.chatField("alice", "carol"), value: value, mac: Self.mac) == nil)  // another pair's field

@@ -3,13 +3,13 @@ import ParleyWire
 import Testing
 @testable import ParleyRelayCore
 
-/// The message store as the core sees it, in memory: takes the core's `HistoryLog` records and answers as
-/// `ParleyRelay`'s `MessageStore` does (after its commit), through the core's store API.
+/// The message store as the core sees it, in memory: takes the core's `TextLog` records and answers as
+/// `ParleyRelay`'s `TextStore` does (after its commit), through the core's store API.
 final class FakeMessageStore {
     struct Kept { var text: KeptText; var state: String }  // "stored", "held", "delivered", "failed"
     var kept: [Kept] = []
     var roomTexts: [String] = []
-    var chats: [String: HistoryLog.ChatState] = [:]
+    var chats: [String: TextLog.ChatState] = [:]
     var nextID: Int64 = 1
     /// Ids handed back undelivered (`notDelivered`).
     var notDelivered: [Int64] = []

@@ -10,7 +10,7 @@ import Testing
 /// The message store's thread on a real database file: what it answers worker 0, and what it does when the database
 /// is locked by another process.
 @Suite("Message store: answers after the commit; a locked database fails texts with why, and the store goes on")
-struct MessageStoreTests {
+struct TextStoreTests {
     let folder = NSTemporaryDirectory() + "parley-store-\(UInt32.random(in: 0...UInt32.max))"
 
     final class Answers: Sendable {
@@ -26,16 +26,16 @@ struct MessageStoreTests {
         }
     }
 
-    func start() throws -> (MessageStore, Answers, OSThread) {
+    func start() throws -> (TextStore, Answers, OSThread) {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let store = try MessageStore(stateDirectory: folder, log: MemoryLogSink(threshold: .error))
+        let store = try TextStore(stateDirectory: folder, log: MemoryLogSink(threshold: .error))
         let answers = Answers()
         store.post = { c in answers.list.withLock { $0.append(c) } }
         let thread = try OSThread(name: "test-store") { store.run() }
         return (store, answers, thread)
     }
 
-    func stored(_ text: String, to: String = "bob", id: UInt32) -> HistoryLog.Record {
+    func stored(_ text: String, to: String = "bob", id: UInt32) -> TextLog.Record {
         .directText(from: "alice", to: to, text: text, at: Int64(Date().timeIntervalSince1970 * 1000), delivered: false, held: false, senderConnection: 5, senderMessageID: id)
     }
 
@@ -86,7 +86,7 @@ struct MessageStoreTests {
     @Test("in a cluster with its Redis unreachable: a text to keep fails (\"unreachable\"), its sender told; the API's read says so; the store runs on")
     func redisUnreachable() throws {
         // A port nobody listens on: connecting is refused at once.
-        let store = try MessageStore(redis: ClusterURL("redis://127.0.0.1:1")!, nodeID: "node-a",
+        let store = try TextStore(redis: ClusterURL("redis://127.0.0.1:1")!, nodeID: "node-a",
                                      mac: ClusterMAC(root: Array(repeating: 1, count: 32), purpose: .texts), log: MemoryLogSink(threshold: .error))
         let answers = Answers()
         store.post = { c in answers.list.withLock { $0.append(c) } }
@@ -103,7 +103,7 @@ struct MessageStoreTests {
 
     @Test("the store tells a member's session that its room text was not kept, through the room's worker (roomTextNotKept), and settles the request")
     func storeAnswersTheSender() throws {
-        let store = try MessageStore(redis: ClusterURL("redis://127.0.0.1:1")!, nodeID: "n",
+        let store = try TextStore(redis: ClusterURL("redis://127.0.0.1:1")!, nodeID: "n",
                                      mac: ClusterMAC(root: Array(repeating: 1, count: 32), purpose: .texts), log: MemoryLogSink(threshold: .error))
         let answers = Answers()
         store.post = { c in answers.list.withLock { $0.append(c) } }
@@ -124,7 +124,7 @@ struct MessageStoreTests {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         try Data(repeating: 0x5A, count: 8_192).write(to: URL(fileURLWithPath: folder + "/messages.db"))
         #expect {
-            _ = try MessageStore(stateDirectory: folder, log: MemoryLogSink(threshold: .error))
+            _ = try TextStore(stateDirectory: folder, log: MemoryLogSink(threshold: .error))
         } throws: { ($0 as? SQLiteError)?.description.contains("messages.db") == true }
     }
 }

@@ -3,14 +3,14 @@ import ParleyHistory
 import Testing
 
 /// The message history on a real SQLite file in a temporary folder.
-struct MessageHistoryTests {
+struct SQLiteTextArchiveTests {
     let folder = NSTemporaryDirectory() + "parley-history-\(UInt32.random(in: 0...UInt32.max))"
     var path: String { folder + "/messages.db" }
 
     init() throws { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
 
     @Test func roomTextsPageNewestFirst() throws {
-        let h = try MessageHistory(path: path)
+        let h = try SQLiteTextArchive(path: path)
         for k in 1...25 { try h.addRoomText(room: k % 5 == 0 ? "other" : "lobby", identity: "alice", name: "Alice", text: "text \(k)", at: Int64(k)) }
         let first = try h.roomMessages(room: "lobby", limit: 10)
         #expect(first.map(\.text) == [24, 23, 22, 21, 19, 18, 17, 16, 14, 13].map { "text \($0)" })
@@ -22,19 +22,19 @@ struct MessageHistoryTests {
 
     @Test func textsAreKeptAcrossReopeningAndReadersSeeCommittedWrites() throws {
         do {
-            let h = try MessageHistory(path: path)
+            let h = try SQLiteTextArchive(path: path)
             try h.addRoomText(room: "r", identity: "a", name: "", text: "kept: ünïcødé and 'quotes'; DROP TABLE x;--", at: 1)
             try h.addDirectText(from: "a", to: "b", text: "later", at: 2, state: .stored, expiresAt: 100, senderConnection: 7, senderMessageID: 9)
         }
-        let reader = try MessageHistory(path: path, readOnly: true)
+        let reader = try SQLiteTextArchive(path: path, readOnly: true)
         #expect(try reader.roomMessages(room: "r", limit: 5).map(\.text) == ["kept: ünïcødé and 'quotes'; DROP TABLE x;--"])
-        let again = try MessageHistory(path: path)
+        let again = try SQLiteTextArchive(path: path)
         let waiting = try again.waiting(for: "b")
         #expect(waiting.map(\.text) == ["later"] && waiting[0].senderConnection == 7 && waiting[0].senderMessageID == 9)
     }
 
     @Test func waitingTextsAreDeliveredOnceOrExpire() throws {
-        let h = try MessageHistory(path: path)
+        let h = try SQLiteTextArchive(path: path)
         let a = try h.addDirectText(from: "alice", to: "bob", text: "1", at: 10, state: .stored, expiresAt: 1_000, senderConnection: 1, senderMessageID: 1)
         let b = try h.addDirectText(from: "carol", to: "bob", text: "2", at: 11, state: .stored, expiresAt: 50, senderConnection: 2, senderMessageID: 5)
         try h.addDirectText(from: "alice", to: "bob", text: "live", at: 12, state: .delivered, expiresAt: 1_000, senderConnection: 1, senderMessageID: 2)
@@ -52,7 +52,7 @@ struct MessageHistoryTests {
     }
 
     @Test func chatsArePerPairWhoeverAsked() throws {
-        let h = try MessageHistory(path: path)
+        let h = try SQLiteTextArchive(path: path)
         #expect(try h.chat("alice", "bob") == nil)
         try h.setChat(requester: "bob", recipient: "alice", state: .requested, at: 1)
         #expect(try h.chat("alice", "bob") == .init(requester: "bob", recipient: "alice", state: .requested))
@@ -65,7 +65,7 @@ struct MessageHistoryTests {
     @Test func aFileThatIsNotADatabaseIsRefusedByName() throws {
         try Data("this is not a database, just text that happens to be here".utf8).write(to: URL(fileURLWithPath: path))
         #expect {
-            _ = try MessageHistory(path: path)
+            _ = try SQLiteTextArchive(path: path)
         } throws: { error in
             guard let e = error as? SQLiteError else { return false }
             return e.isCorrupt && e.description.contains(path)
@@ -73,7 +73,7 @@ struct MessageHistoryTests {
     }
 
     @Test func aWriterLockedOutWaitsThenSaysBusy() throws {
-        let h = try MessageHistory(path: path)
+        let h = try SQLiteTextArchive(path: path)
         let other = try SQLiteDatabase(path: path, busyTimeoutMilliseconds: 50)
         try h.db.execute("BEGIN IMMEDIATE")
         #expect {
@@ -85,11 +85,11 @@ struct MessageHistoryTests {
     }
 }
 
-extension MessageHistoryTests {
+extension SQLiteTextArchiveTests {
     static let ids = ["fUNQLHuQBWMBiIYr16lWVg", "AAAAAAAAAAAAAAAAAAAAAA"]
 
     @Test func imagesAreKeptWithTheirTexts() throws {
-        let h = try MessageHistory(path: path)
+        let h = try SQLiteTextArchive(path: path)
         try h.addRoomText(room: "r", identity: "a", name: "", text: "", at: 1, attachments: Self.ids)
         try h.addRoomText(room: "r", identity: "a", name: "", text: "plain", at: 2)
         #expect(try h.roomMessages(room: "r", limit: 5).map(\.attachments) == [[], Self.ids])
@@ -114,11 +114,11 @@ extension MessageHistoryTests {
                     VALUES ('a', 'b', 'waiting', 1, 0, 100, 1, 1);
                 """)
         }
-        let h = try MessageHistory(path: path)
+        let h = try SQLiteTextArchive(path: path)
         #expect(try h.roomMessages(room: "r", limit: 5).map(\.text) == ["before"])
         #expect(try h.waiting(for: "b").map(\.attachments) == [[]])
         try h.addRoomText(room: "r", identity: "a", name: "", text: "after", at: 2, attachments: [Self.ids[0]])
-        #expect(try MessageHistory(path: path, readOnly: true).roomMessages(room: "r", limit: 5).map(\.attachments) == [[Self.ids[0]], []])
-        _ = try MessageHistory(path: path)  // opened again: the column is there, nothing to add
+        #expect(try SQLiteTextArchive(path: path, readOnly: true).roomMessages(room: "r", limit: 5).map(\.attachments) == [[Self.ids[0]], []])
+        _ = try SQLiteTextArchive(path: path)  // opened again: the column is there, nothing to add
     }
 }

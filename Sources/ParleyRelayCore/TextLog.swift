@@ -1,9 +1,9 @@
-/// What the core hands the message store (`ParleyRelay`'s `MessageStore`, SQLite on a thread of its own), in order:
+/// What the core hands the message store (`ParleyRelay`'s `TextStore`, SQLite on a thread of its own), in order:
 /// room texts and direct texts to keep, identities to deliver waiting texts to, deliveries, chats changing state.
 /// The worker moves the records out after each batch; the store answers through the worker's inbox
 /// (`RelayCore+StoredTexts.swift`). The core never waits for the disk: a sender learns its text was `stored` when the
 /// store says so. Off (`enabled` false) when the relay keeps no history: then a text to someone offline fails as before.
-public final class HistoryLog {
+public final class TextLog {
     /// Where a chat between two identities stands (the store keeps it; the core holds a copy to decide without waiting).
     public enum ChatState: Int, Sendable, Equatable {
         /// The requester wrote first; the recipient has not answered. The first text went through as a request,
@@ -25,7 +25,7 @@ public final class HistoryLog {
         public var messageID: UInt32
         /// Whether the text reached anyone when it was sent.
         public var delivered: Bool
-        /// The HTTP request waiting (`MessageStore.expectKeeping`), 0 for none.
+        /// The HTTP request waiting (`TextStore.expectKeeping`), 0 for none.
         public var request: UInt64
 
         /// A receipt.

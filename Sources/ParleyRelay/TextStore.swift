@@ -6,8 +6,8 @@ import ParleyWire
 import Synchronization
 
 /// The relay's message store on a thread of its own, over one `TextArchive`: `<state_dir>/messages.db` (SQLite,
-/// `MessageHistory`) for a relay on its own, the cluster's Redis (`RedisTextArchive`) for a node of a cluster. Workers
-/// hand it what their cores logged (`HistoryLog`: room texts, direct texts, chats, deliveries) after each batch; it
+/// `SQLiteTextArchive`) for a relay on its own, the cluster's Redis (`RedisTextArchive`) for a node of a cluster. Workers
+/// hand it what their cores logged (`TextLog`: room texts, direct texts, chats, deliveries) after each batch; it
 /// writes them (one transaction per batch where the archive has them) and answers worker 0 through its inbox
 /// (`AdminCommand.textStored`, `.deliverWaiting`, `.textsFailed`) once they are kept — a sender hears `stored` only for
 /// a committed text. Every minute, texts kept past `keepFor` fail ("expired"). In a cluster it also follows the chats
@@ -15,13 +15,13 @@ import Synchronization
 /// (`AdminCommand.replaceChats`). The HTTP API reads history through a connection of its own (`roomMessages`), never
 /// waiting for the writer. An archive that is locked, full, damaged or unreachable costs the texts it could not keep
 /// (their senders are told why), never the relay.
-public final class MessageStore: @unchecked Sendable {
+public final class TextStore: @unchecked Sendable {
     // Invariant: `writer` is used only by the store thread (`run`); `reader` only under its mutex; `inbound` under its own.
     /// Where texts are kept: the database file, or the cluster's Redis (`redis://HOST:PORT`).
     public let path: String
     private let writer: any TextArchive
     private let reader: Mutex<(any TextArchive)?>
-    private let inbound = Mutex<[HistoryLog.Record]>([])
+    private let inbound = Mutex<[TextLog.Record]>([])
     private let wakeup: WakeupSignal
     private let stopping = Atomic<Bool>(false)
     private let log: LogSink
@@ -48,8 +48,8 @@ public final class MessageStore: @unchecked Sendable {
     /// Opens (or makes) the store in `stateDirectory`; throws with the file's name when it cannot (locked, damaged).
     public convenience init(stateDirectory: String, keepFor: Int64 = 7 * 86_400_000, log: LogSink) throws(SQLiteError) {
         let path = stateDirectory + "/messages.db"
-        let writer = try MessageHistory(path: path)
-        let reader = try MessageHistory(path: path, readOnly: true)
+        let writer = try SQLiteTextArchive(path: path)
+        let reader = try SQLiteTextArchive(path: path, readOnly: true)
         let wakeup: WakeupSignal
         do { wakeup = try WakeupSignal() } catch { throw SQLiteError(operation: "eventfd", code: 1, message: "\(error)") }
         self.init(path: path, writer: writer, reader: reader, wakeup: wakeup, keepFor: keepFor, log: log)
@@ -79,24 +79,24 @@ public final class MessageStore: @unchecked Sendable {
         try writer.allChats().map(Self.chat)
     }
 
-    static func chat(_ c: MessageHistory.Chat) -> ChatBook.Chat {
+    static func chat(_ c: SQLiteTextArchive.Chat) -> ChatBook.Chat {
         ChatBook.Chat(requester: c.requester, recipient: c.recipient, state: state(c.state))
     }
 
     /// A page of `room`'s texts, newest first (the API's threads). Throws the archive's error (`StoreFailure` says
     /// which kind).
-    public func roomMessages(room: String, before: Int64?, limit: Int) throws -> [MessageHistory.RoomMessage] {
-        try reader.withLock { (r: inout (any TextArchive)?) throws -> [MessageHistory.RoomMessage] in
+    public func roomMessages(room: String, before: Int64?, limit: Int) throws -> [SQLiteTextArchive.RoomMessage] {
+        try reader.withLock { (r: inout (any TextArchive)?) throws -> [SQLiteTextArchive.RoomMessage] in
             guard let r else { throw SQLiteError(operation: "read", code: 1, message: "no reader") }
             return try r.roomMessages(room: room, before: before, limit: limit)
         }
     }
 
     /// `submit`, for tests driving the store without workers.
-    public func submitForTests(_ records: [HistoryLog.Record]) { submit(records) }
+    public func submitForTests(_ records: [TextLog.Record]) { submit(records) }
 
     /// Takes a worker's records (after a batch).
-    func submit(_ records: [HistoryLog.Record]) {
+    func submit(_ records: [TextLog.Record]) {
         let accepted = inbound.withLock { pending -> Bool in
             guard pending.count + records.count <= Self.maxInbound else { return false }
             pending.append(contentsOf: records)
@@ -119,7 +119,7 @@ public final class MessageStore: @unchecked Sendable {
         var settled: [(UInt64, KeepWaits.Outcome)] = []
 
         /// `record` was not kept: its sender (a direct text's, a room text's session or HTTP request) is told why.
-        mutating func notKept(_ record: HistoryLog.Record, reason: String, full: Bool) {
+        mutating func notKept(_ record: TextLog.Record, reason: String, full: Bool) {
             switch record {
             case .directText(let from, _, _, _, false, _, let connection, let messageID, _):
                 answers.append(.textStored(from: from, connection: connection, messageID: messageID, stored: false, reason: reason))
@@ -135,7 +135,7 @@ public final class MessageStore: @unchecked Sendable {
         }
 
         /// Posts the answers, settles the waits.
-        func deliver(to store: MessageStore) {
+        func deliver(to store: TextStore) {
             for a in answers { store.post?(a) }
             for (id, outcome) in settled { store.keeping.settle(id, outcome) }
         }
@@ -196,7 +196,7 @@ public final class MessageStore: @unchecked Sendable {
         return true
     }
 
-    static func state(_ s: MessageHistory.ChatState) -> ChatBook.State {
+    static func state(_ s: SQLiteTextArchive.ChatState) -> ChatBook.State {
         switch s {
         case .requested: .requested
         case .accepted: .accepted
@@ -204,7 +204,7 @@ public final class MessageStore: @unchecked Sendable {
         }
     }
 
-    static func state(_ s: ChatBook.State) -> MessageHistory.ChatState {
+    static func state(_ s: ChatBook.State) -> SQLiteTextArchive.ChatState {
         switch s {
         case .requested: .requested
         case .accepted: .accepted
@@ -212,7 +212,7 @@ public final class MessageStore: @unchecked Sendable {
         }
     }
 
-    static func kept(_ m: MessageHistory.DirectMessage) -> KeptText {
+    static func kept(_ m: SQLiteTextArchive.DirectMessage) -> KeptText {
         KeptText(id: m.id, from: m.from, to: m.to, text: m.text, at: m.at, senderConnection: m.senderConnection,
                  senderMessageID: m.senderMessageID, reason: m.reason, attachments: m.attachments)
     }
@@ -220,7 +220,7 @@ public final class MessageStore: @unchecked Sendable {
     /// Writes a batch in one transaction; when that fails, record by record from where it failed (from the start when
     /// the archive rolled the batch back), so only what cannot be written is lost (and its senders told). Answers go
     /// out after the commit.
-    private func write(_ records: [HistoryLog.Record]) {
+    private func write(_ records: [TextLog.Record]) {
         var outcomes = Outcomes()
         var done = 0
         do {
@@ -254,7 +254,7 @@ public final class MessageStore: @unchecked Sendable {
         outcomes.deliver(to: self)
     }
 
-    private func apply(_ record: HistoryLog.Record, _ outcomes: inout Outcomes) throws {
+    private func apply(_ record: TextLog.Record, _ outcomes: inout Outcomes) throws {
         switch record {
         case .roomText(let room, let identity, let name, let text, let at, let images, let receipt):
             try writer.addRoomText(room: room, identity: identity, name: name, text: text, at: at, attachments: images)

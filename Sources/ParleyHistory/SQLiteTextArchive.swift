@@ -10,7 +10,7 @@
 ///
 /// `attachments`: the ids of the images a text carries (`POST /v1/attachments`), space-separated ('' for none); a
 /// file made before the column existed gets it on open.
-public final class MessageHistory {
+public final class SQLiteTextArchive {
     /// The connection.
     public let db: SQLiteDatabase
 
@@ -228,7 +228,7 @@ public final class MessageHistory {
 
 /// The SQLite file as the store's archive: one relay writes it, so a waiting text needs no claim (it stays waiting
 /// until marked delivered) and the chats change only through this relay.
-extension MessageHistory: TextArchive {
+extension SQLiteTextArchive: TextArchive {
     /// `waiting`: nothing else delivers from this file.
     public func claimWaiting(for identity: String, from: String?, limit: Int) throws(SQLiteError) -> [DirectMessage] {
         try waiting(for: identity, from: from, limit: limit)
