@@ -18,7 +18,7 @@ class Refusal extends Error {
 const tokenProblems = {
   token_expired: room => `Your token has expired: get a new one with ${tokenCommand(room)}.`,
   token_not_yet_valid: () => 'Your token is not valid yet: check this computer\'s clock, or get a new token.',
-  token_malformed: room => `That is not a member token: paste the whole line ${tokenCommand(room)} printed.`,
+  token_malformed: room => `That is not a member token: paste the whole token that ${tokenCommand(room)} printed.`,
   token_bad_signature: room => `Your token was not made by this relay (its signature does not match): get one with ${tokenCommand(room)} on this relay.`,
   token_unknown_key: room => `Your token was signed with a key this relay does not know: get one with ${tokenCommand(room)} on this relay.`,
   token_unsupported_algorithm: room => `That is not a Parley token: get one with ${tokenCommand(room)}.`,
