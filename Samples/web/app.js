@@ -41,7 +41,7 @@ const attachmentID = /^[A-Za-z0-9_-]{22}$/;  // what the relay hands out (and th
 let audience = 0;           // an audience room's listeners (counted, not listed)
 let roomStreams = 0;        // room event streams open (a session's, and an ended one's for `reasonGraceMs`)
 // How long a room's event stream stays open after its session ended: its reason may come after the close_notify.
-const reasonGraceMs = 1500;
+const reasonGraceMs = 3000;
 
 // A sentence for the activity log (and, with PARLEY, the console, where the tests read it). Figures for the tests
 // (`debug`) go to the console only: nothing a person reads is JSON.
