@@ -5,7 +5,7 @@ import Testing
 
 /// The message store as the core sees it, in memory: takes the core's `TextLog` records and answers as
 /// `ParleyRelay`'s `TextStore` does (after its commit), through the core's store API.
-final class FakeMessageStore {
+final class FakeTextStore {
     struct Kept { var text: KeptText; var state: String }  // "stored", "held", "delivered", "failed"
     var kept: [Kept] = []
     var roomTexts: [String] = []
@@ -55,7 +55,7 @@ final class FakeMessageStore {
 @Suite("Kept texts and chats: offline delivery, requests, accept and decline (core + a store in memory)")
 struct StoredTextTests {
     /// Exchanges until the core and the store have nothing more to say to each other.
-    func settle(_ w: CallWorld, _ store: FakeMessageStore) {
+    func settle(_ w: CallWorld, _ store: FakeTextStore) {
         for _ in 0..<10 {
             w.exchange()
             if w.core.history.isEmpty { return }
@@ -76,7 +76,7 @@ struct StoredTextTests {
     @Test("a text to someone away is stored (its sender told so), delivered when they come online (sender told), and only once")
     func offlineDelivery() throws {
         let w = CallWorld(keepsHistory: true)
-        let store = FakeMessageStore()
+        let store = FakeTextStore()
         let alice = w.addPresence("alice")
         w.registerAll()
         settle(w, store)
@@ -109,7 +109,7 @@ struct StoredTextTests {
     @Test("until the recipient answers, later texts wait; accepted, they follow and texts flow both ways")
     func acceptReleasesHeldTexts() throws {
         let w = CallWorld(keepsHistory: true)
-        let store = FakeMessageStore()
+        let store = FakeTextStore()
         let alice = w.addPresence("alice"), bob = w.addPresence("bob")
         w.registerAll()
         settle(w, store)
@@ -149,7 +149,7 @@ struct StoredTextTests {
     @Test("declined: held texts fail with why, later ones fail at once; a reply from the recipient asks afresh")
     func declineStopsTexts() throws {
         let w = CallWorld(keepsHistory: true)
-        let store = FakeMessageStore()
+        let store = FakeTextStore()
         let carol = w.addPresence("carol"), dave = w.addPresence("dave")
         w.registerAll()
         settle(w, store)
@@ -179,7 +179,7 @@ struct StoredTextTests {
     @Test("a store other nodes share: texts handed over for someone gone again are handed back; chats changed elsewhere decide the next texts")
     func sharedStore() throws {
         let w = CallWorld(keepsHistory: true)
-        let store = FakeMessageStore()
+        let store = FakeTextStore()
         let alice = w.addPresence("alice")
         w.registerAll()
         settle(w, store)
@@ -265,7 +265,7 @@ struct StoredTextTests {
         _ = a.session.sendText("psst", to: "ben", now: net.instant)
         net.exchange()
         _ = net.core.sendText(room: "r", text: "from the backend", now: net.now)
-        let store = FakeMessageStore()
+        let store = FakeTextStore()
         store.serve(net.core, now: net.now)
         #expect(store.roomTexts == ["r/ann: hello all", "r/backend: from the backend"])
         #expect(b.events.contains { if case .text(_, _, "psst", _) = $0 { true } else { false } })

@@ -161,7 +161,7 @@ struct KeptTextAttachmentTests {
     @Test("an image-only text to someone away is stored with its ids and delivered with them, as a kept text, when they come online")
     func keptImageOnly() throws {
         let w = CallWorld(keepsHistory: true)
-        let store = FakeMessageStore()
+        let store = FakeTextStore()
         let alice = w.addPresence("alice")
         w.registerAll()
         StoredTextTests().settle(w, store)
@@ -184,7 +184,7 @@ struct KeptTextAttachmentTests {
     @Test("a kept text of several fragments keeps its sent-at, request flag and ids, which ride on its first fragment")
     func keptLongText() throws {
         let w = CallWorld(keepsHistory: true)
-        let store = FakeMessageStore()
+        let store = FakeTextStore()
         let alice = w.addPresence("alice")
         w.registerAll()
         StoredTextTests().settle(w, store)
@@ -206,7 +206,7 @@ struct KeptTextAttachmentTests {
         _ = a.session.sendText("look", attachments: [Self.ids[3]], now: net.instant)
         net.exchange()
         _ = net.core.sendText(room: "r", text: "", attachments: [Self.ids[0]], now: net.now)
-        let store = FakeMessageStore()
+        let store = FakeTextStore()
         store.serve(net.core, now: net.now)
         #expect(store.roomTexts == ["r/ann: look \(Self.ids[3])", "r/backend:  \(Self.ids[0])"])
     }
