@@ -121,7 +121,7 @@ extension HTTPRouter {
         guard r.room != nil || grants.admin else { throw APIError(400, "invalid_field", "room is required unless grants.admin is true") }
         let ttl = r.ttl ?? 3600
         guard (1...7 * 86_400).contains(ttl) else { throw APIError(400, "invalid_field", "ttl must be 1–604800 seconds") }
-        if let mode = r.mode, !RoomMode.isValid(mode) { throw APIError(400, "invalid_field", "mode must be \(RoomMode.choices)") }
+        _ = try Self.roomMode(r.mode)
         if let key = r.relayKey, !Self.isRelayKey(key) {
             throw APIError(400, "invalid_field", "relay_key must be a relay's public key: 43 base64url characters (32 bytes), as GET /v1/relay shows")
         }
@@ -144,6 +144,15 @@ extension HTTPRouter {
                                                          expiresAt: (now + 3600) * 1000), status: 201))
     }
 
+    /// The room mode named in a request (nil when it names none), or a 400 naming the choices.
+    static func roomMode(_ name: String?) throws(APIError) -> RoomMode? {
+        guard let name else { return nil }
+        guard let mode = RoomMode(rawValue: name) else {
+            throw APIError(400, "invalid_field", "mode must be \(RoomMode.choices)")
+        }
+        return mode
+    }
+
     static let noRecordings = APIError(503, "unavailable", "this relay keeps no recordings: it runs without a state directory")
 
     /// Starts recording `room` under a fresh random id (the room's worker tells its members).
@@ -162,10 +171,11 @@ extension HTTPRouter {
     private func createRoom(_ body: [UInt8]) throws(APIError) -> HTTPResponse {
         let r = try Self.decode(API.CreateRoomRequest.self, body)
         let name = try Self.validName(r.name, field: "name")
-        if let mode = r.mode, !RoomMode.isValid(mode) { throw APIError(400, "invalid_field", "mode must be \(RoomMode.choices)") }
+        let mode = try Self.roomMode(r.mode)
         if let m = r.maxMembers, !(1...100_000).contains(m) { throw APIError(400, "invalid_field", "max_members must be 1–100000") }
         if let t = r.emptyTimeout, !(0...86_400).contains(t) { throw APIError(400, "invalid_field", "empty_timeout must be 0–86400 seconds") }
-        _ = try run(.createRoom(name: name, mode: r.mode, maxMembers: r.maxMembers, emptyTimeout: r.emptyTimeout.map { .seconds($0) },
+        _ = try run(.createRoom(name: name, mode: mode, maxMembers: r.maxMembers,
+                                emptyTimeout: r.emptyTimeout.map { .seconds($0) },
                                 audience: r.audience ?? false))
         guard let room = rooms().first(where: { $0.name == name }) else { throw APIError(503, "unavailable", "room \(name) vanished") }
         return Self.json(room, status: 201)
@@ -304,7 +314,7 @@ extension HTTPRouter {
             for r in w.rooms {
                 let limits = w.limits[r.name]
                 let speakers = r.forwardedSpeakers.compactMap { id in r.members.first { $0.id == id }?.identity }
-                out.append(API.Room(name: r.name, mode: r.mode, members: r.members.count, speakers: speakers,
+                out.append(API.Room(name: r.name, mode: r.mode.rawValue, members: r.members.count, speakers: speakers,
                                     createdAt: r.createdAtUnixMilliseconds,
                                     maxMembers: limits?.maxMembers ?? config.maxMembersPerRoom,
                                     emptyTimeout: (limits?.emptyTimeout ?? config.emptyRoomTimeout).wholeSeconds, worker: w.worker,

@@ -262,7 +262,8 @@ extension HTTPRouter {
         let terms = WebRTCOfferTerms(remoteUfrag: ufrag, remotePassword: password, remoteFingerprint: remoteFingerprint, payloadType: opus,
                                      audioLevelExtensionID: section.audioLevelExtensionID, publish: publish, subscribe: subscribe,
                                      slots: 1 + extra.count)
-        let mode = claims.grants.create ? (claims.mode ?? config.defaultRoomMode) : nil
+        // A token's mode is checked like the API's: an unknown one is refused, not opened as a room of no mode.
+        let mode = claims.grants.create ? try Self.roomMode(claims.mode) ?? config.defaultRoomMode : nil
         let result = backend.execute(.addWebRTCMember(room: room, identity: claims.identity, name: claims.name, createMode: mode, terms: terms))
         guard case .webRTCMember(let info)? = result else { return try answer(result) }
         // The relay's direction is the member's mirrored: it receives what the member sends.

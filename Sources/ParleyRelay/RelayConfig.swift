@@ -168,8 +168,10 @@ public struct RelayConfig: Sendable {
         case "speech_level_threshold": core.speechLevelThreshold = UInt8(try int(0...127))
         case "audio_level_extension_id": core.audioLevelExtensionID = UInt8(try int(1...14))
         case "default_room_mode":
-            guard RoomMode.isValid(value) else { throw ConfigError("default_room_mode must be \(RoomMode.choices), got \"\(value)\"") }
-            core.defaultRoomMode = value
+            guard let mode = RoomMode(rawValue: value) else {
+                throw ConfigError("default_room_mode must be \(RoomMode.choices), got \"\(value)\"")
+            }
+            core.defaultRoomMode = mode
         case "joins_per_second": core.joinsPerSecond = Double(try int(1...1_000_000))
         case "ring_timeout_s": core.ringTimeout = .seconds(Int64(try int(1...600)))
         case "presence_sessions_per_identity": core.maxPresenceSessionsPerIdentity = try int(1...1_000)
