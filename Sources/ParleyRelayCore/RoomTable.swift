@@ -5,7 +5,7 @@ import ParleyWire
 /// left empty, and the log of room and member events for the HTTP API. Members join and leave through the core
 /// (admission, `RelayCore.removeMember`), which updates the session table and this one together. Owned by one
 /// `RelayCore` (one thread).
-final class RoomTable {
+final class RoomTable: TimedWork {
     /// Rooms by name.
     private(set) var byName: [String: Room] = [:]
     /// The mix-mode rooms among `byName` (kept apart so the loop's deadline scan touches only them).
@@ -332,13 +332,12 @@ final class RoomTable {
     }
 
     /// The earliest time `tick` has work, given when the next housekeeping pass falls.
-    func nextWork(housekeepingDue: Instant) -> Instant {
+    func nextDeadline(housekeepingDue: Instant) -> Instant {
         var due = Instant.distantFuture
         for room in byName.values {
             if let pushDue = room.speakerPushDue { due = min(due, pushDue) }
             if let rosterDue = room.roster.due { due = min(due, rosterDue) }
             if !room.announcedSpeakers.isEmpty || !room.selector.forwarded.isEmpty { due = min(due, housekeepingDue) }
-            if let c = room.cascade, room.hasLocalMembers || !c.peers.isEmpty { due = min(due, housekeepingDue) }
             if let since = room.emptySince, room.members.isEmpty {
                 due = min(due, since + (room.emptyTimeout ?? config.emptyRoomTimeout))
             }
