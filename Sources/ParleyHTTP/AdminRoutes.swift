@@ -189,8 +189,12 @@ extension HTTPRouter {
         guard publish || subscribe else { throw APIError(400, "invalid_field", "publish and subscribe must not both be false") }
         func address(_ text: String?, _ field: String) throws(APIError) -> PeerAddress? {
             guard let text else { return nil }
-            guard let a = PeerAddress(parsing: text), a.port != 0, a.isIPv4 else {
-                throw APIError(400, "invalid_field", "\(field) must be IPV4:PORT with a port from 1 to 65535")
+            guard let a = PeerAddress(parsing: text), a.port != 0, !a.isWildcard else {
+                throw APIError(400, "invalid_field", "\(field) must be IPV4:PORT or [IPV6]:PORT with a port from 1 to 65535")
+            }
+            guard a.isIPv4 || backend.servesIPv6 else {
+                throw APIError(400, "invalid_field",
+                               "\(field) is IPv6 but this relay's UDP address is IPv4 (bind udp to [::] to serve both)")
             }
             return a
         }
@@ -210,12 +214,16 @@ extension HTTPRouter {
         let result = backend.execute(.addRTPEndpoint(room: room, identity: identity, name: r.name, publish: publish,
                                                      subscribe: subscribe, sourceAddress: source, receiveAddress: receive, keys: keys))
         guard case .rtpEndpoint(let info)? = result else { return try answer(result) }
-        return Self.json(Self.describe(info, room: room, host: backend.udpHost, publish: publish, subscribe: subscribe), status: 201)
+        // The relay address the tool can reach: of its own family, loopback when it is on loopback.
+        let host = backend.mediaHosts(for: source ?? receive)[0]
+        return Self.json(Self.describe(info, room: room, host: host, publish: publish, subscribe: subscribe), status: 201)
     }
 
     /// What the backend is told about a new endpoint: addresses, the SDP of the stream it receives, the SDES keys, and
     /// the ffmpeg options that use them.
-    static func describe(_ info: RTPEndpointInfo, room: String, host: String, publish: Bool, subscribe: Bool) -> API.RTPEndpoint {
+    static func describe(_ info: RTPEndpointInfo, room: String, host address: PeerAddress, publish: Bool,
+                         subscribe: Bool) -> API.RTPEndpoint {
+        let host = address.host, family = address.isIPv4 ? "IP4" : "IP6"  // host as a URL writes it
         // The SDP describes the stream from the tool's side: it receives on `m=`'s port, from the relay at `c=`. With
         // SDES its `a=crypto` carries the key of that stream, the one the relay sends with (RFC 4568 §6.1).
         // RTCP travels on the RTP port both ways (`a=rtcp-mux`); Opus as RFC 7587 describes it, with in-band FEC
@@ -225,7 +233,8 @@ extension HTTPRouter {
         let mediaPort = info.receiveAddress?.port ?? info.port
         let pt = info.payloadType
         let sessionID = UInt64(info.memberID) << 32 | UInt64(info.streamSSRC ?? info.ssrc)
-        var lines = ["v=0", "o=- \(sessionID) 1 IN IP4 \(host)", "s=Parley \(room)", "c=IN IP4 \(host)", "t=0 0",
+        var lines = ["v=0", "o=- \(sessionID) 1 IN \(family) \(address.bareHost)", "s=Parley \(room)",
+                     "c=IN \(family) \(address.bareHost)", "t=0 0",
                      "m=audio \(mediaPort) \(info.keys == nil ? "RTP/AVP" : "RTP/SAVP") \(pt)", "a=rtpmap:\(pt) opus/48000/2",
                      "a=fmtp:\(pt) minptime=10;useinbandfec=1;stereo=0;sprop-stereo=0", "a=ptime:20", "a=rtcp-mux",
                      "a=extmap:\(info.audioLevelExtensionID) urn:ietf:params:rtp-hdrext:ssrc-audio-level",
@@ -251,7 +260,7 @@ extension HTTPRouter {
         }
         let receive = subscribe ? ["-protocol_whitelist", srtp == nil ? "file,udp,rtp" : "file,udp,rtp,srtp", "-i", "endpoint.sdp"] : nil
         return API.RTPEndpoint(room: room, identity: info.identity, ssrc: info.ssrc, streamSSRC: info.streamSSRC, payloadType: Int(pt),
-                               relayAddress: "\(host):\(info.port)", relayHost: host, relayPort: Int(info.port),
+                               relayAddress: "\(host):\(info.port)", relayHost: address.bareHost, relayPort: Int(info.port),
                                sourceAddress: info.sourceAddress?.description, receiveAddress: info.receiveAddress?.description,
                                publish: publish, subscribe: subscribe, sdp: sdp, srtp: srtp, ffmpegSendArgs: send,
                                ffmpegReceiveArgs: receive)

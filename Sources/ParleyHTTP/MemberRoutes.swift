@@ -270,14 +270,15 @@ extension HTTPRouter {
         let direction = SDPDirection(sends: subscribe, receives: publish)
         let text: String
         do throws(WebRTCError) {
-            guard let host = PeerAddress(parsing: "\(backend.udpHost):\(info.port)") else { throw WebRTCError("bad_answer", "no UDP address to offer") }
+            // One host candidate per address the browser may reach the worker at, its own family first.
+            let candidates = backend.mediaHosts(for: request.client).map { $0.withPort(info.port) }
             // The first section as the member asked; each further one carries a slot's stream (none left in a mix room,
             // whose one stream is the mix: those sections are answered rejected).
             var sections = [SDPAnswer.Section(mid: mid, direction: direction, ssrc: info.sendSSRC ?? 0, cname: info.cname)]
             for (k, media) in extra.enumerated() where k + 1 < info.sendSSRCs.count {
                 sections.append(SDPAnswer.Section(mid: media.mid!, direction: .sendonly, ssrc: info.sendSSRCs[k + 1], cname: info.cname))
             }
-            text = try SDPAnswer(offer: offer, iceUfrag: info.iceUfrag, icePwd: info.icePassword, fingerprint: fingerprint, candidate: host,
+            text = try SDPAnswer(offer: offer, iceUfrag: info.iceUfrag, icePwd: info.icePassword, fingerprint: fingerprint, candidates: candidates,
                                  sessionID: UInt64(info.memberID), sections: sections).text
         } catch {
             _ = backend.execute(.removeWebRTCMember(room: room, identity: info.identity))

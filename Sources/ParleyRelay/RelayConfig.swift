@@ -9,8 +9,11 @@ import ParleyWire
 public struct RelayConfig: Sendable {
     /// The public UDP address (worker 0's port; workers 1… bind the following ports).
     public var udp = PeerAddress(ipv4: 127, 0, 0, 1, port: 7400)
-    /// The HTTP API address (served from the HTTP API issue on).
+    /// The HTTP API address, IPv4 or IPv6 (`[::]` serves both).
     public var http = PeerAddress(ipv4: 127, 0, 0, 1, port: 7480)
+    /// `announce`: the addresses clients are told to send media to (the public side of a NAT), IPv4 and IPv6; empty:
+    /// the bound address, or the host's interface addresses when bound to a wildcard (`MediaAddresses`).
+    public var announce: [PeerAddress] = []
     /// The HTTP API's TLS certificate and key (PEM file paths, `HTTPTLSFiles`): HTTPS when both are set, plain HTTP
     /// when neither is; one without the other is refused by `checkCredentials()`.
     public var httpTLSCertificate: String?
@@ -79,7 +82,7 @@ public struct RelayConfig: Sendable {
     }
 
     /// The keys a JSON config file and `PARLEY_*` variables may set (variables are the upper-case names).
-    public static let keys = ["udp", "http", "workers", "api_key", "api_secret", "log_level", "state_dir", "max_members_per_room",
+    public static let keys = ["udp", "http", "announce", "workers", "api_key", "api_secret", "log_level", "state_dir", "max_members_per_room",
                               "max_rooms", "max_rooms_per_identity", "empty_room_timeout_s", "member_timeout_s", "keepalive_interval_s",
                               "max_forwarded_speakers", "speaker_update_interval_ms", "speaker_level_update_interval_ms", "speech_level_threshold",
                               "member_update_interval_ms", "member_update_immediate_limit", "audience_update_interval_ms", "spread_threshold", "cascade_after",
@@ -106,6 +109,11 @@ public struct RelayConfig: Sendable {
         case "http":
             guard let a = PeerAddress(parsing: value) else { throw ConfigError("http must be HOST:PORT (e.g. 127.0.0.1:7480), got \"\(value)\"") }
             http = a
+        case "announce":  // "" = none
+            guard let list = MediaAddresses.parseAnnounced(value) else {
+                throw ConfigError("announce must be IP addresses separated by commas (e.g. 198.51.100.10,2001:db8::10), got \"\(value)\"")
+            }
+            announce = list
         case "http_tls_cert", "http_tls_key":  // "" = not set (plain HTTP)
             guard !value.utf8.contains(0) else { throw ConfigError("\(key) must be a file path, got \"\(value)\"") }
             if key == "http_tls_cert" { httpTLSCertificate = value.isEmpty ? nil : value } else { httpTLSKey = value.isEmpty ? nil : value }
@@ -238,7 +246,13 @@ public struct RelayConfig: Sendable {
                 continue
             }
             let text: String
-            if let s = value as? String { text = s } else if let n = value as? NSNumber { text = n.stringValue } else {
+            if let s = value as? String {
+                text = s
+            } else if let n = value as? NSNumber {
+                text = n.stringValue
+            } else if key == "announce", let list = value as? [String] {
+                text = list.joined(separator: ",")  // a list as JSON writes one
+            } else {
                 throw ConfigError("\(key) in \(path) must be a string or a number")
             }
             try set(key, text)

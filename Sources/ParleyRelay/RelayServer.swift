@@ -16,6 +16,8 @@ public final class RelayServer {
     private let workers: [Worker]
     /// What the HTTP API reads and posts commands through.
     public let api: RelayAPI
+    /// The addresses clients are told to send media to (`announce`, the bound address or the interfaces).
+    public let media: MediaAddresses
     /// The relay's long-term identity key pair (`RelayKeyFile`); nil when started without one.
     public let identity: X25519KeyPair?
     private let log: LogSink
@@ -126,10 +128,10 @@ public final class RelayServer {
                 log.write(.warning, "recording \(name) was not closed by the relay that made it (killed?): closed now, its files play to their last complete page")
             }
         }
-        let host = config.udp.description.split(separator: ":").dropLast().joined(separator: ":")
+        media = MediaAddresses(announced: config.announce, bound: config.udp,
+                               interfaces: config.udp.isWildcard && config.announce.isEmpty ? InterfaceAddresses.current() : [])
         api = RelayAPI(slots: built.map(\.published), inboxes: built.map(\.inbox), shared: shared, events: events,
-                       recordings: recorder?.catalog, messages: store,
-                       udpHost: host == "0.0.0.0" || host == "[::]" || host.isEmpty ? "127.0.0.1" : host)
+                       recordings: recorder?.catalog, messages: store, media: media)
     }
 
     /// The relay's public key as tokens and the API name it: base64url without padding (43 characters); nil without one.

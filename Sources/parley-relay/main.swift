@@ -123,8 +123,9 @@ do {
 let httpStats = HTTPStats()
 /// The HTTP port once bound (the cluster agent advertises it).
 let httpPort = Atomic<Int>(0)
-let udpHost = config.udp.description.split(separator: ":").dropLast().joined(separator: ":")
-let advertisedHost = udpHost == "0.0.0.0" || udpHost.isEmpty ? "127.0.0.1" : udpHost
+/// Where other nodes and their clients reach this one: the first announced address (or the bound one, or an
+/// interface's when bound to a wildcard).
+let advertisedHost = server.media.hosts(for: nil)[0].host
 let udpPort = server.ports[0]
 let httpHostName = config.http.description.split(separator: ":").dropLast().joined(separator: ":")
 let api = server.api
@@ -168,8 +169,8 @@ httpPort.store(Int(http.port), ordering: .relaxed)
 cluster?.start()
 
 let status = server.run {
-    let host = config.udp.description.split(separator: ":").dropLast().joined(separator: ":")
-    let publicAddress = "\(host):\(server.ports[0])"
+    // The address clients are told (announced, bound, or an interface's), not a wildcard.
+    let publicAddress = "\(advertisedHost):\(server.ports[0])"
     if config.usesDevCredentials {
         let reach = config.udp.isLoopback && config.http.isLoopback ? "on loopback only" : "OFF LOOPBACK (--dev): anyone who can reach it can mint admin tokens"
         log.write(.warning, "using the public dev credentials \(reach): api key \"devkey\", api secret \"\(config.apiKeys["devkey"] ?? "")\" — set your own for anything but development")

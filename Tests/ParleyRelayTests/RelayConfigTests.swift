@@ -13,6 +13,19 @@ struct RelayConfigTests {
         #expect(c.apiKeys == [DevDefaults.apiKey: DevDefaults.apiSecret])
     }
 
+    @Test("announce: a flag's comma list or the file's JSON list, IPv4 and IPv6; a bad one names the key; an IPv6 http address")
+    func announce() throws {
+        var c = RelayConfig()
+        try c.set("announce", "198.51.100.10,2001:db8::10")
+        #expect(c.announce.map(\.description) == ["198.51.100.10:0", "[2001:db8::10]:0"])
+        try c.load(file: try Self.file(#"{"announce": ["203.0.113.4", "[2001:db8::4]"]}"#))
+        #expect(c.announce.map(\.description) == ["203.0.113.4:0", "[2001:db8::4]:0"])
+        let error = #expect(throws: ConfigError.self) { try c.set("announce", "0.0.0.0") }
+        #expect(error?.description.hasPrefix("announce must be IP addresses") == true)
+        try c.set("http", "[::]:7480")
+        #expect(c.http.isWildcard && !c.http.isIPv4)
+    }
+
     @Test("the public dev credentials off loopback are refused unless dev says so (issue 33, finding 10); own keys run anywhere",
           arguments: [("0.0.0.0:7400", "127.0.0.1:7480"), ("127.0.0.1:7400", "0.0.0.0:7480"), ("192.0.2.7:7400", "192.0.2.7:7480"),
                       ("[::]:7400", "127.0.0.1:7480")])
