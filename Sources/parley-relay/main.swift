@@ -10,7 +10,7 @@ import Synchronization
 import ParleyWire
 
 let usage = """
-usage: parley-relay [drain] [--config FILE.json] [--udp HOST:PORT] [--http HOST:PORT] [--workers N]
+usage: parley-relay [drain] [--config FILE.json] [--udp HOST:PORT] [--http HOST:PORT] [--announce IP[,IP…]] [--workers N]
                     [--api-key K --api-secret S] [--http-tls-cert FILE --http-tls-key FILE] [--state-dir DIR]
                     [--web-root DIR] [--cluster redis[s]://[[USER]:PASSWORD@]HOST:PORT [--cluster-tls-ca FILE] [--node-id ID]]
                     [--log-level debug|info|warning|error]
@@ -22,6 +22,9 @@ together (a key without its secret is refused); the dev credentials are used onl
 only on loopback: with no key and --udp or --http elsewhere the relay refuses to start (exit 2) unless --dev says so.
 --http-tls-cert and --http-tls-key (PEM files, both or neither) make the API serve HTTPS; the ready line then says
 "https HOST:PORT". Without them the API is plain HTTP: keep it on loopback or behind a TLS proxy.
+HOST may be IPv6 in brackets ('[::]:7400' serves IPv6 and IPv4). --announce names the addresses clients are told
+to send media to (the public side of a 1:1 NAT; IPv4 and IPv6): WebRTC candidates, RTP endpoint answers, the
+cluster. Without it: the bound address, or bound to a wildcard the host's own addresses.
 The relay's long-term key (X25519, its public half in the ready line and at GET /v1/relay) is made on first start
 in --state-dir (default $XDG_STATE_HOME/parley-relay, else ~/.local/state/parley-relay; /var/lib/parley-relay for root).
 The HTTP address also serves the sample web client from --web-root (default Samples/web when it exists here), and
@@ -66,7 +69,7 @@ while !arguments.isEmpty {
         flags.append(("dev", "true"))
         continue
     }
-    let known = ["--config", "--udp", "--http", "--workers", "--api-key", "--api-secret", "--log-level", "--state-dir",
+    let known = ["--config", "--udp", "--http", "--announce", "--workers", "--api-key", "--api-secret", "--log-level", "--state-dir",
                  "--http-tls-cert", "--http-tls-key", "--web-root", "--cluster", "--cluster-tls-ca", "--node-id"]
     guard known.contains(flag) else { fail("unknown option \(flag)\n\(usage)") }
     guard let value = arguments.first, !value.hasPrefix("--") else { fail("\(flag) needs a value") }
@@ -127,7 +130,7 @@ let httpPort = Atomic<Int>(0)
 /// interface's when bound to a wildcard).
 let advertisedHost = server.media.hosts(for: nil)[0].host
 let udpPort = server.ports[0]
-let httpHostName = config.http.description.split(separator: ":").dropLast().joined(separator: ":")
+let httpHostName = config.http.isWildcard ? advertisedHost : config.http.host
 let api = server.api
 let nodeID = server.nodeID
 let cluster = config.cluster.map { url in
@@ -179,7 +182,7 @@ let status = server.run {
         log.write(.warning, "allow_cleartext is on: clients may join with the cleartext protocol (tokens, names, texts and voice readable on the path) — for debugging only")
     }
     let ports = server.ports.map(String.init).joined(separator: ",")
-    let httpHost = config.http.description.split(separator: ":").dropLast().joined(separator: ":")
+    let httpHost = config.http.host
     writeLine("parley-relay \(ParleyVersion.string) ready on udp \(publicAddress) (\(server.ports.count) workers on ports \(ports)), relay key \(server.relayKey ?? "none"), \(http.scheme) \(httpHost):\(http.port); join with: parley join ROOM --identity NAME --server \(publicAddress)")
 }
 cluster?.stop()  // leaves the directory at once
