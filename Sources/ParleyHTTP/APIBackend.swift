@@ -1,3 +1,4 @@
+import ParleyNet
 import ParleyRelay
 import ParleyRelayCore
 import ParleyWire
@@ -16,6 +17,10 @@ public protocol APIBackend: Sendable {
     func mediaHosts(for client: PeerAddress?) -> [PeerAddress]
     /// Whether the relay's UDP sockets reach IPv6 addresses (bound to an IPv6 address or `[::]`).
     var servesIPv6: Bool { get }
+    /// The relay's TCP port for ICE-TCP (`TCPBridge`), nil without one.
+    var tcpPort: UInt16? { get }
+    /// Notes that ICE-TCP checks naming `ufrag` go to the worker at `port`.
+    func noteICETCP(ufrag: String, port: UInt16)
     /// Where room recordings are kept (nil: none are).
     var recordings: RecordingCatalog? { get }
     /// Where texts are kept (nil: nowhere).
@@ -31,6 +36,9 @@ extension APIBackend {
     public func mediaHosts(for client: PeerAddress?) -> [PeerAddress] { [PeerAddress(ipv4: 127, 0, 0, 1, port: 0)] }
     /// IPv4 only unless the backend knows better.
     public var servesIPv6: Bool { false }
+    /// No TCP unless the backend has it.
+    public var tcpPort: UInt16? { nil }
+    public func noteICETCP(ufrag: String, port: UInt16) {}
     /// None unless the backend has a certificate.
     public var dtlsFingerprint: [UInt8]? { nil }
     /// None unless the backend keeps recordings.
@@ -43,4 +51,7 @@ extension RelayAPI: APIBackend {
     public var dtlsFingerprint: [UInt8]? { shared.dtls?.certificate.fingerprint }
     public func mediaHosts(for client: PeerAddress?) -> [PeerAddress] { media.hosts(for: client) }
     public var servesIPv6: Bool { !media.bound.isIPv4 }
+    public func noteICETCP(ufrag: String, port: UInt16) {
+        iceTCP.note(ufrag: ufrag, port: port, now: Int64(Clock.unixMilliseconds()))
+    }
 }

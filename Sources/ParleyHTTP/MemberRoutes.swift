@@ -271,19 +271,23 @@ extension HTTPRouter {
         let text: String
         do throws(WebRTCError) {
             // One host candidate per address the browser may reach the worker at, its own family first.
-            let candidates = backend.mediaHosts(for: request.client).map { $0.withPort(info.port) }
+            let hosts = backend.mediaHosts(for: request.client)
+            let candidates = hosts.map { $0.withPort(info.port) }
+            // And, when the relay has its TCP port, passive ICE-TCP ones (RFC 6544) for browsers that cannot use UDP.
+            let tcpCandidates = backend.tcpPort.map { port in hosts.map { $0.withPort(port) } } ?? []
             // The first section as the member asked; each further one carries a slot's stream (none left in a mix room,
             // whose one stream is the mix: those sections are answered rejected).
             var sections = [SDPAnswer.Section(mid: mid, direction: direction, ssrc: info.sendSSRC ?? 0, cname: info.cname)]
             for (k, media) in extra.enumerated() where k + 1 < info.sendSSRCs.count {
                 sections.append(SDPAnswer.Section(mid: media.mid!, direction: .sendonly, ssrc: info.sendSSRCs[k + 1], cname: info.cname))
             }
-            text = try SDPAnswer(offer: offer, iceUfrag: info.iceUfrag, icePwd: info.icePassword, fingerprint: fingerprint, candidates: candidates,
+            text = try SDPAnswer(offer: offer, iceUfrag: info.iceUfrag, icePwd: info.icePassword, fingerprint: fingerprint, candidates: candidates, tcpCandidates: tcpCandidates,
                                  sessionID: UInt64(info.memberID), sections: sections).text
         } catch {
             _ = backend.execute(.removeWebRTCMember(room: room, identity: info.identity))
             throw APIError(500, error.code, error.reason)
         }
+        if backend.tcpPort != nil { backend.noteICETCP(ufrag: info.iceUfrag, port: info.port) }
         return HTTPResponse(status: 201, contentType: "application/sdp", body: Array(text.utf8),
                             headers: ["Location": "/v1/rooms/\(Self.pathSegment(room))/webrtc/\(Self.pathSegment(info.identity))"])
     }

@@ -19,6 +19,10 @@ public final class RelayAPI: Sendable {
     public let commandTimeout: Double
     /// The addresses clients are told to send media to (`MediaAddresses`).
     public let media: MediaAddresses
+    /// The relay's TCP port (ICE-TCP and the client's tunnel: `TCPBridge`), nil without one.
+    public let tcpPort: UInt16?
+    /// Which worker an ICE-TCP connection's checks go to, by the ufrag of the answer that named the TCP candidate.
+    public let iceTCP: ICETCPRoutes
     /// Where room recordings are kept (nil: the relay has no state directory).
     public let recordings: RecordingCatalog?
     /// Where texts are kept (nil: nowhere).
@@ -26,7 +30,10 @@ public final class RelayAPI: Sendable {
 
     init(slots: [SnapshotSlot], inboxes: [WorkerInbox], shared: RelayShared, events: EventHub, recordings: RecordingCatalog? = nil,
          messages: TextStore? = nil, commandTimeout: Double = 2,
-         media: MediaAddresses = MediaAddresses(bound: PeerAddress(ipv4: 127, 0, 0, 1, port: 0))) {
+         media: MediaAddresses = MediaAddresses(bound: PeerAddress(ipv4: 127, 0, 0, 1, port: 0)), tcpPort: UInt16? = nil,
+         iceTCP: ICETCPRoutes = ICETCPRoutes()) {
+        self.tcpPort = tcpPort
+        self.iceTCP = iceTCP
         self.recordings = recordings
         self.messages = messages
         self.media = media

@@ -14,6 +14,11 @@ public struct RelayConfig: Sendable {
     /// `announce`: the addresses clients are told to send media to (the public side of a NAT), IPv4 and IPv6; empty:
     /// the bound address, or the host's interface addresses when bound to a wildcard (`MediaAddresses`).
     public var announce: [PeerAddress] = []
+    /// `tcp`: whether the relay listens on TCP at the public UDP port's number, for browsers' ICE-TCP and Parley's
+    /// client when UDP is blocked (`TCPBridge`).
+    public var tcp = true
+    /// The TCP port's limits (`tcp_max_connections`, `tcp_connections_per_address`).
+    public var tcpRules = TCPBridgeRules()
     /// The HTTP API's TLS certificate and key (PEM file paths, `HTTPTLSFiles`): HTTPS when both are set, plain HTTP
     /// when neither is; one without the other is refused by `checkCredentials()`.
     public var httpTLSCertificate: String?
@@ -82,7 +87,7 @@ public struct RelayConfig: Sendable {
     }
 
     /// The keys a JSON config file and `PARLEY_*` variables may set (variables are the upper-case names).
-    public static let keys = ["udp", "http", "announce", "workers", "api_key", "api_secret", "log_level", "state_dir", "max_members_per_room",
+    public static let keys = ["udp", "http", "announce", "tcp", "tcp_max_connections", "tcp_connections_per_address", "workers", "api_key", "api_secret", "log_level", "state_dir", "max_members_per_room",
                               "max_rooms", "max_rooms_per_identity", "empty_room_timeout_s", "member_timeout_s", "keepalive_interval_s",
                               "max_forwarded_speakers", "speaker_update_interval_ms", "speaker_level_update_interval_ms", "speech_level_threshold",
                               "member_update_interval_ms", "member_update_immediate_limit", "audience_update_interval_ms", "spread_threshold", "cascade_after",
@@ -114,6 +119,12 @@ public struct RelayConfig: Sendable {
                 throw ConfigError("announce must be IP addresses separated by commas (e.g. 198.51.100.10,2001:db8::10), got \"\(value)\"")
             }
             announce = list
+        case "tcp":
+            let choices = ["true": true, "1": true, "false": false, "0": false]
+            guard let on = choices[value] else { throw ConfigError("tcp must be true or false, got \"\(value)\"") }
+            tcp = on
+        case "tcp_max_connections": tcpRules.maxConnections = try int(1...1_000_000)
+        case "tcp_connections_per_address": tcpRules.connectionsPerAddress = try int(1...10_000)
         case "http_tls_cert", "http_tls_key":  // "" = not set (plain HTTP)
             guard !value.utf8.contains(0) else { throw ConfigError("\(key) must be a file path, got \"\(value)\"") }
             if key == "http_tls_cert" { httpTLSCertificate = value.isEmpty ? nil : value } else { httpTLSKey = value.isEmpty ? nil : value }

@@ -71,6 +71,7 @@ public struct SDPAnswer: Equatable, Sendable {
     /// fall outside the offer's BUNDLE group (or are several without one), or a local value is malformed.
     public init(
         offer: SDPOffer, iceUfrag: String, icePwd: String, fingerprint: [UInt8], candidates: [PeerAddress],
+        tcpCandidates: [PeerAddress] = [],
         sessionID: UInt64, sections: [Section]
     ) throws(WebRTCError) {
         func refuse(_ reason: String) -> WebRTCError { WebRTCError("bad_answer", reason) }
@@ -78,7 +79,8 @@ public struct SDPAnswer: Equatable, Sendable {
             throw refuse("the relay's ICE credentials must be 4+ and 22+ of [A-Za-z0-9+/]")
         }
         guard fingerprint.count == 32 else { throw refuse("the relay's fingerprint is a 32-byte SHA-256") }
-        guard !candidates.isEmpty, candidates.count <= 16, candidates.allSatisfy({ $0.port != 0 && !$0.isWildcard }) else {
+        guard !candidates.isEmpty, candidates.count + tcpCandidates.count <= 16,
+              (candidates + tcpCandidates).allSatisfy({ $0.port != 0 && !$0.isWildcard }) else {
             throw refuse("the relay needs 1-16 host candidates, each an address and a port")
         }
         var decisions: [String: Section] = [:]
@@ -107,8 +109,11 @@ public struct SDPAnswer: Equatable, Sendable {
         }
         lines.append("a=ice-lite")
         // Host candidates (RFC 8445 §5.1.2.1: type preference 126, local preference 65535 down, component 1).
+        // Passive TCP ones (RFC 6544 §4.5) below every UDP one: local preference 2¹³ × 4 (passive) + 8191 down.
         let transport = candidates.enumerated().map { k, c in
             "a=candidate:\(k + 1) 1 udp \(126 << 24 | (65_535 - k) << 8 | 255) \(c.bareHost) \(c.port) typ host"
+        } + tcpCandidates.enumerated().map { k, c in
+            "a=candidate:\(candidates.count + k + 1) 1 tcp \(126 << 24 | (40_959 - k) << 8 | 255) \(c.bareHost) \(c.port) typ host tcptype passive"
         } + [
             "a=end-of-candidates",
             "a=ice-ufrag:\(iceUfrag)",

@@ -62,6 +62,12 @@ final class NATLab {
         try Self.run(.ip, ["netns", "exec", router, try ExternalProgram.nft.url().path, "-f", rules])
     }
 
+    /// Drops every UDP datagram the client namespace sends (a network that lets only TCP out).
+    func blockClientUDP() throws {
+        try Self.run(.ip, ["netns", "exec", client, try ExternalProgram.nft.url().path,
+                           "add table inet fw; add chain inet fw out { type filter hook output priority 0; }; add rule inet fw out meta l4proto udp drop"])
+    }
+
     /// Deletes the namespaces (their veths go with them).
     func remove() {
         for ns in [relay, router, client] { try? Self.ip(["netns", "delete", ns]) }
@@ -168,10 +174,11 @@ extension ProcessTests {
 
         /// Chromium in the client namespace loads the page from `host` (the relay's public IPv4 address or its IPv6
         /// one), speaks a 440 Hz tone through WHIP, and a parley member on the public side hears it.
-        func browserIsHeard(_ lab: NATLab, relay: Spawned, host: String) throws {
+        func browserIsHeard(_ lab: NATLab, relay: Spawned, host: String, recorderOnRelay: Bool = false) throws {
             let room = "web-\(UInt32.random(in: 0...UInt32.max))"
-            let recorder = try lab.spawn(in: lab.client, "parley", ["join", room, "--identity", "rec", "--server", "\(host):7400",
-                                                                     "--listen-only", "--output", "\(dir)/heard.wav", "--no-tui", "--duration", "12"])
+            let recorder = try lab.spawn(in: recorderOnRelay ? lab.relay : lab.client, "parley", [
+                "join", room, "--identity", "rec", "--server", recorderOnRelay ? "127.0.0.1:7400" : "\(host):7400",
+                "--listen-only", "--output", "\(dir)/heard.wav", "--no-tui", "--duration", "12"])
             defer { recorder.signal(SIGTERM); recorder.wait(seconds: 5) }
             #expect(recorder.waitFor(seconds: 5) { $0.contains("joined \(room)") }, "\(recorder.stdout)\(recorder.stderr)")
             let token = try mint(["--identity", "web", "--room", room])
@@ -198,6 +205,16 @@ extension ProcessTests {
             let heard = try WAVReader(path: "\(dir)/heard.wav").readAllMono48k()
             let share = goertzelShare(loudestSecond(heard), frequency: 440)
             #expect(share > 0.4, "the browser at \(host) was heard with a 440 Hz share of \(share)")
+        }
+
+        @Test("headless Chromium behind a firewall that drops UDP joins over ICE-TCP (the relay's passive TCP candidate) and is heard")
+        func browserOverTCP() throws {
+            let lab = try NATLab()
+            defer { lab.remove() }
+            let relay = try relay(lab, announce: NATLab.relayPublic)
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            try lab.blockClientUDP()
+            try browserIsHeard(lab, relay: relay, host: NATLab.relayPublic, recorderOnRelay: true)
         }
 
         @Test("headless Chromium on the public side of the NAT joins through WHIP over IPv4 and over IPv6 and is heard by a parley member; without announce the answer names the relay's interface, never a wildcard")
