@@ -1,22 +1,32 @@
 import Foundation
 import Testing
 
-/// Debian's coturn for one test on loopback, configured as docs/operator-guide.md says (`use-auth-secret`,
-/// `static-auth-secret`, `realm` in a turnserver.conf), with what only a test on one host needs on its command line:
-/// loopback listening and relay addresses, peers on loopback allowed, no TLS, no CLI, its own user database, its log
-/// on stdout (verbose: every allocation is logged).
+/// Debian's coturn for one test on loopback, configured as docs/operator-guide.md says (the authentication and peer
+/// lines of its turnserver.conf: `use-auth-secret`, `static-auth-secret`, `realm`; peers denied but the relay's
+/// address, here 127.0.0.1), with what only a test on one host needs on its command line: loopback listening and
+/// relay addresses, peers on loopback allowed at all, no TLS, no CLI, its own user database, its log on stdout
+/// (verbose: every allocation is logged).
 struct TURNServer {
     let process: Spawned
     let port: UInt16
 
-    /// The minimal turnserver.conf of docs/operator-guide.md, with `secret`.
-    static func configuration(secret: String) -> String {
-        "use-auth-secret\nstatic-auth-secret=\(secret)\nrealm=parley\n"
+    /// The operator guide's turnserver.conf lines for `secret`, relaying only to `relayAddress`.
+    static func configuration(secret: String, relayAddress: String) -> String {
+        """
+        use-auth-secret
+        static-auth-secret=\(secret)
+        realm=parley
+        no-multicast-peers
+        denied-peer-ip=0.0.0.0-255.255.255.255
+        denied-peer-ip=::-ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff
+        allowed-peer-ip=\(relayAddress)
+
+        """
     }
 
     init(secret: String, directory: String) throws {
         let conf = directory + "/turnserver.conf"
-        try Self.configuration(secret: secret).write(toFile: conf, atomically: true, encoding: .utf8)
+        try Self.configuration(secret: secret, relayAddress: "127.0.0.1").write(toFile: conf, atomically: true, encoding: .utf8)
         for attempt in 0..<5 {
             let p = freeUDPPort()
             let s = try Spawned(.turnserver, ["-c", conf, "--listening-ip", "127.0.0.1", "--relay-ip", "127.0.0.1", "--listening-port", "\(p)",
@@ -79,13 +89,15 @@ extension ProcessTests {
 
         /// turnutils_uclient with `username` and `password` against `turn`: an allocation, then a few messages
         /// between two of its clients through the relay addresses (-y). Its exit status and what it printed.
-        func allocate(_ turn: TURNServer, username: String, password: String) throws -> (status: Int32, output: String) {
-            let client = try Spawned(.turnutilsUclient, ["-y", "-n", "2", "-u", username, "-w", password, "-p", "\(turn.port)", "127.0.0.1"])
+        /// `peer`: send to that address instead (-e), through a permission and a channel the server must grant.
+        func allocate(_ turn: TURNServer, username: String, password: String, peer: String? = nil) throws -> (status: Int32, output: String) {
+            let target = peer.map { ["-e", $0] } ?? ["-y"]
+            let client = try Spawned(.turnutilsUclient, target + ["-n", "2", "-u", username, "-w", password, "-p", "\(turn.port)", "127.0.0.1"])
             let status = client.wait(seconds: 30)
             return (status, client.stdout + client.stderr)
         }
 
-        @Test("a member token's credential from GET /v1/ice-servers (EXPIRY:IDENTITY, expiring in turn_ttl_s) opens an allocation that carries data; openssl computes the same credential; altered, expired or foreign ones are refused")
+        @Test("a member token's credential from GET /v1/ice-servers (EXPIRY:IDENTITY, expiring in turn_ttl_s) opens an allocation that carries data; openssl computes the same credential; altered, expired or foreign ones are refused; no peer but the relay is reachable")
         func credentialsOpenAllocations() throws {
             defer { try? FileManager.default.removeItem(atPath: dir) }
             let turn = try TURNServer(secret: secret, directory: dir)
@@ -129,6 +141,10 @@ extension ProcessTests {
                 let refused = try allocate(turn, username: user, password: pass)
                 #expect(refused.status != 0 && refused.output.contains("Cannot complete Allocation"), "\(why): \(refused.output)")
             }
+            // The server relays to the relay's address only: good credentials do not open a way to anywhere else.
+            let elsewhere = try allocate(turn, username: username, password: password, peer: "192.0.2.1")
+            #expect(elsewhere.status != 0 && elsewhere.output.contains("403"), "\(elsewhere.output)")
+            #expect(turn.process.stdout.contains("Forbidden IP"), "\(turn.process.stdout.suffix(3000))")
             // The secret never left the relay: not in its log, nor in the ready line.
             relay.signal(SIGTERM)
             relay.wait(seconds: 5)
