@@ -43,6 +43,7 @@ public enum API {
     /// `GET /v1/ice-servers`: what a WebRTC member passes to `RTCPeerConnection` as `iceServers` (`ICEServer`:
     /// `urls`, and for TURN `username` and `credential`); empty when the relay names no STUN or TURN server.
     public struct ICEServerList: Codable, Sendable, Equatable {
+        /// `ice_servers`: STUN URLs in one entry, TURN URLs with their credential in another; either may be absent.
         public var iceServers: [ICEServer]
     }
 

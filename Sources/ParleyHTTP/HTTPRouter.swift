@@ -49,7 +49,8 @@ public struct HTTPRouter: Sendable {
     public init(backend: any APIBackend, verifier: TokenVerifier, signer: TokenSigner?, config: RelayCoreConfig,
                 metricsRequireAuth: MetricsAuth = .remote, httpStats: HTTPStats? = nil, relayKey: String? = nil,
                 webRoot: StaticFiles? = nil, devTokens: Bool = false, cluster: ClusterAgent? = nil,
-                attachments: (any AttachmentStore)? = nil, attachmentMaxBytes: Int = RelayConfig.defaultAttachmentMaxBytes,
+                attachments: (any AttachmentStore)? = nil,
+                attachmentMaxBytes: Int = RelayConfig.defaultAttachmentMaxBytes,
                 iceServers: ICEServers = ICEServers()) {
         self.iceServers = iceServers
         self.cluster = cluster

@@ -20,8 +20,11 @@ extension HTTPRouter {
     func answerICEServers(_ request: HTTPRequest, now: Int64) -> HTTPResponse {
         if request.method == "OPTIONS" { return Self.preflight }
         do throws(APIError) {
-            let claims = try bearerClaims(request, now: now, missing: "a member token is required (Authorization: Bearer)")
-            guard claims.grants.join || claims.grants.admin else { throw APIError(403, "forbidden", "the token does not grant join") }
+            let claims = try bearerClaims(request, now: now,
+                                          missing: "a member token is required (Authorization: Bearer)")
+            guard claims.grants.join || claims.grants.admin else {
+                throw APIError(403, "forbidden", "the token does not grant join")
+            }
             try allow(request.method, "GET")
             var response = Self.json(API.ICEServerList(iceServers: iceServers.servers(for: claims.identity, now: now)))
             // Credentials: not for a cache to keep or hand to someone else.
@@ -45,7 +48,8 @@ extension HTTPRouter {
             for url in server.urls {
                 var link = "<\(url)>; rel=\"ice-server\""
                 if let username = server.username, let credential = server.credential {
-                    link += "; username=\(Self.quoted(username)); credential=\(Self.quoted(credential)); credential-type=\"password\""
+                    link += "; username=\(Self.quoted(username)); credential=\(Self.quoted(credential))"
+                        + "; credential-type=\"password\""
                 }
                 links.append(link)
             }

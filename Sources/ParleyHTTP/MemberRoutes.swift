@@ -10,7 +10,8 @@ import ParleyWire
 /// member's token needs. WHIP (RFC 9725), WHEP, and the combined endpoint the sample page uses; the room's events,
 /// member list and texts:
 ///
-///     POST   /v1/rooms/{room}/whip             offer (application/sdp) → 201, Location, Link (ICE servers), answer: publish only
+///     POST   /v1/rooms/{room}/whip             offer (application/sdp) → 201, Location, Link (ICE servers), answer:
+///                                              publish only
 ///     POST   /v1/rooms/{room}/whep             … listen only
 ///     POST   /v1/rooms/{room}/webrtc           … a full member: sends and receives as its offer says
 ///     DELETE /v1/rooms/{room}/webrtc/{identity}  ends the session (the Location of all three)

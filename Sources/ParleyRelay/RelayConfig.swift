@@ -107,7 +107,8 @@ public struct RelayConfig: Sendable {
                               "http_header_timeout_s", "event_stream_stall_timeout_s", "event_streams_per_identity", "event_streams_max", "allow_cleartext", "http_tls_cert", "http_tls_key", "web_root",
                               "cluster", "cluster_tls_ca", "node_id", "attachment_max_bytes", "attachment_quota_bytes", "attachment_quota_files",
                               "attachment_uploads_per_minute", "attachment_upload_bytes_per_minute", "attachment_expiry_days",
-                              "attachment_reserve_bytes", "turn_urls", "turn_secret", "turn_secret_file", "turn_ttl_s", "dev"]
+                              "attachment_reserve_bytes", "turn_urls", "turn_secret", "turn_secret_file", "turn_ttl_s",
+                              "dev"]
 
     /// Applies one key's value; throws a message naming the key on a bad value.
     public mutating func set(_ key: String, _ value: String) throws(ConfigError) {
@@ -151,7 +152,9 @@ public struct RelayConfig: Sendable {
             if !value.allSatisfy(\.isWhitespace) {
                 for item in value.split(separator: ",", omittingEmptySubsequences: false) {
                     let text = item.trimmingCharacters(in: .whitespaces)
-                    guard !text.isEmpty else { throw ConfigError("turn_urls: an empty URL between commas in \"\(value)\"") }
+                    guard !text.isEmpty else {
+                        throw ConfigError("turn_urls: an empty URL between commas in \"\(value)\"")
+                    }
                     do throws(WebRTCError) {
                         urls.append(try ICEServerURL(parsing: text))
                     } catch {
@@ -172,7 +175,8 @@ public struct RelayConfig: Sendable {
             var text = String(decoding: data, as: UTF8.self)
             while let last = text.unicodeScalars.last, last == "\n" || last == "\r" { text.unicodeScalars.removeLast() }
             turnSecret = try Self.turnSecret(text, from: "turn_secret_file \(value)")
-        case "turn_ttl_s": turnTTL = Int64(try int(Int(ICEServers.lifetimes.lowerBound)...Int(ICEServers.lifetimes.upperBound)))
+        case "turn_ttl_s":
+            turnTTL = Int64(try int(Int(ICEServers.lifetimes.lowerBound)...Int(ICEServers.lifetimes.upperBound)))
         case "attachment_max_bytes": attachmentMaxBytes = try int(0...Self.attachmentMaxBytesLimit)
         case "attachment_quota_bytes": attachmentQuota.bytesPerIdentity = try int(0...(1 << 40))
         case "attachment_quota_files": attachmentQuota.filesPerIdentity = try int(0...10_000_000)
@@ -331,10 +335,14 @@ public struct RelayConfig: Sendable {
     func checkTURN() throws(ConfigError) {
         let turn = turnURLs.filter(\.scheme.isTURN)
         if !turn.isEmpty && turnSecret == nil {
-            throw ConfigError("turn_urls names \(turn.map(\.text).joined(separator: ", ")) but no turn_secret is set: set the secret the TURN server checks (coturn's static-auth-secret) with turn_secret_file (--turn-secret-file FILE), PARLEY_TURN_SECRET or turn_secret in the config file")
+            throw ConfigError("turn_urls names \(turn.map(\.text).joined(separator: ", ")) but no turn_secret is set: "
+                              + "set the secret the TURN server checks (coturn's static-auth-secret) with "
+                              + "turn_secret_file (--turn-secret-file FILE), PARLEY_TURN_SECRET or turn_secret in the "
+                              + "config file")
         }
         if turn.isEmpty && turnSecret != nil {
-            throw ConfigError("a turn_secret is set but turn_urls names no turn: or turns: URL: add the TURN server's URLs (--turn turn:HOST:3478?transport=udp,…) or drop the secret")
+            throw ConfigError("a turn_secret is set but turn_urls names no turn: or turns: URL: add the TURN server's "
+                              + "URLs (--turn turn:HOST:3478?transport=udp,…) or drop the secret")
         }
     }
 

@@ -39,15 +39,18 @@ public struct ICEServerURL: Equatable, Sendable, CustomStringConvertible {
 
     /// The URL as browsers take it: `scheme:host[:port][?transport=…]`.
     public var text: String {
-        "\(scheme.rawValue):\(host)" + (port.map { ":\($0)" } ?? "") + (transport.map { "?transport=\($0.rawValue)" } ?? "")
+        "\(scheme.rawValue):\(host)" + (port.map { ":\($0)" } ?? "")
+            + (transport.map { "?transport=\($0.rawValue)" } ?? "")
     }
 
+    /// `text`.
     public var description: String { text }
 
     /// Parses `text`; throws `bad_ice_server_url` with a sentence naming what is wrong.
     public init(parsing text: String) throws(WebRTCError) {
         func bad(_ why: String) -> WebRTCError {
-            WebRTCError("bad_ice_server_url", "\"\(text)\" is not a STUN or TURN URL (stun:HOST[:PORT], turn:HOST[:PORT][?transport=udp|tcp] or turns:…): \(why)")
+            WebRTCError("bad_ice_server_url", "\"\(text)\" is not a STUN or TURN URL (stun:HOST[:PORT], "
+                                              + "turn:HOST[:PORT][?transport=udp|tcp] or turns:…): \(why)")
         }
         guard !text.isEmpty, text.utf8.count <= 512 else { throw bad("it must be 1–512 bytes") }
         guard let colon = text.firstIndex(of: ":") else { throw bad("it has no scheme") }
@@ -62,7 +65,8 @@ public struct ICEServerURL: Equatable, Sendable, CustomStringConvertible {
             let query = rest[rest.index(after: question)...]
             rest = rest[..<question]
             guard scheme.isTURN else { throw bad("a stun: URL takes no query") }
-            guard query.hasPrefix("transport="), let t = Transport(rawValue: query.dropFirst("transport=".count).lowercased()) else {
+            guard query.hasPrefix("transport="),
+                  let t = Transport(rawValue: query.dropFirst("transport=".count).lowercased()) else {
                 throw bad("the only query is ?transport=udp or ?transport=tcp")
             }
             transport = t
@@ -84,12 +88,15 @@ public struct ICEServerURL: Equatable, Sendable, CustomStringConvertible {
             host = parts[0]
             if parts.count == 2 { portText = parts[1] }
             guard Self.isIPv4(host) || Self.isDNSName(host) else {
-                throw bad(host.isEmpty ? "it has no host" : "\"\(host)\" is not an IPv4 address, an IPv6 address in brackets or a host name")
+                throw bad(host.isEmpty ? "it has no host"
+                          : "\"\(host)\" is not an IPv4 address, an IPv6 address in brackets or a host name")
             }
         }
         var port: UInt16?
         if let portText {
-            guard portText.allSatisfy(\.isASCII), let p = UInt16(portText), p > 0 else { throw bad("the port must be 1–65535") }
+            guard portText.allSatisfy(\.isASCII), let p = UInt16(portText), p > 0 else {
+                throw bad("the port must be 1–65535")
+            }
             port = p
         }
         self.scheme = scheme
@@ -102,7 +109,8 @@ public struct ICEServerURL: Equatable, Sendable, CustomStringConvertible {
     static func isIPv4(_ s: Substring) -> Bool {
         let octets = s.split(separator: ".", omittingEmptySubsequences: false)
         return octets.count == 4 && octets.allSatisfy { o in
-            (1...3).contains(o.count) && o.allSatisfy { $0.isASCII && $0.isNumber } && (o.count == 1 || o.first != "0") && Int(o)! <= 255
+            (1...3).contains(o.count) && o.allSatisfy { $0.isASCII && $0.isNumber }
+                && (o.count == 1 || o.first != "0") && Int(o)! <= 255
         }
     }
 

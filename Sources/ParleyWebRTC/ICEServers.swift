@@ -48,18 +48,23 @@ public struct ICEServers: Sendable, CustomStringConvertible, CustomDebugStringCo
         if !stunURLs.isEmpty { servers.append(ICEServer(urls: stunURLs.map(\.text), username: nil, credential: nil)) }
         if let secret, !turnURLs.isEmpty {
             let credential = TURNCredential(secret: secret, identity: identity, expiresAt: now + lifetime)
-            servers.append(ICEServer(urls: turnURLs.map(\.text), username: credential.username, credential: credential.password))
+            servers.append(ICEServer(urls: turnURLs.map(\.text), username: credential.username,
+                                     credential: credential.password))
         }
         return servers
     }
 
+    /// The URLs, the lifetime and whether a secret is set: never the secret.
     public var description: String {
         let list = urls.map(\.text).joined(separator: ", ")
-        return "ICE servers [\(list)], credentials for \(lifetime) s, " + (secret == nil ? "no shared secret" : "shared secret set (not shown)")
+        return "ICE servers [\(list)], credentials for \(lifetime) s, "
+            + (secret == nil ? "no shared secret" : "shared secret set (not shown)")
     }
 
+    /// `description`.
     public var debugDescription: String { description }
 
+    /// The URLs, the lifetime, and "(not shown)" for the secret.
     public var customMirror: Mirror {
         Mirror(self, children: ["urls": urls, "lifetime": lifetime, "secret": secret == nil ? "none" : "(not shown)"])
     }

@@ -34,6 +34,9 @@ public struct TURNCredential: Equatable, Sendable {
         self.expiresAt = expiresAt
     }
 
+    /// The punctuation an encoded identity keeps as it is: `-._~@`.
+    static let plainPunctuation = Array("-._~@".utf8)
+
     /// `identity` percent-encoded to ASCII letters, digits and `-._~@`, at most `maxIdentityBytes` long: cut before
     /// the first character that does not fit whole (never inside a `%XX`, nor between a character's UTF-8 bytes).
     static func encodedIdentity(_ identity: String) -> String {
@@ -42,9 +45,8 @@ public struct TURNCredential: Equatable, Sendable {
         for scalar in identity.unicodeScalars {
             var piece: [UInt8] = []
             for byte in UTF8.encode(scalar)! {
-                let plain = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "~")
-                    || byte == UInt8(ascii: "@")
+                let plain = (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                    || Self.plainPunctuation.contains(byte)
                 piece += plain ? [byte] : [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
             }
             guard out.count + piece.count <= maxIdentityBytes else { break }
@@ -57,7 +59,9 @@ public struct TURNCredential: Equatable, Sendable {
     static func base64(_ bytes: [UInt8]) -> String {
         var out = [UInt8](repeating: 0, count: (bytes.count + 2) / 3 * 4 + 1)  // and the NUL it writes
         let count = bytes.withUnsafeBufferPointer { input in
-            out.withUnsafeMutableBufferPointer { EVP_EncodeBlock($0.baseAddress, input.baseAddress, Int32(input.count)) }
+            out.withUnsafeMutableBufferPointer {
+                EVP_EncodeBlock($0.baseAddress, input.baseAddress, Int32(input.count))
+            }
         }
         return String(decoding: out[0..<Int(count)], as: UTF8.self)
     }

@@ -30,10 +30,11 @@ keeps image attachments (POST /v1/attachments, up to attachment_max_bytes) in th
 GET /v1/cluster lists the live nodes. Without it the relay runs alone and needs no Redis. A password in the URL is
 sent with AUTH (give it through PARLEY_CLUSTER or the config file: a flag shows in ps); rediss:// speaks TLS, the
 server's certificate checked against the system's CAs or --cluster-tls-ca FILE.
---turn names the STUN and TURN servers WebRTC members are handed (stun:HOST[:PORT], turn:HOST[:PORT][?transport=udp|tcp],
-turns:…), at GET /v1/ice-servers and in Link headers on WHIP/WHEP answers; TURN ones with credentials that last
-turn_ttl_s (default 3600 s), signed with the secret the TURN server shares (coturn's use-auth-secret and
-static-auth-secret): read it from --turn-secret-file FILE or PARLEY_TURN_SECRET (--turn-secret S shows in ps).
+--turn names the STUN and TURN servers WebRTC members are handed (stun:HOST[:PORT],
+turn:HOST[:PORT][?transport=udp|tcp], turns:…), at GET /v1/ice-servers and in Link headers on WHIP/WHEP answers;
+TURN ones with credentials that last turn_ttl_s (default 3600 s), signed with the secret the TURN server shares
+(coturn's use-auth-secret and static-auth-secret): read it from --turn-secret-file FILE or PARLEY_TURN_SECRET
+(--turn-secret S shows in ps).
 `parley-relay drain` (with the running node's settings) asks that node to drain before a restart: it takes no new
 joins and its members move to other nodes of the cluster.
 Every setting may also come from a PARLEY_* variable (PARLEY_UDP, PARLEY_WORKERS, PARLEY_API_KEY, ...) or a

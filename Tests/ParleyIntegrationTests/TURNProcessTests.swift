@@ -26,12 +26,15 @@ struct TURNServer {
 
     init(secret: String, directory: String) throws {
         let conf = directory + "/turnserver.conf"
-        try Self.configuration(secret: secret, relayAddress: "127.0.0.1").write(toFile: conf, atomically: true, encoding: .utf8)
+        try Self.configuration(secret: secret, relayAddress: "127.0.0.1")
+            .write(toFile: conf, atomically: true, encoding: .utf8)
         for attempt in 0..<5 {
             let p = freeUDPPort()
-            let s = try Spawned(.turnserver, ["-c", conf, "--listening-ip", "127.0.0.1", "--relay-ip", "127.0.0.1", "--listening-port", "\(p)",
-                                              "--no-tls", "--no-dtls", "--no-cli", "--allow-loopback-peers", "--userdb", directory + "/turndb-\(attempt)",
-                                              "--pidfile", directory + "/turnserver.pid", "--log-file", "stdout", "--simple-log", "--verbose"])
+            let s = try Spawned(.turnserver, ["-c", conf, "--listening-ip", "127.0.0.1", "--relay-ip", "127.0.0.1",
+                                              "--listening-port", "\(p)", "--no-tls", "--no-dtls", "--no-cli",
+                                              "--allow-loopback-peers", "--userdb", directory + "/turndb-\(attempt)",
+                                              "--pidfile", directory + "/turnserver.pid", "--log-file", "stdout",
+                                              "--simple-log", "--verbose"])
             // Ready once its UDP listener is bound (it prints nothing of its own for that).
             if eventually(seconds: 5, { !s.process.isRunning || udpPortIsBound(p) }), s.process.isRunning {
                 process = s
@@ -72,7 +75,8 @@ extension ProcessTests {
     /// with another secret.
     @Suite("TURN: credentials the relay hands out open allocations on Debian's coturn")
     struct TURNProcessTests {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("parley-turn-\(UInt32.random(in: 0...UInt32.max))").path
+        let dir = FileManager.default.temporaryDirectory
+            .appendingPathComponent("parley-turn-\(UInt32.random(in: 0...UInt32.max))").path
         /// A fresh secret per run, as an operator would make one (`openssl rand -hex 24`).
         let secret = (0..<24).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
 
@@ -90,14 +94,20 @@ extension ProcessTests {
         /// turnutils_uclient with `username` and `password` against `turn`: an allocation, then a few messages
         /// between two of its clients through the relay addresses (-y). Its exit status and what it printed.
         /// `peer`: send to that address instead (-e), through a permission and a channel the server must grant.
-        func allocate(_ turn: TURNServer, username: String, password: String, peer: String? = nil) throws -> (status: Int32, output: String) {
+        func allocate(_ turn: TURNServer, username: String, password: String,
+                      peer: String? = nil) throws -> (status: Int32, output: String) {
             let target = peer.map { ["-e", $0] } ?? ["-y"]
-            let client = try Spawned(.turnutilsUclient, target + ["-n", "2", "-u", username, "-w", password, "-p", "\(turn.port)", "127.0.0.1"])
+            let client = try Spawned(.turnutilsUclient, target + ["-n", "2", "-u", username, "-w", password,
+                                                                  "-p", "\(turn.port)", "127.0.0.1"])
             let status = client.wait(seconds: 30)
             return (status, client.stdout + client.stderr)
         }
 
-        @Test("a member token's credential from GET /v1/ice-servers (EXPIRY:IDENTITY, expiring in turn_ttl_s) opens an allocation that carries data; openssl computes the same credential; altered, expired or foreign ones are refused; no peer but the relay is reachable")
+        @Test("""
+              a member token's credential from GET /v1/ice-servers (EXPIRY:IDENTITY, expiring in turn_ttl_s) opens an \
+              allocation that carries data; openssl computes the same credential; altered, expired or foreign ones \
+              are refused; no peer but the relay is reachable
+              """)
         func credentialsOpenAllocations() throws {
             defer { try? FileManager.default.removeItem(atPath: dir) }
             let turn = try TURNServer(secret: secret, directory: dir)
@@ -113,21 +123,25 @@ extension ProcessTests {
             #expect(answer.status == 200, "\(answer.body)")
             let servers = try #require(jsonObject(answer.body)["ice_servers"] as? [[String: Any]], "\(answer.body)")
             let entry = try #require(servers.first)
-            #expect(servers.count == 1 && entry["urls"] as? [String] == ["turn:127.0.0.1:\(turn.port)?transport=udp"], "\(answer.body)")
+            #expect(servers.count == 1 && entry["urls"] as? [String] == ["turn:127.0.0.1:\(turn.port)?transport=udp"],
+                    "\(answer.body)")
             let username = try #require(entry["username"] as? String)
             let password = try #require(entry["credential"] as? String)
             let parts = username.split(separator: ":", maxSplits: 1)
             let expiry = try #require(Int64(parts[0]))
             #expect(parts.count == 2 && parts[1] == "ann", "\(username)")
-            #expect((before + 600...after + 600).contains(expiry), "expiry \(expiry), asked between \(before) and \(after)")
+            #expect((before + 600...after + 600).contains(expiry),
+                    "expiry \(expiry), asked between \(before) and \(after)")
             #expect(password == (try opensslTURNCredential(secret: secret, username: username)))
             #expect(!answer.body.contains(secret))
 
             // coturn takes them: an allocation, and data between two clients through their relay addresses.
             let good = try allocate(turn, username: username, password: password)
             #expect(good.status == 0, "\(good.output)\n\(turn.process.stdout.suffix(3000))")
-            #expect(good.output.contains("tot_recv_msgs") && !good.output.contains("Cannot complete Allocation"), "\(good.output)")
-            #expect(turn.process.stdout.contains("<\(username)>"), "coturn did not log the user:\n\(turn.process.stdout.suffix(3000))")
+            #expect(good.output.contains("tot_recv_msgs") && !good.output.contains("Cannot complete Allocation"),
+                    "\(good.output)")
+            #expect(turn.process.stdout.contains("<\(username)>"),
+                    "coturn did not log the user:\n\(turn.process.stdout.suffix(3000))")
 
             // And refuses what the relay did not sign: another identity under the same password, an expired
             // username signed with the right secret, a password from another secret.
@@ -135,11 +149,13 @@ extension ProcessTests {
             let refusals = [
                 ("another identity", "\(expiry):bob", password),
                 ("expired", expired, try opensslTURNCredential(secret: secret, username: expired)),
-                ("another secret", username, try opensslTURNCredential(secret: "another-shared-secret-0123456789", username: username)),
+                ("another secret", username,
+                 try opensslTURNCredential(secret: "another-shared-secret-0123456789", username: username)),
             ]
             for (why, user, pass) in refusals {
                 let refused = try allocate(turn, username: user, password: pass)
-                #expect(refused.status != 0 && refused.output.contains("Cannot complete Allocation"), "\(why): \(refused.output)")
+                #expect(refused.status != 0 && refused.output.contains("Cannot complete Allocation"),
+                        "\(why): \(refused.output)")
             }
             // The server relays to the relay's address only: good credentials do not open a way to anywhere else.
             let elsewhere = try allocate(turn, username: username, password: password, peer: "192.0.2.1")
@@ -152,7 +168,11 @@ extension ProcessTests {
             #expect(relay.stderr.contains("TURN credentials valid 600 s"), "\(relay.stderr)")
         }
 
-        @Test("Chromium with iceTransportPolicy \"relay\" (the sample page's &relay=1) hears a parley join through coturn: its candidate pair's local side is a TURN relay candidate, allocated with the credentials the page got")
+        @Test("""
+              Chromium with iceTransportPolicy "relay" (the sample page's &relay=1) hears a parley join through \
+              coturn: its candidate pair's local side is a TURN relay candidate, allocated with the credentials the \
+              page got
+              """)
         func browserThroughTURN() throws {
             defer { try? FileManager.default.removeItem(atPath: dir) }
             let turn = try TURNServer(secret: secret, directory: dir)
@@ -164,21 +184,28 @@ extension ProcessTests {
             let base = try #require(httpBase(of: relay), "\(relay.stdout)")
             let room = "turn-\(UInt32.random(in: 0...UInt32.max))"
             let token = try mint(["--identity", "web", "--room", room])
-            let speaker = try Spawned("parley", ["join", room, "--identity", "tone", "--server", server, "--tone", "660", "--mode", "forward",
-                                                 "--no-playback", "--no-tui", "--duration", "14"])
+            let speaker = try Spawned("parley", ["join", room, "--identity", "tone", "--server", server,
+                                                 "--tone", "660", "--mode", "forward", "--no-playback", "--no-tui",
+                                                 "--duration", "14"])
             defer { speaker.signal(SIGINT); speaker.wait(seconds: 5) }
             #expect(speaker.waitFor(seconds: 5) { $0.contains("joined \(room)") }, "\(speaker.stdout)\(speaker.stderr)")
             let browser = try Browser(base: base, room: room, token: token, listen: true, seconds: 6, fakeAudio: nil,
                                       profile: "\(dir)/chromium", query: "&relay=1")
             defer { browser.stop() }
-            let result = try #require(browser.result(seconds: 25),
-                                      "no result from the page:\n\(browser.log)\n\(relay.stderr)\n\(turn.process.stdout.suffix(3000))")
+            let result = try #require(browser.result(seconds: 25), """
+                no result from the page:
+                \(browser.log)
+                \(relay.stderr)
+                \(turn.process.stdout.suffix(3000))
+                """)
             #expect(result["state"] as? String == "connected", "\(result)")
-            #expect(result["localCandidateType"] as? String == "relay" && result["relayProtocol"] as? String == "udp", "\(result)")
+            #expect(result["localCandidateType"] as? String == "relay" && result["relayProtocol"] as? String == "udp",
+                    "\(result)")
             #expect((result["packetsReceived"] as? Int ?? 0) > 200, "\(result)")
             #expect((result["maxAudioLevel"] as? Double ?? 0) > 0.01, "\(result)")
             // coturn allocated for the page's identity, with a username the relay signed (EXPIRY:web).
-            #expect(turn.process.stdout.range(of: #"user <[0-9]+:web>: incoming packet ALLOCATE processed, success"#, options: .regularExpression) != nil,
+            let allocated = #"user <[0-9]+:web>: incoming packet ALLOCATE processed, success"#
+            #expect(turn.process.stdout.range(of: allocated, options: .regularExpression) != nil,
                     "\(turn.process.stdout.suffix(3000))")
         }
     }

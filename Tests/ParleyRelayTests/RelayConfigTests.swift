@@ -95,7 +95,9 @@ struct RelayConfigTests {
         let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         let listed = Set(object.keys)
         // Secrets are no sample's business: the sample names the file a TURN secret is read from instead.
-        for key in RelayConfig.keys where !["api_key", "api_secret", "turn_secret"].contains(key) { #expect(listed.contains(key), "\(key) missing") }
+        for key in RelayConfig.keys where !["api_key", "api_secret", "turn_secret"].contains(key) {
+            #expect(listed.contains(key), "\(key) missing")
+        }
         var c = RelayConfig()
         try c.load(file: path)
         #expect(c.stateDir == "/var/lib/parley-relay")
@@ -191,8 +193,10 @@ struct TURNConfigTests {
         var c = RelayConfig()
         #expect(c.iceServers.isEmpty && c.turnTTL == 3600)
         try c.set("turn_urls", "turn:198.51.100.10:3478?transport=udp, turns:turn.example.net:5349?transport=tcp")
-        #expect(c.turnURLs.map(\.text) == ["turn:198.51.100.10:3478?transport=udp", "turns:turn.example.net:5349?transport=tcp"])
-        try c.load(file: try RelayConfigTests.file(#"{"turn_urls": ["stun:stun.example.net", "turn:[2001:db8::1]:3478"]}"#))
+        #expect(c.turnURLs.map(\.text)
+                == ["turn:198.51.100.10:3478?transport=udp", "turns:turn.example.net:5349?transport=tcp"])
+        try c.load(file: try RelayConfigTests.file(
+            #"{"turn_urls": ["stun:stun.example.net", "turn:[2001:db8::1]:3478"]}"#))
         #expect(c.turnURLs.map(\.text) == ["stun:stun.example.net", "turn:[2001:db8::1]:3478"])
         try c.load(environment: ["PARLEY_TURN_URLS": "turn:10.0.0.1"])
         #expect(c.turnURLs.map(\.text) == ["turn:10.0.0.1"])
@@ -201,13 +205,15 @@ struct TURNConfigTests {
     }
 
     @Test("a bad URL is refused naming turn_urls and what is wrong", arguments: [
-        ("turn://h:3478", "no //"), ("http://h", "scheme"), ("turn:h:70000", "port"), ("turn:h?transport=sctp", "transport"),
+        ("turn://h:3478", "no //"), ("http://h", "scheme"), ("turn:h:70000", "port"),
+        ("turn:h?transport=sctp", "transport"),
         ("turn:h,,turn:g", "empty URL"), ("turn:h,", "empty URL"),
     ])
     func badURL(value: String, why: String) {
         var c = RelayConfig()
         let error = #expect(throws: ConfigError.self) { try c.set("turn_urls", value) }
-        #expect(error?.description.hasPrefix("turn_urls") == true && error?.description.contains(why) == true, "\(error?.description ?? "")")
+        let message = error?.description ?? ""
+        #expect(message.hasPrefix("turn_urls") && message.contains(why), "\(message)")
         #expect(c.turnURLs.isEmpty)
     }
 
@@ -218,35 +224,48 @@ struct TURNConfigTests {
             try c.set("turn_ttl_s", good)
             #expect(c.turnTTL == Int64(good)! && c.iceServers.lifetime == Int64(good)!)
         }
-        for bad in ["59", "86401", "-1", "1h", ""] { #expect(throws: ConfigError.self) { try c.set("turn_ttl_s", bad) } }
+        for bad in ["59", "86401", "-1", "1h", ""] {
+            #expect(throws: ConfigError.self) { try c.set("turn_ttl_s", bad) }
+        }
     }
 
-    @Test("the secret from turn_secret, PARLEY_TURN_SECRET or a file (its trailing line break not part of it): the credential matches openssl's")
+    @Test("""
+          the secret from turn_secret, PARLEY_TURN_SECRET or a file (its trailing line break not part of it): the \
+          credential matches openssl's
+          """)
     func secretSources() throws {
         let dir = ScratchDirectory()
         try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
         defer { dir.remove() }
         let file = dir.path + "/turn-secret"
-        for (name, contents) in [("newline", Self.secret + "\n"), ("crlf", Self.secret + "\r\n"), ("bare", Self.secret)] {
+        let files = [("newline", Self.secret + "\n"), ("crlf", Self.secret + "\r\n"), ("bare", Self.secret)]
+        for (name, contents) in files {
             try contents.write(toFile: file, atomically: true, encoding: .utf8)
             var fromFile = RelayConfig()
             try fromFile.set("turn_urls", "turn:198.51.100.10:3478?transport=udp")
             try fromFile.set("turn_secret_file", file)
             try fromFile.checkCredentials()
-            // printf '%s' '1700003600:ann' | openssl dgst -sha1 -hmac 'parley-turn-shared-secret-0123' -binary | base64
-            #expect(fromFile.iceServers.servers(for: "ann", now: 1_700_000_000).last?.credential == "NKCeKIsXblmaEroV/93zhvOGrFc=", "\(name)")
+            // printf '%s' '1700003600:ann' \
+            //     | openssl dgst -sha1 -hmac 'parley-turn-shared-secret-0123' -binary | base64
+            #expect(fromFile.iceServers.servers(for: "ann", now: 1_700_000_000).last?.credential
+                    == "NKCeKIsXblmaEroV/93zhvOGrFc=", "\(name)")
         }
         var fromEnvironment = RelayConfig()
-        try fromEnvironment.load(environment: ["PARLEY_TURN_URLS": "turn:198.51.100.10", "PARLEY_TURN_SECRET": Self.secret])
+        try fromEnvironment.load(environment: ["PARLEY_TURN_URLS": "turn:198.51.100.10",
+                                               "PARLEY_TURN_SECRET": Self.secret])
         try fromEnvironment.checkCredentials()
-        #expect(fromEnvironment.iceServers.servers(for: "ann", now: 1_700_000_000).last?.credential == "NKCeKIsXblmaEroV/93zhvOGrFc=")
+        #expect(fromEnvironment.iceServers.servers(for: "ann", now: 1_700_000_000).last?.credential
+                == "NKCeKIsXblmaEroV/93zhvOGrFc=")
         var fromKey = RelayConfig()
         try fromKey.set("turn_secret", Self.secret)
         try fromKey.set("turn_urls", "turn:198.51.100.10")
         #expect(fromKey.iceServers.hasSecret)
     }
 
-    @Test("a secret too short, with a line break inside, or an unreadable file is refused, and no error shows the secret")
+    @Test("""
+          a secret too short, with a line break inside, or an unreadable file is refused, and no error shows the \
+          secret
+          """)
     func badSecrets() throws {
         let dir = ScratchDirectory()
         try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
@@ -257,18 +276,23 @@ struct TURNConfigTests {
         let short = #expect(throws: ConfigError.self) { try c.set("turn_secret", "hunter2-short") }
         #expect(short?.description.contains("16 bytes") == true && short?.description.contains("hunter2") == false)
         let broken = #expect(throws: ConfigError.self) { try c.set("turn_secret_file", file) }
-        #expect(broken?.description.contains("line break") == true && broken?.description.contains("first-line") == false, "\(broken?.description ?? "")")
+        let brokenMessage = broken?.description ?? ""
+        #expect(brokenMessage.contains("line break") && !brokenMessage.contains("first-line"), "\(brokenMessage)")
         let missing = #expect(throws: ConfigError.self) { try c.set("turn_secret_file", dir.path + "/absent") }
         #expect(missing?.description.contains("cannot read") == true)
         #expect(!c.iceServers.hasSecret)
     }
 
-    @Test("TURN URLs without a secret, or a secret without a TURN URL, is refused at start; STUN alone and nothing at all are fine")
+    @Test("""
+          TURN URLs without a secret, or a secret without a TURN URL, is refused at start; STUN alone and nothing at \
+          all are fine
+          """)
     func pairs() throws {
         var urlsOnly = RelayConfig()
         try urlsOnly.set("turn_urls", "stun:stun.example.net,turn:198.51.100.10:3478")
         let noSecret = #expect(throws: ConfigError.self) { try urlsOnly.checkCredentials() }
-        #expect(noSecret?.description.contains("turn:198.51.100.10:3478") == true && noSecret?.description.contains("--turn-secret-file") == true)
+        let noSecretMessage = noSecret?.description ?? ""
+        #expect(noSecretMessage.contains("turn:198.51.100.10:3478") && noSecretMessage.contains("--turn-secret-file"))
         var secretOnly = RelayConfig()
         try secretOnly.set("turn_secret", Self.secret)
         try secretOnly.set("turn_urls", "stun:stun.example.net")
