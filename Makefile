@@ -71,7 +71,7 @@ test: deps-test $(INTEROP_VENV)/ready
 ## list here rather than Swift Testing tags, so that the tier is one list a reader of this file can check and no test
 ## file knows about tiers (a new process test goes under ProcessTests and is skipped with it). Skipped:
 ##  - ProcessTests: every suite of ParleyIntegrationTests that starts relays and clients (and Chromium, ffmpeg,
-##    GStreamer, Redis, tshark, tcpdump, curl, aiortc) is nested under it;
+##    GStreamer, Redis, coturn, tshark, tcpdump, curl, aiortc) is nested under it;
 ##  - ExternalProgramTests/everyProgramIsInstalled: that this machine has DEBS_TEST's programs (make test installs
 ##    them);
 ##  - RedisTextArchiveTests: a redis-server per test; DTLSCertificateTests/opensslCommandLine: runs openssl x509;
