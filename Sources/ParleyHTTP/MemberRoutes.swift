@@ -10,7 +10,8 @@ import ParleyWire
 /// member's token needs. WHIP (RFC 9725), WHEP, and the combined endpoint the sample page uses; the room's events,
 /// member list and texts:
 ///
-///     POST   /v1/rooms/{room}/whip             offer (application/sdp) → 201, Location, answer: publish only
+///     POST   /v1/rooms/{room}/whip             offer (application/sdp) → 201, Location, Link (ICE servers), answer:
+///                                              publish only
 ///     POST   /v1/rooms/{room}/whep             … listen only
 ///     POST   /v1/rooms/{room}/webrtc           … a full member: sends and receives as its offer says
 ///     DELETE /v1/rooms/{room}/webrtc/{identity}  ends the session (the Location of all three)
@@ -64,8 +65,9 @@ extension HTTPRouter {
         }
     }
 
-    /// CORS headers on every WebRTC answer, errors included (a page must be able to read why it was refused).
-    static let corsHeaders = ["Access-Control-Allow-Origin": "*", "Access-Control-Expose-Headers": "Location"]
+    /// CORS headers on every WebRTC answer, errors included (a page must be able to read why it was refused); a page
+    /// may read an answer's `Location` and its `Link` headers (the ICE servers).
+    static let corsHeaders = ["Access-Control-Allow-Origin": "*", "Access-Control-Expose-Headers": "Location, Link"]
 
     /// The preflight answer (WHIP §4.2): the methods and headers a page may use.
     static let preflight = HTTPResponse(status: 204, contentType: "", body: [], headers: corsHeaders.merging([
@@ -98,7 +100,7 @@ extension HTTPRouter {
             let room = try Self.validName(route.room, field: "room name")
             switch (request.method, route) {
             case ("POST", .offer(_, let kind)):
-                return Self.withCORS(try answerOffer(request, room: room, kind: kind, claims: claims))
+                return Self.withCORS(try answerOffer(request, room: room, kind: kind, claims: claims, now: now))
             case ("DELETE", .session(_, let identity)):
                 guard claims.grants.admin || claims.identity == identity else {
                     throw APIError(403, "forbidden", "the token of \(claims.identity) may end only its own session")
@@ -216,8 +218,10 @@ extension HTTPRouter {
         return claims
     }
 
-    /// Parses and checks the offer, has the owning worker add the member, and answers with the SDP.
-    private func answerOffer(_ request: HTTPRequest, room: String, kind: MemberRoute.Kind, claims: TokenClaims) throws(APIError) -> HTTPResponse {
+    /// Parses and checks the offer, has the owning worker add the member, and answers with the SDP; the ICE servers
+    /// for the token's identity at `now` come as `Link` headers (`iceServerLinks`).
+    private func answerOffer(_ request: HTTPRequest, room: String, kind: MemberRoute.Kind, claims: TokenClaims,
+                             now: Int64) throws(APIError) -> HTTPResponse {
         guard request.contentType?.lowercased().hasPrefix("application/sdp") == true else {
             throw APIError(415, "unsupported_media_type", "the offer must be sent as Content-Type: application/sdp")
         }
@@ -288,7 +292,9 @@ extension HTTPRouter {
             throw APIError(500, error.code, error.reason)
         }
         if backend.tcpPort != nil { backend.noteICETCP(ufrag: info.iceUfrag, port: info.port) }
-        return HTTPResponse(status: 201, contentType: "application/sdp", body: Array(text.utf8),
-                            headers: ["Location": "/v1/rooms/\(Self.pathSegment(room))/webrtc/\(Self.pathSegment(info.identity))"])
+        var response = HTTPResponse(status: 201, contentType: "application/sdp", body: Array(text.utf8),
+                                    headers: ["Location": "/v1/rooms/\(Self.pathSegment(room))/webrtc/\(Self.pathSegment(info.identity))"])
+        response.headers["Link"] = iceServerLinks(identity: claims.identity, now: now)
+        return response
     }
 }

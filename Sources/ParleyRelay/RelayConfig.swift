@@ -2,6 +2,7 @@ import Foundation
 import ParleyAuth
 import ParleyCluster
 import ParleyRelayCore
+import ParleyWebRTC
 import ParleyWire
 
 /// Everything `parley-relay` is configured with: defaults, then a JSON file, then `PARLEY_*` environment
@@ -67,6 +68,21 @@ public struct RelayConfig: Sendable {
     /// `attachmentDownloads` attachments in memory at once, so this bounds what they may pin (12 × 64 MiB).
     public static let attachmentMaxBytesLimit = 64 * 1024 * 1024
 
+    /// `turn_urls`, `turn_secret` (or `turn_secret_file`), `turn_ttl_s`: the STUN and TURN servers WebRTC members are
+    /// handed (`GET /v1/ice-servers`, `Link` headers on WHIP and WHEP answers), TURN ones with time-limited
+    /// credentials from the secret shared with the TURN server. Empty by default: members use their host candidates.
+    public var iceServers: ICEServers {
+        ICEServers(urls: turnURLs, secret: turnSecret, lifetime: turnTTL)
+    }
+    /// `turn_urls` as parsed.
+    public private(set) var turnURLs: [ICEServerURL] = []
+    /// `turn_ttl_s`.
+    public private(set) var turnTTL = ICEServers.defaultLifetime
+    /// `turn_secret`, or the contents of `turn_secret_file`: never shown, never in an error.
+    private var turnSecret: String?
+    /// The shortest `turn_secret` taken (as `api_secret`).
+    public static let minTURNSecretBytes = 16
+
     /// `dev`: run with the public dev credentials although `udp` or `http` is not on loopback (`--dev`). Without it
     /// such a relay refuses to start (`checkCredentials()`).
     public var dev = false
@@ -99,7 +115,8 @@ public struct RelayConfig: Sendable {
                               "http_header_timeout_s", "event_stream_stall_timeout_s", "event_streams_per_identity", "event_streams_max", "allow_cleartext", "http_tls_cert", "http_tls_key", "web_root",
                               "cluster", "cluster_tls_ca", "node_id", "attachment_max_bytes", "attachment_quota_bytes", "attachment_quota_files",
                               "attachment_uploads_per_minute", "attachment_upload_bytes_per_minute", "attachment_expiry_days",
-                              "attachment_reserve_bytes", "dev"]
+                              "attachment_reserve_bytes", "turn_urls", "turn_secret", "turn_secret_file", "turn_ttl_s",
+                              "dev"]
 
     /// Applies one key's value; throws a message naming the key on a bad value.
     public mutating func set(_ key: String, _ value: String) throws(ConfigError) {
@@ -149,6 +166,36 @@ public struct RelayConfig: Sendable {
             guard !value.utf8.contains(0) else { throw ConfigError("web_root must be a directory path, got \"\(value)\"") }
             webRoot = value
         case "workers": workers = try int(0...256)
+        case "turn_urls":  // comma-separated; "" = none
+            var urls: [ICEServerURL] = []
+            if !value.allSatisfy(\.isWhitespace) {
+                for item in value.split(separator: ",", omittingEmptySubsequences: false) {
+                    let text = item.trimmingCharacters(in: .whitespaces)
+                    guard !text.isEmpty else {
+                        throw ConfigError("turn_urls: an empty URL between commas in \"\(value)\"")
+                    }
+                    do throws(WebRTCError) {
+                        urls.append(try ICEServerURL(parsing: text))
+                    } catch {
+                        throw ConfigError("turn_urls: \(error.reason)")
+                    }
+                }
+            }
+            turnURLs = urls
+        case "turn_secret":  // "" = none; never echoed
+            if value.isEmpty { turnSecret = nil; break }
+            turnSecret = try Self.turnSecret(value, from: "turn_secret")
+        case "turn_secret_file":  // "" = none
+            if value.isEmpty { turnSecret = nil; break }
+            guard !value.utf8.contains(0), let data = FileManager.default.contents(atPath: value) else {
+                throw ConfigError("turn_secret_file: cannot read \(value)")
+            }
+            // One line: a trailing newline (as `echo` or an editor leaves it) is not part of the secret.
+            var text = String(decoding: data, as: UTF8.self)
+            while let last = text.unicodeScalars.last, last == "\n" || last == "\r" { text.unicodeScalars.removeLast() }
+            turnSecret = try Self.turnSecret(text, from: "turn_secret_file \(value)")
+        case "turn_ttl_s":
+            turnTTL = Int64(try int(Int(ICEServers.lifetimes.lowerBound)...Int(ICEServers.lifetimes.upperBound)))
         case "attachment_max_bytes": attachmentMaxBytes = try int(0...Self.attachmentMaxBytesLimit)
         case "attachment_quota_bytes": attachmentQuota.bytesPerIdentity = try int(0...(1 << 40))
         case "attachment_quota_files": attachmentQuota.filesPerIdentity = try int(0...10_000_000)
@@ -241,7 +288,19 @@ public struct RelayConfig: Sendable {
         }
     }
 
-    /// Reads a JSON object of settings (numbers, strings; `api_keys` as an object of key → secret).
+    /// A TURN secret as taken, or an error that names `source` and never the secret.
+    private static func turnSecret(_ value: String, from source: String) throws(ConfigError) -> String {
+        guard value.utf8.count >= minTURNSecretBytes else {
+            throw ConfigError("\(source) must be at least \(minTURNSecretBytes) bytes (the value is not shown)")
+        }
+        guard !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            throw ConfigError("\(source) must hold no control characters or line breaks (the value is not shown)")
+        }
+        return value
+    }
+
+    /// Reads a JSON object of settings (numbers, strings; `api_keys` as an object of key → secret; `turn_urls` as a
+    /// string or an array of strings).
     public mutating func load(file path: String) throws(ConfigError) {
         guard let data = FileManager.default.contents(atPath: path) else { throw ConfigError("cannot read config file \(path)") }
         let object: Any
@@ -261,7 +320,7 @@ public struct RelayConfig: Sendable {
                 text = s
             } else if let n = value as? NSNumber {
                 text = n.stringValue
-            } else if key == "announce", let list = value as? [String] {
+            } else if key == "announce" || key == "turn_urls", let list = value as? [String] {
                 text = list.joined(separator: ",")  // a list as JSON writes one
             } else {
                 throw ConfigError("\(key) in \(path) must be a string or a number")
@@ -274,7 +333,8 @@ public struct RelayConfig: Sendable {
     /// would otherwise leave the public dev secret signing for a key the operator meant to be private. Call it once
     /// every source has been applied; the dev credentials stay only when no key at all was configured. The same for
     /// `http_tls_cert` and `http_tls_key`: half a pair would otherwise serve plain HTTP where HTTPS was meant. And the
-    /// dev credentials only on loopback, or with `dev` (`checkDevCredentials`).
+    /// dev credentials only on loopback, or with `dev` (`checkDevCredentials`); TURN URLs with their secret
+    /// (`checkTURN`).
     public func checkCredentials() throws(ConfigError) {
         switch (httpTLSCertificate, httpTLSKey) {
         case (.some(let certificate), nil):
@@ -291,6 +351,23 @@ public struct RelayConfig: Sendable {
         default: break
         }
         try checkDevCredentials()
+        try checkTURN()
+    }
+
+    /// TURN URLs need the secret their credentials come from, and a secret needs a TURN URL to be of use: either
+    /// alone is a mistake, said at start rather than found by a browser that cannot connect.
+    func checkTURN() throws(ConfigError) {
+        let turn = turnURLs.filter(\.scheme.isTURN)
+        if !turn.isEmpty && turnSecret == nil {
+            throw ConfigError("turn_urls names \(turn.map(\.text).joined(separator: ", ")) but no turn_secret is set: "
+                              + "set the secret the TURN server checks (coturn's static-auth-secret) with "
+                              + "turn_secret_file (--turn-secret-file FILE), PARLEY_TURN_SECRET or turn_secret in the "
+                              + "config file")
+        }
+        if turn.isEmpty && turnSecret != nil {
+            throw ConfigError("a turn_secret is set but turn_urls names no turn: or turns: URL: add the TURN server's "
+                              + "URLs (--turn turn:HOST:3478?transport=udp,…) or drop the secret")
+        }
     }
 
     /// The public dev credentials sign for anyone who reads the README (admin tokens, `POST /v1/dev-token`): they

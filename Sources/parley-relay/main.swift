@@ -13,7 +13,7 @@ let usage = """
 usage: parley-relay [drain] [--config FILE.json] [--udp HOST:PORT] [--http HOST:PORT] [--announce IP[,IP…]] [--workers N]
                     [--api-key K --api-secret S] [--http-tls-cert FILE --http-tls-key FILE] [--state-dir DIR]
                     [--web-root DIR] [--cluster redis[s]://[[USER]:PASSWORD@]HOST:PORT [--cluster-tls-ca FILE] [--node-id ID]]
-                    [--log-level debug|info|warning|error]
+                    [--turn URL[,URL…] --turn-secret-file FILE] [--log-level debug|info|warning|error]
                     [--allow-cleartext] [--dev] [--version]
 
 With no arguments the relay runs with dev defaults: UDP 127.0.0.1:7400, HTTP API and /metrics on
@@ -33,6 +33,11 @@ keeps image attachments (POST /v1/attachments, up to attachment_max_bytes) in th
 GET /v1/cluster lists the live nodes. Without it the relay runs alone and needs no Redis. A password in the URL is
 sent with AUTH (give it through PARLEY_CLUSTER or the config file: a flag shows in ps); rediss:// speaks TLS, the
 server's certificate checked against the system's CAs or --cluster-tls-ca FILE.
+--turn names the STUN and TURN servers WebRTC members are handed (stun:HOST[:PORT],
+turn:HOST[:PORT][?transport=udp|tcp], turns:…), at GET /v1/ice-servers and in Link headers on WHIP/WHEP answers;
+TURN ones with credentials that last turn_ttl_s (default 3600 s), signed with the secret the TURN server shares
+(coturn's use-auth-secret and static-auth-secret): read it from --turn-secret-file FILE or PARLEY_TURN_SECRET
+(--turn-secret S shows in ps).
 `parley-relay drain` (with the running node's settings) asks that node to drain before a restart: it takes no new
 joins and its members move to other nodes of the cluster.
 Every setting may also come from a PARLEY_* variable (PARLEY_UDP, PARLEY_WORKERS, PARLEY_API_KEY, ...) or a
@@ -70,11 +75,14 @@ while !arguments.isEmpty {
         continue
     }
     let known = ["--config", "--udp", "--http", "--announce", "--workers", "--api-key", "--api-secret", "--log-level", "--state-dir",
-                 "--http-tls-cert", "--http-tls-key", "--web-root", "--cluster", "--cluster-tls-ca", "--node-id"]
+                 "--http-tls-cert", "--http-tls-key", "--web-root", "--cluster", "--cluster-tls-ca", "--node-id",
+                 "--turn", "--turn-secret", "--turn-secret-file"]
     guard known.contains(flag) else { fail("unknown option \(flag)\n\(usage)") }
     guard let value = arguments.first, !value.hasPrefix("--") else { fail("\(flag) needs a value") }
     arguments.removeFirst()
-    if flag == "--config" { configFile = value } else { flags.append((String(flag.dropFirst(2)).replacingOccurrences(of: "-", with: "_"), value)) }
+    // Each flag sets the key of its name (--web-root: web_root), but --turn sets turn_urls.
+    let key = flag == "--turn" ? "turn_urls" : String(flag.dropFirst(2)).replacingOccurrences(of: "-", with: "_")
+    if flag == "--config" { configFile = value } else { flags.append((key, value)) }
 }
 
 var config = RelayConfig()
@@ -160,7 +168,7 @@ let router = HTTPRouter(backend: server.api, verifier: TokenVerifier(keys: confi
                         webRoot: StaticFiles.resolve(config.webRoot), devTokens: config.usesDevCredentials, cluster: cluster,
                         attachments: AttachmentFiles(stateDirectory: stateDirectory, log: log, quota: config.attachmentQuota,
                                                      largestUpload: config.attachmentMaxBytes),
-                        attachmentMaxBytes: config.attachmentMaxBytes)
+                        attachmentMaxBytes: config.attachmentMaxBytes, iceServers: config.iceServers)
 let http: HTTPServer
 do {
     http = try HTTPServer(address: config.http, router: router, events: server.api.events, limits: config.httpLimits,
@@ -177,6 +185,12 @@ let status = server.run {
     if config.usesDevCredentials {
         let reach = config.udp.isLoopback && config.http.isLoopback ? "on loopback only" : "OFF LOOPBACK (--dev): anyone who can reach it can mint admin tokens"
         log.write(.warning, "using the public dev credentials \(reach): api key \"devkey\", api secret \"\(config.apiKeys["devkey"] ?? "")\" — set your own for anything but development")
+    }
+    if !config.iceServers.isEmpty {
+        // The URLs and the lifetime only: the shared secret is never written anywhere.
+        let servers = config.iceServers
+        log.write(.info, "WebRTC members are handed \(servers.urls.map(\.text).joined(separator: ", "))"
+                  + (servers.turnURLs.isEmpty ? "" : ", TURN credentials valid \(servers.lifetime) s"))
     }
     if config.core.allowCleartext {
         log.write(.warning, "allow_cleartext is on: clients may join with the cleartext protocol (tokens, names, texts and voice readable on the path) — for debugging only")
