@@ -1,5 +1,6 @@
 import Foundation
 import ParleyAudioIO
+import ParleyWire
 import Testing
 
 /// Three network namespaces joined by veth pairs, as a relay on a real server behind a 1:1 NAT meets its users:
@@ -126,8 +127,8 @@ extension ProcessTests {
 
         /// The relay in the lab's relay namespace: UDP and HTTP on the dual-stack wildcard, announcing its public
         /// IPv4 address and its IPv6 one (or nothing with `announce` nil).
-        func relay(_ lab: NATLab, announce: String?) throws -> Spawned {
-            var args = ["--udp", "[::]:7400", "--http", "[::]:7480", "--workers", "1", "--dev", "--state-dir", "\(dir)/state",
+        func relay(_ lab: NATLab, announce: String?, workers: Int = 1) throws -> Spawned {
+            var args = ["--udp", "[::]:7400", "--http", "[::]:7480", "--workers", "\(workers)", "--dev", "--state-dir", "\(dir)/state",
                         "--web-root", BrowserTests.webRoot]
             if let announce { args += ["--announce", announce] }
             let relay = try lab.spawn(in: lab.relay, "parley-relay", args)
@@ -207,6 +208,28 @@ extension ProcessTests {
             #expect(share > 0.4, "the browser at \(host) was heard with a 440 Hz share of \(share)")
         }
 
+        @Test("parley behind a firewall that drops UDP: after 2 s without an answer it joins over TCP, says so, and hears the room (its room on the second worker: the tunnel names the port)")
+        func cliOverTCP() throws {
+            let lab = try NATLab()
+            defer { lab.remove() }
+            let relay = try relay(lab, announce: NATLab.relayPublic, workers: 2)
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            try lab.blockClientUDP()
+            // A room name FNV-1a puts on worker 1 of 2: its port is not the public one.
+            let room = (0..<1_000).map { "tcp\($0)" }.first { fnv1a($0) % 2 == 1 }!
+            let speaker = try lab.spawn(in: lab.relay, "parley", ["join", room, "--identity", "alice", "--server", "127.0.0.1:7400",
+                                                                   "--tone", "440", "--no-playback", "--no-tui", "--duration", "9"])
+            defer { speaker.signal(SIGTERM); speaker.wait(seconds: 5) }
+            let listener = try lab.spawn(in: lab.client, "parley", ["join", room, "--identity", "bob", "--server", "\(NATLab.relayPublic):7400",
+                                                                     "--listen-only", "--output", "\(dir)/bob.wav", "--no-tui", "--duration", "7"])
+            #expect(listener.wait(seconds: 20) == 0, "\(listener.stdout)\(listener.stderr)")
+            #expect(listener.stdout.contains("no answer over UDP from \(NATLab.relayPublic):7400 in 2 s: joining over TCP"), "\(listener.stdout)")
+            #expect(listener.stdout.contains("port 7401"), "the room's worker: \(listener.stdout)")
+            let heard = try WAVReader(path: "\(dir)/bob.wav").readAllMono48k()
+            let share = goertzelShare(loudestSecond(heard), frequency: 440)
+            #expect(share > 0.5, "bob over TCP heard alice with a 440 Hz share of \(share)\n\(listener.stdout)")
+        }
+
         @Test("headless Chromium behind a firewall that drops UDP joins over ICE-TCP (the relay's passive TCP candidate) and is heard")
         func browserOverTCP() throws {
             let lab = try NATLab()
@@ -239,6 +262,63 @@ extension ProcessTests {
             let answer = try lab.curl(in: lab.client, "POST", "http://\(NATLab.relayPublic):7480/v1/rooms/lab/rtp-endpoints", token: admin,
                                       body: #"{"identity":"tool","source_address":"198.51.100.20:5000"}"#)
             #expect(answer.1.contains("\"relay_address\":\"\(NATLab.relayPrivate):7400\""), "\(answer.1)")
+        }
+    }
+}
+
+/// FNV-1a of a room name, as the relay hashes rooms to workers.
+func fnv1a(_ text: String) -> UInt32 {
+    var h: UInt32 = 0x811C_9DC5
+    for b in text.utf8 { h = (h ^ UInt32(b)) &* 0x0100_0193 }
+    return h
+}
+
+extension ProcessTests {
+    @Suite("The relay's TCP port under hostile clients: what is not the protocol is closed, limits hold")
+    struct TCPBridgeAttackTests {
+        /// A relay on loopback whose TCP port is its UDP port's number.
+        func relay() throws -> (Spawned, UInt16) {
+            let (relay, server) = try startRelay(workers: 1)
+            let port = try #require(PeerAddress(parsing: server)?.port)
+            return (relay, port)
+        }
+
+        @Test("closed at once: a tunnel frame to a port that is not a worker's (the host's other services), a frame over 1,502 bytes, a first frame that is neither STUN nor a tunnel frame, an ICE-TCP check naming no answer")
+        func closedAtOnce() throws {
+            let (relay, port) = try relay()
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            var stun = [UInt8](repeating: 0, count: 20)
+            stun[1] = 0x01
+            stun[4] = 0x21; stun[5] = 0x12; stun[6] = 0xA4; stun[7] = 0x42
+            let attempts: [(String, [UInt8])] = [
+                ("to port 22", StreamFrameReader.frame([0, 22, 1, 2, 3])),
+                ("to the next port (not a worker's: one worker)", StreamFrameReader.frame([UInt8((port &+ 1) >> 8), UInt8((port &+ 1) & 0xFF), 1])),
+                ("a 1,503-byte frame", [0x05, 0xDF] + [UInt8](repeating: 0, count: 1_503)),
+                ("port 0", StreamFrameReader.frame([0, 0, 1])),
+                ("an unknown ufrag", StreamFrameReader.frame(stun)),
+            ]
+            for (what, bytes) in attempts {
+                let c = try RawTCP(port: port)
+                #expect(c.send(bytes: bytes), "\(what)")
+                #expect(c.read(seconds: 3).eof, "\(what): the connection stays open")
+            }
+            #expect(relay.process.isRunning)
+        }
+
+        @Test("a connection that says nothing is closed after the 5 s first-frame deadline; a 9th connection from one address is refused while 8 are open, another address still gets in")
+        func deadlinesAndLimits() throws {
+            let (relay, port) = try relay()
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            let silent = try RawTCP(port: port, from: "127.0.0.5")
+            let started = Date()
+            let silentEnd = silent.read(seconds: 9)
+            #expect(silentEnd.eof && Date().timeIntervalSince(started) >= 4.5, "closed after \(Date().timeIntervalSince(started)) s")
+            let eight = try (0..<8).map { _ in try RawTCP(port: port, from: "127.0.0.6") }
+            let ninth = try RawTCP(port: port, from: "127.0.0.6")
+            #expect(ninth.read(seconds: 2).eof, "a 9th connection from one address")
+            #expect(eight.allSatisfy { !$0.closedByPeer })
+            let other = try RawTCP(port: port, from: "127.0.0.7")
+            #expect(!other.read(seconds: 1).eof, "another address was refused too")
         }
     }
 }
