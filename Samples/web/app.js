@@ -133,6 +133,38 @@ async function connect(room, token, { listen = false, slots = 3, onState = () =>
   }
 }
 
+// An ICE restart (RFC 9725 §4.3): new ICE credentials go to the session's Location in a PATCH
+// (application/trickle-ice-sdpfrag); the relay answers with its own new ones, which replace the old in its answer.
+// DTLS, the keys and the member stay; the browser's checks from wherever it is now find the relay again.
+async function restartIce(link, token) {
+  if (!link.url || link.restarting) return;
+  link.restarting = true;
+  try {
+    const pc = link.pc;
+    pc.restartIce();
+    await pc.setLocalDescription(await pc.createOffer({ iceRestart: true }));
+    const sdp = pc.localDescription.sdp;
+    const ufrag = /a=ice-ufrag:(\S+)/.exec(sdp)[1], pwd = /a=ice-pwd:(\S+)/.exec(sdp)[1];
+    const mid = pc.getTransceivers()[0].mid || '0';
+    const r = await fetch(link.url, {
+      method: 'PATCH', headers: { 'Content-Type': 'application/trickle-ice-sdpfrag', 'Authorization': 'Bearer ' + token },
+      body: `a=ice-ufrag:${ufrag}\r\na=ice-pwd:${pwd}\r\nm=audio 9 UDP/TLS/RTP/SAVPF 0\r\na=mid:${mid}\r\n`,
+    });
+    if (r.status !== 200) { log(`The relay refused to restart the connection (${r.status}).`); return; }
+    const fragment = await r.text();
+    const relayUfrag = /a=ice-ufrag:(\S+)/.exec(fragment)[1], relayPwd = /a=ice-pwd:(\S+)/.exec(fragment)[1];
+    const answer = pc.remoteDescription.sdp.replace(/a=ice-ufrag:\S+/g, `a=ice-ufrag:${relayUfrag}`)
+      .replace(/a=ice-pwd:\S+/g, `a=ice-pwd:${relayPwd}`);
+    await pc.setRemoteDescription({ type: 'answer', sdp: answer });
+    debug('iceRestart', relayUfrag);
+    log('Restarted the connection to the relay.');
+  } catch (e) {
+    log(`Could not restart the connection: ${e.message}`);
+  } finally {
+    link.restarting = false;
+  }
+}
+
 // The STUN and TURN servers the relay names for this token (GET /v1/ice-servers: RTCIceServer entries, TURN ones
 // with a username and credential for the token's identity that last an hour or so). None when the relay names none
 // or cannot be asked: the page then offers its host candidates alone, which is all a relay on an open address needs.
@@ -188,6 +220,9 @@ async function join() {
     s.link = await connect(room, token, { listen: params.get('listen') === '1',
       onState: state => connectionChanged(s, state), onEnded: state => transportEnded(s, state) });
     s.identity = identityOf(s.link.url);
+    // &restart=S: an ICE restart S seconds after joining (tests; a network change does the same by itself).
+    const restartAfter = Number(params.get('restart'));
+    if (restartAfter > 0) setTimeout(() => { if (session === s) restartIce(s.link, token); }, restartAfter * 1000);
     session = s; pc = s.link.pc; micTrack = s.link.micTrack;
     controls('joined');
     status(`Connecting to ${room}…`);
@@ -228,6 +263,9 @@ function connectionChanged(s, state) {
     case 'disconnected':
       status(`The connection to ${s.room} is interrupted; waiting for it to come back…`, 'bad');
       log('The audio connection is interrupted.');
+      // Still interrupted 2 s later (a phone that moved from Wi-Fi to its mobile network): restart ICE, keeping the
+      // session and the place in the room.
+      setTimeout(() => { if (session === s && s.link.pc.connectionState === 'disconnected') restartIce(s.link, s.token); }, 2000);
       break;
     case 'failed':
       end(s, 'The connection to the relay was lost (no network path, or the relay stopped). Press Join to join again.', { tell: true });

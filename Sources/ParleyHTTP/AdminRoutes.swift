@@ -296,7 +296,7 @@ extension HTTPRouter {
 
     func answer(_ result: AdminResult?) throws(APIError) -> HTTPResponse {
         switch result {
-        case .ok, .rtpEndpoint, .webRTCMember, .webCall: return Self.json(API.Done(ok: true, detail: nil))
+        case .ok, .rtpEndpoint, .webRTCMember, .webCall, .iceRestarted: return Self.json(API.Done(ok: true, detail: nil))
         case .drained(let moved, let staying): return Self.json(API.Drained(moved: moved, staying: staying))
         case .notFound(let why): throw APIError(404, "not_found", why)
         case .forbidden(let why): throw APIError(403, "forbidden", why)

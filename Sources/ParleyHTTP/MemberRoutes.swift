@@ -15,7 +15,7 @@ import ParleyWire
 ///     POST   /v1/rooms/{room}/whep             … listen only
 ///     POST   /v1/rooms/{room}/webrtc           … a full member: sends and receives as its offer says
 ///     DELETE /v1/rooms/{room}/webrtc/{identity}  ends the session (the Location of all three)
-///     PATCH  /v1/rooms/{room}/webrtc/{identity}  405: no trickle ICE (the answer carries the relay's one candidate)
+///     PATCH  /v1/rooms/{room}/webrtc/{identity}  ICE restart (new credentials: 200 with the relay's) or trickle (204)
 ///     GET    /v1/rooms/{room}/events           server-sent events of the room: members, speakers, texts
 ///     GET    /v1/rooms/{room}/members          who is in the room (a member sees identities, names, mutes, who speaks)
 ///     POST   /v1/rooms/{room}/messages         a text to the room, from the token's identity (admin: from `backend`)
@@ -158,10 +158,11 @@ extension HTTPRouter {
                         : .memberMessage(room: room, identity: claims.identity, text: body.text, attachments: body.attachments, keepRequest: request)
                 }
                 return Self.withCORS(response)
-            case ("PATCH", .session):
-                var r = APIError(405, "method_not_allowed", "trickle ICE is not supported: the answer carries the relay's candidate").response
-                r.headers["Allow"] = "DELETE"
-                return Self.withCORS(r)
+            case ("PATCH", .session(_, let identity)):
+                guard claims.grants.admin || claims.identity == identity else {
+                    throw APIError(403, "forbidden", "the token of \(claims.identity) may change only its own session")
+                }
+                return Self.withCORS(try patchSession(request, room: room, identity: identity))
             default:
                 throw APIError(405, "method_not_allowed", "\(request.method) is not allowed on \(request.path)")
             }
@@ -220,6 +221,31 @@ extension HTTPRouter {
 
     /// Parses and checks the offer, has the owning worker add the member, and answers with the SDP; the ICE servers
     /// for the token's identity at `now` come as `Link` headers (`iceServerLinks`).
+    /// A session's `PATCH` (RFC 9725 §4.3): trickled candidates are taken and ignored (204: the relay is ICE-lite and
+    /// learns addresses from checks); new ICE credentials restart ICE (200, the relay's new credentials and candidates).
+    private func patchSession(_ request: HTTPRequest, room: String, identity: String) throws(APIError) -> HTTPResponse {
+        guard request.contentType?.lowercased().hasPrefix("application/trickle-ice-sdpfrag") == true else {
+            throw APIError(415, "unsupported_media_type", "a PATCH body must be application/trickle-ice-sdpfrag")
+        }
+        let fragment: ICEFragment
+        do throws(WebRTCError) {
+            fragment = try ICEFragment(parsing: request.body)
+        } catch {
+            throw APIError(400, error.code, error.reason)
+        }
+        guard let ufrag = fragment.ufrag, let password = fragment.password else {
+            return HTTPResponse(status: 204, contentType: "", body: [])
+        }
+        let result = backend.execute(.restartWebRTCICE(room: room, identity: identity, remoteUfrag: ufrag, remotePassword: password))
+        guard case .iceRestarted(let localUfrag, let localPassword, let port)? = result else { return try answer(result) }
+        let hosts = backend.mediaHosts(for: request.client)
+        let tcp = backend.tcpPort.map { p in hosts.map { $0.withPort(p) } } ?? []
+        if backend.tcpPort != nil { backend.noteICETCP(ufrag: localUfrag, port: port) }
+        let text = ICEFragment.restartAnswer(ufrag: localUfrag, password: localPassword, mid: fragment.mid ?? "0",
+                                             candidates: hosts.map { $0.withPort(port) }, tcpCandidates: tcp)
+        return HTTPResponse(status: 200, contentType: "application/trickle-ice-sdpfrag", body: Array(text.utf8))
+    }
+
     private func answerOffer(_ request: HTTPRequest, room: String, kind: MemberRoute.Kind, claims: TokenClaims,
                              now: Int64) throws(APIError) -> HTTPResponse {
         guard request.contentType?.lowercased().hasPrefix("application/sdp") == true else {

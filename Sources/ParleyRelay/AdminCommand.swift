@@ -28,6 +28,8 @@ public enum AdminCommand: Sendable, Equatable {
     case addWebRTCMember(room: String, identity: String, name: String?, createMode: RoomMode?, terms: WebRTCOfferTerms)
     /// End a WebRTC member's session.
     case removeWebRTCMember(room: String, identity: String)
+    /// An ICE restart (WHIP/WHEP `PATCH`): the browser's new credentials.
+    case restartWebRTCICE(room: String, identity: String, remoteUfrag: String, remotePassword: String)
     /// A web page's presence stream opened: the page is online as `identity` (see `RelayCore+WebPresence.swift`).
     case openWebPresence(stream: UInt64, identity: String, name: String)
     /// A web page's presence stream closed (`identity` nil), or the page says it leaves (its token's identity).
@@ -81,7 +83,7 @@ public enum AdminCommand: Sendable, Equatable {
         case .roomTextNotKept(let room, _, _, _, _, _): room
         case .startRecording(let room, _, _), .stopRecording(let room): room
         case .addRTPEndpoint(let room, _, _, _, _, _, _, _), .removeRTPEndpoint(let room, _): room
-        case .addWebRTCMember(let room, _, _, _, _), .removeWebRTCMember(let room, _): room
+        case .addWebRTCMember(let room, _, _, _, _), .removeWebRTCMember(let room, _), .restartWebRTCICE(let room, _, _, _): room
         }
     }
 
@@ -110,6 +112,8 @@ public enum AdminCommand: Sendable, Equatable {
         case .addWebRTCMember(let room, let identity, let name, let createMode, let terms):
             core.createWebRTCMember(room: room, identity: identity, displayName: name, createMode: createMode, terms: terms, now: now)
         case .removeWebRTCMember(let room, let identity): core.deleteWebRTCMember(room: room, identity: identity, now: now)
+        case .restartWebRTCICE(let room, let identity, let ufrag, let password):
+            core.restartWebRTCICE(room: room, identity: identity, remoteUfrag: ufrag, remotePassword: password, now: now)
         case .openWebPresence(let stream, let identity, let name): core.messaging.openWebPresence(stream: stream, identity: identity, name: name, now: now)
         case .closeWebPresence(let stream, let identity): core.messaging.closeWebPresence(stream: stream, identity: identity, now: now)
         case .webCall(let stream, let identity, let callee): core.messaging.webCall(stream: stream, identity: identity, callee: callee, now: now)

@@ -23,6 +23,8 @@ public enum AdminResult: Sendable, Equatable {
     case forbidden(String)
     /// A worker drained: members told to move to another node, and those that stay (see `RelayCore.drain`).
     case drained(moved: Int, staying: Int)
+    /// A WebRTC member's ICE restarted: the relay's new credentials for the answer (`WebRTCMembers.restartICE`).
+    case iceRestarted(ufrag: String, password: String, port: UInt16)
 }
 
 /// Why a room could not be opened: the refusal a joiner gets.
@@ -138,6 +140,11 @@ extension RelayCore {
     }
 
     /// Ends the WebRTC member `identity` of `room` (the WHIP/WHEP `DELETE`): it leaves, its browser told by close_notify.
+    public func restartWebRTCICE(room: String, identity: String, remoteUfrag: String, remotePassword: String,
+                                 now: Moment) -> AdminResult {
+        webRTCMembers.restartICE(room: room, identity: identity, remoteUfrag: remoteUfrag, remotePassword: remotePassword, now: now)
+    }
+
     public func deleteWebRTCMember(room: String, identity: String, now: Moment) -> AdminResult {
         webRTCMembers.delete(room: room, identity: identity, now: now)
     }

@@ -90,6 +90,35 @@ final class WebRTCMembers: CorePart {
                                               cname: core.relayCNAME))
     }
 
+    /// An ICE restart of the WebRTC member `identity` of `room` (the WHIP/WHEP `PATCH` with new ICE credentials, RFC
+    /// 9725 §4.3): the browser's new ufrag and password, fresh ones of the relay's (returned for the answer). The
+    /// member keeps its session, DTLS keys and place in the room; its checks from a new address (a phone that moved
+    /// from Wi-Fi to a mobile network) then move it there once that address answers the relay's own check.
+    func restartICE(room name: String, identity: String, remoteUfrag: String, remotePassword: String, now: Moment) -> AdminResult {
+        guard let room = rooms[name] else { return .notFound("room \(name) does not exist") }
+        guard let member = room.member(identity: identity), let webrtc = member.webrtc else {
+            return .notFound("\(identity) has no WebRTC session in room \(name)")
+        }
+        guard remoteUfrag != webrtc.remoteUfrag || remotePassword.utf8.elementsEqual(webrtc.remotePassword) == false else {
+            return .invalid("the fragment's ICE credentials are the session's own: nothing to restart")
+        }
+        var credentials = WebRTCTransport.credentials(random)
+        while sessions.byICEUfrag[credentials.ufrag] != nil { credentials = WebRTCTransport.credentials(random) }
+        sessions.byICEUfrag[webrtc.localUfrag] = nil
+        if let trial = webrtc.trial, member.endpointSRTP != nil {
+            // Connected: an address on trial was checked with the old credentials; the new checks will name it again.
+            if trial.address != member.endpoint?.rtpSource { sessions.unlink(trial.address, from: .member(member)) }
+            webrtc.trial = nil
+        }
+        webrtc.restart(localUfrag: credentials.ufrag, localPassword: credentials.password, remoteUfrag: remoteUfrag,
+                       remotePassword: remotePassword, now: now.monotonic)
+        sessions.byICEUfrag[credentials.ufrag] = member
+        noteTimerWork(at: now.monotonic)
+        if log.threshold <= .info { log.write(.info, "\(identity) restarted ICE in \(name)") }
+        return .iceRestarted(ufrag: credentials.ufrag, password: credentials.password,
+                             port: shared.workerPorts[min(workerIndex, shared.workerPorts.count - 1)])
+    }
+
     /// Ends the WebRTC member `identity` of `room` (the WHIP/WHEP `DELETE`): it leaves (`removeMember` sends its
     /// browser a close_notify).
     func delete(room name: String, identity: String, now: Moment) -> AdminResult {

@@ -120,13 +120,14 @@ struct AddressCheck {
 /// DTLS server session, which address proved it receives (and the one on trial), consent (RFC 7675: answers to the
 /// relay's own checks), and the header ids its offer negotiated. One worker owns it.
 final class WebRTCTransport {
-    /// The relay's ICE username fragment and password for this member (short-term credentials, RFC 8445 §5.3).
-    let localUfrag: String
-    let localPassword: [UInt8]
+    /// The relay's ICE username fragment and password for this member (short-term credentials, RFC 8445 §5.3); new
+    /// ones at an ICE restart (`WebRTCMembers.restartICE`).
+    private(set) var localUfrag: String
+    private(set) var localPassword: [UInt8]
     /// The offer's username fragment: a check's USERNAME must be `localUfrag:remoteUfrag`.
-    let remoteUfrag: String
+    private(set) var remoteUfrag: String
     /// The offer's ice-pwd: the relay's checks carry MESSAGE-INTEGRITY under it, and so must their answers.
-    let remotePassword: [UInt8]
+    private(set) var remotePassword: [UInt8]
     /// The relay's ICE-CONTROLLED tie-breaker (RFC 8445 §7.1.3).
     let tieBreaker: UInt64
     /// The DTLS server session; its handshake gives the SRTP keys.
@@ -171,6 +172,18 @@ final class WebRTCTransport {
         self.createdAt = createdAt
         self.payloadType = payloadType
         self.audioLevelExtensionID = audioLevelExtensionID
+    }
+
+    /// An ICE restart (RFC 8445 §9): both sides' credentials are new, so a check or answer made with the old ones no
+    /// longer counts. The proven address, consent so far and DTLS stay: the member keeps its session and its place;
+    /// the check in flight is forgotten and a new one is due at once, an address on trial is dropped.
+    func restart(localUfrag: String, localPassword: String, remoteUfrag: String, remotePassword: String, now: Instant) {
+        self.localUfrag = localUfrag
+        self.localPassword = Array(localPassword.utf8)
+        self.remoteUfrag = remoteUfrag
+        self.remotePassword = Array(remotePassword.utf8)
+        consentTransaction = nil
+        if proven != nil { nextConsentCheck = now }
     }
 
     /// The USERNAME of the relay's checks: the receiver's fragment first (RFC 8445 §7.2.2).

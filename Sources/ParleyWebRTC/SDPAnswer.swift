@@ -108,13 +108,7 @@ public struct SDPAnswer: Equatable, Sendable {
             lines.append("a=group:BUNDLE " + accepted.joined(separator: " "))
         }
         lines.append("a=ice-lite")
-        // Host candidates (RFC 8445 §5.1.2.1: type preference 126, local preference 65535 down, component 1).
-        // Passive TCP ones (RFC 6544 §4.5) below every UDP one: local preference 2¹³ × 4 (passive) + 8191 down.
-        let transport = candidates.enumerated().map { k, c in
-            "a=candidate:\(k + 1) 1 udp \(126 << 24 | (65_535 - k) << 8 | 255) \(c.bareHost) \(c.port) typ host"
-        } + tcpCandidates.enumerated().map { k, c in
-            "a=candidate:\(candidates.count + k + 1) 1 tcp \(126 << 24 | (40_959 - k) << 8 | 255) \(c.bareHost) \(c.port) typ host tcptype passive"
-        } + [
+        let transport = Self.candidateLines(candidates, tcp: tcpCandidates) + [
             "a=end-of-candidates",
             "a=ice-ufrag:\(iceUfrag)",
             "a=ice-pwd:\(icePwd)",
@@ -147,6 +141,17 @@ public struct SDPAnswer: Equatable, Sendable {
         }
         text = lines.joined(separator: "\r\n") + "\r\n"
         acceptedMids = accepted
+    }
+
+    /// The candidate lines: host candidates (RFC 8445 §5.1.2.1: type preference 126, local preference 65535 down,
+    /// component 1), then passive TCP ones (RFC 6544 §4.5) below every UDP one: local preference 2¹³ × 4 (passive) +
+    /// 8191 down.
+    static func candidateLines(_ candidates: [PeerAddress], tcp: [PeerAddress]) -> [String] {
+        candidates.enumerated().map { k, c in
+            "a=candidate:\(k + 1) 1 udp \(126 << 24 | (65_535 - k) << 8 | 255) \(c.bareHost) \(c.port) typ host"
+        } + tcp.enumerated().map { k, c in
+            "a=candidate:\(candidates.count + k + 1) 1 tcp \(126 << 24 | (40_959 - k) << 8 | 255) \(c.bareHost) \(c.port) typ host tcptype passive"
+        }
     }
 
     /// Fresh ICE credentials for one session from `generator`: an 8-character ufrag (48 bits) and a 24-character

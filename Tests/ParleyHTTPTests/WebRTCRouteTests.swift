@@ -212,7 +212,7 @@ struct WebRTCRouteTests {
 
     // MARK: The session
 
-    @Test("the Location: PATCH is 405 (no trickle ICE), DELETE by another member is 403, by the member itself 200 and it is gone")
+    @Test("the Location: PATCH takes trickled candidates (204) and restarts ICE (200, the relay's new credentials), DELETE by another member is 403, by the member itself 200 and it is gone")
     func session() {
         let created = send("POST", "/v1/rooms/R/webrtc", chromeOffer)
         let location = created.headers["Location"] ?? ""
@@ -220,9 +220,28 @@ struct WebRTCRouteTests {
         #expect(send("POST", "/v1/rooms/R/whep", chromeOffer, token: Self.memberToken("bob")).status == 201)
         #expect(Set(members().map(\.identity)) == ["ann", "bob"])
 
-        let patch = send("PATCH", location, "a=candidate:1 1 udp 1 192.0.2.1 9 typ host", contentType: "application/trickle-ice-sdpfrag")
-        #expect(patch.status == 405 && errorCode(patch) == "method_not_allowed")
-        #expect(patch.headers["Allow"] == "DELETE" && patch.headers["Access-Control-Allow-Origin"] == "*")
+        // Trickle: the relay is ICE-lite, it learns addresses from checks.
+        let trickle = send("PATCH", location, "a=candidate:1 1 udp 1 192.0.2.1 9 typ host\r\n", contentType: "application/trickle-ice-sdpfrag")
+        #expect(trickle.status == 204 && trickle.headers["Access-Control-Allow-Origin"] == "*", "\(trickle.text)")
+        // An ICE restart (RFC 9725 §4.3): new credentials of the browser's; the relay answers with its own, new ones.
+        let oldUfrag = created.text.components(separatedBy: "\r\n").first { $0.hasPrefix("a=ice-ufrag:") }
+        let restart = send("PATCH", location, "a=ice-ufrag:Zz9y\r\na=ice-pwd:abcdefghijklmnopqrstuvwx\r\nm=audio 9 UDP/TLS/RTP/SAVPF 0\r\na=mid:0\r\n",
+                           contentType: "application/trickle-ice-sdpfrag")
+        #expect(restart.status == 200 && restart.contentType == "application/trickle-ice-sdpfrag", "\(restart.text)")
+        let answer = restart.text.components(separatedBy: "\r\n")
+        #expect(answer.first == "a=ice-lite" && answer.contains("a=mid:0") && answer.contains("a=end-of-candidates"), "\(restart.text)")
+        let newUfrag = answer.first { $0.hasPrefix("a=ice-ufrag:") }
+        #expect(newUfrag != nil && newUfrag != oldUfrag && answer.contains { $0.hasPrefix("a=ice-pwd:") })
+        #expect(answer.contains("a=candidate:1 1 udp 2130706431 127.0.0.1 7400 typ host"), "\(restart.text)")
+        // The same credentials again: nothing to restart. Bad fragments, the wrong type, another member's token.
+        #expect(send("PATCH", location, "a=ice-ufrag:Zz9y\r\na=ice-pwd:abcdefghijklmnopqrstuvwx\r\n", contentType: "application/trickle-ice-sdpfrag").status == 400)
+        #expect(send("PATCH", location, "a=ice-ufrag:Zz9y\r\n", contentType: "application/trickle-ice-sdpfrag").status == 400)
+        #expect(send("PATCH", location, "a=ice-ufrag:Zz9y\r\na=ice-pwd:short\r\n", contentType: "application/trickle-ice-sdpfrag").status == 400)
+        #expect(send("PATCH", location, "not sdp at all", contentType: "application/trickle-ice-sdpfrag").status == 400)
+        #expect(send("PATCH", location, "a=ice-ufrag:Zz9y", contentType: "application/sdp").status == 415)
+        let foreignPatch = send("PATCH", location, "a=ice-ufrag:Qq9y\r\na=ice-pwd:abcdefghijklmnopqrstuvwx\r\n",
+                                token: Self.memberToken("bob"), contentType: "application/trickle-ice-sdpfrag")
+        #expect(foreignPatch.status == 403)
         #expect(send("GET", location).status == 405)
         #expect(send("POST", location, chromeOffer).status == 405)
 

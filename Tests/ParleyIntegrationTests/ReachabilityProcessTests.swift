@@ -175,7 +175,8 @@ extension ProcessTests {
 
         /// Chromium in the client namespace loads the page from `host` (the relay's public IPv4 address or its IPv6
         /// one), speaks a 440 Hz tone through WHIP, and a parley member on the public side hears it.
-        func browserIsHeard(_ lab: NATLab, relay: Spawned, host: String, recorderOnRelay: Bool = false) throws {
+        @discardableResult
+        func browserIsHeard(_ lab: NATLab, relay: Spawned, host: String, recorderOnRelay: Bool = false, query: String = "") throws -> String {
             let room = "web-\(UInt32.random(in: 0...UInt32.max))"
             let recorder = try lab.spawn(in: recorderOnRelay ? lab.relay : lab.client, "parley", [
                 "join", room, "--identity", "rec", "--server", recorderOnRelay ? "127.0.0.1:7400" : "\(host):7400",
@@ -195,7 +196,7 @@ extension ProcessTests {
                 // A page off loopback gets a microphone only in a secure context: the lab serves plain HTTP, as a
                 // relay behind a TLS proxy would look from inside; a deployment serves HTTPS.
                 "--unsafely-treat-insecure-origin-as-secure=http://\(host):7480",
-                "http://\(host):7480/?room=\(room)&token=\(token)&join=1&report=6",
+                "http://\(host):7480/?room=\(room)&token=\(token)&join=1&report=6\(query)",
             ])
             defer { browser.signal(SIGTERM); browser.wait(seconds: 5) }
             #expect(browser.waitForStderr(seconds: 25) { $0.contains("PARLEY RESULT") }, "no result from the page:\n\(browser.stderr.suffix(3000))")
@@ -206,6 +207,21 @@ extension ProcessTests {
             let heard = try WAVReader(path: "\(dir)/heard.wav").readAllMono48k()
             let share = goertzelShare(loudestSecond(heard), frequency: 440)
             #expect(share > 0.4, "the browser at \(host) was heard with a 440 Hz share of \(share)")
+            return page
+        }
+
+        @Test("ICE restart with Chromium: the page restarts ICE 2 s in (PATCH with new credentials, the relay's new ones back); it stays connected, the same member, and is heard")
+        func browserRestartsICE() throws {
+            let lab = try NATLab()
+            defer { lab.remove() }
+            let relay = try relay(lab, announce: NATLab.relayPublic)
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            let page = try browserIsHeard(lab, relay: relay, host: NATLab.relayPublic, query: "&restart=2")
+            #expect(page.contains("PARLEY iceRestart"), "the page did not restart ICE:\n\(page)")
+            #expect(relay.stderr.contains("web restarted ICE in"), "\(relay.stderr.suffix(2000))")
+            // One session from join to the end (heard through the recorder's whole stay): never replaced or rejoined.
+            let joins = relay.stderr.components(separatedBy: "\n").filter { $0.contains("WebRTC member web added to") }
+            #expect(joins.count == 1 && !relay.stderr.contains("replaced"), "\(relay.stderr.suffix(2000))")
         }
 
         @Test("parley behind a firewall that drops UDP: after 2 s without an answer it joins over TCP, says so, and hears the room (its room on the second worker: the tunnel names the port)")

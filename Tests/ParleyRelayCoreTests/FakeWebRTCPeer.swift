@@ -13,10 +13,10 @@ final class FakeWebRTCPeer {
     static let relayPort: UInt16 = 7400
     /// Where the browser is (its checks, DTLS and media come from here).
     let address: PeerAddress
-    /// Its `a=ice-ufrag`: the second half of its checks' USERNAME.
-    let ufrag: String
+    /// Its `a=ice-ufrag`: the second half of its checks' USERNAME (new at an ICE restart).
+    private(set) var ufrag: String
     /// Its `a=ice-pwd`: the relay's checks of its address carry MESSAGE-INTEGRITY under it, and so do its answers.
-    let password = "peer-password-0123456789"
+    private(set) var password = "peer-password-0123456789"
     /// Whether it answers the relay's checks, as every ICE agent does (false: an address that never answers, such as
     /// a victim whose address a member forged).
     var answersChecks = true
@@ -78,6 +78,20 @@ final class FakeWebRTCPeer {
 
     /// The relay's ice-pwd as MESSAGE-INTEGRITY's key.
     var relayPassword: [UInt8] { Array(info.icePassword.utf8) }
+
+    /// An ICE restart (the WHIP `PATCH` with new credentials): new ufrag and password of its own, the relay's new ones
+    /// taken from the result. Returns the result.
+    @discardableResult
+    func restartICE(_ net: FakeNetwork, room: String = "lobby", identity: String = "browser", ufrag: String, password: String) -> AdminResult {
+        let result = net.core.restartWebRTCICE(room: room, identity: identity, remoteUfrag: ufrag, remotePassword: password, now: net.now)
+        if case .iceRestarted(let relayUfrag, let relayPassword, _) = result {
+            self.ufrag = ufrag
+            self.password = password
+            info.iceUfrag = relayUfrag
+            info.icePassword = relayPassword
+        }
+        return result
+    }
 
     /// A connectivity check as a controlling full agent sends it: USERNAME `relayUfrag:peerUfrag` (or `username`),
     /// PRIORITY, ICE-CONTROLLING, USE-CANDIDATE when asked, MESSAGE-INTEGRITY under the relay's password (or

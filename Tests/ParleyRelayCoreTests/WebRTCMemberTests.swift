@@ -290,6 +290,50 @@ struct WebRTCMemberTests {
         net.undelivered.removeAll()
     }
 
+    @Test("an ICE restart (a phone moving from Wi-Fi to a mobile network): new credentials both ways; the old ones stop working; the new address proves itself under the new ones and the member keeps its session, keys and place")
+    func iceRestart() throws {
+        let net = world()
+        let alice = net.addClient("alice")
+        net.joinAll()
+        let peer = try FakeWebRTCPeer(address: Self.browser)
+        let before = try connected(net, peer)
+        let memberID = try #require(member(net)?.id)
+        let oldCheck = peer.checkBytes(useCandidate: true)
+        let result = peer.restartICE(net, ufrag: "newfrag1", password: "new-password-0123456789")
+        guard case .iceRestarted(let ufrag, let password, let port) = result else { Issue.record("got \(result)"); return }
+        #expect(ufrag != before.iceUfrag && password != before.icePassword && port == FakeWebRTCPeer.relayPort)
+        // The same credentials again restart nothing; another identity's session is not there.
+        #expect(peer.restartICE(net, ufrag: "newfrag1", password: "new-password-0123456789") != result)
+        if case .iceRestarted = net.core.restartWebRTCICE(room: "lobby", identity: "nobody", remoteUfrag: "abcd", remotePassword: String(repeating: "p", count: 22), now: net.now) {
+            Issue.record("a restart for nobody")
+        }
+        // A check made with the old credentials (a replay) is rejected now.
+        let rejected = net.core.counters.drops(.stunRejected)
+        let moved = PeerAddress(ipv4: 198, 51, 100, 9, port: 50_010)
+        net.deliverToRelay(oldCheck, from: moved, port: 7400)
+        #expect(net.core.counters.drops(.stunRejected) == rejected + 1 && member(net)?.address == Self.browser)
+        // The phone on its new network: its nominated check under the new credentials puts the address on trial; the
+        // relay's check (under the new password) is answered; the media follows. Same member, same keys.
+        net.inFlight.removeAll()
+        net.deliverToRelay(peer.checkBytes(useCandidate: true), from: moved, port: 7400)
+        let checkToMoved = try #require(net.inFlight.first { $0.to == moved && FakeWebRTCPeer.isBindingRequest($0.bytes) }?.bytes)
+        net.deliverToRelay(try #require(peer.answer(checkToMoved)), from: moved, port: 7400)
+        #expect(member(net)?.address == moved && member(net)?.id == memberID)
+        net.undelivered.removeAll()
+        alice.speak(level: 20)
+        net.exchange()
+        #expect(net.undelivered.contains { $0.to == moved && Self.isRTPOrRTCP($0.bytes) }, "alice's speech goes to the new address")
+        // Consent goes on under the new credentials: 40 s of answering keeps the member.
+        for _ in 0..<40 {
+            net.advance(milliseconds: 1_000)
+            for d in net.undelivered where d.to == moved && FakeWebRTCPeer.isBindingRequest(d.bytes) {
+                if let answer = peer.answer(d.bytes) { net.deliverToRelay(answer, from: moved, port: 7400) }
+            }
+            net.undelivered.removeAll()
+        }
+        #expect(member(net)?.id == memberID, "consent under the new credentials keeps the member")
+    }
+
     @Test("the reflection attack (issue 33, finding 2): a connected member forges a nominated check and SRTP from a victim's address; in 65 s of a speaker the victim gets at most three times the bytes forged at it, and no media")
     func noReflectionAfterHandshake() throws {
         let net = world()

@@ -4,7 +4,8 @@
 // documents (the character sets of everything an answer echoes, the counts, the ranges). `audioSections()` follows,
 // and for an offer the relay can answer, `SDPAnswer` with the sections the route would choose: it must refuse exactly
 // when its documented rules say, and an answer it writes must be plain CRLF text that the offer parser reads back
-// section by section.
+// section by section. The same bytes also go to `ICEFragment(parsing:)` (a PATCH body): it refuses with
+// `bad_sdpfrag` only, and credentials it accepts are ICE strings of their lengths, both or neither.
 //
 // Compiled by Tests/Fuzz/run.sh together with Sources/ParleyWebRTC/*.swift and Sources/ParleyWire/*.swift into one
 // module named ParleyWire (the files' own `import ParleyWire` is then ignored; internal API is visible), with
@@ -20,7 +21,20 @@ private let cname = "r7Kd2Qx9"
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
-    let text = String(decoding: UnsafeBufferPointer(start: data, count: size), as: UTF8.self)
+    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    do {
+        let fragment = try ICEFragment(parsing: bytes)
+        precondition((fragment.ufrag == nil) == (fragment.password == nil), "credentials come in pairs")
+        if let u = fragment.ufrag, let p = fragment.password {
+            precondition(SDPSyntax.isICEString(Substring(u), 4...256) && SDPSyntax.isICEString(Substring(p), 22...256))
+            let answer = ICEFragment.restartAnswer(ufrag: ufrag, password: pwd, mid: fragment.mid ?? "0", candidates: candidates,
+                                                   tcpCandidates: [])
+            precondition(!answer.contains("\n\n") && answer.hasSuffix("\r\n"))
+        }
+    } catch {
+        precondition(error.code == "bad_sdpfrag", "fragment refused with \(error.code)")
+    }
+    let text = String(decoding: bytes, as: UTF8.self)
     let offer: SDPOffer
     do { offer = try SDPOffer(parsing: text) } catch {
         precondition(["too_large", "bad_sdp", "bad_fingerprint"].contains(error.code),
