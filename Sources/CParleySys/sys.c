@@ -2,6 +2,7 @@
 #include "CParleySys.h"
 #include <errno.h>
 #include <sys/socket.h>
+#include <netinet/tcp.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/epoll.h>
@@ -14,7 +15,38 @@ _Static_assert(sizeof(struct parley_mmsg) == sizeof(struct mmsghdr), "parley_mms
 int parley_accept4(int fd, void *address, unsigned int *length) {
     int c;
     do { c = accept4(fd, (struct sockaddr *)address, (socklen_t *)length, SOCK_NONBLOCK | SOCK_CLOEXEC); } while (c < 0 && errno == EINTR);
-    return c < 0 ? -errno : c;
+    if (c < 0) return -errno;
+    int on = 1;
+    setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+    return c;
+}
+
+int parley_tcp_socket(int ipv6) {
+    int fd = socket(ipv6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    int on = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+    return fd;
+}
+
+long parley_tcp_recv(int fd, void *buffer, unsigned long length) {
+    ssize_t n;
+    do { n = recv(fd, buffer, length, MSG_DONTWAIT); } while (n < 0 && errno == EINTR);
+    return n < 0 ? -errno : n;
+}
+
+long parley_tcp_send(int fd, const void *buffer, unsigned long length) {
+    ssize_t n;
+    do { n = send(fd, buffer, length, MSG_DONTWAIT | MSG_NOSIGNAL); } while (n < 0 && errno == EINTR);
+    return n < 0 ? -errno : n;
+}
+
+int parley_socket_error(int fd) {
+    int error = 0;
+    socklen_t size = sizeof error;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) != 0) return errno;
+    return error;
 }
 
 int parley_recvmmsg(int fd, struct parley_mmsg *msgs, unsigned int count) {

@@ -3,7 +3,7 @@ import Glibc
 import ParleyWire
 
 /// A non-blocking TCP socket: a listener (`listening(on:)`) or a connection (accepted, or `connect(to:)`). Closes its
-/// descriptor in `deinit`. Owned by one thread.
+/// descriptor in `deinit`. Owned by one thread. Its socket calls are CParleySys's (`parley_tcp_*`).
 public final class TCPSocket: @unchecked Sendable {
     /// The descriptor.
     public let fd: Int32
@@ -19,11 +19,9 @@ public final class TCPSocket: @unchecked Sendable {
 
     /// A listener on `address` (the IPv6 wildcard is dual stack), backlog 512.
     public static func listening(on address: PeerAddress) throws(SystemError) -> TCPSocket {
-        let fd = socket(address.isIPv4 ? AF_INET : AF_INET6, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw SystemError("socket", errno) }
+        let fd = parley_tcp_socket(address.isIPv4 ? 0 : 1)
+        guard fd >= 0 else { throw SystemError("socket", -fd) }
         let s = TCPSocket(fd: fd, peer: nil)
-        var on: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
         var storage = sockaddr_storage()
         let length = withUnsafeMutableBytes(of: &storage) { address.write(to: $0.baseAddress!, ipv4Socket: address.isIPv4) }
         let bound = withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
@@ -35,24 +33,18 @@ public final class TCPSocket: @unchecked Sendable {
     /// The next waiting connection, non-blocking; nil when none waits (or accept failed: EMFILE and the like).
     public func accept() -> TCPSocket? {
         var storage = sockaddr_storage()
-        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let c = withUnsafeMutablePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { parley_accept4(fd, $0, &length) }
-        }
+        var length = UInt32(MemoryLayout<sockaddr_storage>.size)
+        let c = withUnsafeMutablePointer(to: &storage) { parley_accept4(fd, $0, &length) }
         guard c >= 0 else { return nil }
         let peer = withUnsafeBytes(of: &storage) { PeerAddress(storage: $0.baseAddress!) }
-        var on: Int32 = 1
-        setsockopt(c, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
         return TCPSocket(fd: c, peer: peer)
     }
 
     /// Connects to `address`, waiting at most `timeoutMilliseconds`; the socket is non-blocking afterwards.
     public static func connect(to address: PeerAddress, timeoutMilliseconds: Int32) throws(SystemError) -> TCPSocket {
-        let fd = socket(address.isIPv4 ? AF_INET : AF_INET6, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw SystemError("socket", errno) }
+        let fd = parley_tcp_socket(address.isIPv4 ? 0 : 1)
+        guard fd >= 0 else { throw SystemError("socket", -fd) }
         let s = TCPSocket(fd: fd, peer: address)
-        var on: Int32 = 1
-        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
         var storage = sockaddr_storage()
         let length = withUnsafeMutableBytes(of: &storage) { address.write(to: $0.baseAddress!, ipv4Socket: address.isIPv4) }
         let rc = withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, length) } }
@@ -60,21 +52,10 @@ public final class TCPSocket: @unchecked Sendable {
             guard errno == EINPROGRESS else { throw SystemError("connect tcp \(address)", errno) }
             var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
             guard poll(&p, 1, timeoutMilliseconds) == 1 else { throw SystemError("connect tcp \(address): no answer", ETIMEDOUT) }
-            var error: Int32 = 0
-            var size = socklen_t(MemoryLayout<Int32>.size)
-            getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size)
+            let error = parley_socket_error(fd)
             guard error == 0 else { throw SystemError("connect tcp \(address)", error) }
         }
         return s
-    }
-
-    /// The port the socket is bound to.
-    public var localPort: UInt16? {
-        var storage = sockaddr_storage()
-        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let rc = withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        guard rc == 0 else { return nil }
-        return withUnsafeBytes(of: &storage) { PeerAddress(storage: $0.baseAddress!)?.port }
     }
 
     /// What one non-blocking read or write did.
@@ -89,22 +70,17 @@ public final class TCPSocket: @unchecked Sendable {
 
     /// Reads what is waiting into `buffer`.
     public func read(into buffer: UnsafeMutableRawBufferPointer) -> Transfer {
-        while true {
-            let n = recv(fd, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT))
-            if n > 0 { return .bytes(n) }
-            if n == 0 { return .closed }
-            if errno == EINTR { continue }
-            return errno == EAGAIN || errno == EWOULDBLOCK ? .wouldBlock : .closed
-        }
+        Self.transfer(parley_tcp_recv(fd, buffer.baseAddress, UInt(buffer.count)), endAtZero: true)
     }
 
     /// Writes as much of `bytes` as the socket takes now.
     public func write(_ bytes: UnsafeRawBufferPointer) -> Transfer {
-        while true {
-            let n = send(fd, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL))
-            if n >= 0 { return .bytes(n) }
-            if errno == EINTR { continue }
-            return errno == EAGAIN || errno == EWOULDBLOCK ? .wouldBlock : .closed
-        }
+        Self.transfer(parley_tcp_send(fd, bytes.baseAddress, UInt(bytes.count)), endAtZero: false)
+    }
+
+    private static func transfer(_ n: Int, endAtZero: Bool) -> Transfer {
+        if n > 0 || (n == 0 && !endAtZero) { return .bytes(n) }
+        if n == 0 { return .closed }
+        return -n == EAGAIN || -n == EWOULDBLOCK ? .wouldBlock : .closed
     }
 }

@@ -19,8 +19,18 @@ int parley_sendmmsg(int fd, struct parley_mmsg *msgs, unsigned int count);
 /// Sets SO_RCVBUF/SO_SNDBUF, trying SO_*BUFFORCE first (root), returns 0 or -errno.
 int parley_set_socket_buffers(int fd, int bytes);
 
-/// accept4(2) non-blocking and close-on-exec, EINTR retried; returns the descriptor or -errno.
+/// accept4(2) non-blocking and close-on-exec, EINTR retried, TCP_NODELAY set; returns the descriptor or -errno.
 int parley_accept4(int fd, void *address, unsigned int *length);
+/// A non-blocking, close-on-exec TCP socket (IPv6 when `ipv6`), TCP_NODELAY and SO_REUSEADDR set; the descriptor or
+/// -errno. (TCPSocket's calls live here: Swift 6.0 loses glibc's socket macros in a module's other files when one
+/// file uses them beside UDPSocket's in some build orders.)
+int parley_tcp_socket(int ipv6);
+/// recv(2) with MSG_DONTWAIT, EINTR retried: bytes read, 0 at end of stream, or -errno.
+long parley_tcp_recv(int fd, void *buffer, unsigned long length);
+/// send(2) with MSG_DONTWAIT | MSG_NOSIGNAL, EINTR retried: bytes written or -errno.
+long parley_tcp_send(int fd, const void *buffer, unsigned long length);
+/// The socket's pending error (SO_ERROR) after a non-blocking connect: 0 or the errno.
+int parley_socket_error(int fd);
 
 /// eventfd(2) non-blocking and close-on-exec; returns the descriptor or -errno.
 int parley_eventfd(void);
