@@ -188,6 +188,20 @@ extension ProcessTests {
             #expect(relayHelp.wait(seconds: 5) == 0)
             #expect(relayHelp.stdout.contains("127.0.0.1:7480") && relayHelp.stdout.contains("Samples/parley-relay.json"))
         }
+
+        @Test("the ready line counts workers in good English and names the web page's address when it serves one (not without)")
+        func readyLine() throws {
+            let (one, _) = try startRelay(workers: 1, environment: ["PARLEY_WEB_ROOT": ExternalProgram.packageRoot + "/Samples/web"])
+            defer { one.signal(SIGTERM); one.wait(seconds: 5) }
+            let base = try #require(httpBase(of: one))
+            let line = try #require(one.lines.first { $0.contains("ready on udp") })
+            #expect(line.contains("(1 worker on port ") && !line.contains("workers"), "\(line)")
+            #expect(line.contains("; web page: \(base)/; join with: parley join"), "\(line)")
+            let (two, _) = try startRelay(workers: 2, environment: ["PARLEY_WEB_ROOT": ""])
+            defer { two.signal(SIGTERM); two.wait(seconds: 5) }
+            let second = try #require(two.lines.first { $0.contains("ready on udp") })
+            #expect(second.contains("(2 workers on ports ") && !second.contains("web page"), "\(second)")
+        }
     }
 }
 
