@@ -9,7 +9,7 @@ enum JoinCommand {
     static let usage = """
     usage: parley join ROOM --identity NAME [--server HOST:PORT] [--token T] [--name N] [--duration SECONDS]
                        [--mute] [--listen-only] [--mode forward|mix|hybrid] [--audience] [--say TEXT] [--image FILE]
-                       [--images-dir DIR] [--history N] [--no-tui] [audio options]
+                       [--images-dir DIR] [--history N] [--no-tui] [--verbose] [audio options]
     \(AudioOptions.usage)
 
     Joins ROOM on the relay (default 127.0.0.1:7400). Without --token it mints one from PARLEY_API_KEY /
@@ -20,6 +20,8 @@ enum JoinCommand {
     API (PARLEY_URL, default http://127.0.0.1:7480) before joining and goes with it (--say may then be left out). Images
     in the room's texts are saved in --images-dir DIR (default ./parley-images, made 0700): "image from bob saved to PATH".
     --history N shows the room's last N texts (1–200) first, as the relay kept them (its HTTP API, PARLEY_URL).
+    --verbose also shows the relay's key after each join and, at exit, what each stream received and how its jitter
+    buffer played it, the round trips measured at the join and the longest gap between received packets.
     Exit: 0 left, 1 local error (device, file), 2 usage, 3 refused by the relay, 4 removed by the relay, 5 relay unreachable,
     11 the relay did not prove it holds the expected key.
     """
@@ -28,7 +30,7 @@ enum JoinCommand {
         let o = Options(arguments, valued: AudioOptions.valued.union(["identity", "server", "token", "name", "duration", "mode", "say", "image",
                                                                       "images-dir", "history"])
                             .union(SecurityOptions.valued),
-                        switches: AudioOptions.switches.union(["mute", "listen-only", "no-tui", "audience"]).union(SecurityOptions.switches), usage: usage)
+                        switches: AudioOptions.switches.union(["mute", "listen-only", "no-tui", "audience", "verbose"]).union(SecurityOptions.switches), usage: usage)
         guard let room = o.positional.first else { fail("join needs a ROOM\n\(usage)") }
         guard let identity = o["identity"], !identity.isEmpty else { fail("join needs --identity\n\(usage)") }
         guard let server = PeerAddress(parsing: o["server"] ?? "127.0.0.1:7400") else { fail("--server must be HOST:PORT") }
@@ -62,10 +64,18 @@ enum JoinCommand {
                             devices: devices, ui: ui, duration: duration, say: image == nil ? o["say"] : o["say"] ?? "")
         call.sayAttachments = image.map { [$0] } ?? []
         call.images = ImageDownloads(o, token: token)
+        call.verbose = o.has("verbose")
         let code = call.run()
         call.images?.finish(ui)
         devices.finish()
         ui.close()
+        if call.verbose { summary(call) }
+        return code
+    }
+
+    /// `--verbose`'s summary at exit: per stream, what arrived and how its jitter buffer played it; the round trips
+    /// measured at the join and where the buffers started; the longest gap between received packets.
+    static func summary(_ call: RoomCall) {
         let engine = call.engine
         for (ssrc, count) in engine.receivedBySSRC.sorted(by: { $0.key < $1.key }) {
             var line = "received ssrc \(ssrc) from \(call.names[ssrc] ?? (engine.mode != RoomMode.forward ? "the room mix" : "unknown")): \(count) packets"
@@ -84,7 +94,6 @@ enum JoinCommand {
                       "(fastest \(path.fastest.milliseconds) ms); jitter buffers started at \(prior.milliseconds) ms")
         }
         if engine.packetsReceived > 1 { writeLine("longest gap between received packets: \(engine.longestReceiveGap.milliseconds) ms") }
-        return code
     }
 }
 

@@ -47,6 +47,8 @@ final class RoomCall {
     var sayAttachments: [String] = []
     /// Where the images of the room's texts are fetched to (nil: not fetched).
     var images: ImageDownloads?
+    /// `--verbose`: also the relay key line after each welcome (a cleartext session is said always).
+    var verbose = false
 
     /// Opens the socket and the engine (which sends its join at once); exits with a one-line error when the encoder
     /// cannot start.
@@ -186,7 +188,7 @@ final class RoomCall {
             myMemberID = w.memberID
             names[w.ssrc] = identity
             ui.event("joined \(title == "room \(w.room)" ? w.room : "the \(title)") as \(w.identity) (member \(w.memberID), ssrc \(w.ssrc), port \(w.port), mode \(w.mode), \(w.memberCount) others)")
-            ui.event(Self.protection(engine.session.signalling))
+            if verbose || engine.session.signalling.security == .cleartext { ui.event(Self.protection(engine.session.signalling)) }
         case .memberList(let list):
             for m in list { names[m.ssrc] = m.identity; members[m.memberID] = m }
             ui.event("members: " + (list.isEmpty ? "(nobody else)" : list.map { $0.identity + ($0.flags.contains(.muted) ? " (muted)" : "") }.joined(separator: ", ")))

@@ -97,7 +97,7 @@ extension ProcessTests {
             defer { for e in ears { e.signal(SIGTERM); e.wait(seconds: 5) } }
             for k in 1...2 {
                 let ear = try Spawned("parley", ["join", room, "--identity", "ear\(k)", "--server", nodes[k].udp, "--listen-only",
-                                                 "--no-playback", "--no-tui", "--duration", "7"])
+                                                 "--no-playback", "--no-tui", "--duration", "7", "--verbose"])
                 ears.append(ear)
                 #expect(ear.waitFor(seconds: 8) { $0.contains("joined \(room)") }, "\(ear.stdout)\(ear.stderr)")
             }
@@ -204,7 +204,7 @@ extension ProcessTests {
             defer { talker.signal(SIGTERM); talker.wait(seconds: 5) }
             #expect(talker.waitFor(seconds: 8) { $0.contains("joined \(room)") }, "\(talker.stdout)")
             let ear = try Spawned("parley", ["join", room, "--identity", "ear", "--server", nodes[1].udp, "--listen-only",
-                                             "--no-playback", "--no-tui", "--duration", "9"])
+                                             "--no-playback", "--no-tui", "--duration", "9", "--verbose"])
             defer { ear.signal(SIGTERM); ear.wait(seconds: 5) }
             #expect(ear.waitFor(seconds: 8) { $0.contains("talker joined") || $0.contains("members: talker") }, "\(ear.stdout)")
             Thread.sleep(forTimeInterval: 1)
