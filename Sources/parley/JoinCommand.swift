@@ -50,7 +50,8 @@ enum JoinCommand {
         }
         // An image to say goes up before the join: a refused upload joins nothing.
         let image = o["image"].map { ImageUpload.upload($0, token: token()) }
-        let audio = AudioOptions(o)
+        var audio = AudioOptions(o)
+        audio.offersListenOnly = true
         let devices = DeviceAudio(audio: audio, listenOnly: listenOnly)
         let ui = TerminalUI(noTUI: o.has("no-tui"))
         if let n = o["history"] {

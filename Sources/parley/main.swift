@@ -40,8 +40,9 @@ let devicesUsage = """
 usage: parley devices
 
 Lists the ALSA PCM devices (name, tab, description) to pass to --device, --capture-device or --playback-device.
-With no sound card the list may be empty: use --tone or --input FILE.wav to send, --output FILE.wav or --no-playback
-to receive, or an ALSA configuration such as Samples/asoundrc.
+With no sound card the list may be empty: use --tone HZ or --input FILE.wav to send, --output FILE.wav or --no-playback
+to receive (parley join ROOM --listen-only --output FILE.wav only listens), or an ALSA configuration such as
+Samples/asoundrc.
 """
 
 var args = Array(CommandLine.arguments.dropFirst())
