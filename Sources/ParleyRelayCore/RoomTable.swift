@@ -285,7 +285,8 @@ final class RoomTable {
                                      attachments: attachments,
                                      receipt: .init(connection: member.session.connectionID, messageID: messageID, delivered: taken > 0)))
         }
-        let reason = recipients.isEmpty && elsewhere == 0 ? (identity.isEmpty ? "nobody else is in the room" : "\(identity) is not in the room")
+        let reason = recipients.isEmpty && elsewhere == 0
+            ? (!identity.isEmpty ? "\(identity) is not in the room" : history.enabled ? RoomTextKept.reason : "nobody else is in the room")
             : Outbox.laggards(behind)
         outbox.enqueue(.textStatus(messageID: messageID, delivered: taken > 0, reason: reason), to: member.session)
     }

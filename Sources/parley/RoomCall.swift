@@ -219,7 +219,7 @@ final class RoomCall {
         case .recording(let active, let id):
             ui.event(active ? "this room is being recorded (recording \(id))" : "the recording of this room stopped")
         case .textStatus(let id, let delivered, let reason):
-            ui.event("text \(id) " + (delivered ? (reason.isEmpty ? "delivered" : "delivered, but \(reason)") : "failed: \(reason)"))
+            ui.event(Self.statusLine(id, delivered: delivered, reason: reason))
         case .refused, .relayUnproven:
             break  // the engine ends with `.over(.refused)` / `.over(.relayUnproven)`
         case .roomKey:
@@ -235,6 +235,13 @@ final class RoomCall {
         case .roundTrip:
             break
         }
+    }
+
+    /// A room text's status for people: delivered (naming who was not keeping up), kept in the room's history for later
+    /// joiners when nobody else was there (`RoomTextKept`: not a failure), or failed and why.
+    static func statusLine(_ id: UInt32, delivered: Bool, reason: String) -> String {
+        if delivered { return "text \(id) " + (reason.isEmpty ? "delivered" : "delivered, but \(reason)") }
+        return reason == RoomTextKept.reason ? "text \(id) \(reason)" : "text \(id) failed: \(reason)"
     }
 
     /// A forward room's speakers as this client hears them (`SpeakingTracker`), shown as the relay's list would be.
