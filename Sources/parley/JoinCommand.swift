@@ -15,7 +15,10 @@ enum JoinCommand {
     Joins ROOM on the relay (default 127.0.0.1:7400). Without --token it mints one from PARLEY_API_KEY /
     PARLEY_API_SECRET (dev defaults when unset). Keys in the live view: m mute/unmute (not while muted by the room),
     t type a message to the room, q leave. --audience: the room this join opens is an audience room (with --listen-only
-    this member is counted, not announced). Without a terminal (or with --no-tui) it prints one line per event. Ctrl-C leaves (and finalises --output).
+    this member is counted, not announced). Without a terminal (or with --no-tui) it prints one line per event, and each
+    line typed or piped to it is sent to the room as a text; a line /quit, or the end of the input after a line was read
+    (Ctrl-D on a terminal), leaves once the texts are answered (stdin at /dev/null changes nothing: the join stays).
+    Ctrl-C leaves (and finalises --output). One text without staying: parley say ROOM TEXT.
     --say TEXT sends a text to the room once joined; --image FILE (PNG, JPEG, WebP or GIF) is uploaded to the relay's HTTP
     API (PARLEY_URL, default http://127.0.0.1:7480) before joining and goes with it (--say may then be left out). Images
     in the room's texts are saved in --images-dir DIR (default ./parley-images, made 0700): "image from bob saved to PATH".
@@ -41,13 +44,7 @@ enum JoinCommand {
         let given = givenToken(o, identity: identity)
         let token = { given ?? mintToken(identity: identity, name: o["name"], room: room, ttlSeconds: 3600,
                                                 publish: !listenOnly, admin: false, mode: o["mode"], audience: o.has("audience")) }
-        // The relay refuses names over its limit with the reason; one so long that the join cannot be sent at all is
-        // said here at once.
-        let probe = SignalDatagram(connectionID: 0, sequence: 0, ack: 0, message: .join(JoinRequest(
-            token: token(), room: room, cookie: [UInt8](repeating: 0, count: 64), nonce: [UInt8](repeating: 0, count: 16))))
-        guard (try? probe.serialized()) != nil else {
-            fail("the room name is too long: \(room.utf8.count) bytes (longest allowed: \(Signalling.maxNameBytes) bytes)")
-        }
+        checkRoomName(room, token: token())
         // An image to say goes up before the join: a refused upload joins nothing.
         let image = o["image"].map { ImageUpload.upload($0, token: token()) }
         var audio = AudioOptions(o)
@@ -66,6 +63,7 @@ enum JoinCommand {
         call.sayAttachments = image.map { [$0] } ?? []
         call.images = ImageDownloads(o, token: token)
         call.verbose = o.has("verbose")
+        if !ui.interactive { call.stdinTexts = StdinTexts() }
         let code = call.run()
         call.images?.finish(ui)
         devices.finish()
@@ -99,6 +97,16 @@ enum JoinCommand {
 }
 
 extension JoinCommand {
+    /// Exits 2 when the room name is so long that a join (with `token`) cannot be sent at all; the relay refuses names
+    /// over its limit with the reason, but this one would never reach it.
+    static func checkRoomName(_ room: String, token: String) {
+        let probe = SignalDatagram(connectionID: 0, sequence: 0, ack: 0, message: .join(JoinRequest(
+            token: token, room: room, cookie: [UInt8](repeating: 0, count: 64), nonce: [UInt8](repeating: 0, count: 16))))
+        guard (try? probe.serialized()) != nil else {
+            fail("the room name is too long: \(room.utf8.count) bytes (longest allowed: \(Signalling.maxNameBytes) bytes)")
+        }
+    }
+
     /// The room's last `limit` kept texts, oldest first, through the HTTP API with the member's own token; a relay that
     /// keeps none, or cannot be reached, is one line on stderr and the join goes on.
     static func showHistory(room: String, limit: Int, token: String, ui: TerminalUI) {

@@ -49,6 +49,21 @@ final class RoomCall {
     var images: ImageDownloads?
     /// `--verbose`: also the relay key line after each welcome (a cleartext session is said always).
     var verbose = false
+    /// `join` without its live view: the lines on stdin, each a room text (nil: stdin is not read for texts).
+    var stdinTexts: StdinTexts?
+    /// `parley say`: leave once the `say` text has its status (or `statusWait` after it was sent without one).
+    var leaveOnceSaid = false
+    /// The `say` text's status once it came (the first, when a second follows).
+    private(set) var sayStatus: (delivered: Bool, reason: String)?
+    private var sayID: UInt32?
+    /// Whether `say` was sent (or tried).
+    private var said = false
+    /// Texts sent whose status has not come yet, and when the last one was sent: a leave asked for on stdin waits for
+    /// them (at most `statusWait`), so the person sees what became of the texts.
+    private var unanswered: Set<UInt32> = []
+    private var lastSent = Instant.origin
+    /// How long a leave waits for the statuses of the texts just sent.
+    static let statusWait = Interval.seconds(3)
 
     /// Opens the socket and the engine (which sends its join at once); exits with a one-line error when the encoder
     /// cannot start.
@@ -76,13 +91,19 @@ final class RoomCall {
     /// Runs until leaving; returns the exit code.
     func run() -> Int32 {
         let start = Clock.monotonic()
-        var said = false
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
         defer { buffer.deallocate() }
-        let poller = Poller(ui.interactive ? [socket.fd, 0] : [socket.fd])
+        // Stdin is polled for the live view's keys, or for texts while `stdinTexts` watches it.
+        var readingStdin = ui.interactive || stdinTexts?.watched == true
+        var poller = Poller(readingStdin ? [socket.fd, 0] : [socket.fd])
         var nextTick = Clock.monotonic()
         while true {
             let now = Clock.monotonic()
+            if let texts = stdinTexts, !ui.interactive, texts.watched != readingStdin {
+                readingStdin = texts.watched
+                poller = Poller(readingStdin ? [socket.fd, 0] : [socket.fd])
+            }
+            if doneSaying(now: now) { leaveRequested = true }
             if interrupted.load(ordering: .relaxed), case .waitingToRejoin = engine.phase { return 0 }  // nothing to leave
             if interrupted.load(ordering: .relaxed) || leaveRequested || (duration > 0 && (now - start).seconds >= duration)
                 || (devices.inputEnded && !devices.listenOnly && duration == 0) {
@@ -106,6 +127,7 @@ final class RoomCall {
             while let key = ui.key() {
                 if handleKey(key) { engine.leave(now: now); return 0 }
             }
+            if let texts = stdinTexts, !ui.interactive, readingStdin, poller.isReadable(1) { texts.read() }
             let tickNow = Clock.monotonic()
             if tickNow >= nextTick {
                 do {
@@ -124,8 +146,14 @@ final class RoomCall {
                 images?.report(ui)
                 if joined, !said, let say {
                     said = true
-                    if let id = engine.sendText(say, attachments: sayAttachments, now: tickNow) { ui.event("sent text \(id)") }
+                    sayID = engine.sendText(say, attachments: sayAttachments, now: tickNow)
+                    if let id = sayID {
+                        ui.event("sent text \(id)")
+                        unanswered.insert(id)
+                        lastSent = tickNow
+                    }
                 }
+                if joined, let texts = stdinTexts { sendLines(texts, now: tickNow) }
                 updateStatus()
             }
             ui.draw(now: tickNow)
@@ -220,6 +248,8 @@ final class RoomCall {
             ui.event(active ? "this room is being recorded (recording \(id))" : "the recording of this room stopped")
         case .textStatus(let id, let delivered, let reason):
             ui.event(Self.statusLine(id, delivered: delivered, reason: reason))
+            unanswered.remove(id)
+            if id == sayID, sayStatus == nil { sayStatus = (delivered, reason) }
         case .refused, .relayUnproven:
             break  // the engine ends with `.over(.refused)` / `.over(.relayUnproven)`
         case .roomKey:
@@ -235,6 +265,37 @@ final class RoomCall {
         case .roundTrip:
             break
         }
+    }
+
+    /// Sends the lines read from stdin, in order; one that cannot go yet (the signalling channel is full) waits with
+    /// those after it for the next tick.
+    private func sendLines(_ texts: StdinTexts, now: Instant) {
+        var lines = texts.takeWaiting()[...]
+        while let line = lines.first {
+            switch line {
+            case .tooLong(let bytes):
+                ui.notice("a line of \(bytes) bytes was not sent: a text must be at most \(Signalling.maxTextBytes) bytes")
+            case .text(let text) where text.utf8.count > Signalling.maxTextBytes:
+                ui.notice("a line of \(text.utf8.count) bytes was not sent: a text must be at most \(Signalling.maxTextBytes) bytes")
+            case .text(let text):
+                guard let id = engine.sendText(text, now: now) else {
+                    texts.putBack(Array(lines))
+                    return
+                }
+                ui.event("sent text \(id)")
+                unanswered.insert(id)
+                lastSent = now
+            }
+            lines = lines.dropFirst()
+        }
+    }
+
+    /// Whether it is time to leave because the person is done: `/quit` or the end of stdin (`stdinTexts`), or `parley
+    /// say`'s text answered — once every line read is sent and the texts sent have their status (or `statusWait` passed).
+    private func doneSaying(now: Instant) -> Bool {
+        let asked = stdinTexts?.wantsToLeave == true || (leaveOnceSaid && said)
+        guard asked, stdinTexts?.waiting.isEmpty != false else { return false }
+        return unanswered.isEmpty || now - lastSent >= Self.statusWait
     }
 
     /// A room text's status for people: delivered (naming who was not keeping up), kept in the room's history for later
