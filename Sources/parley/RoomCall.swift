@@ -27,8 +27,10 @@ final class RoomCall {
     let engine: ClientEngine
     /// SSRC → identity, from the member list and events.
     private(set) var names: [UInt32: String] = [:]
-    private var members: [UInt32: MemberEntry] = [:]
+    /// Who is in the room, one entry per identity (a member moving between nodes is listed once).
+    private var members: MemberListing
     private var speaking: [SpeakerEntry] = []
+    private var lastSpeaking = ""
     private var myMemberID: UInt32 = 0
     /// The message being typed after `t` (UTF-8 bytes from the terminal → text), or nil when not typing.
     private var typing: LineEditor?
@@ -72,6 +74,7 @@ final class RoomCall {
         self.room = configuration.room
         self.title = "room \(configuration.room)"
         self.identity = identity
+        self.members = MemberListing(me: identity)
         self.server = server
         self.devices = devices
         self.ui = ui
@@ -168,7 +171,7 @@ final class RoomCall {
         case .connectionLost(let reason): ui.event("connection lost: \(reason)")
         case .rejoining(let wait): ui.event("reconnecting in \(wait.wholeSeconds) s")
         case .redirected(let node): ui.event("the room is on another node of the cluster: joining it at \(node)")
-        case .moving(let node): ui.event("the node is draining: moving to \(node)")
+        case .moving(let node, let draining): ui.event("moving to the node at \(node) because the node at \(draining) is draining")
         case .failingOver(let node): ui.event("the relay is lost; rejoining through another node of the cluster at \(node)")
         case .relaySilent(let quiet): ui.notice("the relay at \(server) stopped answering (nothing for \(quiet.wholeSeconds) s); still trying")
         case .relayBack(let after): ui.notice("the relay at \(server) answers again (silent for \(after.wholeSeconds) s)")
@@ -181,7 +184,9 @@ final class RoomCall {
             case .left: return 0
             case .removed(let code, let reason):
                 ui.close()
-                writeLine("parley: \(Self.removal(code, room: room)): \(reason.isEmpty ? "no reason given" : reason)", fd: 2)
+                // A `moved` this stay does not follow (a call's room) names the next node: said as a sentence.
+                let why = code == .moved ? (try? NodePointer(parsing: reason)).map { "the room went on at the node at \($0.address)" } ?? reason : reason
+                writeLine("parley: \(Self.removal(code, room: room)): \(why.isEmpty ? "no reason given" : why)", fd: 2)
                 return 4
             case .unreachable(let reason):
                 ui.close()
@@ -214,33 +219,39 @@ final class RoomCall {
         switch event {
         case .welcomed(let w):
             myMemberID = w.memberID
+            members.reset()  // the welcome's own list follows, with this node's ids
             names[w.ssrc] = identity
             ui.event("joined \(title == "room \(w.room)" ? w.room : "the \(title)") as \(w.identity) (member \(w.memberID), ssrc \(w.ssrc), port \(w.port), mode \(w.mode), \(w.memberCount) others)")
             if verbose || engine.session.signalling.security == .cleartext { ui.event(Self.protection(engine.session.signalling)) }
         case .memberList(let list):
-            for m in list { names[m.ssrc] = m.identity; members[m.memberID] = m }
-            ui.event("members: " + (list.isEmpty ? "(nobody else)" : list.map { $0.identity + ($0.flags.contains(.muted) ? " (muted)" : "") }.joined(separator: ", ")))
+            for m in list { names[m.ssrc] = m.identity }
+            members.add(list)
+            var named: Set = [identity]  // a member moving between nodes (this one too) may be in it: named once, or not at all
+            let unique = list.filter { named.insert($0.identity).inserted }
+            ui.event("members: " + (unique.isEmpty ? "(nobody else)" : unique.map { $0.identity + ($0.flags.contains(.muted) ? " (muted)" : "") }.joined(separator: ", ")))
         case .member(let kind, let m, let reason):
             names[m.ssrc] = m.identity
             switch kind {
-            case .joined: members[m.memberID] = m; ui.event("\(m.identity) joined")
-            case .left: members[m.memberID] = nil; ui.event("\(m.identity) left" + (reason.isEmpty ? "" : ": \(reason)"))
+            case .joined:
+                if members.joined(m) { ui.event("\(m.identity) joined") }
+            case .left:
+                if members.left(m) { ui.event("\(m.identity) left" + (reason.isEmpty ? "" : ": \(reason)")) }
             case .muted where m.memberID == myMemberID && m.flags.contains(.mutedByRoom):
                 ui.event("you are muted by the room" + (reason.isEmpty ? " (only the room can unmute you)" : ": \(reason)"))
             case .unmuted where m.memberID == myMemberID:
                 ui.event("you are unmuted")
             case .muted:
-                if m.memberID != myMemberID { members[m.memberID] = m }
+                if m.memberID != myMemberID { members.update(m) }
                 ui.event("\(m.identity) muted" + (m.flags.contains(.mutedByRoom) ? " by the room" : ""))
             case .unmuted:
-                if m.memberID != myMemberID { members[m.memberID] = m }
+                if m.memberID != myMemberID { members.update(m) }
                 ui.event("\(m.identity) unmuted")
             }
         case .audience(let count):
             ui.event("\(count) listening")
         case .speakers(let list):  // mix rooms (forward rooms: `showSpeakers`, from the streams themselves)
             speaking = list
-            ui.event("speaking: " + (list.isEmpty ? "(nobody)" : list.map { "\(who($0.memberID)) (-\($0.level) dBov)" }.joined(separator: ", ")))
+            showSpeaking(list.map { (who($0.memberID), $0.level) })
         case .text(let from, let direct, let text, let ids):
             ui.event("\(direct ? "direct text" : "text") from \(from): " + ImageDownloads.line(text, ids))
             images?.fetch(ids, from: from)
@@ -258,6 +269,8 @@ final class RoomCall {
             // The relay restarted (or dropped us while we were away): the engine joins afresh after the backoff, as
             // after a shutdown.
             ui.event("the relay no longer knows this session (\(reason)); joining afresh")
+        case .goodbye(.moved, _):
+            break  // its reason is the next node for the engine ("HOST:PORT KEY"); `.moving` says it in a sentence
         case .goodbye(_, let reason):
             ui.event("the relay ended the session: \(reason)")
         case .resumed:
@@ -308,9 +321,20 @@ final class RoomCall {
     /// A forward room's speakers as this client hears them (`SpeakingTracker`), shown as the relay's list would be.
     private func showSpeakers(_ heard: [SpeakingTracker.Speaker]) {
         speaking = heard.map { s in
-            SpeakerEntry(memberID: members.values.first { $0.ssrc == s.ssrc }?.memberID ?? 0, ssrc: s.ssrc, level: s.level)
+            SpeakerEntry(memberID: members.member(ssrc: s.ssrc)?.memberID ?? 0, ssrc: s.ssrc, level: s.level)
         }
-        ui.event("speaking: " + (heard.isEmpty ? "(nobody)" : heard.map { "\(names[$0.ssrc] ?? "ssrc \($0.ssrc)") (-\($0.level) dBov)" }.joined(separator: ", ")))
+        showSpeaking(heard.map { (names[$0.ssrc] ?? "ssrc \($0.ssrc)", $0.level) })
+    }
+
+    /// The "speaking:" line, each person once (a member moving between nodes is heard through two streams for a
+    /// moment), and only when it says something new.
+    private func showSpeaking(_ heard: [(name: String, level: UInt8)]) {
+        var named = Set<String>()
+        let unique = heard.filter { named.insert($0.name).inserted }
+        let line = "speaking: " + (unique.isEmpty ? "(nobody)" : unique.map { "\($0.name) (-\($0.level) dBov)" }.joined(separator: ", "))
+        guard line != lastSpeaking else { return }
+        lastSpeaking = line
+        ui.event(line)
     }
 
     /// What happened, for the line that says why the relay removed us.
@@ -319,12 +343,13 @@ final class RoomCall {
         case .kicked: "removed from the room \(room)"
         case .roomClosed: "the room \(room) was closed"
         case .replaced: "this session was replaced by a newer one"
+        case .moved: "the relay's node is draining"
         default: "the relay ended the session"
         }
     }
 
     private func who(_ memberID: UInt32) -> String {
-        memberID == myMemberID ? identity : (members[memberID]?.identity ?? "member \(memberID)")
+        memberID == myMemberID ? identity : (members[id: memberID]?.identity ?? "member \(memberID)")
     }
 
     /// Live-view keys; returns true to leave.
@@ -374,9 +399,10 @@ final class RoomCall {
         let recording = engine.session.recording ? " · ● REC" : ""
         var lines = ["parley · \(title)\(recording) · \(identity)\(headerNote)\(mute) · mic \(devices.listenOnly ? "off" : "-\(engine.inputLevel) dBov")"
                      + " · \(connection(now: Clock.monotonic()))"]
-        let speakingIDs = Set(speaking.map(\.memberID))
-        for m in members.values.sorted(by: { $0.identity < $1.identity }) {
-            let talking = speakingIDs.contains(m.memberID) || audible.contains(m.ssrc)
+        let speaking = Set(speaking.compactMap { members[id: $0.memberID]?.identity })
+        let audibleNames = Set(members.byID.values.filter { audible.contains($0.ssrc) }.map(\.identity))
+        for m in members.entries {
+            let talking = speaking.contains(m.identity) || audibleNames.contains(m.identity)
             let muted = m.flags.contains(.mutedByRoom) ? " (muted by the room)" : m.flags.contains(.muted) ? " (muted)" : ""
             lines.append("  \(talking ? "🔊" : "  ") \(m.identity)\(muted)")
         }
