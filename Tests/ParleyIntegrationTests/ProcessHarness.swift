@@ -28,6 +28,11 @@ final class Spawned: @unchecked Sendable {
         try self.init(url: Spawned.binary(executable), arguments, environment: environment, input: input)
     }
 
+    /// Starts a script of the repository (`path` from the package root, e.g. "Samples/demo.sh") as a person runs it.
+    convenience init(script path: String, _ arguments: [String], environment: [String: String] = [:]) throws {
+        try self.init(url: URL(fileURLWithPath: ExternalProgram.packageRoot + "/" + path), arguments, environment: environment)
+    }
+
     /// The state directory every relay the tests start shares, one per user so runs do not pile up directories (one key
     /// for all: relays starting at once, even from two test runs, agree on it).
     static let relayStateDirectory = NSTemporaryDirectory() + "parley-tests-\(geteuid())/relay-state"
