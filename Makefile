@@ -10,7 +10,7 @@ DEBS_RUN  := pkg-config libopus-dev libasound2-dev libsodium-dev libspeexdsp-dev
 # a C++ library, with -lstdc++ (libstdc++-12-dev; without it the link fails on undefined __cxa_* symbols); the token target
 # links libsodium, the stun and sdp targets OpenSSL (ParleyWebRTC). The fuzzers run in `make test` too.
 DEBS_FUZZ := libsodium-dev libssl-dev libstdc++-12-dev
-DEBS_TEST := $(sort $(DEBS_RUN) $(DEBS_FUZZ) espeak-ng curl ffmpeg openssl tcpdump tshark gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad chromium python3 python3-venv python3-dev build-essential redis-server redis-tools util-linux mount)
+DEBS_TEST := $(sort $(DEBS_RUN) $(DEBS_FUZZ) espeak-ng curl ffmpeg openssl tcpdump tshark gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad chromium python3 python3-venv python3-dev build-essential redis-server redis-tools util-linux mount iproute2 nftables coturn)
 # The quality bench: speech, the ffmpeg/libopus baseline; PyPI's pesq, numpy, scipy are installed by the target.
 DEBS_QUALITY := $(DEBS_RUN) espeak-ng ffmpeg
 
@@ -71,7 +71,7 @@ test: deps-test $(INTEROP_VENV)/ready
 ## list here rather than Swift Testing tags, so that the tier is one list a reader of this file can check and no test
 ## file knows about tiers (a new process test goes under ProcessTests and is skipped with it). Skipped:
 ##  - ProcessTests: every suite of ParleyIntegrationTests that starts relays and clients (and Chromium, ffmpeg,
-##    GStreamer, Redis, tshark, tcpdump, curl, aiortc) is nested under it;
+##    GStreamer, Redis, coturn, tshark, tcpdump, curl, aiortc) is nested under it;
 ##  - ExternalProgramTests/everyProgramIsInstalled: that this machine has DEBS_TEST's programs (make test installs
 ##    them);
 ##  - RedisTextArchiveTests: a redis-server per test; DTLSCertificateTests/opensslCommandLine: runs openssl x509;

@@ -140,7 +140,7 @@ let package = Package(
         // message store, the event hub, the fan-out ring, recordings' catalog.
         .testTarget(name: "ParleyRelayTests",
                     dependencies: ["ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyWire", "ParleyNet",
-                                   "ParleyCluster", "ParleyHistory", "ParleyTestSupport"]),
+                                   "ParleyCluster", "ParleyHistory", "ParleyWebRTC", "ParleyTestSupport"]),
         // The HTTP API: the router and its routes without sockets, the server over loopback.
         .testTarget(name: "ParleyHTTPTests",
                     dependencies: ["ParleyHTTP", "ParleyRelay", "ParleyRelayCore", "ParleyAuth", "ParleyWire",

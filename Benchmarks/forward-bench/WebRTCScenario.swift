@@ -26,7 +26,7 @@ final class WebRTCScenario {
         var index = 0
         for room in 0..<rooms {
             let name = "webrtc-\(room)"
-            _ = core.createRoom(name: name, mode: "forward", maxMembers: nil, emptyTimeout: nil, now: clock.now)
+            _ = core.createRoom(name: name, mode: .forward, maxMembers: nil, emptyTimeout: nil, now: clock.now)
             for member in 0..<membersPerRoom {
                 index += 1
                 let address = PeerAddress(ipv4: 0x0B00_0000 | UInt32(index), port: 50_000)

@@ -38,7 +38,7 @@ extension Scenario {
         let client = clients[index]
         let mode = shape.hybrid ? RoomMode.hybrid : RoomMode.mix
         let claims = TokenClaims(identity: client.identity, room: client.roomName,
-                                 expiresAt: clock.now.unixSeconds + 365 * 86_400, grants: Grants(publish: publish), mode: mode)
+                                 expiresAt: clock.now.unixSeconds + 365 * 86_400, grants: Grants(publish: publish), mode: mode.rawValue)
         var request = JoinRequest(token: signer.mint(claims), room: client.roomName, nonce: Crypto.randomBytes(16))
         send(.join(request), from: index)
         drain()
@@ -48,7 +48,7 @@ extension Scenario {
         send(.join(request), from: index)
         drain()
         guard clients[index].connectionID != 0 else { fail("no welcome answered \(client.identity)'s join with cookie") }
-        guard clients[index].mode == mode else { fail("\(client.identity) joined a \(clients[index].mode) room, not a \(mode) room") }
+        guard clients[index].mode == mode.rawValue else { fail("\(client.identity) joined a \(clients[index].mode) room, not a \(mode) room") }
         clients[index].lastPing = clock.monotonic
     }
 

@@ -3,6 +3,8 @@
 // room through its event stream (GET /v1/rooms/{room}/events: members, speakers, texts), lists who is there
 // (GET …/members) and sends texts (POST …/messages). Without a token it asks the relay for one
 // (POST /v1/dev-token), which only a relay running with the public dev credentials answers.
+// Before each PeerConnection the page asks for the relay's STUN and TURN servers (GET /v1/ice-servers) and hands
+// them to the browser: a page behind a NAT that blocks UDP to the relay still connects through TURN.
 // Images: a text's `attachments` are fetched with the page's token (GET /v1/attachments/{id}) and shown inline from a
 // blob; the file picker beside the text box uploads an image (POST /v1/attachments) and sends its id in a room text.
 // Calls are in calls.js; the relay's refusals as sentences, and times, in sentences.js (classic scripts, one scope).
@@ -17,8 +19,9 @@
 //
 // Plain JavaScript, no build step. URL parameters fill the form: ?room=R&token=T&join=1 joins at once;
 // &say=TEXT sends a text once connected (&image=1: with a 2×2 PNG drawn on a canvas, as if picked); &listen=1 joins
-// without a microphone; &raw=1 turns the browser's voice processing off; &report=SECONDS logs getStats once a second
-// and then "PARLEY RESULT {...}" to the console and closes the page (how the tests drive it); &observe=1 logs
+// without a microphone; &relay=1 connects only through the relay's TURN servers (iceTransportPolicy "relay");
+// &raw=1 turns the browser's voice processing off; &report=SECONDS logs getStats once a second and then
+// "PARLEY RESULT {...}" to the console and closes the page (how the tests drive it); &observe=1 logs
 // "PARLEY STATE {...}" (`parleyState()`: the status line, the buttons, the open PeerConnections and live microphone
 // tracks, whether a room event stream is open, whether raw JSON is shown) whenever it changes. For calls: &online=1 is reachable at once; &call=NAME calls NAME once online;
 // &answer=1 / &reject=1 answer or reject the first call that rings; &hangup=SECONDS hangs up that long into a call;
@@ -82,7 +85,10 @@ function api(s, path, options = {}) {
 // `onState`: the PeerConnection's state; `onEnded`: its DTLS transport closed or failed (the relay's close_notify).
 // Returns {pc, url, micTrack, audios}; throws a `Refusal` (or the browser's error) when it cannot.
 async function connect(room, token, { listen = false, slots = 3, onState = () => {}, onEnded = () => {} } = {}) {
-  const link = { pc: new RTCPeerConnection(), url: null, micTrack: null, audios: [] };
+  // &relay=1: only through the relay's TURN servers (iceTransportPolicy "relay"), as a page behind a strict NAT would.
+  const configuration = { iceServers: await iceServers(token) };
+  if (params.get('relay') === '1') configuration.iceTransportPolicy = 'relay';
+  const link = { pc: new RTCPeerConnection(configuration), url: null, micTrack: null, audios: [] };
   const pc = link.pc;
   links.add(link);
   try {
@@ -124,6 +130,23 @@ async function connect(room, token, { listen = false, slots = 3, onState = () =>
   } catch (e) {
     await disconnect(link, token);
     throw e;
+  }
+}
+
+// The STUN and TURN servers the relay names for this token (GET /v1/ice-servers: RTCIceServer entries, TURN ones
+// with a username and credential for the token's identity that last an hour or so). None when the relay names none
+// or cannot be asked: the page then offers its host candidates alone, which is all a relay on an open address needs.
+// (The same servers come as Link headers on the offer's answer, too late for a PeerConnection that has gathered.)
+async function iceServers(token) {
+  try {
+    const r = await fetch('/v1/ice-servers', { headers: { 'Authorization': 'Bearer ' + token } });
+    if (r.status !== 200) return [];
+    const list = (await r.json()).ice_servers;
+    if (!Array.isArray(list)) return [];
+    debug('iceServers', list.map(s => s.urls));
+    return list;
+  } catch (e) {
+    return [];
   }
 }
 
@@ -502,12 +525,16 @@ async function stats(peer = pc) {
   const outbound = all.find(s => s.type === 'outbound-rtp' && s.kind === 'audio') || {};
   const source = all.find(s => s.type === 'media-source' && s.kind === 'audio') || {};
   const transport = all.find(s => s.type === 'transport') || {};
+  // The candidate pair in use, and this side's candidate of it: "host", or "relay" through a TURN server.
+  const pair = report.get(transport.selectedCandidatePairId) || {};
+  const local = report.get(pair.localCandidateId) || {};
   return {
     packetsReceived: inbound.packetsReceived || 0, packetsLost: inbound.packetsLost || 0, jitter: inbound.jitter,
     audioLevel: inbound.audioLevel || 0, totalAudioEnergy: inbound.totalAudioEnergy || 0,
     concealedSamples: inbound.concealedSamples || 0, totalSamplesReceived: inbound.totalSamplesReceived || 0,
     packetsSent: outbound.packetsSent || 0, micLevel: source.audioLevel || 0,
     dtlsState: transport.dtlsState, srtpCipher: transport.srtpCipher, tlsVersion: transport.tlsVersion,
+    localCandidateType: local.candidateType, relayProtocol: local.relayProtocol,
     tracks: inbounds.map(s => ({ ssrc: s.ssrc, packetsReceived: s.packetsReceived || 0, packetsLost: s.packetsLost || 0,
                                  audioLevel: s.audioLevel || 0 })),
   };

@@ -74,15 +74,19 @@ static inline int parley_mhd_check_tls(const char *cert_pem, const char *key_pem
 /// waiting for events do not hold it. `handler(cls, ...)` for every request, `completed` when one ends, `notify` when
 /// a connection opens or closes, its messages to `logger`. HTTPS with `cert_pem` and `key_pem` (PEM text, kept by the
 /// caller until the daemon stops) when both are given, plain HTTP when they are NULL.
-static inline struct MHD_Daemon *parley_mhd_start(const struct sockaddr_in *addr, MHD_AccessHandlerCallback handler, void *cls,
+/// `addr` is a `sockaddr_in` or `sockaddr_in6` (`ipv6` 1); `dual_stack` 1 serves IPv4 on an IPv6 wildcard too.
+static inline struct MHD_Daemon *parley_mhd_start(const struct sockaddr *addr, int ipv6, int dual_stack,
+                                                  MHD_AccessHandlerCallback handler, void *cls,
                                                   MHD_RequestCompletedCallback completed, MHD_NotifyConnectionCallback notify,
                                                   const struct parley_mhd_logger *logger, struct parley_mhd_limits limits,
                                                   const char *cert_pem, const char *key_pem) {
     struct MHD_OptionItem tls[4];
     parley_mhd_tls_options(tls, cert_pem, key_pem);
     const int https = tls[0].option != MHD_OPTION_END;
-    return MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | (https ? MHD_USE_TLS : 0),
-                            ntohs(addr->sin_port), NULL, NULL, handler, cls,
+    const unsigned int family = dual_stack ? MHD_USE_DUAL_STACK : ipv6 ? MHD_USE_IPv6 : 0;
+    const uint16_t port = ipv6 ? ntohs(((const struct sockaddr_in6 *)addr)->sin6_port) : ntohs(((const struct sockaddr_in *)addr)->sin_port);
+    return MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | (https ? MHD_USE_TLS : 0) | family,
+                            port, NULL, NULL, handler, cls,
                             MHD_OPTION_EXTERNAL_LOGGER, parley_mhd_log, (void *)logger,  // first, or some go to stderr
                             MHD_OPTION_ARRAY, tls,
                             MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)addr,
@@ -106,11 +110,15 @@ static inline void parley_mhd_set_timeout(struct MHD_Connection *c, unsigned int
     MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, seconds);
 }
 
-/// The client's IPv4 address in host order, or 0 when it is not IPv4.
-static inline uint32_t parley_mhd_client_ipv4(struct MHD_Connection *c) {
+/// Copies the client's address (AF_INET or AF_INET6) into `out`; 0 when there is none.
+static inline int parley_mhd_client_address(struct MHD_Connection *c, struct sockaddr_storage *out) {
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    if (info == NULL || info->client_addr == NULL || info->client_addr->sa_family != AF_INET) return 0;
-    return ntohl(((const struct sockaddr_in *)info->client_addr)->sin_addr.s_addr);
+    if (info == NULL || info->client_addr == NULL) return 0;
+    switch (info->client_addr->sa_family) {
+    case AF_INET: memcpy(out, info->client_addr, sizeof(struct sockaddr_in)); return 1;
+    case AF_INET6: memcpy(out, info->client_addr, sizeof(struct sockaddr_in6)); return 1;
+    default: return 0;
+    }
 }
 
 /// The connection's socket, or -1.

@@ -11,6 +11,12 @@
 
 _Static_assert(sizeof(struct parley_mmsg) == sizeof(struct mmsghdr), "parley_mmsg must mirror mmsghdr");
 
+int parley_accept4(int fd, void *address, unsigned int *length) {
+    int c;
+    do { c = accept4(fd, (struct sockaddr *)address, (socklen_t *)length, SOCK_NONBLOCK | SOCK_CLOEXEC); } while (c < 0 && errno == EINTR);
+    return c < 0 ? -errno : c;
+}
+
 int parley_recvmmsg(int fd, struct parley_mmsg *msgs, unsigned int count) {
     int n;
     do { n = recvmmsg(fd, (struct mmsghdr *)msgs, count, MSG_DONTWAIT, NULL); } while (n < 0 && errno == EINTR);

@@ -27,7 +27,7 @@ extension ClientEngine {
         // The relay answers NACKs from its history for the streams it forwards (members' own SSRCs); about a mix (an
         // SSRC no member has) when its welcome says so (`MemberFlags.mixRepaired`: a lone speaker forwarded into the
         // mix, or `mix_nack`).
-        let forwardRoom = mode == RoomMode.forward
+        let forwardRoom = mode == .forward
         let mixRepaired = session.welcome?.flags.contains(.mixRepaired) ?? false
         let nacks = receiver.nacksDue(now: now, roundTrip: nackRoundTrip, reporter: reporterSSRC) { ssrc in
             forwardRoom || mixRepaired || session.members.values.contains { $0.ssrc == ssrc }

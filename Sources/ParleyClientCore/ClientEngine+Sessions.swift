@@ -76,7 +76,9 @@ extension ClientEngine {
                     return events + tick(now: now)
                 }
             }
-            if phase == .inSession, mode != RoomMode.mix, let heard = speaking.update(now: now) { events.append(.speakersHeard(heard)) }
+            if phase == .inSession, mode != .mix, let heard = speaking.update(now: now) {
+                events.append(.speakersHeard(heard))
+            }
             return events
         }
     }
@@ -88,7 +90,8 @@ extension ClientEngine {
             events.append(.session(event))
             switch event {
             case .welcomed(let w):
-                mode = w.mode
+                // A mode this client does not know is treated as forwarding.
+                mode = RoomMode(rawValue: w.mode) ?? .forward
                 redirects = 0
                 alternates = w.alternates.compactMap(Self.pointer(in:))
                 sender?.ssrc = w.ssrc

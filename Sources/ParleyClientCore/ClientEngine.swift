@@ -151,8 +151,8 @@ public final class ClientEngine {
     public internal(set) var muted: Bool
     /// Muted by the room (the backend): `muted` holds until the room lifts it, and `setMuted(false)` is refused.
     public internal(set) var mutedByRoom = false
-    /// The room's mode, from the last welcome ("forward" until then).
-    public internal(set) var mode = "forward"
+    /// The room's mode, from the last welcome (forward until then).
+    public internal(set) var mode = RoomMode.forward
     /// The current round-trip estimate from pongs.
     public internal(set) var roundTrip = ClientEngine.initialRoundTrip
     /// The round trip on the media path from RTCP (RFC 3550 §6.4.1: the relay's report block about our uplink names

@@ -1,5 +1,7 @@
+import ParleyNet
 import ParleyRelay
 import ParleyRelayCore
+import ParleyWire
 
 /// What the router needs from the relay: the workers' published snapshots and a way to run a command on
 /// the worker owning a room. `RelayAPI` is the real one; tests drive a `RelayCore` directly.
@@ -10,8 +12,15 @@ public protocol APIBackend: Sendable {
     func execute(_ command: AdminCommand) -> AdminResult?
     /// Posts a command to its worker without waiting (called where nothing may wait: libmicrohttpd's thread).
     func post(_ command: AdminCommand)
-    /// The host plain-RTP endpoints send to (the relay's UDP address).
-    var udpHost: String { get }
+    /// The relay's addresses (hosts, port 0) to tell a client at `client` to send media to, most preferred first;
+    /// never empty (`MediaAddresses`).
+    func mediaHosts(for client: PeerAddress?) -> [PeerAddress]
+    /// Whether the relay's UDP sockets reach IPv6 addresses (bound to an IPv6 address or `[::]`).
+    var servesIPv6: Bool { get }
+    /// The relay's TCP port for ICE-TCP (`TCPBridge`), nil without one.
+    var tcpPort: UInt16? { get }
+    /// Notes that ICE-TCP checks naming `ufrag` go to the worker at `port`.
+    func noteICETCP(ufrag: String, port: UInt16)
     /// Where room recordings are kept (nil: none are).
     var recordings: RecordingCatalog? { get }
     /// Where texts are kept (nil: nowhere).
@@ -24,7 +33,12 @@ extension APIBackend {
     /// Runs it and drops the answer, unless the backend can post without waiting.
     public func post(_ command: AdminCommand) { _ = execute(command) }
     /// Loopback unless the backend knows better.
-    public var udpHost: String { "127.0.0.1" }
+    public func mediaHosts(for client: PeerAddress?) -> [PeerAddress] { [PeerAddress(ipv4: 127, 0, 0, 1, port: 0)] }
+    /// IPv4 only unless the backend knows better.
+    public var servesIPv6: Bool { false }
+    /// No TCP unless the backend has it.
+    public var tcpPort: UInt16? { nil }
+    public func noteICETCP(ufrag: String, port: UInt16) {}
     /// None unless the backend has a certificate.
     public var dtlsFingerprint: [UInt8]? { nil }
     /// None unless the backend keeps recordings.
@@ -35,4 +49,9 @@ extension APIBackend {
 
 extension RelayAPI: APIBackend {
     public var dtlsFingerprint: [UInt8]? { shared.dtls?.certificate.fingerprint }
+    public func mediaHosts(for client: PeerAddress?) -> [PeerAddress] { media.hosts(for: client) }
+    public var servesIPv6: Bool { !media.bound.isIPv4 }
+    public func noteICETCP(ufrag: String, port: UInt16) {
+        iceTCP.note(ufrag: ufrag, port: port, now: Int64(Clock.unixMilliseconds()))
+    }
 }

@@ -1,6 +1,7 @@
 import ParleyAuth
 import ParleyRelay
 import ParleyRelayCore
+import ParleyWebRTC
 import ParleyWire
 
 /// JSON bodies of the HTTP API. Keys are snake_case on the wire (the coders convert).
@@ -37,6 +38,13 @@ public enum API {
         public var publicKey: String?
         /// The relay's version (`ParleyVersion`).
         public var version: String
+    }
+
+    /// `GET /v1/ice-servers`: what a WebRTC member passes to `RTCPeerConnection` as `iceServers` (`ICEServer`:
+    /// `urls`, and for TURN `username` and `credential`); empty when the relay names no STUN or TURN server.
+    public struct ICEServerList: Codable, Sendable, Equatable {
+        /// `ice_servers`: STUN URLs in one entry, TURN URLs with their credential in another; either may be absent.
+        public var iceServers: [ICEServer]
     }
 
     /// A minted token.

@@ -121,7 +121,7 @@ extension HTTPRouter {
         guard r.room != nil || grants.admin else { throw APIError(400, "invalid_field", "room is required unless grants.admin is true") }
         let ttl = r.ttl ?? 3600
         guard (1...7 * 86_400).contains(ttl) else { throw APIError(400, "invalid_field", "ttl must be 1–604800 seconds") }
-        if let mode = r.mode, !RoomMode.isValid(mode) { throw APIError(400, "invalid_field", "mode must be \(RoomMode.choices)") }
+        _ = try Self.roomMode(r.mode)
         if let key = r.relayKey, !Self.isRelayKey(key) {
             throw APIError(400, "invalid_field", "relay_key must be a relay's public key: 43 base64url characters (32 bytes), as GET /v1/relay shows")
         }
@@ -144,6 +144,15 @@ extension HTTPRouter {
                                                          expiresAt: (now + 3600) * 1000), status: 201))
     }
 
+    /// The room mode named in a request (nil when it names none), or a 400 naming the choices.
+    static func roomMode(_ name: String?) throws(APIError) -> RoomMode? {
+        guard let name else { return nil }
+        guard let mode = RoomMode(rawValue: name) else {
+            throw APIError(400, "invalid_field", "mode must be \(RoomMode.choices)")
+        }
+        return mode
+    }
+
     static let noRecordings = APIError(503, "unavailable", "this relay keeps no recordings: it runs without a state directory")
 
     /// Starts recording `room` under a fresh random id (the room's worker tells its members).
@@ -162,10 +171,11 @@ extension HTTPRouter {
     private func createRoom(_ body: [UInt8]) throws(APIError) -> HTTPResponse {
         let r = try Self.decode(API.CreateRoomRequest.self, body)
         let name = try Self.validName(r.name, field: "name")
-        if let mode = r.mode, !RoomMode.isValid(mode) { throw APIError(400, "invalid_field", "mode must be \(RoomMode.choices)") }
+        let mode = try Self.roomMode(r.mode)
         if let m = r.maxMembers, !(1...100_000).contains(m) { throw APIError(400, "invalid_field", "max_members must be 1–100000") }
         if let t = r.emptyTimeout, !(0...86_400).contains(t) { throw APIError(400, "invalid_field", "empty_timeout must be 0–86400 seconds") }
-        _ = try run(.createRoom(name: name, mode: r.mode, maxMembers: r.maxMembers, emptyTimeout: r.emptyTimeout.map { .seconds($0) },
+        _ = try run(.createRoom(name: name, mode: mode, maxMembers: r.maxMembers,
+                                emptyTimeout: r.emptyTimeout.map { .seconds($0) },
                                 audience: r.audience ?? false))
         guard let room = rooms().first(where: { $0.name == name }) else { throw APIError(503, "unavailable", "room \(name) vanished") }
         return Self.json(room, status: 201)
@@ -179,8 +189,12 @@ extension HTTPRouter {
         guard publish || subscribe else { throw APIError(400, "invalid_field", "publish and subscribe must not both be false") }
         func address(_ text: String?, _ field: String) throws(APIError) -> PeerAddress? {
             guard let text else { return nil }
-            guard let a = PeerAddress(parsing: text), a.port != 0, a.isIPv4 else {
-                throw APIError(400, "invalid_field", "\(field) must be IPV4:PORT with a port from 1 to 65535")
+            guard let a = PeerAddress(parsing: text), a.port != 0, !a.isWildcard else {
+                throw APIError(400, "invalid_field", "\(field) must be IPV4:PORT or [IPV6]:PORT with a port from 1 to 65535")
+            }
+            guard a.isIPv4 || backend.servesIPv6 else {
+                throw APIError(400, "invalid_field",
+                               "\(field) is IPv6 but this relay's UDP address is IPv4 (bind udp to [::] to serve both)")
             }
             return a
         }
@@ -200,12 +214,16 @@ extension HTTPRouter {
         let result = backend.execute(.addRTPEndpoint(room: room, identity: identity, name: r.name, publish: publish,
                                                      subscribe: subscribe, sourceAddress: source, receiveAddress: receive, keys: keys))
         guard case .rtpEndpoint(let info)? = result else { return try answer(result) }
-        return Self.json(Self.describe(info, room: room, host: backend.udpHost, publish: publish, subscribe: subscribe), status: 201)
+        // The relay address the tool can reach: of its own family, loopback when it is on loopback.
+        let host = backend.mediaHosts(for: source ?? receive)[0]
+        return Self.json(Self.describe(info, room: room, host: host, publish: publish, subscribe: subscribe), status: 201)
     }
 
     /// What the backend is told about a new endpoint: addresses, the SDP of the stream it receives, the SDES keys, and
     /// the ffmpeg options that use them.
-    static func describe(_ info: RTPEndpointInfo, room: String, host: String, publish: Bool, subscribe: Bool) -> API.RTPEndpoint {
+    static func describe(_ info: RTPEndpointInfo, room: String, host address: PeerAddress, publish: Bool,
+                         subscribe: Bool) -> API.RTPEndpoint {
+        let host = address.host, family = address.isIPv4 ? "IP4" : "IP6"  // host as a URL writes it
         // The SDP describes the stream from the tool's side: it receives on `m=`'s port, from the relay at `c=`. With
         // SDES its `a=crypto` carries the key of that stream, the one the relay sends with (RFC 4568 §6.1).
         // RTCP travels on the RTP port both ways (`a=rtcp-mux`); Opus as RFC 7587 describes it, with in-band FEC
@@ -215,7 +233,8 @@ extension HTTPRouter {
         let mediaPort = info.receiveAddress?.port ?? info.port
         let pt = info.payloadType
         let sessionID = UInt64(info.memberID) << 32 | UInt64(info.streamSSRC ?? info.ssrc)
-        var lines = ["v=0", "o=- \(sessionID) 1 IN IP4 \(host)", "s=Parley \(room)", "c=IN IP4 \(host)", "t=0 0",
+        var lines = ["v=0", "o=- \(sessionID) 1 IN \(family) \(address.bareHost)", "s=Parley \(room)",
+                     "c=IN \(family) \(address.bareHost)", "t=0 0",
                      "m=audio \(mediaPort) \(info.keys == nil ? "RTP/AVP" : "RTP/SAVP") \(pt)", "a=rtpmap:\(pt) opus/48000/2",
                      "a=fmtp:\(pt) minptime=10;useinbandfec=1;stereo=0;sprop-stereo=0", "a=ptime:20", "a=rtcp-mux",
                      "a=extmap:\(info.audioLevelExtensionID) urn:ietf:params:rtp-hdrext:ssrc-audio-level",
@@ -241,7 +260,7 @@ extension HTTPRouter {
         }
         let receive = subscribe ? ["-protocol_whitelist", srtp == nil ? "file,udp,rtp" : "file,udp,rtp,srtp", "-i", "endpoint.sdp"] : nil
         return API.RTPEndpoint(room: room, identity: info.identity, ssrc: info.ssrc, streamSSRC: info.streamSSRC, payloadType: Int(pt),
-                               relayAddress: "\(host):\(info.port)", relayHost: host, relayPort: Int(info.port),
+                               relayAddress: "\(host):\(info.port)", relayHost: address.bareHost, relayPort: Int(info.port),
                                sourceAddress: info.sourceAddress?.description, receiveAddress: info.receiveAddress?.description,
                                publish: publish, subscribe: subscribe, sdp: sdp, srtp: srtp, ffmpegSendArgs: send,
                                ffmpegReceiveArgs: receive)
@@ -304,7 +323,7 @@ extension HTTPRouter {
             for r in w.rooms {
                 let limits = w.limits[r.name]
                 let speakers = r.forwardedSpeakers.compactMap { id in r.members.first { $0.id == id }?.identity }
-                out.append(API.Room(name: r.name, mode: r.mode, members: r.members.count, speakers: speakers,
+                out.append(API.Room(name: r.name, mode: r.mode.rawValue, members: r.members.count, speakers: speakers,
                                     createdAt: r.createdAtUnixMilliseconds,
                                     maxMembers: limits?.maxMembers ?? config.maxMembersPerRoom,
                                     emptyTimeout: (limits?.emptyTimeout ?? config.emptyRoomTimeout).wholeSeconds, worker: w.worker,

@@ -1,3 +1,5 @@
+import ParleyWire
+
 /// One HTTP request as the router sees it: no sockets, the body complete.
 public struct HTTPRequest: Sendable {
     /// `GET`, `POST`, ...
@@ -8,8 +10,10 @@ public struct HTTPRequest: Sendable {
     public var authorization: String?
     /// The body.
     public var body: [UInt8]
-    /// True when the client's address is loopback (127.0.0.0/8): it runs on the relay's host.
+    /// True when the client's address is loopback (127.0.0.0/8 or ::1): it runs on the relay's host.
     public var fromLoopback: Bool
+    /// The client's address (nil in tests that do not give one): which of the relay's addresses it is told.
+    public var client: PeerAddress?
     /// The `Content-Type` header, if any (WHIP and WHEP offers must be `application/sdp`).
     public var contentType: String?
     /// The query arguments the routes read (`HTTPRequest.queryKeys`), percent-decoded.
@@ -22,14 +26,16 @@ public struct HTTPRequest: Sendable {
 
     /// A request.
     public init(method: String, path: String, authorization: String? = nil, body: [UInt8] = [], fromLoopback: Bool = false,
-                contentType: String? = nil, query: [String: String] = [:], contentLength: UInt64? = nil) {
+                client: PeerAddress? = nil, contentType: String? = nil, query: [String: String] = [:],
+                contentLength: UInt64? = nil) {
+        self.client = client
         self.query = query
         self.contentLength = contentLength
         self.method = method
         self.path = path
         self.authorization = authorization
         self.body = body
-        self.fromLoopback = fromLoopback
+        self.fromLoopback = fromLoopback || client?.isLoopback == true
         self.contentType = contentType
     }
 }

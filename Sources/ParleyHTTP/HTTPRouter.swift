@@ -1,12 +1,13 @@
 // The router's front: what it holds, its admission on headers (`admit`), its one entry for a request with its
 // body (`route`), and the admin and metrics authorisation. The routes themselves: `AdminRoutes.swift` (the route
-// table), `MemberRoutes.swift`, `PresenceRoutes.swift`, `AttachmentRoutes.swift`.
+// table), `MemberRoutes.swift`, `PresenceRoutes.swift`, `AttachmentRoutes.swift`, `ICEServerRoutes.swift`.
 
 import Foundation
 import ParleyAuth
 import ParleyCluster
 import ParleyRelay
 import ParleyRelayCore
+import ParleyWebRTC
 
 /// Maps (method, path, authorization, body) to (status, JSON). Pure apart from the backend: no sockets,
 /// no clock (`now` is passed in), so every route and every bad input is testable without a server.
@@ -37,6 +38,8 @@ public struct HTTPRouter: Sendable {
     public let attachments: (any AttachmentStore)?
     /// The largest attachment taken (`attachment_max_bytes`); 0: uploads are refused.
     public let attachmentMaxBytes: Int
+    /// The STUN and TURN servers WebRTC members are handed (`GET /v1/ice-servers`, `Link` on WHIP and WHEP answers).
+    public let iceServers: ICEServers
     /// Longest body accepted.
     public static let maxBodyBytes = 64 * 1024
     /// Longest room name, identity or display name, in bytes.
@@ -46,7 +49,10 @@ public struct HTTPRouter: Sendable {
     public init(backend: any APIBackend, verifier: TokenVerifier, signer: TokenSigner?, config: RelayCoreConfig,
                 metricsRequireAuth: MetricsAuth = .remote, httpStats: HTTPStats? = nil, relayKey: String? = nil,
                 webRoot: StaticFiles? = nil, devTokens: Bool = false, cluster: ClusterAgent? = nil,
-                attachments: (any AttachmentStore)? = nil, attachmentMaxBytes: Int = RelayConfig.defaultAttachmentMaxBytes) {
+                attachments: (any AttachmentStore)? = nil,
+                attachmentMaxBytes: Int = RelayConfig.defaultAttachmentMaxBytes,
+                iceServers: ICEServers = ICEServers()) {
+        self.iceServers = iceServers
         self.cluster = cluster
         self.attachments = attachments
         self.attachmentMaxBytes = attachmentMaxBytes
@@ -84,6 +90,7 @@ public struct HTTPRouter: Sendable {
         if let route = MemberRoute(parts) { return admitMember(request, route, now: now) }
         if let route = PresenceRoute(parts) { return admitPresence(request, route, now: now) }
         if let route = AttachmentRoute(parts) { return admitAttachment(request, route, now: now) }
+        if parts == Self.iceServersPath { return .answer(answerICEServers(request, now: now)) }
         do throws(APIError) {
             switch parts {
             case ["healthz"], ["v1", "relay"]:
@@ -111,6 +118,7 @@ public struct HTTPRouter: Sendable {
         if let route = MemberRoute(parts) { return routeMember(request, route, now: now) }
         if let route = PresenceRoute(parts) { return routePresence(request, route, now: now) }
         if let route = AttachmentRoute(parts) { return routeAttachment(request, route, now: now) }
+        if parts == Self.iceServersPath { return answerICEServers(request, now: now) }
         do {
             return try dispatch(request, now: now)
         } catch {

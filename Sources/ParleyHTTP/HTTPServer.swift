@@ -61,22 +61,19 @@ public final class HTTPServer: @unchecked Sendable {
         deadlines = HeaderDeadlines(timeoutSeconds: limits.headerTimeoutSeconds, stats: stats)
         places = AttachmentPlaces(uploads: limits.attachmentUploads, downloads: limits.attachmentDownloads)
         uploadNanoseconds = Int64(limits.attachmentUploadSeconds) * 1_000_000_000
-        guard address.isIPv4 else {
-            streams.stop()
-            api.stop()
-            deadlines.stop()
-            throw ConfigError("http must be an IPv4 address for now")
-        }
-        var sin = sockaddr_in()
-        sin.sin_family = sa_family_t(AF_INET)
-        sin.sin_port = address.port.bigEndian
-        sin.sin_addr.s_addr = address.ipv4Value.bigEndian
+        // IPv4 as a sockaddr_in; IPv6 as a sockaddr_in6, and the IPv6 wildcard dual stack (IPv4 clients as mapped).
+        var storage = sockaddr_storage()
+        let ipv6 = !address.isIPv4
+        _ = withUnsafeMutableBytes(of: &storage) { address.write(to: $0.baseAddress!, ipv4Socket: !ipv6) }
         let cls = Unmanaged.passUnretained(self).toOpaque()
         logger.initialize(to: parley_mhd_logger(line: Self.libraryLine, cls: cls))
         let c = parley_mhd_limits(max_connections: UInt32(clamping: limits.maxConnections), per_address: UInt32(clamping: limits.connectionsPerAddress),
                                   idle_timeout_seconds: UInt32(clamping: limits.idleTimeoutSeconds), memory_bytes: limits.connectionMemoryBytes)
-        let started = withUnsafePointer(to: &sin) {
-            parley_mhd_start($0, Self.access, cls, Self.completed, Self.notify, logger, c, pem?.certificate, pem?.key)
+        let started = withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                parley_mhd_start($0, ipv6 ? 1 : 0, ipv6 && address.isWildcard ? 1 : 0, Self.access, cls, Self.completed,
+                                 Self.notify, logger, c, pem?.certificate, pem?.key)
+            }
         }
         guard let started else {
             streams.stop()
@@ -199,6 +196,13 @@ public final class HTTPServer: @unchecked Sendable {
         let pointer: OpaquePointer
     }
 
+    /// The client's address (IPv4 clients of a dual-stack server as plain IPv4), or nil.
+    static func client(_ connection: OpaquePointer) -> PeerAddress? {
+        var storage = sockaddr_storage()
+        guard parley_mhd_client_address(connection, &storage) == 1 else { return nil }
+        return withUnsafeBytes(of: &storage) { PeerAddress(storage: $0.baseAddress!) }
+    }
+
     /// The query arguments the routes read (`HTTPRequest.queryKeys`).
     static func query(_ connection: OpaquePointer) -> [String: String] {
         var query: [String: String] = [:]
@@ -216,7 +220,7 @@ public final class HTTPServer: @unchecked Sendable {
             server.deadlines.headersIn(connection)
             let request = HTTPRequest(method: method.map { String(cString: $0) } ?? "GET", path: url.map { String(cString: $0) } ?? "/",
                                       authorization: MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "Authorization").map { String(cString: $0) },
-                                      fromLoopback: parley_mhd_client_ipv4(connection) >> 24 == 127,
+                                      client: HTTPServer.client(connection),
                                       contentType: MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "Content-Type").map { String(cString: $0) },
                                       query: HTTPServer.query(connection),
                                       contentLength: MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "Content-Length").flatMap { UInt64(String(cString: $0)) })

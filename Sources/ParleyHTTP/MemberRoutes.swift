@@ -10,7 +10,8 @@ import ParleyWire
 /// member's token needs. WHIP (RFC 9725), WHEP, and the combined endpoint the sample page uses; the room's events,
 /// member list and texts:
 ///
-///     POST   /v1/rooms/{room}/whip             offer (application/sdp) → 201, Location, answer: publish only
+///     POST   /v1/rooms/{room}/whip             offer (application/sdp) → 201, Location, Link (ICE servers), answer:
+///                                              publish only
 ///     POST   /v1/rooms/{room}/whep             … listen only
 ///     POST   /v1/rooms/{room}/webrtc           … a full member: sends and receives as its offer says
 ///     DELETE /v1/rooms/{room}/webrtc/{identity}  ends the session (the Location of all three)
@@ -64,8 +65,9 @@ extension HTTPRouter {
         }
     }
 
-    /// CORS headers on every WebRTC answer, errors included (a page must be able to read why it was refused).
-    static let corsHeaders = ["Access-Control-Allow-Origin": "*", "Access-Control-Expose-Headers": "Location"]
+    /// CORS headers on every WebRTC answer, errors included (a page must be able to read why it was refused); a page
+    /// may read an answer's `Location` and its `Link` headers (the ICE servers).
+    static let corsHeaders = ["Access-Control-Allow-Origin": "*", "Access-Control-Expose-Headers": "Location, Link"]
 
     /// The preflight answer (WHIP §4.2): the methods and headers a page may use.
     static let preflight = HTTPResponse(status: 204, contentType: "", body: [], headers: corsHeaders.merging([
@@ -98,7 +100,7 @@ extension HTTPRouter {
             let room = try Self.validName(route.room, field: "room name")
             switch (request.method, route) {
             case ("POST", .offer(_, let kind)):
-                return Self.withCORS(try answerOffer(request, room: room, kind: kind, claims: claims))
+                return Self.withCORS(try answerOffer(request, room: room, kind: kind, claims: claims, now: now))
             case ("DELETE", .session(_, let identity)):
                 guard claims.grants.admin || claims.identity == identity else {
                     throw APIError(403, "forbidden", "the token of \(claims.identity) may end only its own session")
@@ -216,8 +218,10 @@ extension HTTPRouter {
         return claims
     }
 
-    /// Parses and checks the offer, has the owning worker add the member, and answers with the SDP.
-    private func answerOffer(_ request: HTTPRequest, room: String, kind: MemberRoute.Kind, claims: TokenClaims) throws(APIError) -> HTTPResponse {
+    /// Parses and checks the offer, has the owning worker add the member, and answers with the SDP; the ICE servers
+    /// for the token's identity at `now` come as `Link` headers (`iceServerLinks`).
+    private func answerOffer(_ request: HTTPRequest, room: String, kind: MemberRoute.Kind, claims: TokenClaims,
+                             now: Int64) throws(APIError) -> HTTPResponse {
         guard request.contentType?.lowercased().hasPrefix("application/sdp") == true else {
             throw APIError(415, "unsupported_media_type", "the offer must be sent as Content-Type: application/sdp")
         }
@@ -262,27 +266,35 @@ extension HTTPRouter {
         let terms = WebRTCOfferTerms(remoteUfrag: ufrag, remotePassword: password, remoteFingerprint: remoteFingerprint, payloadType: opus,
                                      audioLevelExtensionID: section.audioLevelExtensionID, publish: publish, subscribe: subscribe,
                                      slots: 1 + extra.count)
-        let mode = claims.grants.create ? (claims.mode ?? config.defaultRoomMode) : nil
+        // A token's mode is checked like the API's: an unknown one is refused, not opened as a room of no mode.
+        let mode = claims.grants.create ? try Self.roomMode(claims.mode) ?? config.defaultRoomMode : nil
         let result = backend.execute(.addWebRTCMember(room: room, identity: claims.identity, name: claims.name, createMode: mode, terms: terms))
         guard case .webRTCMember(let info)? = result else { return try answer(result) }
         // The relay's direction is the member's mirrored: it receives what the member sends.
         let direction = SDPDirection(sends: subscribe, receives: publish)
         let text: String
         do throws(WebRTCError) {
-            guard let host = PeerAddress(parsing: "\(backend.udpHost):\(info.port)") else { throw WebRTCError("bad_answer", "no UDP address to offer") }
+            // One host candidate per address the browser may reach the worker at, its own family first.
+            let hosts = backend.mediaHosts(for: request.client)
+            let candidates = hosts.map { $0.withPort(info.port) }
+            // And, when the relay has its TCP port, passive ICE-TCP ones (RFC 6544) for browsers that cannot use UDP.
+            let tcpCandidates = backend.tcpPort.map { port in hosts.map { $0.withPort(port) } } ?? []
             // The first section as the member asked; each further one carries a slot's stream (none left in a mix room,
             // whose one stream is the mix: those sections are answered rejected).
             var sections = [SDPAnswer.Section(mid: mid, direction: direction, ssrc: info.sendSSRC ?? 0, cname: info.cname)]
             for (k, media) in extra.enumerated() where k + 1 < info.sendSSRCs.count {
                 sections.append(SDPAnswer.Section(mid: media.mid!, direction: .sendonly, ssrc: info.sendSSRCs[k + 1], cname: info.cname))
             }
-            text = try SDPAnswer(offer: offer, iceUfrag: info.iceUfrag, icePwd: info.icePassword, fingerprint: fingerprint, candidate: host,
+            text = try SDPAnswer(offer: offer, iceUfrag: info.iceUfrag, icePwd: info.icePassword, fingerprint: fingerprint, candidates: candidates, tcpCandidates: tcpCandidates,
                                  sessionID: UInt64(info.memberID), sections: sections).text
         } catch {
             _ = backend.execute(.removeWebRTCMember(room: room, identity: info.identity))
             throw APIError(500, error.code, error.reason)
         }
-        return HTTPResponse(status: 201, contentType: "application/sdp", body: Array(text.utf8),
-                            headers: ["Location": "/v1/rooms/\(Self.pathSegment(room))/webrtc/\(Self.pathSegment(info.identity))"])
+        if backend.tcpPort != nil { backend.noteICETCP(ufrag: info.iceUfrag, port: info.port) }
+        var response = HTTPResponse(status: 201, contentType: "application/sdp", body: Array(text.utf8),
+                                    headers: ["Location": "/v1/rooms/\(Self.pathSegment(room))/webrtc/\(Self.pathSegment(info.identity))"])
+        response.headers["Link"] = iceServerLinks(identity: claims.identity, now: now)
+        return response
     }
 }

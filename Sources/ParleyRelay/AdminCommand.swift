@@ -6,7 +6,7 @@ import Synchronization
 /// A command from the HTTP API to the worker that owns a room. Executed by that worker in its loop.
 public enum AdminCommand: Sendable, Equatable {
     /// Create an empty room (nil = the relay's defaults).
-    case createRoom(name: String, mode: String?, maxMembers: Int?, emptyTimeout: Interval?, audience: Bool = false)
+    case createRoom(name: String, mode: RoomMode?, maxMembers: Int?, emptyTimeout: Interval?, audience: Bool = false)
     /// Close a room, telling every member why.
     case closeRoom(name: String)
     /// Kick a member out of a room.
@@ -25,7 +25,7 @@ public enum AdminCommand: Sendable, Equatable {
     /// Remove a plain-RTP endpoint.
     case removeRTPEndpoint(room: String, identity: String)
     /// Add a WebRTC member with what its offer negotiated (`createMode`: open the room in that mode when missing).
-    case addWebRTCMember(room: String, identity: String, name: String?, createMode: String?, terms: WebRTCOfferTerms)
+    case addWebRTCMember(room: String, identity: String, name: String?, createMode: RoomMode?, terms: WebRTCOfferTerms)
     /// End a WebRTC member's session.
     case removeWebRTCMember(room: String, identity: String)
     /// A web page's presence stream opened: the page is online as `identity` (see `RelayCore+WebPresence.swift`).

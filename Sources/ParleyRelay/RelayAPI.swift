@@ -17,18 +17,26 @@ public final class RelayAPI: Sendable {
     public let signer: TokenSigner?
     /// Seconds a command waits for its worker before the API answers 503.
     public let commandTimeout: Double
-    /// The host of the relay's UDP address, as told to plain-RTP endpoints (127.0.0.1 when bound to a wildcard).
-    public let udpHost: String
+    /// The addresses clients are told to send media to (`MediaAddresses`).
+    public let media: MediaAddresses
+    /// The relay's TCP port (ICE-TCP and the client's tunnel: `TCPBridge`), nil without one.
+    public let tcpPort: UInt16?
+    /// Which worker an ICE-TCP connection's checks go to, by the ufrag of the answer that named the TCP candidate.
+    public let iceTCP: ICETCPRoutes
     /// Where room recordings are kept (nil: the relay has no state directory).
     public let recordings: RecordingCatalog?
     /// Where texts are kept (nil: nowhere).
     public let messages: TextStore?
 
     init(slots: [SnapshotSlot], inboxes: [WorkerInbox], shared: RelayShared, events: EventHub, recordings: RecordingCatalog? = nil,
-         messages: TextStore? = nil, commandTimeout: Double = 2, udpHost: String = "127.0.0.1") {
+         messages: TextStore? = nil, commandTimeout: Double = 2,
+         media: MediaAddresses = MediaAddresses(bound: PeerAddress(ipv4: 127, 0, 0, 1, port: 0)), tcpPort: UInt16? = nil,
+         iceTCP: ICETCPRoutes = ICETCPRoutes()) {
+        self.tcpPort = tcpPort
+        self.iceTCP = iceTCP
         self.recordings = recordings
         self.messages = messages
-        self.udpHost = udpHost
+        self.media = media
         self.slots = slots
         self.inboxes = inboxes
         self.shared = shared

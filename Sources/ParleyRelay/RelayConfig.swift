@@ -2,6 +2,7 @@ import Foundation
 import ParleyAuth
 import ParleyCluster
 import ParleyRelayCore
+import ParleyWebRTC
 import ParleyWire
 
 /// Everything `parley-relay` is configured with: defaults, then a JSON file, then `PARLEY_*` environment
@@ -9,8 +10,16 @@ import ParleyWire
 public struct RelayConfig: Sendable {
     /// The public UDP address (worker 0's port; workers 1… bind the following ports).
     public var udp = PeerAddress(ipv4: 127, 0, 0, 1, port: 7400)
-    /// The HTTP API address (served from the HTTP API issue on).
+    /// The HTTP API address, IPv4 or IPv6 (`[::]` serves both).
     public var http = PeerAddress(ipv4: 127, 0, 0, 1, port: 7480)
+    /// `announce`: the addresses clients are told to send media to (the public side of a NAT), IPv4 and IPv6; empty:
+    /// the bound address, or the host's interface addresses when bound to a wildcard (`MediaAddresses`).
+    public var announce: [PeerAddress] = []
+    /// `tcp`: whether the relay listens on TCP at the public UDP port's number, for browsers' ICE-TCP and Parley's
+    /// client when UDP is blocked (`TCPBridge`).
+    public var tcp = true
+    /// The TCP port's limits (`tcp_max_connections`, `tcp_connections_per_address`).
+    public var tcpRules = TCPBridgeRules()
     /// The HTTP API's TLS certificate and key (PEM file paths, `HTTPTLSFiles`): HTTPS when both are set, plain HTTP
     /// when neither is; one without the other is refused by `checkCredentials()`.
     public var httpTLSCertificate: String?
@@ -59,6 +68,21 @@ public struct RelayConfig: Sendable {
     /// `attachmentDownloads` attachments in memory at once, so this bounds what they may pin (12 × 64 MiB).
     public static let attachmentMaxBytesLimit = 64 * 1024 * 1024
 
+    /// `turn_urls`, `turn_secret` (or `turn_secret_file`), `turn_ttl_s`: the STUN and TURN servers WebRTC members are
+    /// handed (`GET /v1/ice-servers`, `Link` headers on WHIP and WHEP answers), TURN ones with time-limited
+    /// credentials from the secret shared with the TURN server. Empty by default: members use their host candidates.
+    public var iceServers: ICEServers {
+        ICEServers(urls: turnURLs, secret: turnSecret, lifetime: turnTTL)
+    }
+    /// `turn_urls` as parsed.
+    public private(set) var turnURLs: [ICEServerURL] = []
+    /// `turn_ttl_s`.
+    public private(set) var turnTTL = ICEServers.defaultLifetime
+    /// `turn_secret`, or the contents of `turn_secret_file`: never shown, never in an error.
+    private var turnSecret: String?
+    /// The shortest `turn_secret` taken (as `api_secret`).
+    public static let minTURNSecretBytes = 16
+
     /// `dev`: run with the public dev credentials although `udp` or `http` is not on loopback (`--dev`). Without it
     /// such a relay refuses to start (`checkCredentials()`).
     public var dev = false
@@ -79,7 +103,7 @@ public struct RelayConfig: Sendable {
     }
 
     /// The keys a JSON config file and `PARLEY_*` variables may set (variables are the upper-case names).
-    public static let keys = ["udp", "http", "workers", "api_key", "api_secret", "log_level", "state_dir", "max_members_per_room",
+    public static let keys = ["udp", "http", "announce", "tcp", "tcp_max_connections", "tcp_connections_per_address", "workers", "api_key", "api_secret", "log_level", "state_dir", "max_members_per_room",
                               "max_rooms", "max_rooms_per_identity", "empty_room_timeout_s", "member_timeout_s", "keepalive_interval_s",
                               "max_forwarded_speakers", "speaker_update_interval_ms", "speaker_level_update_interval_ms", "speech_level_threshold",
                               "member_update_interval_ms", "member_update_immediate_limit", "audience_update_interval_ms", "spread_threshold", "cascade_after",
@@ -91,7 +115,8 @@ public struct RelayConfig: Sendable {
                               "http_header_timeout_s", "event_stream_stall_timeout_s", "event_streams_per_identity", "event_streams_max", "allow_cleartext", "http_tls_cert", "http_tls_key", "web_root",
                               "cluster", "cluster_tls_ca", "node_id", "attachment_max_bytes", "attachment_quota_bytes", "attachment_quota_files",
                               "attachment_uploads_per_minute", "attachment_upload_bytes_per_minute", "attachment_expiry_days",
-                              "attachment_reserve_bytes", "dev"]
+                              "attachment_reserve_bytes", "turn_urls", "turn_secret", "turn_secret_file", "turn_ttl_s",
+                              "dev"]
 
     /// Applies one key's value; throws a message naming the key on a bad value.
     public mutating func set(_ key: String, _ value: String) throws(ConfigError) {
@@ -106,6 +131,17 @@ public struct RelayConfig: Sendable {
         case "http":
             guard let a = PeerAddress(parsing: value) else { throw ConfigError("http must be HOST:PORT (e.g. 127.0.0.1:7480), got \"\(value)\"") }
             http = a
+        case "announce":  // "" = none
+            guard let list = MediaAddresses.parseAnnounced(value) else {
+                throw ConfigError("announce must be IP addresses separated by commas (e.g. 198.51.100.10,2001:db8::10), got \"\(value)\"")
+            }
+            announce = list
+        case "tcp":
+            let choices = ["true": true, "1": true, "false": false, "0": false]
+            guard let on = choices[value] else { throw ConfigError("tcp must be true or false, got \"\(value)\"") }
+            tcp = on
+        case "tcp_max_connections": tcpRules.maxConnections = try int(1...1_000_000)
+        case "tcp_connections_per_address": tcpRules.connectionsPerAddress = try int(1...10_000)
         case "http_tls_cert", "http_tls_key":  // "" = not set (plain HTTP)
             guard !value.utf8.contains(0) else { throw ConfigError("\(key) must be a file path, got \"\(value)\"") }
             if key == "http_tls_cert" { httpTLSCertificate = value.isEmpty ? nil : value } else { httpTLSKey = value.isEmpty ? nil : value }
@@ -130,6 +166,36 @@ public struct RelayConfig: Sendable {
             guard !value.utf8.contains(0) else { throw ConfigError("web_root must be a directory path, got \"\(value)\"") }
             webRoot = value
         case "workers": workers = try int(0...256)
+        case "turn_urls":  // comma-separated; "" = none
+            var urls: [ICEServerURL] = []
+            if !value.allSatisfy(\.isWhitespace) {
+                for item in value.split(separator: ",", omittingEmptySubsequences: false) {
+                    let text = item.trimmingCharacters(in: .whitespaces)
+                    guard !text.isEmpty else {
+                        throw ConfigError("turn_urls: an empty URL between commas in \"\(value)\"")
+                    }
+                    do throws(WebRTCError) {
+                        urls.append(try ICEServerURL(parsing: text))
+                    } catch {
+                        throw ConfigError("turn_urls: \(error.reason)")
+                    }
+                }
+            }
+            turnURLs = urls
+        case "turn_secret":  // "" = none; never echoed
+            if value.isEmpty { turnSecret = nil; break }
+            turnSecret = try Self.turnSecret(value, from: "turn_secret")
+        case "turn_secret_file":  // "" = none
+            if value.isEmpty { turnSecret = nil; break }
+            guard !value.utf8.contains(0), let data = FileManager.default.contents(atPath: value) else {
+                throw ConfigError("turn_secret_file: cannot read \(value)")
+            }
+            // One line: a trailing newline (as `echo` or an editor leaves it) is not part of the secret.
+            var text = String(decoding: data, as: UTF8.self)
+            while let last = text.unicodeScalars.last, last == "\n" || last == "\r" { text.unicodeScalars.removeLast() }
+            turnSecret = try Self.turnSecret(text, from: "turn_secret_file \(value)")
+        case "turn_ttl_s":
+            turnTTL = Int64(try int(Int(ICEServers.lifetimes.lowerBound)...Int(ICEServers.lifetimes.upperBound)))
         case "attachment_max_bytes": attachmentMaxBytes = try int(0...Self.attachmentMaxBytesLimit)
         case "attachment_quota_bytes": attachmentQuota.bytesPerIdentity = try int(0...(1 << 40))
         case "attachment_quota_files": attachmentQuota.filesPerIdentity = try int(0...10_000_000)
@@ -168,8 +234,10 @@ public struct RelayConfig: Sendable {
         case "speech_level_threshold": core.speechLevelThreshold = UInt8(try int(0...127))
         case "audio_level_extension_id": core.audioLevelExtensionID = UInt8(try int(1...14))
         case "default_room_mode":
-            guard RoomMode.isValid(value) else { throw ConfigError("default_room_mode must be \(RoomMode.choices), got \"\(value)\"") }
-            core.defaultRoomMode = value
+            guard let mode = RoomMode(rawValue: value) else {
+                throw ConfigError("default_room_mode must be \(RoomMode.choices), got \"\(value)\"")
+            }
+            core.defaultRoomMode = mode
         case "joins_per_second": core.joinsPerSecond = Double(try int(1...1_000_000))
         case "ring_timeout_s": core.ringTimeout = .seconds(Int64(try int(1...600)))
         case "presence_sessions_per_identity": core.maxPresenceSessionsPerIdentity = try int(1...1_000)
@@ -220,7 +288,19 @@ public struct RelayConfig: Sendable {
         }
     }
 
-    /// Reads a JSON object of settings (numbers, strings; `api_keys` as an object of key → secret).
+    /// A TURN secret as taken, or an error that names `source` and never the secret.
+    private static func turnSecret(_ value: String, from source: String) throws(ConfigError) -> String {
+        guard value.utf8.count >= minTURNSecretBytes else {
+            throw ConfigError("\(source) must be at least \(minTURNSecretBytes) bytes (the value is not shown)")
+        }
+        guard !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            throw ConfigError("\(source) must hold no control characters or line breaks (the value is not shown)")
+        }
+        return value
+    }
+
+    /// Reads a JSON object of settings (numbers, strings; `api_keys` as an object of key → secret; `turn_urls` as a
+    /// string or an array of strings).
     public mutating func load(file path: String) throws(ConfigError) {
         guard let data = FileManager.default.contents(atPath: path) else { throw ConfigError("cannot read config file \(path)") }
         let object: Any
@@ -236,7 +316,13 @@ public struct RelayConfig: Sendable {
                 continue
             }
             let text: String
-            if let s = value as? String { text = s } else if let n = value as? NSNumber { text = n.stringValue } else {
+            if let s = value as? String {
+                text = s
+            } else if let n = value as? NSNumber {
+                text = n.stringValue
+            } else if key == "announce" || key == "turn_urls", let list = value as? [String] {
+                text = list.joined(separator: ",")  // a list as JSON writes one
+            } else {
                 throw ConfigError("\(key) in \(path) must be a string or a number")
             }
             try set(key, text)
@@ -247,7 +333,8 @@ public struct RelayConfig: Sendable {
     /// would otherwise leave the public dev secret signing for a key the operator meant to be private. Call it once
     /// every source has been applied; the dev credentials stay only when no key at all was configured. The same for
     /// `http_tls_cert` and `http_tls_key`: half a pair would otherwise serve plain HTTP where HTTPS was meant. And the
-    /// dev credentials only on loopback, or with `dev` (`checkDevCredentials`).
+    /// dev credentials only on loopback, or with `dev` (`checkDevCredentials`); TURN URLs with their secret
+    /// (`checkTURN`).
     public func checkCredentials() throws(ConfigError) {
         switch (httpTLSCertificate, httpTLSKey) {
         case (.some(let certificate), nil):
@@ -264,6 +351,23 @@ public struct RelayConfig: Sendable {
         default: break
         }
         try checkDevCredentials()
+        try checkTURN()
+    }
+
+    /// TURN URLs need the secret their credentials come from, and a secret needs a TURN URL to be of use: either
+    /// alone is a mistake, said at start rather than found by a browser that cannot connect.
+    func checkTURN() throws(ConfigError) {
+        let turn = turnURLs.filter(\.scheme.isTURN)
+        if !turn.isEmpty && turnSecret == nil {
+            throw ConfigError("turn_urls names \(turn.map(\.text).joined(separator: ", ")) but no turn_secret is set: "
+                              + "set the secret the TURN server checks (coturn's static-auth-secret) with "
+                              + "turn_secret_file (--turn-secret-file FILE), PARLEY_TURN_SECRET or turn_secret in the "
+                              + "config file")
+        }
+        if turn.isEmpty && turnSecret != nil {
+            throw ConfigError("a turn_secret is set but turn_urls names no turn: or turns: URL: add the TURN server's "
+                              + "URLs (--turn turn:HOST:3478?transport=udp,…) or drop the secret")
+        }
     }
 
     /// The public dev credentials sign for anyone who reads the README (admin tokens, `POST /v1/dev-token`): they

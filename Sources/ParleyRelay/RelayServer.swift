@@ -16,6 +16,10 @@ public final class RelayServer {
     private let workers: [Worker]
     /// What the HTTP API reads and posts commands through.
     public let api: RelayAPI
+    /// The TCP port's bridge (ICE-TCP, the client's tunnel); nil when `tcp` is off or its port was taken.
+    var bridge: TCPBridge?
+    /// The addresses clients are told to send media to (`announce`, the bound address or the interfaces).
+    public let media: MediaAddresses
     /// The relay's long-term identity key pair (`RelayKeyFile`); nil when started without one.
     public let identity: X25519KeyPair?
     private let log: LogSink
@@ -126,10 +130,21 @@ public final class RelayServer {
                 log.write(.warning, "recording \(name) was not closed by the relay that made it (killed?): closed now, its files play to their last complete page")
             }
         }
-        let host = config.udp.description.split(separator: ":").dropLast().joined(separator: ":")
+        media = MediaAddresses(announced: config.announce, bound: config.udp,
+                               interfaces: config.udp.isWildcard && config.announce.isEmpty ? InterfaceAddresses.current() : [])
+        // The TCP port: the public UDP port's number on the same address. Taken by something else, the relay runs
+        // without it (UDP only) and says so.
+        if config.tcp {
+            do {
+                bridge = try TCPBridge(address: config.udp.withPort(ports[0]), rules: config.tcpRules, workerPorts: ports,
+                                       routes: ICETCPRoutes(), log: log)
+            } catch {
+                log.write(.warning, "no TCP on port \(ports[0]) (\(error)): clients that cannot use UDP cannot join")
+            }
+        }
         api = RelayAPI(slots: built.map(\.published), inboxes: built.map(\.inbox), shared: shared, events: events,
-                       recordings: recorder?.catalog, messages: store,
-                       udpHost: host == "0.0.0.0" || host == "[::]" || host.isEmpty ? "127.0.0.1" : host)
+                       recordings: recorder?.catalog, messages: store, media: media, tcpPort: bridge == nil ? nil : ports[0],
+                       iceTCP: bridge?.routes ?? ICETCPRoutes())
     }
 
     /// The relay's public key as tokens and the API name it: base64url without padding (43 characters); nil without one.
@@ -172,11 +187,21 @@ public final class RelayServer {
                 return 1
             }
         }
+        var bridgeThread: OSThread?
+        if let bridge {
+            do {
+                bridgeThread = try OSThread(name: "parley-tcp") { bridge.run() }
+            } catch {
+                log.write(.warning, "cannot start the TCP bridge (\(error)): clients that cannot use UDP cannot join")
+            }
+        }
         onReady()
         let received = TerminationSignals.wait()
         log.write(.info, "received \(received): telling every member the relay is going away")
         for w in workers { w.stop() }
         for t in threads { t.join() }
+        bridge?.stop()  // after the workers: their goodbyes reach TCP clients too
+        bridgeThread?.join()
         recorder?.stop()  // after the workers: their last records (recordings ended by the shutdown) are in
         recorderThread?.join()
         messageStore?.stop()

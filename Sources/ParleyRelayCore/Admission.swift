@@ -149,9 +149,12 @@ final class Admission: CorePart {
             guard claims.grants.create else {
                 return refuse(.roomNotFound, "room \(request.room) does not exist and the token may not create it")
             }
-            let mode = claims.mode ?? config.defaultRoomMode
-            guard RoomMode.isValid(mode) else {
-                return refuse(.badRequest, "unknown room mode \(mode)")
+            let mode: RoomMode
+            switch claims.mode.map({ ($0, RoomMode(rawValue: $0)) }) {
+            case nil: mode = config.defaultRoomMode
+            case (_, let known?)?: mode = known
+            case (let name, nil)?:
+                return refuse(.badRequest, "unknown room mode \(name): it must be \(RoomMode.choices)")
             }
             if let (code, reason) = EndToEndRoom.refusal(claims, room: request.room, mode: mode) {
                 return refuse(code, reason)  // before the room exists
@@ -207,7 +210,8 @@ final class Admission: CorePart {
 
         let port = shared.workerPorts[min(workerIndex, shared.workerPorts.count - 1)]
         var welcome = Welcome(nonce: request.nonce, memberID: member.id, ssrc: ssrc, port: port,
-                              sessionSecret: session.sessionSecret, room: room.name, mode: room.mode, identity: member.identity,
+                              sessionSecret: session.sessionSecret, room: room.name, mode: room.mode.rawValue,
+                              identity: member.identity,
                               memberCount: UInt32(others.count),
                               keepaliveMilliseconds: welcomeKeepaliveMilliseconds,
                               timeoutMilliseconds: UInt32(config.memberTimeout.milliseconds),

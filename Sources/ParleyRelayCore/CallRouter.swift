@@ -3,10 +3,10 @@ import ParleyWire
 import ParleyAuth
 
 /// Worker 0's calls: routing of invitations, answers and hang-ups between presence sessions, where a call rings and
-/// times out (`ringTimeouts`, called by the core's `tick`), and the call log. See `Call` for the state machine. One
+/// times out (`tick`, called by the core's), and the call log. See `Call` for the state machine. One
 /// call per identity at a time, whichever of its devices (presence sessions) it is on: while any of them rings, calls
 /// or talks, a call to the identity is busy and a call from it fails.
-final class CallRouter {
+final class CallRouter: TimedWork {
     /// Calls ringing or answered, by relay call id.
     private(set) var active: [UInt32: Call] = [:]
     /// Recent call events for the HTTP API.
@@ -175,7 +175,7 @@ final class CallRouter {
     }
 
     /// Ends every call that rang for `ringTimeout` unanswered (oldest first).
-    func ringTimeouts(now: Moment) {
+    func tick(now: Moment, housekeeping: Bool) {
         var due: [Call] = []  // allocates only when a ring times out
         for call in active.values {
             if let deadline = call.ringDeadline, deadline <= now.monotonic { due.append(call) }
@@ -184,7 +184,7 @@ final class CallRouter {
     }
 
     /// The earliest ring deadline, or `.distantFuture`.
-    var nextRingDeadline: Instant {
+    func nextDeadline(housekeepingDue: Instant) -> Instant {
         var due = Instant.distantFuture
         for call in active.values {
             if let deadline = call.ringDeadline { due = min(due, deadline) }

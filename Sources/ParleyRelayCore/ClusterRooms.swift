@@ -13,7 +13,7 @@ import ParleyWire
 /// other (`CallRouter`), with a stand-in for the caller (`Presence.Link.remote`) whose statuses go back to the caller's
 /// node; the caller's hang-up goes there too. Answered, both parties get tokens for the call room that any node takes,
 /// and they meet there as in any room of the cluster (placement or cascading).
-final class ClusterRooms: CorePart {
+final class ClusterRooms: CorePart, TimedWork {
     unowned(unsafe) let core: RelayCore  // the core owns its parts and outlives them
     /// This worker's end of the relay-to-relay links (nil alone).
     let link: CascadeLink?
@@ -298,8 +298,8 @@ final class ClusterRooms: CorePart {
 
     /// On the housekeeping grid, for each room in a cluster: peers from the directory (each second), silent peers
     /// dropped, rosters sent when owed or due.
-    func tick(now: Moment) {
-        guard link != nil else { return }
+    func tick(now: Moment, housekeeping: Bool) {
+        guard housekeeping, link != nil else { return }
         for room in rooms.values {
             guard let cascade = room.cascade else { continue }
             guard room.hasLocalMembers else {
@@ -318,6 +318,15 @@ final class ClusterRooms: CorePart {
                 if cascade.mixesHere { mix.start(now: now.monotonic) } else { mix.stop() }
             }
         }
+    }
+
+    /// The next housekeeping pass while a room has a cascade to keep: local members to announce, or peers to leave.
+    func nextDeadline(housekeepingDue: Instant) -> Instant {
+        guard link != nil else { return .distantFuture }
+        for room in rooms.values {
+            if let cascade = room.cascade, room.hasLocalMembers || !cascade.peers.isEmpty { return housekeepingDue }
+        }
+        return .distantFuture
     }
 
     /// The nodes the directory says have the room, and the room's rendezvous node (the hash's pick, which answers with

@@ -9,6 +9,18 @@ protocol CorePart: AnyObject {
     var core: RelayCore { get }
 }
 
+/// A part with clock-driven work. `tick` does what fell due; `nextDeadline` says when it next has work, read from the
+/// same state and written beside `tick`, so the two cannot drift apart. The core ticks its parts in turn and sleeps
+/// until the earliest of their deadlines (`RelayCore+Timers.swift`). Between ticks, a change a deadline did not
+/// foresee (a join, a text, a speaker change) is reported with `noteTimerWork`.
+protocol TimedWork: AnyObject {
+    /// Does the work due at `now`; `housekeeping` is true on the 100 ms grid's passes (`RelayCore.housekeepingInterval`).
+    func tick(now: Moment, housekeeping: Bool)
+    /// The earliest time `tick` has work, given when the next housekeeping pass falls. Early is harmless (a tick finds
+    /// nothing to do); late delays work.
+    func nextDeadline(housekeepingDue: Instant) -> Instant
+}
+
 extension CorePart {
     var shared: RelayShared { core.shared }
     var config: RelayCoreConfig { core.shared.config }

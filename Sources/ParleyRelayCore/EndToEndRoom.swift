@@ -7,8 +7,8 @@ import ParleyWire
 /// rather than admit a member whose audio it would turn into noise or whose promise of secrecy it would break.
 enum EndToEndRoom {
     /// The refusal for a join with `claims` into `room` of `mode`, or nil when they go together.
-    static func refusal(_ claims: TokenClaims, room: String, mode: String) -> (RefusalCode, String)? {
-        guard claims.endToEnd == true, mode == "mix" else { return nil }
+    static func refusal(_ claims: TokenClaims, room: String, mode: RoomMode) -> (RefusalCode, String)? {
+        guard claims.endToEnd == true, mode == .mix else { return nil }
         return (.endToEndInMixRoom,
                 "room \(room) is a mix room: the relay decodes and mixes its audio, so it cannot be end-to-end encrypted (use a forward room)")
     }

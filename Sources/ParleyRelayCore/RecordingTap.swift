@@ -69,10 +69,10 @@ public final class RecordingTap {
         for k in 0..<4 { bytes[at + k] = UInt8(truncatingIfNeeded: n >> UInt32(24 - 8 * k)) }
     }
 
-    func recordStarted(id: UInt64, room: String, mode: String, now: Moment, mixdown: Bool) {
+    func recordStarted(id: UInt64, room: String, mode: RoomMode, now: Moment, mixdown: Bool) {
         record(Self.started) {
             u64(id); u64(UInt64(bitPattern: now.unixMilliseconds)); u64(UInt64(bitPattern: now.monotonic.nanoseconds))
-            string(room); string(mode); bytes.append(mixdown ? 1 : 0)
+            string(room); string(mode.rawValue); bytes.append(mixdown ? 1 : 0)
         }
     }
 

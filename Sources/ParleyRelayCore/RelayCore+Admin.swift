@@ -37,8 +37,8 @@ extension RelayCore {
     /// Creates an empty room from the backend: it closes after `emptyTimeout` (default: the relay's) unless
     /// someone joins; `maxMembers` (default: the relay's) caps its members; `audience`: its listeners are counted, not
     /// announced (`RoomRoster`).
-    public func createRoom(name: String, mode: String?, maxMembers: Int?, emptyTimeout: Interval?, audience: Bool = false,
-                           now: Moment) -> AdminResult {
+    public func createRoom(name: String, mode: RoomMode?, maxMembers: Int?, emptyTimeout: Interval?,
+                           audience: Bool = false, now: Moment) -> AdminResult {
         guard !shuttingDown else { return .unavailable("the relay is shutting down") }
         guard rooms[name] == nil else { return .conflict("room \(name) already exists") }
         let mode = mode ?? config.defaultRoomMode
@@ -132,7 +132,7 @@ extension RelayCore {
     // MARK: WebRTC members (`WebRTCMembers`)
 
     /// Adds a WebRTC member to `room` (the backend's WHIP/WHEP offer): see `WebRTCMembers.create`.
-    public func createWebRTCMember(room: String, identity: String, displayName: String?, createMode: String?,
+    public func createWebRTCMember(room: String, identity: String, displayName: String?, createMode: RoomMode?,
                                    terms: WebRTCOfferTerms, now: Moment) -> AdminResult {
         webRTCMembers.create(room: room, identity: identity, displayName: displayName, createMode: createMode, terms: terms, now: now)
     }

@@ -201,60 +201,6 @@ extension RelayCore {
         if log.threshold <= .info { log.write(.info, "\(p.identity) offline: \(reason)") }
     }
 
-    /// The one timeout scan: sends what each session's channel has due, removes sessions whose queue overflowed
-    /// (not keeping up) and those silent for `memberTimeout` or whose channel gave up, and sends the receiver
-    /// reports due on the housekeeping grid. A publishing plain-RTP endpoint times out without RTP; a subscribe-only
-    /// one stays until deleted.
-    func scanSessions(now: Moment, housekeeping: Bool) {
-        var expired: [SessionTable.Entry] = [], slow: [SessionTable.Entry] = []
-        let timeout = config.memberTimeout
-        for entry in sessions.byConnection.values {
-            switch entry {
-            case .presence(let p):
-                guard let session = p.session else { continue }  // (a page's presence is not in the table)
-                if session.channel.serviceDue <= now.monotonic { outbox.pump(session, now: now) }
-                switch session.health(now: now.monotonic, timeout: timeout) {
-                case .alive: break
-                case .slow: slow.append(entry)
-                case .expired: expired.append(entry)
-                }
-            case .member(let member):
-                if let webrtc = member.webrtc {
-                    // Consent (RFC 7675) keeps a WebRTC member, not its media: a muted browser may send nothing.
-                    if webRTCMembers.service(member, webrtc, now: now), housekeeping, rtcp.wantsReports(member), now.monotonic >= member.rtcp.nextReport {
-                        rtcp.sendReport(to: member, now: now)
-                    }
-                    continue
-                }
-                if member.isRTPEndpoint {
-                    if member.canPublish && member.session.isSilent(now: now.monotonic, timeout: timeout) {
-                        expired.append(entry)
-                    } else if housekeeping, rtcp.wantsReports(member), now.monotonic >= member.rtcp.nextReport {
-                        rtcp.sendReport(to: member, now: now)
-                    }
-                    continue
-                }
-                if member.session.channel.serviceDue <= now.monotonic { outbox.pump(member.session, now: now) }
-                switch member.session.health(now: now.monotonic, timeout: timeout) {
-                case .slow: slow.append(entry)
-                case .expired: expired.append(entry)
-                case .alive:
-                    if housekeeping, rtcp.wantsReports(member), now.monotonic >= member.rtcp.nextReport {
-                        rtcp.sendReport(to: member, now: now)
-                    }
-                }
-            }
-        }
-        for entry in expired where sessions.holds(entry) {
-            if case .member = entry { outbox.counters.timeouts &+= 1 }
-            removeSession(entry, reason: "timed out", goodbye: .timedOut, now: now)
-        }
-        for entry in slow where sessions.holds(entry) {
-            outbox.countSlowSession(entry.session.channel)
-            removeSession(entry, reason: Outbox.notKeepingUp, goodbye: .timedOut, now: now)
-        }
-    }
-
     /// Moves a session whose new address answered its challenge (a session already at that address is removed).
     func move(_ entry: SessionTable.Entry, to from: PeerAddress, now: Moment, viaPublicPort: Bool) {
         let session = entry.session

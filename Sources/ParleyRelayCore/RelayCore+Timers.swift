@@ -1,22 +1,19 @@
 import ParleyWire
 
-/// The core's clock-driven work: `tick` runs the one session scan, ring timeouts and the rooms' periodic work on a
-/// 100 ms housekeeping grid, and says when it next has work (`timersDue`); `shutdown` says goodbye to everyone.
+/// The core's clock-driven work: `tick` runs its timed parts (`TimedWork`: the session sweep, ring timeouts, the rooms'
+/// periodic work, room key changes, the cluster's rooms) on a 100 ms housekeeping grid, and says when the earliest of
+/// them next has work (`timersDue`); `shutdown` says goodbye to everyone.
 extension RelayCore {
-    /// Periodic work: signalling retransmissions and owed acks, member timeouts, deferred speaker pushes,
-    /// receiver reports, closing rooms left empty. Afterwards `timersDue` says when the next of these falls due.
-    /// The loop calls it once awake at or after `timersDue` (and no later than `tickInterval` after it) while
-    /// members exist, and at least once a second otherwise.
+    /// Periodic work: signalling retransmissions and owed acks, member timeouts, ring timeouts, deferred speaker
+    /// pushes, receiver reports, room key changes, cascade rosters, closing rooms left empty. Afterwards `timersDue`
+    /// says when the next of these falls due. The loop calls it once awake at or after `timersDue` (and no later than
+    /// `tickInterval` after it) while members exist, and at least once a second otherwise.
     public func tick(now: Moment) {
         // Periodic per-member and per-room checks run on one 100 ms grid, so a loaded worker ticks ~10 times a
         // second rather than at every member's own due time (receiver reports fall due at scattered times).
         let housekeeping = now.monotonic - lastHousekeeping >= Self.housekeepingInterval
         if housekeeping { lastHousekeeping = now.monotonic }
-        scanSessions(now: now, housekeeping: housekeeping)
-        calls.ringTimeouts(now: now)
-        rooms.tick(now: now, housekeeping: housekeeping)
-        roomKeys.tick(now: now)
-        if housekeeping { cluster.tick(now: now) }
+        for part in timedParts { part.tick(now: now, housekeeping: housekeeping) }
         // Never in the past: a condition this tick could not clear is looked at again on the next wakeup, not in a spin.
         timersDue = max(nextTimerWork(), now.monotonic + .nanoseconds(1))
     }
@@ -35,34 +32,11 @@ extension RelayCore {
         if monotonic < timersDue { timersDue = monotonic }
     }
 
-    /// The earliest time any of `tick`'s conditions becomes true, from the state as it stands (after a tick).
-    /// Early is harmless (a tick finds nothing to do); late would delay work, so every condition `tick` checks
-    /// is mirrored here.
+    /// The earliest of the timed parts' deadlines, from the state as it stands (after a tick).
     func nextTimerWork() -> Instant {
-        var due = calls.nextRingDeadline
-        let timeout = config.memberTimeout
         let housekeepingDue = lastHousekeeping + Self.housekeepingInterval
-        for entry in sessions.byConnection.values {
-            switch entry {
-            case .presence(let p):
-                if let session = p.session { due = min(due, session.nextDue(timeout: timeout)) }
-            case .member(let member):
-                // A plain-RTP endpoint times out only while it publishes; a subscribe-only one stays until deleted; a
-                // WebRTC member stays while it keeps consent.
-                let endpoint = member.isRTPEndpoint
-                if let webrtc = member.webrtc {
-                    due = min(due, webRTCMembers.nextDeadline(member, webrtc))
-                } else {
-                    due = min(due, member.session.nextDue(timeout: timeout, timesOut: !endpoint || member.canPublish))
-                }
-                if rtcp.wantsReports(member) {
-                    // Sent on the housekeeping grid: at the first pass once the interval has passed.
-                    due = min(due, max(member.rtcp.nextReport, housekeepingDue))
-                }
-            }
-        }
-        due = min(due, rooms.nextWork(housekeepingDue: housekeepingDue))
-        due = min(due, roomKeys.nextDeadline(housekeepingDue: housekeepingDue))
+        var due = Instant.distantFuture
+        for part in timedParts { due = min(due, part.nextDeadline(housekeepingDue: housekeepingDue)) }
         return due
     }
 

@@ -60,6 +60,10 @@ public final class RelayCore {
     lazy var rtpEndpoints = RTPEndpoints(core: self)
     lazy var cluster = ClusterRooms(core: self)
     lazy var roomKeys = RoomKeyChanges(core: self)
+    /// The pass over every session each tick makes: timeouts, retransmissions, receiver reports (`SessionSweep`).
+    lazy var sweep = SessionSweep(core: self)
+    /// What `tick` runs, in this order, and whose deadlines set `timersDue` (`RelayCore+Timers.swift`).
+    lazy var timedParts: [any TimedWork] = [sweep, calls, rooms, roomKeys, cluster]
     /// The one way in: joins and registers, the join budget, the handshake (`Admission`).
     lazy var admission = Admission(core: self)
     /// Messaging: what the message store answers, web pages online for calls (`Messaging`).

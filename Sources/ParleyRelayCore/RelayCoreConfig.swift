@@ -96,8 +96,8 @@ public struct RelayCoreConfig: Sendable {
     public var joinsPerSecond: Double = 500
     /// Cookie answers (retries) a worker sends per second to unverified addresses.
     public var retriesPerSecond: Double = 5000
-    /// The mode of rooms created without one: "forward", "mix" or "hybrid" (`RoomMode`).
-    public var defaultRoomMode = "forward"
+    /// The mode of rooms created without one.
+    public var defaultRoomMode = RoomMode.forward
     /// Mix mode: Opus complexity of the mix encoders.
     public var mixComplexity = 5
     /// Mix mode: bit rate of each mix, the client's default (56 kbit/s: through the `moderate` impairment profile

@@ -4,7 +4,7 @@ import ParleyWire
 /// One room: its members, its speaker selection, and its speaker-announcement schedule.
 final class Room {
     let name: String
-    let mode: String
+    let mode: RoomMode
     let createdAtUnixMilliseconds: Int64
     /// The identity whose join opened the room (counted against `maxRoomsPerIdentity`); nil for rooms the backend made.
     let creator: String?
@@ -67,11 +67,12 @@ final class Room {
         downstreamKeyID = id
     }
 
-    init(name: String, mode: String, createdAt: Int64, creator: String?, selector: SpeakerSelector, fanOut: FanOutTable = FanOutTable()) {
+    init(name: String, mode: RoomMode, createdAt: Int64, creator: String?, selector: SpeakerSelector,
+         fanOut: FanOutTable = FanOutTable()) {
         self.fanOut = fanOut
         self.name = name
         self.mode = mode
-        isHybrid = mode == RoomMode.hybrid
+        isHybrid = mode == .hybrid
         fanOut.publishersOnly = isHybrid
         self.createdAtUnixMilliseconds = createdAt
         self.creator = creator
@@ -97,8 +98,8 @@ final class Room {
 public struct RoomSnapshot: Sendable, Equatable {
     /// Name.
     public var name: String
-    /// "forward", "mix" or "hybrid".
-    public var mode: String
+    /// How it carries its speakers.
+    public var mode: RoomMode
     /// Created at (Unix ms).
     public var createdAtUnixMilliseconds: Int64
     /// Members.

@@ -29,7 +29,7 @@ struct RoomKeyChange {
 ///
 /// A part of the core (`CorePart`): the core tells it who is leaving and who joined, and ticks it; it reports when it
 /// next has work.
-final class RoomKeyChanges: CorePart {
+final class RoomKeyChanges: CorePart, TimedWork {
     unowned(unsafe) let core: RelayCore  // the core owns its parts and outlives them
     /// Rooms whose downstream key is changing.
     private(set) var changing: [Room] = []
@@ -69,7 +69,7 @@ final class RoomKeyChanges: CorePart {
     }
 
     /// For `tick`: sends the next key of the rooms whose change is due, and switches those whose holders all have it.
-    func tick(now: Moment) {
+    func tick(now: Moment, housekeeping: Bool) {
         guard !changing.isEmpty else { return }
         changing.removeAll { room in
             guard core.rooms[room.name] === room, let change = room.keyChange else {

@@ -5,7 +5,7 @@ import ParleyWire
 /// left empty, and the log of room and member events for the HTTP API. Members join and leave through the core
 /// (admission, `RelayCore.removeMember`), which updates the session table and this one together. Owned by one
 /// `RelayCore` (one thread).
-final class RoomTable {
+final class RoomTable: TimedWork {
     /// Rooms by name.
     private(set) var byName: [String: Room] = [:]
     /// The mix-mode rooms among `byName` (kept apart so the loop's deadline scan touches only them).
@@ -45,7 +45,8 @@ final class RoomTable {
 
     /// Creates a room and its speaker selector (and mixer in mix mode), reserving it against `maxRooms`.
     /// Fails when the relay is full or the mixer cannot start; the caller refuses.
-    func open(name: String, mode: String, creator: String? = nil, audience: Bool = false, now: Moment) -> Result<Room, OpenRoomFailure> {
+    func open(name: String, mode: RoomMode, creator: String? = nil, audience: Bool = false,
+              now: Moment) -> Result<Room, OpenRoomFailure> {
         if let creator {
             if let failure = shared.tryReserveRoom(creator: creator) { return .failure(failure) }
         } else {
@@ -58,9 +59,10 @@ final class RoomTable {
                         fanOut: FanOutTable(workerIndex: workerIndex, workerCount: shared.workerPorts.count,
                                             spreadThreshold: config.spreadThreshold))
         if let cluster = shared.cluster { room.cascade = RoomCascade(selfKey: cluster.key) }
-        if mode == RoomMode.mix || mode == RoomMode.hybrid {
+        if mode != .forward {
             do {
-                room.mix = try MixEngine(ssrc: random.ssrc(), timestampBase: random.uint32(), config: config, sharedOnly: mode == RoomMode.hybrid)
+                room.mix = try MixEngine(ssrc: random.ssrc(), timestampBase: random.uint32(), config: config,
+                                         sharedOnly: mode == .hybrid)
             } catch {
                 shared.releaseRoom(creator: creator)
                 log.write(.error, "cannot create the mixer for \(name): \(error.message)")
@@ -70,7 +72,8 @@ final class RoomTable {
         room.roster.audienceMode = audience
         byName[name] = room
         if room.mix != nil { mixRooms.append(room) }
-        events.append(RelayEvent(kind: .roomStarted, room: name, detail: audience ? mode + ", audience" : mode, unixMilliseconds: now.unixMilliseconds))
+        events.append(RelayEvent(kind: .roomStarted, room: name, detail: audience ? "\(mode), audience" : mode.rawValue,
+                                 unixMilliseconds: now.unixMilliseconds))
         if log.threshold <= .info { log.write(.info, "room \(name) opened (mode \(mode), worker \(workerIndex))") }
         return .success(room)
     }
@@ -330,13 +333,12 @@ final class RoomTable {
     }
 
     /// The earliest time `tick` has work, given when the next housekeeping pass falls.
-    func nextWork(housekeepingDue: Instant) -> Instant {
+    func nextDeadline(housekeepingDue: Instant) -> Instant {
         var due = Instant.distantFuture
         for room in byName.values {
             if let pushDue = room.speakerPushDue { due = min(due, pushDue) }
             if let rosterDue = room.roster.due { due = min(due, rosterDue) }
             if !room.announcedSpeakers.isEmpty || !room.selector.forwarded.isEmpty { due = min(due, housekeepingDue) }
-            if let c = room.cascade, room.hasLocalMembers || !c.peers.isEmpty { due = min(due, housekeepingDue) }
             if let since = room.emptySince, room.members.isEmpty {
                 due = min(due, since + (room.emptyTimeout ?? config.emptyRoomTimeout))
             }

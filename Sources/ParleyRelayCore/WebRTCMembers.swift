@@ -25,7 +25,7 @@ final class WebRTCMembers: CorePart {
     /// Adds a WebRTC member to `room` (opened with `createMode` when it does not exist and the token may create it):
     /// fresh ICE credentials and a DTLS server session for the answer; no address until a check arrives. A member of
     /// the same identity is replaced, as a native join replaces it.
-    func create(room name: String, identity: String, displayName: String?, createMode: String?,
+    func create(room name: String, identity: String, displayName: String?, createMode: RoomMode?,
                                    terms: WebRTCOfferTerms, now: Moment) -> AdminResult {
         guard !core.shuttingDown else { return .unavailable("the relay is shutting down") }
         guard let context = shared.dtls else { return .unavailable("the relay has no DTLS certificate (OpenSSL failed at start)") }

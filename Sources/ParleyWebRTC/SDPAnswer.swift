@@ -1,6 +1,6 @@
 import ParleyWire
 
-/// The relay's SDP answer to a browser's offer (JSEP RFC 8829 §5.3): ICE-lite with one host candidate (RFC 8839,
+/// The relay's SDP answer to a browser's offer (JSEP RFC 8829 §5.3): ICE-lite with host candidates (RFC 8839,
 /// RFC 8445 §2.5), DTLS passive (RFC 8842), Opus (RFC 7587), BUNDLE (RFC 8843); CRLF line ends.
 ///
 /// Every offered media section is answered, in order. Those named in `sections` are accepted audio; all others —
@@ -65,12 +65,13 @@ public struct SDPAnswer: Equatable, Sendable {
     public static let opusParameters = "minptime=10;useinbandfec=1;stereo=0;sprop-stereo=0;maxaveragebitrate=56000"
 
     /// Builds the answer. `iceUfrag` (4-256) and `icePwd` (22-256) are the relay's, of `[A-Za-z0-9+/]`;
-    /// `fingerprint` the SHA-256 of its DTLS certificate (32 bytes); `candidate` its one host candidate's address and
-    /// UDP port; `sessionID` the `o=` session ID. Throws `bad_answer` when a section names a mid that is not an
+    /// `fingerprint` the SHA-256 of its DTLS certificate (32 bytes); `candidates` its host candidates' addresses and
+    /// UDP ports, most preferred first (at least one); `sessionID` the `o=` session ID. Throws `bad_answer` when a section names a mid that is not an
     /// audio section `offer.audioSections()` would return, names one twice, has a bad CNAME, when accepted sections
     /// fall outside the offer's BUNDLE group (or are several without one), or a local value is malformed.
     public init(
-        offer: SDPOffer, iceUfrag: String, icePwd: String, fingerprint: [UInt8], candidate: PeerAddress,
+        offer: SDPOffer, iceUfrag: String, icePwd: String, fingerprint: [UInt8], candidates: [PeerAddress],
+        tcpCandidates: [PeerAddress] = [],
         sessionID: UInt64, sections: [Section]
     ) throws(WebRTCError) {
         func refuse(_ reason: String) -> WebRTCError { WebRTCError("bad_answer", reason) }
@@ -78,6 +79,10 @@ public struct SDPAnswer: Equatable, Sendable {
             throw refuse("the relay's ICE credentials must be 4+ and 22+ of [A-Za-z0-9+/]")
         }
         guard fingerprint.count == 32 else { throw refuse("the relay's fingerprint is a 32-byte SHA-256") }
+        guard !candidates.isEmpty, candidates.count + tcpCandidates.count <= 16,
+              (candidates + tcpCandidates).allSatisfy({ $0.port != 0 && !$0.isWildcard }) else {
+            throw refuse("the relay needs 1-16 host candidates, each an address and a port")
+        }
         var decisions: [String: Section] = [:]
         for section in sections {
             guard let offered = offer.media.first(where: { $0.mid == section.mid }), offered.kind == "audio",
@@ -103,8 +108,13 @@ public struct SDPAnswer: Equatable, Sendable {
             lines.append("a=group:BUNDLE " + accepted.joined(separator: " "))
         }
         lines.append("a=ice-lite")
-        let transport = [
-            "a=candidate:1 1 udp 2130706431 \(Self.hostText(candidate)) \(candidate.port) typ host",
+        // Host candidates (RFC 8445 §5.1.2.1: type preference 126, local preference 65535 down, component 1).
+        // Passive TCP ones (RFC 6544 §4.5) below every UDP one: local preference 2¹³ × 4 (passive) + 8191 down.
+        let transport = candidates.enumerated().map { k, c in
+            "a=candidate:\(k + 1) 1 udp \(126 << 24 | (65_535 - k) << 8 | 255) \(c.bareHost) \(c.port) typ host"
+        } + tcpCandidates.enumerated().map { k, c in
+            "a=candidate:\(candidates.count + k + 1) 1 tcp \(126 << 24 | (40_959 - k) << 8 | 255) \(c.bareHost) \(c.port) typ host tcptype passive"
+        } + [
             "a=end-of-candidates",
             "a=ice-ufrag:\(iceUfrag)",
             "a=ice-pwd:\(icePwd)",
@@ -137,13 +147,6 @@ public struct SDPAnswer: Equatable, Sendable {
         }
         text = lines.joined(separator: "\r\n") + "\r\n"
         acceptedMids = accepted
-    }
-
-    /// The candidate's address as SDP writes it: dotted IPv4, or IPv6 without brackets.
-    private static func hostText(_ address: PeerAddress) -> String {
-        let text = address.description
-        let host = text[..<text.lastIndex(of: ":")!]
-        return String(host.hasPrefix("[") ? host.dropFirst().dropLast() : host)
     }
 
     /// Fresh ICE credentials for one session from `generator`: an 8-character ufrag (48 bits) and a 24-character

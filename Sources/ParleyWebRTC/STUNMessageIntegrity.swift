@@ -1,5 +1,3 @@
-import COpenSSL
-
 /// STUN's MESSAGE-INTEGRITY (RFC 8489 §14.5): HMAC-SHA1 over the message up to the attribute, computed with the
 /// header's length set as if MESSAGE-INTEGRITY were the last attribute. ICE uses short-term credentials: the key is
 /// the peer's ice-pwd as UTF-8 (RFC 8445 §7.2.2); ICE passwords are ASCII, so no SASLprep.
@@ -7,17 +5,9 @@ enum STUNMessageIntegrity {
     /// The size of the whole attribute: header and HMAC.
     static let attributeSize = STUNLayout.attributeHeaderSize + STUNLayout.messageIntegritySize
 
-    /// HMAC-SHA1 of `message` under `key`, written to the 20 bytes at `out` (OpenSSL's one-shot `HMAC()`).
+    /// HMAC-SHA1 of `message` under `key`, written to the 20 bytes at `out`.
     static func hmac(key: [UInt8], message: UnsafeRawBufferPointer, into out: UnsafeMutableRawPointer) {
-        var outLength: UInt32 = 0
-        // `HMAC()` wants a non-null key pointer even for an empty key.
-        let keyBytes = key.isEmpty ? [0] : key
-        keyBytes.withUnsafeBytes { keyPointer in
-            _ = HMAC(EVP_sha1(), keyPointer.baseAddress, Int32(key.count),
-                     message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count,
-                     out.assumingMemoryBound(to: UInt8.self), &outLength)
-        }
-        assert(outLength == UInt32(STUNLayout.messageIntegritySize))
+        HMACSHA1.authenticate(key: key, message: message, into: out)
     }
 
     /// True when the MESSAGE-INTEGRITY attribute at `offset` of `bytes` is the HMAC of what precedes it under `key`.

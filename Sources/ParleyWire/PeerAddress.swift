@@ -41,6 +41,24 @@ public struct PeerAddress: Hashable, Sendable, CustomStringConvertible {
     /// True for a loopback address, which only this host can reach: 127.0.0.0/8 or `::1`.
     public var isLoopback: Bool { isIPv4 ? ipv4Value >> 24 == 127 : high == 0 && low == 1 }
 
+    /// True for a wildcard bind address, which names no one interface: 0.0.0.0 or `::`.
+    public var isWildcard: Bool { high == 0 && (low == 0 || low == 0x0000_FFFF_0000_0000) }
+
+    /// True for a link-local address, which only the same link can reach: 169.254.0.0/16 or fe80::/10.
+    public var isLinkLocal: Bool { isIPv4 ? ipv4Value >> 16 == 0xA9FE : high >> 54 == 0x3FA }
+
+    /// The address without its port, as a host in a URL or `HOST:PORT`: `a.b.c.d` or `[v6]`.
+    public var host: String {
+        let text = description
+        return String(text[..<text.lastIndex(of: ":")!])
+    }
+
+    /// The address without its port and without brackets, as SDP's `c=` and candidates write it: `a.b.c.d` or `v6`.
+    public var bareHost: String { isIPv4 ? host : String(host.dropFirst().dropLast()) }
+
+    /// The same address with another port.
+    public func withPort(_ port: UInt16) -> PeerAddress { PeerAddress(high: high, low: low, port: port) }
+
     /// The sixteen address bytes in network order.
     public var addressBytes: [UInt8] {
         var out = [UInt8](repeating: 0, count: 16)
@@ -57,12 +75,23 @@ public struct PeerAddress: Hashable, Sendable, CustomStringConvertible {
             let v = ipv4Value
             return "\(v >> 24).\((v >> 16) & 0xFF).\((v >> 8) & 0xFF).\(v & 0xFF):\(port)"
         }
+        // RFC 5952: lower-case hex groups without leading zeros, the longest run of two or more zero groups (the
+        // first of equals) as "::".
         let b = addressBytes
-        var groups: [String] = []
-        for i in stride(from: 0, to: 16, by: 2) {
-            groups.append(String(UInt16(b[i]) << 8 | UInt16(b[i + 1]), radix: 16))
+        let groups = stride(from: 0, to: 16, by: 2).map { UInt16(b[$0]) << 8 | UInt16(b[$0 + 1]) }
+        var best = (start: 0, count: 0), run = (start: 0, count: 0)
+        for (i, g) in groups.enumerated() {
+            if g == 0 {
+                run = run.count == 0 ? (i, 1) : (run.start, run.count + 1)
+                if run.count > best.count { best = run }
+            } else {
+                run = (0, 0)
+            }
         }
-        return "[\(groups.joined(separator: ":"))]:\(port)"
+        func hex(_ part: ArraySlice<UInt16>) -> String { part.map { String($0, radix: 16) }.joined(separator: ":") }
+        let text = best.count < 2 ? hex(groups[...])
+            : hex(groups[..<best.start]) + "::" + hex(groups[(best.start + best.count)...])
+        return "[\(text)]:\(port)"
     }
 
     /// Parses `HOST:PORT` where HOST is a dotted IPv4 address, `localhost`, or a bracketed IPv6 address.

@@ -10,10 +10,10 @@ import Synchronization
 import ParleyWire
 
 let usage = """
-usage: parley-relay [drain] [--config FILE.json] [--udp HOST:PORT] [--http HOST:PORT] [--workers N]
+usage: parley-relay [drain] [--config FILE.json] [--udp HOST:PORT] [--http HOST:PORT] [--announce IP[,IP…]] [--workers N]
                     [--api-key K --api-secret S] [--http-tls-cert FILE --http-tls-key FILE] [--state-dir DIR]
                     [--web-root DIR] [--cluster redis[s]://[[USER]:PASSWORD@]HOST:PORT [--cluster-tls-ca FILE] [--node-id ID]]
-                    [--log-level debug|info|warning|error]
+                    [--turn URL[,URL…] --turn-secret-file FILE] [--log-level debug|info|warning|error]
                     [--allow-cleartext] [--dev] [--version]
 
 With no arguments the relay runs with dev defaults: UDP 127.0.0.1:7400, HTTP API and /metrics on
@@ -22,6 +22,9 @@ together (a key without its secret is refused); the dev credentials are used onl
 only on loopback: with no key and --udp or --http elsewhere the relay refuses to start (exit 2) unless --dev says so.
 --http-tls-cert and --http-tls-key (PEM files, both or neither) make the API serve HTTPS; the ready line then says
 "https HOST:PORT". Without them the API is plain HTTP: keep it on loopback or behind a TLS proxy.
+HOST may be IPv6 in brackets ('[::]:7400' serves IPv6 and IPv4). --announce names the addresses clients are told
+to send media to (the public side of a 1:1 NAT; IPv4 and IPv6): WebRTC candidates, RTP endpoint answers, the
+cluster. Without it: the bound address, or bound to a wildcard the host's own addresses.
 The relay's long-term key (X25519, its public half in the ready line and at GET /v1/relay) is made on first start
 in --state-dir (default $XDG_STATE_HOME/parley-relay, else ~/.local/state/parley-relay; /var/lib/parley-relay for root).
 The HTTP address also serves the sample web client from --web-root (default Samples/web when it exists here), and
@@ -30,6 +33,11 @@ keeps image attachments (POST /v1/attachments, up to attachment_max_bytes) in th
 GET /v1/cluster lists the live nodes. Without it the relay runs alone and needs no Redis. A password in the URL is
 sent with AUTH (give it through PARLEY_CLUSTER or the config file: a flag shows in ps); rediss:// speaks TLS, the
 server's certificate checked against the system's CAs or --cluster-tls-ca FILE.
+--turn names the STUN and TURN servers WebRTC members are handed (stun:HOST[:PORT],
+turn:HOST[:PORT][?transport=udp|tcp], turns:…), at GET /v1/ice-servers and in Link headers on WHIP/WHEP answers;
+TURN ones with credentials that last turn_ttl_s (default 3600 s), signed with the secret the TURN server shares
+(coturn's use-auth-secret and static-auth-secret): read it from --turn-secret-file FILE or PARLEY_TURN_SECRET
+(--turn-secret S shows in ps).
 `parley-relay drain` (with the running node's settings) asks that node to drain before a restart: it takes no new
 joins and its members move to other nodes of the cluster.
 Every setting may also come from a PARLEY_* variable (PARLEY_UDP, PARLEY_WORKERS, PARLEY_API_KEY, ...) or a
@@ -66,12 +74,15 @@ while !arguments.isEmpty {
         flags.append(("dev", "true"))
         continue
     }
-    let known = ["--config", "--udp", "--http", "--workers", "--api-key", "--api-secret", "--log-level", "--state-dir",
-                 "--http-tls-cert", "--http-tls-key", "--web-root", "--cluster", "--cluster-tls-ca", "--node-id"]
+    let known = ["--config", "--udp", "--http", "--announce", "--workers", "--api-key", "--api-secret", "--log-level", "--state-dir",
+                 "--http-tls-cert", "--http-tls-key", "--web-root", "--cluster", "--cluster-tls-ca", "--node-id",
+                 "--turn", "--turn-secret", "--turn-secret-file"]
     guard known.contains(flag) else { fail("unknown option \(flag)\n\(usage)") }
     guard let value = arguments.first, !value.hasPrefix("--") else { fail("\(flag) needs a value") }
     arguments.removeFirst()
-    if flag == "--config" { configFile = value } else { flags.append((String(flag.dropFirst(2)).replacingOccurrences(of: "-", with: "_"), value)) }
+    // Each flag sets the key of its name (--web-root: web_root), but --turn sets turn_urls.
+    let key = flag == "--turn" ? "turn_urls" : String(flag.dropFirst(2)).replacingOccurrences(of: "-", with: "_")
+    if flag == "--config" { configFile = value } else { flags.append((key, value)) }
 }
 
 var config = RelayConfig()
@@ -123,10 +134,11 @@ do {
 let httpStats = HTTPStats()
 /// The HTTP port once bound (the cluster agent advertises it).
 let httpPort = Atomic<Int>(0)
-let udpHost = config.udp.description.split(separator: ":").dropLast().joined(separator: ":")
-let advertisedHost = udpHost == "0.0.0.0" || udpHost.isEmpty ? "127.0.0.1" : udpHost
+/// Where other nodes and their clients reach this one: the first announced address (or the bound one, or an
+/// interface's when bound to a wildcard).
+let advertisedHost = server.media.hosts(for: nil)[0].host
 let udpPort = server.ports[0]
-let httpHostName = config.http.description.split(separator: ":").dropLast().joined(separator: ":")
+let httpHostName = config.http.isWildcard ? advertisedHost : config.http.host
 let api = server.api
 let nodeID = server.nodeID
 let cluster = config.cluster.map { url in
@@ -157,7 +169,7 @@ let router = HTTPRouter(backend: server.api, verifier: TokenVerifier(keys: confi
                         webRoot: webRoot, devTokens: config.usesDevCredentials, cluster: cluster,
                         attachments: AttachmentFiles(stateDirectory: stateDirectory, log: log, quota: config.attachmentQuota,
                                                      largestUpload: config.attachmentMaxBytes),
-                        attachmentMaxBytes: config.attachmentMaxBytes)
+                        attachmentMaxBytes: config.attachmentMaxBytes, iceServers: config.iceServers)
 let http: HTTPServer
 do {
     http = try HTTPServer(address: config.http, router: router, events: server.api.events, limits: config.httpLimits,
@@ -169,20 +181,26 @@ httpPort.store(Int(http.port), ordering: .relaxed)
 cluster?.start()
 
 let status = server.run {
-    let host = config.udp.description.split(separator: ":").dropLast().joined(separator: ":")
-    let publicAddress = "\(host):\(server.ports[0])"
+    // The address clients are told (announced, bound, or an interface's), not a wildcard.
+    let publicAddress = "\(advertisedHost):\(server.ports[0])"
     if config.usesDevCredentials {
         let reach = config.udp.isLoopback && config.http.isLoopback ? "on loopback only" : "OFF LOOPBACK (--dev): anyone who can reach it can mint admin tokens"
         log.write(.warning, "using the public dev credentials \(reach): api key \"devkey\", api secret \"\(config.apiKeys["devkey"] ?? "")\" — set your own for anything but development")
+    }
+    if !config.iceServers.isEmpty {
+        // The URLs and the lifetime only: the shared secret is never written anywhere.
+        let servers = config.iceServers
+        log.write(.info, "WebRTC members are handed \(servers.urls.map(\.text).joined(separator: ", "))"
+                  + (servers.turnURLs.isEmpty ? "" : ", TURN credentials valid \(servers.lifetime) s"))
     }
     if config.core.allowCleartext {
         log.write(.warning, "allow_cleartext is on: clients may join with the cleartext protocol (tokens, names, texts and voice readable on the path) — for debugging only")
     }
     let ports = server.ports.map(String.init).joined(separator: ",")
     let workers = server.ports.count == 1 ? "1 worker on port" : "\(server.ports.count) workers on ports"
-    let httpHost = config.http.description.split(separator: ":").dropLast().joined(separator: ":")
+    let httpHost = config.http.host
     // The page's address as a browser on this machine opens it (a wildcard address is not one to open).
-    let pageHost = httpHost == "0.0.0.0" || httpHost == "[::]" || httpHost.isEmpty ? "127.0.0.1" : httpHost
+    let pageHost = config.http.isWildcard ? "127.0.0.1" : httpHost
     let page = webRoot == nil ? "" : "; web page: \(http.scheme)://\(pageHost):\(http.port)/"
     writeLine("parley-relay \(ParleyVersion.string) ready on udp \(publicAddress) (\(workers) \(ports)), relay key \(server.relayKey ?? "none"), \(http.scheme) \(httpHost):\(http.port)\(page); join with: parley join ROOM --identity NAME --server \(publicAddress)")
 }

@@ -9,7 +9,7 @@ enum JoinCommand {
     static let usage = """
     usage: parley join ROOM --identity NAME [--server HOST:PORT] [--token T] [--name N] [--duration SECONDS]
                        [--mute] [--listen-only] [--mode forward|mix|hybrid] [--audience] [--say TEXT] [--image FILE]
-                       [--images-dir DIR] [--history N] [--no-tui] [--verbose] [audio options]
+                       [--images-dir DIR] [--history N] [--no-tui] [--tcp] [--verbose] [audio options]
     \(AudioOptions.usage)
 
     Joins ROOM on the relay (default 127.0.0.1:7400). Without --token it mints one from PARLEY_API_KEY /
@@ -22,6 +22,8 @@ enum JoinCommand {
     --say TEXT sends a text to the room once joined; --image FILE (PNG, JPEG, WebP or GIF) is uploaded to the relay's HTTP
     API (PARLEY_URL, default http://127.0.0.1:7480) before joining and goes with it (--say may then be left out). Images
     in the room's texts are saved in --images-dir DIR (default ./parley-images, made 0700): "image from bob saved to PATH".
+    When UDP gets no answer for 2 s it joins over TCP (the relay's TCP port, the same number) and says so; --tcp
+    joins over TCP from the start. IPv6 servers in brackets: --server '[2001:db8::1]:7400'.
     --history N shows the room's last N texts (1–200) first, as the relay kept them (its HTTP API, PARLEY_URL).
     --verbose also shows the relay's key after each join and, at exit, what each stream received and how its jitter
     buffer played it, the round trips measured at the join and the longest gap between received packets.
@@ -33,7 +35,8 @@ enum JoinCommand {
         let o = Options(arguments, valued: AudioOptions.valued.union(["identity", "server", "token", "name", "duration", "mode", "say", "image",
                                                                       "images-dir", "history"])
                             .union(SecurityOptions.valued),
-                        switches: AudioOptions.switches.union(["mute", "listen-only", "no-tui", "audience", "verbose"]).union(SecurityOptions.switches), usage: usage)
+                        switches: AudioOptions.switches.union(["mute", "listen-only", "no-tui", "audience", "tcp", "verbose"]).union(SecurityOptions.switches),
+                        usage: usage)
         guard let room = o.positional.first else { fail("join needs a ROOM\n\(usage)") }
         guard let identity = o["identity"], !identity.isEmpty else { fail("join needs --identity\n\(usage)") }
         guard let server = PeerAddress(parsing: o["server"] ?? "127.0.0.1:7400") else { fail("--server must be HOST:PORT") }
@@ -61,6 +64,7 @@ enum JoinCommand {
                                                                      security: SecurityOptions.security(o, token: given)),
                             devices: devices, ui: ui, duration: duration, say: image == nil ? o["say"] : o["say"] ?? "")
         call.sayAttachments = image.map { [$0] } ?? []
+        call.tcpFirst = o.has("tcp")
         call.images = ImageDownloads(o, token: token)
         call.verbose = o.has("verbose")
         if !ui.interactive { call.stdinTexts = StdinTexts() }

@@ -22,7 +22,12 @@ final class RoomCall {
     let ui: TerminalUI
     let duration: Double
     let say: String?
-    let socket: UDPSocket
+    /// UDP, or the relay's TCP port (`RelayLink`).
+    let link: RelayLink
+    /// Over TCP from the start (`--tcp`), not only when UDP gets no answer.
+    var tcpFirst = false
+    /// How long UDP may go unanswered before a join tries TCP.
+    static let udpPatience = Interval.milliseconds(2_000)
     /// The engine (its counters and streams make the summary).
     let engine: ClientEngine
     /// SSRC → identity, from the member list and events.
@@ -80,12 +85,12 @@ final class RoomCall {
         self.ui = ui
         self.duration = duration
         self.say = say
-        let socket = openSocket(for: server)
-        self.socket = socket
+        let link = RelayLink(server: server)
+        self.link = link
         do {
             engine = try ClientEngine(server: server, token: token, configuration: configuration, now: Clock.monotonic(),
                                       unixMilliseconds: { Int64(Clock.unixMilliseconds()) }, random: SystemRandomNumberGenerator(),
-                                      transmit: { bytes, to in try? socket.send(bytes, to: to) })
+                                      transmit: { bytes, to in link.send(bytes, to: to) })
         } catch {
             fail("cannot start the Opus encoder: \(error.message)", code: 1)
         }
@@ -96,15 +101,17 @@ final class RoomCall {
         let start = Clock.monotonic()
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
         defer { buffer.deallocate() }
+        if tcpFirst { switchToTCP(because: nil) }
         // Stdin is polled for the live view's keys, or for texts while `stdinTexts` watches it.
         var readingStdin = ui.interactive || stdinTexts?.watched == true
-        var poller = Poller(readingStdin ? [socket.fd, 0] : [socket.fd])
+        var poller = Poller(readingStdin ? [link.fd, 0] : [link.fd])
+        var heardRelay = false
         var nextTick = Clock.monotonic()
         while true {
             let now = Clock.monotonic()
             if let texts = stdinTexts, !ui.interactive, texts.watched != readingStdin {
                 readingStdin = texts.watched
-                poller = Poller(readingStdin ? [socket.fd, 0] : [socket.fd])
+                poller = Poller(readingStdin ? [link.fd, 0] : [link.fd])
             }
             if doneSaying(now: now) { leaveRequested = true }
             if interrupted.load(ordering: .relaxed), case .waitingToRejoin = engine.phase { return 0 }  // nothing to leave
@@ -120,7 +127,14 @@ final class RoomCall {
                 return 0
             }
             poller.wait(timeoutMilliseconds: Int32(max(0, min(20, (nextTick - now).milliseconds))))
-            while let (n, from) = socket.receive(into: buffer) {
+            if !heardRelay, !link.overTCP, !engine.everWelcomed, now - start >= Self.udpPatience {
+                // Nothing came back over UDP: a network that drops it. The engine's handshake goes on over TCP.
+                switchToTCP(because: "no answer over UDP from \(engine.server) in \(Self.udpPatience.wholeSeconds) s")
+                if link.overTCP { poller = Poller(readingStdin ? [link.fd, 0] : [link.fd]) }
+                heardRelay = true  // tried once
+            }
+            while let (n, from) = link.receive(into: buffer) {
+                heardRelay = true
                 // Only the relay's public port and the welcome's port speak for the session (the engine drops the
                 // rest): another port on the relay's host included, is not the room.
                 for event in engine.receive(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), from: from, now: Clock.monotonic()) {
@@ -160,6 +174,16 @@ final class RoomCall {
                 updateStatus()
             }
             ui.draw(now: tickNow)
+        }
+    }
+
+    /// Moves to the relay's TCP port and says so (or that TCP failed too, leaving UDP to the handshake's last tries).
+    private func switchToTCP(because reason: String?) {
+        do {
+            try link.useTCP(engine.server)
+            ui.event((reason.map { "\($0): " } ?? "") + "joining over TCP (\(engine.server))")
+        } catch {
+            ui.event((reason.map { "\($0); " } ?? "") + "TCP to \(engine.server) failed too: \(error)")
         }
     }
 

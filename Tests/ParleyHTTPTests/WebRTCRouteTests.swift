@@ -18,9 +18,11 @@ struct WebRTCRouteTests {
     }
 
     /// A member token for `room` (what a page holds), with `grants`.
-    static func memberToken(_ identity: String, room: String = "R", grants: Grants = Grants(), expiresIn: Int64 = 600) -> String {
+    static func memberToken(_ identity: String, room: String = "R", grants: Grants = Grants(), expiresIn: Int64 = 600,
+                            mode: String? = nil) -> String {
         TokenSigner(apiKey: "k", apiSecret: RouterTests.secret).mint(
-            TokenClaims(identity: identity, name: identity.capitalized, room: room, expiresAt: RouterTests.now + expiresIn, grants: grants))
+            TokenClaims(identity: identity, name: identity.capitalized, room: room, expiresAt: RouterTests.now + expiresIn, grants: grants,
+                        mode: mode))
     }
 
     /// `admit`, and `route` when admitted: the answer a client gets.
@@ -121,6 +123,16 @@ struct WebRTCRouteTests {
         #expect(r.status == 404 && errorCode(r) == "not_found", "\(r.text)")
         #expect(r.headers["Access-Control-Allow-Origin"] == "*")
         #expect(backend.core.roomCount == 0 && backend.core.memberCount == 0)
+    }
+
+    @Test("a token that may create the room opens it in the token's mode; a mode no relay knows is 400 and opens nothing")
+    func tokenMode() {
+        let bogus = send("POST", "/v1/rooms/R/whip", chromeOffer, token: Self.memberToken("ann", grants: Grants(create: true), mode: "bogus"))
+        #expect(bogus.status == 400 && errorCode(bogus) == "invalid_field", "\(bogus.text)")
+        #expect(backend.core.roomCount == 0 && backend.core.memberCount == 0)
+        let mix = send("POST", "/v1/rooms/R/whip", chromeOffer, token: Self.memberToken("ann", grants: Grants(create: true), mode: "mix"))
+        #expect(mix.status == 201, "\(mix.text)")
+        #expect(backend.core.snapshot().map(\.mode) == [.mix])
     }
 
     @Test("a call room admits only its parties' call tokens, through WebRTC as natively: a member or admin token for it is 403")

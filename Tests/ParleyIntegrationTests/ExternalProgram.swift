@@ -27,8 +27,16 @@ struct ExternalProgram: Sendable, CustomStringConvertible {
     static let redisCLI = ExternalProgram(path: "/usr/bin/redis-cli", package: "redis-tools")
     /// Headless Chromium, the WebRTC browser of the browser tests.
     static let chromium = ExternalProgram(path: "/usr/bin/chromium", package: "chromium")
+    /// coturn, the TURN server WebRTC members reach the relay through (`use-auth-secret`: credentials the relay signs).
+    static let turnserver = ExternalProgram(path: "/usr/bin/turnserver", package: "coturn")
+    /// coturn's test client: a TURN allocation with given credentials, and data through it.
+    static let turnutilsUclient = ExternalProgram(path: "/usr/bin/turnutils_uclient", package: "coturn")
     /// A mount namespace of its own (the full-disk tests mount a small tmpfs there; `mount` comes with it).
     static let unshare = ExternalProgram(path: "/usr/bin/unshare", package: "util-linux")
+    /// Network namespaces and veth pairs (the NAT and IPv6 lab of the reachability tests).
+    static let ip = ExternalProgram(path: "/usr/bin/ip", package: "iproute2")
+    /// The lab's NAT (run inside a namespace through `ip netns exec`).
+    static let nft = ExternalProgram(path: "/usr/sbin/nft", package: "nftables")
 
     /// The interop tests' Python: a venv of Debian's python3 with PyPI's aiortc, pesq, numpy and scipy, which
     /// `make test` makes at `.build/interop-venv` (its Makefile rule; the Debian side is python3-venv and a compiler).
@@ -39,7 +47,7 @@ struct ExternalProgram: Sendable, CustomStringConvertible {
 
     /// Every program the tests start.
     static let all: [ExternalProgram] = [.curl, .ffmpeg, .ffprobe, .espeakNG, .openssl, .tcpdump, .gstLaunch, .tshark, .chromium, .interopPython,
-                                         .redisServer, .redisCLI, .unshare]
+                                         .redisServer, .redisCLI, .unshare, .ip, .nft, .turnserver, .turnutilsUclient]
 
     var description: String { path }
 

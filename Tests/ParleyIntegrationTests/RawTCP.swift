@@ -38,8 +38,11 @@ final class RawTCP {
 
     /// Sends all of `text`; false when the connection is gone.
     @discardableResult
-    func send(_ text: String) -> Bool {
-        let bytes = Array(text.utf8)
+    func send(_ text: String) -> Bool { send(bytes: Array(text.utf8)) }
+
+    /// Sends all of `bytes`; false when the connection is gone.
+    @discardableResult
+    func send(bytes: [UInt8]) -> Bool {
         var sent = 0
         while sent < bytes.count {
             let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }

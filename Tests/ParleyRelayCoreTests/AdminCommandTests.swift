@@ -9,9 +9,9 @@ struct AdminCommandTests {
     @Test("a room created empty admits joiners whose token may not create, honours max_members, and closes after its own empty timeout")
     func createRoom() {
         let net = FakeNetwork()
-        #expect(net.core.createRoom(name: "lobby", mode: "mix", maxMembers: 1, emptyTimeout: .seconds(2), now: net.now) == .ok)
+        #expect(net.core.createRoom(name: "lobby", mode: .mix, maxMembers: 1, emptyTimeout: .seconds(2), now: net.now) == .ok)
         #expect(net.core.createRoom(name: "lobby", mode: nil, maxMembers: nil, emptyTimeout: nil, now: net.now) == .conflict("room lobby already exists"))
-        #expect(net.core.snapshot().map(\.mode) == ["mix"])
+        #expect(net.core.snapshot().map(\.mode) == [.mix])
         let noCreate = Grants(join: true, publish: true, subscribe: true, admin: false, create: false)
         let alice = net.addClient("alice", token: net.token("alice", grants: noCreate))
         let bob = net.addClient("bob", token: net.token("bob", grants: noCreate))

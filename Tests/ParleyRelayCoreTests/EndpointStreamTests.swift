@@ -25,7 +25,7 @@ struct EndpointStreamTests {
 
     func setUp() throws -> (FakeNetwork, RTPEndpointInfo) {
         let net = FakeNetwork(config: RTPEndpointTests.cleartext)
-        #expect(net.core.createRoom(name: "lobby", mode: "forward", maxMembers: nil, emptyTimeout: nil, now: net.now) == .ok)
+        #expect(net.core.createRoom(name: "lobby", mode: .forward, maxMembers: nil, emptyTimeout: nil, now: net.now) == .ok)
         return (net, try RTPEndpointTests().create(net, "rec", publish: false, receive: Self.sink))
     }
 
@@ -154,7 +154,7 @@ struct EndpointStreamTests {
     @Test("RTCP from the tool's RTP port + 1 is taken as the endpoint's; RTP from there is not")
     func rtcpFromTheNextPort() throws {
         let net = FakeNetwork(config: RTPEndpointTests.cleartext)
-        #expect(net.core.createRoom(name: "lobby", mode: "forward", maxMembers: nil, emptyTimeout: nil, now: net.now) == .ok)
+        #expect(net.core.createRoom(name: "lobby", mode: .forward, maxMembers: nil, emptyTimeout: nil, now: net.now) == .ok)
         _ = try RTPEndpointTests().create(net, "cam", publish: true, subscribe: false, source: Self.tool)
         let rtcpPort = PeerAddress(ipv4: 172, 16, 0, 9, port: Self.tool.port + 1)
         let cam = PlainRTPSender(address: Self.tool, ssrc: 4242)

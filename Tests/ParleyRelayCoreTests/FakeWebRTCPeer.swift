@@ -65,7 +65,7 @@ final class FakeWebRTCPeer {
 
     /// Has the core add it to `room` as `identity` (the WHIP/WHEP POST) and prepares its DTLS client.
     @discardableResult
-    func join(_ net: FakeNetwork, room: String = "lobby", identity: String = "browser", createMode: String? = nil,
+    func join(_ net: FakeNetwork, room: String = "lobby", identity: String = "browser", createMode: RoomMode? = nil,
               terms: WebRTCOfferTerms? = nil) throws -> WebRTCMemberInfo {
         let result = net.core.createWebRTCMember(room: room, identity: identity, displayName: "Browser", createMode: createMode,
                                                  terms: terms ?? self.terms(), now: net.now)

@@ -11,7 +11,7 @@ struct HybridModeTests {
         var clients: [FakeClient] = []
         for n in speakers + listeners {
             let grants = listeners.contains(n) ? Grants(publish: false) : Grants()
-            clients.append(net.addClient(n, room: "stage", token: net.token(n, room: "stage", grants: grants, mode: RoomMode.hybrid)))
+            clients.append(net.addClient(n, room: "stage", token: net.token(n, room: "stage", grants: grants, mode: "hybrid")))
         }
         net.joinAll()
         return (net, clients)
@@ -20,7 +20,7 @@ struct HybridModeTests {
     @Test("two speakers hear each other's own streams, two listeners hear one mix of both; the mixer encodes once per frame")
     func speakersForwardedListenersMixed() throws {
         let (net, c) = hybridRoom(["alice", "bob"], listeners: ["carol", "dave"])
-        #expect(c.allSatisfy { $0.session.welcome?.mode == RoomMode.hybrid })
+        #expect(c.allSatisfy { $0.session.welcome?.mode == "hybrid" })
         // The room's forwarding key goes to those it forwards to: the speakers.
         #expect(c[0].session.welcome?.roomMediaKey.isEmpty == false && c[1].session.welcome?.roomMediaKey.isEmpty == false)
         #expect(c[2].session.welcome?.roomMediaKey.isEmpty == true && c[3].session.welcome?.roomMediaKey.isEmpty == true)
@@ -62,7 +62,7 @@ struct HybridModeTests {
         #expect((c[0].media[c[1].ssrc]?.count ?? 0) >= 25 && (c[1].media[c[0].ssrc]?.count ?? 0) >= 25)
 
         // A listener arrives: the mix starts for it.
-        let carol = net.addClient("carol", room: "stage", token: net.token("carol", room: "stage", grants: Grants(publish: false), mode: RoomMode.hybrid))
+        let carol = net.addClient("carol", room: "stage", token: net.token("carol", room: "stage", grants: Grants(publish: false), mode: "hybrid"))
         net.joinAll()
         net.advance(milliseconds: 600, stepMilliseconds: 20) { try? alice.send(); try? bob.send() }
         #expect(!mix.idle && mix.encodes > 10)

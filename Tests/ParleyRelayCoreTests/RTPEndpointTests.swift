@@ -39,7 +39,7 @@ struct RTPEndpointTests {
     /// These tests speak cleartext RTP, which a relay admits only when it allows cleartext (SRTP: `SRTPEndpointTests`).
     static let cleartext = { var c = RelayCoreConfig(); c.allowCleartext = true; return c }()
 
-    func room(_ net: FakeNetwork, mode: String = "forward") {
+    func room(_ net: FakeNetwork, mode: RoomMode = .forward) {
         #expect(net.core.createRoom(name: "lobby", mode: mode, maxMembers: nil, emptyTimeout: nil, now: net.now) == .ok)
     }
 

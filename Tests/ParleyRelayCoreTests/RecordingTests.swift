@@ -115,7 +115,7 @@ struct RecordingTests {
     @Test("a call room cannot be recorded")
     func callRoomsArePrivate() {
         let net = FakeNetwork()
-        #expect(net.core.createRoom(name: "call-abc", mode: "forward", maxMembers: nil, emptyTimeout: nil, now: net.now) == .ok)
+        #expect(net.core.createRoom(name: "call-abc", mode: .forward, maxMembers: nil, emptyTimeout: nil, now: net.now) == .ok)
         #expect(net.core.startRecording(room: "call-abc", id: 1, now: net.now) == .forbidden("call rooms are private: they cannot be recorded"))
     }
 
@@ -123,7 +123,7 @@ struct RecordingTests {
     func tapRecordsRoundTripAndAreBounded() {
         let tap = RecordingTap(capacity: 200)
         let now = Moment(monotonic: Instant(nanoseconds: 5_000_000), unixMilliseconds: 1_700_000_000_000)
-        tap.recordStarted(id: 1, room: "r", mode: "mix", now: now, mixdown: true)
+        tap.recordStarted(id: 1, room: "r", mode: .mix, now: now, mixdown: true)
         tap.recordTrack(id: 1, ssrc: 42, identity: "alice", name: "Alice")
         let payload: [UInt8] = [0x48, 1, 2, 3]
         payload.withUnsafeBytes { p in

@@ -10,7 +10,7 @@ struct RelayRTCPTests {
     /// A mix room with a speaking tone member and a listen-only member.
     func mixRoom(encrypted: Bool) throws -> (FakeNetwork, ToneMember, FakeClient, MixEngine) {
         let net = FakeNetwork(encrypted: encrypted)
-        #expect(net.core.createRoom(name: "mixroom", mode: "mix", maxMembers: nil, emptyTimeout: nil, now: net.now) == .ok)
+        #expect(net.core.createRoom(name: "mixroom", mode: .mix, maxMembers: nil, emptyTimeout: nil, now: net.now) == .ok)
         let alice = net.addClient("alice", room: "mixroom", token: net.token("alice", room: "mixroom", mode: "mix"))
         let bob = net.addClient("bob", room: "mixroom", token: net.token("bob", room: "mixroom", grants: Grants(publish: false), mode: "mix"))
         net.joinAll()

@@ -102,7 +102,7 @@ struct RoomKeyChangeTests {
     @Test("a mix room has no shared key: departures change nothing")
     func mixRoomHasNoKey() throws {
         let net = FakeNetwork(encrypted: true)
-        #expect(net.core.createRoom(name: "mixed", mode: "mix", maxMembers: nil, emptyTimeout: nil, now: net.now) == .ok)
+        #expect(net.core.createRoom(name: "mixed", mode: .mix, maxMembers: nil, emptyTimeout: nil, now: net.now) == .ok)
         let alice = net.addClient("alice", room: "mixed"), bob = net.addClient("bob", room: "mixed")
         net.joinAll()
         _ = bob.session.leave(now: net.instant)

@@ -70,7 +70,7 @@ struct SRTPEndpointTests {
     @Test("the endpoint's SRTP is decrypted and forwarded in the clear to members; forged, tampered, replayed and cleartext packets are dropped and counted")
     func publishOverSRTP() throws {
         let net = FakeNetwork()
-        #expect(net.core.createRoom(name: "lobby", mode: "forward", maxMembers: nil, emptyTimeout: nil, now: net.now) == .ok)
+        #expect(net.core.createRoom(name: "lobby", mode: .forward, maxMembers: nil, emptyTimeout: nil, now: net.now) == .ok)
         let alice = net.addClient("alice")
         net.joinAll()
         let keys = Self.keys(1)
@@ -139,7 +139,7 @@ struct SRTPEndpointTests {
     @Test("what a subscribing SRTP endpoint receives in a forward room decrypts with the relay's key, to the speaker's packet")
     func forwardedMediaIsProtected() throws {
         let net = FakeNetwork()
-        #expect(net.core.createRoom(name: "lobby", mode: "forward", maxMembers: nil, emptyTimeout: nil, now: net.now) == .ok)
+        #expect(net.core.createRoom(name: "lobby", mode: .forward, maxMembers: nil, emptyTimeout: nil, now: net.now) == .ok)
         let alice = net.addClient("alice"), bob = net.addClient("bob")
         net.joinAll()
         let keys = Self.keys(7)
@@ -168,7 +168,7 @@ struct SRTPEndpointTests {
     @Test("a subscribing SRTP endpoint of a mix room receives the mix protected; decrypted, it decodes to the speaker's tone")
     func mixIsProtected() throws {
         let net = FakeNetwork()
-        #expect(net.core.createRoom(name: "mixroom", mode: "mix", maxMembers: nil, emptyTimeout: nil, now: net.now) == .ok)
+        #expect(net.core.createRoom(name: "mixroom", mode: .mix, maxMembers: nil, emptyTimeout: nil, now: net.now) == .ok)
         let alice = net.addClient("alice", room: "mixroom", token: net.token("alice", room: "mixroom", mode: "mix"))
         net.joinAll()
         let keys = Self.keys(9)
@@ -203,14 +203,14 @@ struct SRTPEndpointTests {
     @Test("cleartext endpoints only when asked for and allowed: without keys the relay refuses unless allowCleartext")
     func cleartextNeedsTheSwitch() throws {
         let net = FakeNetwork(encrypted: true)  // the relay's default: no allowCleartext
-        #expect(net.core.createRoom(name: "lobby", mode: "forward", maxMembers: nil, emptyTimeout: nil, now: net.now) == .ok)
+        #expect(net.core.createRoom(name: "lobby", mode: .forward, maxMembers: nil, emptyTimeout: nil, now: net.now) == .ok)
         guard case .invalid(let why) = create(net, "cam", source: Self.tool, keys: nil) else { Issue.record("cleartext accepted"); return }
         #expect(why.contains("allow_cleartext"))
         #expect(net.core.memberCount == 0)
         var config = RelayCoreConfig()
         config.allowCleartext = true
         let open = FakeNetwork(config: config)
-        #expect(open.core.createRoom(name: "lobby", mode: "forward", maxMembers: nil, emptyTimeout: nil, now: open.now) == .ok)
+        #expect(open.core.createRoom(name: "lobby", mode: .forward, maxMembers: nil, emptyTimeout: nil, now: open.now) == .ok)
         guard case .rtpEndpoint(let info) = create(open, "cam", source: Self.tool, keys: nil) else { Issue.record("refused"); return }
         #expect(info.keys == nil)
     }

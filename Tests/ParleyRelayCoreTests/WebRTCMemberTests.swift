@@ -20,7 +20,7 @@ struct WebRTCMemberTests {
     /// A relay with a certificate and a forward room `lobby`.
     func world(seed: UInt64 = 13) -> FakeNetwork {
         let net = FakeNetwork(seed: seed, webrtc: true)
-        #expect(net.core.createRoom(name: "lobby", mode: "forward", maxMembers: nil, emptyTimeout: nil, now: net.now) == .ok)
+        #expect(net.core.createRoom(name: "lobby", mode: .forward, maxMembers: nil, emptyTimeout: nil, now: net.now) == .ok)
         return net
     }
 
@@ -207,7 +207,7 @@ struct WebRTCMemberTests {
     func checkFromPresenceAddress() throws {
         let world = CallWorld(webrtc: true)
         let net = world.net
-        #expect(net.core.createRoom(name: "lobby", mode: "forward", maxMembers: nil, emptyTimeout: nil, now: net.now) == .ok)
+        #expect(net.core.createRoom(name: "lobby", mode: .forward, maxMembers: nil, emptyTimeout: nil, now: net.now) == .ok)
         let carol = world.addPresence("carol")
         world.registerAll()
         let peer = try FakeWebRTCPeer(address: Self.browser)
@@ -570,7 +570,7 @@ struct WebRTCMemberTests {
     @Test("in a mix room the browser gets the mix as its offer negotiated it: its payload type (Firefox's 109), the speakers as CSRCs, no RFC 6465 element at the relay's id; it decodes to the speaker's tone")
     func mixAsNegotiated() throws {
         let net = FakeNetwork(seed: 13, webrtc: true)
-        #expect(net.core.createRoom(name: "lobby", mode: "mix", maxMembers: nil, emptyTimeout: nil, now: net.now) == .ok)
+        #expect(net.core.createRoom(name: "lobby", mode: .mix, maxMembers: nil, emptyTimeout: nil, now: net.now) == .ok)
         let alice = net.addClient("alice", token: net.token("alice", room: "lobby", mode: "mix"))
         net.joinAll()
         let peer = try FakeWebRTCPeer(address: Self.browser)
@@ -800,7 +800,7 @@ struct WebRTCMemberTests {
     func createRefusals() throws {
         let peer = try FakeWebRTCPeer(address: Self.browser)
         let plain = FakeNetwork()
-        #expect(plain.core.createRoom(name: "lobby", mode: "forward", maxMembers: nil, emptyTimeout: nil, now: plain.now) == .ok)
+        #expect(plain.core.createRoom(name: "lobby", mode: .forward, maxMembers: nil, emptyTimeout: nil, now: plain.now) == .ok)
         #expect(plain.core.createWebRTCMember(room: "lobby", identity: "b", displayName: nil, createMode: nil, terms: peer.terms(),
                                               now: plain.now) == .unavailable("the relay has no DTLS certificate (OpenSSL failed at start)"))
         let net = world()
@@ -813,11 +813,11 @@ struct WebRTCMemberTests {
             Issue.record("a room was opened without the create grant")
         }
         #expect(net.core.memberCount == 0 && net.core.roomCount == 1)
-        if case .webRTCMember = net.core.createWebRTCMember(room: "opened", identity: "b", displayName: nil, createMode: "mix",
+        if case .webRTCMember = net.core.createWebRTCMember(room: "opened", identity: "b", displayName: nil, createMode: .mix,
                                                             terms: peer.terms(), now: net.now) {} else {
             Issue.record("the create grant did not open the room")
         }
-        #expect(net.core.snapshot().first { $0.name == "opened" }?.mode == "mix")
+        #expect(net.core.snapshot().first { $0.name == "opened" }?.mode == .mix)
     }
 
     @Test("the same identity again replaces the first session: its credentials stop working")

@@ -1,6 +1,8 @@
 import Foundation
 import ParleyAuth
 import ParleyRelay
+import ParleyTestSupport
+import ParleyWebRTC
 import Testing
 
 @Suite("parley-relay's configuration: credentials come in pairs; errors name every setting")
@@ -11,6 +13,19 @@ struct RelayConfigTests {
         try c.checkCredentials()
         #expect(c.usesDevCredentials)
         #expect(c.apiKeys == [DevDefaults.apiKey: DevDefaults.apiSecret])
+    }
+
+    @Test("announce: a flag's comma list or the file's JSON list, IPv4 and IPv6; a bad one names the key; an IPv6 http address")
+    func announce() throws {
+        var c = RelayConfig()
+        try c.set("announce", "198.51.100.10,2001:db8::10")
+        #expect(c.announce.map(\.description) == ["198.51.100.10:0", "[2001:db8::10]:0"])
+        try c.load(file: try Self.file(#"{"announce": ["203.0.113.4", "[2001:db8::4]"]}"#))
+        #expect(c.announce.map(\.description) == ["203.0.113.4:0", "[2001:db8::4]:0"])
+        let error = #expect(throws: ConfigError.self) { try c.set("announce", "0.0.0.0") }
+        #expect(error?.description.hasPrefix("announce must be IP addresses") == true)
+        try c.set("http", "[::]:7480")
+        #expect(c.http.isWildcard && !c.http.isIPv4)
     }
 
     @Test("the public dev credentials off loopback are refused unless dev says so (issue 33, finding 10); own keys run anywhere",
@@ -92,7 +107,10 @@ struct RelayConfigTests {
         let data = try #require(FileManager.default.contents(atPath: path))
         let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         let listed = Set(object.keys)
-        for key in RelayConfig.keys where key != "api_key" && key != "api_secret" { #expect(listed.contains(key), "\(key) missing") }
+        // Secrets are no sample's business: the sample names the file a TURN secret is read from instead.
+        for key in RelayConfig.keys where !["api_key", "api_secret", "turn_secret"].contains(key) {
+            #expect(listed.contains(key), "\(key) missing")
+        }
         var c = RelayConfig()
         try c.load(file: path)
         #expect(c.stateDir == "/var/lib/parley-relay")
@@ -176,5 +194,126 @@ struct HTTPLimitsConfigTests {
                     "event_stream_stall_timeout_s"] {
             #expect(RelayConfig.keys.contains(key))
         }
+    }
+}
+
+@Suite("parley-relay's configuration: TURN (turn_urls, turn_secret, turn_secret_file, turn_ttl_s)")
+struct TURNConfigTests {
+    static let secret = "parley-turn-shared-secret-0123"
+
+    @Test("turn_urls from a comma list (spaces allowed), a JSON array or PARLEY_TURN_URLS; \"\" clears them")
+    func urls() throws {
+        var c = RelayConfig()
+        #expect(c.iceServers.isEmpty && c.turnTTL == 3600)
+        try c.set("turn_urls", "turn:198.51.100.10:3478?transport=udp, turns:turn.example.net:5349?transport=tcp")
+        #expect(c.turnURLs.map(\.text)
+                == ["turn:198.51.100.10:3478?transport=udp", "turns:turn.example.net:5349?transport=tcp"])
+        try c.load(file: try RelayConfigTests.file(
+            #"{"turn_urls": ["stun:stun.example.net", "turn:[2001:db8::1]:3478"]}"#))
+        #expect(c.turnURLs.map(\.text) == ["stun:stun.example.net", "turn:[2001:db8::1]:3478"])
+        try c.load(environment: ["PARLEY_TURN_URLS": "turn:10.0.0.1"])
+        #expect(c.turnURLs.map(\.text) == ["turn:10.0.0.1"])
+        try c.set("turn_urls", "")
+        #expect(c.turnURLs.isEmpty)
+    }
+
+    @Test("a bad URL is refused naming turn_urls and what is wrong", arguments: [
+        ("turn://h:3478", "no //"), ("http://h", "scheme"), ("turn:h:70000", "port"),
+        ("turn:h?transport=sctp", "transport"),
+        ("turn:h,,turn:g", "empty URL"), ("turn:h,", "empty URL"),
+    ])
+    func badURL(value: String, why: String) {
+        var c = RelayConfig()
+        let error = #expect(throws: ConfigError.self) { try c.set("turn_urls", value) }
+        let message = error?.description ?? ""
+        #expect(message.hasPrefix("turn_urls") && message.contains(why), "\(message)")
+        #expect(c.turnURLs.isEmpty)
+    }
+
+    @Test("turn_ttl_s: 3600 by default, 60…86400 taken, the rest refused")
+    func ttl() throws {
+        var c = RelayConfig()
+        for good in ["60", "600", "86400"] {
+            try c.set("turn_ttl_s", good)
+            #expect(c.turnTTL == Int64(good)! && c.iceServers.lifetime == Int64(good)!)
+        }
+        for bad in ["59", "86401", "-1", "1h", ""] {
+            #expect(throws: ConfigError.self) { try c.set("turn_ttl_s", bad) }
+        }
+    }
+
+    @Test("""
+          the secret from turn_secret, PARLEY_TURN_SECRET or a file (its trailing line break not part of it): the \
+          credential matches openssl's
+          """)
+    func secretSources() throws {
+        let dir = ScratchDirectory()
+        try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
+        defer { dir.remove() }
+        let file = dir.path + "/turn-secret"
+        let files = [("newline", Self.secret + "\n"), ("crlf", Self.secret + "\r\n"), ("bare", Self.secret)]
+        for (name, contents) in files {
+            try contents.write(toFile: file, atomically: true, encoding: .utf8)
+            var fromFile = RelayConfig()
+            try fromFile.set("turn_urls", "turn:198.51.100.10:3478?transport=udp")
+            try fromFile.set("turn_secret_file", file)
+            try fromFile.checkCredentials()
+            // printf '%s' '1700003600:ann' \
+            //     | openssl dgst -sha1 -hmac 'parley-turn-shared-secret-0123' -binary | base64
+            #expect(fromFile.iceServers.servers(for: "ann", now: 1_700_000_000).last?.credential
+                    == "NKCeKIsXblmaEroV/93zhvOGrFc=", "\(name)")
+        }
+        var fromEnvironment = RelayConfig()
+        try fromEnvironment.load(environment: ["PARLEY_TURN_URLS": "turn:198.51.100.10",
+                                               "PARLEY_TURN_SECRET": Self.secret])
+        try fromEnvironment.checkCredentials()
+        #expect(fromEnvironment.iceServers.servers(for: "ann", now: 1_700_000_000).last?.credential
+                == "NKCeKIsXblmaEroV/93zhvOGrFc=")
+        var fromKey = RelayConfig()
+        try fromKey.set("turn_secret", Self.secret)
+        try fromKey.set("turn_urls", "turn:198.51.100.10")
+        #expect(fromKey.iceServers.hasSecret)
+    }
+
+    @Test("""
+          a secret too short, with a line break inside, or an unreadable file is refused, and no error shows the \
+          secret
+          """)
+    func badSecrets() throws {
+        let dir = ScratchDirectory()
+        try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
+        defer { dir.remove() }
+        let file = dir.path + "/two-lines"
+        try "first-line-of-the-secret\nsecond-line-of-it\n".write(toFile: file, atomically: true, encoding: .utf8)
+        var c = RelayConfig()
+        let short = #expect(throws: ConfigError.self) { try c.set("turn_secret", "hunter2-short") }
+        #expect(short?.description.contains("16 bytes") == true && short?.description.contains("hunter2") == false)
+        let broken = #expect(throws: ConfigError.self) { try c.set("turn_secret_file", file) }
+        let brokenMessage = broken?.description ?? ""
+        #expect(brokenMessage.contains("line break") && !brokenMessage.contains("first-line"), "\(brokenMessage)")
+        let missing = #expect(throws: ConfigError.self) { try c.set("turn_secret_file", dir.path + "/absent") }
+        #expect(missing?.description.contains("cannot read") == true)
+        #expect(!c.iceServers.hasSecret)
+    }
+
+    @Test("""
+          TURN URLs without a secret, or a secret without a TURN URL, is refused at start; STUN alone and nothing at \
+          all are fine
+          """)
+    func pairs() throws {
+        var urlsOnly = RelayConfig()
+        try urlsOnly.set("turn_urls", "stun:stun.example.net,turn:198.51.100.10:3478")
+        let noSecret = #expect(throws: ConfigError.self) { try urlsOnly.checkCredentials() }
+        let noSecretMessage = noSecret?.description ?? ""
+        #expect(noSecretMessage.contains("turn:198.51.100.10:3478") && noSecretMessage.contains("--turn-secret-file"))
+        var secretOnly = RelayConfig()
+        try secretOnly.set("turn_secret", Self.secret)
+        try secretOnly.set("turn_urls", "stun:stun.example.net")
+        let noURL = #expect(throws: ConfigError.self) { try secretOnly.checkCredentials() }
+        #expect(noURL?.description.contains(Self.secret) == false)
+        var stun = RelayConfig()
+        try stun.set("turn_urls", "stun:stun.example.net")
+        try stun.checkCredentials()
+        try RelayConfig().checkCredentials()
     }
 }

@@ -10,9 +10,10 @@ struct SDPAnswerTests {
     static let host = PeerAddress(ipv4: 203, 0, 113, 5, port: 3478)
 
     /// The answer to `offer` accepting `sections`.
-    static func answer(_ offer: String, _ sections: [SDPAnswer.Section], candidate: PeerAddress = host) throws -> SDPAnswer {
+    static func answer(_ offer: String, _ sections: [SDPAnswer.Section], candidate: PeerAddress = host,
+                       also: [PeerAddress] = []) throws -> SDPAnswer {
         try SDPAnswer(offer: try SDPOffer(parsing: offer), iceUfrag: ufrag, icePwd: pwd, fingerprint: fingerprint,
-                      candidate: candidate, sessionID: 1_234_567_890_123, sections: sections)
+                      candidates: [candidate] + also, sessionID: 1_234_567_890_123, sections: sections)
     }
 
     static func section(_ mid: String, _ direction: SDPDirection = .sendrecv) -> SDPAnswer.Section {
@@ -140,7 +141,20 @@ struct SDPAnswerTests {
     @Test("an IPv6 host candidate is written without brackets")
     func ipv6Candidate() throws {
         let text = try Self.answer(chromeOffer, [Self.section("0")], candidate: PeerAddress(parsing: "[2001:db8::5]:3478")!).text
-        #expect(text.contains("a=candidate:1 1 udp 2130706431 2001:db8:0:0:0:0:0:5 3478 typ host\r\n"))
+        #expect(text.contains("a=candidate:1 1 udp 2130706431 2001:db8::5 3478 typ host\r\n"))
+    }
+
+    @Test("several addresses: one host candidate each, in order, priorities falling (RFC 8445 §5.1.2.1), in every section")
+    func severalCandidates() throws {
+        let v6 = try #require(PeerAddress(parsing: "[2001:db8::5]:3478"))
+        let text = try Self.answer(chromeOffer, [Self.section("0")], also: [v6]).text
+        let lines = text.components(separatedBy: "\r\n").filter { $0.hasPrefix("a=candidate:") }
+        #expect(lines == ["a=candidate:1 1 udp 2130706431 203.0.113.5 3478 typ host",
+                          "a=candidate:2 1 udp 2130706175 2001:db8::5 3478 typ host"])
+        #expect(throws: WebRTCError.self) {
+            _ = try SDPAnswer(offer: SDPOffer(parsing: chromeOffer), iceUfrag: "abcd", icePwd: String(repeating: "p", count: 22),
+                              fingerprint: [UInt8](repeating: 1, count: 32), candidates: [], sessionID: 1, sections: [Self.section("0")])
+        }
     }
 
     @Test("nothing accepted: every section rejected, no BUNDLE group")
@@ -172,7 +186,7 @@ struct SDPAnswerTests {
         let offer = try SDPOffer(parsing: chromeOffer)
         func build(ufrag: String = Self.ufrag, pwd: String = Self.pwd, fingerprint: [UInt8] = Self.fingerprint) -> String? {
             errorCode {
-                try SDPAnswer(offer: offer, iceUfrag: ufrag, icePwd: pwd, fingerprint: fingerprint, candidate: Self.host,
+                try SDPAnswer(offer: offer, iceUfrag: ufrag, icePwd: pwd, fingerprint: fingerprint, candidates: [Self.host],
                               sessionID: 1, sections: [Self.section("0")])
             }
         }
@@ -216,7 +230,7 @@ struct SDPAnswerTests {
         // They are accepted by the answer and by the parser of the answer.
         #expect(errorCode {
             try SDPOffer(parsing: try SDPAnswer(offer: try SDPOffer(parsing: chromeOffer), iceUfrag: first.ufrag, icePwd: first.pwd,
-                                                fingerprint: Self.fingerprint, candidate: Self.host, sessionID: 1,
+                                                fingerprint: Self.fingerprint, candidates: [Self.host], sessionID: 1,
                                                 sections: [Self.section("0")]).text)
         } == nil)
     }

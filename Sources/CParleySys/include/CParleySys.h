@@ -19,6 +19,9 @@ int parley_sendmmsg(int fd, struct parley_mmsg *msgs, unsigned int count);
 /// Sets SO_RCVBUF/SO_SNDBUF, trying SO_*BUFFORCE first (root), returns 0 or -errno.
 int parley_set_socket_buffers(int fd, int bytes);
 
+/// accept4(2) non-blocking and close-on-exec, EINTR retried; returns the descriptor or -errno.
+int parley_accept4(int fd, void *address, unsigned int *length);
+
 /// eventfd(2) non-blocking and close-on-exec; returns the descriptor or -errno.
 int parley_eventfd(void);
 

@@ -115,7 +115,7 @@ private func answer(_ offer: SDPOffer, _ sections: [SDPAnswer.Section], candidat
     let answer: SDPAnswer
     do {
         answer = try SDPAnswer(offer: offer, iceUfrag: ufrag, icePwd: pwd, fingerprint: fingerprint,
-                               candidate: candidate, sessionID: 1_234_567_890_123, sections: sections)
+                               candidates: [candidate], sessionID: 1_234_567_890_123, sections: sections)
     } catch {
         precondition(outsideBundle && error.code == "bad_answer", "answer refused: \(error)")
         return
