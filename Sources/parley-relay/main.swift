@@ -202,7 +202,9 @@ let status = server.run {
     // The page's address as a browser on this machine opens it (a wildcard address is not one to open).
     let pageHost = config.http.isWildcard ? "127.0.0.1" : httpHost
     let page = webRoot == nil ? "" : "; web page: \(http.scheme)://\(pageHost):\(http.port)/"
-    writeLine("parley-relay \(ParleyVersion.string) ready on udp \(publicAddress) (\(workers) \(ports)), relay key \(server.relayKey ?? "none"), \(http.scheme) \(httpHost):\(http.port)\(page); join with: parley join ROOM --identity NAME --server \(publicAddress)")
+    writeLine("parley-relay \(ParleyVersion.string) ready on udp \(publicAddress) (\(workers) \(ports)), "
+              + "relay key \(server.relayKey ?? "none"), \(http.scheme) \(httpHost):\(http.port)\(page); "
+              + "join with: parley join ROOM --identity NAME --server \(publicAddress)")
 }
 cluster?.stop()  // leaves the directory at once
 http.stop()

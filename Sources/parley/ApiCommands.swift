@@ -104,7 +104,8 @@ enum ApiCommands {
         case ("download", 2):  // a recording: each of its files
             let files = recordingFiles(of: p[1])
             guard !files.isEmpty else {
-                fail("the relay refused: no recording \(p[1]) (parley record list shows the recordings and their files)", code: 3)
+                fail("the relay refused: no recording \(p[1]) (parley record list shows the recordings and their "
+                     + "files)", code: 3)
             }
             let folder = o.values["output"] ?? "."
             do {
@@ -128,7 +129,8 @@ enum ApiCommands {
     /// The header of `record list`.
     static let recordingHeader = "FILE\tRECORDING\tROOM\tKIND\tMEMBER\tSTARTED\tDURATION\tSIZE\tSTATE"
 
-    /// The files of every recording, or of `recording`: newest recording first, a recording's files in the relay's order.
+    /// The files of every recording, or of `recording`: newest recording first, a recording's files in the relay's
+    /// order.
     static func recordingFiles(of recording: String?) -> [[String: Any]] {
         let query = recording.map { "?recording=" + escape($0) } ?? ""
         let files = request("GET", "/v1/recordings" + query)["recordings"] as? [[String: Any]] ?? []
@@ -143,17 +145,21 @@ enum ApiCommands {
     static func recordingLine(_ f: [String: Any]) -> String {
         let dates = DateFormatter()
         dates.dateFormat = "yyyy-MM-dd HH:mm:ss"
-        let started = dates.string(from: Date(timeIntervalSince1970: Double((f["started_at"] as? NSNumber)?.int64Value ?? 0) / 1000))
-        let seconds = Double((f["duration_ms"] as? NSNumber)?.int64Value ?? 0) / 1000
+        let milliseconds = { (key: String) in Double((f[key] as? NSNumber)?.int64Value ?? 0) }
+        let started = dates.string(from: Date(timeIntervalSince1970: milliseconds("started_at") / 1000))
+        let duration = String(format: "%.1f s", milliseconds("duration_ms") / 1000)
         let state = f["stopped_at"] == nil ? "recording" : "done"
-        return "\(f["id"] ?? "")\t\(f["recording"] ?? "")\t\(f["room"] ?? "")\t\(f["kind"] ?? "")\t\(f["identity"] as? String ?? "-")\t\(started)"
-            + "\t\(String(format: "%.1f", seconds)) s\t\(f["size"] ?? 0) bytes\t\(state)" + ((f["error"] as? String).map { "\terror: " + $0 } ?? "")
+        let fields: [Any] = [f["id"] ?? "", f["recording"] ?? "", f["room"] ?? "", f["kind"] ?? "",
+                             f["identity"] as? String ?? "-", started, duration, "\(f["size"] ?? 0) bytes", state]
+        return fields.map { "\($0)" }.joined(separator: "\t") + ((f["error"] as? String).map { "\terror: " + $0 } ?? "")
     }
 
     /// Downloads recording file `id` to `path`; exits on a failure.
     static func save(file id: String, to path: String) {
         let bytes = download("/v1/recordings/\(escape(id))")
-        guard FileManager.default.createFile(atPath: path, contents: bytes) else { fail("cannot write \(path)", code: 1) }
+        guard FileManager.default.createFile(atPath: path, contents: bytes) else {
+            fail("cannot write \(path)", code: 1)
+        }
         writeLine("saved \(bytes.count) bytes to \(path)")
     }
 

@@ -183,8 +183,9 @@ struct AudioOptions {
     /// microphone failed), for what you hear, and, where the command takes it, to only listen.
     static func noDeviceHint(capture: Bool, offersListenOnly: Bool) -> String {
         "parley: no usable sound device: "
-            + (capture ? "talk with --tone HZ or --input FILE.wav (and --output FILE.wav or --no-playback for what you hear)"
-                       : "record what you hear with --output FILE.wav, or discard it with --no-playback")
+            + (capture
+                ? "talk with --tone HZ or --input FILE.wav (and --output FILE.wav or --no-playback for what you hear)"
+                : "record what you hear with --output FILE.wav, or discard it with --no-playback")
             + (offersListenOnly ? "; only listen with --listen-only --output FILE.wav" : "")
             + "; or point ALSA at Samples/asoundrc (see its header)"
     }

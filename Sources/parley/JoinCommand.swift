@@ -35,8 +35,8 @@ enum JoinCommand {
         let o = Options(arguments, valued: AudioOptions.valued.union(["identity", "server", "token", "name", "duration", "mode", "say", "image",
                                                                       "images-dir", "history"])
                             .union(SecurityOptions.valued),
-                        switches: AudioOptions.switches.union(["mute", "listen-only", "no-tui", "audience", "tcp", "verbose"]).union(SecurityOptions.switches),
-                        usage: usage)
+                        switches: AudioOptions.switches.union(["mute", "listen-only", "no-tui", "audience", "tcp"])
+                            .union(["verbose"]).union(SecurityOptions.switches), usage: usage)
         guard let room = o.positional.first else { fail("join needs a ROOM\n\(usage)") }
         guard let identity = o["identity"], !identity.isEmpty else { fail("join needs --identity\n\(usage)") }
         guard let server = PeerAddress(parsing: o["server"] ?? "127.0.0.1:7400") else { fail("--server must be HOST:PORT") }
@@ -104,8 +104,9 @@ extension JoinCommand {
     /// Exits 2 when the room name is so long that a join (with `token`) cannot be sent at all; the relay refuses names
     /// over its limit with the reason, but this one would never reach it.
     static func checkRoomName(_ room: String, token: String) {
-        let probe = SignalDatagram(connectionID: 0, sequence: 0, ack: 0, message: .join(JoinRequest(
-            token: token, room: room, cookie: [UInt8](repeating: 0, count: 64), nonce: [UInt8](repeating: 0, count: 16))))
+        let request = JoinRequest(token: token, room: room, cookie: [UInt8](repeating: 0, count: 64),
+                                  nonce: [UInt8](repeating: 0, count: 16))
+        let probe = SignalDatagram(connectionID: 0, sequence: 0, ack: 0, message: .join(request))
         guard (try? probe.serialized()) != nil else {
             fail("the room name is too long: \(room.utf8.count) bytes (longest allowed: \(Signalling.maxNameBytes) bytes)")
         }

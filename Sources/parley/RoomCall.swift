@@ -195,7 +195,8 @@ final class RoomCall {
         case .connectionLost(let reason): ui.event("connection lost: \(reason)")
         case .rejoining(let wait): ui.event("reconnecting in \(wait.wholeSeconds) s")
         case .redirected(let node): ui.event("the room is on another node of the cluster: joining it at \(node)")
-        case .moving(let node, let draining): ui.event("moving to the node at \(node) because the node at \(draining) is draining")
+        case .moving(let node, let draining):
+            ui.event("moving to the node at \(node) because the node at \(draining) is draining")
         case .failingOver(let node): ui.event("the relay is lost; rejoining through another node of the cluster at \(node)")
         case .relaySilent(let quiet): ui.notice("the relay at \(server) stopped answering (nothing for \(quiet.wholeSeconds) s); still trying")
         case .relayBack(let after): ui.notice("the relay at \(server) answers again (silent for \(after.wholeSeconds) s)")
@@ -209,7 +210,8 @@ final class RoomCall {
             case .removed(let code, let reason):
                 ui.close()
                 // A `moved` this stay does not follow (a call's room) names the next node: said as a sentence.
-                let why = code == .moved ? (try? NodePointer(parsing: reason)).map { "the room went on at the node at \($0.address)" } ?? reason : reason
+                let next = code == .moved ? try? NodePointer(parsing: reason) : nil
+                let why = next.map { "the room went on at the node at \($0.address)" } ?? reason
                 writeLine("parley: \(Self.removal(code, room: room)): \(why.isEmpty ? "no reason given" : why)", fd: 2)
                 return 4
             case .unreachable(let reason):
@@ -246,13 +248,16 @@ final class RoomCall {
             members.reset()  // the welcome's own list follows, with this node's ids
             names[w.ssrc] = identity
             ui.event("joined \(title == "room \(w.room)" ? w.room : "the \(title)") as \(w.identity) (member \(w.memberID), ssrc \(w.ssrc), port \(w.port), mode \(w.mode), \(w.memberCount) others)")
-            if verbose || engine.session.signalling.security == .cleartext { ui.event(Self.protection(engine.session.signalling)) }
+            let signalling = engine.session.signalling
+            if verbose || signalling.security == .cleartext { ui.event(Self.protection(signalling)) }
         case .memberList(let list):
             for m in list { names[m.ssrc] = m.identity }
             members.add(list)
-            var named: Set = [identity]  // a member moving between nodes (this one too) may be in it: named once, or not at all
+            // A member moving between nodes (this one too) may be in it: named once, or not at all.
+            var named: Set = [identity]
             let unique = list.filter { named.insert($0.identity).inserted }
-            ui.event("members: " + (unique.isEmpty ? "(nobody else)" : unique.map { $0.identity + ($0.flags.contains(.muted) ? " (muted)" : "") }.joined(separator: ", ")))
+            let shown = unique.map { $0.identity + ($0.flags.contains(.muted) ? " (muted)" : "") }
+            ui.event("members: " + (shown.isEmpty ? "(nobody else)" : shown.joined(separator: ", ")))
         case .member(let kind, let m, let reason):
             names[m.ssrc] = m.identity
             switch kind {
@@ -309,11 +314,14 @@ final class RoomCall {
     private func sendLines(_ texts: StdinTexts, now: Instant) {
         var lines = texts.takeWaiting()[...]
         while let line = lines.first {
+            let tooLong = { (bytes: Int) in
+                "a line of \(bytes) bytes was not sent: a text must be at most \(Signalling.maxTextBytes) bytes"
+            }
             switch line {
             case .tooLong(let bytes):
-                ui.notice("a line of \(bytes) bytes was not sent: a text must be at most \(Signalling.maxTextBytes) bytes")
+                ui.notice(tooLong(bytes))
             case .text(let text) where text.utf8.count > Signalling.maxTextBytes:
-                ui.notice("a line of \(text.utf8.count) bytes was not sent: a text must be at most \(Signalling.maxTextBytes) bytes")
+                ui.notice(tooLong(text.utf8.count))
             case .text(let text):
                 guard let id = engine.sendText(text, now: now) else {
                     texts.putBack(Array(lines))
@@ -328,7 +336,8 @@ final class RoomCall {
     }
 
     /// Whether it is time to leave because the person is done: `/quit` or the end of stdin (`stdinTexts`), or `parley
-    /// say`'s text answered — once every line read is sent and the texts sent have their status (or `statusWait` passed).
+    /// say`'s text answered — once every line read is sent and the texts sent have their status (or `statusWait`
+    /// passed).
     private func doneSaying(now: Instant) -> Bool {
         let asked = stdinTexts?.wantsToLeave == true || (leaveOnceSaid && said)
         guard asked, stdinTexts?.waiting.isEmpty != false else { return false }
@@ -355,7 +364,8 @@ final class RoomCall {
     private func showSpeaking(_ heard: [(name: String, level: UInt8)]) {
         var named = Set<String>()
         let unique = heard.filter { named.insert($0.name).inserted }
-        let line = "speaking: " + (unique.isEmpty ? "(nobody)" : unique.map { "\($0.name) (-\($0.level) dBov)" }.joined(separator: ", "))
+        let names = unique.map { "\($0.name) (-\($0.level) dBov)" }
+        let line = "speaking: " + (names.isEmpty ? "(nobody)" : names.joined(separator: ", "))
         guard line != lastSpeaking else { return }
         lastSpeaking = line
         ui.event(line)

@@ -5,14 +5,16 @@ import Testing
 @Suite("The member list as a person sees it: one entry per identity, a member moving between nodes listed once")
 struct MemberListingTests {
     static func member(_ id: UInt32, _ identity: String, muted: Bool = false) -> MemberEntry {
-        MemberEntry(memberID: id, ssrc: 1000 + id, flags: muted ? [.publisher, .muted] : [.publisher], identity: identity, name: "")
+        MemberEntry(memberID: id, ssrc: 1000 + id, flags: muted ? [.publisher, .muted] : [.publisher],
+                    identity: identity, name: "")
     }
 
-    @Test("a mover's new session joins before its old one leaves: neither is announced, and it is listed once, as its newest session")
+    @Test("a mover's new session joins before its old one leaves: neither is said, it is listed once, as its newest")
     func moverListedOnce() {
         var list = MemberListing()
         list.add([Self.member(3, "bob"), Self.member(5, "ann")])
-        let secondJoin = list.joined(Self.member(9, "ann", muted: true))  // the same person, through the node it moved to
+        // The same person, through the node it moved to.
+        let secondJoin = list.joined(Self.member(9, "ann", muted: true))
         #expect(!secondJoin)
         #expect(list.entries.map(\.identity) == ["ann", "bob"])
         #expect(list.entries.first?.memberID == 9 && list.entries.first?.flags.contains(.muted) == true)
@@ -36,7 +38,7 @@ struct MemberListingTests {
         #expect(list.entries.map(\.identity) == ["dan"])
     }
 
-    @Test("the mover itself: the node it moved to still lists its old session for a moment; it is not listed, its leave not said")
+    @Test("the mover itself: the node it moved to lists its old session for a moment; not listed, its leave not said")
     func moverSeesNotItself() {
         var list = MemberListing(me: "ann")
         list.add([Self.member(1, "bob"), Self.member(2, "ann")])

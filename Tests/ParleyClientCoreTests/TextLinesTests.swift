@@ -4,7 +4,7 @@ import Testing
 
 @Suite("Lines typed or piped to parley join without its live view: one room text each")
 struct TextLinesTests {
-    @Test("lines split at \\n (and \\r\\n), across reads; a character split across reads arrives whole; empty lines are skipped")
+    @Test("lines split at \\n (and \\r\\n), across reads; a character split across reads is whole; no empty lines")
     func splitting() {
         var lines = TextLines()
         #expect(lines.feed(Array("hello\nsecond li".utf8)) == [.text("hello")])
@@ -37,7 +37,7 @@ struct TextLinesTests {
         #expect(out.dropFirst() == [.text("next")])
     }
 
-    @Test("a line without end is counted, not kept (past one text's bytes the rest is dropped): one tooLong at its newline")
+    @Test("a line without end is counted, not kept (past one text's bytes the rest is dropped): one tooLong")
     func bounded() {
         var lines = TextLines()
         let chunk = [UInt8](repeating: UInt8(ascii: "z"), count: 65_536)

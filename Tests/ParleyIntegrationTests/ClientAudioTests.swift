@@ -86,7 +86,8 @@ extension ProcessTests {
             #expect(device.stderr.contains("--tone") && device.stderr.contains("--listen-only --output FILE.wav")
                     && device.stderr.contains("Samples/asoundrc"), "\(device.stderr)")
             #expect(device.stderr.split(separator: "\n").count == 2, "\(device.stderr)")
-            let speaker = try Spawned("parley", ["join", "x", "--identity", "a", "--tone", "440", "--playback-device", "no_such_pcm"])
+            let speaker = try Spawned("parley", ["join", "x", "--identity", "a", "--tone", "440",
+                                                 "--playback-device", "no_such_pcm"])
             #expect(speaker.wait(seconds: 5) == 1)
             #expect(speaker.stderr.contains("--output FILE.wav") && speaker.stderr.contains("--no-playback")
                     && speaker.stderr.contains("--listen-only --output FILE.wav"), "\(speaker.stderr)")

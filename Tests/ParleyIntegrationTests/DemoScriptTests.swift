@@ -6,9 +6,10 @@ extension ProcessTests {
     /// `Samples/demo.sh` as someone trying Parley runs it: a relay and two bots, nothing left behind.
     @Suite("Samples/demo.sh")
     struct DemoScriptTests {
-        @Test("the demo's relay keeps its key and database in a temporary directory it removes at exit; every line says whose it is")
+        @Test("the demo's relay keeps its state in a temporary directory removed at exit; each line says whose it is")
         func demo() throws {
-            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("parley-demo-\(UInt32.random(in: 0...UInt32.max))").path
+            let dir = FileManager.default.temporaryDirectory
+                .appendingPathComponent("parley-demo-\(UInt32.random(in: 0...UInt32.max))").path
             try FileManager.default.createDirectory(atPath: dir + "/tmp", withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(atPath: dir) }
             // A state directory the relay would take from the environment were it not given its own (as root the
@@ -21,7 +22,8 @@ extension ProcessTests {
             #expect(try FileManager.default.contentsOfDirectory(atPath: dir + "/tmp").isEmpty)
             // The programs' lines, each with its owner; the script's own summary after them.
             let programs = demo.stdout.components(separatedBy: "\n").prefix { !$0.isEmpty }
-            #expect(programs.allSatisfy { $0.hasPrefix("[relay] ") || $0.hasPrefix("[alice] ") || $0.hasPrefix("[bob] ") }, "\(demo.stdout)")
+            let owned = { (line: String) in ["[relay] ", "[alice] ", "[bob] "].contains { line.hasPrefix($0) } }
+            #expect(programs.allSatisfy(owned), "\(demo.stdout)")
             #expect(programs.contains { $0.hasPrefix("[relay] ") && $0.contains("ready on udp") }, "\(demo.stdout)")
             #expect(programs.contains("[bob] alice joined") && programs.contains("[alice] left demo"), "\(demo.stdout)")
             #expect(demo.stdout.contains("bob heard:  \(dir)/out/bob-heard.wav"))

@@ -22,7 +22,8 @@ final class Spawned: @unchecked Sendable {
     /// Starts one of the package's executables (from the build folder) by name. Relays keep their identity key in
     /// `relayStateDirectory` unless `environment` names another `PARLEY_STATE_DIR`: never in the user's home. With
     /// `input`, its stdin is a pipe the test writes with `send` and closes with `closeInput`; else /dev/null.
-    convenience init(_ executable: String, _ arguments: [String], environment: [String: String] = [:], input: Bool = false) throws {
+    convenience init(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
+                     input: Bool = false) throws {
         var environment = environment
         if executable == "parley-relay" && environment["PARLEY_STATE_DIR"] == nil { environment["PARLEY_STATE_DIR"] = Spawned.relayStateDirectory }
         try self.init(url: Spawned.binary(executable), arguments, environment: environment, input: input)
@@ -30,7 +31,8 @@ final class Spawned: @unchecked Sendable {
 
     /// Starts a script of the repository (`path` from the package root, e.g. "Samples/demo.sh") as a person runs it.
     convenience init(script path: String, _ arguments: [String], environment: [String: String] = [:]) throws {
-        try self.init(url: URL(fileURLWithPath: ExternalProgram.packageRoot + "/" + path), arguments, environment: environment)
+        try self.init(url: URL(fileURLWithPath: ExternalProgram.packageRoot + "/" + path), arguments,
+                      environment: environment)
     }
 
     /// The state directory every relay the tests start shares, one per user so runs do not pile up directories (one key

@@ -56,7 +56,8 @@ extension ProcessTests {
                     == Set(["track:alice", "track:bob", "mix:-"]), "\(lines)")
             #expect(files.allSatisfy { $0.count == 9 && $0[1] == id && $0[2] == room }, "\(lines)")
             let listed = try parley(["record", "list"], env).stdout
-            #expect(listed.hasPrefix("FILE\tRECORDING\tROOM\tKIND\tMEMBER\tSTARTED\tDURATION\tSIZE\tSTATE\n"), "\(listed)")
+            let header = "FILE\tRECORDING\tROOM\tKIND\tMEMBER\tSTARTED\tDURATION\tSIZE\tSTATE\n"
+            #expect(listed.hasPrefix(header), "\(listed)")
             // The id `record start` printed downloads every file of the recording.
             let all = try parley(["record", "download", id, "--output", "\(dir)/all-\(mode)"], env)
             #expect(all.stdout.split(separator: "\n").filter { $0.hasPrefix("saved ") }.count == 3, "\(all.stdout)")
@@ -81,7 +82,8 @@ extension ProcessTests {
                     mixLag = jsonObject(found.stdout)["lag_ms"] as? Double
                     continue
                 }
-                let score = try Spawned(.interopPython, [ExternalProgram.packageRoot + "/Tests/Interop/pesq_wb.py", "\(dir)/\(f[4]).wav", wav])
+                let score = try Spawned(.interopPython, [ExternalProgram.packageRoot + "/Tests/Interop/pesq_wb.py",
+                                                         "\(dir)/\(f[4]).wav", wav])
                 #expect(score.wait(seconds: 60) == 0, "\(score.stderr)")
                 let result = jsonObject(score.stdout)
                 let pesq = result["pesq_wb"] as? Double ?? 0
@@ -142,26 +144,29 @@ extension ProcessTests {
             #expect(again.stderr.contains("recording \(id) was not closed"), "\(again.stderr)")
             let env2 = ["PARLEY_URL": try #require(httpBase(of: again))]
             let list = try parley(["record", "list", "--recording", id], env2).stdout
-            let fields = list.split(separator: "\n").dropFirst().first.map { $0.split(separator: "\t").map(String.init) } ?? []
+            let row = { (line: Substring) in line.split(separator: "\t").map(String.init) }
+            let fields = list.split(separator: "\n").dropFirst().first.map(row) ?? []
             #expect(fields.last == "done", "\(list)")
             let seconds = fields.count > 6 ? Double(fields[6].split(separator: " ")[0]) ?? 0 : 0
             #expect(abs(seconds - Double(decoded.count) / 48_000) < 0.3, "listed \(seconds) s, decoded \(Double(decoded.count) / 48_000) s")
 
             // A second recording is listed first (newest first); an id that is no recording is said so (exit 3).
             _ = try parley(["rooms", "create", "later", "--mode", "forward"], env2)
-            let later = try #require(try parley(["record", "start", "later"], env2).stdout.split(separator: " ").dropFirst().first.map(String.init))
-            let bob = try Spawned("parley", ["join", "later", "--identity", "bob", "--server", server2, "--tone", "440", "--no-playback",
-                                             "--no-tui", "--duration", "2"])
+            let started = try parley(["record", "start", "later"], env2).stdout
+            let later = try #require(started.split(separator: " ").dropFirst().first.map(String.init))
+            let bob = try Spawned("parley", ["join", "later", "--identity", "bob", "--server", server2, "--tone", "440",
+                                             "--no-playback", "--no-tui", "--duration", "2"])
             #expect(bob.wait(seconds: 10) == 0, "\(bob.stdout)\(bob.stderr)")
             var rows: [[String]] = []
             for _ in 0..<20 {
-                rows = try parley(["record", "list"], env2).stdout.split(separator: "\n").dropFirst().map { $0.split(separator: "\t").map(String.init) }
+                rows = try parley(["record", "list"], env2).stdout.split(separator: "\n").dropFirst().map(row)
                 if rows.contains(where: { $0.count > 1 && $0[1] == later }) { break }
                 Thread.sleep(forTimeInterval: 0.25)
             }
             #expect(rows.first?[1] == later && rows.last?[1] == id, "\(rows)")
             let unknown = try Spawned("parley", ["record", "download", "0123456789abcdef"], environment: env2)
-            #expect(unknown.wait(seconds: 10) == 3 && unknown.stderr.contains("no recording 0123456789abcdef"), "\(unknown.stderr)")
+            #expect(unknown.wait(seconds: 10) == 3 && unknown.stderr.contains("no recording 0123456789abcdef"),
+                    "\(unknown.stderr)")
         }
     }
 }

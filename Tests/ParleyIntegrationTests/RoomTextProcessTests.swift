@@ -6,18 +6,18 @@ extension ProcessTests {
     /// input (after a line) or `/quit` leaves, stdin at /dev/null changes nothing; `parley say` sends one and leaves.
     @Suite("Room texts from the command line: stdin lines, /quit, parley say")
     struct RoomTextProcessTests {
-        @Test("each line piped to parley join --no-tui is a room text; the end of the input leaves once they are answered; /dev/null leaves nobody")
+        @Test("each line piped to parley join is a room text; the input's end leaves once answered; /dev/null does not")
         func stdinLines() throws {
             let (relay, server) = try startRelay(workers: 1)
             defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
             let room = "lines-\(UInt32.random(in: 0...UInt32.max))"
             // bob's stdin is /dev/null: he stays for his --duration, as a join run from a script always did.
-            let bob = try Spawned("parley", ["join", room, "--identity", "bob", "--server", server, "--listen-only", "--no-playback",
-                                             "--no-tui", "--duration", "8"])
+            let bob = try Spawned("parley", ["join", room, "--identity", "bob", "--server", server, "--listen-only",
+                                             "--no-playback", "--no-tui", "--duration", "8"])
             defer { bob.signal(SIGTERM); bob.wait(seconds: 5) }
             #expect(bob.waitFor(seconds: 5) { $0.contains("joined \(room)") }, "\(bob.stdout)\(bob.stderr)")
-            let ann = try Spawned("parley", ["join", room, "--identity", "ann", "--server", server, "--listen-only", "--no-playback",
-                                             "--no-tui"], input: true)
+            let ann = try Spawned("parley", ["join", room, "--identity", "ann", "--server", server, "--listen-only",
+                                             "--no-playback", "--no-tui"], input: true)
             defer { ann.signal(SIGTERM); ann.wait(seconds: 5) }
             ann.send("hello from a pipe\n")  // before the welcome: sent once joined
             #expect(ann.waitFor(seconds: 5) { $0.contains("joined \(room)") }, "\(ann.stdout)\(ann.stderr)")
@@ -31,8 +31,8 @@ extension ProcessTests {
             #expect(bob.waitFor(seconds: 3) { $0.contains("ann left") }, "\(bob.stdout)")
 
             // A line /quit leaves at once; what follows it is not sent.
-            let cy = try Spawned("parley", ["join", room, "--identity", "cy", "--server", server, "--listen-only", "--no-playback",
-                                            "--no-tui"], input: true)
+            let cy = try Spawned("parley", ["join", room, "--identity", "cy", "--server", server, "--listen-only",
+                                            "--no-playback", "--no-tui"], input: true)
             defer { cy.signal(SIGTERM); cy.wait(seconds: 5) }
             #expect(cy.waitFor(seconds: 5) { $0.contains("joined \(room)") }, "\(cy.stdout)\(cy.stderr)")
             cy.send("last words\n/quit\nnot sent\n")
@@ -50,18 +50,21 @@ extension ProcessTests {
             let (relay, server) = try startRelay(workers: 1)
             defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
             let room = "say-\(UInt32.random(in: 0...UInt32.max))"
-            let bob = try Spawned("parley", ["join", room, "--identity", "bob", "--server", server, "--listen-only", "--no-playback",
-                                             "--no-tui", "--duration", "6"])
+            let bob = try Spawned("parley", ["join", room, "--identity", "bob", "--server", server, "--listen-only",
+                                             "--no-playback", "--no-tui", "--duration", "6"])
             defer { bob.signal(SIGTERM); bob.wait(seconds: 5) }
             #expect(bob.waitFor(seconds: 5) { $0.contains("joined \(room)") }, "\(bob.stdout)\(bob.stderr)")
-            let said = try Spawned("parley", ["say", room, "hello", "from", "say", "--identity", "sy", "--server", server])
+            let said = try Spawned("parley", ["say", room, "hello", "from", "say", "--identity", "sy",
+                                              "--server", server])
             #expect(said.wait(seconds: 10) == 0, "\(said.stdout)\(said.stderr)")
             #expect(said.stdout.contains("text 1 delivered") && said.stdout.contains("left \(room)"), "\(said.stdout)")
             #expect(bob.waitFor(seconds: 3) { $0.contains("text from sy: hello from say") }, "\(bob.stdout)")
             // Alone in a room whose texts the relay keeps: kept, and that is no failure (exit 0).
-            let alone = try Spawned("parley", ["say", room + "-empty", "anyone?", "--identity", "sy", "--server", server])
+            let alone = try Spawned("parley", ["say", room + "-empty", "anyone?", "--identity", "sy",
+                                               "--server", server])
             #expect(alone.wait(seconds: 10) == 0, "\(alone.stdout)\(alone.stderr)")
-            #expect(alone.stdout.contains("text 1 kept in the room's history; nobody else is here now"), "\(alone.stdout)")
+            #expect(alone.stdout.contains("text 1 kept in the room's history; nobody else is here now"),
+                    "\(alone.stdout)")
             // No text: a usage error before anything is sent.
             let empty = try Spawned("parley", ["say", room, "--identity", "sy", "--server", server])
             #expect(empty.wait(seconds: 5) == 2, "\(empty.stderr)")

@@ -69,7 +69,7 @@ struct CascadeTests {
         #expect(!a.core.snapshot()[0].members.map(\.identity).contains("bob"))
     }
 
-    @Test("a member moving to the other node is listed once there while the node it left still names it, as a member here")
+    @Test("a member moving to the other node is listed once there while the node it left still names it")
     func moverListedOnce() {
         let (a, b) = Self.cluster()
         _ = a.addClient("ann")

@@ -256,7 +256,7 @@ struct StoredTextTests {
         #expect(statuses(b).isEmpty)
     }
 
-    @Test("a room text nobody else is in the room to take: said as kept when the room keeps its texts, else that nobody else is in the room",
+    @Test("a room text nobody else is there to take: said as kept when the room keeps texts, else that nobody is there",
           arguments: [true, false])
     func loneMembersText(keepsHistory: Bool) throws {
         let net = FakeNetwork(keepsHistory: keepsHistory)
