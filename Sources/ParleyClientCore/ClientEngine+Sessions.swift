@@ -148,10 +148,11 @@ extension ClientEngine {
                 lostNodes.removeAll { now - $0.at > .seconds(10) || $0.node == node.address }
                 lostNodes.append((server, now))
                 alternates.removeAll { $0 == node }
+                let draining = server
                 target(node)
                 redirects = 0
                 phase = .waitingToRejoin(until: now)
-                events.append(.moving(node.address))
+                events.append(.moving(node.address, from: draining))
                 return events + tick(now: now)
             case .goodbye(let code, let reason):
                 return events + finish(.removed(code, reason))

@@ -82,8 +82,9 @@ public final class ClientEngine {
         case rejoining(after: Interval)
         /// In a cluster, the room lives on another node: the engine joins there (`roomElsewhere`).
         case redirected(PeerAddress)
-        /// In a cluster, the node is draining: the engine rejoins the room at the node it named (goodbye `moved`).
-        case moving(PeerAddress)
+        /// In a cluster, the node `from` is draining: the engine rejoins the room at the node it named (goodbye
+        /// `moved`).
+        case moving(PeerAddress, from: PeerAddress)
         /// In a cluster, the node is lost: the engine rejoins at another the last welcome named (`Welcome.alternates`).
         case failingOver(to: PeerAddress)
         /// The relay stopped answering: nothing heard from it for this long (the session is resuming; the engine

@@ -356,9 +356,19 @@ public final class HTTPServer: @unchecked Sendable {
         guard let cls, let text else { return }
         let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
         let message = String(cString: text).trimmingCharacters(in: .whitespacesAndNewlines)
+        let level = libraryLineLevel(message)
+        guard level >= server.log.threshold else { return }
         if let line = server.libraryLog.withLock({ $0.admit(message, now: Clock.monotonicNanoseconds()) }) {
-            server.log.write(.warning, "http: \(line)")
+            server.log.write(level, "http: \(line)")
         }
+    }
+
+    /// How loud a libmicrohttpd line is: a warning, except the line it writes when an event stream ends because its
+    /// reader went away (a browser closed the page or its `EventSource`): `EventStreams` ends such a stream with an
+    /// error so that libmicrohttpd closes its connection at once, and libmicrohttpd calls that an application error.
+    /// Nothing went wrong: debug.
+    static func libraryLineLevel(_ message: String) -> LogLevel {
+        message.hasPrefix("Closing connection (application error generating response)") ? .debug : .warning
     }
 
     func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MHD_Result {

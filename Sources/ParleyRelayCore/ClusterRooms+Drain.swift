@@ -19,12 +19,21 @@ extension ClusterRooms {
                     staying += 1
                     continue
                 }
-                removeMember(member, reason: "moved to \(target.address): the node is draining", goodbye: .moved,
+                removeMember(member, reason: movedReason(to: target), goodbye: .moved,
                              goodbyeReason: target.description, now: now)
                 moved += 1
             }
         }
         if log.threshold <= .info { log.write(.info, "draining: \(moved) members told to move, \(staying) staying") }
         return .drained(moved: moved, staying: staying)
+    }
+
+    /// Why a drained member left, as its room and the event stream hear it: "moved to node node-b (10.0.0.2:7410)
+    /// because node node-a is draining".
+    func movedReason(to target: NodePointer) -> String {
+        let there = shared.placement.nodeID(of: target).map { "node \($0) (\(target.address))" }
+            ?? "the node at \(target.address)"
+        let here = shared.cluster.map { "node \($0.nodeID)" } ?? "this node"
+        return "moved to \(there) because \(here) is draining"
     }
 }

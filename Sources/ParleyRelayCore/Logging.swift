@@ -45,4 +45,7 @@ public final class MemoryLogSink: LogSink, Sendable {
 
     /// The lines so far.
     public var lines: [String] { stored.withLock { $0.map(\.1) } }
+
+    /// The lines so far with their levels.
+    public var entries: [(level: LogLevel, line: String)] { stored.withLock { $0.map { ($0.0, $0.1) } } }
 }

@@ -166,12 +166,16 @@ public final class RelayCore {
 
     // MARK: Snapshots
 
-    /// Rooms and members as they stand (for the HTTP API and tests).
+    /// Rooms and members as they stand (for the HTTP API and tests). A member moving between nodes (a drain) is, for
+    /// a moment, a member here and still in the roster of the node it left (or in two other nodes' rosters): listed
+    /// once, by identity, as a member here when it is one.
     public func snapshot() -> [RoomSnapshot] {
         rooms.values.sorted { $0.name < $1.name }.map { room in
             room.fanOut.foldCounters()
+            var listed = Set(room.members.lazy.filter(\.isLocal).map(\.identity))
+            let members = room.members.filter { $0.isLocal || listed.insert($0.identity).inserted }
             var snapshot = RoomSnapshot(name: room.name, mode: room.mode, createdAtUnixMilliseconds: room.createdAtUnixMilliseconds,
-                                members: room.members.map { m in
+                                members: members.map { m in
                                     let s = room.selector.state(of: m.id)
                                     return MemberSnapshot(id: m.id, identity: m.identity, name: m.name, ssrc: m.ssrc, address: m.address,
                                                           muted: m.muted, mutedByRoom: m.mutedByRoom, forwarded: s.forwarded,

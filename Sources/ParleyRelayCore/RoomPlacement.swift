@@ -180,6 +180,11 @@ public final class RoomPlacement: Sendable {
     /// members) of it. While loads are even every node does, and rooms spread by hash.
     static func acceptsNewRooms(_ members: Int, least: Int) -> Bool { members <= least + least / 4 + 50 }
 
+    /// The id of the live node `pointer` names (the sentence a drained member's room hears names it).
+    func nodeID(of pointer: NodePointer) -> String? {
+        state.withLock { s in s.nodes.values.first { $0.pointer == pointer }?.id }
+    }
+
     /// Where a client reaches node `key` (a drained member goes there): its address and relay key.
     func pointer(toNode key: UInt64) -> NodePointer? {
         state.withLock { s in s.nodes.values.first { $0.key == key && !$0.draining }?.pointer }

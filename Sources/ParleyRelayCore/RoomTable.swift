@@ -288,8 +288,9 @@ final class RoomTable: TimedWork {
                                      attachments: attachments,
                                      receipt: .init(connection: member.session.connectionID, messageID: messageID, delivered: taken > 0)))
         }
-        let reason = recipients.isEmpty && elsewhere == 0 ? (identity.isEmpty ? "nobody else is in the room" : "\(identity) is not in the room")
-            : Outbox.laggards(behind)
+        let nobody = !identity.isEmpty ? "\(identity) is not in the room"
+            : history.enabled ? RoomTextKept.reason : "nobody else is in the room"
+        let reason = recipients.isEmpty && elsewhere == 0 ? nobody : Outbox.laggards(behind)
         outbox.enqueue(.textStatus(messageID: messageID, delivered: taken > 0, reason: reason), to: member.session)
     }
 

@@ -73,6 +73,14 @@ public enum TextRefusal: Equatable, Sendable {
     }
 }
 
+/// What a room text's `text status` says (not delivered) when nobody else was in the room to take it but the relay
+/// keeps the room's texts: it is not lost — whoever joins later reads it (`parley join --history`, the web page) — so
+/// clients show it as kept, not as a failure. Should the store then fail to keep it, a second status says so.
+public enum RoomTextKept {
+    /// The status's reason.
+    public static let reason = "kept in the room's history; nobody else is here now"
+}
+
 /// What a fragment finished: a whole text, or a text that cannot be delivered.
 public enum TextAssembly: Equatable, Sendable {
     /// The text with this id is complete, with the attachment ids its first fragment carried (an image-only text is "").

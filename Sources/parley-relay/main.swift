@@ -162,10 +162,11 @@ let cluster = config.cluster.map { url in
                  },
                  log: { log.write(.info, $0) })
 }
+let webRoot = StaticFiles.resolve(config.webRoot)
 let router = HTTPRouter(backend: server.api, verifier: TokenVerifier(keys: config.apiKeys, relayKey: server.relayKey),
                         signer: server.api.signer, config: config.core, metricsRequireAuth: config.metricsRequireAuth,
                         httpStats: httpStats, relayKey: server.relayKey,
-                        webRoot: StaticFiles.resolve(config.webRoot), devTokens: config.usesDevCredentials, cluster: cluster,
+                        webRoot: webRoot, devTokens: config.usesDevCredentials, cluster: cluster,
                         attachments: AttachmentFiles(stateDirectory: stateDirectory, log: log, quota: config.attachmentQuota,
                                                      largestUpload: config.attachmentMaxBytes),
                         attachmentMaxBytes: config.attachmentMaxBytes, iceServers: config.iceServers)
@@ -196,8 +197,14 @@ let status = server.run {
         log.write(.warning, "allow_cleartext is on: clients may join with the cleartext protocol (tokens, names, texts and voice readable on the path) — for debugging only")
     }
     let ports = server.ports.map(String.init).joined(separator: ",")
+    let workers = server.ports.count == 1 ? "1 worker on port" : "\(server.ports.count) workers on ports"
     let httpHost = config.http.host
-    writeLine("parley-relay \(ParleyVersion.string) ready on udp \(publicAddress) (\(server.ports.count) workers on ports \(ports)), relay key \(server.relayKey ?? "none"), \(http.scheme) \(httpHost):\(http.port); join with: parley join ROOM --identity NAME --server \(publicAddress)")
+    // The page's address as a browser on this machine opens it (a wildcard address is not one to open).
+    let pageHost = config.http.isWildcard ? "127.0.0.1" : httpHost
+    let page = webRoot == nil ? "" : "; web page: \(http.scheme)://\(pageHost):\(http.port)/"
+    writeLine("parley-relay \(ParleyVersion.string) ready on udp \(publicAddress) (\(workers) \(ports)), "
+              + "relay key \(server.relayKey ?? "none"), \(http.scheme) \(httpHost):\(http.port)\(page); "
+              + "join with: parley join ROOM --identity NAME --server \(publicAddress)")
 }
 cluster?.stop()  // leaves the directory at once
 http.stop()

@@ -15,8 +15,11 @@ enum ApiCommands {
            parley record start ROOM [--mixdown]        record a room (its members are told); --mixdown: a forward room's
                                                        tracks are also mixed into one file when it stops
            parley record stop ROOM
-           parley record list [--recording ID]         recordings' files: id, room, kind, member, duration, size
+           parley record list [--recording ID]         recordings' files, newest first, under a header: file id,
+                                                       recording, room, kind, member, started, duration, size, state
            parley record download FILE-ID [--output PATH]   save one file (Ogg Opus; default FILE-ID.opus)
+           parley record download RECORDING [--output DIR]  save every file of a recording (the id `record start`
+                                                       printed) into DIR (default: here), each as FILE-ID.opus
 
     Talks to the relay's HTTP API at PARLEY_URL (default http://127.0.0.1:7480) with an admin token
     signed with PARLEY_API_KEY / PARLEY_API_SECRET (the dev defaults when unset).
@@ -93,25 +96,71 @@ enum ApiCommands {
             _ = request("DELETE", "/v1/rooms/\(escape(p[1]))/recording")
             writeLine("recording of room \(p[1]) stopped")
         case ("list", 1):
-            let query = o.values["recording"].map { "?recording=" + escape($0) } ?? ""
-            let files = request("GET", "/v1/recordings" + query)["recordings"] as? [[String: Any]] ?? []
-            if files.isEmpty { writeLine("no recordings") }
-            for f in files {
-                let who = f["identity"] as? String ?? "-"
-                let seconds = Double((f["duration_ms"] as? NSNumber)?.int64Value ?? 0) / 1000
-                let state = f["stopped_at"] == nil ? "recording" : "done"
-                writeLine("\(f["id"] ?? "")\t\(f["room"] ?? "")\t\(f["kind"] ?? "")\t\(who)\t\(String(format: "%.1f", seconds)) s\t\(f["size"] ?? 0) bytes\t\(state)"
-                          + ((f["error"] as? String).map { "\terror: " + $0 } ?? ""))
+            let files = recordingFiles(of: o.values["recording"])
+            if files.isEmpty { writeLine("no recordings") } else { writeLine(recordingHeader) }
+            for f in files { writeLine(recordingLine(f)) }
+        case ("download", 2) where p[1].contains("-"):  // a file: `<recording>-mix`, `<recording>-t<ssrc>`
+            save(file: p[1], to: o.values["output"] ?? p[1] + ".opus")
+        case ("download", 2):  // a recording: each of its files
+            let files = recordingFiles(of: p[1])
+            guard !files.isEmpty else {
+                fail("the relay refused: no recording \(p[1]) (parley record list shows the recordings and their "
+                     + "files)", code: 3)
             }
-        case ("download", 2):
-            let output = o.values["output"] ?? p[1] + ".opus"
-            let bytes = download("/v1/recordings/\(escape(p[1]))")
-            guard FileManager.default.createFile(atPath: output, contents: bytes) else { fail("cannot write \(output)", code: 1) }
-            writeLine("saved \(bytes.count) bytes to \(output)")
+            let folder = o.values["output"] ?? "."
+            do {
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            } catch {
+                fail("cannot make \(folder): \(error.localizedDescription)", code: 1)
+            }
+            if files.contains(where: { $0["stopped_at"] == nil }) {
+                writeLine("recording \(p[1]) is still running: its files hold what was recorded so far")
+            }
+            for f in files {
+                let id = f["id"] as? String ?? ""
+                save(file: id, to: (folder as NSString).appendingPathComponent(id + ".opus"))
+            }
         default:
             fail(usage)
         }
         return 0
+    }
+
+    /// The header of `record list`.
+    static let recordingHeader = "FILE\tRECORDING\tROOM\tKIND\tMEMBER\tSTARTED\tDURATION\tSIZE\tSTATE"
+
+    /// The files of every recording, or of `recording`: newest recording first, a recording's files in the relay's
+    /// order.
+    static func recordingFiles(of recording: String?) -> [[String: Any]] {
+        let query = recording.map { "?recording=" + escape($0) } ?? ""
+        let files = request("GET", "/v1/recordings" + query)["recordings"] as? [[String: Any]] ?? []
+        let started = { (f: [String: Any]) in (f["started_at"] as? NSNumber)?.int64Value ?? 0 }
+        // A stable sort: files of one recording share its start and keep their order.
+        return files.enumerated().sorted { a, b in
+            started(a.element) != started(b.element) ? started(a.element) > started(b.element) : a.offset < b.offset
+        }.map(\.element)
+    }
+
+    /// One file of `record list`, under `recordingHeader` (a write error after it).
+    static func recordingLine(_ f: [String: Any]) -> String {
+        let dates = DateFormatter()
+        dates.dateFormat = "yyyy-MM-dd HH:mm:ss"
+        let milliseconds = { (key: String) in Double((f[key] as? NSNumber)?.int64Value ?? 0) }
+        let started = dates.string(from: Date(timeIntervalSince1970: milliseconds("started_at") / 1000))
+        let duration = String(format: "%.1f s", milliseconds("duration_ms") / 1000)
+        let state = f["stopped_at"] == nil ? "recording" : "done"
+        let fields: [Any] = [f["id"] ?? "", f["recording"] ?? "", f["room"] ?? "", f["kind"] ?? "",
+                             f["identity"] as? String ?? "-", started, duration, "\(f["size"] ?? 0) bytes", state]
+        return fields.map { "\($0)" }.joined(separator: "\t") + ((f["error"] as? String).map { "\terror: " + $0 } ?? "")
+    }
+
+    /// Downloads recording file `id` to `path`; exits on a failure.
+    static func save(file id: String, to path: String) {
+        let bytes = download("/v1/recordings/\(escape(id))")
+        guard FileManager.default.createFile(atPath: path, contents: bytes) else {
+            fail("cannot write \(path)", code: 1)
+        }
+        writeLine("saved \(bytes.count) bytes to \(path)")
     }
 
     static func history(_ arguments: [String]) -> Int32 {

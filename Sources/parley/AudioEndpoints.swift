@@ -106,6 +106,8 @@ struct AudioOptions {
     var bitrate: Int32 = 56_000
     var complexity: Int32 = 10
     var minimumDelayMilliseconds: Int64 = 0
+    /// Whether the command takes `--listen-only` (`join`), so the hint after a device failed may suggest it.
+    var offersListenOnly = false
 
     init(_ o: Options) {
         if let d = o["device"] { captureDevice = d; playbackDevice = d }
@@ -156,7 +158,7 @@ struct AudioOptions {
         do {
             return .device(try AlsaDevice(name: captureDevice, direction: .capture, periodFrames: 480, periods: 4))
         } catch {
-            fail(error.message + "\n" + Self.noDeviceHint, code: 1)
+            fail(error.message + "\n" + Self.noDeviceHint(capture: true, offersListenOnly: offersListenOnly), code: 1)
         }
     }
 
@@ -173,12 +175,20 @@ struct AudioOptions {
         do {
             return .device(try AlsaDevice(name: playbackDevice, direction: .playback, periodFrames: 480, periods: 4))
         } catch {
-            fail(error.message + "\n" + Self.noDeviceHint, code: 1)
+            fail(error.message + "\n" + Self.noDeviceHint(capture: false, offersListenOnly: offersListenOnly), code: 1)
         }
     }
 
-    /// The one line said after a device failed to open: what to use instead of a sound card.
-    static let noDeviceHint = "parley: no usable sound device: send with --tone HZ or --input FILE.wav, receive with --output FILE.wav or --no-playback, or point ALSA at Samples/asoundrc (see its header)"
+    /// The one line said after a device failed to open: what to use instead of a sound card — to talk (after the
+    /// microphone failed), for what you hear, and, where the command takes it, to only listen.
+    static func noDeviceHint(capture: Bool, offersListenOnly: Bool) -> String {
+        "parley: no usable sound device: "
+            + (capture
+                ? "talk with --tone HZ or --input FILE.wav (and --output FILE.wav or --no-playback for what you hear)"
+                : "record what you hear with --output FILE.wav, or discard it with --no-playback")
+            + (offersListenOnly ? "; only listen with --listen-only --output FILE.wav" : "")
+            + "; or point ALSA at Samples/asoundrc (see its header)"
+    }
 
     /// Devices are real-time only when both ends are ALSA; files and tones are paced by the loop's clock.
     var usesDevices: Bool { input == nil && tone == nil }

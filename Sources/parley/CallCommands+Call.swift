@@ -8,12 +8,13 @@ import ParleyWire
 extension CallCommands {
     static let callUsage = """
     usage: parley call NAME --identity ME [--server HOST:PORT] [--token T] [--hangup-after S] [--images-dir DIR] [--no-e2ee] [--no-tui]
-                       [audio options]
+                       [--verbose] [audio options]
     \(AudioOptions.usage)
 
     Calls NAME and shows progress (ringing, answered, declined, no answer after 30 s, unavailable). h hangs up.
     The call is end-to-end encrypted when both clients can: both sides print the same "safety code" to compare by
     voice; otherwise both say the call is NOT end-to-end encrypted. --no-e2ee sends no key share (for tests).
+    --verbose also shows the relay's key when the call's room is joined.
     Exit: 0 the call took place, 6 declined, 7 no answer, 8 unavailable, 9 failed, 3 refused, 5 relay unreachable.
     """
 

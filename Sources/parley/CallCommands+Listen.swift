@@ -8,7 +8,8 @@ import ParleyWire
 extension CallCommands {
     static let listenUsage = """
     usage: parley listen --identity NAME [--server HOST:PORT] [--token T] [--auto-answer [--answer-after S] | --auto-reject]
-                         [--hangup-after S] [--duration S] [--images-dir DIR] [--no-e2ee] [--no-tui] [audio options]
+                         [--hangup-after S] [--duration S] [--images-dir DIR] [--no-e2ee] [--no-tui] [--verbose]
+                         [audio options]
     \(AudioOptions.usage)
 
     Stays online for calls. An incoming call rings (bell and a line): a answers, r rejects; in a call h hangs up;
@@ -16,7 +17,8 @@ extension CallCommands {
     default http://127.0.0.1:7480) and saved in DIR (default ./parley-images, made 0700) as ID.png/.jpeg/.webp/.gif:
     "image from alice saved to PATH". --auto-answer/--auto-reject/--hangup-after are for bots and tests.
     Calls are end-to-end encrypted when both clients can: both sides print the same "safety code" to compare by
-    voice. --no-e2ee sends no key share (as a client without end-to-end calls; for tests).
+    voice. --no-e2ee sends no key share (as a client without end-to-end calls; for tests). --verbose also shows the
+    relay's key when a call's room is joined.
     """
 
     static func listen(_ arguments: [String]) -> Int32 {

@@ -13,7 +13,8 @@ enum CallCommands {
     static func parse(_ arguments: [String], usage: String, extraSwitches: Set<String> = [], extraValued: Set<String> = ["images-dir"])
         -> (Options, String, PeerAddress, TerminalUI) {
         let o = Options(arguments, valued: AudioOptions.valued.union(common).union(SecurityOptions.valued).union(extraValued),
-                        switches: AudioOptions.switches.union(["no-tui", "no-e2ee"]).union(extraSwitches).union(SecurityOptions.switches), usage: usage)
+                        switches: AudioOptions.switches.union(["no-tui", "no-e2ee", "verbose"]).union(extraSwitches)
+                            .union(SecurityOptions.switches), usage: usage)
         guard let identity = o["identity"], !identity.isEmpty else { fail("needs --identity\n\(usage)") }
         guard let server = PeerAddress(parsing: o["server"] ?? "127.0.0.1:7400") else { fail("--server must be HOST:PORT") }
         return (o, identity, server, TerminalUI(noTUI: o.has("no-tui")))
@@ -90,6 +91,7 @@ enum CallCommands {
         roomCall.headerNote = endToEnd.map { " · safety code \($0.code)" } ?? " · NOT end-to-end encrypted"
         roomCall.engine.endToEnd = endToEnd?.cipher
         roomCall.images = images
+        roomCall.verbose = o.has("verbose")
         let hangupAfter = o["hangup-after"].flatMap(Double.init)
         let start = Clock.monotonic()
         var over = false

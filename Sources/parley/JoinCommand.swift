@@ -9,19 +9,24 @@ enum JoinCommand {
     static let usage = """
     usage: parley join ROOM --identity NAME [--server HOST:PORT] [--token T] [--name N] [--duration SECONDS]
                        [--mute] [--listen-only] [--mode forward|mix|hybrid] [--audience] [--say TEXT] [--image FILE]
-                       [--images-dir DIR] [--history N] [--no-tui] [--tcp] [audio options]
+                       [--images-dir DIR] [--history N] [--no-tui] [--tcp] [--verbose] [audio options]
     \(AudioOptions.usage)
 
     Joins ROOM on the relay (default 127.0.0.1:7400). Without --token it mints one from PARLEY_API_KEY /
     PARLEY_API_SECRET (dev defaults when unset). Keys in the live view: m mute/unmute (not while muted by the room),
     t type a message to the room, q leave. --audience: the room this join opens is an audience room (with --listen-only
-    this member is counted, not announced). Without a terminal (or with --no-tui) it prints one line per event. Ctrl-C leaves (and finalises --output).
+    this member is counted, not announced). Without a terminal (or with --no-tui) it prints one line per event, and each
+    line typed or piped to it is sent to the room as a text; a line /quit, or the end of the input after a line was read
+    (Ctrl-D on a terminal), leaves once the texts are answered (stdin at /dev/null changes nothing: the join stays).
+    Ctrl-C leaves (and finalises --output). One text without staying: parley say ROOM TEXT.
     --say TEXT sends a text to the room once joined; --image FILE (PNG, JPEG, WebP or GIF) is uploaded to the relay's HTTP
     API (PARLEY_URL, default http://127.0.0.1:7480) before joining and goes with it (--say may then be left out). Images
     in the room's texts are saved in --images-dir DIR (default ./parley-images, made 0700): "image from bob saved to PATH".
     When UDP gets no answer for 2 s it joins over TCP (the relay's TCP port, the same number) and says so; --tcp
     joins over TCP from the start. IPv6 servers in brackets: --server '[2001:db8::1]:7400'.
     --history N shows the room's last N texts (1–200) first, as the relay kept them (its HTTP API, PARLEY_URL).
+    --verbose also shows the relay's key after each join and, at exit, what each stream received and how its jitter
+    buffer played it, the round trips measured at the join and the longest gap between received packets.
     Exit: 0 left, 1 local error (device, file), 2 usage, 3 refused by the relay, 4 removed by the relay, 5 relay unreachable,
     11 the relay did not prove it holds the expected key.
     """
@@ -30,7 +35,8 @@ enum JoinCommand {
         let o = Options(arguments, valued: AudioOptions.valued.union(["identity", "server", "token", "name", "duration", "mode", "say", "image",
                                                                       "images-dir", "history"])
                             .union(SecurityOptions.valued),
-                        switches: AudioOptions.switches.union(["mute", "listen-only", "no-tui", "audience", "tcp"]).union(SecurityOptions.switches), usage: usage)
+                        switches: AudioOptions.switches.union(["mute", "listen-only", "no-tui", "audience", "tcp"])
+                            .union(["verbose"]).union(SecurityOptions.switches), usage: usage)
         guard let room = o.positional.first else { fail("join needs a ROOM\n\(usage)") }
         guard let identity = o["identity"], !identity.isEmpty else { fail("join needs --identity\n\(usage)") }
         guard let server = PeerAddress(parsing: o["server"] ?? "127.0.0.1:7400") else { fail("--server must be HOST:PORT") }
@@ -41,16 +47,11 @@ enum JoinCommand {
         let given = givenToken(o, identity: identity)
         let token = { given ?? mintToken(identity: identity, name: o["name"], room: room, ttlSeconds: 3600,
                                                 publish: !listenOnly, admin: false, mode: o["mode"], audience: o.has("audience")) }
-        // The relay refuses names over its limit with the reason; one so long that the join cannot be sent at all is
-        // said here at once.
-        let probe = SignalDatagram(connectionID: 0, sequence: 0, ack: 0, message: .join(JoinRequest(
-            token: token(), room: room, cookie: [UInt8](repeating: 0, count: 64), nonce: [UInt8](repeating: 0, count: 16))))
-        guard (try? probe.serialized()) != nil else {
-            fail("the room name is too long: \(room.utf8.count) bytes (longest allowed: \(Signalling.maxNameBytes) bytes)")
-        }
+        checkRoomName(room, token: token())
         // An image to say goes up before the join: a refused upload joins nothing.
         let image = o["image"].map { ImageUpload.upload($0, token: token()) }
-        let audio = AudioOptions(o)
+        var audio = AudioOptions(o)
+        audio.offersListenOnly = true
         let devices = DeviceAudio(audio: audio, listenOnly: listenOnly)
         let ui = TerminalUI(noTUI: o.has("no-tui"))
         if let n = o["history"] {
@@ -65,10 +66,19 @@ enum JoinCommand {
         call.sayAttachments = image.map { [$0] } ?? []
         call.tcpFirst = o.has("tcp")
         call.images = ImageDownloads(o, token: token)
+        call.verbose = o.has("verbose")
+        if !ui.interactive { call.stdinTexts = StdinTexts() }
         let code = call.run()
         call.images?.finish(ui)
         devices.finish()
         ui.close()
+        if call.verbose { summary(call) }
+        return code
+    }
+
+    /// `--verbose`'s summary at exit: per stream, what arrived and how its jitter buffer played it; the round trips
+    /// measured at the join and where the buffers started; the longest gap between received packets.
+    static func summary(_ call: RoomCall) {
         let engine = call.engine
         for (ssrc, count) in engine.receivedBySSRC.sorted(by: { $0.key < $1.key }) {
             var line = "received ssrc \(ssrc) from \(call.names[ssrc] ?? (engine.mode != RoomMode.forward ? "the room mix" : "unknown")): \(count) packets"
@@ -87,11 +97,21 @@ enum JoinCommand {
                       "(fastest \(path.fastest.milliseconds) ms); jitter buffers started at \(prior.milliseconds) ms")
         }
         if engine.packetsReceived > 1 { writeLine("longest gap between received packets: \(engine.longestReceiveGap.milliseconds) ms") }
-        return code
     }
 }
 
 extension JoinCommand {
+    /// Exits 2 when the room name is so long that a join (with `token`) cannot be sent at all; the relay refuses names
+    /// over its limit with the reason, but this one would never reach it.
+    static func checkRoomName(_ room: String, token: String) {
+        let request = JoinRequest(token: token, room: room, cookie: [UInt8](repeating: 0, count: 64),
+                                  nonce: [UInt8](repeating: 0, count: 16))
+        let probe = SignalDatagram(connectionID: 0, sequence: 0, ack: 0, message: .join(request))
+        guard (try? probe.serialized()) != nil else {
+            fail("the room name is too long: \(room.utf8.count) bytes (longest allowed: \(Signalling.maxNameBytes) bytes)")
+        }
+    }
+
     /// The room's last `limit` kept texts, oldest first, through the HTTP API with the member's own token; a relay that
     /// keeps none, or cannot be reached, is one line on stderr and the join goes on.
     static func showHistory(room: String, limit: Int, token: String, ui: TerminalUI) {

@@ -10,6 +10,7 @@ usage: parley <command> [options]
 commands:
   token    mint a join token                      (parley token --help)
   join     join a room and talk/listen            (parley join --help)
+  say      send one text to a room and leave      (parley say --help)
   listen   stay online for one-to-one calls       (parley listen --help)
   call     call someone who is online             (parley call --help)
   message  send a direct text or image (kept for later when they are away)   (parley message --help)
@@ -25,7 +26,7 @@ commands:
 options: -h/--help (also after a command), --version
 
 exit codes: 0 done, 1 local error (device, file), 2 usage, 3 refused by the relay, 4 removed by the relay,
-  5 relay unreachable; call: 6 declined, 7 no answer, 8 unavailable, 9 failed; message: 10 not delivered;
+  5 relay unreachable; call: 6 declined, 7 no answer, 8 unavailable, 9 failed; message, say: 10 not delivered;
   11 the relay did not prove it holds the expected key (--relay-key, or the token's relay_key)
 
 environment:
@@ -40,8 +41,9 @@ let devicesUsage = """
 usage: parley devices
 
 Lists the ALSA PCM devices (name, tab, description) to pass to --device, --capture-device or --playback-device.
-With no sound card the list may be empty: use --tone or --input FILE.wav to send, --output FILE.wav or --no-playback
-to receive, or an ALSA configuration such as Samples/asoundrc.
+With no sound card the list may be empty: use --tone HZ or --input FILE.wav to send, --output FILE.wav or --no-playback
+to receive (parley join ROOM --listen-only --output FILE.wav only listens), or an ALSA configuration such as
+Samples/asoundrc.
 """
 
 var args = Array(CommandLine.arguments.dropFirst())
@@ -53,6 +55,7 @@ args.removeFirst()
 switch command {
 case "token": exit(TokenCommand.run(args))
 case "join": exit(JoinCommand.run(args))
+case "say": exit(SayCommand.run(args))
 case "listen": exit(CallCommands.listen(args))
 case "call": exit(CallCommands.call(args))
 case "message": exit(CallCommands.message(args))

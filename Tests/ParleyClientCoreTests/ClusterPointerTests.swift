@@ -57,7 +57,7 @@ struct ClusterPointerTests {
         let h = try Self.joining()
         h.welcome()
         h.deliver(ScriptedRelay.datagram(.goodbye(code: .moved, reason: Self.pointerB)), from: ScriptedRelay.workerAddress)
-        #expect(h.events.contains(.moving(Self.nodeB)))
+        #expect(h.events.contains(.moving(Self.nodeB, from: ScriptedRelay.publicAddress)))
         #expect(h.engine.server == Self.nodeB && h.engine.serverKey == Base64URL.decode(Substring(Self.keyB)))
 
         let bare = try Self.joining()

@@ -120,6 +120,25 @@ struct HTTPServerTests {
         #expect(stats.snapshot.eventStreams == 0)
     }
 
+    @Test("a reader closing its event stream (a browser leaving the page) is normal: no warning, a debug line")
+    func eventStreamClosedByItsReader() throws {
+        let stats = HTTPStats()
+        let log = MemoryLogSink(threshold: .debug)
+        let router = HTTPRouter(backend: GatedBackend(waitLimit: 0.1),
+                                verifier: TokenVerifier(keys: ["k": RouterTests.secret]), signer: nil,
+                                config: RelayCoreConfig(), httpStats: stats)
+        let http = try HTTPServer(address: PeerAddress(ipv4: 127, 0, 0, 1, port: 0), router: router, events: EventHub(),
+                                  stats: stats, log: log)
+        defer { http.stop() }
+        var stream: OneRequest? = try OneRequest(port: http.port, "GET", "/v1/events", token: Self.token)
+        #expect(eventually { stats.snapshot.eventStreams == 1 })
+        Thread.sleep(forTimeInterval: 0.1)  // parked, its socket watched
+        stream = nil  // closes the socket
+        #expect(stream == nil && eventually { stats.snapshot.eventStreams == 0 })
+        #expect(eventually { log.entries.contains { $0.line.contains("application error") } }, "\(log.lines)")
+        #expect(log.entries.allSatisfy { $0.level < .warning }, "\(log.entries)")
+    }
+
     func eventually(seconds: Double = 3, _ condition: () -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {

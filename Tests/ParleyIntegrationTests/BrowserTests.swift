@@ -188,7 +188,7 @@ extension ProcessTests {
             let speech = try speechFile()
             let recording = "\(dir)/heard-\(attempt).wav"
             let recorder = try Spawned("parley", ["join", room, "--identity", "rec", "--server", server, "--listen-only", "--mode", "forward",
-                                                  "--output", recording, "--no-tui", "--duration", "14"])
+                                                  "--output", recording, "--no-tui", "--duration", "14", "--verbose"])
             #expect(recorder.waitFor(seconds: 5) { $0.contains("joined \(room)") }, "\(recorder.stdout)\(recorder.stderr)")
             let token = try mint(["--identity", "web", "--room", room])
             let browser = try Browser(base: base, room: room, token: token, listen: false, seconds: 11, fakeAudio: speech,

@@ -82,8 +82,15 @@ extension ProcessTests {
             #expect(device.stderr.contains("cannot open ALSA device no_such_pcm"))
             // alsa-lib's own printer is silenced: the error and one line saying what to use instead, nothing else.
             #expect(!device.stderr.contains("ALSA lib"), "\(device.stderr)")
-            #expect(device.stderr.contains("--tone") && device.stderr.contains("Samples/asoundrc"))
+            // To talk without one, and to only listen.
+            #expect(device.stderr.contains("--tone") && device.stderr.contains("--listen-only --output FILE.wav")
+                    && device.stderr.contains("Samples/asoundrc"), "\(device.stderr)")
             #expect(device.stderr.split(separator: "\n").count == 2, "\(device.stderr)")
+            let speaker = try Spawned("parley", ["join", "x", "--identity", "a", "--tone", "440",
+                                                 "--playback-device", "no_such_pcm"])
+            #expect(speaker.wait(seconds: 5) == 1)
+            #expect(speaker.stderr.contains("--output FILE.wav") && speaker.stderr.contains("--no-playback")
+                    && speaker.stderr.contains("--listen-only --output FILE.wav"), "\(speaker.stderr)")
             let full = try Spawned("parley", ["join", "x", "--identity", "a", "--listen-only", "--output", "/dev/full", "--server", "127.0.0.1:9"])
             #expect(full.wait(seconds: 10) != 0)
             #expect(!full.stderr.contains("Fatal error"))

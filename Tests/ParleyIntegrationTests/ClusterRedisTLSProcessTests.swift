@@ -74,7 +74,7 @@ extension ProcessTests {
             })
             let (ownerUDP, ownerHTTP, otherUDP, otherHTTP) = owner == "node-a" ? (serverA, baseA, serverB, baseB) : (serverB, baseB, serverA, baseA)
             let guest = try Spawned("parley", ["join", room, "--identity", "guest", "--server", otherUDP, "--listen-only", "--no-playback",
-                                               "--no-tui", "--duration", "2"])
+                                               "--no-tui", "--duration", "2", "--verbose"])
             #expect(guest.wait(seconds: 15) == 0, "\(guest.stdout)\(guest.stderr)")
             #expect(guest.stdout.contains("joining it at \(ownerUDP)") && guest.stdout.contains("(proven, as expected)"), "\(guest.stdout)")
             // Texts kept in the TLS Redis: written through the room's node, read through the other.

@@ -16,13 +16,23 @@ final class Spawned: @unchecked Sendable {
     private var err = Data()
     private var openPipes = 2
     private var exited = false
+    /// Where `send` writes the process's stdin; nil: its stdin is /dev/null (never the test runner's terminal).
+    private let input: Pipe?
 
     /// Starts one of the package's executables (from the build folder) by name. Relays keep their identity key in
-    /// `relayStateDirectory` unless `environment` names another `PARLEY_STATE_DIR`: never in the user's home.
-    convenience init(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws {
+    /// `relayStateDirectory` unless `environment` names another `PARLEY_STATE_DIR`: never in the user's home. With
+    /// `input`, its stdin is a pipe the test writes with `send` and closes with `closeInput`; else /dev/null.
+    convenience init(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
+                     input: Bool = false) throws {
         var environment = environment
         if executable == "parley-relay" && environment["PARLEY_STATE_DIR"] == nil { environment["PARLEY_STATE_DIR"] = Spawned.relayStateDirectory }
-        try self.init(url: Spawned.binary(executable), arguments, environment: environment)
+        try self.init(url: Spawned.binary(executable), arguments, environment: environment, input: input)
+    }
+
+    /// Starts a script of the repository (`path` from the package root, e.g. "Samples/demo.sh") as a person runs it.
+    convenience init(script path: String, _ arguments: [String], environment: [String: String] = [:]) throws {
+        try self.init(url: URL(fileURLWithPath: ExternalProgram.packageRoot + "/" + path), arguments,
+                      environment: environment)
     }
 
     /// The state directory every relay the tests start shares, one per user so runs do not pile up directories (one key
@@ -34,9 +44,13 @@ final class Spawned: @unchecked Sendable {
         try self.init(url: program.url(), arguments, environment: environment)
     }
 
-    private init(url: URL, _ arguments: [String], environment: [String: String]) throws {
+    private init(url: URL, _ arguments: [String], environment: [String: String], input: Bool = false) throws {
         process.executableURL = url
         process.arguments = arguments
+        self.input = input ? Pipe() : nil
+        // A write to a process that exited is an error for `send` to ignore, not a SIGPIPE that ends the test run.
+        if input { _ = Glibc.signal(SIGPIPE, SIG_IGN) }
+        process.standardInput = self.input ?? FileHandle.nullDevice
         var env = ProcessInfo.processInfo.environment
         for (k, v) in environment { env[k] = v }
         process.environment = env
@@ -119,6 +133,14 @@ final class Spawned: @unchecked Sendable {
         condition.withLock { while openPipes > 0 && condition.wait(until: drained) {} }
         return process.terminationStatus
     }
+
+    /// Writes `text` to the process's stdin (started with `input`).
+    func send(_ text: String) {
+        try? input?.fileHandleForWriting.write(contentsOf: Data(text.utf8))
+    }
+
+    /// Closes the process's stdin (started with `input`): it reads the end of its input.
+    func closeInput() { try? input?.fileHandleForWriting.close() }
 
     /// Sends `sig` while the process runs (after it exited and was reaped, its pid may belong to another process).
     func signal(_ sig: Int32) { if process.isRunning { kill(process.processIdentifier, sig) } }

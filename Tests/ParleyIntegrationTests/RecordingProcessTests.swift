@@ -50,15 +50,24 @@ extension ProcessTests {
                 if lines.count == 3 { break }
                 Thread.sleep(forTimeInterval: 0.25)
             }
+            // Under a header: file, recording, room, kind, member, started, duration, size, state.
             let files = lines.map { $0.split(separator: "\t").map(String.init) }
-            #expect(Set(files.compactMap { $0.count > 3 ? $0[2] + ":" + $0[3] : nil })
+            #expect(Set(files.compactMap { $0.count > 4 ? $0[3] + ":" + $0[4] : nil })
                     == Set(["track:alice", "track:bob", "mix:-"]), "\(lines)")
+            #expect(files.allSatisfy { $0.count == 9 && $0[1] == id && $0[2] == room }, "\(lines)")
+            let listed = try parley(["record", "list"], env).stdout
+            let header = "FILE\tRECORDING\tROOM\tKIND\tMEMBER\tSTARTED\tDURATION\tSIZE\tSTATE\n"
+            #expect(listed.hasPrefix(header), "\(listed)")
+            // The id `record start` printed downloads every file of the recording.
+            let all = try parley(["record", "download", id, "--output", "\(dir)/all-\(mode)"], env)
+            #expect(all.stdout.split(separator: "\n").filter { $0.hasPrefix("saved ") }.count == 3, "\(all.stdout)")
 
             var lag: [String: Double] = [:]
             var mixLag: Double?
-            for f in files where f.count > 3 {
+            for f in files where f.count > 4 {
                 let opus = "\(dir)/\(f[0]).opus", wav = "\(dir)/\(f[0]).wav"
                 _ = try parley(["record", "download", f[0], "--output", opus], env)
+                #expect(FileManager.default.contentsEqual(atPath: opus, andPath: "\(dir)/all-\(mode)/\(f[0]).opus"))
                 let probe = try Spawned(.ffprobe, ["-v", "error", "-show_entries", "stream=codec_name,sample_rate,channels", "-of", "csv=p=0", opus])
                 #expect(probe.wait(seconds: 10) == 0)
                 #expect(probe.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "opus,48000,1", "ffprobe \(f[0]): \(probe.stdout) \(probe.stderr)")
@@ -66,20 +75,21 @@ extension ProcessTests {
                 // speech's place within the recording's length.
                 let decode = try Spawned(.ffmpeg, ["-v", "error", "-y", "-i", opus, "-af", "apad=pad_dur=1", "-ar", "48000", "-ac", "1", wav])
                 #expect(decode.wait(seconds: 20) == 0, "ffmpeg \(f[0]): \(decode.stderr)")
-                guard f[2] == "track" else {
+                guard f[3] == "track" else {
                     // The mix holds both speakers where their tracks have them (alice's speech found at her place).
                     let found = try Spawned(.interopPython, [ExternalProgram.packageRoot + "/Tests/Interop/pesq_wb.py", "\(dir)/alice.wav", wav])
                     #expect(found.wait(seconds: 60) == 0, "\(found.stderr)")
                     mixLag = jsonObject(found.stdout)["lag_ms"] as? Double
                     continue
                 }
-                let score = try Spawned(.interopPython, [ExternalProgram.packageRoot + "/Tests/Interop/pesq_wb.py", "\(dir)/\(f[3]).wav", wav])
+                let score = try Spawned(.interopPython, [ExternalProgram.packageRoot + "/Tests/Interop/pesq_wb.py",
+                                                         "\(dir)/\(f[4]).wav", wav])
                 #expect(score.wait(seconds: 60) == 0, "\(score.stderr)")
                 let result = jsonObject(score.stdout)
                 let pesq = result["pesq_wb"] as? Double ?? 0
-                print("recording \(mode) \(f[3]): \(score.stdout.trimmingCharacters(in: .whitespacesAndNewlines))")
-                #expect(pesq >= 3.8, "\(f[3])'s track: \(score.stdout)")
-                lag[f[3]] = result["lag_ms"] as? Double
+                print("recording \(mode) \(f[4]): \(score.stdout.trimmingCharacters(in: .whitespacesAndNewlines))")
+                #expect(pesq >= 3.8, "\(f[4])'s track: \(score.stdout)")
+                lag[f[4]] = result["lag_ms"] as? Double
             }
             // Where each speech sits in its track, against when each client started sending it: the same offset.
             func captureStart(_ p: Spawned) -> Double? {
@@ -129,14 +139,34 @@ extension ProcessTests {
             #expect(decoded.count > 48_000, "\(decoded.count) samples")
 
             // The next start closes the manifest: stopped, why, the duration the file holds.
-            let (again, _) = try startRelay(environment: ["PARLEY_STATE_DIR": state])
+            let (again, server2) = try startRelay(environment: ["PARLEY_STATE_DIR": state])
             defer { again.signal(SIGTERM); again.wait(seconds: 5) }
             #expect(again.stderr.contains("recording \(id) was not closed"), "\(again.stderr)")
-            let list = try parley(["record", "list", "--recording", id], ["PARLEY_URL": try #require(httpBase(of: again))]).stdout
-            let fields = list.split(separator: "\n").first.map { $0.split(separator: "\t").map(String.init) } ?? []
+            let env2 = ["PARLEY_URL": try #require(httpBase(of: again))]
+            let list = try parley(["record", "list", "--recording", id], env2).stdout
+            let row = { (line: Substring) in line.split(separator: "\t").map(String.init) }
+            let fields = list.split(separator: "\n").dropFirst().first.map(row) ?? []
             #expect(fields.last == "done", "\(list)")
-            let seconds = fields.count > 4 ? Double(fields[4].split(separator: " ")[0]) ?? 0 : 0
+            let seconds = fields.count > 6 ? Double(fields[6].split(separator: " ")[0]) ?? 0 : 0
             #expect(abs(seconds - Double(decoded.count) / 48_000) < 0.3, "listed \(seconds) s, decoded \(Double(decoded.count) / 48_000) s")
+
+            // A second recording is listed first (newest first); an id that is no recording is said so (exit 3).
+            _ = try parley(["rooms", "create", "later", "--mode", "forward"], env2)
+            let started = try parley(["record", "start", "later"], env2).stdout
+            let later = try #require(started.split(separator: " ").dropFirst().first.map(String.init))
+            let bob = try Spawned("parley", ["join", "later", "--identity", "bob", "--server", server2, "--tone", "440",
+                                             "--no-playback", "--no-tui", "--duration", "2"])
+            #expect(bob.wait(seconds: 10) == 0, "\(bob.stdout)\(bob.stderr)")
+            var rows: [[String]] = []
+            for _ in 0..<20 {
+                rows = try parley(["record", "list"], env2).stdout.split(separator: "\n").dropFirst().map(row)
+                if rows.contains(where: { $0.count > 1 && $0[1] == later }) { break }
+                Thread.sleep(forTimeInterval: 0.25)
+            }
+            #expect(rows.first?[1] == later && rows.last?[1] == id, "\(rows)")
+            let unknown = try Spawned("parley", ["record", "download", "0123456789abcdef"], environment: env2)
+            #expect(unknown.wait(seconds: 10) == 3 && unknown.stderr.contains("no recording 0123456789abcdef"),
+                    "\(unknown.stderr)")
         }
     }
 }

@@ -21,7 +21,8 @@ extension ProcessTests {
                                              "--amplitude", "0.1", "--duration", "7", "--say", "hello from bob", "--no-playback"])
             #expect(alice.waitFor(seconds: 5) { $0.contains("joined \(room)") })
             #expect(bob.waitFor(seconds: 5) { $0.contains("joined \(room)") })
-            let carol = try Spawned("parley", ["join", room, "--identity", "carol", "--server", server, "--listen-only", "--duration", "3", "--no-playback"])
+            let carol = try Spawned("parley", ["join", room, "--identity", "carol", "--server", server, "--listen-only",
+                                               "--duration", "3", "--no-playback", "--verbose"])
             #expect(carol.waitFor(seconds: 5) { $0.contains("joined \(room)") })
             dave.signal(SIGKILL)  // no leave: the relay must notice the silence
 
@@ -43,6 +44,13 @@ extension ProcessTests {
             #expect(alice.wait(seconds: 10) == 0)
             #expect(bob.wait(seconds: 10) == 0)
             #expect(relay.stderr.contains("dave left \(room): timed out"))
+            // The relay's key and the statistics at exit wait for --verbose (carol's).
+            for quiet in [alice, bob] {
+                let summary = ["relay key", "received ssrc", "longest gap"]
+                #expect(summary.allSatisfy { !quiet.stdout.contains($0) }, "\(quiet.stdout)")
+            }
+            #expect(carol.stdout.contains("encrypted; relay key "), "\(carol.stdout)")
+            #expect(carol.stdout.contains("longest gap between received packets"), "\(carol.stdout)")
         }
 
         @Test("mix mode: a listener receives one mixed stream at 50 packets a second while two members speak")
@@ -50,11 +58,13 @@ extension ProcessTests {
             let (relay, server) = try startRelay()
             defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
             let room = "mix-\(UInt32.random(in: 0...UInt32.max))"
-            let a = try Spawned("parley", ["join", room, "--mode", "mix", "--identity", "a", "--server", server, "--tone", "440", "--duration", "5", "--no-playback"])
+            let a = try Spawned("parley", ["join", room, "--mode", "mix", "--identity", "a", "--server", server,
+                                           "--tone", "440", "--duration", "5", "--no-playback", "--verbose"])
             let b = try Spawned("parley", ["join", room, "--mode", "mix", "--identity", "b", "--server", server, "--tone", "700", "--duration", "5", "--no-playback"])
             #expect(a.waitFor(seconds: 5) { $0.contains("mode mix") })
             #expect(b.waitFor(seconds: 5) { $0.contains("mode mix") })
-            let c = try Spawned("parley", ["join", room, "--identity", "c", "--server", server, "--listen-only", "--duration", "3", "--no-playback"])
+            let c = try Spawned("parley", ["join", room, "--identity", "c", "--server", server, "--listen-only",
+                                           "--duration", "3", "--no-playback", "--verbose"])
             #expect(c.wait(seconds: 10) == 0)
             let received = c.lines.filter { $0.hasPrefix("received ssrc") }
             #expect(received.count == 1, "\(received)")
@@ -72,11 +82,14 @@ extension ProcessTests {
             let (relay, server) = try startRelay()
             defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
             let room = "hybrid-\(UInt32.random(in: 0...UInt32.max))"
-            let a = try Spawned("parley", ["join", room, "--mode", "hybrid", "--identity", "a", "--server", server, "--tone", "440", "--duration", "5", "--no-playback"])
-            let b = try Spawned("parley", ["join", room, "--mode", "hybrid", "--identity", "b", "--server", server, "--tone", "700", "--duration", "5", "--no-playback"])
+            let a = try Spawned("parley", ["join", room, "--mode", "hybrid", "--identity", "a", "--server", server,
+                                           "--tone", "440", "--duration", "5", "--no-playback", "--verbose"])
+            let b = try Spawned("parley", ["join", room, "--mode", "hybrid", "--identity", "b", "--server", server,
+                                           "--tone", "700", "--duration", "5", "--no-playback", "--verbose"])
             #expect(a.waitFor(seconds: 5) { $0.contains("mode hybrid") })
             #expect(b.waitFor(seconds: 5) { $0.contains("mode hybrid") })
-            let c = try Spawned("parley", ["join", room, "--identity", "c", "--server", server, "--listen-only", "--duration", "3", "--no-playback"])
+            let c = try Spawned("parley", ["join", room, "--identity", "c", "--server", server, "--listen-only",
+                                           "--duration", "3", "--no-playback", "--verbose"])
             #expect(c.wait(seconds: 10) == 0)
             let heard = c.lines.filter { $0.hasPrefix("received ssrc") }
             #expect(heard.count == 1 && heard.first?.contains("from the room mix") == true, "\(heard)")
@@ -188,6 +201,21 @@ extension ProcessTests {
             #expect(relayHelp.wait(seconds: 5) == 0)
             #expect(relayHelp.stdout.contains("127.0.0.1:7480") && relayHelp.stdout.contains("Samples/parley-relay.json"))
         }
+
+        @Test("the ready line counts workers in good English and names the web page's address when it serves one")
+        func readyLine() throws {
+            let web = ExternalProgram.packageRoot + "/Samples/web"
+            let (one, _) = try startRelay(workers: 1, environment: ["PARLEY_WEB_ROOT": web])
+            defer { one.signal(SIGTERM); one.wait(seconds: 5) }
+            let base = try #require(httpBase(of: one))
+            let line = try #require(one.lines.first { $0.contains("ready on udp") })
+            #expect(line.contains("(1 worker on port ") && !line.contains("workers"), "\(line)")
+            #expect(line.contains("; web page: \(base)/; join with: parley join"), "\(line)")
+            let (two, _) = try startRelay(workers: 2, environment: ["PARLEY_WEB_ROOT": ""])
+            defer { two.signal(SIGTERM); two.wait(seconds: 5) }
+            let second = try #require(two.lines.first { $0.contains("ready on udp") })
+            #expect(second.contains("(2 workers on ports ") && !second.contains("web page"), "\(second)")
+        }
     }
 }
 
@@ -250,7 +278,8 @@ extension ProcessTests {
                 #expect(token.wait(seconds: 5) == 0)
                 let jwt = token.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
                 let client = try Spawned("parley", ["join", "lobby", "--identity", "alice", "--server", server, "--token", jwt,
-                                                    "--no-tui", "--listen-only", "--no-playback", "--duration", "1"]
+                                                    "--no-tui", "--listen-only", "--no-playback", "--duration", "1",
+                                                    "--verbose"]
                                                     + (pinned.map { ["--relay-key", $0] } ?? []))
                 #expect(client.wait(seconds: 10) == exit, "\(client.stderr)")
                 switch exit {

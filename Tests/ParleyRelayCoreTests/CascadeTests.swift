@@ -69,6 +69,23 @@ struct CascadeTests {
         #expect(!a.core.snapshot()[0].members.map(\.identity).contains("bob"))
     }
 
+    @Test("a member moving to the other node is listed once there while the node it left still names it")
+    func moverListedOnce() {
+        let (a, b) = Self.cluster()
+        _ = a.addClient("ann")
+        _ = b.addClient("bob")
+        a.joinAll()
+        b.joinAll()
+        Self.advance([a, b], milliseconds: 1_200)
+        // Ann joins b (as a drained member does) while a still has her: b holds her twice until a's next roster.
+        _ = b.addClient("ann")
+        b.joinAll()
+        #expect(b.core.rooms["lobby"]?.members.filter { $0.identity == "ann" }.count == 2)
+        let listed = b.core.snapshot()[0].members
+        #expect(listed.map(\.identity).sorted() == ["ann", "bob"], "\(listed.map(\.identity))")
+        #expect(listed.first { $0.identity == "ann" }?.transport == "parley")
+    }
+
     @Test("speaker selection is the same on both nodes: with one forwarded speaker, every listener on either node hears the loudest, wherever it is")
     func sameLoudest() {
         var config = RelayCoreConfig()

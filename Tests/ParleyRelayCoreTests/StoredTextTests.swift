@@ -256,6 +256,19 @@ struct StoredTextTests {
         #expect(statuses(b).isEmpty)
     }
 
+    @Test("a room text nobody else is there to take: said as kept when the room keeps texts, else that nobody is there",
+          arguments: [true, false])
+    func loneMembersText(keepsHistory: Bool) throws {
+        let net = FakeNetwork(keepsHistory: keepsHistory)
+        let a = net.addClient("ann", room: "r")
+        net.joinAll()
+        let id = try #require(a.session.sendText("anyone?", now: net.instant))
+        net.exchange()
+        let reason = keepsHistory ? "kept in the room's history; nobody else is here now" : "nobody else is in the room"
+        #expect(a.events.contains(.textStatus(messageID: id, delivered: false, reason: reason)), "\(a.events)")
+        #expect(RoomTextKept.reason == "kept in the room's history; nobody else is here now")
+    }
+
     @Test("room texts are kept: a member's and the backend's, not a text to one member")
     func roomTextsAreKept() throws {
         let net = FakeNetwork(keepsHistory: true)

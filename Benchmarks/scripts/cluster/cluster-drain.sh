@@ -42,7 +42,7 @@ for run in $(seq 1 "$runs"); do
         >"$dir/talker.log" 2>&1 & pids+=($!); disown $!
     sleep 0.5
     for n in 2 3; do
-        $parley join "$room" --identity ear$n --server 127.0.0.1:$((base + n * 10)) --listen-only --output "$dir/ear$n.wav" --no-tui --duration 6 \
+        $parley join "$room" --identity ear$n --server 127.0.0.1:$((base + n * 10)) --listen-only --output "$dir/ear$n.wav" --no-tui --duration 6 --verbose \
             >"$dir/ear$n.log" 2>&1 & pids+=($!)
     done
     ears=("${pids[@]: -2}")

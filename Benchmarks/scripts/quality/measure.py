@@ -98,7 +98,7 @@ def run_pair(mode, alice_input, seconds, workdir, extra=()):
         room = f"q{random.randint(0, 1 << 30)}"
         common = ["--server", server, "--mode", mode, "--no-tui"] + CLIENT_ARGS
         bob = subprocess.Popen([os.path.join(BIN, "parley"), "join", room, "--identity", "bob", "--listen-only", "--output", out,
-                                "--duration", str(seconds)] + common, env=env, stdout=bob_log, stderr=subprocess.PIPE, text=True)
+                                "--duration", str(seconds), "--verbose"] + common, env=env, stdout=bob_log, stderr=subprocess.PIPE, text=True)
         time.sleep(0.5)
         alice = subprocess.run([os.path.join(BIN, "parley"), "join", room, "--identity", "alice", "--input", alice_input,
                                 "--no-playback"] + list(extra) + common, env=env, capture_output=True, text=True, timeout=seconds + 10)
