@@ -45,3 +45,30 @@ public enum Poll {
         return pfds.map { $0.revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 }
     }
 }
+
+/// poll(2) over a descriptor list rebuilt before each wait (the TCP bridge's connections come and go); -1 entries are
+/// ignored by the kernel. Readable includes errors and hang-ups, as `Poller` reports them.
+public struct PollSet {
+    private var fds: [pollfd] = []
+
+    public init() {}
+
+    /// Empties the list (keeping its storage).
+    public mutating func removeAll() { fds.removeAll(keepingCapacity: true) }
+
+    /// Adds `fd` (watched for input, and for room to write when `writable`); its index is the count before.
+    public mutating func add(_ fd: Int32, writable: Bool = false) {
+        fds.append(pollfd(fd: fd, events: Int16(writable ? POLLIN | POLLOUT : POLLIN), revents: 0))
+    }
+
+    /// Waits at most `timeoutMilliseconds` for any descriptor.
+    public mutating func wait(timeoutMilliseconds: Int32) {
+        _ = fds.withUnsafeMutableBufferPointer { poll($0.baseAddress, nfds_t($0.count), timeoutMilliseconds) }
+    }
+
+    /// Whether descriptor `i` had input, an error or a hang-up at the last wait.
+    public func isReadable(_ i: Int) -> Bool { fds[i].revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 }
+
+    /// Whether descriptor `i` had room to write at the last wait.
+    public func isWritable(_ i: Int) -> Bool { fds[i].revents & Int16(POLLOUT) != 0 }
+}

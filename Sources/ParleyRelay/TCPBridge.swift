@@ -1,4 +1,3 @@
-import Glibc
 import ParleyNet
 import ParleyRelayCore
 import ParleyWebRTC
@@ -76,28 +75,27 @@ final class TCPBridge: @unchecked Sendable {
     func run() {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 8)
         defer { buffer.deallocate() }
-        var fds: [pollfd] = []
+        var fds = PollSet()
         while !stopping.load(ordering: .acquiring) {
-            fds.removeAll(keepingCapacity: true)
-            fds.append(pollfd(fd: wakeup.fd, events: Int16(POLLIN), revents: 0))
-            fds.append(pollfd(fd: listener.fd, events: Int16(POLLIN), revents: 0))
+            fds.removeAll()
+            fds.add(wakeup.fd)
+            fds.add(listener.fd)
             for c in connections {
-                fds.append(pollfd(fd: c.tcp.fd, events: Int16(c.queuedBytes > 0 ? POLLIN | POLLOUT : POLLIN), revents: 0))
-                fds.append(pollfd(fd: c.udp?.fd ?? -1, events: Int16(POLLIN), revents: 0))
+                fds.add(c.tcp.fd, writable: c.queuedBytes > 0)
+                fds.add(c.udp?.fd ?? -1)
             }
-            _ = fds.withUnsafeMutableBufferPointer { poll($0.baseAddress, nfds_t($0.count), 500) }
-            if fds[0].revents != 0 { wakeup.drain() }
+            fds.wait(timeoutMilliseconds: 500)
+            if fds.isReadable(0) { wakeup.drain() }
             let now = Self.milliseconds()
             for (k, c) in connections.enumerated() {
-                let tcp = fds[2 + 2 * k].revents, udp = fds[3 + 2 * k].revents
-                if tcp & Int16(POLLOUT) != 0 { flush(c) }
-                if tcp & Int16(POLLIN | POLLERR | POLLHUP) != 0 { readClient(c, buffer: buffer, now: now) }
-                if udp & Int16(POLLIN) != 0 { readRelay(c, buffer: buffer) }
+                if fds.isWritable(2 + 2 * k) { flush(c) }
+                if fds.isReadable(2 + 2 * k) { readClient(c, buffer: buffer, now: now) }
+                if fds.isReadable(3 + 2 * k) { readRelay(c, buffer: buffer) }
                 if c.kind == nil && now - c.opened >= rules.firstFrameMilliseconds { close(c, "no valid first frame in time") }
                 if now - c.lastFrame >= rules.idleMilliseconds { close(c, "idle") }
             }
             connections.removeAll { $0.closed }
-            if fds[1].revents != 0 { acceptAll(now: now) }
+            if fds.isReadable(1) { acceptAll(now: now) }
         }
         for c in connections { close(c, "the relay is stopping") }
         connections.removeAll()
