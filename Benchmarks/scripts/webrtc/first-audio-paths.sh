@@ -41,7 +41,7 @@ ip netns exec $P-nat sysctl -qw net.ipv4.ip_forward=1
 cat > "$work/nat.nft" <<EOF
 table ip nat {
   chain pre { type nat hook prerouting priority dstnat; ip daddr 198.51.100.10 th dport != 3478 dnat to 10.77.0.2; }
-  chain out { type nat hook output priority dstnat; ip daddr 198.51.100.10 th dport != 3478 dnat to 10.77.0.2; }
+  chain out { type nat hook output priority -100; ip daddr 198.51.100.10 th dport != 3478 dnat to 10.77.0.2; }
   chain post { type nat hook postrouting priority srcnat; ip saddr 10.77.0.2 snat to 198.51.100.10; }
 }
 EOF
