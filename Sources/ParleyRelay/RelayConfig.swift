@@ -299,36 +299,6 @@ public struct RelayConfig: Sendable {
         return value
     }
 
-    /// Reads a JSON object of settings (numbers, strings; `api_keys` as an object of key → secret; `turn_urls` as a
-    /// string or an array of strings).
-    public mutating func load(file path: String) throws(ConfigError) {
-        guard let data = FileManager.default.contents(atPath: path) else { throw ConfigError("cannot read config file \(path)") }
-        let object: Any
-        do { object = try JSONSerialization.jsonObject(with: data) } catch { throw ConfigError("config file \(path) is not valid JSON") }
-        guard let dict = object as? [String: Any] else { throw ConfigError("config file \(path) must hold a JSON object") }
-        for key in dict.keys.sorted() {
-            let value = dict[key]!
-            if key == "api_keys" {
-                guard let keys = value as? [String: String], !keys.isEmpty, keys.values.allSatisfy({ $0.utf8.count >= 16 }) else {
-                    throw ConfigError("api_keys must be an object of key → secret (secrets at least 16 bytes)")
-                }
-                apiKeys = keys
-                continue
-            }
-            let text: String
-            if let s = value as? String {
-                text = s
-            } else if let n = value as? NSNumber {
-                text = n.stringValue
-            } else if key == "announce" || key == "turn_urls", let list = value as? [String] {
-                text = list.joined(separator: ",")  // a list as JSON writes one
-            } else {
-                throw ConfigError("\(key) in \(path) must be a string or a number")
-            }
-            try set(key, text)
-        }
-    }
-
     /// Checks that `api_key` and `api_secret` came as a pair: a key without its secret (or a secret without its key)
     /// would otherwise leave the public dev secret signing for a key the operator meant to be private. Call it once
     /// every source has been applied; the dev credentials stay only when no key at all was configured. The same for
@@ -384,13 +354,6 @@ public struct RelayConfig: Sendable {
     public func readHTTPTLSFiles() throws(ConfigError) -> HTTPTLSFiles? {
         guard let httpTLSCertificate, let httpTLSKey else { return nil }
         return try HTTPTLSFiles.read(certificate: httpTLSCertificate, key: httpTLSKey)
-    }
-
-    /// Applies `PARLEY_<KEY>` variables.
-    public mutating func load(environment: [String: String]) throws(ConfigError) {
-        for key in Self.keys {
-            if let value = environment["PARLEY_" + key.uppercased()] { try set(key, value) }
-        }
     }
 }
 

@@ -1,0 +1,42 @@
+import Foundation
+
+// Where settings come from besides flags: a JSON file (`--config`) and `PARLEY_*` environment variables; each value
+// goes through `RelayConfig.set` as a flag's would.
+extension RelayConfig {
+    /// Reads a JSON object of settings (numbers, strings; `api_keys` as an object of key → secret; `turn_urls` as a
+    /// string or an array of strings).
+    public mutating func load(file path: String) throws(ConfigError) {
+        guard let data = FileManager.default.contents(atPath: path) else { throw ConfigError("cannot read config file \(path)") }
+        let object: Any
+        do { object = try JSONSerialization.jsonObject(with: data) } catch { throw ConfigError("config file \(path) is not valid JSON") }
+        guard let dict = object as? [String: Any] else { throw ConfigError("config file \(path) must hold a JSON object") }
+        for key in dict.keys.sorted() {
+            let value = dict[key]!
+            if key == "api_keys" {
+                guard let keys = value as? [String: String], !keys.isEmpty, keys.values.allSatisfy({ $0.utf8.count >= 16 }) else {
+                    throw ConfigError("api_keys must be an object of key → secret (secrets at least 16 bytes)")
+                }
+                apiKeys = keys
+                continue
+            }
+            let text: String
+            if let s = value as? String {
+                text = s
+            } else if let n = value as? NSNumber {
+                text = n.stringValue
+            } else if key == "announce" || key == "turn_urls", let list = value as? [String] {
+                text = list.joined(separator: ",")  // a list as JSON writes one
+            } else {
+                throw ConfigError("\(key) in \(path) must be a string or a number")
+            }
+            try set(key, text)
+        }
+    }
+
+    /// Applies `PARLEY_<KEY>` variables.
+    public mutating func load(environment: [String: String]) throws(ConfigError) {
+        for key in Self.keys {
+            if let value = environment["PARLEY_" + key.uppercased()] { try set(key, value) }
+        }
+    }
+}
