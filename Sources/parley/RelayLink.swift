@@ -7,6 +7,9 @@ import ParleyWire
 final class RelayLink {
     private let udp: UDPSocket
     private(set) var tunnel: TCPTunnel?
+    /// When the tunnel was last (re)opened: a relay that closes it (a limit, a restart) is tried again at most once a
+    /// second, not for every datagram.
+    private var lastConnect = Instant.origin
 
     init(server: PeerAddress) { udp = openSocket(for: server) }
 
@@ -18,6 +21,7 @@ final class RelayLink {
 
     /// From now on over TCP to `server`'s TCP port (waits at most 3 s for the connection).
     func useTCP(_ server: PeerAddress) throws(SystemError) {
+        lastConnect = Clock.monotonic()
         tunnel = try TCPTunnel(server: server, timeoutMilliseconds: 3_000)
     }
 
@@ -28,6 +32,7 @@ final class RelayLink {
             return
         }
         if tunnel.server.withPort(0) != to.withPort(0) || tunnel.closed {
+            guard Clock.monotonic() - lastConnect >= .seconds(1) else { return }  // dropped, as UDP would lose it
             guard (try? useTCP(to)) != nil, let moved = self.tunnel else { return }
             return moved.send(bytes, to: to)
         }
