@@ -92,6 +92,8 @@ enum CallCommands {
         roomCall.engine.endToEnd = endToEnd?.cipher
         roomCall.images = images
         roomCall.verbose = o.has("verbose")
+        // Online over TCP (UDP got no answer): the call's room goes over TCP from the start too.
+        roomCall.tcpFirst = p.link.overTCP
         let hangupAfter = o["hangup-after"].flatMap(Double.init)
         let start = Clock.monotonic()
         var over = false

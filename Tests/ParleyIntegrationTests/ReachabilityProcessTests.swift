@@ -246,6 +246,29 @@ extension ProcessTests {
             #expect(share > 0.5, "bob over TCP heard alice with a 440 Hz share of \(share)\n\(listener.stdout)")
         }
 
+        @Test("a call to someone behind a firewall that drops UDP: parley listen goes online over TCP and says so, the call rings, is answered over TCP and hung up")
+        func callOverTCP() throws {
+            let lab = try NATLab()
+            defer { lab.remove() }
+            let relay = try relay(lab, announce: NATLab.relayPublic)
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            try lab.blockClientUDP()
+            let bot = ["--tone", "500", "--no-playback"]
+            let callee = try lab.spawn(in: lab.client, "parley", ["listen", "--identity", "bob", "--server", "\(NATLab.relayPublic):7400",
+                                                                   "--auto-answer", "--duration", "20"] + bot)
+            defer { callee.signal(SIGINT); callee.wait(seconds: 5) }
+            #expect(callee.waitFor(seconds: 10) { $0.contains("waiting for calls") }, "\(callee.stdout)\(callee.stderr)")
+            #expect(callee.stdout.contains("no answer over UDP from \(NATLab.relayPublic):7400 in 2 s: going online over TCP"), "\(callee.stdout)")
+            let caller = try lab.spawn(in: lab.relay, "parley", ["call", "bob", "--identity", "alice", "--server", "127.0.0.1:7400",
+                                                                  "--hangup-after", "3"] + bot)
+            #expect(caller.wait(seconds: 20) == 0, "\(caller.stdout)\(caller.stderr)")
+            #expect(caller.stdout.contains("answered") && caller.stdout.contains("you hung up"), "\(caller.stdout)")
+            #expect(callee.waitFor(seconds: 5) { $0.contains("call ended: hung up by alice") }, "\(callee.stdout)")
+            // The call's room over TCP from the start (its presence is): no second 2 s wait for UDP.
+            #expect(callee.stdout.contains("joining over TCP") && !callee.stdout.contains("no answer over UDP from \(NATLab.relayPublic):7400 in 2 s: joining"),
+                    "\(callee.stdout)")
+        }
+
         @Test("headless Chromium behind a firewall that drops UDP joins over ICE-TCP (the relay's passive TCP candidate) and is heard")
         func browserOverTCP() throws {
             let lab = try NATLab()
