@@ -34,7 +34,7 @@ struct ExternalProgram: Sendable, CustomStringConvertible {
     /// A mount namespace of its own (the full-disk tests mount a small tmpfs there; `mount` comes with it).
     static let unshare = ExternalProgram(path: "/usr/bin/unshare", package: "util-linux")
     /// Network namespaces and veth pairs (the NAT and IPv6 lab of the reachability tests).
-    static let ip = ExternalProgram(path: "/usr/bin/ip", package: "iproute2")
+    static let ip = ExternalProgram(path: "/sbin/ip", package: "iproute2")
     /// The lab's NAT (run inside a namespace through `ip netns exec`).
     static let nft = ExternalProgram(path: "/usr/sbin/nft", package: "nftables")
 

@@ -28,11 +28,12 @@ struct TURNServer {
         let conf = directory + "/turnserver.conf"
         try Self.configuration(secret: secret, relayAddress: "127.0.0.1")
             .write(toFile: conf, atomically: true, encoding: .utf8)
-        for attempt in 0..<5 {
+        // Ports, not scores: a free port can be taken between the probe and coturn's bind; the next try is another port.
+        for portTry in 0..<5 {
             let p = freeUDPPort()
             let s = try Spawned(.turnserver, ["-c", conf, "--listening-ip", "127.0.0.1", "--relay-ip", "127.0.0.1",
                                               "--listening-port", "\(p)", "--no-tls", "--no-dtls", "--no-cli",
-                                              "--allow-loopback-peers", "--userdb", directory + "/turndb-\(attempt)",
+                                              "--allow-loopback-peers", "--userdb", directory + "/turndb-\(portTry)",
                                               "--pidfile", directory + "/turnserver.pid", "--log-file", "stdout",
                                               "--simple-log", "--verbose"])
             // Ready once its UDP listener is bound (it prints nothing of its own for that).
