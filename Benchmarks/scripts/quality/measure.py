@@ -2,7 +2,7 @@
 """Parley quality bench: mouth-to-ear latency and PESQ-WB through a real relay on loopback.
 
   python3 Benchmarks/scripts/quality/measure.py [--modes forward,mix,hybrid] [--profile clean|mild|moderate|harsh] [--runs N] [--json]
-                                       [--bin DIR] [--uplink-repair on|off] [--min-delay MS]
+                                       [--bin DIR] [--uplink-repair on|off] [--min-delay MS] [--tcp]
 
 Through the impairment proxy, run k of each mode uses the proxy's seed k: each flow's media then meets the same losses
 and delays in that run of every mode (impair-proxy draws each flow's RTP from a stream of its own), and --runs N
@@ -284,11 +284,17 @@ def main():
     ap.add_argument("--bin", default=BIN, help="where parley-relay, parley and impair-proxy are (default: %(default)s)")
     ap.add_argument("--uplink-repair", choices=["on", "off"],
                     help="the relay's uplink_repair setting (default: the relay's own, on)")
+    ap.add_argument("--tcp", action="store_true",
+                    help="both clients over the relay's TCP port (parley --tcp); clean profile only")
     ap.add_argument("--min-delay", type=int, metavar="MS",
                     help="both clients hold their receive buffers at least MS behind the network (parley --min-delay)")
     args = ap.parse_args()
     if args.min_delay is not None:
         CLIENT_ARGS.extend(["--min-delay", str(args.min_delay)])
+    if args.tcp:
+        if args.profile != "clean":
+            sys.exit("--tcp goes straight to the relay's TCP port: only with --profile clean (impair-proxy speaks UDP)")
+        CLIENT_ARGS.append("--tcp")
     PROFILE = args.profile
     BIN = os.path.abspath(args.bin)
     if args.uplink_repair:
