@@ -52,7 +52,17 @@ public final class JitterBuffer {
     /// Timestamp (relative to the stream's first) of the next output frame; meaningful in `.speech`.
     var playTimestamp: Int64 = 0
     var concealRun = 0
+    /// Frames produced (concealed or rebuilt) in place of the due frame `nextSequence` while the playout holds for it.
+    var heldFrames = 0
     var inOutage = false
+    /// After a held frame arrived (`pullMissing`): the lowest transit of the next `stepProbePackets` packets. If even
+    /// that is well above the floor, the path's delay stepped up (a sender's capture stall, a new route) and the
+    /// floor moves to it at once rather than over its window; a burst that catches up leaves the floor alone.
+    struct StepProbe { var remaining: Int; var minimum: Int64 }
+    var stepProbe: StepProbe?
+    let stepProbePackets = 25
+    /// The probe's packets (sequence, transit), last first; their delay samples wait for the probe's verdict.
+    var probeSamples: [(sequence: Int64, transit: Int64)]
     /// Arrival time (ns) of the last packet inserted; nil before the first.
     var lastArrival: Int64?
     /// The sender said it has stopped (RTCP BYE) and nothing has arrived since.
@@ -85,6 +95,11 @@ public final class JitterBuffer {
     let accelerateHysteresis = 5.0
     let largeExcessMilliseconds = 45.0
     let persistentExcessPulls = 250
+    /// Frames of delay a held frame's late arrival added (`heldFrames` at the merge), not yet taken back: that excess
+    /// is the path's lateness already played through, so it goes after `heldSurplusPulls` pulls above the target
+    /// rather than waiting for a pause or for `persistentExcessPulls`.
+    var heldSurplusFrames = 0
+    let heldSurplusPulls = 25
     /// Pulls in a row with the delay `accelerateHysteresis` above the target plus a frame.
     var excessPulls = 0
     /// Start-up: while the delay estimate holds fewer than this many samples (the stream's first second), a due
@@ -123,6 +138,7 @@ public final class JitterBuffer {
         estimator = JitterBuffer.makeEstimator(config, quantile: config.inbandFEC ? config.onTimeQuantile : config.delayQuantile)
         recoverableEstimator = JitterBuffer.makeEstimator(config, quantile: config.delayQuantile)
         recentTransit = Array(repeating: (.min, 0), count: 32)
+        probeSamples = Array(repeating: (.min, 0), count: stepProbePackets)
         fates = Array(repeating: (.min, .none), count: 512)
     }
 
@@ -160,6 +176,8 @@ public final class JitterBuffer {
         mode = .silent
         nextSequence = nil
         concealRun = 0
+        heldFrames = 0
+        stepProbe = nil
         inOutage = false
         lastWasStretch = false
         lastArrival = nil
@@ -188,6 +206,7 @@ public final class JitterBuffer {
         mode = .silent
         inOutage = false
         concealRun = 0
+        heldFrames = 0
         startupWaitPulls = 0
     }
 
@@ -212,7 +231,7 @@ public final class JitterBuffer {
         fates[Int(UInt64(bitPattern: sequence) % UInt64(fates.count))] = (sequence, fate)
     }
 
-    private func fate(_ sequence: Int64) -> Fate {
+    func fate(_ sequence: Int64) -> Fate {
         let f = fates[Int(UInt64(bitPattern: sequence) % UInt64(fates.count))]
         return f.sequence == sequence ? f.fate : .none
     }
@@ -233,6 +252,7 @@ public final class JitterBuffer {
         }
         guard let (sequence, time) = locate(sequenceNumber, timestamp, arrival: arrival) else { return }
         self.ssrc = ssrc
+        let quietFor = lastArrival.map { arrival - $0 } ?? 0
         lastArrival = arrival
         senderEnded = false
 
@@ -254,8 +274,18 @@ public final class JitterBuffer {
                                     fecCovers: missing == sequence - 1)
                 }
             }
-            floor.add(transit: transit, arrival: arrival)
-            addDelaySample(sequence: sequence, transit: transit)
+            if quietFor >= Self.senderSilence.nanoseconds {
+                // Nothing for longer than a pause between words: the floor starts again from what comes now (a sender
+                // whose capture stalled that long resumes on a later timeline; its old floor would make every packet
+                // look late).
+                floor.clear()
+            }
+            if stepProbe != nil {
+                noteStepCandidate(sequence: sequence, transit: transit, arrival: arrival)
+            } else {
+                floor.add(transit: transit, arrival: arrival)
+                addDelaySample(sequence: sequence, transit: transit)
+            }
         }
         highestSequence = max(highestSequence ?? sequence, sequence)
 
@@ -267,6 +297,7 @@ public final class JitterBuffer {
                 mode = .silent
                 inOutage = false
                 concealRun = 0
+                heldFrames = 0
                 nextSequence = sequence
             } else {
                 stats.lateDropped += 1
@@ -316,6 +347,24 @@ public final class JitterBuffer {
         }
         restartProbe = (sequenceNumber, timestamp)
         return nil
+    }
+
+    /// While a `stepProbe` runs: its packets' lowest transit, their delay samples held back; at its end, a floor that
+    /// minimum is half a frame or more above moves up to it (see `stepProbe`), and the held samples go into the
+    /// estimate measured from the floor as it now stands, so a step does not read as jitter.
+    private func noteStepCandidate(sequence: Int64, transit: Int64, arrival: Int64) {
+        guard var probe = stepProbe else { return }
+        probe.minimum = min(probe.minimum, transit)
+        probe.remaining -= 1
+        probeSamples[probe.remaining] = (sequence, transit)
+        stepProbe = probe.remaining > 0 ? probe : nil
+        guard probe.remaining == 0 else { return }
+        if !floor.isEmpty, probe.minimum - floor.value >= nanoseconds(Int64(config.frameSamples)) / 2 {
+            floor.clear()
+            stats.floorSteps += 1
+        }
+        floor.add(transit: probe.minimum, arrival: arrival)
+        for held in probeSamples.reversed() { addDelaySample(sequence: held.sequence, transit: held.transit) }
     }
 
     /// A missing frame's delay if it is asked for again (`repairRoundTrip`): in the on-time estimate, and in the

@@ -90,6 +90,11 @@ public struct JitterStats: Sendable, Equatable {
     /// packet after a speech frame): the frames concealed while waiting are taken back from `concealedFrames`, as
     /// a sender that simply stops lost nothing.
     public var senderStops: Int = 0
+    /// Talkspurts resumed by a frame the playout held for (concealing in its place) until it came, late: the delay
+    /// grew by the wait instead of the frame being thrown away (`JitterBuffer.pullMissing`).
+    public var delaySteps: Int = 0
+    /// Times the transit floor moved up at once because the path stayed slower after such a wait.
+    public var floorSteps: Int = 0
 
     /// All counters zero.
     public init() {}

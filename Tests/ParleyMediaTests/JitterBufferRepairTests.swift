@@ -60,36 +60,44 @@ import Testing
 }
 
 @Suite struct JitterBufferExpandTests {
-    /// 10 s at a steady 30 ms; then packets come in bursts of five, each burst when its last packet is sent (the
-    /// first of a burst 80 ms late, the last on time), so the target rises while most due frames have their
-    /// successors already held.
-    static func bursts() -> [ScheduledPacket] {
-        stream(count: 1_500) { i in i < 500 ? 30 * ms : 30 * ms + Int64(4 - i % 5) * 20 * ms }
+    /// 10 s at 30–40 ms; then one packet in eight is lost, and each gap counts as repaired a round trip (100 ms)
+    /// later, so the target rises above the delay the path needs without any frame arriving late: the buffer has to
+    /// grow its delay by expanding. The network's own pace decides where a successor is already held.
+    static func losses() -> [ScheduledPacket] {
+        var random = TestRandom(state: 3)
+        return stream(count: 1_500) { _ in 30 * ms + Int64(random.next() * 10 * Double(ms)) }
+            .enumerated().filter { $0.offset < 500 || $0.offset % 8 != 7 }.map(\.element)
     }
 
     @Test(arguments: [false, true])
     func belowTheTargetInSpeechExpandsOnlyWhereTheNextFrameIsMissing(quiet: Bool) {
         let h = JitterHarness()
-        h.send(Self.bursts())
+        h.buffer.repairRoundTrip = .milliseconds(100)
+        let packets = Self.losses()
+        let arrival = Dictionary(uniqueKeysWithValues: packets.map { ($0.sequence, $0.arrival) })
+        h.send(packets)
         h.run(pulls: 500)
         h.quiet = quiet
         let from = h.decisions.count
-        h.run(pulls: 200)
+        let pullTime = { (k: Int) in 1_000 * ms + Int64(k) * 20 * ms }
+        h.run(pulls: 400)
         let window = Array(h.decisions[from...])
-        // For each expansion, the frame it held back: the next one played.
-        let heldBack = window.indices.filter { window[$0] == .expand }.compactMap { k in
-            window[k...].lazy.compactMap { $0.sequences.first }.first
+        // For each expansion: the frame it held back (the next one played), and whether that frame's successor had
+        // arrived by then (a lost successor never arrives).
+        let expansions = window.indices.filter { window[$0] == .expand }.compactMap { k -> (UInt16, Bool)? in
+            guard let held = window[k...].lazy.compactMap({ $0.sequences.first }).first else { return nil }
+            return (held, arrival[held &+ 1].map { $0 <= pullTime(from + k) } ?? false)
         }
-        // The delay reaches the target either way (a 20 ms frame per expansion).
-        #expect(heldBack.count >= 3)
+        #expect(expansions.count >= 3, "\(h.buffer.stats)")
         #expect(h.buffer.stats.currentDelayMilliseconds >= h.buffer.stats.targetDelayMilliseconds - 20)
-        let atBurstEnds = heldBack.allSatisfy { $0 % 5 == 4 }
+        #expect(h.concealments <= 100, "only the lost packets: \(h.concealments)")
+        let successorHeld = expansions.filter(\.1).map(\.0)
         if quiet {
             // In a pause, at once, wherever the frame is.
-            #expect(!atBurstEnds, "held back \(heldBack)")
+            #expect(!successorHeld.isEmpty, "expansions \(expansions)")
         } else {
-            // In speech only before the last frame of a burst, whose successor has not been sent yet.
-            #expect(atBurstEnds, "held back \(heldBack)")
+            // In speech only where the next frame has not arrived yet.
+            #expect(successorHeld.isEmpty, "expanded with the successor held: \(successorHeld)")
         }
     }
 }
