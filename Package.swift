@@ -100,7 +100,12 @@ let package = Package(
         .executableTarget(name: "forward-bench", dependencies: ["BenchmarkSupport", "ParleyRelayCore", "ParleyClientCore", "ParleyCrypto", "ParleyWire", "ParleyAuth", "ParleyWebRTC", "CAllocCounter"],
                           path: "Benchmarks/forward-bench"),
 
-        .executableTarget(name: "jitter-bench", dependencies: ["ParleyMedia", "ParleyClientCore", "ParleyAudioIO", "ParleyWire", "CSpeexDSP"], path: "Benchmarks/jitter-bench"),
+        // A real sender's timing (capture stalls, clock drift): one model for jitter-bench's traces and impair-proxy.
+        .target(name: "SenderModel", dependencies: ["ParleyWire"], path: "Benchmarks/SenderModel"),
+        .executableTarget(name: "jitter-bench",
+                          dependencies: ["ParleyMedia", "ParleyClientCore", "ParleyAudioIO", "ParleyWire", "CSpeexDSP",
+                                         "SenderModel"],
+                          path: "Benchmarks/jitter-bench"),
         .executableTarget(name: "opus-bench", dependencies: ["BenchmarkSupport", "ParleyMedia", "COpus"], path: "Benchmarks/opus-bench"),
         .executableTarget(name: "mix-bench", dependencies: ["BenchmarkSupport", "ParleyRelayCore", "ParleyMedia", "ParleyWire", "ParleyAuth", "CAllocCounter"], path: "Benchmarks/mix-bench"),
 
@@ -118,7 +123,7 @@ let package = Package(
                                          "CParleySys"],
                           path: "Benchmarks/tools/parley-load"),
         // A seeded UDP proxy between clients and a relay: it delays, jitters, loses, reorders and duplicates datagrams.
-        .executableTarget(name: "impair-proxy", dependencies: ["ParleyNet", "ParleyWire"],
+        .executableTarget(name: "impair-proxy", dependencies: ["ParleyNet", "ParleyWire", "SenderModel"],
                           path: "Benchmarks/tools/impair-proxy"),
 
         .testTarget(name: "ParleyWireTests", dependencies: ["ParleyWire"]),

@@ -34,11 +34,17 @@ struct Scorer {
     /// One `.accelerate` (counted in its own slot, too).
     mutating func accelerated() { accelerations += 1 }
 
+    /// Output time: from the first to the last slot that played something.
+    private var output: ArraySlice<(kind: SlotKind, dueSeq: Int)> {
+        slots.prefix((slots.lastIndex { $0.kind == .played } ?? -1) + 1)
+    }
+
+    /// Concealed output frames (lost in the network or not; FEC-rebuilt ones are not concealed).
+    var concealedFrames: Int { output.count { $0.kind == .concealed } }
+
     /// The figures, as one JSON object.
     func json() -> String {
-        // Output time: from the first to the last slot that played something.
-        let last = slots.lastIndex { $0.kind == .played } ?? -1
-        let output = Array(slots.prefix(last + 1))
+        let output = self.output
         let n = trace.packets.count
         let lost = trace.packets.filter { $0.arrivalMs == nil }.count
         var played = 0, late = 0
@@ -109,6 +115,11 @@ struct Scorer {
             ("jico_rate_fec_as_conceal", f(Double(jico + fecNotLost) / slotsCount)),
             ("loss_interruptions", "\(lossInterruptions)"),
             ("output_frames", "\(output.count)"),
+            // The sender's stalls (null when a CSV trace does not say): the goal is concealed ≤ stall_frames.
+            ("concealed", "\(concealed)"),
+            ("stalls", trace.stallCount.map { "\($0)" } ?? "null"),
+            ("stall_ms", trace.stallMs.map { f($0, 1) } ?? "null"),
+            ("stall_frames", trace.stallFrames.map { "\($0)" } ?? "null"),
         ]
         return "{" + fields.map { "\"\($0.0)\": \($0.1)" }.joined(separator: ", ") + "}"
     }

@@ -2,6 +2,7 @@
 // datagrams in both directions — netem for loopback, without netem.
 //
 //   impair-proxy --listen 127.0.0.2 --upstream 127.0.0.1 --ports 7400,7401 --profile moderate [--seed 1] [--duration S]
+//                [--sender-stalls GAP_S/MIN_MS/MAX_MS] [--sender-drift D]
 //
 // With one seed, each flow's media meets the same losses, delays and duplicates in every run: every direction of every
 // flow (numbered in the order flows appear) draws from its own random streams, one for RTP and one for the rest.
@@ -14,9 +15,19 @@
 //   moderate  base 30 ms, jitter Lomax(15 ms, 3), Gilbert-Elliott loss ≈ 2 % in bursts, 0.5 % duplicates
 //   harsh     base 40 ms, jitter Lomax(30 ms, 2.5), Gilbert-Elliott loss ≈ 7 % in bursts, 1 % duplicates,
 //             delay spikes of 150–400 ms (p = 0.0007 per packet)
+//
+// A real sender's timing, on any profile, for the RTP packets from each client toward the relay (SenderLag.swift):
+//   --sender-stalls GAP_S/MIN_MS/MAX_MS  capture stalls every GAP_S seconds on average (one chance per packet),
+//                                        MIN_MS–MAX_MS long (log-uniform); every later packet of the client is held
+//                                        by the stalls so far. 4/10/120 is Chromium's fake capture on a loaded machine
+//   --sender-drift D                     the client's clock runs 1 + D against real time: a packet t ms after its
+//                                        first is held D · t ms more (D < 0: held 1000 ms at first, shrinking to 0)
+// The hold is capped at 2 s: past it the client stops falling behind. Each client's stalls have their own random
+// stream: the network's losses and delays for a seed are the same with or without them.
 import Foundation
 import ParleyNet
 import ParleyWire
+import SenderModel
 
 struct Profile {
     var base = 0.0, jitterScale = 0.0, jitterShape = 0.0, exponentialMean = 0.0
@@ -58,16 +69,18 @@ struct Channel {
     var other: Lane
 }
 
-/// Gilbert-Elliott loss and the delay model of one lane.
+/// Gilbert-Elliott loss and the delay model of one lane, after the sender's own lateness when it has one.
 struct Lane {
     var profile: Profile
     var random: Random
+    var sender: SenderLag? = nil
     var bad = false
     var spikeUntil = 0.0
     var spikeExtra = 0.0
 
     /// The delay in ms for a packet sent at `nowMs`, or nil to drop it.
     mutating func delay(nowMs: Double) -> Double? {
+        let held = sender?.hold(nowMs: nowMs) ?? 0
         bad = bad ? random.uniform() >= profile.badToGood : random.uniform() < profile.goodToBad
         if random.uniform() < (bad ? profile.lossBad : profile.lossGood) { return nil }
         var d = profile.base
@@ -82,7 +95,7 @@ struct Lane {
             spikeExtra = length
         }
         if nowMs < spikeUntil { d += spikeExtra * (spikeUntil - nowMs) / max(1, spikeExtra) }
-        return min(d, 2000)
+        return held + min(d, 2000)
     }
 }
 
@@ -98,16 +111,28 @@ func fail(_ message: String) -> Never {
     exit(2)
 }
 
+let usage = "usage: impair-proxy --listen IP --upstream IP --ports P[,P…] --profile clean|mild|moderate|harsh"
+    + " [--seed N] [--duration S] [--sender-stalls GAP_S/MIN_MS/MAX_MS] [--sender-drift D]"
 var args = Array(CommandLine.arguments.dropFirst())
 var options: [String: String] = [:]
 while !args.isEmpty {
     let flag = args.removeFirst()
-    guard flag.hasPrefix("--"), !args.isEmpty else { fail("usage: impair-proxy --listen IP --upstream IP --ports P[,P…] --profile NAME [--seed N] [--duration S]") }
+    guard flag.hasPrefix("--"), !args.isEmpty else { fail(usage) }
     options[String(flag.dropFirst(2))] = args.removeFirst()
 }
 guard let listenHost = options["listen"], let upstreamHost = options["upstream"], let portList = options["ports"],
       let profile = Profile.named(options["profile"] ?? "clean") else {
-    fail("usage: impair-proxy --listen IP --upstream IP --ports P[,P…] --profile clean|mild|moderate|harsh [--seed N] [--duration S]")
+    fail(usage)
+}
+var senderStalls: SenderStalls?
+var senderDrift = 0.0
+if let spec = options["sender-stalls"] {
+    guard let stalls = SenderStalls(parsing: spec) else { fail("bad --sender-stalls \(spec): \(usage)") }
+    senderStalls = stalls
+}
+if let spec = options["sender-drift"] {
+    guard let drift = Double(spec) else { fail("bad --sender-drift \(spec): \(usage)") }
+    senderDrift = drift
 }
 let ports = portList.split(separator: ",").compactMap { UInt16($0) }
 let seed = UInt64(options["seed"] ?? "1") ?? 1
@@ -126,12 +151,17 @@ final class Flow {
     let upstream: UDPSocket
     var up: Channel
     var down: Channel
-    /// Flow `index` (the order flows first appeared in) of a proxy seeded with `seed`.
-    init(client: PeerAddress, upstream: UDPSocket, profile: Profile, seed: UInt64, index: UInt64) {
+    /// Flow `index` (the order flows first appeared in) of a proxy seeded with `seed`; its media toward the relay
+    /// held by `stalls` and `drift` when either is set.
+    init(client: PeerAddress, upstream: UDPSocket, profile: Profile, seed: UInt64, index: UInt64,
+         stalls: SenderStalls?, drift: Double) {
         self.client = client; self.upstream = upstream
         func stream(_ k: UInt64) -> Random { Random(state: seed &* 0x9E37_79B9_7F4A_7C15 &+ index &* 4 &+ k) }
         up = Channel(profile: profile, media: Lane(profile: profile, random: stream(0)), other: Lane(profile: profile, random: stream(1)))
         down = Channel(profile: profile, media: Lane(profile: profile, random: stream(2)), other: Lane(profile: profile, random: stream(3)))
+        if stalls != nil || drift != 0 {
+            up.media.sender = SenderLag(stalls: stalls, drift: drift, seed: ~(seed &* 0x9E37_79B9_7F4A_7C15 &+ index))
+        }
     }
 }
 var flows: [PeerAddress: Flow] = [:]
@@ -159,7 +189,10 @@ func isMedia(_ bytes: [UInt8]) -> Bool {
     }
 }
 
-writeLine("impair-proxy ready: \(listenHost):\(portList) → \(upstreamHost), profile \(options["profile"] ?? "clean"), seed \(seed)")
+let sender = (senderStalls.map { ", sender stalls \($0.spec)" } ?? "")
+    + (senderDrift != 0 ? ", sender drift \(senderDrift)" : "")
+writeLine("impair-proxy ready: \(listenHost):\(portList) → \(upstreamHost), profile \(options["profile"] ?? "clean"),"
+          + " seed \(seed)\(sender)")
 while duration == 0 || Double(Clock.monotonicNanoseconds() - start) / 1e9 < duration {
     let now = Clock.monotonicNanoseconds()
     let next = pending.map(\.due).min()
@@ -173,7 +206,8 @@ while duration == 0 || Double(Clock.monotonicNanoseconds() - start) / 1e9 < dura
             var flow = flows[from]
             if flow == nil {
                 guard let up = try? UDPSocket(bindingTo: PeerAddress(parsing: "\(upstreamHost):0")!) else { continue }
-                flow = Flow(client: from, upstream: up, profile: profile, seed: seed, index: UInt64(flows.count))
+                flow = Flow(client: from, upstream: up, profile: profile, seed: seed, index: UInt64(flows.count),
+                            stalls: senderStalls, drift: senderDrift)
                 flows[from] = flow
             }
             let f = flow!
@@ -195,3 +229,8 @@ while duration == 0 || Double(Clock.monotonicNanoseconds() - start) / 1e9 < dura
     }
 }
 writeLine("impair-proxy: forwarded \(forwarded), dropped \(dropped), duplicated \(duplicated)")
+for flow in flows.values.sorted(by: { "\($0.client)" < "\($1.client)" }) {
+    guard let lag = flow.up.media.sender else { continue }
+    writeLine("impair-proxy: \(flow.client) → relay: \(lag.timing.stallCount) sender stalls of"
+              + " \(lag.timing.stalledMs) ms in all, last hold \(lag.lastMs) ms")
+}
