@@ -166,15 +166,11 @@ extension ProcessTests {
         @Test("a browser's speech reaches a parley join: heard in every run (PESQ-WB > 1.2); the 3.8 goal a known issue while Chromium's capture stalls punch holes (issue 37)")
         func browserSpeechQuality() throws {
             // One run, asserted: no retry keeps the best. On this 2-core machine Chromium's fake microphone stalls now
-            // and then (its packets arrive in delay steps), and the recorder's jitter buffer conceals the steps as
-            // loss: holes of up to 1.8 s, PESQ-WB 1.66-2.91 in such runs, 4.08-4.19 without a stall. Issue 37 fixes
-            // the buffer; until then a run under 3.8 is recorded as that known issue, with its score, and never hidden.
+            // and then (its packets arrive in delay steps); the recorder's jitter buffer holds for a late frame and
+            // plays it (issue 37), where it used to conceal the steps as loss: holes of up to 1.8 s, PESQ-WB 1.66-2.91.
             let (value, detail) = try speechAttempt(1)
             print("browser speech PESQ-WB: \(detail)")
-            #expect(value > 1.2, "the browser's speech was not heard: \(detail)")
-            withKnownIssue("issue 37: a browser's capture stalls become concealment holes", isIntermittent: true) {
-                #expect(value >= 3.8, "PESQ-WB \(value): \(detail)")
-            }
+            #expect(value >= 4.0, "PESQ-WB \(value): \(detail)")
         }
 
         /// One run of the speech path: the PESQ-WB of a `parley join`'s recording of a browser speaking, and what it saw.
