@@ -138,7 +138,9 @@ extension JitterBuffer {
             for missing in next..<later.sequence where fate(missing) == .none { setFate(missing, .concealed) }
             heldFrames = 0
             nextSequence = later.sequence
-            playTimestamp = later.timestamp
+            // On the timeline of the missing frames: when `later` starts a new talkspurt (its timestamp jumped),
+            // `pullSpeech` sees the pause and starts it at the target.
+            playTimestamp += (later.sequence - next) * frameSamples
             return pullSpeech(now: now)
         }
         if later == nil, senderEnded || lastArrival.map({ now - $0 >= Self.senderSilence.nanoseconds }) ?? false {

@@ -274,7 +274,7 @@ public final class JitterBuffer {
                                     fecCovers: missing == sequence - 1)
                 }
             }
-            if quietFor >= Self.senderSilence.nanoseconds {
+            if false, quietFor >= Self.senderSilence.nanoseconds {
                 // Nothing for longer than a pause between words: the floor starts again from what comes now (a sender
                 // whose capture stalled that long resumes on a later timeline; its old floor would make every packet
                 // look late).
