@@ -44,6 +44,7 @@ extension ProcessTests {
 
         @Test("ffmpeg senders at ±0.5 % clock are heard at PESQ-WB ≥ 4.0", arguments: [0.995, 1.005])
         func skewedSender(readRate: Double) throws {
+            defer { try? FileManager.default.removeItem(atPath: dir) }
             let speech = "\(dir)/speech.wav", reference = "\(dir)/reference.wav", recording = "\(dir)/heard.wav"
             try espeakSpeech(Self.sentences, path: speech)
             let samples = try WAVReader(path: speech).readAllMono48k()

@@ -16,9 +16,11 @@ the first packet's capture time + 1.0 ms (the trace's nominal base), 0.1 ms reso
 or the capture missed is `lost` (its send_ms interpolated). Arrival is tcpdump's kernel timestamp on `lo`: the moment
 Chromium's datagram was sent, so the trace is the browser's own sending rhythm, with nothing of a network in it.
 
-Prints the trace's summary: packets, lost, the longest gap between arrivals, and the delay floor's steps (the
-floor: the least arrival - send in each second; its total step is the last second's floor minus the first's; a step
-is a rise of more than 10 ms from one second to the next) with the load average before and after.
+Prints the trace's summary: packets, lost, the longest gap between arrivals, the delay floor's steps (the floor: the
+least arrival - send in each second; its total step is the last second's floor minus the first's; a step is a rise of
+more than 10 ms from one second to the next), the stalls (runs of packets more than 40 ms above their second's floor)
+and the load average before and after; and, as a cross-check of the capture, what the recorder received and the
+relay forwarded (its /metrics), which equal the trace's packets.
 Needs root (tcpdump), chromium, tcpdump, tshark, espeak-ng, ffmpeg (make test installs them) and release builds of
 parley-relay and parley (--bin, default .build/release). Every process it starts is stopped before it exits, and
 each has a deadline.
