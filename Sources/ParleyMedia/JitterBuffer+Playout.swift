@@ -110,8 +110,11 @@ extension JitterBuffer {
             heldSurplusFrames = max(0, heldSurplusFrames - 1)
             return .accelerate(store.frame(due), store.frame(successor))
         }
-        if !lastWasStretch, p < targetMilliseconds, quietHint || successor == nil {
+        pullsSinceExpand += 1
+        let shortfall = pullsSinceExpand < expandSpacingPulls ? expandShortfall : 0
+        if !lastWasStretch, quietHint ? p < targetMilliseconds : p < targetMilliseconds - shortfall && successor == nil {
             stats.expanded += 1
+            pullsSinceExpand = 0
             return .expand
         }
         consume(due)
