@@ -112,7 +112,8 @@ extension JitterBuffer {
         }
         pullsSinceExpand += 1
         let shortfall = pullsSinceExpand < expandSpacingPulls ? expandShortfall : 0
-        if !lastWasStretch, quietHint ? p < targetMilliseconds : p < targetMilliseconds - shortfall && successor == nil {
+        let short = quietHint ? p < targetMilliseconds : p < targetMilliseconds - shortfall && successor == nil
+        if !lastWasStretch, short {
             stats.expanded += 1
             pullsSinceExpand = 0
             return .expand
