@@ -357,24 +357,6 @@ public final class JitterBuffer {
         return nil
     }
 
-    /// While a `stepProbe` runs: its packets' lowest transit, their delay samples held back; at its end, a floor that
-    /// minimum is half a frame or more above moves up to it (see `stepProbe`), and the held samples go into the
-    /// estimate measured from the floor as it now stands, so a step does not read as jitter.
-    private func noteStepCandidate(sequence: Int64, transit: Int64, arrival: Int64) {
-        guard var probe = stepProbe else { return }
-        probe.minimum = min(probe.minimum, transit)
-        probe.remaining -= 1
-        probeSamples[probe.remaining] = (sequence, transit)
-        stepProbe = probe.remaining > 0 ? probe : nil
-        guard probe.remaining == 0 else { return }
-        if !floor.isEmpty, probe.minimum - floor.value >= nanoseconds(Int64(config.frameSamples)) / 2 {
-            floor.clear()
-            stats.floorSteps += 1
-        }
-        floor.add(transit: probe.minimum, arrival: arrival)
-        for held in probeSamples.reversed() { addDelaySample(sequence: held.sequence, transit: held.transit) }
-    }
-
     /// A missing frame's delay if it is asked for again (`repairRoundTrip`): in the on-time estimate, and in the
     /// FEC estimate unless the next frame (which has arrived) carries it.
     private func addRepairSample(transit: Int64, fecCovers: Bool) {
@@ -386,7 +368,7 @@ public final class JitterBuffer {
 
     /// Feeds the estimators: `r[n]`; with FEC also, for frame n−1, `min(r[n−1], r[n] + frame)` (taken when n
     /// arrives; if n−1 has not arrived it can only play by FEC, so `r[n] + frame`).
-    private func addDelaySample(sequence: Int64, transit: Int64) {
+    func addDelaySample(sequence: Int64, transit: Int64) {
         let f = floor.value
         let r = Double(transit - f) / 1e6
         recentTransit[Int(UInt64(bitPattern: sequence) % UInt64(recentTransit.count))] = (sequence, transit)
