@@ -7,9 +7,9 @@
 // and its clock: `earMs`, when the recording's first frame comes out of the page's audio output, in ms of the Unix
 // epoch (performance.timeOrigin + getOutputTimestamp's performanceTime, extrapolated to that frame), so that a
 // script can set it beside the speaker's capture time on the machine's clock (`clock`: the same by each second's
-// output timestamp; `sync`, with &sync=PORT: the page's clock against the script's, see syncClock); `renderToOutputMs`, how much of that is
-// the context's own output latency (a frame is recorded when it is rendered, that long before it comes out).
-// Classic script, one scope with app.js.
+// output timestamp; `sync`, with &sync=PORT: the page's clock against the script's, see `syncClock`);
+// `renderToOutputMs`, how much of that is the context's own output latency (a frame is recorded when it is rendered,
+// that long before it comes out). Classic script, one scope with app.js.
 'use strict';
 
 // The worklet: copies its input's first channel into blocks of one second and posts each full one, with the context
