@@ -19,9 +19,10 @@
 //
 // Plain JavaScript, no build step. URL parameters fill the form: ?room=R&token=T&join=1 joins at once;
 // &say=TEXT sends a text once connected (&image=1: with a 2×2 PNG drawn on a canvas, as if picked); &listen=1 joins
-// without a microphone; &relay=1 connects only through the relay's TURN servers (iceTransportPolicy "relay");
-// &raw=1 turns the browser's voice processing off; &report=SECONDS logs getStats once a second and then
-// "PARLEY RESULT {...}" to the console and closes the page (how the tests drive it); &observe=1 logs
+// without a microphone, through WHEP (POST …/whep: listen only); &relay=1 connects only through the relay's TURN
+// servers (iceTransportPolicy "relay"); &raw=1 turns the browser's voice processing off; &report=SECONDS logs
+// getStats once a second and then "PARLEY RESULT {...}" to the console and closes the page (how the tests drive it);
+// &record=1 with it records what the page hears and logs it before the result (recorder.js); &observe=1 logs
 // "PARLEY STATE {...}" (`parleyState()`: the status line, the buttons, the open PeerConnections and live microphone
 // tracks, whether a room event stream is open, whether raw JSON is shown) whenever it changes. For calls: &online=1 is reachable at once; &call=NAME calls NAME once online;
 // &answer=1 / &reject=1 answer or reject the first call that rings; &hangup=SECONDS hangs up that long into a call;
@@ -101,6 +102,9 @@ async function connect(room, token, { listen = false, slots = 3, onState = () =>
       audio.play().catch(err => log(`The browser cannot play the room's sound: ${err.message}`));
       document.body.appendChild(audio);
       link.audios.push(audio);
+      // &record=1: what the page hears, recorded for the test driver (recorder.js). The audio element stays: Chromium
+      // renders a remote track (its jitter buffer runs) for an element that plays it.
+      if (params.get('record') === '1') recorder.add(e.track).catch(err => log(`Cannot record: ${err.message}`));
     };
     if (listen) {
       pc.addTransceiver('audio', { direction: 'recvonly' });
@@ -117,7 +121,10 @@ async function connect(room, token, { listen = false, slots = 3, onState = () =>
     for (let i = 1; i < slots; i++) pc.addTransceiver('audio', { direction: 'recvonly' });
     await pc.setLocalDescription(await pc.createOffer());
     // ICE-lite relay: no trickle. Its one candidate is in the answer; the browser's address is learnt from its checks.
-    const response = await fetch(`/v1/rooms/${encodeURIComponent(room)}/webrtc`, {
+    // A listener offers to WHEP (listen only: the relay takes nothing from it whatever its token grants); a member
+    // that speaks to the combined endpoint.
+    const endpoint = listen ? 'whep' : 'webrtc';
+    const response = await fetch(`/v1/rooms/${encodeURIComponent(room)}/${endpoint}`, {
       method: 'POST', headers: { 'Content-Type': 'application/sdp', 'Authorization': 'Bearer ' + token }, body: pc.localDescription.sdp,
     });
     if (response.status !== 201) throw await Refusal.from(response);
@@ -570,6 +577,16 @@ async function stats(peer = pc) {
     packetsReceived: inbound.packetsReceived || 0, packetsLost: inbound.packetsLost || 0, jitter: inbound.jitter,
     audioLevel: inbound.audioLevel || 0, totalAudioEnergy: inbound.totalAudioEnergy || 0,
     concealedSamples: inbound.concealedSamples || 0, totalSamplesReceived: inbound.totalSamplesReceived || 0,
+    // The browser's jitter buffer (NetEq): its mean delay over every sample it played, in ms, and what it did.
+    meanJitterBufferMs: inbound.jitterBufferEmittedCount
+      ? 1000 * inbound.jitterBufferDelay / inbound.jitterBufferEmittedCount : null,
+    jitterBufferTargetMs: inbound.jitterBufferEmittedCount
+      ? 1000 * inbound.jitterBufferTargetDelay / inbound.jitterBufferEmittedCount : null,
+    concealmentEvents: inbound.concealmentEvents || 0, silentConcealedSamples: inbound.silentConcealedSamples || 0,
+    insertedSamplesForDeceleration: inbound.insertedSamplesForDeceleration || 0,
+    removedSamplesForAcceleration: inbound.removedSamplesForAcceleration || 0,
+    fecPacketsReceived: inbound.fecPacketsReceived || 0, packetsDiscarded: inbound.packetsDiscarded || 0,
+    nackCount: inbound.nackCount || 0,
     packetsSent: outbound.packetsSent || 0, micLevel: source.audioLevel || 0,
     dtlsState: transport.dtlsState, srtpCipher: transport.srtpCipher, tlsVersion: transport.tlsVersion,
     localCandidateType: local.candidateType, relayProtocol: local.relayProtocol,
@@ -658,8 +675,11 @@ async function report(seconds) {
       await sendText(params.get('image') === '1' ? await testImage() : undefined);
     }
   }
+  // &record=1: the recording's PCM lines first, then the result with its clock (recorder.js).
+  const sync = params.get('sync') ? await recorder.syncClock(Number(params.get('sync'))) : undefined;
+  const recording = params.get('record') === '1' ? Object.assign(recorder.finish(), { sync }) : undefined;
   debug('RESULT', Object.assign({ maxAudioLevel: maxLevel, firstPacketMs: firstAudioMs, state: pc ? pc.connectionState : 'closed',
-    members: [...members.keys()], texts: textsReceived, images: imagesShown, trackLevels }, last));
+    members: [...members.keys()], texts: textsReceived, images: imagesShown, trackLevels, recording }, last));
   await leave();
   window.close();
 }

@@ -28,8 +28,39 @@ struct Browser {
         return jsonObject(String(line[start...end]))
     }
 
-    /// The page's log lines (for failure messages).
-    var log: String { process.stderr.split(separator: "\n").filter { $0.contains("PARLEY") }.joined(separator: "\n") }
+    /// The page's log lines (for failure messages; not its recording).
+    var log: String {
+        process.stderr.split(separator: "\n").filter { $0.contains("PARLEY") && !$0.contains("PARLEY PCM") }
+            .joined(separator: "\n")
+    }
+
+    /// What the page recorded (`&record=1`): its `PARLEY PCM {"index": k, "count": n} BASE64` lines in order, as
+    /// 48 kHz mono samples.
+    func recording() throws -> [Int16] {
+        var blocks: [Int: Data] = [:], count = 0
+        for line in process.stderr.split(separator: "\n") {
+            guard let marker = line.range(of: "PARLEY PCM "), let close = line[marker.upperBound...].firstIndex(of: "}")
+            else { continue }
+            let header = jsonObject(String(line[marker.upperBound...close]))
+            let text = line[line.index(after: close)...].drop(while: { $0 == " " }).prefix(while: { $0 != "\"" })
+            guard let index = header["index"] as? Int, let data = Data(base64Encoded: String(text)) else {
+                throw NoRecording(reason: "an unreadable PCM line: \(line.prefix(200))… (\(line.count) characters)")
+            }
+            blocks[index] = data
+            count = header["count"] as? Int ?? 0
+        }
+        guard count > 0, blocks.count == count else {
+            throw NoRecording(reason: "\(blocks.count) of \(count) PCM lines; the page said:\n\(log)")
+        }
+        return (0..<count).flatMap { k in
+            blocks[k]!.withUnsafeBytes { raw in
+                (0..<raw.count / 2).map { Int16(littleEndian: raw.load(fromByteOffset: 2 * $0, as: Int16.self)) }
+            }
+        }
+    }
+
+    /// The page's recording was missing or unreadable.
+    struct NoRecording: Error, CustomStringConvertible { let reason: String; var description: String { reason } }
 
     func stop() {
         process.signal(SIGTERM)
@@ -201,6 +232,55 @@ extension ProcessTests {
             let value = jsonObject(score.stdout)["pesq_wb"] as? Double ?? 0
             let heard = (recorder.stdout + recorder.stderr).split(separator: "\n").last { $0.contains("received ssrc") }.map(String.init) ?? ""
             return (value, "\(score.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) \(heard)")
+        }
+
+        @Test("Chromium hears a parley speaker through WHEP: PESQ-WB > 1.2 in every run, ≥ 3.5 unless a stall")
+        func browserHearsSpeech() throws {
+            // One run, asserted: no retry keeps the best. The speaker loops the speech; the page records from before
+            // it starts, and one whole loop after the first 5 s (the join, NetEq's start) is scored, as
+            // browserSpeechQuality does. Seven clean loopback runs on this shared 2-core machine (2026-12-03, other
+            // builds running) scored 4.107, 4.108, 4.108, 4.108, 4.094, 3.899 and 1.41. In the 1.41 run packets
+            // stopped coming for a while (a starved process): NetEq raised its delay to a mean of 881 ms, stretching
+            // 680 ms of audio in. What holds in every run is that the page hears the speech (> 1.2); ≥ 3.5 (0.4
+            // under the lowest other run) is recorded as a known issue when such a stall hits it, never hidden.
+            let (relay, server, base) = try relay()
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            let room = "web-\(UInt32.random(in: 0...UInt32.max))"
+            let speech = try speechFile()
+            let token = try mint(["--identity", "web", "--room", room, "--mode", "forward"])
+            let browser = try Browser(base: base, room: room, token: token, listen: true, seconds: 14, fakeAudio: nil,
+                                      profile: "\(dir)/chromium", query: "&record=1")
+            defer { browser.stop() }
+            #expect(browser.process.waitForStderr(seconds: 20) { $0.contains("PARLEY recording") }, "\(browser.log)")
+            let speaker = try Spawned("parley", ["join", room, "--identity", "mouth", "--server", server, "--input",
+                                                 speech, "--loop", "--duration", "20", "--mode", "forward",
+                                                 "--no-playback", "--no-tui"])
+            defer { speaker.signal(SIGINT); speaker.wait(seconds: 5) }
+            // The page closes itself after its result: waiting for that exit reads the ~2 MB of PCM lines once, where
+            // waiting for a line would read all of stderr again at every chunk of them.
+            browser.process.wait(seconds: 40)
+            let result = try #require(browser.result(seconds: 0),
+                                      "no result from the page:\n\(browser.log)\n\(relay.stderr)")
+            #expect(result["state"] as? String == "connected", "\(result)")
+            let samples = try browser.recording()
+            let recording = "\(dir)/heard-by-chromium.wav"
+            let writer = try WAVWriter(path: recording)
+            try samples.withUnsafeBufferPointer { try writer.write($0) }
+            try writer.finish()
+            let scorer = ExternalProgram.packageRoot + "/Tests/Interop/pesq_wb.py"
+            let score = try Spawned(.interopPython, [scorer, speech, recording, "--skip", "5"])
+            #expect(score.wait(seconds: 60) == 0, "\(score.stderr)")
+            let value = jsonObject(score.stdout)["pesq_wb"] as? Double ?? 0
+            let neteq = ["meanJitterBufferMs", "concealedSamples", "silentConcealedSamples",
+                         "insertedSamplesForDeceleration", "removedSamplesForAcceleration", "packetsLost"]
+                .map { "\($0) \(result[$0] ?? "none")" }.joined(separator: ", ")
+            let scored = score.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            print("Chromium's recording through WHEP: \(scored); \(neteq)")
+            #expect(value > 1.2, "the page did not hear the speech: PESQ-WB \(value); \(neteq)\n\(browser.log)")
+            withKnownIssue("a starved process's stall becomes NetEq delay on this shared machine",
+                           isIntermittent: true) {
+                #expect(value >= 3.5, "PESQ-WB \(value) of \(samples.count) samples; \(neteq)\n\(browser.log)")
+            }
         }
 
         @Test("two browsers talk to each other through a forward room and through a mix room", arguments: ["forward", "mix"])
