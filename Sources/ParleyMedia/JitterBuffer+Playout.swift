@@ -46,6 +46,7 @@ extension JitterBuffer {
             inOutage = false
             concealRun = 0
             heldFrames = 0
+            heldSurplusFrames = 0  // a talkspurt starts at the target: nothing held is left over
             return pullSpeech(now: now)
         }
         if inOutage {

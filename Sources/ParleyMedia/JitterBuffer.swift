@@ -185,6 +185,7 @@ public final class JitterBuffer {
         nextSequence = nil
         concealRun = 0
         heldFrames = 0
+        heldSurplusFrames = 0
         stepProbe = nil
         inOutage = false
         lastWasStretch = false

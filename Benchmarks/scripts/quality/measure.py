@@ -3,6 +3,7 @@
 
   python3 Benchmarks/scripts/quality/measure.py [--modes forward,mix,hybrid] [--profile clean|mild|moderate|harsh] [--runs N] [--json]
                                        [--bin DIR] [--uplink-repair on|off] [--min-delay MS] [--tcp]
+                                       [--sender-stalls GAP_S/MIN_MS/MAX_MS] [--sender-drift D]
 
 Through the impairment proxy, run k of each mode uses the proxy's seed k: each flow's media then meets the same losses
 and delays in that run of every mode (impair-proxy draws each flow's RTP from a stream of its own), and --runs N
@@ -36,6 +37,9 @@ RELAY_ENV = {}
 SEED = 1
 # Options both clients get beyond the defaults (`--min-delay MS` adds `--min-delay MS`).
 CLIENT_ARGS = []
+# impair-proxy's options beyond the profile (`--sender-stalls`, `--sender-drift`: a real sender's capture stalls and
+# clock drift on the media each client sends; with them the proxy runs on the clean profile too).
+PROXY_ARGS = []
 # /metrics counters read before each relay stops, added up per mode.
 COUNTERS = {"parley_nacks_answered_total": "nacks_answered", "parley_nacks_missed_total": "nacks_missed",
             "parley_uplink_packets_lost_total": "uplink_lost", "parley_uplink_packets_recovered_total": "uplink_recovered",
@@ -85,9 +89,10 @@ def run_pair(mode, alice_input, seconds, workdir, extra=()):
                              env=dict(os.environ, **RELAY_ENV))
     proxy = None
     server = f"127.0.0.1:{port}"
-    if PROFILE != "clean":
+    if PROFILE != "clean" or PROXY_ARGS:
         proxy = subprocess.Popen([os.path.join(BIN, "impair-proxy"), "--listen", "127.0.0.2", "--upstream", "127.0.0.1",
-                                  "--ports", f"{port},{port + 1}", "--profile", PROFILE, "--seed", str(SEED)],
+                                  "--ports", f"{port},{port + 1}", "--profile", PROFILE, "--seed", str(SEED)]
+                                 + PROXY_ARGS,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         server = f"127.0.0.2:{port}"
     try:
@@ -288,7 +293,16 @@ def main():
                     help="both clients over the relay's TCP port (parley --tcp); clean profile only")
     ap.add_argument("--min-delay", type=int, metavar="MS",
                     help="both clients hold their receive buffers at least MS behind the network (parley --min-delay)")
+    ap.add_argument("--sender-stalls", metavar="GAP_S/MIN_MS/MAX_MS",
+                    help="impair-proxy holds each client's media after capture stalls (a browser's or a phone's)")
+    ap.add_argument("--sender-drift", metavar="D", help="impair-proxy skews each client's media by D (e.g. 0.005)")
     args = ap.parse_args()
+    if args.sender_stalls:
+        PROXY_ARGS.extend(["--sender-stalls", args.sender_stalls])
+    if args.sender_drift:
+        PROXY_ARGS.extend(["--sender-drift", args.sender_drift])
+    if PROXY_ARGS and args.tcp:
+        sys.exit("--sender-stalls and --sender-drift go through impair-proxy, which speaks UDP: not with --tcp")
     if args.min_delay is not None:
         CLIENT_ARGS.extend(["--min-delay", str(args.min_delay)])
     if args.tcp:
