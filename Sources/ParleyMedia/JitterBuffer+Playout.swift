@@ -99,7 +99,8 @@ extension JitterBuffer {
         let excess = p - frameMilliseconds - targetMilliseconds
         excessPulls = excess >= accelerateHysteresis ? excessPulls + 1 : 0
         if !lastWasStretch,
-           excess >= largeExcessMilliseconds || excessPulls >= persistentExcessPulls || (quietHint && excess >= accelerateHysteresis)
+           excess >= largeExcessMilliseconds || excessPulls >= persistentExcessPulls
+            || (quietHint && excess >= accelerateHysteresis)
             || (heldSurplusFrames > 0 && excessPulls >= heldSurplusPulls),
            let successor, !successor.isDTX, successor.timestamp - due.timestamp == duration {
             let second = successor.sequence + 1

@@ -194,7 +194,7 @@ extension ProcessTests {
             return path
         }
 
-        @Test("a browser's speech reaches a parley join at PESQ-WB >= 4.0 in every run, through Chromium's capture stalls (issue 37)")
+        @Test("a browser's speech reaches a parley join at PESQ-WB >= 4.0 every run, through capture stalls (issue 37)")
         func browserSpeechQuality() throws {
             // One run, asserted: no retry keeps the best. On this 2-core machine Chromium's fake microphone stalls now
             // and then (its packets arrive in delay steps); the recorder's jitter buffer holds for a late frame and
@@ -218,7 +218,8 @@ extension ProcessTests {
             // 20 s of recording: a whole loop of the speech (5.6 s) must start at a loop's start after the 5 s left
             // out, also when a loaded machine delays the browser's join by 3-4 s (a 14 s recording then held none,
             // and the alignment scored a rotated loop: PESQ-WB 1.03).
-            let browser = try Browser(base: base, room: room, token: token, listen: false, seconds: 17, fakeAudio: speech,
+            let browser = try Browser(base: base, room: room, token: token, listen: false, seconds: 17,
+                                      fakeAudio: speech,
                                       profile: "\(dir)/chromium-\(attempt)", query: "&raw=1")
             defer { browser.stop() }
             let result = try #require(browser.result(seconds: 31), "no result from the page:\n\(browser.log)")

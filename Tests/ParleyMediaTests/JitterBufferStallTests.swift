@@ -9,7 +9,8 @@ import Testing
     /// A 20 ms stream whose sender pauses at each `(index, milliseconds)`: packet `index` and all after it leave that
     /// much later (the RTP timestamps have no gap); `catchUp` sends the held packets at once after the pause and the
     /// rest on time again instead. Small jitter (0–3 ms) on a 30 ms path.
-    static func stalled(count: Int, stalls: [(Int, Int64)], catchUp: Bool = false, seed: UInt64 = 7) -> [ScheduledPacket] {
+    static func stalled(count: Int, stalls: [(Int, Int64)], catchUp: Bool = false,
+                        seed: UInt64 = 7) -> [ScheduledPacket] {
         var random = TestRandom(state: seed)
         return stream(count: count) { i in
             var shift: Int64 = 0
