@@ -14,7 +14,7 @@ struct Shape {
 /// Discards every line (the core builds none below its threshold).
 final class SilentLog: LogSink {
     let threshold = LogLevel.error
-    func write(_ level: LogLevel, _ message: String) {}
+    func write(_ level: LogLevel, _ message: String, fields: LogFields) {}
 }
 
 /// What one pass of the packet loop cost, the ticks inside it excluded.

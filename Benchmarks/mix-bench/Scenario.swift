@@ -26,7 +26,7 @@ struct Shape {
 /// Discards every line (the core builds none below its threshold).
 final class SilentLog: LogSink {
     let threshold = LogLevel.error
-    func write(_ level: LogLevel, _ message: String) {}
+    func write(_ level: LogLevel, _ message: String, fields: LogFields) {}
 }
 
 /// What the core cost and produced over the measured frames.

@@ -8,7 +8,7 @@ import ParleyWire
 /// Discards every line (the core builds none below its threshold).
 final class SilentLog: LogSink {
     let threshold = LogLevel.error
-    func write(_ level: LogLevel, _ message: String) {}
+    func write(_ level: LogLevel, _ message: String, fields: LogFields) {}
 }
 
 /// One party at one address: a member session, a presence session, or a plain-RTP tool (neither).

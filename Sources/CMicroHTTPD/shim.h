@@ -75,7 +75,9 @@ static inline int parley_mhd_check_tls(const char *cert_pem, const char *key_pem
 /// a connection opens or closes, its messages to `logger`. HTTPS with `cert_pem` and `key_pem` (PEM text, kept by the
 /// caller until the daemon stops) when both are given, plain HTTP when they are NULL.
 /// `addr` is a `sockaddr_in` or `sockaddr_in6` (`ipv6` 1); `dual_stack` 1 serves IPv4 on an IPv6 wildcard too.
-static inline struct MHD_Daemon *parley_mhd_start(const struct sockaddr *addr, int ipv6, int dual_stack,
+/// `listen_fd` ≥ 0: serve on that listening socket (another daemon's, handed over at a reload) instead of binding.
+/// ITC (an eventfd) lets `MHD_quiesce_daemon` stop the internal thread's accepting without a race.
+static inline struct MHD_Daemon *parley_mhd_start(const struct sockaddr *addr, int ipv6, int dual_stack, int listen_fd,
                                                   MHD_AccessHandlerCallback handler, void *cls,
                                                   MHD_RequestCompletedCallback completed, MHD_NotifyConnectionCallback notify,
                                                   const struct parley_mhd_logger *logger, struct parley_mhd_limits limits,
@@ -85,11 +87,14 @@ static inline struct MHD_Daemon *parley_mhd_start(const struct sockaddr *addr, i
     const int https = tls[0].option != MHD_OPTION_END;
     const unsigned int family = dual_stack ? MHD_USE_DUAL_STACK : ipv6 ? MHD_USE_IPv6 : 0;
     const uint16_t port = ipv6 ? ntohs(((const struct sockaddr_in6 *)addr)->sin6_port) : ntohs(((const struct sockaddr_in *)addr)->sin_port);
-    return MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | (https ? MHD_USE_TLS : 0) | family,
+    struct MHD_OptionItem where[2] = {{MHD_OPTION_SOCK_ADDR, 0, (void *)addr}, {MHD_OPTION_END, 0, NULL}};
+    if (listen_fd >= 0) where[0] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, listen_fd, NULL};
+    return MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | MHD_USE_ITC
+                                | (https ? MHD_USE_TLS : 0) | family,
                             port, NULL, NULL, handler, cls,
                             MHD_OPTION_EXTERNAL_LOGGER, parley_mhd_log, (void *)logger,  // first, or some go to stderr
                             MHD_OPTION_ARRAY, tls,
-                            MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)addr,
+                            MHD_OPTION_ARRAY, where,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, cls,
                             MHD_OPTION_NOTIFY_CONNECTION, notify, cls,
                             MHD_OPTION_CONNECTION_LIMIT, limits.max_connections,
@@ -97,6 +102,18 @@ static inline struct MHD_Daemon *parley_mhd_start(const struct sockaddr *addr, i
                             MHD_OPTION_CONNECTION_TIMEOUT, limits.idle_timeout_seconds,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, limits.memory_bytes,
                             MHD_OPTION_END);
+}
+
+/// The daemon's listening socket, or -1.
+static inline int parley_mhd_listen_fd(struct MHD_Daemon *d) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_LISTEN_FD);
+    return info ? info->listen_fd : -1;
+}
+
+/// The daemon's open connections.
+static inline unsigned int parley_mhd_connections(struct MHD_Daemon *d) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    return info ? info->num_connections : 0;
 }
 
 /// The port the daemon listens on (after binding port 0), or 0.

@@ -27,6 +27,8 @@ public protocol APIBackend: Sendable {
     var messages: TextStore? { get }
     /// SHA-256 of the relay's DTLS certificate, for WebRTC answers (nil: WebRTC is unavailable).
     var dtlsFingerprint: [UInt8]? { get }
+    /// Why the relay takes no new members now ("draining", "stopping"), or nil when it does: `GET /readyz`.
+    var notReadyReason: String? { get }
 }
 
 extension APIBackend {
@@ -41,6 +43,8 @@ extension APIBackend {
     public func noteICETCP(ufrag: String, port: UInt16) {}
     /// None unless the backend has a certificate.
     public var dtlsFingerprint: [UInt8]? { nil }
+    /// Ready unless the backend knows better.
+    public var notReadyReason: String? { nil }
     /// None unless the backend keeps recordings.
     public var recordings: RecordingCatalog? { nil }
     /// None unless the backend keeps texts.
@@ -51,6 +55,7 @@ extension RelayAPI: APIBackend {
     public var dtlsFingerprint: [UInt8]? { shared.dtls?.certificate.fingerprint }
     public func mediaHosts(for client: PeerAddress?) -> [PeerAddress] { media.hosts(for: client) }
     public var servesIPv6: Bool { !media.bound.isIPv4 }
+    public var notReadyReason: String? { shared.isStopping ? "stopping" : shared.isDraining ? "draining" : nil }
     public func noteICETCP(ufrag: String, port: UInt16) {
         iceTCP.note(ufrag: ufrag, port: port, now: Int64(Clock.unixMilliseconds()))
     }

@@ -17,6 +17,12 @@ extension HTTPRouter {
         case ["healthz"]:
             try allow(method, "GET")
             return Self.json(API.Done(ok: true, detail: nil))
+        case ["readyz"]:
+            // Live (`/healthz`) is not ready: from the first moment of a drain or a stop, load balancers stop
+            // sending new clients here while the members already here stay served.
+            try allow(method, "GET")
+            let reason = backend.notReadyReason
+            return Self.json(API.Done(ok: reason == nil, detail: reason), status: reason == nil ? 200 : 503)
         case ["v1", "relay"]:
             // Public, like the key itself: a fixed small answer that echoes nothing of the request.
             try allow(method, "GET")

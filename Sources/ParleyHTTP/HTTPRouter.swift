@@ -93,7 +93,7 @@ public struct HTTPRouter: Sendable {
         if parts == Self.iceServersPath { return .answer(answerICEServers(request, now: now)) }
         do throws(APIError) {
             switch parts {
-            case ["healthz"], ["v1", "relay"]:
+            case ["healthz"], ["readyz"], ["v1", "relay"]:
                 return .answer(try dispatch(request, now: now))
             case ["v1", "dev-token"] where devTokens:
                 return .route

@@ -28,7 +28,12 @@ public final class HTTPServer: @unchecked Sendable {
     // Invariant: `daemon` is set in `init` and cleared only in `stop()` (called once, from the owning thread);
     // everything the C callbacks touch is immutable or `Sendable`.
     private var daemon: OpaquePointer?
-    let router: HTTPRouter
+    /// The router in force: a reload replaces it (`replaceRouter`) without touching connections.
+    var router: HTTPRouter { routerInForce.withLock { $0 } }
+    private let routerInForce: Mutex<HTTPRouter>
+    /// Where it serves, and the hub its event streams read (a hand-over serves the same).
+    private let address: PeerAddress
+    private let hub: EventHub
     let stats: HTTPStats
     let log: LogSink
     let streams: EventStreams
@@ -50,10 +55,14 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// Binds `address` (IPv4) and starts serving; throws a one-line message on failure.
     /// With `tls`, HTTPS (check the files with `checkTLS` first: a refusal here reads as a failure to start).
+    /// `listenSocket` ≥ 0: serves on that listening socket instead of binding (`handOver`), and owns it.
     public init(address: PeerAddress, router: HTTPRouter, events: EventHub, limits: HTTPLimits = HTTPLimits(),
-                stats: HTTPStats = HTTPStats(), log: LogSink, tls: HTTPTLSFiles? = nil) throws(ConfigError) {
+                stats: HTTPStats = HTTPStats(), log: LogSink, tls: HTTPTLSFiles? = nil,
+                listenSocket: Int32 = -1) throws(ConfigError) {
         pem = tls.map(PEMStrings.init)
-        self.router = router
+        routerInForce = Mutex(router)
+        self.address = address
+        hub = events
         self.stats = stats
         self.log = log
         streams = EventStreams(hub: events, limits: limits, stats: stats)
@@ -71,7 +80,8 @@ public final class HTTPServer: @unchecked Sendable {
                                   idle_timeout_seconds: UInt32(clamping: limits.idleTimeoutSeconds), memory_bytes: limits.connectionMemoryBytes)
         let started = withUnsafePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                parley_mhd_start($0, ipv6 ? 1 : 0, ipv6 && address.isWildcard ? 1 : 0, Self.access, cls, Self.completed,
+                parley_mhd_start($0, ipv6 ? 1 : 0, ipv6 && address.isWildcard ? 1 : 0, listenSocket, Self.access, cls,
+                                 Self.completed,
                                  Self.notify, logger, c, pem?.certificate, pem?.key)
             }
         }
@@ -83,7 +93,34 @@ public final class HTTPServer: @unchecked Sendable {
                                          : "cannot serve HTTPS on \(address) (port taken? the log says more)")
         }
         daemon = started
-        port = parley_mhd_port(started)
+        port = listenSocket >= 0 ? address.port : parley_mhd_port(started)
+    }
+
+    /// Replaces the router (a reload: new keys, limits, TURN servers): requests admitted from now on use it.
+    public func replaceRouter(_ router: HTTPRouter) { routerInForce.withLock { $0 = router } }
+
+    /// A reload that needs a new daemon (a renewed certificate, new connection limits): starts one serving the same
+    /// listening socket with `tls`, `limits` and `router`, then stops this one (its requests answered, its event streams ended:
+    /// their clients reconnect to the new one). No connection attempt is refused meanwhile: the socket never closes,
+    /// and both daemons accept from it until this one is quiesced. Throws, leaving this one serving, when the new one
+    /// cannot start.
+    public func handOver(tls: HTTPTLSFiles?, limits: HTTPLimits, router: HTTPRouter) throws(ConfigError) -> HTTPServer {
+        guard let d = daemon else { throw ConfigError("the HTTP server has stopped") }
+        let listener = parley_mhd_listen_fd(d)
+        let copy = listener >= 0 ? dup(listener) : -1
+        guard copy >= 0 else { throw ConfigError("cannot hand the HTTP socket over (\(String(cString: strerror(errno))))") }
+        let next: HTTPServer
+        do {
+            var at = address
+            at.port = port
+            next = try HTTPServer(address: at, router: router, events: hub, limits: limits, stats: stats, log: log, tls: tls,
+                                  listenSocket: copy)
+        } catch {
+            close(copy)
+            throw error
+        }
+        stop()
+        return next
     }
 
     /// Stops accepting and ends every request: queued API requests are answered 503, requests a worker is answering
@@ -95,7 +132,8 @@ public final class HTTPServer: @unchecked Sendable {
         api.stop()
         streams.stop()
         let deadline = Clock.monotonicNanoseconds() + Int64(drainSeconds * 1e9)
-        while stats.snapshot.connections > 0 && Clock.monotonicNanoseconds() < deadline { usleep(10_000) }
+        // This daemon's connections (the stats count those of a successor too, after a hand-over).
+        while parley_mhd_connections(d) > 0 && Clock.monotonicNanoseconds() < deadline { usleep(10_000) }
         deadlines.stop()  // before the daemon closes sockets: no sweep may shut one it closed without a notice
         MHD_stop_daemon(d)
         if listener >= 0 { close(listener) }  // MHD_quiesce_daemon hands it over, to close after the stop

@@ -81,10 +81,12 @@ public struct SystemCalls: Sendable {
     public var startThread: @Sendable (_ name: String, _ body: @escaping @Sendable () -> Void) -> Result<pthread_t, SystemError>
     /// pthread_join(3).
     public var joinThread: @Sendable (_ thread: pthread_t) -> Void
-    /// pthread_sigmask(3): blocks SIGINT and SIGTERM in the calling thread and every thread it starts afterwards.
-    public var blockTerminationSignals: @Sendable () -> Void
-    /// sigwait(3) for SIGINT or SIGTERM (blocked first): returns the signal received.
-    public var waitForTerminationSignal: @Sendable () -> Int32
+    /// pthread_sigmask(3): blocks SIGINT, SIGTERM and SIGHUP in the calling thread and every thread it starts
+    /// afterwards.
+    public var blockProcessSignals: @Sendable () -> Void
+    /// sigtimedwait(2) for SIGINT, SIGTERM or SIGHUP (blocked first), at most `milliseconds` (negative: forever):
+    /// returns the signal received, or 0 when none came in time.
+    public var waitForProcessSignal: @Sendable (_ milliseconds: Int) -> Int32
 
     /// The kernel's calls.
     public static let kernel = SystemCalls(
@@ -146,25 +148,31 @@ public struct SystemCalls: Sendable {
             return .success(thread)
         },
         joinThread: { _ = pthread_join($0, nil) },
-        blockTerminationSignals: {
-            var signals = terminationSignals()
+        blockProcessSignals: {
+            var signals = processSignals()
             pthread_sigmask(SIG_BLOCK, &signals, nil)
         },
-        waitForTerminationSignal: {
-            var signals = terminationSignals()
-            var received: Int32 = 0
-            sigwait(&signals, &received)
-            return received
+        waitForProcessSignal: { milliseconds in
+            var signals = processSignals()
+            if milliseconds < 0 {
+                var received: Int32 = 0
+                sigwait(&signals, &received)
+                return received
+            }
+            var limit = timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)
+            let received = sigtimedwait(&signals, nil, &limit)
+            return received > 0 ? received : 0  // EAGAIN (time up) or EINTR
         }
     )
 }
 
-/// SIGINT and SIGTERM.
-private func terminationSignals() -> sigset_t {
+/// SIGINT, SIGTERM and SIGHUP.
+private func processSignals() -> sigset_t {
     var signals = sigset_t()
     sigemptyset(&signals)
     sigaddset(&signals, SIGINT)
     sigaddset(&signals, SIGTERM)
+    sigaddset(&signals, SIGHUP)
     return signals
 }
 

@@ -63,6 +63,8 @@ public enum AdminCommand: Sendable, Equatable {
 
     /// Drain one worker (a cluster node before a restart): `RelayCore.drain`.
     case drain(worker: Int)
+    /// One worker's core settings replaced (a reload): `RelayCore.reconfigure`.
+    case reconfigure(worker: Int, RelayCoreConfig)
 
     /// Whether the command is about presence (calls, direct texts), which lives on worker 0, rather than a room.
     public var isPresence: Bool {
@@ -76,7 +78,7 @@ public enum AdminCommand: Sendable, Equatable {
     /// The room the command is about (which decides the worker); empty for presence commands.
     public var room: String {
         switch self {
-        case .openWebPresence, .closeWebPresence, .webCall, .webAnswer, .webHangUp, .webDirectText, .drain: ""
+        case .openWebPresence, .closeWebPresence, .webCall, .webAnswer, .webHangUp, .webDirectText, .drain, .reconfigure: ""
         case .textStored, .deliverWaiting, .textsFailed, .webAnswerChat, .replaceChats: ""
         case .createRoom(let name, _, _, _, _), .closeRoom(let name): name
         case .kick(let room, _), .mute(let room, _, _), .message(let room, _, _, _), .memberMessage(let room, _, _, _, _): room
@@ -94,6 +96,7 @@ public enum AdminCommand: Sendable, Equatable {
             core.createRoom(name: name, mode: mode, maxMembers: maxMembers, emptyTimeout: emptyTimeout, audience: audience, now: now)
         case .closeRoom(let name): core.closeRoom(name: name, reason: "closed by the backend", now: now)
         case .drain: core.drain(now: now)
+        case .reconfigure(_, let config): core.reconfigure(config)
         case .startRecording(let room, let id, let mixdown): core.startRecording(room: room, id: id, mixdown: mixdown, now: now)
         case .stopRecording(let room): core.stopRecording(room: room, now: now)
         case .kick(let room, let identity): core.kick(room: room, identity: identity, now: now)

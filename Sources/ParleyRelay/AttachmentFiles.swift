@@ -65,6 +65,11 @@ public final class AttachmentFiles: AttachmentStore {
         saving.withLock { _ in removeExpired(now: clock()) }
     }
 
+    /// New limits (a reload): uploads admitted from now on are held to them.
+    public func replaceQuota(_ quota: AttachmentQuota, largestUpload: Int) {
+        ledger.withLock { $0.replaceQuota(quota, largestUpload: largestUpload) }
+    }
+
     /// The ledger as it stands (tests, and the log line at start).
     public var kept: AttachmentLedger { ledger.withLock { $0 } }
 

@@ -43,9 +43,9 @@ public struct AttachmentLedger: Sendable {
     }
 
     /// The limits applied.
-    public let quota: AttachmentQuota
+    public private(set) var quota: AttachmentQuota
     /// The bytes an identity may upload in one burst: a minute's worth, and at least one largest upload.
-    public let byteBurst: Double
+    public private(set) var byteBurst: Double
     public private(set) var entries: [AttachmentID: Entry] = [:]
     public private(set) var usage: [String: Usage] = [:]
     /// Records naming each blob.
@@ -60,6 +60,13 @@ public struct AttachmentLedger: Sendable {
     public init(quota: AttachmentQuota, largestUpload: Int) {
         self.quota = quota
         byteBurst = Double(max(quota.bytesPerMinute, largestUpload))
+    }
+
+    /// New limits (a reload): what is kept stays kept; the next expiry sweep applies the new expiry.
+    public mutating func replaceQuota(_ quota: AttachmentQuota, largestUpload: Int) {
+        self.quota = quota
+        byteBurst = Double(max(quota.bytesPerMinute, largestUpload))
+        nextExpiry = .min
     }
 
     /// Whether `uploader` may start an upload of `bytes` (declared; nil: not said) at `now`; when it may, one upload is

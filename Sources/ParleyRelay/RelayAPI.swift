@@ -81,6 +81,7 @@ public final class RelayAPI: Sendable {
     /// Presence commands go to worker 0; the rest to the worker owning their room.
     private func inbox(for command: AdminCommand) -> WorkerInbox {
         if case .drain(let w) = command { return inboxes[min(max(0, w), inboxes.count - 1)] }
+        if case .reconfigure(let w, _) = command { return inboxes[min(max(0, w), inboxes.count - 1)] }
         let worker = command.isPresence ? 0 : shared.worker(forRoom: command.room)
         return inboxes[min(worker, inboxes.count - 1)]
     }

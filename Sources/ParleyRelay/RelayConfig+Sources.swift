@@ -8,7 +8,10 @@ extension RelayConfig {
     public mutating func load(file path: String) throws(ConfigError) {
         guard let data = FileManager.default.contents(atPath: path) else { throw ConfigError("cannot read config file \(path)") }
         let object: Any
-        do { object = try JSONSerialization.jsonObject(with: data) } catch { throw ConfigError("config file \(path) is not valid JSON") }
+        do { object = try JSONSerialization.jsonObject(with: data) } catch {
+            let detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String
+            throw ConfigError("config file \(path) is not valid JSON" + (detail.map { ": \($0)" } ?? ""))
+        }
         guard let dict = object as? [String: Any] else { throw ConfigError("config file \(path) must hold a JSON object") }
         for key in dict.keys.sorted() {
             let value = dict[key]!

@@ -35,6 +35,11 @@ public struct RelayConfig: Sendable {
     public var apiKeys: [String: String] = [DevDefaults.apiKey: DevDefaults.apiSecret]
     /// Log threshold.
     public var logLevel = LogLevel.info
+    /// `log_format`: text lines (default) or one JSON object per line.
+    public var logFormat = StderrLog.LogFormat.text
+    /// `stop_grace_s`: on SIGTERM, the longest the relay waits (refusing joins, `/readyz` failing) for members to move
+    /// to other nodes and events to be delivered before it stops; the wait ends early when nothing is left to wait for.
+    public var stopGraceSeconds = 10
     /// Core settings (limits, timers, forwarding).
     public var core = RelayCoreConfig()
     /// Where the relay keeps its long-term identity key (`RelayKeyFile`); nil = the default,
@@ -50,7 +55,7 @@ public struct RelayConfig: Sendable {
         clusterAddress.map { var url = $0; url.caFile = clusterTLSCA; return url }
     }
     /// `cluster` as given.
-    private var clusterAddress: ClusterURL?
+    var clusterAddress: ClusterURL?
     /// `cluster_tls_ca`: the PEM file of the CAs that may sign the certificate of a `rediss://` cluster's Redis
     /// (nil: the system's CAs).
     public var clusterTLSCA: String?
@@ -103,7 +108,7 @@ public struct RelayConfig: Sendable {
     }
 
     /// The keys a JSON config file and `PARLEY_*` variables may set (variables are the upper-case names).
-    public static let keys = ["udp", "http", "announce", "tcp", "tcp_max_connections", "tcp_connections_per_address", "workers", "api_key", "api_secret", "log_level", "state_dir", "max_members_per_room",
+    public static let keys = ["udp", "http", "announce", "tcp", "tcp_max_connections", "tcp_connections_per_address", "workers", "api_key", "api_secret", "log_level", "log_format", "stop_grace_s", "state_dir", "max_members_per_room",
                               "max_rooms", "max_rooms_per_identity", "empty_room_timeout_s", "member_timeout_s", "keepalive_interval_s",
                               "max_forwarded_speakers", "speaker_update_interval_ms", "speaker_level_update_interval_ms", "speech_level_threshold",
                               "member_update_interval_ms", "member_update_immediate_limit", "audience_update_interval_ms", "spread_threshold", "cascade_after",
@@ -217,6 +222,10 @@ public struct RelayConfig: Sendable {
         case "log_level":
             guard let l = LogLevel(name: value) else { throw ConfigError("log_level must be debug, info, warning or error, got \"\(value)\"") }
             logLevel = l
+        case "log_format":
+            guard let f = StderrLog.LogFormat(rawValue: value) else { throw ConfigError("log_format must be text or json, got \"\(value)\"") }
+            logFormat = f
+        case "stop_grace_s": stopGraceSeconds = try int(0...3600)
         case "max_members_per_room": core.maxMembersPerRoom = try int(1...100_000)
         case "max_rooms": core.maxRooms = try int(1...10_000_000)
         case "max_rooms_per_identity": core.maxRoomsPerIdentity = try int(1...10_000_000)

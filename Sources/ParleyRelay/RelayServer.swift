@@ -6,8 +6,8 @@ import ParleyRelayCore
 import ParleyWebRTC
 import ParleyWire
 
-/// A running relay: binds the public port and one port per further worker, starts the worker threads, and
-/// stops them on SIGINT/SIGTERM after every member has been told.
+/// A running relay: binds the public port and one port per further worker, starts the worker threads, rereads its
+/// settings on SIGHUP, and stops on SIGINT/SIGTERM after every member has been told (SIGTERM: after a drain).
 public final class RelayServer {
     /// The configuration in force.
     public let config: RelayConfig
@@ -150,9 +150,21 @@ public final class RelayServer {
     /// The relay's public key as tokens and the API name it: base64url without padding (43 characters); nil without one.
     public var relayKey: String? { identity.map { Base64URL.encode($0.publicKey) } }
 
-    /// Runs until SIGINT or SIGTERM; returns the exit status (0; 1 when a worker thread cannot be started).
-    public func run(onReady: () -> Void) -> Int32 {
-        TerminationSignals.block()  // inherited by every worker thread; only the wait below sees them
+    /// Replaces every worker's core settings (a reload); returns how many workers took them in time.
+    public func reconfigure(core: RelayCoreConfig) -> Int {
+        workers.indices.filter { api.execute(.reconfigure(worker: $0, core)) == .ok }.count
+    }
+
+    /// Runs until SIGINT or SIGTERM, calling `reload` at each SIGHUP; returns the exit status (0; 1 when a worker
+    /// thread cannot be started).
+    ///
+    /// SIGTERM (a service manager's stop) drains first: from its first moment joins, calls and new endpoints are
+    /// refused and `/readyz` fails; in a cluster the members move to other nodes. Then every member left is told, the
+    /// recordings are closed, and while `pending()` (events not yet delivered) the relay waits, at most
+    /// `stopGraceSeconds` from the signal. SIGINT, or a second signal, skips the waiting.
+    public func run(stopGraceSeconds: Int = 0, pending: () -> Bool = { false }, reload: () -> Void = {},
+                    onReady: () -> Void) -> Int32 {
+        ProcessSignals.block()  // inherited by every worker thread; only the waits below see them
 
         var threads: [OSThread] = []
         var recorderThread: OSThread?
@@ -196,8 +208,23 @@ public final class RelayServer {
             }
         }
         onReady()
-        let received = TerminationSignals.wait()
-        log.write(.info, "received \(received): telling every member the relay is going away")
+        var received = ProcessSignals.Received.hangUp
+        repeat {
+            guard let next = ProcessSignals.wait() else { continue }  // interrupted
+            received = next
+            if received == .hangUp { reload() }
+        } while received == .hangUp
+        let deadline = Clock.monotonicNanoseconds() + Int64(stopGraceSeconds) * 1_000_000_000
+        var patient = received == .terminate
+        if patient {
+            api.shared.stopping.store(true, ordering: .relaxed)
+            log.write(.info, "received SIGTERM: draining (joins refused, /readyz failing)"
+                      + (config.cluster == nil ? "" : "; members move to other nodes"))
+            if config.cluster != nil {
+                for k in workers.indices { _ = api.execute(.drain(worker: k)) }
+            }
+        }
+        log.write(.info, "received \(received.rawValue): telling every member the relay is going away")
         for w in workers { w.stop() }
         for t in threads { t.join() }
         bridge?.stop()  // after the workers: their goodbyes reach TCP clients too
@@ -206,6 +233,13 @@ public final class RelayServer {
         recorderThread?.join()
         messageStore?.stop()
         storeThread?.join()
+        // What is left to deliver waits for the grace period, unless another signal says not to.
+        while patient && pending() && Clock.monotonicNanoseconds() < deadline {
+            if let again = ProcessSignals.wait(milliseconds: 50), again != .hangUp {
+                log.write(.info, "received \(again.rawValue) while delivering events: stopping now")
+                patient = false
+            }
+        }
         api.events.wakeAll()
         log.write(.info, "stopped")
         return 0

@@ -19,7 +19,7 @@ final class Admission: CorePart {
 
     init(core: RelayCore) {
         self.core = core
-        joinBudget = JoinBudget(perSecond: core.shared.config.joinsPerSecond)
+        joinBudget = JoinBudget(perSecond: core.config.joinsPerSecond)
     }
 
     /// A cleartext join or register (`allowCleartext`) from an address with no session: answered with a cookie when its
@@ -240,7 +240,9 @@ final class Admission: CorePart {
         }
         outbox.counters.joinsAccepted &+= 1
         if log.threshold <= .info {
-            log.write(.info, "\(member.identity) joined \(room.name) from \(from) (member \(member.id), ssrc \(ssrc), \(room.members.count) in room)")
+            log.write(.info, "\(member.identity) joined \(room.name) from \(from) (member \(member.id), ssrc \(ssrc), "
+                      + "\(room.members.count) in room)",
+                      fields: [("room", room.name), ("identity", member.identity), ("member", "\(member.id)")])
         }
     }
 

@@ -15,7 +15,8 @@ final class CallRouter: TimedWork {
     private let outbox: Outbox
     private let directory: PresenceDirectory
     /// Mints the call rooms' join tokens; nil when the relay has no key for that (calls then fail at the answer).
-    private let signer: TokenSigner?
+    /// Asked at each answer: a reload may have replaced the keys.
+    private let currentSigner: () -> TokenSigner?
     /// This relay's public key (base64url), named in the call tokens so no other relay takes them; nil names none.
     private let relayKey: String?
     private let random: RelayRandom
@@ -27,10 +28,10 @@ final class CallRouter: TimedWork {
     private var config: RelayCoreConfig { outbox.config }
     private var log: LogSink { outbox.log }
 
-    init(outbox: Outbox, directory: PresenceDirectory, signer: TokenSigner?, relayKey: String? = nil, random: RelayRandom) {
+    init(outbox: Outbox, directory: PresenceDirectory, signer: @escaping () -> TokenSigner?, relayKey: String? = nil, random: RelayRandom) {
         self.outbox = outbox
         self.directory = directory
-        self.signer = signer
+        currentSigner = signer
         self.relayKey = relayKey
         self.random = random
         events = CallEventLog(capacity: outbox.config.callEventCapacity)
@@ -107,7 +108,7 @@ final class CallRouter: TimedWork {
             tell(other, call, .ended, Call.answeredElsewhere, now: now)
         }
         call.ringing = []
-        guard let signer else {
+        guard let signer = currentSigner() else {
             finishCall(call, .failed, detail: "the relay has no API key to mint call tokens with", now: now)
             for p in [caller, callee] { tell(p, call, .failed, "the relay cannot set up call rooms", now: now) }
             return

@@ -23,7 +23,7 @@ protocol TimedWork: AnyObject {
 
 extension CorePart {
     var shared: RelayShared { core.shared }
-    var config: RelayCoreConfig { core.shared.config }
+    var config: RelayCoreConfig { core.config }
     var sessions: SessionTable { core.sessions }
     var rooms: RoomTable { core.rooms }
     var outbox: Outbox { core.outbox }

@@ -10,7 +10,8 @@ final class Outbox {
     let output: OutputQueue
     /// Counters.
     var counters = RelayCounters()
-    let config: RelayCoreConfig
+    /// The worker's core settings: the start's, until a reload replaces them (`RelayCore.reconfigure`).
+    var config: RelayCoreConfig
     let log: LogSink
     /// Answers to addresses not yet verified (cookies, path challenges) this worker sends per second.
     private var unverifiedAnswers: TokenBucket

@@ -36,6 +36,15 @@ struct OpenRoomFailure: Error {
 /// The backend's commands (HTTP API): rooms created, closed and limited, members kicked and muted, texts from the
 /// backend, and the event stream.
 extension RelayCore {
+    /// Replaces this worker's core settings (a reload, SIGHUP): what is decided from now on follows them — joins and
+    /// their budget, limits on rooms and members, queues, timers as they next run. Rooms keep the mode and limits they
+    /// were opened with; sessions stay.
+    public func reconfigure(_ new: RelayCoreConfig) -> AdminResult {
+        if new.joinsPerSecond != config.joinsPerSecond { admission.joinBudget = JoinBudget(perSecond: new.joinsPerSecond) }
+        outbox.config = new
+        return .ok
+    }
+
     /// Creates an empty room from the backend: it closes after `emptyTimeout` (default: the relay's) unless
     /// someone joins; `maxMembers` (default: the relay's) caps its members; `audience`: its listeners are counted, not
     /// announced (`RoomRoster`).
@@ -64,7 +73,7 @@ extension RelayCore {
         cluster.leaveCascade(room, now: now)
         room.mix?.stop()
         rooms.forget(room, reason: reason, now: now)
-        if log.threshold <= .info { log.write(.info, "room \(name) closed: \(reason)") }
+        if log.threshold <= .info { log.write(.info, "room \(name) closed: \(reason)", fields: [("room", name)]) }
         return .ok
     }
 

@@ -42,7 +42,7 @@ extension RelayCore {
 
     /// Tells every session the relay is going away (twice, as nothing will retransmit it) and forgets them all.
     public func shutdown(now: Moment) {
-        shuttingDown = true
+        shutDown = true
         // Presence sessions first, as before the session table joined them (their goodbyes lead the output).
         let all = sessions.byConnection.values.sorted { a, b in
             if case .presence = a, case .member = b { return true }

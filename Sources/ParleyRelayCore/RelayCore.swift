@@ -31,7 +31,7 @@ public final class RelayCore {
     let log: LogSink
     /// How every datagram leaves, and what is counted on the way.
     let outbox: Outbox
-    var config: RelayCoreConfig { shared.config }
+    var config: RelayCoreConfig { outbox.config }
     /// The rooms this worker owns.
     let rooms: RoomTable
     /// Every session (members, plain-RTP endpoints, presence) by address and connection id.
@@ -49,7 +49,9 @@ public final class RelayCore {
     /// Moves sessions to new addresses once those proved themselves.
     let paths: PathValidator
     var lastHousekeeping = Instant.distantPast
-    var shuttingDown = false
+    var shutDown = false
+    /// New joins, calls and endpoints are refused: the relay stops (`shutdown`, or `RelayShared.stopping`).
+    var shuttingDown: Bool { shutDown || shared.isStopping }
     var backendMessageID: UInt32 = 0
     /// The recordings of this worker's rooms, for the recorder thread to write (`RelayCore+Recording.swift`).
     public let recordings: RecordingTap
@@ -95,7 +97,7 @@ public final class RelayCore {
         rooms.history = history
         history.enabled = shared.keepsHistory
         // In a cluster a call room may open on any node: its tokens name no one relay.
-        self.calls = CallRouter(outbox: outbox, directory: presence, signer: shared.callSigner,
+        self.calls = CallRouter(outbox: outbox, directory: presence, signer: { [shared] in shared.callSigner },
                                 relayKey: shared.cluster == nil ? shared.verifier.relayKey : nil,
                                 random: random)
         paths = PathValidator(sessions: sessions, outbox: outbox, challenges: shared.pathChallenges)

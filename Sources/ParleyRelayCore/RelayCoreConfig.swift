@@ -2,7 +2,7 @@ import ParleyWire
 
 /// The settings the relay core works by. Spans of the monotonic clock are `Interval`s; a setting named in seconds or
 /// milliseconds goes into a wire or wall-clock field in that unit.
-public struct RelayCoreConfig: Sendable {
+public struct RelayCoreConfig: Sendable, Equatable {
     /// Members allowed in one room.
     public var maxMembersPerRoom = 100
     /// Rooms allowed on the whole relay.

@@ -8,8 +8,10 @@ import Synchronization
 public final class RelayShared: Sendable {
     /// Core settings.
     public let config: RelayCoreConfig
-    /// Verifies join tokens.
-    public let verifier: TokenVerifier
+    /// Verifies join tokens (the API keys in force: a reload replaces them, `replaceKeys`).
+    public var verifier: TokenVerifier { keys.withLock { $0.verifier } }
+    /// The verifier and the call signer, replaced together.
+    private let keys: Mutex<(verifier: TokenVerifier, callSigner: TokenSigner?)>
     /// Mints and checks join cookies.
     public let cookies: JoinCookie
     /// Mints and checks the challenges that validate a session's new address.
@@ -23,7 +25,7 @@ public final class RelayShared: Sendable {
     public let identity: X25519KeyPair?
     /// Mints the join tokens of call rooms with `config.callTokenKey` (or the first configured key); nil when
     /// the verifier has no such key, and then calls fail at the answer.
-    public let callSigner: TokenSigner?
+    public var callSigner: TokenSigner? { keys.withLock { $0.callSigner } }
     /// In a cluster: where the rooms of other nodes live (kept by the cluster agent); empty alone.
     public let placement = RoomPlacement()
     /// The relay's DTLS certificate and context for WebRTC members (made at start by the runtime, which has the
@@ -39,6 +41,9 @@ public final class RelayShared: Sendable {
     /// Draining (`parley-relay drain`): new joins go to other nodes and members here are asked to move.
     public let draining = Atomic<Bool>(false)
     public var isDraining: Bool { draining.load(ordering: .relaxed) }
+    /// Stopping (SIGTERM): no new joins, calls or endpoints, while the members here are told or moved.
+    public let stopping = Atomic<Bool>(false)
+    public var isStopping: Bool { stopping.load(ordering: .relaxed) }
     private let roomCount = Atomic<Int>(0)
     /// Rooms open per identity that opened them by joining (join path only, never the packet path).
     private let roomsByCreator = Mutex<[String: Int]>([:])
@@ -53,20 +58,43 @@ public final class RelayShared: Sendable {
         self.cluster = cluster
         self.config = config
         self.identity = identity
-        self.verifier = verifier
+        keys = Mutex((verifier, Self.callSigner(verifier, key: config.callTokenKey)))
+        maxRooms = Atomic(config.maxRooms)
+        maxRoomsPerIdentity = Atomic(config.maxRoomsPerIdentity)
         self.cookies = JoinCookie(secret: cookieSecret, lifetimeSeconds: config.cookieLifetimeSeconds)
         self.pathChallenges = PathChallenge(secret: Crypto.hmacSHA256(key: cookieSecret, message: Array("parley path challenges".utf8)))
         self.workerCount = max(1, workerPorts.count)
         self.workerPorts = workerPorts.isEmpty ? [0] : workerPorts
-        self.callSigner = (config.callTokenKey ?? verifier.keyIDs.first).flatMap { verifier.signer(forKey: $0) }
         self.dtls = dtls
+    }
+
+    /// Replaces the API keys (a reload, SIGHUP): joins and calls from now on are checked and signed with these;
+    /// members already in stay.
+    public func replaceKeys(_ verifier: TokenVerifier) {
+        keys.withLock { $0 = (verifier, Self.callSigner(verifier, key: config.callTokenKey)) }
+    }
+
+    /// The signer of call rooms' tokens: `call_token_key`'s, else the first key's.
+    private static func callSigner(_ verifier: TokenVerifier, key: String?) -> TokenSigner? {
+        (key ?? verifier.keyIDs.first).flatMap { verifier.signer(forKey: $0) }
+    }
+
+    /// The relay-wide room limits in force: `config`'s, until a reload replaces them (`replaceRoomLimits`).
+    private let maxRooms: Atomic<Int>
+    private let maxRoomsPerIdentity: Atomic<Int>
+
+    /// New relay-wide room limits (a reload): rooms open beyond them stay; new ones wait until there is room.
+    public func replaceRoomLimits(_ new: RelayCoreConfig) {
+        maxRooms.store(new.maxRooms, ordering: .relaxed)
+        maxRoomsPerIdentity.store(new.maxRoomsPerIdentity, ordering: .relaxed)
     }
 
     /// Reserves a room against `maxRooms`; false when the relay is full.
     public func tryReserveRoom() -> Bool {
+        let limit = maxRooms.load(ordering: .relaxed)
         while true {
             let current = roomCount.load(ordering: .relaxed)
-            guard current < config.maxRooms else { return false }
+            guard current < limit else { return false }
             if roomCount.compareExchange(expected: current, desired: current + 1, ordering: .relaxed).exchanged { return true }
         }
     }
@@ -76,14 +104,15 @@ public final class RelayShared: Sendable {
 
     /// Reserves a room opened by `creator`'s join against `maxRoomsPerIdentity` and `maxRooms`; the failure says which.
     func tryReserveRoom(creator: String) -> OpenRoomFailure? {
+        let perIdentity = maxRoomsPerIdentity.load(ordering: .relaxed)
         let mine = roomsByCreator.withLock { counts -> Bool in
             let n = counts[creator, default: 0]
-            guard n < config.maxRoomsPerIdentity else { return false }
+            guard n < perIdentity else { return false }
             counts[creator] = n + 1
             return true
         }
         guard mine else {
-            return OpenRoomFailure(code: .tooManyRooms, reason: "\(creator) already has \(config.maxRoomsPerIdentity) rooms open, the most one identity may open")
+            return OpenRoomFailure(code: .tooManyRooms, reason: "\(creator) already has \(perIdentity) rooms open, the most one identity may open")
         }
         guard tryReserveRoom() else {
             releaseCreator(creator)

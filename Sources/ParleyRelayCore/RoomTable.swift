@@ -20,7 +20,7 @@ final class RoomTable: TimedWork {
     let recordings: RecordingTap
     /// Where room texts are kept (set by the core).
     var history = TextLog()
-    private var config: RelayCoreConfig { shared.config }
+    private var config: RelayCoreConfig { outbox.config }
     private var log: LogSink { outbox.log }
 
     init(shared: RelayShared, workerIndex: Int, outbox: Outbox, random: RelayRandom, recordings: RecordingTap) {
@@ -74,7 +74,9 @@ final class RoomTable: TimedWork {
         if room.mix != nil { mixRooms.append(room) }
         events.append(RelayEvent(kind: .roomStarted, room: name, detail: audience ? "\(mode), audience" : mode.rawValue,
                                  unixMilliseconds: now.unixMilliseconds))
-        if log.threshold <= .info { log.write(.info, "room \(name) opened (mode \(mode), worker \(workerIndex))") }
+        if log.threshold <= .info {
+            log.write(.info, "room \(name) opened (mode \(mode), worker \(workerIndex))", fields: [("room", name)])
+        }
         return .success(room)
     }
 
@@ -214,7 +216,10 @@ final class RoomTable: TimedWork {
             room.emptySince = now.monotonic
             room.mix?.stop()
         }
-        if log.threshold <= .info { log.write(.info, "\(member.identity) left \(room.name): \(reason)") }
+        if log.threshold <= .info {
+            log.write(.info, "\(member.identity) left \(room.name): \(reason)",
+                      fields: [("room", room.name), ("identity", member.identity), ("member", "\(member.id)")])
+        }
     }
 
     /// Mutes or unmutes a member and tells the room (the member included).
@@ -328,7 +333,9 @@ final class RoomTable: TimedWork {
         for room in closing {
             let timeout = room.emptyTimeout ?? config.emptyRoomTimeout
             forget(room, reason: "empty for \(timeout.wholeSeconds) s", now: now)
-            if log.threshold <= .info { log.write(.info, "room \(room.name) closed after \(timeout.wholeSeconds) s empty") }
+            if log.threshold <= .info {
+                log.write(.info, "room \(room.name) closed after \(timeout.wholeSeconds) s empty", fields: [("room", room.name)])
+            }
         }
     }
 

@@ -14,6 +14,7 @@ usage: parley-relay [drain] [--config FILE.json] [--udp HOST:PORT] [--http HOST:
                     [--api-key K --api-secret S] [--http-tls-cert FILE --http-tls-key FILE] [--state-dir DIR]
                     [--web-root DIR] [--cluster redis[s]://[[USER]:PASSWORD@]HOST:PORT [--cluster-tls-ca FILE] [--node-id ID]]
                     [--turn URL[,URL…] --turn-secret-file FILE] [--log-level debug|info|warning|error]
+                    [--log-format text|json]
                     [--allow-cleartext] [--dev] [--version]
 
 With no arguments the relay runs with dev defaults: UDP 127.0.0.1:7400, HTTP API and /metrics on
@@ -40,6 +41,15 @@ TURN ones with credentials that last turn_ttl_s (default 3600 s), signed with th
 (--turn-secret S shows in ps).
 `parley-relay drain` (with the running node's settings) asks that node to drain before a restart: it takes no new
 joins and its members move to other nodes of the cluster.
+--log-format json writes one JSON object per line (time, level, msg, node, and room, identity, member where a line is
+about one) for journald, Loki and friends; text is the default.
+SIGHUP rereads the settings (the --config file, PARLEY_* variables, the same flags): API keys, the TLS certificate and
+key, limits, the log level, TURN servers, webhooks change with every session staying up; a file that does not parse or
+check out is refused with the reason logged and the running settings kept. udp, http, workers, state_dir, cluster and
+the other settings that name sockets or directories change only at the next start (the log names any that differ).
+SIGTERM drains before stopping: joins are refused and /readyz answers 503 from its first moment (/healthz stays 200),
+in a cluster members move to other nodes, then every member is told, recordings are closed and events waiting to be
+delivered get up to stop_grace_s (default 10 s). SIGINT stops without waiting.
 Every setting may also come from a PARLEY_* variable (PARLEY_UDP, PARLEY_WORKERS, PARLEY_API_KEY, ...) or a
 JSON --config file: Samples/parley-relay.json lists every setting, and the Configuration table of
 docs/operator-guide.md says what each means. Precedence: defaults < --config file < environment < flags.
@@ -74,7 +84,8 @@ while !arguments.isEmpty {
         flags.append(("dev", "true"))
         continue
     }
-    let known = ["--config", "--udp", "--http", "--announce", "--workers", "--api-key", "--api-secret", "--log-level", "--state-dir",
+    let known = ["--config", "--udp", "--http", "--announce", "--workers", "--api-key", "--api-secret", "--log-level",
+                 "--log-format", "--state-dir",
                  "--http-tls-cert", "--http-tls-key", "--web-root", "--cluster", "--cluster-tls-ca", "--node-id",
                  "--turn", "--turn-secret", "--turn-secret-file"]
     guard known.contains(flag) else { fail("unknown option \(flag)\n\(usage)") }
@@ -85,12 +96,9 @@ while !arguments.isEmpty {
     if flag == "--config" { configFile = value } else { flags.append((key, value)) }
 }
 
-var config = RelayConfig()
+let config: RelayConfig
 do {
-    if let configFile { try config.load(file: configFile) }
-    try config.load(environment: ProcessInfo.processInfo.environment)
-    for (key, value) in flags { try config.set(key, value) }
-    try config.checkCredentials()
+    config = try RelayConfig.build(file: configFile, environment: ProcessInfo.processInfo.environment, flags: flags)
 } catch {
     fail(error.description)
 }
@@ -106,11 +114,7 @@ if let httpTLS {
     do { try HTTPServer.checkTLS(httpTLS) } catch { fail(error.description) }
 }
 
-let log = StderrLog(threshold: config.logLevel)
-guard let stateDirectory = config.stateDir ?? RelayKeyFile.defaultStateDirectory(environment: ProcessInfo.processInfo.environment,
-                                                                                   userID: geteuid()) else {
-    fail("no state directory for the relay key: HOME is not set; set state_dir (--state-dir, PARLEY_STATE_DIR)")
-}
+let log = StderrLog(threshold: config.logLevel, format: config.logFormat)
 let identity: RelayKeyFile.Loaded
 guard let stateDirectory = config.stateDir
         ?? RelayKeyFile.defaultStateDirectory(environment: ProcessInfo.processInfo.environment, userID: geteuid()) else {
@@ -121,8 +125,6 @@ do {
 } catch {
     fail(error.description)
 }
-if identity.created { log.write(.info, "made a new relay key in \(identity.path)") }
-for warning in httpTLS?.warnings ?? [] { log.write(.warning, warning) }
 
 let server: RelayServer
 do {
@@ -130,6 +132,9 @@ do {
 } catch {
     fail(error.description, code: 1)
 }
+log.addCommonField("node", server.nodeID)  // every JSON line from here on (the server's own from its first)
+if identity.created { log.write(.info, "made a new relay key in \(identity.path)") }
+for warning in httpTLS?.warnings ?? [] { log.write(.warning, warning) }
 
 let httpStats = HTTPStats()
 /// The HTTP port once bound (the cluster agent advertises it).
@@ -163,24 +168,30 @@ let cluster = config.cluster.map { url in
                  log: { log.write(.info, $0) })
 }
 let webRoot = StaticFiles.resolve(config.webRoot)
-let router = HTTPRouter(backend: server.api, verifier: TokenVerifier(keys: config.apiKeys, relayKey: server.relayKey),
-                        signer: server.api.signer, config: config.core, metricsRequireAuth: config.metricsRequireAuth,
-                        httpStats: httpStats, relayKey: server.relayKey,
-                        webRoot: webRoot, devTokens: config.usesDevCredentials, cluster: cluster,
-                        attachments: AttachmentFiles(stateDirectory: stateDirectory, log: log, quota: config.attachmentQuota,
-                                                     largestUpload: config.attachmentMaxBytes),
-                        attachmentMaxBytes: config.attachmentMaxBytes, iceServers: config.iceServers)
+let attachments = AttachmentFiles(stateDirectory: stateDirectory, log: log, quota: config.attachmentQuota,
+                                  largestUpload: config.attachmentMaxBytes)
+/// The HTTP API's router for `settings` (at start, and at each reload).
+@MainActor func router(_ settings: RelayConfig) -> HTTPRouter {
+    let verifier = TokenVerifier(keys: settings.apiKeys, relayKey: server.relayKey)
+    return HTTPRouter(backend: server.api, verifier: verifier, signer: verifier.keyIDs.first.flatMap { verifier.signer(forKey: $0) },
+                      config: settings.core, metricsRequireAuth: settings.metricsRequireAuth, httpStats: httpStats,
+                      relayKey: server.relayKey, webRoot: webRoot, devTokens: settings.usesDevCredentials, cluster: cluster,
+                      attachments: attachments, attachmentMaxBytes: settings.attachmentMaxBytes,
+                      iceServers: settings.iceServers)
+}
 let http: HTTPServer
 do {
-    http = try HTTPServer(address: config.http, router: router, events: server.api.events, limits: config.httpLimits,
+    http = try HTTPServer(address: config.http, router: router(config), events: server.api.events, limits: config.httpLimits,
                           stats: httpStats, log: log, tls: httpTLS)
 } catch {
     fail(error.description, code: 1)
 }
 httpPort.store(Int(http.port), ordering: .relaxed)
 cluster?.start()
+let reloader = ConfigReload(file: configFile, flags: flags, config: config, tls: httpTLS, server: server, http: http,
+                            log: log, router: router)
 
-let status = server.run {
+let status = server.run(stopGraceSeconds: config.stopGraceSeconds, reload: reloader.reload) {
     // The address clients are told (announced, bound, or an interface's), not a wildcard.
     let publicAddress = "\(advertisedHost):\(server.ports[0])"
     if config.usesDevCredentials {
@@ -207,5 +218,5 @@ let status = server.run {
               + "join with: parley join ROOM --identity NAME --server \(publicAddress)")
 }
 cluster?.stop()  // leaves the directory at once
-http.stop()
+reloader.http.stop()
 exit(status)
