@@ -23,6 +23,18 @@ public enum PrometheusExporter {
         family("parley_presence_sessions", "gauge", "Presence sessions (parley listen).",
                [("", String(workers.reduce(0) { $0 + $1.presence.count }))])
         family("parley_calls_active", "gauge", "Calls ringing or in progress.", [("", String(workers.reduce(0) { $0 + $1.calls.count }))])
+        // What the relay hears from its members now: losses on their streams, the worst jitter among them.
+        let members = workers.flatMap { $0.rooms.flatMap(\.members) }.filter { $0.transport != "cascade" }
+        family("parley_member_packets_lost", "gauge",
+               "Packets lost from the streams of the members connected now (RFC 3550 cumulative, summed).",
+               [("", String(members.reduce(Int64(0)) { $0 &+ max(0, $1.packetsLost) }))])
+        family("parley_member_jitter_max_seconds", "gauge",
+               "The highest interarrival jitter among the streams of the members connected now (RFC 3550).",
+               [("", String(Double(members.map(\.jitter).max() ?? 0) / 48_000))])
+        family("process_cpu_seconds_total", "counter", "CPU seconds the relay used (user and system).",
+               [("", String(Clock.processCPUSeconds()))])
+        family("parley_build_info", "gauge", "The relay's version, as a label.",
+               [("version=\"\(ParleyVersion.string)\"", "1")])
         family("parley_packets_in_total", "counter", "Datagrams received.", total(\.packetsIn))
         family("parley_bytes_in_total", "counter", "Bytes received.", total(\.bytesIn))
         family("parley_packets_out_total", "counter", "Datagrams the kernel accepted to send.", [("", socketTotal(\.packetsSent))])

@@ -16,10 +16,7 @@ extension RelayConfig {
         for key in dict.keys.sorted() {
             let value = dict[key]!
             if key == "api_keys" {
-                guard let keys = value as? [String: String], !keys.isEmpty, keys.values.allSatisfy({ $0.utf8.count >= 16 }) else {
-                    throw ConfigError("api_keys must be an object of key → secret (secrets at least 16 bytes)")
-                }
-                apiKeys = keys
+                apiKeys = try Self.apiKeys(value, from: "api_keys")
                 continue
             }
             let text: String
@@ -34,6 +31,33 @@ extension RelayConfig {
             }
             try set(key, text)
         }
+    }
+
+    /// `api_keys` as a JSON object of key → secret (secrets at least 16 bytes).
+    static func apiKeys(_ value: Any, from source: String) throws(ConfigError) -> [String: String] {
+        guard let keys = value as? [String: String], !keys.isEmpty, keys.values.allSatisfy({ $0.utf8.count >= 16 }) else {
+            throw ConfigError("\(source) must be an object of key → secret (secrets at least 16 bytes)")
+        }
+        return keys
+    }
+
+    /// `api_keys_file`: a JSON object of key → secret in a file of its own, which others than its owner and group may
+    /// not read (the package makes /etc/parley/api-keys.json, root:parley-relay 0640). Reread at each reload: keys
+    /// rotate with `systemctl reload`. Errors name the file, never a secret.
+    static func apiKeys(file path: String) throws(ConfigError) -> [String: String] {
+        guard !path.utf8.contains(0), let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+              let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigError("api_keys_file: cannot read \(path)")
+        }
+        if let mode = attributes[.posixPermissions] as? Int, mode & 0o007 != 0 {
+            throw ConfigError("api_keys_file \(path) may be read by anyone (mode \(String(mode, radix: 8))): "
+                              + "chmod o-rwx \(path)")
+        }
+        let object: Any
+        do { object = try JSONSerialization.jsonObject(with: data) } catch {
+            throw ConfigError("api_keys_file \(path) is not valid JSON")
+        }
+        return try apiKeys(object, from: "api_keys_file \(path)")
     }
 
     /// Applies `PARLEY_<KEY>` variables.

@@ -108,7 +108,7 @@ public struct RelayConfig: Sendable {
     }
 
     /// The keys a JSON config file and `PARLEY_*` variables may set (variables are the upper-case names).
-    public static let keys = ["udp", "http", "announce", "tcp", "tcp_max_connections", "tcp_connections_per_address", "workers", "api_key", "api_secret", "log_level", "log_format", "stop_grace_s", "state_dir", "max_members_per_room",
+    public static let keys = ["udp", "http", "announce", "tcp", "tcp_max_connections", "tcp_connections_per_address", "workers", "api_key", "api_secret", "api_keys_file", "log_level", "log_format", "stop_grace_s", "state_dir", "max_members_per_room",
                               "max_rooms", "max_rooms_per_identity", "empty_room_timeout_s", "member_timeout_s", "keepalive_interval_s",
                               "max_forwarded_speakers", "speaker_update_interval_ms", "speaker_level_update_interval_ms", "speech_level_threshold",
                               "member_update_interval_ms", "member_update_immediate_limit", "audience_update_interval_ms", "spread_threshold", "cascade_after",
@@ -187,6 +187,7 @@ public struct RelayConfig: Sendable {
                 }
             }
             turnURLs = urls
+        case "api_keys_file": if !value.isEmpty { apiKeys = try Self.apiKeys(file: value) }  // "" = none
         case "turn_secret":  // "" = none; never echoed
             if value.isEmpty { turnSecret = nil; break }
             turnSecret = try Self.turnSecret(value, from: "turn_secret")

@@ -37,6 +37,10 @@ struct ExternalProgram: Sendable, CustomStringConvertible {
     static let ip = ExternalProgram(path: "/sbin/ip", package: "iproute2")
     /// The lab's NAT (run inside a namespace through `ip netns exec`).
     static let nft = ExternalProgram(path: "/usr/sbin/nft", package: "nftables")
+    /// Prometheus, scraping a relay with the sample scrape configuration (Samples/monitoring).
+    static let prometheus = ExternalProgram(path: "/usr/bin/prometheus", package: "prometheus")
+    /// The unit file's check (`systemd-analyze verify`) of the package's service.
+    static let systemdAnalyze = ExternalProgram(path: "/usr/bin/systemd-analyze", package: "systemd")
 
     /// The interop tests' Python: a venv of Debian's python3 with PyPI's aiortc, pesq, numpy and scipy, which
     /// `make test` makes at `.build/interop-venv` (its Makefile rule; the Debian side is python3-venv and a compiler).
@@ -47,7 +51,8 @@ struct ExternalProgram: Sendable, CustomStringConvertible {
 
     /// Every program the tests start.
     static let all: [ExternalProgram] = [.curl, .ffmpeg, .ffprobe, .espeakNG, .openssl, .tcpdump, .gstLaunch, .tshark, .chromium, .interopPython,
-                                         .redisServer, .redisCLI, .unshare, .ip, .nft, .turnserver, .turnutilsUclient]
+                                         .redisServer, .redisCLI, .unshare, .ip, .nft, .turnserver, .turnutilsUclient,
+                                         .prometheus, .systemdAnalyze]
 
     var description: String { path }
 
