@@ -27,6 +27,8 @@ public protocol APIBackend: Sendable {
     var messages: TextStore? { get }
     /// SHA-256 of the relay's DTLS certificate, for WebRTC answers (nil: WebRTC is unavailable).
     var dtlsFingerprint: [UInt8]? { get }
+    /// The webhooks' counters for `/metrics` (nil: no webhooks).
+    var webhookStats: WebhookStats? { get }
 }
 
 extension APIBackend {
@@ -45,6 +47,8 @@ extension APIBackend {
     public var recordings: RecordingCatalog? { nil }
     /// None unless the backend keeps texts.
     public var messages: TextStore? { nil }
+    /// None unless the backend sends webhooks.
+    public var webhookStats: WebhookStats? { nil }
 }
 
 extension RelayAPI: APIBackend {
