@@ -105,7 +105,8 @@ public final class RelayServer {
         do {
             let hooks = try WebhookDispatcher(endpoints: config.webhooks.endpoints, path: stateDirectory.map { $0 + "/webhooks.db" } ?? ":memory:",
                                               retryWindowSeconds: config.webhooks.retrySeconds, capacity: config.webhooks.outboxMax,
-                                              timeoutMilliseconds: config.webhooks.timeoutSeconds * 1_000, log: log)
+                                              timeoutMilliseconds: config.webhooks.timeoutSeconds * 1_000,
+                                              node: config.cluster == nil ? nil : nodeID, log: log)
             events.observer = { hooks.submit($0) }
             webhooks = hooks
         } catch {

@@ -37,6 +37,8 @@ public final class WebhookDispatcher: @unchecked Sendable {
     private let stopping = Atomic<Bool>(false)
     private let log: LogSink
     private let clock: @Sendable () -> Int64
+    /// In a cluster: this node's id, in every event's data (`node`).
+    private let node: String?
     /// What the dispatcher did, for `/metrics`.
     public let stats = WebhookStats()
     /// Events handed over and not yet stored, at most (a stalled disk costs events, counted, never memory).
@@ -52,7 +54,7 @@ public final class WebhookDispatcher: @unchecked Sendable {
 
     /// A dispatcher over the outbox at `path` (`<state_dir>/webhooks.db`; ":memory:" without a state directory).
     public init(endpoints: [WebhookEndpoint], path: String, retryWindowSeconds: Int = 86_400, capacity: Int = 100_000,
-                timeoutMilliseconds: Int = 10_000, log: LogSink,
+                timeoutMilliseconds: Int = 10_000, node: String? = nil, log: LogSink,
                 clock: @escaping @Sendable () -> Int64 = { Int64(Clock.unixMilliseconds()) }) throws(ConfigError) {
         do {
             outbox = try WebhookOutbox(path: path, retryWindow: Int64(retryWindowSeconds) * 1_000, capacity: capacity)
@@ -67,6 +69,7 @@ public final class WebhookDispatcher: @unchecked Sendable {
         self.endpoints = endpoints
         self.log = log
         self.clock = clock
+        self.node = node
         stats.endpoints.store(endpoints.count, ordering: .relaxed)
         stats.waiting.store(outbox.count, ordering: .relaxed)
         if outbox.count > 0 { log.write(.info, "webhooks: \(outbox.count) deliveries wait from before the restart") }
@@ -75,7 +78,8 @@ public final class WebhookDispatcher: @unchecked Sendable {
     /// Whether a relay event becomes a webhook event (checked on the worker's thread: only those are handed over).
     static func carries(_ e: RelayEvent) -> Bool {
         switch e.kind {
-        case .roomStarted, .roomClosed, .memberJoined, .memberLeft, .callStarted, .callAnswered, .textHeld: true
+        case .memberJoined, .memberLeft: !e.otherNode
+        case .roomStarted, .roomClosed, .callStarted, .callAnswered, .textHeld: true
         case .callEnded: e.callEvent?.endReason.map { WebhookEvent.missedReasons.contains($0) } ?? false
         default: false
         }
@@ -148,7 +152,9 @@ public final class WebhookDispatcher: @unchecked Sendable {
         var events: [WebhookEvent] = []
         for item in items {
             switch item {
-            case .relay(let e): if let w = WebhookEvent.from(e, id: WebhookEvent.newID(Crypto.randomBytes(16))) { events.append(w) }
+            case .relay(let e): if let w = WebhookEvent.from(e, id: WebhookEvent.newID(Crypto.randomBytes(16)), node: node) {
+                events.append(w)
+            }
             case .made(let w): events.append(w)
             }
         }

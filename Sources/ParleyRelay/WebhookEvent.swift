@@ -58,23 +58,28 @@ public struct WebhookEvent: Sendable, Equatable {
     }
 
     /// The webhook event a relay event stands for, with `id`; nil for events webhooks do not carry (speakers,
-    /// texts to rooms, a page's private events, calls that ended after an answer or by a decline, …).
-    public static func from(_ e: RelayEvent, id: String) -> WebhookEvent? {
+    /// texts to rooms, a page's private events, calls that ended after an answer or by a decline, …). `node`: in a
+    /// cluster, the id of the node that sends it, added to the data.
+    public static func from(_ e: RelayEvent, id: String, node: String? = nil) -> WebhookEvent? {
+        guard let (type, orderKey, data) = mapped(e) else { return nil }
+        var withNode = data
+        if let node { withNode["node"] = node }
+        return WebhookEvent(id: id, type: type, orderKey: orderKey, unixMilliseconds: e.unixMilliseconds, data: withNode)
+    }
+
+    /// A relay event's type, order key and data; nil for those webhooks do not carry.
+    private static func mapped(_ e: RelayEvent) -> (String, String, [String: Any])? {
         let room = "room:" + e.room
         switch e.kind {
         case .roomStarted:
             let parts = e.detail.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-            return WebhookEvent(id: id, type: "room.started", orderKey: room, unixMilliseconds: e.unixMilliseconds,
-                                data: ["room": e.room, "mode": parts.first ?? "", "audience": parts.contains("audience")])
+            return ("room.started", room, ["room": e.room, "mode": parts.first ?? "", "audience": parts.contains("audience")])
         case .roomClosed:
-            return WebhookEvent(id: id, type: "room.finished", orderKey: room, unixMilliseconds: e.unixMilliseconds,
-                                data: ["room": e.room, "reason": e.detail])
+            return ("room.finished", room, ["room": e.room, "reason": e.detail])
         case .memberJoined:
-            return WebhookEvent(id: id, type: "member.joined", orderKey: room, unixMilliseconds: e.unixMilliseconds,
-                                data: ["room": e.room, "identity": e.identity, "name": e.detail])
+            return ("member.joined", room, ["room": e.room, "identity": e.identity, "name": e.detail])
         case .memberLeft:
-            return WebhookEvent(id: id, type: "member.left", orderKey: room, unixMilliseconds: e.unixMilliseconds,
-                                data: ["room": e.room, "identity": e.identity, "reason": e.detail])
+            return ("member.left", room, ["room": e.room, "identity": e.identity, "reason": e.detail])
         case .callStarted, .callAnswered, .callEnded:
             guard let call = e.callEvent else { return nil }
             var data: [String: Any] = ["call_id": Int(call.callID), "caller": call.caller, "callee": call.callee]
@@ -88,10 +93,9 @@ public struct WebhookEvent: Sendable, Equatable {
                 data["reason"] = reason.rawValue
                 data["detail"] = call.detail
             }
-            return WebhookEvent(id: id, type: type, orderKey: "call:\(call.callID)", unixMilliseconds: e.unixMilliseconds, data: data)
+            return (type, "call:\(call.callID)", data)
         case .textHeld:
-            return WebhookEvent(id: id, type: "text.held", orderKey: "text:" + e.detail, unixMilliseconds: e.unixMilliseconds,
-                                data: ["from": e.identity, "to": e.detail, "attachments": e.attachments.count])
+            return ("text.held", "text:" + e.detail, ["from": e.identity, "to": e.detail, "attachments": e.attachments.count])
         default:
             return nil
         }

@@ -77,6 +77,9 @@ public struct RelayEvent: Sendable, Equatable {
     public var callEvent: CallEvent?
     /// True for an event no event stream shows (not even the backend's `/v1/events`): only the webhooks get it.
     public var operatorOnly = false
+    /// With `memberJoined` and `memberLeft` in a cluster: the member is another node's (a cascaded room's), whose own
+    /// node sends the webhooks for it.
+    public var otherNode = false
 
     /// An event.
     public init(kind: Kind, room: String, identity: String = "", detail: String = "", unixMilliseconds: Int64,

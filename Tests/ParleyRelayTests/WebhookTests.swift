@@ -81,6 +81,12 @@ struct WebhookTests {
         #expect(d.count == 3)
     }
 
+    @Test func aClusterNodeNamesItselfInTheData() throws {
+        let e = RelayEvent(kind: .memberJoined, room: "r", identity: "ann", detail: "Ann", unixMilliseconds: Self.t)
+        #expect(try Self.data(WebhookEvent.from(e, id: "msg_n", node: "node-a"))["node"] as? String == "node-a")
+        #expect(try Self.data(WebhookEvent.from(e, id: "msg_n"))["node"] == nil)
+    }
+
     @Test func idsAreDistinctAndShaped() {
         let a = WebhookEvent.newID((0..<16).map { UInt8($0) }), b = WebhookEvent.newID((0..<16).map { UInt8(255 - $0) })
         #expect(a.hasPrefix("msg_") && a.count == 26 && a != b)
