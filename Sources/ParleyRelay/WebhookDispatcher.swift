@@ -126,9 +126,15 @@ public final class WebhookDispatcher: @unchecked Sendable {
             if !items.isEmpty { store(items) }
             if last { return }
             let now = clock()
-            startDue(now: now)
-            for (tag, outcome) in transport.poll(timeoutMilliseconds: waitMilliseconds(now: now)) {
-                finish(tag, outcome, now: clock())
+            let wake = startDue(now: now)
+            let ended = transport.poll(timeoutMilliseconds: Int(max(0, wake - now)))
+            if !ended.isEmpty {
+                let at = clock()
+                do {
+                    try outbox.batch { for (tag, outcome) in ended { finish(tag, outcome, now: at) } }
+                } catch {
+                    log.write(.error, "webhooks: cannot commit the outcomes of \(ended.count) attempts (sent again later): \(error)")
+                }
             }
             stats.inFlight.store(transport.inFlight, ordering: .relaxed)
             stats.waiting.store(outbox.count, ordering: .relaxed)
@@ -171,20 +177,28 @@ public final class WebhookDispatcher: @unchecked Sendable {
         }
     }
 
-    /// Starts every due head whose room has no attempt under way, up to `maxInFlightPerEndpoint` per receiver.
-    private func startDue(now: Int64) {
+    /// Starts every due head whose room has no attempt under way, up to `maxInFlightPerEndpoint` per receiver;
+    /// returns when the earliest head not under way is due (at most 1 s ahead, so a reload is seen soon). One read of
+    /// the heads per receiver and pass.
+    private func startDue(now: Int64) -> Int64 {
+        var wake = now + 1_000
         for endpoint in endpoints {
             let mine = attempts.values.filter { $0.delivery.endpoint == endpoint.url }
-            let free = Self.maxInFlightPerEndpoint - mine.count
-            guard free > 0 else { continue }
-            let due: [WebhookOutbox.Delivery]
+            let busy = Set(mine.map(\.delivery.event.orderKey))
+            let heads: [(delivery: WebhookOutbox.Delivery, next: Int64)]
             do {
-                due = try outbox.due(endpoint: endpoint.url, now: now, busy: Set(mine.map(\.delivery.event.orderKey)), limit: free)
+                heads = try outbox.heads(endpoint: endpoint.url).filter { !busy.contains($0.delivery.event.orderKey) }
             } catch {
                 log.write(.error, "webhooks: cannot read the outbox: \(error)")
-                return
+                return wake
             }
-            for d in due {
+            var free = Self.maxInFlightPerEndpoint - mine.count
+            for (d, next) in heads {
+                guard next <= now, free > 0 else {
+                    if next > now { wake = min(wake, next) }
+                    continue
+                }
+                free -= 1
                 let seconds = now / 1_000
                 let headers = ["webhook-id: \(d.event.id)", "webhook-timestamp: \(seconds)",
                                "webhook-signature: " + endpoint.secret.signature(id: d.event.id, timestamp: seconds, body: d.event.body)]
@@ -195,6 +209,7 @@ public final class WebhookDispatcher: @unchecked Sendable {
                 }
             }
         }
+        return wake
     }
 
     private func finish(_ tag: Int, _ outcome: WebhookTransport.Outcome, now: Int64) {
@@ -225,16 +240,6 @@ public final class WebhookDispatcher: @unchecked Sendable {
         } catch {
             log.write(.error, "webhooks: cannot update the outbox: \(error)")
         }
-    }
-
-    /// How long the thread may wait: until the earliest due head (at most 1 s, so a reload is seen soon).
-    private func waitMilliseconds(now: Int64) -> Int {
-        var next = now + 1_000
-        for endpoint in endpoints {
-            let busy = Set(attempts.values.filter { $0.delivery.endpoint == endpoint.url }.map(\.delivery.event.orderKey))
-            if let due = try? outbox.nextDue(endpoint: endpoint.url, busy: busy) { next = min(next, due) }
-        }
-        return Int(max(0, next - now))
     }
 
     /// A URL as logs show it: without user and password.

@@ -118,11 +118,11 @@ public final class WebhookOutbox {
         try heads(endpoint: endpoint).filter { !busy.contains($0.delivery.event.orderKey) }.map(\.next).min()
     }
 
-    private func heads(endpoint: String) throws(SQLiteError) -> [(delivery: Delivery, next: Int64)] {
+    /// The head of each of `endpoint`'s queues (the oldest row of each order key), oldest first, and when it is due.
+    public func heads(endpoint: String) throws(SQLiteError) -> [(delivery: Delivery, next: Int64)] {
         try db.query("""
-            SELECT o.seq, o.event_id, o.type, o.order_key, o.created_ms, o.body, o.attempts, o.next_ms FROM webhook_outbox o
-            WHERE o.endpoint = ?1 AND o.seq = (SELECT MIN(seq) FROM webhook_outbox WHERE endpoint = ?1 AND order_key = o.order_key)
-            ORDER BY o.seq
+            SELECT seq, event_id, type, order_key, created_ms, body, attempts, next_ms FROM webhook_outbox
+            WHERE seq IN (SELECT MIN(seq) FROM webhook_outbox WHERE endpoint = ? GROUP BY order_key) ORDER BY seq
             """, [.text(endpoint)]) { row in
             (Delivery(seq: row.int(0), endpoint: endpoint,
                       event: WebhookEvent(id: row.text(1), type: row.text(2), orderKey: row.text(3), unixMilliseconds: row.int(4),
@@ -150,6 +150,11 @@ public final class WebhookOutbox {
         let next = min(deadline, now + jitter(Self.backoff(attempts: attempts)))
         try db.run("UPDATE webhook_outbox SET attempts = ?, next_ms = ? WHERE seq = ?", [.int(Int64(attempts)), .int(next), .int(d.seq)])
         return .at(next)
+    }
+
+    /// Runs `body` (deliveries and failures of one pass) in one transaction: one commit, one fsync, for all of them.
+    public func batch(_ body: () throws(SQLiteError) -> Void) throws(SQLiteError) {
+        try db.transaction(body)
     }
 
     /// Drops every row of a receiver no longer configured (a reload removed it); returns how many.
