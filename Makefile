@@ -5,7 +5,7 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 
 # Packages by use, each list in one place. RUN: building and running the relay and client. TEST: plus every program a
 # test starts (Tests/ParleyIntegrationTests/ExternalProgram.swift names them; a test fails when one is missing here).
-DEBS_RUN  := pkg-config libopus-dev libasound2-dev libsodium-dev libspeexdsp-dev libmicrohttpd-dev libsrtp2-dev libssl-dev libhiredis-dev libogg-dev libopusenc-dev libsqlite3-dev zlib1g-dev
+DEBS_RUN  := pkg-config libopus-dev libasound2-dev libsodium-dev libspeexdsp-dev libmicrohttpd-dev libsrtp2-dev libssl-dev libhiredis-dev libogg-dev libopusenc-dev libsqlite3-dev zlib1g-dev libcurl4-openssl-dev
 # FUZZ: the libFuzzer targets (Tests/Fuzz/run.sh). `swiftc -sanitize=fuzzer` links the toolchain's libclang_rt.fuzzer,
 # a C++ library, with -lstdc++ (libstdc++-12-dev; without it the link fails on undefined __cxa_* symbols); the token target
 # links libsodium, the stun and sdp targets OpenSSL (ParleyWebRTC). The fuzzers run in `make test` too.

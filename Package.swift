@@ -47,6 +47,8 @@ let package = Package(
         .systemLibrary(name: "COpusEnc", pkgConfig: "libopusenc", providers: [.apt(["libopusenc-dev"])]),
         // CRC-32 of PNG chunks when attachments are checked (ParleyRelay's `PNGStructure`).
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        // The webhook sender's HTTP client (curl_multi on one thread: timeouts, no redirects, bounded reads).
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .target(name: "CParleySys"),
 
         // Wire formats: RTP, RTCP, header extensions, sequence math, the signalling protocol. Pure, no Foundation.
@@ -79,7 +81,7 @@ let package = Package(
         // the same in the cluster's Redis (through ParleyCluster's connection), checked against ParleyWire's limits.
         .target(name: "ParleyHistory", dependencies: ["CSQLite", "ParleyCluster", "ParleyWire"]),
         .target(name: "ParleyRelay", dependencies: ["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto", "ParleyWebRTC",
-                                                    "ParleyCluster", "ParleyRecording", "ParleyHistory", "CZlib"],
+                                                    "ParleyCluster", "ParleyRecording", "ParleyHistory", "CZlib", "CCurl"],
                 swiftSettings: perPacketPath),
         // The HTTP API: a pure router (JSON in/out, auth, validation), Prometheus metrics, libmicrohttpd at the edge.
         .target(name: "ParleyHTTP", dependencies: ["CMicroHTTPD", "ParleyRelay", "ParleyHistory", "ParleyRelayCore", "ParleyAuth", "ParleyNet", "ParleyWire", "ParleyCrypto", "ParleyWebRTC",

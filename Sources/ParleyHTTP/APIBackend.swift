@@ -29,6 +29,8 @@ public protocol APIBackend: Sendable {
     var dtlsFingerprint: [UInt8]? { get }
     /// Why the relay takes no new members now ("draining", "stopping"), or nil when it does: `GET /readyz`.
     var notReadyReason: String? { get }
+    /// The webhooks' counters for `/metrics` (nil: no webhooks).
+    var webhookStats: WebhookStats? { get }
 }
 
 extension APIBackend {
@@ -49,6 +51,8 @@ extension APIBackend {
     public var recordings: RecordingCatalog? { nil }
     /// None unless the backend keeps texts.
     public var messages: TextStore? { nil }
+    /// None unless the backend sends webhooks.
+    public var webhookStats: WebhookStats? { nil }
 }
 
 extension RelayAPI: APIBackend {

@@ -77,9 +77,9 @@ final class EventStreams: @unchecked Sendable {
 
         func shows(_ e: RelayEvent) -> Bool {
             switch self {
-            case .all: e.recipient == 0
-            case .room(let room): e.recipient == 0 && e.room == room
-            case .recipient(let id): e.recipient == id
+            case .all: e.recipient == 0 && !e.operatorOnly
+            case .room(let room): e.recipient == 0 && !e.operatorOnly && e.room == room
+            case .recipient(let id): e.recipient == id && !e.operatorOnly
             }
         }
 

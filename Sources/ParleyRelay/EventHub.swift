@@ -11,6 +11,9 @@ public final class EventHub: @unchecked Sendable {
     private var nextSequence: UInt64 = 0
     /// Events kept.
     public let capacity: Int
+    /// Also handed every batch published, on the publishing thread before the readers are woken (the webhooks'
+    /// dispatcher: it must take them at once and never wait). Set before any worker starts.
+    nonisolated(unsafe) public var observer: (@Sendable ([RelayEvent]) -> Void)?
 
     /// A hub keeping `capacity` events.
     public init(capacity: Int = 4096) { self.capacity = max(1, capacity) }
@@ -18,6 +21,7 @@ public final class EventHub: @unchecked Sendable {
     /// Appends events and wakes the waiting readers.
     public func publish(_ events: [RelayEvent]) {
         guard !events.isEmpty else { return }
+        observer?(events)
         condition.lock()
         for e in events {
             if ring.count == capacity { ring.removeFirst() }

@@ -27,11 +27,14 @@ public final class RelayAPI: Sendable {
     public let recordings: RecordingCatalog?
     /// Where texts are kept (nil: nowhere).
     public let messages: TextStore?
+    /// The webhooks' counters (nil: no dispatcher).
+    public let webhookStats: WebhookStats?
 
     init(slots: [SnapshotSlot], inboxes: [WorkerInbox], shared: RelayShared, events: EventHub, recordings: RecordingCatalog? = nil,
          messages: TextStore? = nil, commandTimeout: Double = 2,
          media: MediaAddresses = MediaAddresses(bound: PeerAddress(ipv4: 127, 0, 0, 1, port: 0)), tcpPort: UInt16? = nil,
-         iceTCP: ICETCPRoutes = ICETCPRoutes()) {
+         iceTCP: ICETCPRoutes = ICETCPRoutes(), webhookStats: WebhookStats? = nil) {
+        self.webhookStats = webhookStats
         self.tcpPort = tcpPort
         self.iceTCP = iceTCP
         self.recordings = recordings

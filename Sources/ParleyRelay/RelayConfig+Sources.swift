@@ -19,6 +19,11 @@ extension RelayConfig {
                 apiKeys = try Self.apiKeys(value, from: "api_keys")
                 continue
             }
+            if key == "webhooks", let list = value as? [Any] {  // the array as JSON, parsed by `setWebhook`
+                let data = (try? JSONSerialization.data(withJSONObject: list)) ?? Data()
+                try set(key, String(decoding: data, as: UTF8.self))
+                continue
+            }
             let text: String
             if let s = value as? String {
                 text = s

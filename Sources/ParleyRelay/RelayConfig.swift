@@ -91,6 +91,8 @@ public struct RelayConfig: Sendable {
     /// `dev`: run with the public dev credentials although `udp` or `http` is not on loopback (`--dev`). Without it
     /// such a relay refuses to start (`checkCredentials()`).
     public var dev = false
+    /// `webhooks`, `webhook` + `webhook_secret`, `webhook_retry_s`, `webhook_timeout_s`, `webhook_outbox_max`.
+    public var webhooks = WebhookSettings()
 
     /// `api_key` and `api_secret` as given (file, environment or flags), applied together by `checkCredentials()`.
     private var givenKey: String?
@@ -121,7 +123,7 @@ public struct RelayConfig: Sendable {
                               "cluster", "cluster_tls_ca", "node_id", "attachment_max_bytes", "attachment_quota_bytes", "attachment_quota_files",
                               "attachment_uploads_per_minute", "attachment_upload_bytes_per_minute", "attachment_expiry_days",
                               "attachment_reserve_bytes", "turn_urls", "turn_secret", "turn_secret_file", "turn_ttl_s",
-                              "dev"]
+                              "dev"] + webhookKeys
 
     /// Applies one key's value; throws a message naming the key on a bad value.
     public mutating func set(_ key: String, _ value: String) throws(ConfigError) {
@@ -294,6 +296,7 @@ public struct RelayConfig: Sendable {
             let choices = ["true": true, "1": true, "false": false, "0": false]
             guard let allowed = choices[value] else { throw ConfigError("allow_cleartext must be true or false, got \"\(value)\"") }
             core.allowCleartext = allowed
+        case _ where Self.webhookKeys.contains(key): try setWebhook(key, value)
         default: throw ConfigError("unknown setting \"\(key)\" (known: \((Self.keys + ["api_keys"]).joined(separator: ", ")))")
         }
     }
@@ -332,6 +335,7 @@ public struct RelayConfig: Sendable {
         }
         try checkDevCredentials()
         try checkTURN()
+        try checkWebhooks()
     }
 
     /// TURN URLs need the secret their credentials come from, and a secret needs a TURN URL to be of use: either

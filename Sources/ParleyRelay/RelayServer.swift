@@ -31,6 +31,9 @@ public final class RelayServer {
     /// without a state directory, or the database could not be opened: then texts to identities away fail as they did
     /// before).
     public let messageStore: TextStore?
+    /// Sends events to the webhook receivers (`update(endpoints:)` on a reload); nil when its outbox cannot open and
+    /// no receiver is configured.
+    public let webhooks: WebhookDispatcher?
 
     /// Binds every socket; throws with a one-line message when a port is taken. Tokens whose `relay_key` names
     /// another key than `identity`'s public key are refused.
@@ -100,6 +103,18 @@ public final class RelayServer {
         var built: [Worker] = []
         let events = EventHub()
         do {
+            let hooks = try WebhookDispatcher(endpoints: config.webhooks.endpoints, path: stateDirectory.map { $0 + "/webhooks.db" } ?? ":memory:",
+                                              retryWindowSeconds: config.webhooks.retrySeconds, capacity: config.webhooks.outboxMax,
+                                              timeoutMilliseconds: config.webhooks.timeoutSeconds * 1_000,
+                                              node: config.cluster == nil ? nil : nodeID, log: log)
+            events.observer = { hooks.submit($0) }
+            webhooks = hooks
+        } catch {
+            guard config.webhooks.endpoints.isEmpty else { throw error }
+            log.write(.warning, "\(error): a reload cannot add webhook receivers")
+            webhooks = nil
+        }
+        do {
             for (k, socket) in sockets.enumerated() {
                 built.append(try Worker(index: k, socket: socket, publicSocket: sockets[0], shared: shared, log: log, events: events))
             }
@@ -125,6 +140,7 @@ public final class RelayServer {
             throw ConfigError("cannot start the recorder: \(error)")
         }
         for w in built { w.recorder = recorder; w.messageStore = store }
+        if let webhooks { recorder?.finished = { webhooks.submit($0) } }
         if let catalog = recorder?.catalog {
             for name in catalog.finishInterrupted(unixMilliseconds: Int64(Clock.unixMilliseconds())) {
                 log.write(.warning, "recording \(name) was not closed by the relay that made it (killed?): closed now, its files play to their last complete page")
@@ -144,11 +160,17 @@ public final class RelayServer {
         }
         api = RelayAPI(slots: built.map(\.published), inboxes: built.map(\.inbox), shared: shared, events: events,
                        recordings: recorder?.catalog, messages: store, media: media, tcpPort: bridge == nil ? nil : ports[0],
-                       iceTCP: bridge?.routes ?? ICETCPRoutes())
+                       iceTCP: bridge?.routes ?? ICETCPRoutes(), webhookStats: webhooks?.stats)
     }
 
     /// The relay's public key as tokens and the API name it: base64url without padding (43 characters); nil without one.
     public var relayKey: String? { identity.map { Base64URL.encode($0.publicKey) } }
+
+    /// Whether webhook deliveries wait or are under way.
+    var webhooksPending: Bool {
+        guard let stats = webhooks?.stats else { return false }
+        return stats.waiting.load(ordering: .relaxed) > 0 || stats.inFlight.load(ordering: .relaxed) > 0
+    }
 
     /// Replaces every worker's core settings (a reload); returns how many workers took them in time.
     public func reconfigure(core: RelayCoreConfig) -> Int {
@@ -160,15 +182,24 @@ public final class RelayServer {
     ///
     /// SIGTERM (a service manager's stop) drains first: from its first moment joins, calls and new endpoints are
     /// refused and `/readyz` fails; in a cluster the members move to other nodes. Then every member left is told, the
-    /// recordings are closed, and while `pending()` (events not yet delivered) the relay waits, at most
-    /// `stopGraceSeconds` from the signal. SIGINT, or a second signal, skips the waiting.
-    public func run(stopGraceSeconds: Int = 0, pending: () -> Bool = { false }, reload: () -> Void = {},
-                    onReady: () -> Void) -> Int32 {
+    /// recordings are closed, and while webhook events wait to be delivered the relay waits, at most
+    /// `stopGraceSeconds` from the signal (what is still waiting then is delivered after the next start). SIGINT, or a
+    /// second signal, skips the waiting.
+    public func run(stopGraceSeconds: Int = 0, reload: () -> Void = {}, onReady: () -> Void) -> Int32 {
         ProcessSignals.block()  // inherited by every worker thread; only the waits below see them
 
         var threads: [OSThread] = []
         var recorderThread: OSThread?
         var storeThread: OSThread?
+        var webhookThread: OSThread?
+        if let webhooks {
+            do {
+                webhookThread = try OSThread(name: "parley-webhooks") { webhooks.run() }
+            } catch {
+                log.write(.error, "cannot start the webhooks: \(error)")
+                return 1
+            }
+        }
         if let messageStore {
             let api = self.api
             messageStore.post = { command in api.post(command) }
@@ -234,12 +265,14 @@ public final class RelayServer {
         messageStore?.stop()
         storeThread?.join()
         // What is left to deliver waits for the grace period, unless another signal says not to.
-        while patient && pending() && Clock.monotonicNanoseconds() < deadline {
+        while patient && webhooksPending && Clock.monotonicNanoseconds() < deadline {
             if let again = ProcessSignals.wait(milliseconds: 50), again != .hangUp {
                 log.write(.info, "received \(again.rawValue) while delivering events: stopping now")
                 patient = false
             }
         }
+        webhooks?.stop()  // after the workers and the recorder: their last events are stored for the next start
+        webhookThread?.join()
         api.events.wakeAll()
         log.write(.info, "stopped")
         return 0

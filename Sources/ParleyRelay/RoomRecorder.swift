@@ -1,4 +1,5 @@
 import Foundation
+import ParleyAuth
 import ParleyNet
 import ParleyRecording
 import ParleyRelayCore
@@ -24,6 +25,9 @@ public final class RoomRecorder: @unchecked Sendable {
     /// Records dropped because the recorder fell behind (a worker's inbound buffer was full).
     public let droppedRecords = Atomic<UInt64>(0)
     private var open: [UInt64: OpenRecording] = [:]
+    /// Told each recording that ends, with its files (`recording.finished`, to the webhooks); set before the thread
+    /// starts.
+    nonisolated(unsafe) public var finished: (@Sendable (WebhookEvent) -> Void)?
     private var scratch: [UInt8] = []
     /// How often pages are flushed to the files (what a kill can lose at most, besides the reorder window).
     static let flushInterval = Interval.seconds(1)
@@ -121,6 +125,16 @@ public final class RoomRecorder: @unchecked Sendable {
         recording.writeManifest(log: log)
         open[recording.id] = nil
         log.write(.info, "recording \(recording.name) of room \(recording.room) written (\(recording.files.count) files): \(reason)")
+        if let finished {
+            let files: [[String: Any]] = recording.files.map { f in
+                var e: [String: Any] = ["file": f.fileName, "kind": f.kind, "duration_ms": f.durationMilliseconds, "bytes": f.bytesWritten]
+                if f.kind == "track" { e["identity"] = f.identity; e["name"] = f.name }
+                if let failure = f.failure { e["error"] = failure }
+                return e
+            }
+            finished(WebhookEvent.recordingFinished(id: WebhookEvent.newID(Crypto.randomBytes(16)), name: recording.name, room: recording.room,
+                                                    reason: reason, unixMilliseconds: unixMilliseconds, files: files))
+        }
         if recording.mixdown, recording.mix == nil, !recording.tracks.isEmpty { startMixdown(recording) }
     }
 

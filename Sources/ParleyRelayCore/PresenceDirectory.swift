@@ -161,6 +161,7 @@ final class PresenceDirectory {
             case .hold:
                 history.append(.directText(from: p.identity, to: identity, text: text, at: now.unixMilliseconds, delivered: false, held: true,
                                            senderConnection: p.session?.connectionID ?? 0, senderMessageID: messageID, attachments: attachments))
+                held(from: p.identity, to: identity, attachments: attachments, now: now)
                 return
             case .request: request = true
             case .deliver: break
@@ -179,6 +180,15 @@ final class PresenceDirectory {
         history.append(.directText(from: p.identity, to: identity, text: text, at: now.unixMilliseconds, delivered: delivered, held: false,
                                    senderConnection: p.session?.connectionID ?? 0, senderMessageID: messageID, attachments: attachments))
         if delivered { status(p, messageID, delivered: true, "") }  // else the store says `stored`
+        if !delivered { held(from: p.identity, to: identity, attachments: attachments, now: now) }
+    }
+
+    /// Tells the webhooks (an operator event, on no stream) that a direct text waits in the store for `identity`.
+    private func held(from sender: String, to identity: String, attachments: [String], now: Moment) {
+        var event = RelayEvent(kind: .textHeld, room: "", identity: sender, detail: identity, unixMilliseconds: now.unixMilliseconds,
+                               attachments: attachments)
+        event.operatorOnly = true
+        notify(event)
     }
 
     /// A direct text to `recipients` (a Parley client gets `text`, a page a `direct_text` event), its attachment ids

@@ -29,6 +29,11 @@ public struct RelayEvent: Sendable, Equatable {
         case callStatus = "call_status"
         /// A direct text to the page: from `identity`, the text in `detail`, its images in `attachments`.
         case directText = "direct_text"
+
+        // Operator events (`operatorOnly`): on no event stream, only to the relay's webhooks.
+        /// A direct text was kept for `detail`, who is away (or has not accepted the sender's chat yet): `identity`
+        /// sent it, `attachments` its images. The text itself is not in the event.
+        case textHeld = "text_held"
     }
 
     /// What a private call event says.
@@ -67,6 +72,14 @@ public struct RelayEvent: Sendable, Equatable {
     public var call: CallNotice?
     /// With `text` and `directText`: the image ids the text carries (`TextAttachments`), as its sender gave them.
     public var attachments: [String] = []
+    /// With `callStarted`, `callAnswered` and `callEnded`: the call as the router logged it (its callee, its end's
+    /// reason as a value), for the webhooks.
+    public var callEvent: CallEvent?
+    /// True for an event no event stream shows (not even the backend's `/v1/events`): only the webhooks get it.
+    public var operatorOnly = false
+    /// With `memberJoined` and `memberLeft` in a cluster: the member is another node's (a cascaded room's), whose own
+    /// node sends the webhooks for it.
+    public var otherNode = false
 
     /// An event.
     public init(kind: Kind, room: String, identity: String = "", detail: String = "", unixMilliseconds: Int64,
@@ -92,6 +105,7 @@ public struct RelayEvent: Sendable, Equatable {
         if let reason = call.endReason { detail += "; \(reason.rawValue)" }
         if !call.detail.isEmpty { detail += "; \(call.detail)" }
         self.init(kind: kind, room: call.room, identity: call.caller, detail: detail, unixMilliseconds: call.unixMilliseconds)
+        self.callEvent = call
     }
 }
 

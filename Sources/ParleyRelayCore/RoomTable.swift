@@ -177,8 +177,10 @@ final class RoomTable: TimedWork {
         if room.roster.joined(member.entry, roomSize: room.members.count, config: config, now: now.monotonic) == .now {
             broadcast(.memberEvent(kind: .joined, member: member.entry, reason: ""), in: room, except: member, now: now)
         }
-        events.append(RelayEvent(kind: .memberJoined, room: room.name, identity: member.identity, detail: member.name,
-                                 unixMilliseconds: now.unixMilliseconds))
+        var joined = RelayEvent(kind: .memberJoined, room: room.name, identity: member.identity, detail: member.name,
+                                unixMilliseconds: now.unixMilliseconds)
+        joined.otherNode = !member.isLocal
+        events.append(joined)
     }
 
     /// Sends the room its batched membership update when due; logs an `audience` event when the count moved.
@@ -208,8 +210,10 @@ final class RoomTable: TimedWork {
             if room.roster.left(member.entry, reason: reason, roomSize: room.members.count, config: config, now: now.monotonic) == .now {
                 broadcast(.memberEvent(kind: .left, member: member.entry, reason: reason), in: room, now: now)
             }
-            events.append(RelayEvent(kind: .memberLeft, room: room.name, identity: member.identity, detail: reason,
-                                     unixMilliseconds: now.unixMilliseconds))
+            var left = RelayEvent(kind: .memberLeft, room: room.name, identity: member.identity, detail: reason,
+                                  unixMilliseconds: now.unixMilliseconds)
+            left.otherNode = !member.isLocal
+            events.append(left)
         }
         room.mix?.remove(member)
         if room.members.isEmpty {

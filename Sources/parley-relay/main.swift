@@ -13,8 +13,8 @@ let usage = """
 usage: parley-relay [drain] [--config FILE.json] [--udp HOST:PORT] [--http HOST:PORT] [--announce IP[,IP…]] [--workers N]
                     [--api-key K --api-secret S] [--http-tls-cert FILE --http-tls-key FILE] [--state-dir DIR]
                     [--web-root DIR] [--cluster redis[s]://[[USER]:PASSWORD@]HOST:PORT [--cluster-tls-ca FILE] [--node-id ID]]
-                    [--turn URL[,URL…] --turn-secret-file FILE] [--log-level debug|info|warning|error]
-                    [--log-format text|json]
+                    [--turn URL[,URL…] --turn-secret-file FILE] [--webhook URL --webhook-secret whsec_… …]
+                    [--log-level debug|info|warning|error] [--log-format text|json]
                     [--allow-cleartext] [--dev] [--version]
 
 With no arguments the relay runs with dev defaults: UDP 127.0.0.1:7400, HTTP API and /metrics on
@@ -39,6 +39,11 @@ turn:HOST[:PORT][?transport=udp|tcp], turns:…), at GET /v1/ice-servers and in 
 TURN ones with credentials that last turn_ttl_s (default 3600 s), signed with the secret the TURN server shares
 (coturn's use-auth-secret and static-auth-secret): read it from --turn-secret-file FILE or PARLEY_TURN_SECRET
 (--turn-secret S shows in ps).
+--webhook URL --webhook-secret whsec_… (repeated for several receivers; webhooks in the config file) POSTs
+room.started, room.finished, member.joined, member.left, recording.finished, call.ringing, call.answered,
+call.missed and text.held to URL, signed as Standard Webhooks are (webhook-id, webhook-timestamp,
+webhook-signature). Each event is stored in the state directory's webhooks.db first and retried with backoff for
+webhook_retry_s (default 86400 s), with the same id. docs/webhooks.md says more.
 `parley-relay drain` (with the running node's settings) asks that node to drain before a restart: it takes no new
 joins and its members move to other nodes of the cluster.
 --log-format json writes one JSON object per line (time, level, msg, node, and room, identity, member where a line is
@@ -66,6 +71,8 @@ let draining = arguments.first == "drain"
 if draining { arguments.removeFirst() }
 var flags: [(String, String)] = []
 var configFile: String?
+/// --webhook URL --webhook-secret S pairs, in order: one `webhooks` value once every flag is read.
+var webhookFlags: [[String: String]] = []
 while !arguments.isEmpty {
     let flag = arguments.removeFirst()
     if flag == "-h" || flag == "--help" {
@@ -84,6 +91,16 @@ while !arguments.isEmpty {
         flags.append(("dev", "true"))
         continue
     }
+    if flag == "--webhook" || flag == "--webhook-secret" {
+        guard let value = arguments.first, !value.hasPrefix("--") else { fail("\(flag) needs a value") }
+        arguments.removeFirst()
+        if flag == "--webhook" { webhookFlags.append(["url": value]); continue }
+        guard !webhookFlags.isEmpty, webhookFlags[webhookFlags.count - 1]["secret"] == nil else {
+            fail("--webhook-secret must follow its --webhook URL")
+        }
+        webhookFlags[webhookFlags.count - 1]["secret"] = value
+        continue
+    }
     let known = ["--config", "--udp", "--http", "--announce", "--workers", "--api-key", "--api-secret", "--log-level",
                  "--log-format", "--state-dir",
                  "--http-tls-cert", "--http-tls-key", "--web-root", "--cluster", "--cluster-tls-ca", "--node-id",
@@ -94,6 +111,11 @@ while !arguments.isEmpty {
     // Each flag sets the key of its name (--web-root: web_root), but --turn sets turn_urls.
     let key = flag == "--turn" ? "turn_urls" : String(flag.dropFirst(2)).replacingOccurrences(of: "-", with: "_")
     if flag == "--config" { configFile = value } else { flags.append((key, value)) }
+}
+if let url = webhookFlags.first(where: { $0["secret"] == nil })?["url"] { fail("--webhook \(url) has no --webhook-secret whsec_…") }
+if !webhookFlags.isEmpty {
+    let list = (try? JSONSerialization.data(withJSONObject: webhookFlags)) ?? Data("[]".utf8)
+    flags.append(("webhooks", String(decoding: list, as: UTF8.self)))
 }
 
 let config: RelayConfig
@@ -190,6 +212,7 @@ httpPort.store(Int(http.port), ordering: .relaxed)
 cluster?.start()
 let reloader = ConfigReload(file: configFile, flags: flags, config: config, tls: httpTLS, server: server, http: http,
                             log: log, router: router)
+reloader.onApplied.append { settings in server.webhooks?.update(endpoints: settings.webhooks.endpoints) }
 
 let status = server.run(stopGraceSeconds: config.stopGraceSeconds, reload: reloader.reload) {
     // The address clients are told (announced, bound, or an interface's), not a wildcard.

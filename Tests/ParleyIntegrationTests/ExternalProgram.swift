@@ -13,6 +13,8 @@ struct ExternalProgram: Sendable, CustomStringConvertible {
     let package: String
 
     static let curl = ExternalProgram(path: "/usr/bin/curl", package: "curl")
+    /// Debian's Python: the webhook receiver of the webhook tests (`Tests/Interop/webhook_receiver.py`, stdlib only).
+    static let python3 = ExternalProgram(path: "/usr/bin/python3", package: "python3")
     static let ffmpeg = ExternalProgram(path: "/usr/bin/ffmpeg", package: "ffmpeg")
     static let ffprobe = ExternalProgram(path: "/usr/bin/ffprobe", package: "ffmpeg")
     static let espeakNG = ExternalProgram(path: "/usr/bin/espeak-ng", package: "espeak-ng")
@@ -50,7 +52,7 @@ struct ExternalProgram: Sendable, CustomStringConvertible {
         .deletingLastPathComponent().path
 
     /// Every program the tests start.
-    static let all: [ExternalProgram] = [.curl, .ffmpeg, .ffprobe, .espeakNG, .openssl, .tcpdump, .gstLaunch, .tshark, .chromium, .interopPython,
+    static let all: [ExternalProgram] = [.curl, .python3, .ffmpeg, .ffprobe, .espeakNG, .openssl, .tcpdump, .gstLaunch, .tshark, .chromium, .interopPython,
                                          .redisServer, .redisCLI, .unshare, .ip, .nft, .turnserver, .turnutilsUclient,
                                          .prometheus, .systemdAnalyze]
 

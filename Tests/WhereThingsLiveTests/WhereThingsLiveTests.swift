@@ -25,7 +25,7 @@ struct WhereThingsLiveTests {
         "ParleyHistory": (["ParleyCluster", "ParleyWire"], ["CSQLite"]),
         "ParleyRelay": (["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto", "ParleyWebRTC", "ParleyCluster", "ParleyRecording",
                          "ParleyHistory"],
-                        ["Foundation", "Dispatch", "CZlib"]),
+                        ["Foundation", "Dispatch", "CZlib", "CCurl"]),
         "ParleyHTTP": (["ParleyRelay", "ParleyHistory", "ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto", "ParleyWebRTC", "ParleyCluster"],
                        ["CMicroHTTPD", "Foundation"]),
         "parley-relay": (["ParleyRelay", "ParleyHTTP", "ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire"], nil),
@@ -52,6 +52,7 @@ struct WhereThingsLiveTests {
         "COpusEnc": ["libopusenc"],
         "CSQLite": ["SQLite"],
         "CZlib": ["zlib"],
+        "CCurl": ["libcurl"],
         "Foundation": ["Foundation"],
         "Dispatch": ["Dispatch"],
     ]
