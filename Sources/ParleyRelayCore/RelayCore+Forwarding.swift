@@ -99,7 +99,7 @@ extension RelayCore {
             // every node with listeners, from the speakers forwarded there.)
             if room.mixesHere {
                 mix.insert(packet, from: member, arrival: now.monotonic, retransmission: repaired)
-                _ = mix.forwardLoneSpeaker(primary?.view ?? packet, from: member, room: room, cascaded: room.cascade != nil, now: now.monotonic) { bytes, listener in
+                _ = mix.forwardLoneSpeaker(primary?.view ?? packet, redundant: primary == nil ? nil : packet, from: member, room: room, cascaded: room.cascade != nil, now: now.monotonic) { bytes, listener in
                     sendMix(bytes, to: listener, now: now)
                 }
             } else {

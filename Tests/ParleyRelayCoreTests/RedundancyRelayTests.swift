@@ -81,4 +81,34 @@ struct RedundancyRelayTests {
         net.advance(milliseconds: 20)
         #expect(Self.received(bob, from: alice).count == 1)
     }
+
+    @Test("a mix room's lone speaker reaches listeners that all took RED as RED, else as its primary", arguments: [true, false])
+    func loneSpeaker(everyoneTakesRED: Bool) throws {
+        let net = FakeNetwork()
+        func join(_ name: String, red: Bool) -> FakeClient {
+            net.addClient(name, room: "mixroom", token: net.token(name, room: "mixroom", mode: "mix"), redundancy: red)
+        }
+        let alice = join("alice", red: true), bob = join("bob", red: true), carol = join("carol", red: everyoneTakesRED)
+        net.joinAll()
+        let mix = try #require(net.core.rooms["mixroom"]?.mix)
+        for _ in 0..<10 {
+            alice.pendingMedia.append(Self.redPacket(alice))
+            net.advance(milliseconds: 20)
+        }
+        #expect(mix.loneForwarded > 0)
+        for listener in [bob, carol] {
+            let got: [(UInt8, [UInt8])] = listener.received.compactMap { bytes in
+                bytes.withUnsafeBytes { b in
+                    guard let p = try? RTPPacketView(parsing: b), p.ssrc == mix.ssrc else { return nil }
+                    return (p.payloadType, Array(p.payload))
+                }
+            }
+            #expect(got.count == mix.loneForwarded)
+            if everyoneTakesRED {
+                #expect(got.allSatisfy { $0.0 == RedundantAudio.defaultPayloadType && $0.1.suffix(Self.primary.count) == Self.primary[...] })
+            } else {
+                #expect(got.allSatisfy { $0.0 == 111 && $0.1 == Self.primary })
+            }
+        }
+    }
 }
