@@ -57,7 +57,7 @@ extension ClientEngine {
         case .waitingToRejoin(let until):
             guard now >= until else { return [] }
             session = ClientSession(server: server, token: token(), room: configuration.room, muted: muted, speakersFromMedia: true,
-                                    security: sessionSecurity, now: now, unixMilliseconds: unixMilliseconds, random: &random)
+                                    redundancy: configuration.redundancy, security: sessionSecurity, now: now, unixMilliseconds: unixMilliseconds, random: &random)
             crypto = nil
             roundTrip = Self.initialRoundTrip
             mediaRoundTrip = nil
@@ -95,6 +95,7 @@ extension ClientEngine {
                 redirects = 0
                 alternates = w.alternates.compactMap(Self.pointer(in:))
                 sender?.ssrc = w.ssrc
+                sender?.redundancyLimit = w.flags.contains(.redundancy) ? RedundancyPolicy.maximumDistance : 0
                 cname = Self.randomCNAME(using: &random)
                 sentHistory?.clear()
                 crypto = try? session.makeMediaCrypto()
@@ -116,7 +117,11 @@ extension ClientEngine {
                 if joinRoundTrips.count < JitterPrior.probes {
                     // The first pongs of a session answer the pings sent at the welcome: where streams start.
                     joinRoundTrips.append(rtt)
-                    receiver.startupPrior = JitterPrior.delay(roundTrips: joinRoundTrips)
+                    let red = session.welcome?.flags.contains(.redundancy) == true
+                    receiver.startupPrior = JitterPrior.delay(roundTrips: joinRoundTrips,
+                                                              redundancy: red ? RedundancyPolicy.maximumDistance : 0)
+                    let lossy = JitterPrior.spread(roundTrips: joinRoundTrips).map { $0.spread >= JitterPrior.repairThreshold }
+                    sender?.pathLooksLossy = lossy ?? false
                 }
             case .refused(.roomElsewhere, let reason) where Self.pointer(in: reason).map({ lost($0.address, now: now) }) == true:
                 // The directory still names the node we just lost (its record lives a few seconds): ask this node

@@ -38,6 +38,9 @@ public final class ClientEngine {
         public var complexity: Int32 = 10
         /// Send nothing in silence (Opus DTX).
         public var dtx = true
+        /// Ask the relay for RFC 2198 redundancy at join; where it agrees, a lossy path's packets carry earlier frames
+        /// (`SendPipeline.redundantFrames`) and the jitter buffers start without room for a NACK's round trip.
+        public var redundancy = true
         /// Each received stream's jitter buffer (the client starts with no minimum delay).
         public var jitter: JitterBufferConfig = {
             var c = JitterBufferConfig()
@@ -229,7 +232,7 @@ public final class ClientEngine {
         sentHistory = configuration.listenOnly ? nil : SentPacketHistory()
         receiver = ReceiveMixer(jitterConfig: configuration.jitter)
         session = ClientSession(server: server, token: token(), room: configuration.room, muted: configuration.muted,
-                                speakersFromMedia: true, security: configuration.security, now: now, unixMilliseconds: unixMilliseconds,
+                                speakersFromMedia: true, redundancy: configuration.redundancy, security: configuration.security, now: now, unixMilliseconds: unixMilliseconds,
                                 random: &random)
         self.random = random
         _ = session.tick(now: now)

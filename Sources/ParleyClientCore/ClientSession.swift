@@ -93,20 +93,21 @@ public final class ClientSession {
     /// `speakersFromMedia` the member tells the relay it works out who speaks from the streams it receives
     /// (`SpeakingTracker`), so a forward room sends it no `speakers` messages.
     public init(server: PeerAddress, token: String, room: String, muted: Bool = false, speakersFromMedia: Bool = false,
-                security: SignallingSession.Security = .encrypted(relayKey: nil), now: Instant,
+                redundancy: Bool = false, security: SignallingSession.Security = .encrypted(relayKey: nil), now: Instant,
                 unixMilliseconds: @escaping () -> Int64, random: inout some RandomNumberGenerator) {
         signalling = SignallingSession(server: server, token: token,
-                                       request: .join(room: room, muted: muted, speakersFromMedia: speakersFromMedia),
+                                       request: .join(room: room, muted: muted, speakersFromMedia: speakersFromMedia,
+                                                      redundancy: redundancy),
                                        security: security, now: now, unixMilliseconds: unixMilliseconds, random: &random)
     }
 
     /// A session as above with its nonce from the system's generator.
     public convenience init(server: PeerAddress, token: String, room: String, muted: Bool = false, speakersFromMedia: Bool = false,
-                            security: SignallingSession.Security = .encrypted(relayKey: nil), now: Instant,
-                            unixMilliseconds: @escaping () -> Int64) {
+                            redundancy: Bool = false, security: SignallingSession.Security = .encrypted(relayKey: nil),
+                            now: Instant, unixMilliseconds: @escaping () -> Int64) {
         var random = SystemRandomNumberGenerator()
-        self.init(server: server, token: token, room: room, muted: muted, speakersFromMedia: speakersFromMedia, security: security,
-                  now: now, unixMilliseconds: unixMilliseconds, random: &random)
+        self.init(server: server, token: token, room: room, muted: muted, speakersFromMedia: speakersFromMedia,
+                  redundancy: redundancy, security: security, now: now, unixMilliseconds: unixMilliseconds, random: &random)
     }
 
     /// The member's SRTP once welcomed through the encrypted protocol (nil: cleartext, or not welcomed yet).

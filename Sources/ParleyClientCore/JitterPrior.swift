@@ -34,10 +34,15 @@ public enum JitterPrior {
         return (usable[usable.count - 2] - usable[0], usable[0])
     }
 
-    /// The prior for these round trips: their `spread`, plus the fastest round trip and a frame when the spread
-    /// reaches `repairThreshold`, at most `maximum`; nil without enough round trips.
-    public static func delay(roundTrips: [Interval]) -> Interval? {
+    /// The prior for these round trips: their `spread`, plus room for a repair when the spread reaches
+    /// `repairThreshold` (at most `maximum`); nil without enough round trips. The repair is a NACK's (the fastest
+    /// round trip and a frame) unless the streams carry RFC 2198 redundancy (`redundancy` frames back, the relay
+    /// agreed at join): then a lost frame comes with the packets `redundancy` frames later, and the room left is
+    /// those frames, with no round trip.
+    public static func delay(roundTrips: [Interval], redundancy: Int = 0) -> Interval? {
         guard let (spread, fastest) = spread(roundTrips: roundTrips) else { return nil }
-        return min(spread >= repairThreshold ? spread + fastest + .milliseconds(20) : spread, maximum)
+        guard spread >= repairThreshold else { return min(spread, maximum) }
+        let repair: Interval = redundancy > 0 ? .milliseconds(20 * Int64(redundancy)) : fastest + .milliseconds(20)
+        return min(spread + repair, maximum)
     }
 }

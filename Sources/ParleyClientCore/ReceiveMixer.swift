@@ -63,6 +63,10 @@ public final class ReceiveMixer {
         guard let stream else { return }
         stream.lastPacket = now
         _ = stream.statistics.record(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp, arrivalTimeNanoseconds: now.nanoseconds)
+        // A RED packet's copies count as arrived before its primary: the gaps they fill are never asked for.
+        _ = RedundantFrames.unpack(packet, redPayloadType: stream.audio.redPayloadType, frameSamples: stream.audio.frameSamples) {
+            seq, _, _ in _ = stream.nacks.received(seq, now: now)
+        }
         // A packet we NACKed arrives at least a round trip after its neighbours: kept out of the jitter buffer's
         // delay estimate as an arrival (the buffer counted its gap as a repair when it saw it; see `nacksDue`).
         let repaired = stream.nacks.received(packet.sequenceNumber, now: now)

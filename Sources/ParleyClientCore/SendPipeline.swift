@@ -33,10 +33,30 @@ public final class SendPipeline {
     /// Adapts in-band FEC to what the relay reports about this stream (RTCP receiver report block: fraction lost
     /// /256, interarrival jitter in 48 kHz units); see `LossAdaptiveFEC` for the policy.
     public func reportedLoss(fraction: UInt8, jitter: UInt32 = 0) {
+        lossReported = true
         guard fec.report(fractionLost: fraction, jitter: jitter) else { return }
         if (try? encoder.setExpectedPacketLoss(percent: fec.expectedLossPercent)) != nil { expectedLossPercent = fec.expectedLossPercent }
     }
     private var fec = LossAdaptiveFEC()
+
+    /// How many earlier frames a packet may carry as RFC 2198 redundancy (`RedundantAudio`): 0 unless the relay's
+    /// welcome said it carries RED (`MemberFlags.redundancy`), then `RedundancyPolicy.distance`.
+    public var redundancyLimit = 0
+    /// The path looked lossy at join (its pings' spread, `JitterPrior`): redundancy from the first frame, until the
+    /// relay's first report about our stream says otherwise.
+    public var pathLooksLossy = false
+    private var lossReported = false
+    /// Redundant frames each packet carries now: `redundancyLimit` while the path shows loss or jitter (the reports
+    /// that size in-band FEC, `LossAdaptiveFEC`; before any, `pathLooksLossy`), else none. Never with `endToEnd`
+    /// (a call's frames are sealed one by one, and its listeners open one frame per packet).
+    public var redundantFrames: Int {
+        guard redundancyLimit > 0, endToEnd == nil else { return 0 }
+        return (lossReported ? fec.expectedLossPercent > 0 : pathLooksLossy) ? redundancyLimit : 0
+    }
+    /// The last frames sent (newest last), kept for redundancy.
+    private var recent: RecentFrames
+    /// The RTP payload type of RED packets (Chrome's `red/48000/2` uses 63 as well).
+    public let redPayloadType = RedundantAudio.defaultPayloadType
 
     /// RTP packets and payload octets sent so far (a sender report's counts, RFC 3550 §6.4.1).
     public private(set) var packetsSent: UInt32 = 0, octetsSent: UInt32 = 0
@@ -71,11 +91,13 @@ public final class SendPipeline {
         self.ssrc = ssrc
         self.payloadType = payloadType
         self.levelExtensionID = levelExtensionID
+        recent = RecentFrames(count: RedundancyPolicy.maximumDistance)
     }
 
     deinit {
         packet.deallocate()
         opusFrame.deallocate()
+        recent.deallocate()
     }
 
     /// Encodes one 20 ms frame; returns the RTP packet to send (valid until the next call), or nil during DTX.
@@ -87,8 +109,11 @@ public final class SendPipeline {
             return nil
         }
         let body = UnsafeMutableRawBufferPointer(rebasing: packet[Self.headerSize...])
-        // With end-to-end encryption Opus writes beside the packet and the sealed frame lands in the payload.
-        let target = endToEnd == nil ? body : UnsafeMutableRawBufferPointer(rebasing: opusFrame[0..<(body.count - FrameCipher.overhead)])
+        let redundancy = redundantFrames
+        // With end-to-end encryption Opus writes beside the packet and the sealed frame lands in the payload; with
+        // redundancy too, and the RED payload is built from it and the frames before.
+        let target = endToEnd == nil && redundancy == 0 ? body
+            : UnsafeMutableRawBufferPointer(rebasing: opusFrame[0..<(body.count - FrameCipher.overhead)])
         guard let n = try? encoder.encode(frame, frameSize: Self.frameSamples, into: target) else { return nil }
         framesEncoded += 1
         if n <= 2 {
@@ -99,14 +124,44 @@ public final class SendPipeline {
                 return nil
             }
             talking = false
-            guard let payload = seal(opusBytes: n, from: target, into: body) else { return nil }
-            return header(payloadBytes: payload, marker: false, level: 127, voice: false)
+            guard let (payload, type) = assemble(opusBytes: n, from: target, into: body, redundancy: redundancy) else { return nil }
+            return header(payloadBytes: payload, payloadType: type, marker: false, level: 127, voice: false)
         }
         let marker = !talking
         talking = true
-        guard let payload = seal(opusBytes: n, from: target, into: body) else { return nil }
-        return header(payloadBytes: payload, marker: marker, level: level, voice: voice)
+        guard let (payload, type) = assemble(opusBytes: n, from: target, into: body, redundancy: redundancy) else { return nil }
+        return header(payloadBytes: payload, payloadType: type, marker: marker, level: level, voice: voice)
     }
+
+    /// The payload's length and type: sealed (`seal`), as RED with up to `redundancy` earlier frames (those sent just
+    /// before, with no gap: `RecentFrames`), or the Opus frame as encoded. The frame is kept for the next packets.
+    private func assemble(opusBytes n: Int, from target: UnsafeMutableRawBufferPointer, into body: UnsafeMutableRawBufferPointer,
+                          redundancy: Int) -> (Int, UInt8)? {
+        let frame = UnsafeRawBufferPointer(rebasing: target[0..<n])
+        defer { recent.append(frame, sequence: sequence, timestamp: timestamp) }
+        guard redundancy > 0 else { return seal(opusBytes: n, from: target, into: body).map { ($0, payloadType) } }
+        let copies = recent.usable(before: sequence, timestamp: timestamp, frameSamples: Self.frameSamples, limit: redundancy,
+                                   budget: RedundancyPolicy.redundantBytesBudget)
+        guard copies > 0 else {
+            body.copyMemory(from: frame)  // nothing to repeat (a talkspurt's first frame): plain Opus
+            return (n, payloadType)
+        }
+        do {
+            var writer = try RedundantAudioWriter(into: body, redundantBlocks: copies)
+            for k in stride(from: copies, through: 1, by: -1) {  // oldest first
+                try writer.appendRedundant(payloadType: payloadType, timestampOffset: UInt32(k * Self.frameSamples),
+                                           data: recent.frame(back: k))
+            }
+            let length = try writer.finish(primaryPayloadType: payloadType, data: frame)
+            redundantPackets += 1
+            return (length, redPayloadType)
+        } catch {
+            body.copyMemory(from: frame)
+            return (n, payloadType)
+        }
+    }
+    /// Packets sent as RED (with at least one redundant frame).
+    public private(set) var redundantPackets = 0
 
     /// The payload's length: the Opus frame as encoded, or sealed from `target` into `body` with `endToEnd`; nil when
     /// the cipher refuses (its counter is exhausted: nothing goes out in the clear instead).
@@ -116,7 +171,7 @@ public final class SendPipeline {
     }
 
     /// Writes the RTP header (V=2, X=1, one-byte extension block with the level) before `payloadBytes` of payload.
-    private func header(payloadBytes: Int, marker: Bool, level: UInt8, voice: Bool) -> UnsafeRawBufferPointer {
+    private func header(payloadBytes: Int, payloadType: UInt8, marker: Bool, level: UInt8, voice: Bool) -> UnsafeRawBufferPointer {
         RTPFixedHeader(marker: marker, payloadType: payloadType, sequenceNumber: sequence, timestamp: timestamp, ssrc: ssrc,
                        hasExtension: true).write(into: packet)
         var block = RTPExtensionWriter(into: packet, at: RTPFixedHeader.extensionOffset(csrcCount: 0))

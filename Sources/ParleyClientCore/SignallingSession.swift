@@ -23,7 +23,7 @@ public final class SignallingSession {
     public enum Request: Equatable, Sendable {
         /// A seat in `room`. With `speakersFromMedia` the member works out who speaks from the streams it
         /// receives, so a forward room sends it no `speakers` messages.
-        case join(room: String, muted: Bool, speakersFromMedia: Bool)
+        case join(room: String, muted: Bool, speakersFromMedia: Bool, redundancy: Bool = false)
         /// The token's identity online for calls and direct texts.
         case register
     }
@@ -134,9 +134,9 @@ public final class SignallingSession {
     /// The join or register as the relay reads it (cleartext: as it is; encrypted: inside the initiation).
     private var requestMessage: SignalMessage {
         switch request {
-        case .join(let room, let muted, let speakersFromMedia):
+        case .join(let room, let muted, let speakersFromMedia, let redundancy):
             .join(JoinRequest(token: token, room: room, cookie: security == .cleartext ? cookie : [], nonce: nonce, muted: muted,
-                              speakersFromMedia: speakersFromMedia))
+                              speakersFromMedia: speakersFromMedia, redundancy: redundancy))
         case .register:
             .register(RegisterRequest(token: token, cookie: security == .cleartext ? cookie : [], nonce: nonce))
         }

@@ -61,10 +61,19 @@ public final class AudioReceiveStream {
 
     deinit { sync.deallocate() }
 
-    /// Queues one RTP packet's payload (`retransmission`: see `JitterBuffer.insert`).
+    /// The payload type whose packets are RFC 2198 RED (`RedundantFrames`), or nil where RED was not negotiated.
+    public var redPayloadType: UInt8? = RedundantAudio.defaultPayloadType
+
+    /// Queues one RTP packet's payload (`retransmission`: see `JitterBuffer.insert`). A RED packet's usable copies go
+    /// in first, where they fill holes only (`JitterBuffer.insertRedundant`), then its primary; a malformed one is
+    /// dropped.
     public func insert(_ packet: RTPPacketView, arrival: Instant, retransmission: Bool = false) {
+        let primary = RedundantFrames.unpack(packet, redPayloadType: redPayloadType, frameSamples: frameSamples) { seq, ts, data in
+            jitter.insertRedundant(sequenceNumber: seq, timestamp: ts, ssrc: packet.ssrc, payload: data, arrival: arrival)
+        }
+        guard let primary else { return }
         jitter.insert(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp, ssrc: packet.ssrc,
-                      marker: packet.marker, payload: packet.payload, arrival: arrival, retransmission: retransmission)
+                      marker: packet.marker, payload: primary, arrival: arrival, retransmission: retransmission)
     }
 
     /// The packets up to `sequenceNumber` were played elsewhere (`JitterBuffer.skip(through:)`): they are forgotten,

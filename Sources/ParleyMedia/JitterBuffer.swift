@@ -37,12 +37,12 @@ public final class JitterBuffer {
     var floor = JitterTransitFloor()
     private var sequenceUnwrapper = SequenceUnwrapper()
     private var timestampUnwrapper = TimestampUnwrapper()
-    private var ssrc: UInt32?
+    var ssrc: UInt32?
     private var timestampOrigin: Int64 = 0
-    private var highestSequence: Int64?
+    var highestSequence: Int64?
     /// The first sequence number of the current stream (it has no predecessor to be rebuilt from).
     private var firstSequence: Int64?
-    private var restartProbe: (sequence: UInt16, timestamp: UInt32)?
+    var restartProbe: (sequence: UInt16, timestamp: UInt32)?
     private var recentTransit: [(sequence: Int64, transit: Int64)]
     private var fates: [(sequence: Int64, fate: Fate)]
 
@@ -326,7 +326,7 @@ public final class JitterBuffer {
 
     /// Unwraps the packet's numbers onto this stream's 64-bit lines, or returns nil for a packet far off the
     /// timeline that is not (yet) confirmed as a restart. Restarts when two consecutive packets confirm a jump.
-    private func locate(_ sequenceNumber: UInt16, _ timestamp: UInt32, arrival: Int64) -> (Int64, Int64)? {
+    func locate(_ sequenceNumber: UInt16, _ timestamp: UInt32, arrival: Int64) -> (Int64, Int64)? {
         guard let highest = highestSequence else {
             let s = sequenceUnwrapper.unwrap(sequenceNumber)
             timestampOrigin = timestampUnwrapper.unwrap(timestamp)
@@ -360,7 +360,7 @@ public final class JitterBuffer {
 
     /// A missing frame's delay if it is asked for again (`repairRoundTrip`): in the on-time estimate, and in the
     /// FEC estimate unless the next frame (which has arrived) carries it.
-    private func addRepairSample(transit: Int64, fecCovers: Bool) {
+    func addRepairSample(transit: Int64, fecCovers: Bool) {
         let r = Double(transit - floor.value) / 1e6
         estimator.add(r)
         if config.inbandFEC && !fecCovers { recoverableEstimator.add(r) }

@@ -76,6 +76,10 @@ public struct JitterStats: Sendable, Equatable {
     public var fecRecovered: Int = 0
     /// `.silence` decisions that were not concealment.
     public var silenceFrames: Int = 0
+    /// Missing frames filled from a redundant copy (RFC 2198 RED) in a later packet (`JitterBuffer.insertRedundant`).
+    public var redundantRecovered: Int = 0
+    /// Redundant copies not needed: their frame was held, played, or past its turn (or the copy was off the stream).
+    public var redundantUnused: Int = 0
     /// Concealed frames whose packet later arrived (late) — best effort, as NetEQ.
     public var jitterInducedConcealedFrames: Int = 0
     /// Playout delay at the last pull above the fastest transit recently seen, in ms.

@@ -190,6 +190,7 @@ final class Admission: CorePart {
                             mixSequence: random.uint16())
         member.traits.speakersFromMedia = request.speakersFromMedia
         member.traits.endToEnd = claims.endToEnd == true
+        member.traits.redundancy = request.redundancy
         if let keys = reply.keys {
             do {
                 try member.startMedia(keys: keys, maxStreams: capacity)
@@ -209,13 +210,16 @@ final class Admission: CorePart {
         sessions.bySSRC[ssrc] = member
 
         let port = shared.workerPorts[min(workerIndex, shared.workerPorts.count - 1)]
+        var flags = member.flags
+        if room.mix != nil && (config.mixNack || config.mixForwardLoneSpeaker) { flags.insert(.mixRepaired) }
+        if member.traits.redundancy { flags.insert(.redundancy) }
         var welcome = Welcome(nonce: request.nonce, memberID: member.id, ssrc: ssrc, port: port,
                               sessionSecret: session.sessionSecret, room: room.name, mode: room.mode.rawValue,
                               identity: member.identity,
                               memberCount: UInt32(others.count),
                               keepaliveMilliseconds: welcomeKeepaliveMilliseconds,
                               timeoutMilliseconds: UInt32(config.memberTimeout.milliseconds),
-                              flags: room.mix != nil && (config.mixNack || config.mixForwardLoneSpeaker) ? member.flags.union(.mixRepaired) : member.flags,
+                              flags: flags,
                               roomMediaKey: reply.keys != nil && room.forwards && !room.hearsMix(member) ? room.downstreamKey.material : [],
                               streamIndices: reply.keys != nil ? Self.streamIndices(room) : [])
         welcome.fitAlternates(shared.placement.otherNodes().map(\.description))

@@ -104,7 +104,9 @@ final class ClusterRooms: CorePart, TimedWork {
             if !room.isHybrid { return }
         }
         guard room.selector.isForwarded(member.id) else { return }
-        core.fanOut(rtp, packet: packet, from: member, address: address, now: now)
+        let primary: (bytes: UnsafeRawBufferPointer, view: RTPPacketView)?
+        do { primary = try core.primaryOnly(packet, from: member) } catch { return outbox.drop(.malformedRTP, from: address, now: now) }
+        core.fanOut(rtp, packet: packet, primary: primary, from: member, address: address, now: now)
     }
 
     /// The mixing node's frame: the shared mix to every member here that is not heard in it (its CSRCs), or a minus-one

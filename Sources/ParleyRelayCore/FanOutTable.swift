@@ -55,6 +55,9 @@ final class FanOutTable {
     private var capacity: Int
     /// The member behind each entry, in order.
     private var members: [Member] = []
+    /// Every listener sent the room's one packet (all but endpoints, here and in the shares) took RFC 2198 RED at its
+    /// join (`MemberTraits.redundancy`): a RED packet may go to them as it came (`RelayCore.fanOut`).
+    private(set) var everyMemberTakesRedundancy = true
     /// Hybrid rooms: only members who may publish are sent forwarded packets (the others hear the mix).
     var publishersOnly = false { didSet { invalidate() } }
     /// True when `Room.members` or a listener's address changed since the last rebuild.
@@ -142,6 +145,7 @@ final class FanOutTable {
     private func rebuild(from roomMembers: [Member]) {
         release()
         var listeners = roomMembers.filter { $0.canSubscribe && $0.hasDestination && ($0.canPublish || !publishersOnly) }
+        everyMemberTakesRedundancy = listeners.allSatisfy { $0.isRTPEndpoint || $0.traits.redundancy }
         if workerCount > 1, spreadThreshold > 0, listeners.count >= spreadThreshold {
             // Every `workerCount`-th listener that takes the room's packet as it is goes to each other worker.
             shares = Array(repeating: [], count: workerCount)

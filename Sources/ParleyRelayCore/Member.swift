@@ -30,6 +30,15 @@ enum MemberKind: Equatable {
     /// A member of another node of the cluster, as that node's roster named it (`RelayCore+Cascade.swift`): no session
     /// here (nothing is sent to it, it never times out here); its media comes over the relay-to-relay link.
     case cascade(CascadeOrigin)
+
+    /// A member whose payload type 63 is RFC 2198 RED (`RedundantAudio`): one with Parley's signalling (here, or on
+    /// another node). An endpoint's payload types are its own.
+    var speaksRedundancy: Bool {
+        switch self {
+        case .native, .cascade: true
+        case .rtpEndpoint, .webrtc: false
+        }
+    }
 }
 
 /// What an endpoint (plain RTP or WebRTC) has that a member with signalling does not: where its packets may come
@@ -106,6 +115,9 @@ struct MemberTraits {
     /// Whether the member's token asked for end-to-end encryption (claim `e2ee`): its payloads are sealed before the
     /// relay sees them, so a recording leaves its stream out rather than store what nobody can play.
     var endToEnd = false
+    /// Took RFC 2198 RED at its join (join field 61, `JoinRequest.redundancy`): it may send RED, and is sent RED where
+    /// every member of the room's fan-out took it too (`FanOutTable.everyMemberTakesRedundancy`).
+    var redundancy = false
 }
 
 /// What the relay keeps of a member's own stream: its statistics, its last packets for NACKs, the gaps it asks the

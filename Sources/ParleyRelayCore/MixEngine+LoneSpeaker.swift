@@ -31,8 +31,10 @@ struct LoneSpeaker {
 extension MixEngine {
     /// Forwards `packet` of `member` to the listeners if `member` is (or may now become) the lone speaker; returns
     /// whether it was. `cascaded`: the room spans nodes (its mix goes frame by frame to the others: no forwarding).
-    func forwardLoneSpeaker(_ packet: RTPPacketView, from member: Member, room: Room, cascaded: Bool, now: Instant,
-                            send: (UnsafeRawBufferPointer, Member) -> Void) -> Bool {
+    /// `redundant`: the packet as it came when it was RFC 2198 RED (`packet` is then its primary alone): sent as RED
+    /// when every listener of the forwarding took RED (native members only), else the primary.
+    func forwardLoneSpeaker(_ packet: RTPPacketView, redundant: RTPPacketView? = nil, from member: Member, room: Room, cascaded: Bool,
+                            now: Instant, send: (UnsafeRawBufferPointer, Member) -> Void) -> Bool {
         guard config.mixForwardLoneSpeaker, !idle, !cascaded, recording == nil, !member.muted,
               packet.payloadCount <= Self.maxPassThroughBytes else { return false }
         if lone?.memberID != member.id {
@@ -58,27 +60,34 @@ extension MixEngine {
         lone = speaker
         let relative = UInt16(truncatingIfNeeded: sequence - speaker.first)
 
+        listeners.removeAll(keepingCapacity: true)
+        defer { listeners.removeAll(keepingCapacity: true) }
+        for m in room.members where m !== member && m.canSubscribe && m.hasDestination && m.isLocal && (!sharedOnly || !m.canPublish) {
+            listeners.append(m)
+        }
+        var carried = packet, payloadType = Self.payloadType
+        if let redundant, redundant.payloadCount <= Self.maxPassThroughBytes,
+           listeners.allSatisfy({ $0.traits.redundancy && $0.kind == .native }) {
+            carried = redundant
+            payloadType = RedundantAudio.defaultPayloadType
+        }
+
         // The header once (sequence 0, no marker), the payload as it came; kept for NACKs under a frame number of its
         // own (`forwardedFrame` set: never a mixed frame's).
-        RTPFixedHeader(payloadType: Self.payloadType, sequenceNumber: 0, timestamp: timestamp, ssrc: ssrc, csrcCount: 1,
+        RTPFixedHeader(payloadType: payloadType, sequenceNumber: 0, timestamp: timestamp, ssrc: ssrc, csrcCount: 1,
                        hasExtension: true).write(into: self.packet)
         var levels = RTPExtensionWriter(into: self.packet, at: RTPFixedHeader.extensionOffset(csrcCount: 1))
         levels.beginElement(id: config.csrcAudioLevelExtensionID, dataCount: 1)
         RTPFixedHeader.writeCSRC(member.ssrc, at: 0, into: self.packet)
         levels.append(AudioLevel.level(loudness: room.selector.state(of: member.id).loudness))
         let headerSize = levels.finish()
-        let payload = packet.payload
+        let payload = carried.payload
         let p = self.packet.baseAddress!
         (p + headerSize).copyMemory(from: payload.baseAddress!, byteCount: payload.count)
         let frame = Self.forwardedFrame | UInt32(truncatingIfNeeded: sequence) & ~Self.forwardedFrame
         history.store(frame: frame, packet: UnsafeRawBufferPointer(start: p, count: headerSize + payload.count))
         loneForwarded += 1
 
-        listeners.removeAll(keepingCapacity: true)
-        defer { listeners.removeAll(keepingCapacity: true) }
-        for m in room.members where m !== member && m.canSubscribe && m.hasDestination && m.isLocal && (!sharedOnly || !m.canPublish) {
-            listeners.append(m)
-        }
         for listener in listeners {
             var marker = packet.marker
             if listener.mix.loneEpoch != speaker.epoch {

@@ -147,6 +147,8 @@ final class MixEngine {
         jc.minimumDelay = .milliseconds(Int64(config.mixMinimumJitterDelayMilliseconds))
         jc.startupWaits = false
         guard let stream = try? AudioReceiveStream(jitterConfig: jc) else { return nil }
+        // RED's copies fill the member's uplink gaps; from anyone else payload type 63 is not RED.
+        stream.redPayloadType = member.kind.speaksRedundancy ? RedundantAudio.defaultPayloadType : nil
         let i = MixInput(stream: stream, frameSamples: Self.frameSamples)
         inputs[member.id] = i
         return i

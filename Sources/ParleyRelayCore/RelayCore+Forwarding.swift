@@ -77,7 +77,14 @@ extension RelayCore {
             repaired = uplinkRepair.arrived(packet.sequenceNumber, from: member, forwarded: mix.isLoneSpeaker(member), now: now)
         }
         guard !member.muted else { return outbox.drop(.muted, from: from, now: now) }
-        if room.recording != nil { record(packet, from: member, in: room, now: now) }
+        // RFC 2198 RED (RelayCore+Redundancy.swift): whoever did not negotiate it gets the primary alone.
+        let primary: (bytes: UnsafeRawBufferPointer, view: RTPPacketView)?
+        do {
+            primary = try primaryOnly(packet, from: member)
+        } catch {
+            return outbox.drop(.malformedRTP, from: from, now: now)
+        }
+        if room.recording != nil { record(primary?.view ?? packet, from: member, in: room, now: now) }
 
         // No RFC 6464 level (plain RTP tools): a full-size packet counts as speech, a DTX one as silence.
         // A WebRTC member's level is at the id its offer negotiated.
@@ -92,7 +99,7 @@ extension RelayCore {
             // every node with listeners, from the speakers forwarded there.)
             if room.mixesHere {
                 mix.insert(packet, from: member, arrival: now.monotonic, retransmission: repaired)
-                _ = mix.forwardLoneSpeaker(packet, from: member, room: room, cascaded: room.cascade != nil, now: now.monotonic) { bytes, listener in
+                _ = mix.forwardLoneSpeaker(primary?.view ?? packet, redundant: primary == nil ? nil : packet, from: member, room: room, cascaded: room.cascade != nil, now: now.monotonic) { bytes, listener in
                     sendMix(bytes, to: listener, now: now)
                 }
             } else {
@@ -102,14 +109,25 @@ extension RelayCore {
         }
         guard room.selector.isForwarded(member.id) else { return }
         if room.cascade != nil { cluster.cascadeMedia(plain, from: member, level: level, room: room) }
-        fanOut(plain, packet: packet, from: member, address: from, now: now)
+        fanOut(plain, packet: packet, primary: primary, from: member, address: from, now: now)
     }
 
     /// A forwarded speaker's packet (ours or another node's) to the room's listeners here: protected once with the
     /// room's key, kept for NACKs, copied to each listener's address (or rewritten for an endpoint), and passed to the
-    /// other workers' shares.
-    func fanOut(_ plain: UnsafeRawBufferPointer, packet: RTPPacketView, from member: Member, address from: PeerAddress, now: Moment) {
+    /// other workers' shares. A RED packet (`primary`: the packet of its primary alone) goes to the members as it came
+    /// only while every member that is sent the room's packet took RED (`FanOutTable.everyMemberTakesRedundancy`),
+    /// else as its primary: the room's key protects one version of each packet, never two (an SRTP index is used
+    /// once). Endpoints always get the primary.
+    func fanOut(_ received: UnsafeRawBufferPointer, packet receivedView: RTPPacketView,
+                primary: (bytes: UnsafeRawBufferPointer, view: RTPPacketView)? = nil,
+                from member: Member, address from: PeerAddress, now: Moment) {
         let room = member.room
+        let table = room.fanOut
+        table.refresh(from: room.members)
+        let redundant = primary == nil || table.everyMemberTakesRedundancy
+        let plain = redundant ? received : primary.unsafelyUnwrapped.bytes
+        let packet = redundant ? receivedView : primary.unsafelyUnwrapped.view
+        let endpointPacket = primary?.view ?? receivedView
         // Encrypted listeners get the packet protected with the room's key: one encryption for all of them.
         var protected = plain
         if let downstream = room.downstream {
@@ -127,8 +145,6 @@ extension RelayCore {
         history.store(sequence: packet.sequenceNumber, protected)
 
         var sent: UInt64 = 0, sentBytes: UInt64 = 0
-        let table = room.fanOut
-        table.refresh(from: room.members)
         let entries = table.entries
         for i in 0..<table.count {
             let listener = entries + i
@@ -138,7 +154,7 @@ extension RelayCore {
             if let endpoint = listener.pointee.endpoint {
                 let link = endpoint.takeUnretainedValue().endpoint.unsafelyUnwrapped
                 guard let slot = link.slot(for: member, id: listener.pointee.memberID, now: now.monotonic) else { continue }
-                let n = link.forward(packet, from: member, slot: slot, srtp: listener.pointee.srtp?.takeUnretainedValue(),
+                let n = link.forward(endpointPacket, from: member, slot: slot, srtp: listener.pointee.srtp?.takeUnretainedValue(),
                                      address: listener.pointee.address, output: output, config: config, now: now)
                 guard n > 0 else { continue }
                 listener.pointee.packetsOut &+= 1

@@ -39,6 +39,8 @@ enum SignalTag: UInt8 {
     case alternateNode = 59
     /// Room keys: which of the room's keys (u32).
     case keyID = 60
+    /// Join: the member takes RFC 2198 RED (`RedundantAudio`, payload type 63) and may send it (u8).
+    case redundancy = 61
 }
 
 /// Writes big-endian integers and TLVs into a caller-owned buffer.

@@ -17,10 +17,13 @@ public struct JoinRequest: Equatable, Sendable {
     /// The member tells who speaks from the media it receives (the forwarded streams and their RFC 6464 levels), so
     /// in a forward room the relay sends it no `speakers` messages. Mix rooms send them regardless.
     public var speakersFromMedia: Bool
+    /// The member takes RFC 2198 RED (`RedundantAudio`) in the streams it receives and may send it; the relay says in
+    /// the welcome whether it does too (`MemberFlags.redundancy`). A relay that predates it skips the field.
+    public var redundancy: Bool
 
     /// A join request.
     public init(token: String, room: String, cookie: [UInt8] = [], nonce: [UInt8], muted: Bool = false, keyShare: [UInt8] = [],
-                speakersFromMedia: Bool = false) {
+                speakersFromMedia: Bool = false, redundancy: Bool = false) {
         self.token = token
         self.room = room
         self.cookie = cookie
@@ -28,6 +31,7 @@ public struct JoinRequest: Equatable, Sendable {
         self.muted = muted
         self.keyShare = keyShare
         self.speakersFromMedia = speakersFromMedia
+        self.redundancy = redundancy
     }
 }
 

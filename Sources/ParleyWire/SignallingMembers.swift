@@ -17,6 +17,10 @@ public struct MemberFlags: OptionSet, Equatable, Sendable, Hashable {
     /// In a welcome only: the relay answers NACKs about the room's mix (a mix or hybrid room whose lone speaker is
     /// forwarded packet by packet, or `mix_nack`), so a listener's jitter buffer may leave room for the repairs.
     public static let mixRepaired = MemberFlags(rawValue: 1 << 4)
+    /// In a welcome only, to a member that asked (`JoinRequest.redundancy`): the relay takes RFC 2198 RED from it
+    /// (payload type `RedundantAudio.defaultPayloadType`) and may send it RED; the member may send RED while its
+    /// path shows loss.
+    public static let redundancy = MemberFlags(rawValue: 1 << 5)
 }
 
 /// One member of a room as the relay describes it.

@@ -15,6 +15,7 @@ extension SignalDatagram {
             if j.muted { w.field(.muted, u8: 1) }
             if !j.keyShare.isEmpty { w.field(.keyShare, j.keyShare) }
             if j.speakersFromMedia { w.field(.speakersFromMedia, u8: 1) }
+            if j.redundancy { w.field(.redundancy, u8: 1) }
         case .leave, .ack, .resumed: break
         case .ping(let t), .pong(let t): w.field(.timestamp, u64: t)
         case .setMuted(let m): w.field(.muted, u8: m ? 1 : 0)

@@ -78,17 +78,19 @@ enum PlaybackSink {
 struct AudioOptions {
     static let valued: Set<String> = ["device", "capture-device", "playback-device", "input", "output", "tone", "amplitude",
                                        "bitrate", "complexity", "min-delay"]
-    static let switches: Set<String> = ["loop", "echo-cancel", "denoise", "no-denoise", "agc", "no-playback", "dtx", "no-dtx"]
+    static let switches: Set<String> = ["loop", "echo-cancel", "denoise", "no-denoise", "agc", "no-playback", "dtx", "no-dtx",
+                                        "no-red"]
     static let usage = """
       audio: [--device PCM | --capture-device PCM --playback-device PCM] [--input FILE.wav [--loop]] [--output FILE.wav]
              [--tone HZ [--amplitude 0..1]] [--echo-cancel] [--denoise|--no-denoise] [--agc] [--no-playback]
-             [--bitrate BPS] [--complexity 0..10] [--dtx|--no-dtx] [--min-delay MS]
+             [--bitrate BPS] [--complexity 0..10] [--dtx|--no-dtx] [--min-delay MS] [--no-red]
              Without --input/--tone the microphone is the ALSA capture device (default "default"); without --output the
              ALSA playback device plays. --input replaces capture (any WAV, resampled), --output records what you hear
              (48 kHz mono WAV), --no-playback discards it. Noise suppression is on for a microphone, off for files/tones;
              DTX (nothing sent in silence) is on except for --tone (Opus takes a steady tone for background noise).
              --min-delay holds every receive buffer at least MS (0...1000) behind the network: more delay, no stretching
-             below it (default 0: the buffers adapt to the path).
+             below it (default 0: the buffers adapt to the path). --no-red: neither ask for nor send RFC 2198
+             redundancy (by default a lossy path's packets carry the two frames before them, where the relay agrees).
     """
 
     var captureDevice = "default"
@@ -106,6 +108,8 @@ struct AudioOptions {
     var bitrate: Int32 = 56_000
     var complexity: Int32 = 10
     var minimumDelayMilliseconds: Int64 = 0
+    /// Ask for RFC 2198 redundancy at join (`--no-red` turns it off).
+    var redundancy = true
     /// Whether the command takes `--listen-only` (`join`), so the hint after a device failed may suggest it.
     var offersListenOnly = false
 
@@ -139,6 +143,7 @@ struct AudioOptions {
         echoCancel = o.has("echo-cancel")
         denoise = o.has("denoise") || (!o.has("no-denoise") && o["input"] == nil && o["tone"] == nil)
         agc = o.has("agc")
+        redundancy = !o.has("no-red")
         noPlayback = o.has("no-playback")
         dtx = o.has("dtx") || (!o.has("no-dtx") && o["tone"] == nil)
     }

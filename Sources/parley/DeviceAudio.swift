@@ -55,6 +55,7 @@ final class DeviceAudio {
         c.bitrate = audio.bitrate
         c.complexity = audio.complexity
         c.dtx = audio.dtx
+        c.redundancy = audio.redundancy
         c.jitter.minimumDelay = .milliseconds(audio.minimumDelayMilliseconds)
         return c
     }

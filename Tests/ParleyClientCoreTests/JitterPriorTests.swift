@@ -25,6 +25,12 @@ struct JitterPriorTests {
         #expect(JitterPrior.delay(roundTrips: Self.rtts([60, 75, 90, 62, 95])) == .milliseconds(30 + 60 + 20))
     }
 
+    @Test("with RED (two frames back) a jittery path's repair is those frames, with no round trip")
+    func jitteryWithRedundancy() {
+        #expect(JitterPrior.delay(roundTrips: Self.rtts([60, 75, 90, 62, 95]), redundancy: 2) == .milliseconds(30 + 40))
+        #expect(JitterPrior.delay(roundTrips: Self.rtts([40, 52, 44, 47, 41]), redundancy: 2) == .milliseconds(7))
+    }
+
     @Test("the prior is capped; round trips that cannot be (negative, over 10 s) are ignored")
     func bounded() {
         #expect(JitterPrior.delay(roundTrips: Self.rtts([60, 900, 70, 65, 800])) == JitterPrior.maximum)

@@ -38,6 +38,9 @@ struct ScheduledPacket {
     var arrival: Int64
     /// A packet the receiver asked for again (a NACK answer): played if in time, kept out of the delay estimate.
     var retransmission = false
+    /// RFC 2198 copies the packet carries (sequence number, timestamp), oldest first: inserted before it
+    /// (`JitterBuffer.insertRedundant`).
+    var copies: [(sequence: UInt16, timestamp: UInt32)] = []
 }
 
 /// Deterministic pseudo-random numbers in 0..<1 (a 64-bit LCG).
@@ -82,6 +85,11 @@ final class JitterHarness {
             while i < pending.count, pending[i].arrival <= now {
                 let p = pending[i]
                 payload.withUnsafeBytes { bytes in
+                    for c in p.copies {
+                        buffer.insertRedundant(sequenceNumber: c.sequence, timestamp: c.timestamp, ssrc: p.ssrc,
+                                               payload: UnsafeRawBufferPointer(rebasing: bytes[0..<p.payloadBytes]),
+                                               arrival: Instant(nanoseconds: p.arrival))
+                    }
                     buffer.insert(sequenceNumber: p.sequence, timestamp: p.timestamp, ssrc: p.ssrc, marker: p.marker,
                                   payload: UnsafeRawBufferPointer(rebasing: bytes[0..<p.payloadBytes]), arrival: Instant(nanoseconds: p.arrival),
                                   retransmission: p.retransmission)

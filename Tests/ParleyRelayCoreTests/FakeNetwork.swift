@@ -83,10 +83,10 @@ final class FakeNetwork {
 
     @discardableResult
     func addClient(_ identity: String, room: String = "lobby", port: UInt16? = nil, token: String? = nil, muted: Bool = false,
-                   speakersFromMedia: Bool = false) -> FakeClient {
+                   speakersFromMedia: Bool = false, redundancy: Bool = false) -> FakeClient {
         let address = PeerAddress(ipv4: 192, 168, host, UInt8(clients.count + 2), port: port ?? UInt16(5000 + clients.count))
         let session = ClientSession(server: publicAddress, token: token ?? self.token(identity, room: room), room: room,
-                                    muted: muted, speakersFromMedia: speakersFromMedia, security: security, now: instant, unixMilliseconds: { [unowned self] in self.now.unixMilliseconds })
+                                    muted: muted, speakersFromMedia: speakersFromMedia, redundancy: redundancy, security: security, now: instant, unixMilliseconds: { [unowned self] in self.now.unixMilliseconds })
         let client = FakeClient(identity: identity, address: address, session: session)
         clients.append(client)
         return client
