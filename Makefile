@@ -26,7 +26,7 @@ $(INTEROP_VENV)/ready:
 	$(INTEROP_VENV)/bin/pip install -q --disable-pip-version-check aiortc pesq numpy scipy
 	touch $@
 
-.PHONY: run test unit format-check build release deps-run deps-test fuzz fuzz-merge fuzz-minimize bench soak quality bench-peer clean
+.PHONY: run test unit format-check build release deps-run deps-test package package-check fuzz fuzz-merge fuzz-minimize bench soak quality bench-peer clean
 
 define install_missing
 	@missing=""; for p in $(1); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; done; \
@@ -52,6 +52,20 @@ run: deps-run
 
 release: deps-run
 	swift build -c release $(SWIFT_FLAGS)
+
+## make package: .build/dist/parley_VERSION_ARCH.deb — parley-relay and parley built with the Swift runtime linked in
+## (so the package needs only Debian's libraries), the systemd unit, /etc/parley/relay.json (a conffile), the docs
+## (Samples/debian/build-deb.sh). make package-check installs it into a fresh Debian 12 chroot (debootstrap; the
+## first run downloads it) and serves a join there (Samples/debian/check-in-chroot.sh).
+package: deps-run
+	$(call install_missing,binutils dpkg-dev)
+	swift build -c release --static-swift-stdlib --scratch-path .build/static $(SWIFT_FLAGS) --product parley-relay
+	swift build -c release --static-swift-stdlib --scratch-path .build/static $(SWIFT_FLAGS) --product parley
+	Samples/debian/build-deb.sh
+
+package-check: package
+	$(call install_missing,debootstrap systemd iproute2)
+	Samples/debian/check-in-chroot.sh .build/dist/parley_*.deb
 
 build: deps-run
 	swift build $(SWIFT_FLAGS)

@@ -33,6 +33,7 @@ COPYRIGHT
 # depend on them). A library no Debian package holds (a toolchain's, say) is an error: the package would not run.
 depends=(adduser)
 for lib in $(objdump -p "$root/usr/bin/parley-relay" "$root/usr/bin/parley" | awk '/NEEDED/ {print $2}' | sort -u); do
+    case "$lib" in ld-linux*) depends+=(libc6); continue ;; esac  # the dynamic loader, libc6's
     path=$(ldd "$root/usr/bin/parley-relay" "$root/usr/bin/parley" | awk -v l="$lib" '$1 == l {print $3; exit}')
     [ -n "$path" ] || { echo "build-deb: $lib is not found by ldd" >&2; exit 1; }
     package=$(dpkg -S "$path" 2>/dev/null || dpkg -S "$(readlink -f "$path")" 2>/dev/null || dpkg -S "/usr$path" 2>/dev/null || true)
