@@ -1,7 +1,7 @@
 #!/bin/bash
 # make package: puts the static release builds of parley-relay and parley, the systemd unit, the configuration (a
 # conffile), the docs and the samples into .build/dist/parley_VERSION_ARCH.deb with dpkg-deb. Depends: names the Debian
-# packages of the shared libraries the two programs link (their NEEDED entries, found with dpkg -S), and adduser.
+# packages of the shared libraries the two programs link (their NEEDED entries, found with dpkg -S), adduser and procps.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin=${BIN:-.build/static/release}
@@ -31,7 +31,8 @@ COPYRIGHT
 
 # Depends: the package of each library the programs name as NEEDED (not the ones those pull in: their own packages
 # depend on them). A library no Debian package holds (a toolchain's, say) is an error: the package would not run.
-depends=(adduser)
+# procps: the unit's ExecReload is /bin/kill -HUP.
+depends=(adduser procps)
 for lib in $(objdump -p "$root/usr/bin/parley-relay" "$root/usr/bin/parley" | awk '/NEEDED/ {print $2}' | sort -u); do
     case "$lib" in ld-linux*) depends+=(libc6); continue ;; esac  # the dynamic loader, libc6's
     path=$(ldd "$root/usr/bin/parley-relay" "$root/usr/bin/parley" | awk -v l="$lib" '$1 == l {print $3; exit}')

@@ -24,17 +24,22 @@ fi
 mount -t proc proc "$chroot_dir/proc"
 cp /etc/resolv.conf "$chroot_dir/etc/resolv.conf"
 cp "$deb" "$chroot_dir/tmp/parley.deb"
-in_chroot() { chroot "$chroot_dir" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root "$@"; }
+in_chroot() {
+    chroot "$chroot_dir" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root DEBIAN_FRONTEND=noninteractive "$@"
+}
 in_chroot apt-get -qq update
+# A machine boots with systemd; a minbase chroot has none (the unit's targets, systemd-analyze's view of it).
+in_chroot apt-get -y -qq install systemd >/dev/null
 # A reinstall from scratch each run: the purge removes the user's key and state too.
 in_chroot dpkg --purge parley >/dev/null 2>&1 || true
-DEBIAN_FRONTEND=noninteractive in_chroot apt-get -y -qq install /tmp/parley.deb >/dev/null
+in_chroot apt-get -y -qq install /tmp/parley.deb >/dev/null
 echo "installed: $(in_chroot dpkg-query -W -f='${Package} ${Version} ${Status}' parley)"
 
 version=$(in_chroot parley-relay --version)
 echo "parley-relay --version: $version"
 in_chroot getent passwd parley-relay >/dev/null || { echo "FAIL: no parley-relay user"; exit 1; }
-keys=$(stat -c '%a %U:%G' "$chroot_dir/etc/parley/api-keys.json")
+# Names as the chroot knows them (its users' ids need not be the host's).
+keys=$(in_chroot stat -c '%a %U:%G' /etc/parley/api-keys.json)
 [ "$keys" = "640 root:parley-relay" ] || { echo "FAIL: api-keys.json is $keys"; exit 1; }
 echo "api-keys.json: $keys; conffiles: $(in_chroot dpkg-query -W -f='${Conffiles}' parley | xargs)"
 systemd-analyze verify --root="$chroot_dir" /lib/systemd/system/parley-relay.service
