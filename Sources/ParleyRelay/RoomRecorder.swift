@@ -21,6 +21,8 @@ public final class RoomRecorder: @unchecked Sendable {
     static let inboundCapacity = 32 << 20
     private let stopping = Atomic<Bool>(false)
     private let wakeup: WakeupSignal
+    /// The recorder thread sleeps without a timeout (no recording open): a worker's records must wake it.
+    private let sleeping = Atomic<Bool>(false)
     private let log: LogSink
     /// Records dropped because the recorder fell behind (a worker's inbound buffer was full).
     public let droppedRecords = Atomic<UInt64>(0)
@@ -50,6 +52,9 @@ public final class RoomRecorder: @unchecked Sendable {
             tap.take(into: &pending)
             return false
         }
+        // Sequentially consistent with the thread's own store before it looks at `inbound` one last time: either it
+        // sees these records, or this sees it asleep and wakes it.
+        if !full && sleeping.load(ordering: .sequentiallyConsistent) { wakeup.signal() }
         if full {
             var discarded: [UInt8] = []
             tap.take(into: &discarded)
@@ -63,11 +68,20 @@ public final class RoomRecorder: @unchecked Sendable {
         wakeup.signal()
     }
 
-    /// The recorder thread's loop: every 20 ms, what the workers submitted, then each open track's ready packets.
+    /// The recorder thread's loop: every 20 ms while a recording is open, what the workers submitted, then each open
+    /// track's ready packets. With none open it sleeps until a worker submits a record or the relay stops: an idle
+    /// recorder costs the workers' hot path nothing (a thread woken every 20 ms was 3 % of a busy worker's CPU).
     public func run() {
         let poller = Poller([wakeup.fd])
         while true {
-            poller.wait(timeoutMilliseconds: 20)
+            if open.isEmpty {
+                sleeping.store(true, ordering: .sequentiallyConsistent)
+                let waiting = inbound.contains { $0.bytes.withLock { !$0.isEmpty } }
+                if !waiting && !stopping.load(ordering: .acquiring) { poller.wait(timeoutMilliseconds: -1) }
+                sleeping.store(false, ordering: .relaxed)
+            } else {
+                poller.wait(timeoutMilliseconds: 20)
+            }
             wakeup.drain()
             let last = stopping.load(ordering: .acquiring)
             for slot in inbound {

@@ -15,6 +15,13 @@ enum Blocks {
         zip(parley, raw).compactMap { $1 > 0 ? $0 / $1 : nil }
     }
 
+    /// What each Parley block spent per output datagram beyond its raw pair, in ns (1e9/parley − 1e9/raw, both in
+    /// output packets per CPU-second): the figure that holds on a machine whose kernel path is faster or slower,
+    /// where the ratio moves with it. A pair with either side at zero is left out.
+    static func pairExtraNanoseconds(parley: [Double], raw: [Double]) -> [Double] {
+        zip(parley, raw).compactMap { $0 > 0 && $1 > 0 ? 1e9 / $0 - 1e9 / $1 : nil }
+    }
+
     /// The median (mean of the middle two for an even count); nil when empty.
     static func median(_ values: [Double]) -> Double? {
         guard !values.isEmpty else { return nil }

@@ -46,6 +46,9 @@ enum Report {
         }
         let ratios = Blocks.pairRatios(parley: parley.map(\.outPacketsPerCPUSecond), raw: raw.map(\.outPacketsPerCPUSecond))
         lines.append("parley ÷ raw per block pair: " + ratios.map { String(format: "%.3f", $0) }.joined(separator: ", "))
+        let extra = Blocks.pairExtraNanoseconds(parley: parley.map(\.outPacketsPerCPUSecond), raw: raw.map(\.outPacketsPerCPUSecond))
+        lines.append("parley − raw, ns per output datagram per block pair: "
+                     + extra.map { String(format: "%.0f", $0) }.joined(separator: ", "))
         return lines.joined(separator: "\n")
     }
 
@@ -78,6 +81,8 @@ enum Report {
             o["raw_latency_p99_ms"] = raw.latency.quantileMilliseconds(0.99)
             o["raw_loadgen_cpu_s"] = raw.generatorCPUSeconds
             o["parley_vs_raw_efficiency"] = raw.outPacketsPerCPUSecond > 0 ? p.outPacketsPerCPUSecond / raw.outPacketsPerCPUSecond : 0
+            o["ns_above_raw_per_output"] = Blocks.pairExtraNanoseconds(parley: [p.outPacketsPerCPUSecond],
+                                                                       raw: [raw.outPacketsPerCPUSecond]).first ?? 0
             o["raw_send_tick_lateness_max_ms"] = raw.sendLatenessMaxMilliseconds
             o["raw_send_tick_lateness_p99_ms"] = raw.sendLatenessP99Milliseconds
             o["raw_rss_mb"] = raw.targetRSSMegabytes
@@ -88,6 +93,10 @@ enum Report {
             o["block_order"] = blocks.order.map { $0 == .parley ? "parley" : "raw" }
             o["block_ratios"] = ratios
             o["parley_vs_raw_efficiency_median"] = Blocks.median(ratios) ?? 0
+            let extra = Blocks.pairExtraNanoseconds(parley: blocks.parley.map(\.outPacketsPerCPUSecond),
+                                                    raw: blocks.raw.map(\.outPacketsPerCPUSecond))
+            o["block_ns_above_raw_per_output"] = extra
+            o["ns_above_raw_per_output_median"] = Blocks.median(extra) ?? 0
             o["parley_block_out_pkts_per_cpu_s"] = blocks.parley.map(\.outPacketsPerCPUSecond)
             o["raw_block_out_pkts_per_cpu_s"] = blocks.raw.map(\.outPacketsPerCPUSecond)
         }

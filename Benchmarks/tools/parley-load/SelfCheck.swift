@@ -54,6 +54,8 @@ enum SelfCheck {
         expect(Blocks.order(blocksPerSide: 2), [.parley, .raw, .raw, .parley], "order, 2 blocks")
         expect(Blocks.order(blocksPerSide: 3), [.parley, .raw, .raw, .parley, .parley, .raw], "order, 3 blocks")
         expect(Blocks.pairRatios(parley: [90, 80], raw: [100, 0]), [0.9], "pair ratios, a raw block with no CPU")
+        expect(Blocks.pairExtraNanoseconds(parley: [200_000, 80], raw: [250_000, 0]), [1_000],
+               "ns above raw per output datagram: 5 µs against 4 µs")
         expect(Blocks.median([3, 1, 2]), 2, "median, odd")
         expect(Blocks.median([4, 1, 2, 3]), 2.5, "median, even")
         expect(Blocks.median([]), nil, "median, empty")
