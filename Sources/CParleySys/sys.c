@@ -9,6 +9,7 @@
 #include <sys/statvfs.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <sched.h>
 
 _Static_assert(sizeof(struct parley_mmsg) == sizeof(struct mmsghdr), "parley_mmsg must mirror mmsghdr");
 
@@ -114,3 +115,13 @@ int64_t parley_free_bytes(const char *path) {
 int parley_malloc_trim(void) { return malloc_trim(0); }
 
 int parley_set_thread_name(const char *name) { return pthread_setname_np(pthread_self(), name); }
+
+int parley_pin_to_cpus(const int *cpus, int count) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int i = 0; i < count; i++) {
+        if (cpus[i] < 0 || cpus[i] >= CPU_SETSIZE) return -EINVAL;
+        CPU_SET(cpus[i], &set);
+    }
+    return sched_setaffinity(0, sizeof set, &set) == 0 ? 0 : -errno;
+}

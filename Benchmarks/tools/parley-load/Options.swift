@@ -32,6 +32,9 @@ struct Options {
     var audience = false
     /// A join storm: the speakers join first and talk; the listeners join over --ramp while media flows.
     var storm = false
+    /// --relay-cpus / --load-cpus: the CPUs the spawned relay (and the raw forwarder) and this generator run on.
+    var relayCPUs: [Int]?
+    var loadCPUs: [Int]?
     /// `--server A,B,…`: the nodes of a cluster; room r is opened through node r mod N, its other members join through
     /// the others (a node that does not have the room sends them to the one that does).
     var servers: [PeerAddress] = []
@@ -40,6 +43,7 @@ struct Options {
         usage: parley-load [--server HOST:PORT[,HOST:PORT…] [--relay-pid PID] | --spawn [--workers N]] --rooms R --members M --speakers S
                            --duration SECONDS [--mode forward|mix|hybrid] [--ramp SECONDS] [--json FILE] [--raw-baseline [--blocks N]]
                            [--find-max [--find-max-cap SECONDS]] [--late-ms MS] [--max-tick-lateness-ms MS] [--cleartext] [--audience] [--storm]
+                           [--relay-cpus LIST] [--load-cpus LIST]
                parley-load --self-check
           Simulated members (one UDP socket each, loopback) join through Parley signalling; S per room send pre-encoded
           Opus speech every 20 ms with a send timestamp (RTP header extension id 2); every member accounts for what it
@@ -62,6 +66,9 @@ struct Options {
           --server with several nodes of a cluster: each room is opened through one node (room r through node r mod N)
           and its other members join through the others, which send them to the room's node (code 60); redirects are
           counted.
+          --relay-cpus LIST / --load-cpus LIST (CPU numbers as taskset takes them: 0 or 0,2 or 0-1): pins the spawned
+          relay and the raw forwarder to the first list and this generator to the second, so neither steals the
+          other's core (--relay-cpus 0 --load-cpus 1 on 2 cores).
           --late-ms: one-way latency above which a packet counts as late (default 20).
           --max-tick-lateness-ms: if 1 % or more of this generator's 20 ms send ticks (the 99th percentile) run later
           than this (default 10), the run measured the generator, not the relay, and says so; a lone late tick (the
@@ -71,6 +78,18 @@ struct Options {
           admitted when media started); 4 the generator's send ticks ran late; 5 both. --find-max exits 0 when the relay's
           delivery or latency ended the search, 3/4/5 when missing members or the generator did.
         """
+
+    /// "0", "0,2", "0-1,3" → the CPU numbers (sorted, once each); nil when malformed or empty.
+    static func cpus(_ text: String) -> [Int]? {
+        var out = Set<Int>()
+        for part in text.split(separator: ",", omittingEmptySubsequences: false) {
+            let ends = part.split(separator: "-", omittingEmptySubsequences: false).map { Int($0) }
+            guard ends.count <= 2, let low = ends.first ?? nil, let high = ends.last ?? nil, low >= 0, low <= high,
+                  high < 1024 else { return nil }
+            out.formUnion(low...high)
+        }
+        return out.isEmpty ? nil : out.sorted()
+    }
 
     static func parseOrExit(_ arguments: some Sequence<String>) -> Options {
         var o = Options()
@@ -86,6 +105,10 @@ struct Options {
         func seconds(_ flag: String) -> Double {
             guard let v = Double(value(flag)), v >= 0 else { exitWithUsage("\(flag) needs a number of seconds") }
             return v
+        }
+        func cpuList(_ flag: String) -> [Int] {
+            guard let cpus = Options.cpus(value(flag)) else { exitWithUsage("\(flag) needs CPU numbers: 0, 0,2 or 0-1") }
+            return cpus
         }
         func milliseconds(_ flag: String) -> Double {
             guard let v = Double(value(flag)), v >= 0 else { exitWithUsage("\(flag) needs a number of milliseconds") }
@@ -121,6 +144,8 @@ struct Options {
             case "--cleartext": o.cleartext = true
             case "--audience": o.audience = true
             case "--storm": o.storm = true
+            case "--relay-cpus": o.relayCPUs = cpuList(flag)
+            case "--load-cpus": o.loadCPUs = cpuList(flag)
             default: exitWithUsage("unknown option \(flag)")
             }
         }

@@ -56,6 +56,10 @@ enum SelfCheck {
         expect(Blocks.pairRatios(parley: [90, 80], raw: [100, 0]), [0.9], "pair ratios, a raw block with no CPU")
         expect(Blocks.pairExtraNanoseconds(parley: [200_000, 80], raw: [250_000, 0]), [1_000],
                "ns above raw per output datagram: 5 µs against 4 µs")
+        expect(Options.cpus("0"), [0], "cpu list, one")
+        expect(Options.cpus("3,0-1"), [0, 1, 3], "cpu list, a range and one")
+        expect(Options.cpus("1-0"), nil, "cpu list, a backward range")
+        expect(Options.cpus("0,,1"), nil, "cpu list, an empty part")
         expect(Blocks.median([3, 1, 2]), 2, "median, odd")
         expect(Blocks.median([4, 1, 2, 3]), 2.5, "median, even")
         expect(Blocks.median([]), nil, "median, empty")

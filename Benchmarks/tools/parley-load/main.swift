@@ -9,6 +9,7 @@
 //   swift build -c release --product parley-load && swift build -c release --product parley-relay
 //   .build/release/parley-load --spawn --workers 1 --rooms 10 --members 10 --speakers 3 --duration 20 [--raw-baseline]
 import Foundation
+import CParleySys
 import Glibc
 import ParleyNet
 import ParleyWire
@@ -17,6 +18,20 @@ if CommandLine.arguments.count == 2 && CommandLine.arguments[1] == RawForwarder.
 let options = Options.parseOrExit(CommandLine.arguments.dropFirst())
 if options.selfCheck { exit(SelfCheck.run()) }
 signal(SIGPIPE, SIG_IGN)
+
+/// Pins this thread — and what it starts from now on: threads, the relay, the raw forwarder — to `cpus`.
+func pin(to cpus: [Int], _ what: String) {
+    let r = cpus.withUnsafeBufferPointer { parley_pin_to_cpus($0.baseAddress, Int32($0.count)) }
+    if r != 0 { exitFailing("cannot pin \(what) to CPUs \(cpus): \(String(cString: strerror(-r)))") }
+}
+/// Runs `start` (a child to spawn) pinned to --relay-cpus, then this generator goes back to --load-cpus (or every CPU).
+func pinnedForRelay<T>(_ start: () throws -> T) rethrows -> T {
+    guard let relayCPUs = options.relayCPUs else { return try start() }
+    pin(to: relayCPUs, "the relay")
+    defer { pin(to: options.loadCPUs ?? Array(0..<Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))), "the load generator") }
+    return try start()
+}
+if let load = options.loadCPUs { pin(to: load, "the load generator") }
 
 let clip: SpeechClip
 do { clip = try SpeechClip() } catch { writeLine("parley-load: cannot encode the speech clip: \(error)", fd: 2); exit(1) }
@@ -37,7 +52,11 @@ case .spawn:
     let largestRoom = findMaxSteps.max() ?? options.members
     let limits = RelayLimits.environment(membersPerRoom: largestRoom, roomsOverRun: options.rooms * max(1, findMaxSteps.count),
                                          membersAtOnce: options.rooms * largestRoom, rampSeconds: options.ramp)
-    do { spawned = try SpawnedProcess.relay(workers: options.workers, environment: limits, allowCleartext: options.cleartext) } catch { writeLine("parley-load: \(error)", fd: 2); exit(1) }
+    do {
+        spawned = try pinnedForRelay {
+            try SpawnedProcess.relay(workers: options.workers, environment: limits, allowCleartext: options.cleartext)
+        }
+    } catch { writeLine("parley-load: \(error)", fd: 2); exit(1) }
     server = spawned!.address
     probe = spawned!.probe
     writeLine("spawned relay limits: " + limits.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
@@ -130,7 +149,7 @@ do {
 
 var forwarder: SpawnedProcess?
 if options.rawBaseline {
-    do { forwarder = try SpawnedProcess.rawForwarder() } catch { exitFailing("cannot start the raw forwarder: \(error)") }
+    do { forwarder = try pinnedForRelay { try SpawnedProcess.rawForwarder() } } catch { exitFailing("cannot start the raw forwarder: \(error)") }
 }
 let order = options.rawBaseline ? Blocks.order(blocksPerSide: options.blocks) : [.parley]
 let blockSeconds = options.duration / Double(options.rawBaseline ? options.blocks : 1)

@@ -25,6 +25,9 @@ int parley_accept4(int fd, void *address, unsigned int *length);
 /// -errno. (TCPSocket's calls live here: Swift 6.0 loses glibc's socket macros in a module's other files when one
 /// file uses them beside UDPSocket's in some build orders.)
 int parley_tcp_socket(int ipv6);
+/// Pins the calling thread (and the threads and processes it starts afterwards) to the `count` CPUs in `cpus`;
+/// 0, or -errno.
+int parley_pin_to_cpus(const int *cpus, int count);
 /// recv(2) with MSG_DONTWAIT, EINTR retried: bytes read, 0 at end of stream, or -errno.
 long parley_tcp_recv(int fd, void *buffer, unsigned long length);
 /// send(2) with MSG_DONTWAIT | MSG_NOSIGNAL, EINTR retried: bytes written or -errno.
