@@ -20,12 +20,12 @@ if options.selfCheck { exit(SelfCheck.run()) }
 signal(SIGPIPE, SIG_IGN)
 
 /// Pins this thread — and what it starts from now on: threads, the relay, the raw forwarder — to `cpus`.
-func pin(to cpus: [Int], _ what: String) {
-    let r = cpus.withUnsafeBufferPointer { parley_pin_to_cpus($0.baseAddress, Int32($0.count)) }
+@MainActor func pin(to cpus: [Int], _ what: String) {
+    let r = cpus.map { Int32($0) }.withUnsafeBufferPointer { parley_pin_to_cpus($0.baseAddress, Int32($0.count)) }
     if r != 0 { exitFailing("cannot pin \(what) to CPUs \(cpus): \(String(cString: strerror(-r)))") }
 }
 /// Runs `start` (a child to spawn) pinned to --relay-cpus, then this generator goes back to --load-cpus (or every CPU).
-func pinnedForRelay<T>(_ start: () throws -> T) rethrows -> T {
+@MainActor func pinnedForRelay<T>(_ start: () throws -> T) rethrows -> T {
     guard let relayCPUs = options.relayCPUs else { return try start() }
     pin(to: relayCPUs, "the relay")
     defer { pin(to: options.loadCPUs ?? Array(0..<Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))), "the load generator") }
