@@ -81,7 +81,8 @@ let package = Package(
         // the same in the cluster's Redis (through ParleyCluster's connection), checked against ParleyWire's limits.
         .target(name: "ParleyHistory", dependencies: ["CSQLite", "ParleyCluster", "ParleyWire"]),
         .target(name: "ParleyRelay", dependencies: ["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto", "ParleyWebRTC",
-                                                    "ParleyCluster", "ParleyRecording", "ParleyHistory", "CZlib", "CCurl"],
+                                                    "ParleyCluster", "ParleyRecording", "ParleyHistory", "CZlib",
+                                                    "CCurl"],
                 swiftSettings: perPacketPath),
         // The HTTP API: a pure router (JSON in/out, auth, validation), Prometheus metrics, libmicrohttpd at the edge.
         .target(name: "ParleyHTTP", dependencies: ["CMicroHTTPD", "ParleyRelay", "ParleyHistory", "ParleyRelayCore", "ParleyAuth", "ParleyNet", "ParleyWire", "ParleyCrypto", "ParleyWebRTC",

@@ -57,7 +57,8 @@ extension ClientEngine {
         case .waitingToRejoin(let until):
             guard now >= until else { return [] }
             session = ClientSession(server: server, token: token(), room: configuration.room, muted: muted, speakersFromMedia: true,
-                                    redundancy: configuration.redundancy, security: sessionSecurity, now: now, unixMilliseconds: unixMilliseconds, random: &random)
+                                    redundancy: configuration.redundancy, security: sessionSecurity, now: now,
+                                    unixMilliseconds: unixMilliseconds, random: &random)
             crypto = nil
             roundTrip = Self.initialRoundTrip
             mediaRoundTrip = nil
@@ -120,7 +121,8 @@ extension ClientEngine {
                     let red = session.welcome?.flags.contains(.redundancy) == true
                     receiver.startupPrior = JitterPrior.delay(roundTrips: joinRoundTrips,
                                                               redundancy: red ? RedundancyPolicy.maximumDistance : 0)
-                    let lossy = JitterPrior.spread(roundTrips: joinRoundTrips).map { $0.spread >= JitterPrior.repairThreshold }
+                    let lossy = JitterPrior.spread(roundTrips: joinRoundTrips)
+                        .map { $0.spread >= JitterPrior.repairThreshold }
                     sender?.pathLooksLossy = lossy ?? false
                 }
             case .refused(.roomElsewhere, let reason) where Self.pointer(in: reason).map({ lost($0.address, now: now) }) == true:

@@ -232,7 +232,8 @@ public final class ClientEngine {
         sentHistory = configuration.listenOnly ? nil : SentPacketHistory()
         receiver = ReceiveMixer(jitterConfig: configuration.jitter)
         session = ClientSession(server: server, token: token(), room: configuration.room, muted: configuration.muted,
-                                speakersFromMedia: true, redundancy: configuration.redundancy, security: configuration.security, now: now, unixMilliseconds: unixMilliseconds,
+                                speakersFromMedia: true, redundancy: configuration.redundancy,
+                                security: configuration.security, now: now, unixMilliseconds: unixMilliseconds,
                                 random: &random)
         self.random = random
         _ = session.tick(now: now)

@@ -93,7 +93,8 @@ public final class ClientSession {
     /// `speakersFromMedia` the member tells the relay it works out who speaks from the streams it receives
     /// (`SpeakingTracker`), so a forward room sends it no `speakers` messages.
     public init(server: PeerAddress, token: String, room: String, muted: Bool = false, speakersFromMedia: Bool = false,
-                redundancy: Bool = false, security: SignallingSession.Security = .encrypted(relayKey: nil), now: Instant,
+                redundancy: Bool = false, security: SignallingSession.Security = .encrypted(relayKey: nil),
+                now: Instant,
                 unixMilliseconds: @escaping () -> Int64, random: inout some RandomNumberGenerator) {
         signalling = SignallingSession(server: server, token: token,
                                        request: .join(room: room, muted: muted, speakersFromMedia: speakersFromMedia,
@@ -107,7 +108,8 @@ public final class ClientSession {
                             now: Instant, unixMilliseconds: @escaping () -> Int64) {
         var random = SystemRandomNumberGenerator()
         self.init(server: server, token: token, room: room, muted: muted, speakersFromMedia: speakersFromMedia,
-                  redundancy: redundancy, security: security, now: now, unixMilliseconds: unixMilliseconds, random: &random)
+                  redundancy: redundancy, security: security, now: now, unixMilliseconds: unixMilliseconds,
+                  random: &random)
     }
 
     /// The member's SRTP once welcomed through the encrypted protocol (nil: cleartext, or not welcomed yet).

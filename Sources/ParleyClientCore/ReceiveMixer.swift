@@ -64,7 +64,8 @@ public final class ReceiveMixer {
         stream.lastPacket = now
         _ = stream.statistics.record(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp, arrivalTimeNanoseconds: now.nanoseconds)
         // A RED packet's copies count as arrived before its primary: the gaps they fill are never asked for.
-        _ = RedundantFrames.unpack(packet, redPayloadType: stream.audio.redPayloadType, frameSamples: stream.audio.frameSamples) {
+        _ = RedundantFrames.unpack(packet, redPayloadType: stream.audio.redPayloadType,
+            frameSamples: stream.audio.frameSamples) {
             seq, _, _ in _ = stream.nacks.received(seq, now: now)
         }
         // A packet we NACKed arrives at least a round trip after its neighbours: kept out of the jitter buffer's

@@ -56,8 +56,10 @@ struct RecentFrames {
         var count = 0
         for k in 1...min(limit, entries.count) where newest >= 0 {
             let e = entries[(newest - (k - 1) + entries.count) % entries.count]
-            guard e.length > 0, e.sequence == sequence &- UInt16(k), e.timestamp == timestamp &- UInt32(k * frameSamples),
-                  bytes + e.length <= budget else { break }
+            guard e.length > 0, e.sequence == sequence &- UInt16(k),
+                e.timestamp == timestamp &- UInt32(k * frameSamples),
+                bytes + e.length <= budget
+            else { break }
             bytes += e.length
             count = k
         }

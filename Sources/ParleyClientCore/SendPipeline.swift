@@ -124,23 +124,27 @@ public final class SendPipeline {
                 return nil
             }
             talking = false
-            guard let (payload, type) = assemble(opusBytes: n, from: target, into: body, redundancy: redundancy) else { return nil }
+            guard let (payload, type) = assemble(opusBytes: n, from: target, into: body,
+                redundancy: redundancy) else { return nil }
             return header(payloadBytes: payload, payloadType: type, marker: false, level: 127, voice: false)
         }
         let marker = !talking
         talking = true
-        guard let (payload, type) = assemble(opusBytes: n, from: target, into: body, redundancy: redundancy) else { return nil }
+        guard let (payload, type) = assemble(opusBytes: n, from: target, into: body,
+            redundancy: redundancy) else { return nil }
         return header(payloadBytes: payload, payloadType: type, marker: marker, level: level, voice: voice)
     }
 
     /// The payload's length and type: sealed (`seal`), as RED with up to `redundancy` earlier frames (those sent just
     /// before, with no gap: `RecentFrames`), or the Opus frame as encoded. The frame is kept for the next packets.
-    private func assemble(opusBytes n: Int, from target: UnsafeMutableRawBufferPointer, into body: UnsafeMutableRawBufferPointer,
+    private func assemble(opusBytes n: Int, from target: UnsafeMutableRawBufferPointer,
+        into body: UnsafeMutableRawBufferPointer,
                           redundancy: Int) -> (Int, UInt8)? {
         let frame = UnsafeRawBufferPointer(rebasing: target[0..<n])
         defer { recent.append(frame, sequence: sequence, timestamp: timestamp) }
         guard redundancy > 0 else { return seal(opusBytes: n, from: target, into: body).map { ($0, payloadType) } }
-        let copies = recent.usable(before: sequence, timestamp: timestamp, frameSamples: Self.frameSamples, limit: redundancy,
+        let copies = recent.usable(before: sequence, timestamp: timestamp, frameSamples: Self.frameSamples,
+            limit: redundancy,
                                    budget: RedundancyPolicy.redundantBytesBudget)
         guard copies > 0 else {
             body.copyMemory(from: frame)  // nothing to repeat (a talkspurt's first frame): plain Opus
@@ -171,7 +175,8 @@ public final class SendPipeline {
     }
 
     /// Writes the RTP header (V=2, X=1, one-byte extension block with the level) before `payloadBytes` of payload.
-    private func header(payloadBytes: Int, payloadType: UInt8, marker: Bool, level: UInt8, voice: Bool) -> UnsafeRawBufferPointer {
+    private func header(payloadBytes: Int, payloadType: UInt8, marker: Bool, level: UInt8,
+        voice: Bool) -> UnsafeRawBufferPointer {
         RTPFixedHeader(marker: marker, payloadType: payloadType, sequenceNumber: sequence, timestamp: timestamp, ssrc: ssrc,
                        hasExtension: true).write(into: packet)
         var block = RTPExtensionWriter(into: packet, at: RTPFixedHeader.extensionOffset(csrcCount: 0))

@@ -59,6 +59,7 @@ extension RelayAPI: APIBackend {
     public var dtlsFingerprint: [UInt8]? { shared.dtls?.certificate.fingerprint }
     public func mediaHosts(for client: PeerAddress?) -> [PeerAddress] { media.hosts(for: client) }
     public var servesIPv6: Bool { !media.bound.isIPv4 }
+    /// "stopping" from SIGTERM's first moment, "draining" during a cluster drain, else nil (`GET /readyz`).
     public var notReadyReason: String? { shared.isStopping ? "stopping" : shared.isDraining ? "draining" : nil }
     public func noteICETCP(ufrag: String, port: UInt16) {
         iceTCP.note(ufrag: ufrag, port: port, now: Int64(Clock.unixMilliseconds()))

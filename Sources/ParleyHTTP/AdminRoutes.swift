@@ -34,7 +34,8 @@ extension HTTPRouter {
             try allow(method, "GET")
             try authoriseMetrics(request, now: now)
             return HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8",
-                                body: Array((PrometheusExporter.render(backend.snapshots(), config: config, http: httpStats?.snapshot)
+                                body: Array((PrometheusExporter.render(backend.snapshots(), config: config,
+                                    http: httpStats?.snapshot)
                                                    + (backend.webhookStats?.prometheus() ?? "")).utf8))
         default:
             break

@@ -100,7 +100,8 @@ public final class HTTPServer: @unchecked Sendable {
     public func replaceRouter(_ router: HTTPRouter) { routerInForce.withLock { $0 = router } }
 
     /// A reload that needs a new daemon (a renewed certificate, new connection limits): starts one serving the same
-    /// listening socket with `tls`, `limits` and `router`, then stops this one (its requests answered, its event streams ended:
+    /// listening socket with `tls`, `limits` and `router`, then stops this one (its requests answered, its event
+    /// streams ended:
     /// their clients reconnect to the new one). No connection attempt is refused meanwhile: the socket never closes,
     /// and both daemons accept from it until this one is quiesced. Throws, leaving this one serving, when the new one
     /// cannot start.
@@ -108,12 +109,15 @@ public final class HTTPServer: @unchecked Sendable {
         guard let d = daemon else { throw ConfigError("the HTTP server has stopped") }
         let listener = parley_mhd_listen_fd(d)
         let copy = listener >= 0 ? dup(listener) : -1
-        guard copy >= 0 else { throw ConfigError("cannot hand the HTTP socket over (\(String(cString: strerror(errno))))") }
+        guard copy >= 0 else {
+            throw ConfigError("cannot hand the HTTP socket over (\(String(cString: strerror(errno))))")
+        }
         let next: HTTPServer
         do {
             var at = address
             at.port = port
-            next = try HTTPServer(address: at, router: router, events: hub, limits: limits, stats: stats, log: log, tls: tls,
+            next = try HTTPServer(address: at, router: router, events: hub, limits: limits, stats: stats, log: log,
+                tls: tls,
                                   listenSocket: copy)
         } catch {
             close(copy)

@@ -68,8 +68,10 @@ public final class AudioReceiveStream {
     /// in first, where they fill holes only (`JitterBuffer.insertRedundant`), then its primary; a malformed one is
     /// dropped.
     public func insert(_ packet: RTPPacketView, arrival: Instant, retransmission: Bool = false) {
-        let primary = RedundantFrames.unpack(packet, redPayloadType: redPayloadType, frameSamples: frameSamples) { seq, ts, data in
-            jitter.insertRedundant(sequenceNumber: seq, timestamp: ts, ssrc: packet.ssrc, payload: data, arrival: arrival)
+        let primary = RedundantFrames.unpack(packet, redPayloadType: redPayloadType,
+            frameSamples: frameSamples) { seq, ts, data in
+            jitter.insertRedundant(sequenceNumber: seq, timestamp: ts, ssrc: packet.ssrc, payload: data,
+                arrival: arrival)
         }
         guard let primary else { return }
         jitter.insert(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp, ssrc: packet.ssrc,

@@ -12,8 +12,10 @@ extension JitterBuffer {
     /// 20–40 ms behind their frame play; where they are rare it does not move. Otherwise a copy is not an arrival:
     /// it moves no transit floor or restart detection. Counted in `stats.redundantRecovered` when stored,
     /// `stats.redundantUnused` otherwise.
-    public func insertRedundant(sequenceNumber: UInt16, timestamp: UInt32, ssrc: UInt32, payload: UnsafeRawBufferPointer,
-                                arrival: Instant) {
+    public func insertRedundant(
+        sequenceNumber: UInt16, timestamp: UInt32, ssrc: UInt32, payload: UnsafeRawBufferPointer,
+        arrival: Instant
+    ) {
         guard self.ssrc == ssrc, highestSequence != nil, !payload.isEmpty else {
             stats.redundantUnused += 1
             return
@@ -24,12 +26,14 @@ extension JitterBuffer {
         let located = locate(sequenceNumber, timestamp, arrival: arrival.nanoseconds)
         restartProbe = probe
         guard let (sequence, time) = located, !store.contains(sequence), fate(sequence) != .played,
-              nextSequence.map({ sequence >= $0 }) ?? true else {
+            nextSequence.map({ sequence >= $0 }) ?? true
+        else {
             stats.redundantUnused += 1
             return
         }
-        let slot = JitterSlot(sequence: sequence, timestamp: time, rtpSequence: sequenceNumber, rtpTimestamp: timestamp,
-                              length: 0, arrival: arrival.nanoseconds)
+        let slot = JitterSlot(
+            sequence: sequence, timestamp: time, rtpSequence: sequenceNumber, rtpTimestamp: timestamp,
+            length: 0, arrival: arrival.nanoseconds)
         switch store.store(slot, payload: payload) {
         case .stored, .evicted:
             stats.redundantRecovered += 1

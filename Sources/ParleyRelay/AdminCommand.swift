@@ -78,7 +78,8 @@ public enum AdminCommand: Sendable, Equatable {
     /// The room the command is about (which decides the worker); empty for presence commands.
     public var room: String {
         switch self {
-        case .openWebPresence, .closeWebPresence, .webCall, .webAnswer, .webHangUp, .webDirectText, .drain, .reconfigure: ""
+        case .openWebPresence, .closeWebPresence, .webCall, .webAnswer, .webHangUp, .webDirectText, .drain,
+             .reconfigure: ""
         case .textStored, .deliverWaiting, .textsFailed, .webAnswerChat, .replaceChats: ""
         case .createRoom(let name, _, _, _, _), .closeRoom(let name): name
         case .kick(let room, _), .mute(let room, _, _), .message(let room, _, _, _), .memberMessage(let room, _, _, _, _): room

@@ -7,8 +7,10 @@ import ParleyNet
 extension RelayConfig {
     /// The configuration as `parley-relay` builds it: defaults, then `file`, then `PARLEY_*` variables, then `flags`
     /// (key, value) in order; the credentials checked (`checkCredentials`). Throws the first problem found.
-    public static func build(file: String?, environment: [String: String],
-                             flags: [(String, String)]) throws(ConfigError) -> RelayConfig {
+    public static func build(
+        file: String?, environment: [String: String],
+        flags: [(String, String)]
+    ) throws(ConfigError) -> RelayConfig {
         var config = RelayConfig()
         if let file { try config.load(file: file) }
         try config.load(environment: environment)

@@ -110,7 +110,9 @@ public struct RelayConfig: Sendable {
     }
 
     /// The keys a JSON config file and `PARLEY_*` variables may set (variables are the upper-case names).
-    public static let keys = ["udp", "http", "announce", "tcp", "tcp_max_connections", "tcp_connections_per_address", "workers", "api_key", "api_secret", "api_keys_file", "log_level", "log_format", "stop_grace_s", "state_dir", "max_members_per_room",
+    public static let keys = ["udp", "http", "announce", "tcp", "tcp_max_connections", "tcp_connections_per_address",
+        "workers", "api_key", "api_secret", "api_keys_file", "log_level", "log_format", "stop_grace_s", "state_dir",
+        "max_members_per_room",
                               "max_rooms", "max_rooms_per_identity", "empty_room_timeout_s", "member_timeout_s", "keepalive_interval_s",
                               "max_forwarded_speakers", "speaker_update_interval_ms", "speaker_level_update_interval_ms", "speech_level_threshold",
                               "member_update_interval_ms", "member_update_immediate_limit", "audience_update_interval_ms", "spread_threshold", "cascade_after",
@@ -226,7 +228,9 @@ public struct RelayConfig: Sendable {
             guard let l = LogLevel(name: value) else { throw ConfigError("log_level must be debug, info, warning or error, got \"\(value)\"") }
             logLevel = l
         case "log_format":
-            guard let f = StderrLog.LogFormat(rawValue: value) else { throw ConfigError("log_format must be text or json, got \"\(value)\"") }
+            guard let f = StderrLog.LogFormat(rawValue: value) else {
+                throw ConfigError("log_format must be text or json, got \"\(value)\"")
+            }
             logFormat = f
         case "stop_grace_s": stopGraceSeconds = try int(0...3600)
         case "max_members_per_room": core.maxMembersPerRoom = try int(1...100_000)

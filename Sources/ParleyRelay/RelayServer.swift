@@ -103,8 +103,10 @@ public final class RelayServer {
         var built: [Worker] = []
         let events = EventHub()
         do {
-            let hooks = try WebhookDispatcher(endpoints: config.webhooks.endpoints, path: stateDirectory.map { $0 + "/webhooks.db" } ?? ":memory:",
-                                              retryWindowSeconds: config.webhooks.retrySeconds, capacity: config.webhooks.outboxMax,
+            let hooks = try WebhookDispatcher(endpoints: config.webhooks.endpoints,
+                path: stateDirectory.map { $0 + "/webhooks.db" } ?? ":memory:",
+                                              retryWindowSeconds: config.webhooks.retrySeconds,
+                                              capacity: config.webhooks.outboxMax,
                                               timeoutMilliseconds: config.webhooks.timeoutSeconds * 1_000,
                                               node: config.cluster == nil ? nil : nodeID, log: log)
             events.observer = { hooks.submit($0) }

@@ -141,12 +141,14 @@ public final class RoomRecorder: @unchecked Sendable {
         log.write(.info, "recording \(recording.name) of room \(recording.room) written (\(recording.files.count) files): \(reason)")
         if let finished {
             let files: [[String: Any]] = recording.files.map { f in
-                var e: [String: Any] = ["file": f.fileName, "kind": f.kind, "duration_ms": f.durationMilliseconds, "bytes": f.bytesWritten]
+                var e: [String: Any] = ["file": f.fileName, "kind": f.kind, "duration_ms": f.durationMilliseconds,
+                    "bytes": f.bytesWritten]
                 if f.kind == "track" { e["identity"] = f.identity; e["name"] = f.name }
                 if let failure = f.failure { e["error"] = failure }
                 return e
             }
-            finished(WebhookEvent.recordingFinished(id: WebhookEvent.newID(Crypto.randomBytes(16)), name: recording.name, room: recording.room,
+            finished(WebhookEvent.recordingFinished(id: WebhookEvent.newID(Crypto.randomBytes(16)),
+                name: recording.name, room: recording.room,
                                                     reason: reason, unixMilliseconds: unixMilliseconds, files: files))
         }
         if recording.mixdown, recording.mix == nil, !recording.tracks.isEmpty { startMixdown(recording) }

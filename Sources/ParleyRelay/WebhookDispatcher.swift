@@ -53,16 +53,21 @@ public final class WebhookDispatcher: @unchecked Sendable {
     }
 
     /// A dispatcher over the outbox at `path` (`<state_dir>/webhooks.db`; ":memory:" without a state directory).
-    public init(endpoints: [WebhookEndpoint], path: String, retryWindowSeconds: Int = 86_400, capacity: Int = 100_000,
-                timeoutMilliseconds: Int = 10_000, node: String? = nil, log: LogSink,
-                clock: @escaping @Sendable () -> Int64 = { Int64(Clock.unixMilliseconds()) }) throws(ConfigError) {
+    public init(
+        endpoints: [WebhookEndpoint], path: String, retryWindowSeconds: Int = 86_400, capacity: Int = 100_000,
+        timeoutMilliseconds: Int = 10_000, node: String? = nil, log: LogSink,
+        clock: @escaping @Sendable () -> Int64 = { Int64(Clock.unixMilliseconds()) }
+    ) throws(ConfigError) {
         do {
             outbox = try WebhookOutbox(path: path, retryWindow: Int64(retryWindowSeconds) * 1_000, capacity: capacity)
         } catch {
             throw ConfigError("cannot open the webhook outbox \(path): \(error)")
         }
-        guard let transport = WebhookTransport(timeoutMilliseconds: timeoutMilliseconds,
-                                               connectTimeoutMilliseconds: min(5_000, timeoutMilliseconds)) else {
+        guard
+            let transport = WebhookTransport(
+                timeoutMilliseconds: timeoutMilliseconds,
+                connectTimeoutMilliseconds: min(5_000, timeoutMilliseconds))
+        else {
             throw ConfigError("libcurl cannot start: no webhooks")
         }
         self.transport = transport
@@ -121,8 +126,14 @@ public final class WebhookDispatcher: @unchecked Sendable {
     public func run() {
         while true {
             let last = stopping.load(ordering: .acquiring)
-            if let new = replacement.withLock({ r in defer { r = nil }; return r }) { apply(new) }
-            let items = inbound.withLock { q in defer { q = [] }; return q }
+            if let new = replacement.withLock({ r in
+                defer { r = nil }; return r
+            }) {
+                apply(new)
+            }
+            let items = inbound.withLock { q in
+                defer { q = [] }; return q
+            }
             if !items.isEmpty { store(items) }
             if last { return }
             let now = clock()
@@ -133,7 +144,9 @@ public final class WebhookDispatcher: @unchecked Sendable {
                 do {
                     try outbox.batch { for (tag, outcome) in ended { finish(tag, outcome, now: at) } }
                 } catch {
-                    log.write(.error, "webhooks: cannot commit the outcomes of \(ended.count) attempts (sent again later): \(error)")
+                    log.write(
+                        .error,
+                        "webhooks: cannot commit the outcomes of \(ended.count) attempts (sent again later): \(error)")
                 }
             }
             stats.inFlight.store(transport.inFlight, ordering: .relaxed)
@@ -146,7 +159,9 @@ public final class WebhookDispatcher: @unchecked Sendable {
         stats.endpoints.store(new.count, ordering: .relaxed)
         do {
             let removed = try outbox.forget(endpointsOtherThan: new.map(\.url))
-            if removed > 0 { log.write(.warning, "webhooks: \(removed) waiting deliveries dropped with the receivers removed") }
+            if removed > 0 {
+                log.write(.warning, "webhooks: \(removed) waiting deliveries dropped with the receivers removed")
+            }
         } catch {
             log.write(.error, "webhooks: cannot drop the removed receivers' events: \(error)")
         }
@@ -158,9 +173,10 @@ public final class WebhookDispatcher: @unchecked Sendable {
         var events: [WebhookEvent] = []
         for item in items {
             switch item {
-            case .relay(let e): if let w = WebhookEvent.from(e, id: WebhookEvent.newID(Crypto.randomBytes(16)), node: node) {
-                events.append(w)
-            }
+            case .relay(let e):
+                if let w = WebhookEvent.from(e, id: WebhookEvent.newID(Crypto.randomBytes(16)), node: node) {
+                    events.append(w)
+                }
             case .made(let w): events.append(w)
             }
         }
@@ -200,8 +216,11 @@ public final class WebhookDispatcher: @unchecked Sendable {
                 }
                 free -= 1
                 let seconds = now / 1_000
-                let headers = ["webhook-id: \(d.event.id)", "webhook-timestamp: \(seconds)",
-                               "webhook-signature: " + endpoint.secret.signature(id: d.event.id, timestamp: seconds, body: d.event.body)]
+                let headers = [
+                    "webhook-id: \(d.event.id)", "webhook-timestamp: \(seconds)",
+                    "webhook-signature: "
+                        + endpoint.secret.signature(id: d.event.id, timestamp: seconds, body: d.event.body),
+                ]
                 if let tag = transport.post(url: endpoint.url, headers: headers, body: d.event.body) {
                     attempts[tag] = (d, now)
                 } else {
@@ -229,13 +248,17 @@ public final class WebhookDispatcher: @unchecked Sendable {
             switch try outbox.failed(d, now: now) {
             case .at(let next):
                 if d.attempts == 0 || log.threshold <= .debug {
-                    log.write(.warning, "webhooks: \(d.event.type) \(d.event.id) to \(Self.shown(d.endpoint)) failed (\(why)); "
-                              + "tried again in \((next - now + 999) / 1_000) s")
+                    log.write(
+                        .warning,
+                        "webhooks: \(d.event.type) \(d.event.id) to \(Self.shown(d.endpoint)) failed (\(why)); "
+                            + "tried again in \((next - now + 999) / 1_000) s")
                 }
             case .expired:
                 stats.expired.add(1, ordering: .relaxed)
-                log.write(.warning, "webhooks: \(d.event.type) \(d.event.id) to \(Self.shown(d.endpoint)) dropped after "
-                          + "\(d.attempts + 1) attempts (\(why)): older than the retry window")
+                log.write(
+                    .warning,
+                    "webhooks: \(d.event.type) \(d.event.id) to \(Self.shown(d.endpoint)) dropped after "
+                        + "\(d.attempts + 1) attempts (\(why)): older than the retry window")
             }
         } catch {
             log.write(.error, "webhooks: cannot update the outbox: \(error)")
@@ -244,7 +267,9 @@ public final class WebhookDispatcher: @unchecked Sendable {
 
     /// A URL as logs show it: without user and password.
     static func shown(_ url: String) -> String {
-        guard let at = url.firstIndex(of: "@"), let scheme = url.range(of: "://"), scheme.upperBound < at else { return url }
+        guard let at = url.firstIndex(of: "@"), let scheme = url.range(of: "://"), scheme.upperBound < at else {
+            return url
+        }
         return String(url[..<scheme.upperBound]) + "…" + String(url[at...])
     }
 }
@@ -273,17 +298,35 @@ public final class WebhookStats: Sendable {
         func family(_ name: String, _ type: String, _ help: String, _ value: String) -> String {
             "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n\(name) \(value)\n"
         }
-        return family("parley_webhook_events_stored_total", "counter", "Webhook events committed to the outbox.", "\(stored.load(ordering: .relaxed))")
-            + family("parley_webhook_deliveries_total", "counter", "Webhook deliveries a receiver took (2xx).", "\(delivered.load(ordering: .relaxed))")
-            + family("parley_webhook_failed_attempts_total", "counter", "Webhook attempts that failed (timeout, refused, not 2xx).",
-                     "\(failedAttempts.load(ordering: .relaxed))")
-            + family("parley_webhook_expired_total", "counter", "Webhook deliveries dropped after the retry window.", "\(expired.load(ordering: .relaxed))")
-            + family("parley_webhook_dropped_full_total", "counter", "Webhook deliveries dropped because a receiver's outbox was full.",
-                     "\(droppedFull.load(ordering: .relaxed))")
-            + family("parley_webhook_dropped_behind_total", "counter", "Webhook events lost before the outbox (dispatcher behind or store failed).",
-                     "\(droppedBehind.load(ordering: .relaxed))")
-            + family("parley_webhook_waiting", "gauge", "Webhook deliveries waiting in the outbox.", "\(waiting.load(ordering: .relaxed))")
-            + family("parley_webhook_in_flight", "gauge", "Webhook attempts under way.", "\(inFlight.load(ordering: .relaxed))")
-            + family("parley_webhook_endpoints", "gauge", "Webhook receivers configured.", "\(endpoints.load(ordering: .relaxed))")
+        return family(
+            "parley_webhook_events_stored_total", "counter", "Webhook events committed to the outbox.",
+            "\(stored.load(ordering: .relaxed))")
+            + family(
+                "parley_webhook_deliveries_total", "counter", "Webhook deliveries a receiver took (2xx).",
+                "\(delivered.load(ordering: .relaxed))")
+            + family(
+                "parley_webhook_failed_attempts_total", "counter",
+                "Webhook attempts that failed (timeout, refused, not 2xx).",
+                "\(failedAttempts.load(ordering: .relaxed))")
+            + family(
+                "parley_webhook_expired_total", "counter", "Webhook deliveries dropped after the retry window.",
+                "\(expired.load(ordering: .relaxed))")
+            + family(
+                "parley_webhook_dropped_full_total", "counter",
+                "Webhook deliveries dropped because a receiver's outbox was full.",
+                "\(droppedFull.load(ordering: .relaxed))")
+            + family(
+                "parley_webhook_dropped_behind_total", "counter",
+                "Webhook events lost before the outbox (dispatcher behind or store failed).",
+                "\(droppedBehind.load(ordering: .relaxed))")
+            + family(
+                "parley_webhook_waiting", "gauge", "Webhook deliveries waiting in the outbox.",
+                "\(waiting.load(ordering: .relaxed))")
+            + family(
+                "parley_webhook_in_flight", "gauge", "Webhook attempts under way.",
+                "\(inFlight.load(ordering: .relaxed))")
+            + family(
+                "parley_webhook_endpoints", "gauge", "Webhook receivers configured.",
+                "\(endpoints.load(ordering: .relaxed))")
     }
 }

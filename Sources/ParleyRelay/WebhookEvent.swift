@@ -18,8 +18,10 @@ public struct WebhookEvent: Sendable, Equatable {
     public var body: String
 
     /// Every type a receiver may get.
-    public static let types = ["room.started", "room.finished", "member.joined", "member.left", "recording.finished",
-                               "call.ringing", "call.answered", "call.missed", "text.held"]
+    public static let types = [
+        "room.started", "room.finished", "member.joined", "member.left", "recording.finished",
+        "call.ringing", "call.answered", "call.missed", "text.held",
+    ]
 
     /// An event of `type` with `data`; the body's keys sorted, its timestamp RFC 3339 in UTC with milliseconds.
     public init(id: String, type: String, orderKey: String, unixMilliseconds: Int64, data: [String: Any]) {
@@ -27,8 +29,12 @@ public struct WebhookEvent: Sendable, Equatable {
         self.type = type
         self.orderKey = orderKey
         self.unixMilliseconds = unixMilliseconds
-        let object: [String: Any] = ["id": id, "type": type, "timestamp": Self.timestamp(unixMilliseconds), "data": data]
-        let json = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        let object: [String: Any] = [
+            "id": id, "type": type, "timestamp": Self.timestamp(unixMilliseconds), "data": data,
+        ]
+        let json =
+            (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
+            ?? Data("{}".utf8)
         body = String(decoding: json, as: UTF8.self)
     }
 
@@ -47,13 +53,15 @@ public struct WebhookEvent: Sendable, Equatable {
         var t = time_t(seconds)
         var parts = tm()
         gmtime_r(&t, &parts)
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
-                      Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), Int(ms - seconds * 1000))
+        return String(
+            format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
+            Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), Int(ms - seconds * 1000))
     }
 
     /// A new random id: `msg_` and 16 random bytes in base64url (22 characters).
     public static func newID(_ random: [UInt8]) -> String {
-        "msg_" + Data(random).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+        "msg_"
+            + Data(random).base64EncodedString().replacingOccurrences(of: "+", with: "-")
             .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
     }
 
@@ -64,7 +72,8 @@ public struct WebhookEvent: Sendable, Equatable {
         guard let (type, orderKey, data) = mapped(e) else { return nil }
         var withNode = data
         if let node { withNode["node"] = node }
-        return WebhookEvent(id: id, type: type, orderKey: orderKey, unixMilliseconds: e.unixMilliseconds, data: withNode)
+        return WebhookEvent(
+            id: id, type: type, orderKey: orderKey, unixMilliseconds: e.unixMilliseconds, data: withNode)
     }
 
     /// A relay event's type, order key and data; nil for those webhooks do not carry.
@@ -73,7 +82,10 @@ public struct WebhookEvent: Sendable, Equatable {
         switch e.kind {
         case .roomStarted:
             let parts = e.detail.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-            return ("room.started", room, ["room": e.room, "mode": parts.first ?? "", "audience": parts.contains("audience")])
+            return (
+                "room.started", room,
+                ["room": e.room, "mode": parts.first ?? "", "audience": parts.contains("audience")]
+            )
         case .roomClosed:
             return ("room.finished", room, ["room": e.room, "reason": e.detail])
         case .memberJoined:
@@ -95,7 +107,10 @@ public struct WebhookEvent: Sendable, Equatable {
             }
             return (type, "call:\(call.callID)", data)
         case .textHeld:
-            return ("text.held", "text:" + e.detail, ["from": e.identity, "to": e.detail, "attachments": e.attachments.count])
+            return (
+                "text.held", "text:" + e.detail,
+                ["from": e.identity, "to": e.detail, "attachments": e.attachments.count]
+            )
         default:
             return nil
         }
@@ -107,9 +122,12 @@ public struct WebhookEvent: Sendable, Equatable {
 
     /// `recording.finished`: the recording `name` of `room`, why it stopped, and its files (name, kind, bytes,
     /// duration; a track's identity).
-    public static func recordingFinished(id: String, name: String, room: String, reason: String, unixMilliseconds: Int64,
-                                         files: [[String: Any]]) -> WebhookEvent {
-        WebhookEvent(id: id, type: "recording.finished", orderKey: "room:" + room, unixMilliseconds: unixMilliseconds,
-                     data: ["recording": name, "room": room, "reason": reason, "files": files])
+    public static func recordingFinished(
+        id: String, name: String, room: String, reason: String, unixMilliseconds: Int64,
+        files: [[String: Any]]
+    ) -> WebhookEvent {
+        WebhookEvent(
+            id: id, type: "recording.finished", orderKey: "room:" + room, unixMilliseconds: unixMilliseconds,
+            data: ["recording": name, "room": room, "reason": reason, "files": files])
     }
 }

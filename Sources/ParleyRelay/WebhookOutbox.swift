@@ -56,19 +56,24 @@ public final class WebhookOutbox {
     }
 
     /// Opens (or makes) the outbox at `path` (":memory:" keeps it in memory: nothing survives the process).
-    public init(path: String, retryWindow: Int64 = 86_400_000, capacity: Int = 100_000,
-                jitter: @escaping (Int64) -> Int64 = { $0 / 2 + Int64.random(in: 0...max(0, $0 / 2)) }) throws(SQLiteError) {
+    public init(
+        path: String, retryWindow: Int64 = 86_400_000, capacity: Int = 100_000,
+        jitter: @escaping (Int64) -> Int64 = { $0 / 2 + Int64.random(in: 0...max(0, $0 / 2)) }
+    ) throws(SQLiteError) {
         db = try SQLiteDatabase(path: path)
         self.retryWindow = retryWindow
         self.capacity = max(1, capacity)
         self.jitter = jitter
-        try db.execute("""
+        try db.execute(
+            """
             CREATE TABLE IF NOT EXISTS webhook_outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, endpoint TEXT NOT NULL,
               event_id TEXT NOT NULL, type TEXT NOT NULL, order_key TEXT NOT NULL, created_ms INTEGER NOT NULL,
               body TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, next_ms INTEGER NOT NULL);
             CREATE INDEX IF NOT EXISTS webhook_outbox_order ON webhook_outbox (endpoint, order_key, seq);
             """)
-        for (endpoint, n) in try db.query("SELECT endpoint, COUNT(*) FROM webhook_outbox GROUP BY endpoint", [], { ($0.text(0), Int($0.int(1))) }) {
+        for (endpoint, n) in try db.query(
+            "SELECT endpoint, COUNT(*) FROM webhook_outbox GROUP BY endpoint", [], { ($0.text(0), Int($0.int(1))) })
+        {
             counts[endpoint] = n
         }
     }
@@ -81,18 +86,23 @@ public final class WebhookOutbox {
         let dropping = try db.transaction { () throws(SQLiteError) -> Int in
             for e in events {
                 for endpoint in endpoints {
-                    try db.run("""
+                    try db.run(
+                        """
                         INSERT INTO webhook_outbox (endpoint, event_id, type, order_key, created_ms, body, next_ms)
                         VALUES (?, ?, ?, ?, ?, ?, ?)
-                        """, [.text(endpoint), .text(e.id), .text(e.type), .text(e.orderKey), .int(e.unixMilliseconds),
-                              .text(e.body), .int(e.unixMilliseconds)])
+                        """,
+                        [
+                            .text(endpoint), .text(e.id), .text(e.type), .text(e.orderKey), .int(e.unixMilliseconds),
+                            .text(e.body), .int(e.unixMilliseconds),
+                        ])
                 }
             }
             var dropping = 0
             for endpoint in endpoints {
                 let over = counts[endpoint, default: 0] + events.count - capacity
                 if over > 0 {
-                    try db.run("""
+                    try db.run(
+                        """
                         DELETE FROM webhook_outbox WHERE seq IN
                           (SELECT seq FROM webhook_outbox WHERE endpoint = ? ORDER BY seq LIMIT ?)
                         """, [.text(endpoint), .int(Int64(over))])
@@ -108,9 +118,12 @@ public final class WebhookOutbox {
 
     /// The head of each of `endpoint`'s queues (one per order key) that is due at `now` and whose key is not in
     /// `busy` (an attempt of it is under way), oldest first, at most `limit`.
-    public func due(endpoint: String, now: Int64, busy: Set<String> = [], limit: Int = 64) throws(SQLiteError) -> [Delivery] {
+    public func due(endpoint: String, now: Int64, busy: Set<String> = [], limit: Int = 64) throws(SQLiteError)
+        -> [Delivery]
+    {
         let heads = try self.heads(endpoint: endpoint)
-        return Array(heads.filter { $0.next <= now && !busy.contains($0.delivery.event.orderKey) }.prefix(limit).map(\.delivery))
+        return Array(
+            heads.filter { $0.next <= now && !busy.contains($0.delivery.event.orderKey) }.prefix(limit).map(\.delivery))
     }
 
     /// When the earliest head of `endpoint`'s queues not in `busy` is due (Unix ms); nil when none waits.
@@ -120,14 +133,20 @@ public final class WebhookOutbox {
 
     /// The head of each of `endpoint`'s queues (the oldest row of each order key), oldest first, and when it is due.
     public func heads(endpoint: String) throws(SQLiteError) -> [(delivery: Delivery, next: Int64)] {
-        try db.query("""
+        try db.query(
+            """
             SELECT seq, event_id, type, order_key, created_ms, body, attempts, next_ms FROM webhook_outbox
             WHERE seq IN (SELECT MIN(seq) FROM webhook_outbox WHERE endpoint = ? GROUP BY order_key) ORDER BY seq
-            """, [.text(endpoint)]) { row in
-            (Delivery(seq: row.int(0), endpoint: endpoint,
-                      event: WebhookEvent(id: row.text(1), type: row.text(2), orderKey: row.text(3), unixMilliseconds: row.int(4),
-                                          body: row.text(5)),
-                      attempts: Int(row.int(6))), row.int(7))
+            """, [.text(endpoint)]
+        ) { row in
+            (
+                Delivery(
+                    seq: row.int(0), endpoint: endpoint,
+                    event: WebhookEvent(
+                        id: row.text(1), type: row.text(2), orderKey: row.text(3), unixMilliseconds: row.int(4),
+                        body: row.text(5)),
+                    attempts: Int(row.int(6))), row.int(7)
+            )
         }
     }
 
@@ -148,7 +167,9 @@ public final class WebhookOutbox {
         }
         let attempts = d.attempts + 1
         let next = min(deadline, now + jitter(Self.backoff(attempts: attempts)))
-        try db.run("UPDATE webhook_outbox SET attempts = ?, next_ms = ? WHERE seq = ?", [.int(Int64(attempts)), .int(next), .int(d.seq)])
+        try db.run(
+            "UPDATE webhook_outbox SET attempts = ?, next_ms = ? WHERE seq = ?",
+            [.int(Int64(attempts)), .int(next), .int(d.seq)])
         return .at(next)
     }
 
@@ -171,6 +192,8 @@ public final class WebhookOutbox {
 
     /// Rows waiting for `endpoint`.
     public func waiting(endpoint: String) throws(SQLiteError) -> Int {
-        Int(try db.query("SELECT COUNT(*) FROM webhook_outbox WHERE endpoint = ?", [.text(endpoint)]) { $0.int(0) }.first ?? 0)
+        Int(
+            try db.query("SELECT COUNT(*) FROM webhook_outbox WHERE endpoint = ?", [.text(endpoint)]) { $0.int(0) }
+                .first ?? 0)
     }
 }

@@ -13,7 +13,8 @@ public struct WebhookSecret: Sendable, Equatable {
     /// Parses `whsec_<base64>` (at least 16 key bytes, at most 64); nil for anything else. Never echo the value.
     public init?(_ text: String) {
         guard text.hasPrefix(Self.prefix), let data = Data(base64Encoded: String(text.dropFirst(Self.prefix.count))),
-              (16...64).contains(data.count) else { return nil }
+            (16...64).contains(data.count)
+        else { return nil }
         key = Array(data)
     }
 

@@ -58,12 +58,15 @@ final class WebhookTransport: @unchecked Sendable {
     /// Attempts under way.
     var inFlight: Int { running.count }
 
-    /// Starts a POST of `body` to `url` with `headers` ("Name: value"); returns its tag, or nil when libcurl refused it.
+    /// Starts a POST of `body` to `url` with `headers` ("Name: value"); returns its tag, or nil when libcurl refused
+    /// it.
     func post(url: String, headers: [String], body: String) -> Int? {
         guard let easy = curl_easy_init() else { return nil }
         var list: UnsafeMutablePointer<curl_slist>?
         for h in headers + ["Content-Type: application/json", "Expect:"] {
-            guard let appended = curl_slist_append(list, h) else { curl_slist_free_all(list); curl_easy_cleanup(easy); return nil }
+            guard let appended = curl_slist_append(list, h) else {
+                curl_slist_free_all(list); curl_easy_cleanup(easy); return nil
+            }
             list = appended
         }
         let t = Transfer(easy: easy, headers: list)

@@ -28,7 +28,8 @@ final class CallRouter: TimedWork {
     private var config: RelayCoreConfig { outbox.config }
     private var log: LogSink { outbox.log }
 
-    init(outbox: Outbox, directory: PresenceDirectory, signer: @escaping () -> TokenSigner?, relayKey: String? = nil, random: RelayRandom) {
+    init(outbox: Outbox, directory: PresenceDirectory, signer: @escaping () -> TokenSigner?, relayKey: String? = nil,
+        random: RelayRandom) {
         self.outbox = outbox
         self.directory = directory
         currentSigner = signer

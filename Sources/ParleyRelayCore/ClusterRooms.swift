@@ -105,7 +105,8 @@ final class ClusterRooms: CorePart, TimedWork {
         }
         guard room.selector.isForwarded(member.id) else { return }
         let primary: (bytes: UnsafeRawBufferPointer, view: RTPPacketView)?
-        do { primary = try core.primaryOnly(packet, from: member) } catch { return outbox.drop(.malformedRTP, from: address, now: now) }
+        do { primary = try core.primaryOnly(packet, from: member) } catch { return outbox.drop(.malformedRTP,
+            from: address, now: now) }
         core.fanOut(rtp, packet: packet, primary: primary, from: member, address: address, now: now)
     }
 

@@ -33,7 +33,8 @@ extension MixEngine {
     /// whether it was. `cascaded`: the room spans nodes (its mix goes frame by frame to the others: no forwarding).
     /// `redundant`: the packet as it came when it was RFC 2198 RED (`packet` is then its primary alone): sent as RED
     /// when every listener of the forwarding took RED (native members only), else the primary.
-    func forwardLoneSpeaker(_ packet: RTPPacketView, redundant: RTPPacketView? = nil, from member: Member, room: Room, cascaded: Bool,
+    func forwardLoneSpeaker(_ packet: RTPPacketView, redundant: RTPPacketView? = nil, from member: Member, room: Room,
+        cascaded: Bool,
                             now: Instant, send: (UnsafeRawBufferPointer, Member) -> Void) -> Bool {
         guard config.mixForwardLoneSpeaker, !idle, !cascaded, recording == nil, !member.muted,
               packet.payloadCount <= Self.maxPassThroughBytes else { return false }

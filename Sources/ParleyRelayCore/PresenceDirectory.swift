@@ -185,7 +185,8 @@ final class PresenceDirectory {
 
     /// Tells the webhooks (an operator event, on no stream) that a direct text waits in the store for `identity`.
     private func held(from sender: String, to identity: String, attachments: [String], now: Moment) {
-        var event = RelayEvent(kind: .textHeld, room: "", identity: sender, detail: identity, unixMilliseconds: now.unixMilliseconds,
+        var event = RelayEvent(kind: .textHeld, room: "", identity: sender, detail: identity,
+            unixMilliseconds: now.unixMilliseconds,
                                attachments: attachments)
         event.operatorOnly = true
         notify(event)

@@ -40,7 +40,9 @@ extension RelayCore {
     /// their budget, limits on rooms and members, queues, timers as they next run. Rooms keep the mode and limits they
     /// were opened with; sessions stay.
     public func reconfigure(_ new: RelayCoreConfig) -> AdminResult {
-        if new.joinsPerSecond != config.joinsPerSecond { admission.joinBudget = JoinBudget(perSecond: new.joinsPerSecond) }
+        if new.joinsPerSecond != config.joinsPerSecond {
+            admission.joinBudget = JoinBudget(perSecond: new.joinsPerSecond)
+        }
         outbox.config = new
         return .ok
     }

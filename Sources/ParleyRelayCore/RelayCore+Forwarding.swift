@@ -99,7 +99,8 @@ extension RelayCore {
             // every node with listeners, from the speakers forwarded there.)
             if room.mixesHere {
                 mix.insert(packet, from: member, arrival: now.monotonic, retransmission: repaired)
-                _ = mix.forwardLoneSpeaker(primary?.view ?? packet, redundant: primary == nil ? nil : packet, from: member, room: room, cascaded: room.cascade != nil, now: now.monotonic) { bytes, listener in
+                _ = mix.forwardLoneSpeaker(primary?.view ?? packet, redundant: primary == nil ? nil : packet,
+                    from: member, room: room, cascaded: room.cascade != nil, now: now.monotonic) { bytes, listener in
                     sendMix(bytes, to: listener, now: now)
                 }
             } else {
@@ -154,7 +155,8 @@ extension RelayCore {
             if let endpoint = listener.pointee.endpoint {
                 let link = endpoint.takeUnretainedValue().endpoint.unsafelyUnwrapped
                 guard let slot = link.slot(for: member, id: listener.pointee.memberID, now: now.monotonic) else { continue }
-                let n = link.forward(endpointPacket, from: member, slot: slot, srtp: listener.pointee.srtp?.takeUnretainedValue(),
+                let n = link.forward(endpointPacket, from: member, slot: slot,
+                    srtp: listener.pointee.srtp?.takeUnretainedValue(),
                                      address: listener.pointee.address, output: output, config: config, now: now)
                 guard n > 0 else { continue }
                 listener.pointee.packetsOut &+= 1

@@ -8,7 +8,9 @@ extension RelayCore {
     /// For a RED packet from a native or cascaded member: the packet of its primary alone, written into the output
     /// arena (valid until the loop's flush), with its view. Nil for any other packet. Throws for a RED payload that
     /// does not parse: the caller drops the packet (every length in it is the sender's word).
-    func primaryOnly(_ packet: RTPPacketView, from member: Member) throws(WireError) -> (bytes: UnsafeRawBufferPointer, view: RTPPacketView)? {
+    func primaryOnly(_ packet: RTPPacketView, from member: Member) throws(WireError) -> (
+        bytes: UnsafeRawBufferPointer, view: RTPPacketView
+    )? {
         guard packet.payloadType == RedundantAudio.defaultPayloadType, member.kind.speaksRedundancy else { return nil }
         let red = try RedundantAudio(parsing: packet.payload)
         let space = output.reserve(packet.bytes.count)

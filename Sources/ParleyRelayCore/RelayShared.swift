@@ -43,6 +43,7 @@ public final class RelayShared: Sendable {
     public var isDraining: Bool { draining.load(ordering: .relaxed) }
     /// Stopping (SIGTERM): no new joins, calls or endpoints, while the members here are told or moved.
     public let stopping = Atomic<Bool>(false)
+    /// Whether `stopping` is set.
     public var isStopping: Bool { stopping.load(ordering: .relaxed) }
     private let roomCount = Atomic<Int>(0)
     /// Rooms open per identity that opened them by joining (join path only, never the packet path).
@@ -112,7 +113,8 @@ public final class RelayShared: Sendable {
             return true
         }
         guard mine else {
-            return OpenRoomFailure(code: .tooManyRooms, reason: "\(creator) already has \(perIdentity) rooms open, the most one identity may open")
+            return OpenRoomFailure(code: .tooManyRooms,
+                reason: "\(creator) already has \(perIdentity) rooms open, the most one identity may open")
         }
         guard tryReserveRoom() else {
             releaseCreator(creator)

@@ -338,7 +338,8 @@ final class RoomTable: TimedWork {
             let timeout = room.emptyTimeout ?? config.emptyRoomTimeout
             forget(room, reason: "empty for \(timeout.wholeSeconds) s", now: now)
             if log.threshold <= .info {
-                log.write(.info, "room \(room.name) closed after \(timeout.wholeSeconds) s empty", fields: [("room", room.name)])
+                log.write(.info, "room \(room.name) closed after \(timeout.wholeSeconds) s empty", fields: [("room",
+                    room.name)])
             }
         }
     }

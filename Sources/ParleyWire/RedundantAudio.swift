@@ -93,7 +93,8 @@ public struct RedundantAudio: Sendable {
             guard length > 0 else { throw .badLength }
             guard timestampOffset > 0, timestampOffset < lastOffset else { throw .badField }
             lastOffset = timestampOffset
-            let block = RedundantBlock(payloadType: first & 0x7F, timestampOffset: timestampOffset, range: claimed..<(claimed + length))
+            let block = RedundantBlock(
+                payloadType: first & 0x7F, timestampOffset: timestampOffset, range: claimed..<(claimed + length))
             switch headers {
             case 0: parsed.0 = block
             case 1: parsed.1 = block
@@ -107,8 +108,9 @@ public struct RedundantAudio: Sendable {
         parsed.0.range = parsed.0.range.shifted(by: dataStart)
         parsed.1.range = parsed.1.range.shifted(by: dataStart)
         parsed.2.range = parsed.2.range.shifted(by: dataStart)
-        primary = RedundantBlock(payloadType: payload[dataStart - 1] & 0x7F, timestampOffset: 0,
-                                 range: (dataStart + claimed)..<payload.count)
+        primary = RedundantBlock(
+            payloadType: payload[dataStart - 1] & 0x7F, timestampOffset: 0,
+            range: (dataStart + claimed)..<payload.count)
         redundantCount = headers
         blocks = parsed
     }
@@ -116,7 +118,8 @@ public struct RedundantAudio: Sendable {
     /// Bytes of a payload with redundant blocks of `redundantBytes` in total (`count` of them) and a primary of
     /// `primaryBytes`.
     public static func serializedSize(redundantBlocks count: Int, redundantBytes: Int, primaryBytes: Int) -> Int {
-        count * RedundantAudioLayout.blockHeaderSize + RedundantAudioLayout.primaryHeaderSize + redundantBytes + primaryBytes
+        count * RedundantAudioLayout.blockHeaderSize + RedundantAudioLayout.primaryHeaderSize + redundantBytes
+            + primaryBytes
     }
 }
 
@@ -145,11 +148,16 @@ public struct RedundantAudioWriter {
 
     /// Appends the next redundant block (older blocks first): `timestampOffset` in 1 … 16383 and below the previous
     /// block's, `data` 1 … 1023 bytes.
-    public mutating func appendRedundant(payloadType: UInt8, timestampOffset: UInt32, data: UnsafeRawBufferPointer) throws(WireError) {
-        guard written < expected, payloadType < 128, timestampOffset > 0, timestampOffset <= RedundantAudioLayout.maxTimestampOffset,
-              timestampOffset < lastOffset, !data.isEmpty, data.count <= RedundantAudioLayout.maxBlockLength else { throw .badField }
+    public mutating func appendRedundant(payloadType: UInt8, timestampOffset: UInt32, data: UnsafeRawBufferPointer)
+        throws(WireError)
+    {
+        guard written < expected, payloadType < 128, timestampOffset > 0,
+            timestampOffset <= RedundantAudioLayout.maxTimestampOffset,
+            timestampOffset < lastOffset, !data.isEmpty, data.count <= RedundantAudioLayout.maxBlockLength
+        else { throw .badField }
         guard dataEnd + data.count <= out.count else { throw .bufferTooSmall }
-        let word = UInt32(RedundantAudioLayout.followBit | payloadType) << 24 | timestampOffset << 10 | UInt32(data.count)
+        let word =
+            UInt32(RedundantAudioLayout.followBit | payloadType) << 24 | timestampOffset << 10 | UInt32(data.count)
         out.setUInt32(word, at: written * RedundantAudioLayout.blockHeaderSize)
         UnsafeMutableRawBufferPointer(rebasing: out[dataEnd..<(dataEnd + data.count)]).copyMemory(from: data)
         dataEnd += data.count
@@ -188,7 +196,8 @@ extension RedundantAudio {
         let header = packet.payloadOffset
         let length = header + primary.range.count
         guard length <= out.count else { return 0 }
-        UnsafeMutableRawBufferPointer(rebasing: out[0..<header]).copyMemory(from: UnsafeRawBufferPointer(rebasing: packet.bytes[0..<header]))
+        UnsafeMutableRawBufferPointer(rebasing: out[0..<header]).copyMemory(
+            from: UnsafeRawBufferPointer(rebasing: packet.bytes[0..<header]))
         out[0] &= ~0x20  // no padding
         out[1] = (out[1] & 0x80) | primary.payloadType
         let payload = packet.payload

@@ -16,7 +16,8 @@ extension SignalDatagram {
             message = .join(JoinRequest(token: try f.string(.token), room: try f.string(.room, maxCount: Signalling.maxDatagramSize),
                                         cookie: try f.optionalData(.cookie, maxCount: 64), nonce: try f.data(.nonce, maxCount: 32),
                                         muted: try f.bool(.muted), keyShare: try f.optionalData(.keyShare, maxCount: 64),
-                                        speakersFromMedia: try f.bool(.speakersFromMedia), redundancy: try f.bool(.redundancy)))
+                                        speakersFromMedia: try f.bool(.speakersFromMedia),
+                                        redundancy: try f.bool(.redundancy)))
         case 0x02: message = .leave
         case 0x03: message = .ping(timestamp: try f.u64(.timestamp))
         case 0x04: message = .setMuted(try f.u8(.muted) != 0)

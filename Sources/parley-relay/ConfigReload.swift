@@ -26,8 +26,10 @@ final class ConfigReload {
     /// Called with the settings in force after each reload that was applied (webhooks).
     var onApplied: [(RelayConfig) -> Void] = []
 
-    init(file: String?, flags: [(String, String)], config: RelayConfig, tls: HTTPTLSFiles?, server: RelayServer,
-         http: HTTPServer, log: StderrLog, router: @escaping @MainActor (RelayConfig) -> HTTPRouter) {
+    init(
+        file: String?, flags: [(String, String)], config: RelayConfig, tls: HTTPTLSFiles?, server: RelayServer,
+        http: HTTPServer, log: StderrLog, router: @escaping @MainActor (RelayConfig) -> HTTPRouter
+    ) {
         self.file = file
         self.flags = flags
         self.config = config
@@ -45,7 +47,8 @@ final class ConfigReload {
         let next: RelayConfig
         let files: HTTPTLSFiles?
         do {
-            let built = try RelayConfig.build(file: file, environment: ProcessInfo.processInfo.environment, flags: flags)
+            let built = try RelayConfig.build(
+                file: file, environment: ProcessInfo.processInfo.environment, flags: flags)
             files = try built.readHTTPTLSFiles()
             if let files {
                 guard HTTPServer.supportsTLS else { throw HTTPServer.tlsUnsupported }
@@ -53,8 +56,10 @@ final class ConfigReload {
             }
             next = config.reloaded(to: built)
             for kept in config.restartOnlyChanges(to: built) {
-                log.write(.warning, "reload: \(kept) changed, which takes effect at the next start; the relay keeps "
-                          + "the running value")
+                log.write(
+                    .warning,
+                    "reload: \(kept) changed, which takes effect at the next start; the relay keeps "
+                        + "the running value")
             }
         } catch {
             log.write(.error, "reload refused, the running settings stay: \(error)")
@@ -64,8 +69,10 @@ final class ConfigReload {
         server.api.shared.replaceRoomLimits(next.core)
         let workers = server.reconfigure(core: next.core)
         if workers < server.ports.count {
-            log.write(.warning, "reload: \(server.ports.count - workers) of \(server.ports.count) workers did not take "
-                      + "the new limits in time; they keep the old ones until the next reload")
+            log.write(
+                .warning,
+                "reload: \(server.ports.count - workers) of \(server.ports.count) workers did not take "
+                    + "the new limits in time; they keep the old ones until the next reload")
         }
         log.threshold = next.logLevel
         let newTLS = files.map { ($0.certificatePEM, $0.keyPEM) }
@@ -78,15 +85,19 @@ final class ConfigReload {
             } catch {
                 http.replaceRouter(router(next))
                 served = "kept as it was (\(error))"
-                log.write(.error, "reload: the HTTP server could not restart with the new certificate or limits, "
-                          + "it serves the old ones: \(error)")
+                log.write(
+                    .error,
+                    "reload: the HTTP server could not restart with the new certificate or limits, "
+                        + "it serves the old ones: \(error)")
             }
         } else {
             http.replaceRouter(router(next))
         }
         for apply in onApplied { apply(next) }
         config = next
-        log.write(.info, "reloaded: \(next.apiKeys.count) API key\(next.apiKeys.count == 1 ? "" : "s"), log level "
-                  + "\(next.logLevel.name), TLS \(served), limits applied on \(workers) worker\(workers == 1 ? "" : "s")")
+        log.write(
+            .info,
+            "reloaded: \(next.apiKeys.count) API key\(next.apiKeys.count == 1 ? "" : "s"), log level "
+                + "\(next.logLevel.name), TLS \(served), limits applied on \(workers) worker\(workers == 1 ? "" : "s")")
     }
 }

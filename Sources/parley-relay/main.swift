@@ -112,7 +112,9 @@ while !arguments.isEmpty {
     let key = flag == "--turn" ? "turn_urls" : String(flag.dropFirst(2)).replacingOccurrences(of: "-", with: "_")
     if flag == "--config" { configFile = value } else { flags.append((key, value)) }
 }
-if let url = webhookFlags.first(where: { $0["secret"] == nil })?["url"] { fail("--webhook \(url) has no --webhook-secret whsec_…") }
+if let url = webhookFlags.first(where: { $0["secret"] == nil })?["url"] {
+    fail("--webhook \(url) has no --webhook-secret whsec_…")
+}
 if !webhookFlags.isEmpty {
     let list = (try? JSONSerialization.data(withJSONObject: webhookFlags)) ?? Data("[]".utf8)
     flags.append(("webhooks", String(decoding: list, as: UTF8.self)))
@@ -195,15 +197,18 @@ let attachments = AttachmentFiles(stateDirectory: stateDirectory, log: log, quot
 /// The HTTP API's router for `settings` (at start, and at each reload).
 @MainActor func router(_ settings: RelayConfig) -> HTTPRouter {
     let verifier = TokenVerifier(keys: settings.apiKeys, relayKey: server.relayKey)
-    return HTTPRouter(backend: server.api, verifier: verifier, signer: verifier.keyIDs.first.flatMap { verifier.signer(forKey: $0) },
+    return HTTPRouter(backend: server.api, verifier: verifier,
+        signer: verifier.keyIDs.first.flatMap { verifier.signer(forKey: $0) },
                       config: settings.core, metricsRequireAuth: settings.metricsRequireAuth, httpStats: httpStats,
-                      relayKey: server.relayKey, webRoot: webRoot, devTokens: settings.usesDevCredentials, cluster: cluster,
+                      relayKey: server.relayKey, webRoot: webRoot, devTokens: settings.usesDevCredentials,
+                      cluster: cluster,
                       attachments: attachments, attachmentMaxBytes: settings.attachmentMaxBytes,
                       iceServers: settings.iceServers)
 }
 let http: HTTPServer
 do {
-    http = try HTTPServer(address: config.http, router: router(config), events: server.api.events, limits: config.httpLimits,
+    http = try HTTPServer(address: config.http, router: router(config), events: server.api.events,
+        limits: config.httpLimits,
                           stats: httpStats, log: log, tls: httpTLS)
 } catch {
     fail(error.description, code: 1)

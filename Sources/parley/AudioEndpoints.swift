@@ -78,7 +78,8 @@ enum PlaybackSink {
 struct AudioOptions {
     static let valued: Set<String> = ["device", "capture-device", "playback-device", "input", "output", "tone", "amplitude",
                                        "bitrate", "complexity", "min-delay"]
-    static let switches: Set<String> = ["loop", "echo-cancel", "denoise", "no-denoise", "agc", "no-playback", "dtx", "no-dtx",
+    static let switches: Set<String> = ["loop", "echo-cancel", "denoise", "no-denoise", "agc", "no-playback", "dtx",
+        "no-dtx",
                                         "no-red"]
     static let usage = """
       audio: [--device PCM | --capture-device PCM --playback-device PCM] [--input FILE.wav [--loop]] [--output FILE.wav]

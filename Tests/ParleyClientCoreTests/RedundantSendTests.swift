@@ -20,7 +20,8 @@ struct RedundantSendTests {
                 let phase = Double(n * 960 + i) * 2 * Double.pi * 440 / 48_000
                 return Int16(8_000 * sin(phase))
             }
-            if let p = frame.withUnsafeBufferPointer({ pipeline.packetize($0, level: 20, voice: true).map(Array.init) }) {
+            if let p = frame.withUnsafeBufferPointer({ pipeline.packetize($0, level: 20, voice: true).map(Array.init) })
+            {
                 out.append(p)
             }
         }
@@ -53,7 +54,8 @@ struct RedundantSendTests {
             }
         }
         // The bytes it costs: about three frames' worth per packet.
-        let plainBytes = plain.dropFirst(2).map(\.count).reduce(0, +), redBytes = red.dropFirst(2).map(\.count).reduce(0, +)
+        let plainBytes = plain.dropFirst(2).map(\.count).reduce(0, +),
+            redBytes = red.dropFirst(2).map(\.count).reduce(0, +)
         #expect(Double(redBytes) / Double(plainBytes) > 2 && Double(redBytes) / Double(plainBytes) < 3.2)
     }
 

@@ -18,8 +18,9 @@ struct ReadinessTests {
     @Test("ready: 200 on both; draining or stopping: /readyz 503 with the reason, /healthz 200; no token needed")
     func readiness() {
         let backend = ReadinessBackend()
-        let router = HTTPRouter(backend: backend, verifier: TokenVerifier(keys: ["k": "a-secret-of-enough-bytes"]),
-                                signer: nil, config: RelayCoreConfig())
+        let router = HTTPRouter(
+            backend: backend, verifier: TokenVerifier(keys: ["k": "a-secret-of-enough-bytes"]),
+            signer: nil, config: RelayCoreConfig())
         func get(_ path: String) -> HTTPResponse {
             guard case .answer(let r) = router.admit(HTTPRequest(method: "GET", path: path), now: 0) else {
                 return HTTPResponse(status: 0, body: [])

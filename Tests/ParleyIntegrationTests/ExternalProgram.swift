@@ -52,7 +52,8 @@ struct ExternalProgram: Sendable, CustomStringConvertible {
         .deletingLastPathComponent().path
 
     /// Every program the tests start.
-    static let all: [ExternalProgram] = [.curl, .python3, .ffmpeg, .ffprobe, .espeakNG, .openssl, .tcpdump, .gstLaunch, .tshark, .chromium, .interopPython,
+    static let all: [ExternalProgram] = [.curl, .python3, .ffmpeg, .ffprobe, .espeakNG, .openssl, .tcpdump,
+        .gstLaunch, .tshark, .chromium, .interopPython,
                                          .redisServer, .redisCLI, .unshare, .ip, .nft, .turnserver, .turnutilsUclient,
                                          .prometheus, .systemdAnalyze]
 

@@ -44,7 +44,9 @@ import Testing
         let h = JitterHarness()
         var packets = stream(count: 100)
         // Packet 50 carries a copy of 49 (held already) and, far too late, of 10 (played long ago).
-        packets[50].copies = [(packets[10].sequence, packets[10].timestamp), (packets[49].sequence, packets[49].timestamp)]
+        packets[50].copies = [
+            (packets[10].sequence, packets[10].timestamp), (packets[49].sequence, packets[49].timestamp),
+        ]
         h.send(packets)
         h.run(untilPlayed: 100, limit: 200)
         #expect(h.buffer.stats.redundantRecovered == 0)
@@ -75,12 +77,15 @@ import Testing
         // A copy far off the timeline neither plays nor arms a restart, even with a packet right after it.
         let payload = [UInt8](repeating: 1, count: 40)
         payload.withUnsafeBytes { bytes in
-            h.buffer.insertRedundant(sequenceNumber: 30_000, timestamp: 1_000_000_000, ssrc: 1, payload: bytes,
-                                     arrival: Instant(nanoseconds: h.now))
-            h.buffer.insertRedundant(sequenceNumber: 20, timestamp: 20 * 960, ssrc: 7, payload: bytes,
-                                     arrival: Instant(nanoseconds: h.now))
-            h.buffer.insert(sequenceNumber: 30_001, timestamp: 1_000_000_960, ssrc: 1, marker: false, payload: bytes,
-                            arrival: Instant(nanoseconds: h.now))
+            h.buffer.insertRedundant(
+                sequenceNumber: 30_000, timestamp: 1_000_000_000, ssrc: 1, payload: bytes,
+                arrival: Instant(nanoseconds: h.now))
+            h.buffer.insertRedundant(
+                sequenceNumber: 20, timestamp: 20 * 960, ssrc: 7, payload: bytes,
+                arrival: Instant(nanoseconds: h.now))
+            h.buffer.insert(
+                sequenceNumber: 30_001, timestamp: 1_000_000_960, ssrc: 1, marker: false, payload: bytes,
+                arrival: Instant(nanoseconds: h.now))
         }
         #expect(h.buffer.stats.resets == 0)
         #expect(h.buffer.stats.redundantUnused == 3)

@@ -86,7 +86,9 @@ final class FakeNetwork {
                    speakersFromMedia: Bool = false, redundancy: Bool = false) -> FakeClient {
         let address = PeerAddress(ipv4: 192, 168, host, UInt8(clients.count + 2), port: port ?? UInt16(5000 + clients.count))
         let session = ClientSession(server: publicAddress, token: token ?? self.token(identity, room: room), room: room,
-                                    muted: muted, speakersFromMedia: speakersFromMedia, redundancy: redundancy, security: security, now: instant, unixMilliseconds: { [unowned self] in self.now.unixMilliseconds })
+                                    muted: muted, speakersFromMedia: speakersFromMedia, redundancy: redundancy,
+                                    security: security, now: instant,
+                                    unixMilliseconds: { [unowned self] in self.now.unixMilliseconds })
         let client = FakeClient(identity: identity, address: address, session: session)
         clients.append(client)
         return client

@@ -1,5 +1,6 @@
 import ParleyWire
 import Testing
+
 @testable import ParleyRelayCore
 
 @Suite("RFC 2198 RED through the relay: passed to members that took it, the primary alone to everyone else")
@@ -82,7 +83,9 @@ struct RedundancyRelayTests {
         #expect(Self.received(bob, from: alice).count == 1)
     }
 
-    @Test("a mix room's lone speaker reaches listeners that all took RED as RED, else as its primary", arguments: [true, false])
+    @Test(
+        "a mix room's lone speaker reaches listeners that all took RED as RED, else as its primary",
+        arguments: [true, false])
     func loneSpeaker(everyoneTakesRED: Bool) throws {
         let net = FakeNetwork()
         func join(_ name: String, red: Bool) -> FakeClient {
@@ -105,7 +108,11 @@ struct RedundancyRelayTests {
             }
             #expect(got.count == mix.loneForwarded)
             if everyoneTakesRED {
-                #expect(got.allSatisfy { $0.0 == RedundantAudio.defaultPayloadType && $0.1.suffix(Self.primary.count) == Self.primary[...] })
+                #expect(
+                    got.allSatisfy {
+                        $0.0 == RedundantAudio.defaultPayloadType
+                            && $0.1.suffix(Self.primary.count) == Self.primary[...]
+                    })
             } else {
                 #expect(got.allSatisfy { $0.0 == 111 && $0.1 == Self.primary })
             }

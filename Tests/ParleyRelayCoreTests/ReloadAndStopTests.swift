@@ -2,6 +2,7 @@ import ParleyAuth
 import ParleyWire
 import Synchronization
 import Testing
+
 @testable import ParleyRelayCore
 
 @Suite("A reload replaces keys and limits under live members; a stop refuses joins from its first moment")

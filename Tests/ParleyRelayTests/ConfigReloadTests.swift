@@ -1,20 +1,26 @@
 import Foundation
 import ParleyAuth
-@testable import ParleyRelay
 import ParleyRelayCore
 import Testing
+
+@testable import ParleyRelay
 
 @Suite("A reload (SIGHUP): what it puts in force, what waits for a restart, what it refuses")
 struct ConfigReloadTests {
     static let secret = "a-secret-of-enough-bytes-1"
 
-    @Test("keys, limits and the log level come from the new file; sockets, workers, directories keep the running values")
+    @Test(
+        "keys, limits and the log level come from the new file; sockets, workers, directories keep the running values")
     func reloadedKeepsRestartOnly() throws {
-        let running = try RelayConfig.build(file: RelayConfigTests.file(#"""
-            {"udp": "127.0.0.1:7400", "workers": 2, "state_dir": "/tmp/a", "api_key": "one", "api_secret": "\#(Self.secret)",
-             "max_members_per_room": 50, "log_level": "info"}
-            """#), environment: [:], flags: [])
-        let file = try RelayConfigTests.file(#"""
+        let running = try RelayConfig.build(
+            file: RelayConfigTests.file(
+                #"""
+                {"udp": "127.0.0.1:7400", "workers": 2, "state_dir": "/tmp/a", "api_key": "one",
+                 "api_secret": "\#(Self.secret)",
+                 "max_members_per_room": 50, "log_level": "info"}
+                """#), environment: [:], flags: [])
+        let file = try RelayConfigTests.file(
+            #"""
             {"udp": "127.0.0.1:7500", "workers": 4, "state_dir": "/tmp/b", "api_keys": {"two": "\#(Self.secret)"},
              "max_members_per_room": 2, "log_level": "debug", "log_format": "json", "http_max_connections": 77}
             """#)
@@ -33,8 +39,12 @@ struct ConfigReloadTests {
     @Test("a file that does not parse, a key without its secret, a bad value: refused with the reason")
     func refusals() throws {
         let broken = try RelayConfigTests.file(#"{"api_key": "one", "api_secret": "\#(Self.secret)",,}"#)
-        let syntax = #expect(throws: ConfigError.self) { try RelayConfig.build(file: broken, environment: [:], flags: []) }
-        #expect(syntax?.description.hasPrefix("config file \(broken) is not valid JSON") == true, "\(String(describing: syntax))")
+        let syntax = #expect(throws: ConfigError.self) {
+            try RelayConfig.build(file: broken, environment: [:], flags: [])
+        }
+        #expect(
+            syntax?.description.hasPrefix("config file \(broken) is not valid JSON") == true,
+            "\(String(describing: syntax))")
         let half = try RelayConfigTests.file(#"{"api_key": "three"}"#)
         let pair = #expect(throws: ConfigError.self) { try RelayConfig.build(file: half, environment: [:], flags: []) }
         #expect(pair?.description.contains("api_key \"three\" is set without api_secret") == true)
@@ -51,14 +61,17 @@ struct ConfigReloadTests {
     func jsonLines() throws {
         let log = StderrLog(threshold: .info, format: .json)
         log.addCommonField("node", "n1")
-        let line = log.line(.warning, "say \"hi\"\n\u{1}\\", fields: [("room", "r\u{2028}"), ("identity", "é")],
-                            unixMilliseconds: 1_800_000_000_123)
-        #expect(line == #"{"time":"2027-01-15T08:00:00.123Z","level":"warning","msg":"say \"hi\"\n\u0001\\","#
+        let line = log.line(
+            .warning, "say \"hi\"\n\u{1}\\", fields: [("room", "r\u{2028}"), ("identity", "é")],
+            unixMilliseconds: 1_800_000_000_123)
+        #expect(
+            line == #"{"time":"2027-01-15T08:00:00.123Z","level":"warning","msg":"say \"hi\"\n\u0001\\","#
                 + #""node":"n1","room":"r\u2028","identity":"é"}"#)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String])
         #expect(object["msg"] == "say \"hi\"\n\u{1}\\" && object["room"] == "r\u{2028}")
         let text = StderrLog(threshold: .info)
-        #expect(text.line(.info, "m", fields: [("room", "r")], unixMilliseconds: 1_800_000_000_123)
+        #expect(
+            text.line(.info, "m", fields: [("room", "r")], unixMilliseconds: 1_800_000_000_123)
                 == "2027-01-15T08:00:00.123Z info m")
         log.threshold = .error
         #expect(log.threshold == .error)

@@ -1,9 +1,10 @@
 import Foundation
 import ParleyHistory
 import ParleyRelay
-@testable import ParleyRelayCore
 import ParleyTestSupport
 import Testing
+
+@testable import ParleyRelayCore
 
 /// The webhooks' pure parts: the Standard Webhooks signature against the spec's example, relay events to webhook
 /// bodies, and the outbox on a real SQLite file with a manual clock (`now` passed in), a fixed jitter.
@@ -14,12 +15,16 @@ struct WebhookTests {
     /// The example of the Standard Webhooks specification (its reference libraries' tests use it too).
     @Test func signatureMatchesTheSpecExample() throws {
         let secret = try #require(WebhookSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"))
-        #expect(secret.signature(id: "msg_p5jXN8AQM9LWM0D4loKWxJek", timestamp: 1_614_265_330, body: #"{"test": 2432232314}"#)
+        #expect(
+            secret.signature(
+                id: "msg_p5jXN8AQM9LWM0D4loKWxJek", timestamp: 1_614_265_330, body: #"{"test": 2432232314}"#)
                 == "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
     }
 
-    @Test(arguments: ["", "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_", "whsec_not base64!", "whsec_c2hvcnQ=",
-                      "whsec_" + String(repeating: "A", count: 100)])
+    @Test(arguments: [
+        "", "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_", "whsec_not base64!", "whsec_c2hvcnQ=",
+        "whsec_" + String(repeating: "A", count: 100),
+    ])
     func badSecretsAreRefused(_ text: String) {
         #expect(WebhookSecret(text) == nil)
     }
@@ -38,25 +43,33 @@ struct WebhookTests {
     }
 
     @Test func roomAndMemberEvents() throws {
-        let started = WebhookEvent.from(RelayEvent(kind: .roomStarted, room: "r", detail: "mix, audience", unixMilliseconds: Self.t), id: "msg_1")
+        let started = WebhookEvent.from(
+            RelayEvent(kind: .roomStarted, room: "r", detail: "mix, audience", unixMilliseconds: Self.t), id: "msg_1")
         #expect(started?.type == "room.started" && started?.orderKey == "room:r")
         let s = try Self.data(started)
         #expect(s["mode"] as? String == "mix" && s["audience"] as? Bool == true)
-        let left = WebhookEvent.from(RelayEvent(kind: .memberLeft, room: "r", identity: "bob", detail: "timed out", unixMilliseconds: Self.t),
-                                     id: "msg_2")
+        let left = WebhookEvent.from(
+            RelayEvent(kind: .memberLeft, room: "r", identity: "bob", detail: "timed out", unixMilliseconds: Self.t),
+            id: "msg_2")
         #expect(left?.type == "member.left")
         let l = try Self.data(left)
-        #expect(l["identity"] as? String == "bob" && l["reason"] as? String == "timed out" && l["room"] as? String == "r")
-        let closed = WebhookEvent.from(RelayEvent(kind: .roomClosed, room: "r", detail: "empty", unixMilliseconds: Self.t), id: "msg_3")
+        #expect(
+            l["identity"] as? String == "bob" && l["reason"] as? String == "timed out" && l["room"] as? String == "r")
+        let closed = WebhookEvent.from(
+            RelayEvent(kind: .roomClosed, room: "r", detail: "empty", unixMilliseconds: Self.t), id: "msg_3")
         let c = try Self.data(closed)
         #expect(closed?.type == "room.finished" && c["reason"] as? String == "empty")
         #expect(WebhookEvent.from(RelayEvent(kind: .speakers, room: "r", unixMilliseconds: Self.t), id: "x") == nil)
-        #expect(WebhookEvent.from(RelayEvent(kind: .text, room: "r", detail: "hi", unixMilliseconds: Self.t), id: "x") == nil)
+        #expect(
+            WebhookEvent.from(RelayEvent(kind: .text, room: "r", detail: "hi", unixMilliseconds: Self.t), id: "x")
+                == nil)
     }
 
     static func call(_ kind: CallEvent.Kind, _ reason: CallEndReason? = nil) -> RelayEvent {
-        RelayEvent(CallEvent(kind: kind, callID: 7, caller: "alice", callee: "bob", room: kind == .answered ? "call-7" : "",
-                             endReason: reason, detail: "bob is not online", unixMilliseconds: Self.t))
+        RelayEvent(
+            CallEvent(
+                kind: kind, callID: 7, caller: "alice", callee: "bob", room: kind == .answered ? "call-7" : "",
+                endReason: reason, detail: "bob is not online", unixMilliseconds: Self.t))
     }
 
     @Test func callEvents() throws {
@@ -72,7 +85,8 @@ struct WebhookTests {
     }
 
     @Test func textHeldCarriesNoText() throws {
-        var e = RelayEvent(kind: .textHeld, room: "", identity: "alice", detail: "bob", unixMilliseconds: Self.t, attachments: ["x"])
+        var e = RelayEvent(
+            kind: .textHeld, room: "", identity: "alice", detail: "bob", unixMilliseconds: Self.t, attachments: ["x"])
         e.operatorOnly = true
         let held = WebhookEvent.from(e, id: "msg_h")
         #expect(held?.type == "text.held" && held?.orderKey == "text:bob")
@@ -96,19 +110,23 @@ struct WebhookTests {
     // MARK: Outbox
 
     static func event(_ n: Int, room: String = "r", at: Int64 = 1_000) -> WebhookEvent {
-        WebhookEvent(id: "msg_\(n)", type: "member.joined", orderKey: "room:" + room, unixMilliseconds: at, data: ["n": n])
+        WebhookEvent(
+            id: "msg_\(n)", type: "member.joined", orderKey: "room:" + room, unixMilliseconds: at, data: ["n": n])
     }
 
     func outbox(_ dir: ScratchDirectory, window: Int64 = 60_000, capacity: Int = 100) throws -> WebhookOutbox {
         try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
-        return try WebhookOutbox(path: dir.path + "/webhooks.db", retryWindow: window, capacity: capacity, jitter: { $0 })
+        return try WebhookOutbox(
+            path: dir.path + "/webhooks.db", retryWindow: window, capacity: capacity, jitter: { $0 })
     }
 
     @Test func storeClaimAckInRoomOrder() throws {
         let dir = ScratchDirectory()
         defer { dir.remove() }
         let box = try outbox(dir)
-        try box.store([Self.event(1, room: "a"), Self.event(2, room: "b"), Self.event(3, room: "a")], for: ["http://x", "http://y"])
+        try box.store(
+            [Self.event(1, room: "a"), Self.event(2, room: "b"), Self.event(3, room: "a")],
+            for: ["http://x", "http://y"])
         #expect(box.count == 6)
         // Only each room's head is due: 1 (a) and 2 (b), not 3.
         var due = try box.due(endpoint: "http://x", now: 1_000)
@@ -191,7 +209,8 @@ struct WebhookTests {
 
     @Test func configTakesReceiversAndRefusesHalfOfOne() throws {
         var config = RelayConfig()
-        try config.set("webhooks", #"[{"url": "http://127.0.0.1:9/a", "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}]"#)
+        try config.set(
+            "webhooks", #"[{"url": "http://127.0.0.1:9/a", "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}]"#)
         #expect(config.webhooks.endpoints.map(\.url) == ["http://127.0.0.1:9/a"])
         try config.set("webhook", "https://hooks.example/b")
         #expect(throws: ConfigError.self) { try config.checkCredentials() }  // no secret yet

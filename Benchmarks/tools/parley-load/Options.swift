@@ -107,7 +107,9 @@ struct Options {
             return v
         }
         func cpuList(_ flag: String) -> [Int] {
-            guard let cpus = Options.cpus(value(flag)) else { exitWithUsage("\(flag) needs CPU numbers: 0, 0,2 or 0-1") }
+            guard let cpus = Options.cpus(value(flag)) else {
+                exitWithUsage("\(flag) needs CPU numbers: 0, 0,2 or 0-1")
+            }
             return cpus
         }
         func milliseconds(_ flag: String) -> Double {

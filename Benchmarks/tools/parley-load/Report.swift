@@ -46,7 +46,8 @@ enum Report {
         }
         let ratios = Blocks.pairRatios(parley: parley.map(\.outPacketsPerCPUSecond), raw: raw.map(\.outPacketsPerCPUSecond))
         lines.append("parley ÷ raw per block pair: " + ratios.map { String(format: "%.3f", $0) }.joined(separator: ", "))
-        let extra = Blocks.pairExtraNanoseconds(parley: parley.map(\.outPacketsPerCPUSecond), raw: raw.map(\.outPacketsPerCPUSecond))
+        let extra = Blocks.pairExtraNanoseconds(parley: parley.map(\.outPacketsPerCPUSecond),
+            raw: raw.map(\.outPacketsPerCPUSecond))
         lines.append("parley − raw, ns per output datagram per block pair: "
                      + extra.map { String(format: "%.0f", $0) }.joined(separator: ", "))
         return lines.joined(separator: "\n")

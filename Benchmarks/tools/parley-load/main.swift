@@ -8,8 +8,8 @@
 //
 //   swift build -c release --product parley-load && swift build -c release --product parley-relay
 //   .build/release/parley-load --spawn --workers 1 --rooms 10 --members 10 --speakers 3 --duration 20 [--raw-baseline]
-import Foundation
 import CParleySys
+import Foundation
 import Glibc
 import ParleyNet
 import ParleyWire
@@ -149,7 +149,9 @@ do {
 
 var forwarder: SpawnedProcess?
 if options.rawBaseline {
-    do { forwarder = try pinnedForRelay { try SpawnedProcess.rawForwarder() } } catch { exitFailing("cannot start the raw forwarder: \(error)") }
+    do { forwarder = try pinnedForRelay { try SpawnedProcess.rawForwarder() } } catch {
+        exitFailing("cannot start the raw forwarder: \(error)")
+    }
 }
 let order = options.rawBaseline ? Blocks.order(blocksPerSide: options.blocks) : [.parley]
 let blockSeconds = options.duration / Double(options.rawBaseline ? options.blocks : 1)
@@ -186,7 +188,8 @@ if let raw {
                                                 raw: rawBlocks.map(\.outPacketsPerCPUSecond))
         writeLine(String(format: "parley − raw per output datagram: pooled %.0f ns (%.2f µs against %.2f µs), "
                          + "median of the block pairs %.0f ns",
-                         1e9 / parley.outPacketsPerCPUSecond - 1e9 / raw.outPacketsPerCPUSecond, 1e6 / parley.outPacketsPerCPUSecond,
+                         1e9 / parley.outPacketsPerCPUSecond - 1e9 / raw.outPacketsPerCPUSecond,
+                         1e6 / parley.outPacketsPerCPUSecond,
                          1e6 / raw.outPacketsPerCPUSecond, Blocks.median(extra) ?? 0))
     }
 }
