@@ -91,8 +91,8 @@ extension ProcessTests {
             // Asserted every run: heard well at either clock (3.5), and issue 37's goal of 4.0 where it is met (a
             // fast sender: its surplus goes by accelerating, 4.27-4.38 in four runs). A slow sender needs 110 ms
             // inserted over the 22 s of unbroken speech (ffmpeg sends no DTX): 3.82 and 3.84 in two runs on
-            // 2026-12-03 (3.29-3.83 before the buffer held for late frames), so there the goal is recorded as a
-            // known issue with its score, each run, not hidden.
+            // 2026-12-03 (3.29-3.83 before the buffer held for late frames), 3.867, 3.945, 3.867 and 4.044 on
+            // 2026-12-07, so there the goal is recorded as a known issue with its score, each run, not hidden.
             #expect(score >= 3.5, "readrate \(readRate): PESQ-WB \(scored); \(heard)")
             if readRate > 1 {
                 #expect(score >= 4.0, "readrate \(readRate): PESQ-WB \(scored); \(heard)")
