@@ -6,23 +6,6 @@ extension ProcessTests {
     struct MonitoringProcessTests {
         static let samples = ExternalProgram.packageRoot + "/Samples/monitoring"
 
-        /// A free TCP port on loopback (bound, read, closed).
-        static func freePort() throws -> Int {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(fd) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            _ = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-            }
-            _ = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-            }
-            return Int(UInt16(bigEndian: address.sin_port))
-        }
-
         /// The sample's target and interval are set for the test; the rest is as shipped.
         @Test("the sample scrape config brings parley_members and process_cpu_seconds_total into Prometheus")
         func prometheusScrapes() throws {
@@ -47,7 +30,7 @@ extension ProcessTests {
             let config = sample.replacingOccurrences(of: "127.0.0.1:7480", with: target)
                 .replacingOccurrences(of: "scrape_interval: 15s", with: "scrape_interval: 1s")
             try config.write(toFile: directory + "/prometheus.yml", atomically: true, encoding: .utf8)
-            let port = try Self.freePort()
+            let port = Int(freeTCPPort())
             let prometheus = try Spawned(
                 .prometheus,
                 [

@@ -32,8 +32,14 @@ func eventually(seconds: Double, _ condition: () throws -> Bool) rethrows -> Boo
 }
 
 /// A UDP port nobody is bound to right now on 127.0.0.1.
-func freeUDPPort() -> UInt16 {
-    let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+func freeUDPPort() -> UInt16 { freePort(Int32(SOCK_DGRAM.rawValue)) }
+
+/// A TCP port nobody listens on right now on 127.0.0.1 (a receiver or server binds it later).
+func freeTCPPort() -> UInt16 { freePort(Int32(SOCK_STREAM.rawValue)) }
+
+/// A port of `type` (SOCK_DGRAM, SOCK_STREAM) the kernel hands out on 127.0.0.1: bound, read, closed.
+private func freePort(_ type: Int32) -> UInt16 {
+    let fd = socket(AF_INET, type, 0)
     defer { close(fd) }
     var addr = sockaddr_in()
     addr.sin_family = sa_family_t(AF_INET)

@@ -45,30 +45,13 @@ extension ProcessTests {
             return condition()
         }
 
-        /// A TCP port nobody listens on right now on 127.0.0.1 (the receiver binds it later).
-        static func freeTCPPort() -> UInt16 {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(fd) }
-            var addr = sockaddr_in()
-            addr.sin_family = sa_family_t(AF_INET)
-            addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-            _ = withUnsafeMutablePointer(to: &addr) { p in
-                p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) }
-            }
-            _ = withUnsafeMutablePointer(to: &addr) { p in
-                p.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
-            }
-            return UInt16(bigEndian: addr.sin_port)
-        }
-
         @Test(
             "nothing lost, nothing sent twice under another id, signatures verify; joins go on while the receiver hangs"
         )
         func downFailingSlowThenFine() throws {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(atPath: dir) }
-            let port = Self.freeTCPPort()
+            let port = freeTCPPort()
             let env = [
                 "PARLEY_STATE_DIR": dir + "/state", "PARLEY_EMPTY_ROOM_TIMEOUT_S": "1", "PARLEY_WEBHOOK_TIMEOUT_S": "2",
                 "PARLEY_WEBHOOK": "http://127.0.0.1:\(port)/hook", "PARLEY_WEBHOOK_SECRET": Self.secret,
