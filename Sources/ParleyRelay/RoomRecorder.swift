@@ -70,7 +70,7 @@ public final class RoomRecorder: @unchecked Sendable {
 
     /// The recorder thread's loop: every 20 ms while a recording is open, what the workers submitted, then each open
     /// track's ready packets. With none open it sleeps until a worker submits a record or the relay stops: an idle
-    /// recorder costs the workers' hot path nothing (a thread woken every 20 ms was 3 % of a busy worker's CPU).
+    /// recorder costs the workers' hot path nothing (woken every 20 ms it was 3 % of a busy relay's CPU).
     public func run() {
         let poller = Poller([wakeup.fd])
         while true {
@@ -142,13 +142,13 @@ public final class RoomRecorder: @unchecked Sendable {
         if let finished {
             let files: [[String: Any]] = recording.files.map { f in
                 var e: [String: Any] = ["file": f.fileName, "kind": f.kind, "duration_ms": f.durationMilliseconds,
-                    "bytes": f.bytesWritten]
+                                        "bytes": f.bytesWritten]
                 if f.kind == "track" { e["identity"] = f.identity; e["name"] = f.name }
                 if let failure = f.failure { e["error"] = failure }
                 return e
             }
             finished(WebhookEvent.recordingFinished(id: WebhookEvent.newID(Crypto.randomBytes(16)),
-                name: recording.name, room: recording.room,
+                                                    name: recording.name, room: recording.room,
                                                     reason: reason, unixMilliseconds: unixMilliseconds, files: files))
         }
         if recording.mixdown, recording.mix == nil, !recording.tracks.isEmpty { startMixdown(recording) }
