@@ -34,8 +34,8 @@ extension ProcessTests.BrowserTests {
         #expect((result["calls"] as? [[String]])?.last?.last == "hung up by bob", "\(result)")
         #expect((result["maxAudioLevel"] as? Double ?? 0) > 0.01, "the page did not hear bob: \(result)")
         let heard = try WAVReader(path: "\(dir)/bob.wav").readAllMono48k()
-        let share = goertzelShare(loudestSecond(heard), frequency: 440)
-        #expect(share > 0.4, "440 Hz share \(share) of what bob heard; page: \(browser.log)")
+        let tone = toneShares(heard, frequency: 440)
+        #expect(tone.median > 0.7, "440 Hz share \(tone.median) of what bob heard, by second \(tone.windows); page: \(browser.log)")
     }
 
     @Test("the page calls a parley listen that answers, and hangs up: the CLI is told who hung up")

@@ -111,9 +111,8 @@ extension ProcessTests {
             #expect((result["packetsSent"] as? Int ?? 0) > 200, "\(result)")
             #expect(recorder.wait(seconds: 10) == 0, "\(recorder.stderr)")
             let heard = try WAVReader(path: "\(dir)/heard.wav").readAllMono48k()
-            let share = goertzelShare(loudestSecond(heard), frequency: 440)
-            // Above 0.4: the tone dominates (concealment when the browser's capture falls behind spreads some energy).
-            #expect(share > 0.4, "440 Hz share \(share) of \(heard.count) samples; page: \(browser.log)")
+            let tone = toneShares(heard, frequency: 440)
+            #expect(tone.median > 0.7, "440 Hz share \(tone.median) of \(heard.count) samples, by second \(tone.windows); page: \(browser.log)")
         }
 
         @Test("the page follows the room: it lists the members, a parley join reads the page's text, the page reads the backend's; a dev token without pasting one")

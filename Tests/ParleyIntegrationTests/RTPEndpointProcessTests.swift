@@ -81,6 +81,24 @@ func loudestSecond(_ samples: [Int16]) -> ArraySlice<Int16> {
     return samples[best..<best + 48_000]
 }
 
+/// The tone's share in each one-second window (half-second steps) that carries sound (at least a tenth of the loudest
+/// window's level), and their median. A browser's audio processing (gain control, noise suppression) shapes the first
+/// seconds of a tone, so the loudest second is often its distorted onset; the median says whether the tone is what
+/// was heard over the whole recording, and one concealed stall cannot tip it.
+func toneShares(_ samples: [Int16], frequency: Double) -> (median: Double, windows: [Double]) {
+    guard samples.count >= 48_000 else { return (goertzelShare(samples[...], frequency: frequency), []) }
+    let starts = Array(stride(from: 0, through: samples.count - 48_000, by: 24_000))
+    let levels = starts.map { start in samples[start..<start + 48_000].reduce(0.0) { $0 + Double($1) * Double($1) } }
+    let floor = (levels.max() ?? 0) / 100  // a tenth of the loudest window's RMS
+    var shares: [Double] = []
+    for (start, level) in zip(starts, levels) where level > 0 && level >= floor {
+        let share = goertzelShare(samples[start..<start + 48_000], frequency: frequency)
+        shares.append((share * 100).rounded() / 100)
+    }
+    let sorted = shares.sorted()
+    return (sorted.isEmpty ? 0 : sorted[sorted.count / 2], shares)
+}
+
 func jsonObject(_ text: String) -> [String: Any] {
     (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
 }
