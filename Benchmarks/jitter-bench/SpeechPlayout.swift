@@ -20,13 +20,14 @@ struct SpeechPlayout {
 /// Encodes `speech` (48 kHz mono) frame by frame, sends frame k as trace packet k (lost when the trace lost it),
 /// and pulls 20 ms every 20 ms from `phaseMs` after the first arrival until the speech has been played out.
 func playSpeech(_ speech: [Int16], trace: Trace, config: JitterBufferConfig, bitrate: Int32,
-                expectedLossPercent: Int32, phaseMs: Double = 0) throws -> SpeechPlayout {
+                expectedLossPercent: Int32, phaseMs: Double = 0, dtx: Bool = true,
+                pullLog: ((String) -> Void)? = nil) throws -> SpeechPlayout {
     let frame = SendPipeline.frameSamples
     let frames = speech.count / frame
     guard frames > 0, trace.packets.count >= frames else {
         throw PlayoutError.traceTooShort(frames: frames, packets: trace.packets.count)
     }
-    let sender = try SendPipeline(ssrc: 0x5EED, bitrate: bitrate, expectedLossPercent: expectedLossPercent)
+    let sender = try SendPipeline(ssrc: 0x5EED, bitrate: bitrate, expectedLossPercent: expectedLossPercent, dtx: dtx)
     // Encode everything up front: (arrival ms, packet bytes) for each packet that was sent and not lost.
     var arrivals: [(ms: Double, bytes: [UInt8])] = []
     speech.withUnsafeBufferPointer { pcm in
@@ -53,12 +54,32 @@ func playSpeech(_ speech: [Int16], trace: Trace, config: JitterBufferConfig, bit
                 next += 1
             }
             let now = instant(milliseconds: t)
+            let before = receiver.streams[sender.ssrc]?.audio.jitter.stats
             receiver.pull(now: now, into: out.baseAddress! + pull * frame)
+            if let pullLog, let before, let after = receiver.streams[sender.ssrc]?.audio.jitter.stats {
+                pullLog(pullLine(t: t, before: before, after: after,
+                                 quiet: TimeStretch.isQuiet(out.baseAddress! + pull * frame, count: frame)))
+            }
             for nack in receiver.nacksDue(now: now, roundTrip: ClientEngine.initialRoundTrip, reporter: 0) { nacked += nack.lost.count }
         }
     }
     let stats = receiver.streams[sender.ssrc]?.audio.jitter.stats ?? JitterStats()
     return SpeechPlayout(pcm: out, stats: stats, nacked: nacked)
+}
+
+/// One line of `--log-pulls`: the pull's time (ms from the first arrival), what the buffer did (E expand, A
+/// accelerate, C conceal, F FEC, S silence, P play), its delay and target, whether the output was quiet (q), the skew.
+func pullLine(t: Double, before: JitterStats, after: JitterStats, quiet: Bool) -> String {
+    var what = ""
+    if after.expanded > before.expanded { what += "E" }
+    if after.accelerated > before.accelerated { what += "A" }
+    if after.concealedFrames > before.concealedFrames { what += "C" }
+    if after.fecRecovered > before.fecRecovered { what += "F" }
+    if after.silenceFrames > before.silenceFrames { what += "S" }
+    if what.isEmpty { what = "P" }
+    let delay = (after.currentDelayMilliseconds * 10).rounded() / 10
+    return "\(Int(t)),\(what),\(delay),\(after.targetDelayMilliseconds),\(quiet ? "q" : ""),"
+        + "\((after.senderClockSkew * 10_000).rounded() / 100)"
 }
 
 enum PlayoutError: Error, CustomStringConvertible {

@@ -4,12 +4,15 @@
 //                [--impl parley|speex|both] [--json]
 //                [--quantile Q] [--on-time-quantile Q] [--forget F] [--no-fec]
 //                [--speex-update-delay] [--wrap]
-//   jitter-bench --trace FILE --speech WAV --out WAV [--bitrate BPS] [--expected-loss PERCENT] [--phase MS]
+//   jitter-bench --trace FILE --speech WAV --out WAV [--bitrate BPS] [--expected-loss PERCENT] [--phase MS] [--no-dtx]
+//                [--log-pulls CSV]
 //
 // With --speech, the speech is sent through the trace by the client's real send and receive paths (Opus, FEC, DTX;
 // the engine's ReceiveMixer: NACK tracking, jitter buffer, PLC, time-stretching, mix — NACKs go unanswered) on a
 // virtual clock and the played audio written to --out (48 kHz mono), for PESQ scoring
-// (Benchmarks/scripts/quality/playout.py); the first trace is used.
+// (Benchmarks/scripts/quality/playout.py); the first trace is used. --no-dtx sends every frame, silence included, as
+// ffmpeg and browsers do; --log-pulls writes each pull's decision, delay, target and the measured sender skew as CSV
+// (`pullLine`).
 //
 // Profiles for --synth: mild, moderate, harsh (the shared traces' models), wifi, cellular, calm, and stalls (a clean
 // path — base 20 ms, exponential jitter of 3 ms mean, no loss — from a sender whose capture stalls, `stalls=4/10/120`).
@@ -31,15 +34,16 @@ var json = false
 var speexUpdateDelay = false
 var wrap = false
 var config = JitterBufferConfig()
-var speechPath: String?, outPath: String?
-var bitrate: Int32 = 56_000, expectedLoss: Int32 = 0, phase = 0.0
+var speechPath: String?, outPath: String?, pullLogPath: String?
+var bitrate: Int32 = 56_000, expectedLoss: Int32 = 0, phase = 0.0, dtx = true
 var args = CommandLine.arguments.dropFirst()
 func usage() -> Never {
     FileHandle.standardError.write(("usage: jitter-bench --trace FILE [--synth PROFILE[:SEED[:SKEW[:SENDER]]]]"
         + " [--impl parley|speex|both] [--json] [--quantile Q] [--forget F] [--no-fec]\n"
         + "       PROFILE: mild moderate harsh wifi cellular calm stalls;"
         + " SENDER, comma-separated: stalls, stalls=GAP_S/MIN_MS/MAX_MS, drift=D\n"
-        + "       jitter-bench --trace FILE --speech WAV --out WAV [--bitrate BPS] [--expected-loss PERCENT] [--phase MS]\n").data(using: .utf8)!)
+        + "       jitter-bench --trace FILE --speech WAV --out WAV [--bitrate BPS] [--expected-loss PERCENT] [--phase MS]"
+        + " [--no-dtx] [--log-pulls CSV]\n").data(using: .utf8)!)
     exit(2)
 }
 while let a = args.popFirst() {
@@ -77,6 +81,8 @@ while let a = args.popFirst() {
     case "--bitrate": bitrate = Int32(args.popFirst() ?? "") ?? bitrate
     case "--expected-loss": expectedLoss = Int32(args.popFirst() ?? "") ?? expectedLoss
     case "--phase": phase = Double(args.popFirst() ?? "") ?? phase
+    case "--no-dtx": dtx = false
+    case "--log-pulls": pullLogPath = args.popFirst()
     default: usage()
     }
 }
@@ -90,12 +96,16 @@ if let speechPath {
     guard let outPath else { usage() }
     do {
         let speech = try WAVReader(path: speechPath).readAllMono48k()
-        let result = try playSpeech(speech, trace: traces[0], config: config, bitrate: bitrate, expectedLossPercent: expectedLoss, phaseMs: phase)
+        var pullLog = "time_ms,decision,delay_ms,target_ms,quiet,sender_skew_percent\n"
+        let result = try playSpeech(speech, trace: traces[0], config: config, bitrate: bitrate, expectedLossPercent: expectedLoss,
+                                    phaseMs: phase, dtx: dtx, pullLog: pullLogPath.map { _ in { pullLog += $0 + "\n" } })
+        if let pullLogPath { try pullLog.write(toFile: pullLogPath, atomically: true, encoding: .utf8) }
         let writer = try WAVWriter(path: outPath)
         try result.pcm.withUnsafeBufferPointer { try writer.write($0) }
         try writer.finish()
         let s = result.stats
-        print("{\"trace\":\"\(traces[0].name)\",\"played\":\(s.played),\"concealed\":\(s.concealedFrames),\"fec\":\(s.fecRecovered),\"late\":\(s.lateDropped),\"accelerated\":\(s.accelerated),\"expanded\":\(s.expanded),\"target_ms\":\(s.targetDelayMilliseconds),\"nacked\":\(result.nacked)}")
+        print("{\"trace\":\"\(traces[0].name)\",\"played\":\(s.played),\"concealed\":\(s.concealedFrames),\"fec\":\(s.fecRecovered),\"late\":\(s.lateDropped),\"accelerated\":\(s.accelerated),\"expanded\":\(s.expanded),\"target_ms\":\(s.targetDelayMilliseconds),"
+            + "\"sender_skew_percent\":\((s.senderClockSkew * 10_000).rounded() / 100),\"nacked\":\(result.nacked)}")
     } catch {
         FileHandle.standardError.write("jitter-bench: \(error)\n".data(using: .utf8)!)
         exit(1)

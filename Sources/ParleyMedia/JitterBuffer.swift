@@ -102,6 +102,15 @@ public final class JitterBuffer {
     let expandSpacingPulls = 25
     var pullsSinceExpand = Int.max / 2
     let largeExcessMilliseconds = 45.0
+    /// A sender whose clock runs slow drains the buffer all through its speech (0.5 %: 5 ms a second), and each
+    /// expansion in speech is heard. So in a pause the buffer builds the delay up past the target by what the drift
+    /// will take until the next pause (`skewLookaheadMilliseconds` of it, at most `maximumPauseSurplusMilliseconds`:
+    /// below the frame plus hysteresis at which a pause accelerates), and the speech that follows plays unstretched.
+    var pauseSurplusMilliseconds: Double {
+        min(maximumPauseSurplusMilliseconds, max(0, floor.skew.value) * skewLookaheadMilliseconds)
+    }
+    let skewLookaheadMilliseconds = 4_000.0
+    let maximumPauseSurplusMilliseconds = 20.0
     let persistentExcessPulls = 250
     /// Frames of delay a held frame's late arrival added (`heldFrames` at the merge), not yet taken back: that excess
     /// is the path's lateness already played through, so it goes after `heldSurplusPulls` pulls above the target
@@ -172,7 +181,7 @@ public final class JitterBuffer {
     /// Sender restart: forgets packets, the timeline and the floor; keeps the delay histogram and the counters.
     private func restart() {
         store.removeAll()
-        floor.clear()
+        floor.reset()
         sequenceUnwrapper = SequenceUnwrapper()
         timestampUnwrapper = TimestampUnwrapper()
         ssrc = nil

@@ -88,6 +88,9 @@ public struct JitterStats: Sendable, Equatable {
     public var targetDelayMilliseconds: Double = 0
     /// The adaptive target as a span (to the nearest nanosecond).
     public var targetDelay: Interval { Interval(seconds: targetDelayMilliseconds / 1000) }
+    /// How far the sender's clock runs from ours, as measured (`ClockSkew`; 0 until known or when under 0.15 %):
+    /// +0.005 when it sends 0.5 % slower than real time here (the buffer drains), −0.005 when 0.5 % faster.
+    public var senderClockSkew: Double = 0
     /// Sender restarts detected (new SSRC, or a sequence/timestamp jump of more than a few seconds).
     public var resets: Int = 0
     /// Talkspurts that ended with the sender falling silent (an RTCP BYE, or `JitterBuffer.senderSilence` without a
