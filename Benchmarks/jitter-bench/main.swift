@@ -42,8 +42,8 @@ func usage() -> Never {
         + " [--impl parley|speex|both] [--json] [--quantile Q] [--forget F] [--no-fec]\n"
         + "       PROFILE: mild moderate harsh wifi cellular calm stalls;"
         + " SENDER, comma-separated: stalls, stalls=GAP_S/MIN_MS/MAX_MS, drift=D\n"
-        + "       jitter-bench --trace FILE --speech WAV --out WAV [--bitrate BPS] [--expected-loss PERCENT] [--phase MS]"
-        + " [--no-dtx] [--log-pulls CSV]\n").data(using: .utf8)!)
+        + "       jitter-bench --trace FILE --speech WAV --out WAV [--bitrate BPS] [--expected-loss PERCENT]"
+        + " [--phase MS] [--no-dtx] [--log-pulls CSV]\n").data(using: .utf8)!)
     exit(2)
 }
 while let a = args.popFirst() {
@@ -97,14 +97,17 @@ if let speechPath {
     do {
         let speech = try WAVReader(path: speechPath).readAllMono48k()
         var pullLog = "time_ms,decision,delay_ms,target_ms,quiet,sender_skew_percent\n"
-        let result = try playSpeech(speech, trace: traces[0], config: config, bitrate: bitrate, expectedLossPercent: expectedLoss,
-                                    phaseMs: phase, dtx: dtx, pullLog: pullLogPath.map { _ in { pullLog += $0 + "\n" } })
+        let logPull: ((String) -> Void)? = pullLogPath.map { _ in { pullLog += $0 + "\n" } }
+        let result = try playSpeech(speech, trace: traces[0], config: config, bitrate: bitrate,
+                                    expectedLossPercent: expectedLoss, phaseMs: phase, dtx: dtx, pullLog: logPull)
         if let pullLogPath { try pullLog.write(toFile: pullLogPath, atomically: true, encoding: .utf8) }
         let writer = try WAVWriter(path: outPath)
         try result.pcm.withUnsafeBufferPointer { try writer.write($0) }
         try writer.finish()
         let s = result.stats
-        print("{\"trace\":\"\(traces[0].name)\",\"played\":\(s.played),\"concealed\":\(s.concealedFrames),\"fec\":\(s.fecRecovered),\"late\":\(s.lateDropped),\"accelerated\":\(s.accelerated),\"expanded\":\(s.expanded),\"target_ms\":\(s.targetDelayMilliseconds),"
+        print("{\"trace\":\"\(traces[0].name)\",\"played\":\(s.played),\"concealed\":\(s.concealedFrames),"
+            + "\"fec\":\(s.fecRecovered),\"late\":\(s.lateDropped),\"accelerated\":\(s.accelerated),"
+            + "\"expanded\":\(s.expanded),\"target_ms\":\(s.targetDelayMilliseconds),"
             + "\"sender_skew_percent\":\((s.senderClockSkew * 10_000).rounded() / 100),\"nacked\":\(result.nacked)}")
     } catch {
         FileHandle.standardError.write("jitter-bench: \(error)\n".data(using: .utf8)!)

@@ -35,7 +35,8 @@ extension ProcessTests.BrowserTests {
         #expect((result["maxAudioLevel"] as? Double ?? 0) > 0.01, "the page did not hear bob: \(result)")
         let heard = try WAVReader(path: "\(dir)/bob.wav").readAllMono48k()
         let tone = toneShares(heard, frequency: 440)
-        #expect(tone.median > 0.7, "440 Hz share \(tone.median) of what bob heard, by second \(tone.windows); page: \(browser.log)")
+        #expect(tone.median > 0.7,
+                "440 Hz share \(tone.median) of what bob heard, by second \(tone.windows); page: \(browser.log)")
     }
 
     @Test("the page calls a parley listen that answers, and hangs up: the CLI is told who hung up")

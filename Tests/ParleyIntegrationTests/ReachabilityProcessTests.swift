@@ -206,7 +206,8 @@ extension ProcessTests {
             #expect(recorder.wait(seconds: 15) == 0, "\(recorder.stderr)")
             let heard = try WAVReader(path: "\(dir)/heard.wav").readAllMono48k()
             let heardTone = toneShares(heard, frequency: 440)
-            #expect(heardTone.median > 0.7, "the browser at \(host) was heard with a 440 Hz share of \(heardTone.median) (by second: \(heardTone.windows))")
+            #expect(heardTone.median > 0.7,
+                    "the browser at \(host) was heard with a 440 Hz share of \(heardTone.median): \(heardTone.windows)")
             return page
         }
 

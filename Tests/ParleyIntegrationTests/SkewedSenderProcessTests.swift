@@ -42,7 +42,7 @@ extension ProcessTests {
 
         init() throws { try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) }
 
-        @Test("ffmpeg senders at ±0.5 % clock are heard (PESQ-WB ≥ 4.0 fast, ≥ 3.0 slow; ≥ 4.0 the goal)",
+        @Test("ffmpeg senders at ±0.5 % clock are heard (PESQ-WB ≥ 4.0 fast, ≥ 3.5 slow; ≥ 4.0 the goal)",
               arguments: [0.995, 1.005])
         func skewedSender(readRate: Double) throws {
             defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -89,18 +89,21 @@ extension ProcessTests {
             let heard = (recorder.stdout + recorder.stderr).split(separator: "\n")
                 .last { $0.contains("received ssrc") }.map(String.init) ?? "no receive summary: \(recorder.stderr)"
             print("ffmpeg at readrate \(readRate): PESQ-WB \(scored); \(heard)")
-            // Asserted every run: heard at either clock (3.5 fast, 3.0 slow), and issue 37's goal of 4.0 where it is
-            // met (a fast sender: its surplus goes by accelerating, 4.27-4.38 in four runs). A slow sender needs 110 ms
-            // inserted over the 22 s of unbroken speech (ffmpeg sends no DTX): 3.82 and 3.84 in two runs on
-            // 2026-12-03 (3.29-3.83 before the buffer held for late frames), 3.867, 3.945, 3.867 and 4.044 on
-            // 2026-12-07 alone, 3.468 after them and 3.242 in a full `make test` (5 frames concealed, 9 expansions), so
-            // there the goal is recorded as a known issue with its score, each run, not hidden, and the floor every
-            // run must clear is 3.0 (heard, words intact) until issue 37's slow-sender work lands.
-            #expect(score >= (readRate > 1 ? 3.5 : 3.0), "readrate \(readRate): PESQ-WB \(scored); \(heard)")
+            // Asserted every run: heard at either clock (3.5), and issue 37's goal of 4.0 where it is met every run (a
+            // fast sender: its surplus goes by accelerating in pauses, 4.09-4.39 in eight runs on 2026-12-07; 3.983
+            // and 4.005 in two of six with a variant that also carried a fast clock's minima, dropped for it). A slow
+            // sender needs 110 ms inserted over the 22 s of unbroken speech (ffmpeg sends no DTX). Before the buffer
+            // measured the sender's clock it scored 3.242-4.044 (about 3.8; 1-6 frames concealed where the buffer ran
+            // dry); with it (`ClockSkew`: the delay built up in pauses) 4.011, 3.934, 4.046, 3.965, 3.939, 4.055 on
+            // 2026-12-07, 0-1 frames concealed. The rest is the scorer's: it aligns the recording once, and a slow
+            // sender's recording must fall 80 ms behind over the 16 s scored (a perfect playout with 13 ms of silence
+            // added in each of the 8 sentence pauses scores 3.716). So 4.0 stays a known issue there, scored each run.
+            #expect(score >= 3.5, "readrate \(readRate): PESQ-WB \(scored); \(heard)")
             if readRate > 1 {
                 #expect(score >= 4.0, "readrate \(readRate): PESQ-WB \(scored); \(heard)")
             } else {
-                withKnownIssue("issue 37: a slow sender's drift is inserted in speech", isIntermittent: true) {
+                withKnownIssue("issue 37: a slow sender's 80 ms of drift against a scorer that aligns once",
+                               isIntermittent: true) {
                     #expect(score >= 4.0, "readrate \(readRate): PESQ-WB \(scored); \(heard)")
                 }
             }

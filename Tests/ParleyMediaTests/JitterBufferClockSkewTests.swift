@@ -16,8 +16,8 @@ struct JitterBufferClockSkewTests {
             let sent = Double(i) * 20 * (1 + drift)
             let stepped = steps.filter { sent >= $0.0 * 1000 }.reduce(0.0) { $0 + $1.1 }
             let arrival = 1_000 + sent + 30 + stepped + random.next() * jitter
-            return ScheduledPacket(sequence: UInt16(truncatingIfNeeded: i), timestamp: UInt32(truncatingIfNeeded: i * 960),
-                                   arrival: Int64(arrival * Double(ms)))
+            return ScheduledPacket(sequence: UInt16(truncatingIfNeeded: i),
+                                   timestamp: UInt32(truncatingIfNeeded: i * 960), arrival: Int64(arrival * Double(ms)))
         }
     }
 
@@ -48,7 +48,7 @@ struct JitterBufferClockSkewTests {
         #expect(worst == 0, "a skew of \(worst) was read from stalls")
     }
 
-    @Test("a slow sender's target is its path's jitter: the floor follows the drift instead of lagging by seconds of it")
+    @Test("a slow sender's target is its path's jitter: the floor follows the drift, not seconds behind it")
     func slowSenderTargetIsTheJitter() {
         let steady = JitterHarness(start: 1_000 * ms), slow = JitterHarness(start: 1_000 * ms)
         steady.send(sender(seconds: 30, drift: 0))
