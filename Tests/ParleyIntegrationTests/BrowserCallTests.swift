@@ -35,8 +35,8 @@ extension ProcessTests.BrowserTests {
         #expect((result["maxAudioLevel"] as? Double ?? 0) > 0.01, "the page did not hear bob: \(result)")
         let heard = try WAVReader(path: "\(dir)/bob.wav").readAllMono48k()
         let tone = toneShares(heard, frequency: 440)
-        #expect(tone.median > 0.7,
-                "440 Hz share \(tone.median) of what bob heard, by second \(tone.windows); page: \(browser.log)")
+        print("bob heard the page's 440 Hz tone at shares \(tone.windows) by second")
+        #expect(tone.clear >= 2, "440 Hz shares of what bob heard, by second \(tone.windows); page: \(browser.log)")
     }
 
     @Test("the page calls a parley listen that answers, and hangs up: the CLI is told who hung up")

@@ -112,8 +112,8 @@ extension ProcessTests {
             #expect(recorder.wait(seconds: 10) == 0, "\(recorder.stderr)")
             let heard = try WAVReader(path: "\(dir)/heard.wav").readAllMono48k()
             let tone = toneShares(heard, frequency: 440)
-            #expect(tone.median > 0.7,
-                    "440 Hz share \(tone.median) of \(heard.count) samples, by second \(tone.windows); \(browser.log)")
+            print("the browser's 440 Hz tone was heard at shares \(tone.windows) by second")
+            #expect(tone.clear >= 2, "440 Hz shares by second \(tone.windows); \(browser.log)")
         }
 
         @Test("the page follows the room: it lists the members, a parley join reads the page's text, the page reads the backend's; a dev token without pasting one")
