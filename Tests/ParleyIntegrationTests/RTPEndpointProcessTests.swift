@@ -82,16 +82,17 @@ func loudestSecond(_ samples: [Int16]) -> ArraySlice<Int16> {
 }
 
 /// The tone's share in each one-second window (half-second steps) that carries sound (at least a tenth of the loudest
-/// window's level), and how many of them are clearly the tone (share ≥ 0.9). What a test of reachability asks is
-/// whether the tone came through, which two clear seconds show; neither the loudest second nor the median says it
+/// window's level), their median, and how many are clearly the tone (share ≥ 0.9). What a test of reachability asks
+/// is whether the tone came through, which two clear seconds show; neither the loudest second nor the median says it
 /// alone: a browser's audio processing (gain control, noise suppression) shapes the first seconds of a tone, so the
-/// loudest second is often its distorted onset (CI read 0.285 there), and with the two cores busy Chromium's capture
-/// stalls can garble several seconds (a median of 0.28-0.69 in one full `make test`, 0.94-1.0 run alone). How the
-/// browser's speech sounds through stalls is asserted every run by the PESQ tests, not here.
-func toneShares(_ samples: [Int16], frequency: Double) -> (clear: Int, windows: [Double]) {
+/// loudest second is often its distorted onset (CI read 0.285 there), and in one full `make test` several seconds were
+/// garbled (medians 0.28-0.69; 0.94-1.0 run alone). How a browser's speech sounds through stalls is asserted every run
+/// by the PESQ tests, not here. Second by second also keeps one stretch or concealed frame, which shifts a tone's
+/// phase, from reading as the tone's absence, as a single transform over seconds would.
+func toneShares(_ samples: [Int16], frequency: Double) -> (clear: Int, median: Double, windows: [Double]) {
     guard samples.count >= 48_000 else {
         let share = goertzelShare(samples[...], frequency: frequency)
-        return (share >= 0.9 ? 1 : 0, [share])
+        return (share >= 0.9 ? 1 : 0, share, [share])
     }
     let starts = Array(stride(from: 0, through: samples.count - 48_000, by: 24_000))
     let levels = starts.map { start in samples[start..<start + 48_000].reduce(0.0) { $0 + Double($1) * Double($1) } }
@@ -101,7 +102,8 @@ func toneShares(_ samples: [Int16], frequency: Double) -> (clear: Int, windows: 
         let share = goertzelShare(samples[start..<start + 48_000], frequency: frequency)
         shares.append((share * 100).rounded() / 100)
     }
-    return (shares.filter { $0 >= 0.9 }.count, shares)
+    let sorted = shares.sorted()
+    return (shares.filter { $0 >= 0.9 }.count, sorted.isEmpty ? 0 : sorted[sorted.count / 2], shares)
 }
 
 func jsonObject(_ text: String) -> [String: Any] {
