@@ -100,6 +100,8 @@ struct JitterTransitFloor {
 struct ClockSkew {
     private var arrivals = [Int64](repeating: 0, count: pointCount)
     private var transits = [Int64](repeating: 0, count: pointCount)
+    /// The slopes of one estimate, sorted in place (allocated once).
+    private var slopes = [Double](repeating: 0, count: pointCount)
     private var count = 0
     private var next = 0
     /// The open half second: its start, and its least transit with that packet's arrival.
@@ -139,20 +141,20 @@ struct ClockSkew {
         value = estimate()
     }
 
-    private func estimate() -> Double {
+    private mutating func estimate() -> Double {
         guard count >= Self.slopesNeeded + Self.slopePoints else { return 0 }
-        var slopes: [Double] = []
-        slopes.reserveCapacity(Self.pointCount)
+        var n = 0
         let oldest = (next - count + Self.pointCount) % Self.pointCount
         for k in 0..<(count - Self.slopePoints) {
             let a = (oldest + k) % Self.pointCount, b = (oldest + k + Self.slopePoints) % Self.pointCount
             let elapsed = arrivals[b] - arrivals[a]
             guard elapsed > 0 else { continue }
-            slopes.append(Double(transits[b] - transits[a]) / Double(elapsed))
+            slopes[n] = Double(transits[b] - transits[a]) / Double(elapsed)
+            n += 1
         }
-        guard slopes.count >= Self.slopesNeeded else { return 0 }
-        slopes.sort()
-        let lower = slopes[slopes.count / 4], upper = slopes[slopes.count * 3 / 4]
+        guard n >= Self.slopesNeeded else { return 0 }
+        slopes[0..<n].sort()
+        let lower = slopes[n / 4], upper = slopes[n * 3 / 4]
         if lower >= Self.minimum { return min(lower, Self.maximum) }
         if upper <= -Self.minimum { return max(upper, -Self.maximum) }
         return 0
