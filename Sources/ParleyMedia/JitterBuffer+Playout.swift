@@ -116,14 +116,13 @@ extension JitterBuffer {
         pullsSinceExpand += 1
         let shortfall = pullsSinceExpand < expandSpacingPulls ? expandShortfall : 0
         // In a pause the delay goes up into the surplus's band (from target + surplus, a frame wide, below where a
-        // pause accelerates); in speech
-        // it is left to drain, and stretched only when a frame is at risk (below the target with nothing after the
-        // due frame held). Waiting in speech for the next pause instead, as far as a quarter of the target below it,
-        // cost more than it gained: 0.05–0.1 PESQ-WB on ffmpeg at 0.995, but twice the concealment on a slow sender
-        // whose audio has no pauses (`jitter-bench --synth calm:1:0:drift=0.005`: 37 frames against 17).
-        let surplus = pauseSurplusMilliseconds
-        let pauseFloor = targetMilliseconds + surplus
-        let short = quietHint ? p < pauseFloor : p < targetMilliseconds - shortfall && successor == nil
+        // pause accelerates); in speech it is left to drain, and stretched only when a frame is at risk (below the
+        // target with nothing after the due frame held). Waiting in speech for the next pause instead, as far as a
+        // quarter of the target below it, cost more than it gained: 0.05–0.1 PESQ-WB on ffmpeg at 0.995, but twice
+        // the concealment on a slow sender whose audio has no pauses (`jitter-bench --synth calm:1:0:drift=0.005`:
+        // 37 frames against 17).
+        let short = quietHint ? p < targetMilliseconds + pauseSurplusMilliseconds
+            : p < targetMilliseconds - shortfall && successor == nil
         if !lastWasStretch, short {
             stats.expanded += 1
             pullsSinceExpand = 0

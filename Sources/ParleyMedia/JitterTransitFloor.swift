@@ -4,7 +4,7 @@
 import ParleyWire
 
 /// The fastest transit (arrival − send time, in ns on the receiver's clock) seen over the last few seconds: the
-/// reference that relative delays are measured from. A sliding minimum over `floorBuckets` buckets of `bucket` of
+/// reference that relative delays are measured from. A sliding minimum over `bucketCount` buckets of `bucket` of
 /// arrival time follows a changed base delay within the window.
 ///
 /// A sender whose clock runs slow (or fast) against ours makes every transit grow (or shrink) steadily: ffmpeg at
@@ -20,7 +20,7 @@ struct JitterTransitFloor {
     private var current = 0
     /// One bucket's span of arrival time, in nanoseconds (the arithmetic here is on raw nanoseconds).
     let bucketNanoseconds: Int64
-    /// The sender's clock against ours, from the minima of the buckets as they close.
+    /// The sender's clock against ours, from every sample (its own half-second minima).
     private(set) var skew = ClockSkew()
     private var latestArrival: Int64 = 0
     /// `value`, recomputed at each sample.
