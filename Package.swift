@@ -49,6 +49,11 @@ let package = Package(
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // The webhook sender's HTTP client (curl_multi on one thread: timeouts, no redirects, bounded reads).
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // The SIP gateway's stack: libre's SIP transactions, dialogs and sessions on one event loop (ParleySIP; why
+        // libre and not sofia-sip: docs/sip.md).
+        .systemLibrary(name: "CLibre", pkgConfig: "libre", providers: [.apt(["libre-dev"])]),
+        // G.711 µ-law and A-law for calls from phones.
+        .systemLibrary(name: "CSpanDSP", pkgConfig: "spandsp", providers: [.apt(["libspandsp-dev"])]),
         .target(name: "CParleySys"),
 
         // Wire formats: RTP, RTCP, header extensions, sequence math, the signalling protocol. Pure, no Foundation.
@@ -82,8 +87,11 @@ let package = Package(
         .target(name: "ParleyHistory", dependencies: ["CSQLite", "ParleyCluster", "ParleyWire"]),
         .target(name: "ParleyRelay", dependencies: ["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto", "ParleyWebRTC",
                                                     "ParleyCluster", "ParleyRecording", "ParleyHistory", "CZlib",
-                                                    "CCurl"],
+                                                    "CCurl", "ParleySIP"],
                 swiftSettings: perPacketPath),
+        // The SIP gateway: phones and trunks into rooms (libre on a thread of its own, G.711 ⇄ Opus per call, each call
+        // a plain-RTP member of its room).
+        .target(name: "ParleySIP", dependencies: ["CLibre", "CSpanDSP", "ParleyMedia", "ParleyWire", "ParleyNet"]),
         // The HTTP API: a pure router (JSON in/out, auth, validation), Prometheus metrics, libmicrohttpd at the edge.
         .target(name: "ParleyHTTP", dependencies: ["CMicroHTTPD", "ParleyRelay", "ParleyHistory", "ParleyRelayCore", "ParleyAuth", "ParleyNet", "ParleyWire", "ParleyCrypto", "ParleyWebRTC",
                                                   "ParleyCluster"]),
@@ -91,7 +99,7 @@ let package = Package(
         // members and presence, and the clock-driven engine (send/receive paths, NACKs, receiver reports, FEC, rejoin).
         .target(name: "ParleyClientCore", dependencies: ["ParleyWire", "ParleyAuth", "ParleyMedia", "ParleyCrypto"]),
 
-        .executableTarget(name: "parley-relay", dependencies: ["ParleyRelay", "ParleyHTTP", "ParleyAuth", "ParleyCluster"]),
+        .executableTarget(name: "parley-relay", dependencies: ["ParleyRelay", "ParleyHTTP", "ParleyAuth", "ParleyCluster", "ParleySIP"]),
         .executableTarget(name: "parley", dependencies: ["ParleyClientCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyMedia", "ParleyAudioIO", "ParleyCrypto"]),
 
         // Benchmarks/: the in-process benchmarks and what they share; Benchmarks/tools: programs that benchmarks and
@@ -141,6 +149,7 @@ let package = Package(
         .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyCluster", "ParleyCrypto"]),
         .testTarget(name: "ParleyHistoryTests", dependencies: ["ParleyHistory", "ParleyCluster", "ParleyWire"]),
         .testTarget(name: "ParleyRecordingTests", dependencies: ["ParleyRecording", "ParleyWire", "ParleyMedia"]),
+        .testTarget(name: "ParleySIPTests", dependencies: ["ParleySIP", "ParleyWire", "ParleyMedia"]),
         // What more than one test target uses: scratch directories, the smallest image of each kind. Imports nothing
         // of Parley.
         .target(name: "ParleyTestSupport", path: "Tests/ParleyTestSupport"),

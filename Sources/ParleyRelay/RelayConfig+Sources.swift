@@ -19,6 +19,11 @@ extension RelayConfig {
                 apiKeys = try Self.apiKeys(value, from: "api_keys")
                 continue
             }
+            if key == "sip_trunks", let list = value as? [String] {  // each as one sip_trunk (a password may hold spaces)
+                sipTrunks = []
+                for trunk in list { try set("sip_trunk", trunk) }
+                continue
+            }
             if key == "webhooks", let list = value as? [Any] {  // the array as JSON, parsed by `setWebhook`
                 let data = (try? JSONSerialization.data(withJSONObject: list)) ?? Data()
                 try set(key, String(decoding: data, as: UTF8.self))

@@ -3,6 +3,7 @@ import ParleyAuth
 import ParleyCluster
 import ParleyRelayCore
 import ParleyWebRTC
+import ParleySIP
 import ParleyWire
 
 /// Everything `parley-relay` is configured with: defaults, then a JSON file, then `PARLEY_*` environment
@@ -93,6 +94,10 @@ public struct RelayConfig: Sendable {
     public var dev = false
     /// `webhooks`, `webhook` + `webhook_secret`, `webhook_retry_s`, `webhook_timeout_s`, `webhook_outbox_max`.
     public var webhooks = WebhookSettings()
+    /// `sip`: where the SIP gateway listens (UDP); nil: no gateway.
+    public var sip: PeerAddress?
+    /// `sip_trunks` (a list; `--sip-trunk` adds one): who may call in (`SIPTrunk`).
+    public var sipTrunks: [SIPTrunk] = []
 
     /// `api_key` and `api_secret` as given (file, environment or flags), applied together by `checkCredentials()`.
     private var givenKey: String?
@@ -125,7 +130,7 @@ public struct RelayConfig: Sendable {
                               "cluster", "cluster_tls_ca", "node_id", "attachment_max_bytes", "attachment_quota_bytes", "attachment_quota_files",
                               "attachment_uploads_per_minute", "attachment_upload_bytes_per_minute", "attachment_expiry_days",
                               "attachment_reserve_bytes", "turn_urls", "turn_secret", "turn_secret_file", "turn_ttl_s",
-                              "dev"] + webhookKeys
+                              "dev", "sip", "sip_trunks"] + webhookKeys
 
     /// Applies one key's value; throws a message naming the key on a bad value.
     public mutating func set(_ key: String, _ value: String) throws(ConfigError) {
@@ -175,6 +180,24 @@ public struct RelayConfig: Sendable {
             guard !value.utf8.contains(0) else { throw ConfigError("web_root must be a directory path, got \"\(value)\"") }
             webRoot = value
         case "workers": workers = try int(0...256)
+        case "sip":  // "" = no gateway
+            if value.isEmpty { sip = nil; break }
+            guard let a = PeerAddress(parsing: value), a.port != 0 else {
+                throw ConfigError("sip must be HOST:PORT (e.g. 127.0.0.1:5060), got \"\(value)\"")
+            }
+            sip = a
+        case "sip_trunks":  // the list, whitespace between trunks (a file's array passes each as sip_trunk); "" = none
+            sipTrunks = []
+            for trunk in value.split(whereSeparator: \.isWhitespace) { try set("sip_trunk", String(trunk)) }
+        case "sip_trunk":  // one more trunk (--sip-trunk, repeated)
+            switch SIPTrunk.parse(value) {
+            case .success(let trunk):
+                guard !sipTrunks.contains(where: { $0.name == trunk.name }) else {
+                    throw ConfigError("sip_trunk: trunk \(trunk.name) is named twice")
+                }
+                sipTrunks.append(trunk)
+            case .failure(let error): throw ConfigError("sip_trunk: \(error.description)")
+            }
         case "turn_urls":  // comma-separated; "" = none
             var urls: [ICEServerURL] = []
             if !value.allSatisfy(\.isWhitespace) {

@@ -46,7 +46,10 @@ final class RTPEndpoints: CorePart {
     func create(room name: String, identity: String, displayName: String?, publish: Bool, subscribe: Bool,
                                   source: PeerAddress?, receive: PeerAddress?, keys: RTPEndpointKeys?, now: Moment) -> AdminResult {
         guard !core.shuttingDown else { return .unavailable("the relay is shutting down") }
-        guard keys != nil || config.allowCleartext else {
+        // Cleartext only where allowed, or inside this host: the relay's own SIP gateway on loopback (the HTTP API
+        // refuses cleartext endpoints itself whatever their address, unless allow_cleartext is on).
+        let insideHost = [source, receive].allSatisfy { $0?.isLoopback ?? true } && (source ?? receive) != nil
+        guard keys != nil || config.allowCleartext || insideHost else {
             return .invalid("this relay refuses cleartext RTP endpoints (allow_cleartext is off): leave out \"srtp\": false")
         }
         var srtp: EndpointSRTP?

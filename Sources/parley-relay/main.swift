@@ -6,6 +6,7 @@ import ParleyRelay
 import ParleyAuth
 import ParleyCluster
 import ParleyRelayCore
+import ParleySIP
 import Synchronization
 import ParleyWire
 
@@ -14,6 +15,7 @@ usage: parley-relay [drain] [--config FILE.json] [--udp HOST:PORT] [--http HOST:
                     [--api-key K --api-secret S] [--http-tls-cert FILE --http-tls-key FILE] [--state-dir DIR]
                     [--web-root DIR] [--cluster redis[s]://[[USER]:PASSWORD@]HOST:PORT [--cluster-tls-ca FILE] [--node-id ID]]
                     [--turn URL[,URL…] --turn-secret-file FILE] [--webhook URL --webhook-secret whsec_… …]
+                    [--sip HOST:PORT --sip-trunk NAME=CIDR[;CIDR…][,outbound=HOST:PORT][,user=U,password=P] …]
                     [--log-level debug|info|warning|error] [--log-format text|json]
                     [--allow-cleartext] [--dev] [--version]
 
@@ -44,6 +46,9 @@ room.started, room.finished, member.joined, member.left, recording.finished, cal
 call.missed and text.held to URL, signed as Standard Webhooks are (webhook-id, webhook-timestamp,
 webhook-signature). Each event is stored in the state directory's webhooks.db first and retried with backoff for
 webhook_retry_s (default 86400 s), with the same id. docs/webhooks.md says more.
+--sip HOST:PORT runs the SIP gateway there (UDP): a phone or trunk calling sip:room-NAME@HOST joins room NAME
+(G.711 to the phone, Opus in the room). Calls are let in only from a --sip-trunk's address blocks (repeat the flag
+for several; sip_trunks in the config file); any other INVITE is answered 403 and counted. docs/sip.md says more.
 `parley-relay drain` (with the running node's settings) asks that node to drain before a restart: it takes no new
 joins and its members move to other nodes of the cluster.
 --log-format json writes one JSON object per line (time, level, msg, node, and room, identity, member where a line is
@@ -104,7 +109,7 @@ while !arguments.isEmpty {
     let known = ["--config", "--udp", "--http", "--announce", "--workers", "--api-key", "--api-secret", "--log-level",
                  "--log-format", "--state-dir",
                  "--http-tls-cert", "--http-tls-key", "--web-root", "--cluster", "--cluster-tls-ca", "--node-id",
-                 "--turn", "--turn-secret", "--turn-secret-file"]
+                 "--turn", "--turn-secret", "--turn-secret-file", "--sip", "--sip-trunk"]
     guard known.contains(flag) else { fail("unknown option \(flag)\n\(usage)") }
     guard let value = arguments.first, !value.hasPrefix("--") else { fail("\(flag) needs a value") }
     arguments.removeFirst()
@@ -215,6 +220,22 @@ do {
 }
 httpPort.store(Int(http.port), ordering: .relaxed)
 cluster?.start()
+/// The SIP gateway (`--sip`), on a thread of its own until the process ends.
+var sipGateway: SIPGateway?
+if let sip = config.sip {
+    let media = sip.isWildcard ? server.media.hosts(for: nil)[0] : sip
+    let gateway = SIPGateway(settings: .init(listen: sip, mediaHost: media, trunks: SIPTrunks(config.sipTrunks)),
+                             rooms: SIPRooms(api: api, udp: config.udp), log: { log.write(.info, $0) })
+    do { try gateway.start() } catch { fail(error.description, code: 1) }
+    if config.sipTrunks.isEmpty {
+        log.write(.warning, "sip gateway on udp \(sip) with no trunk: every call will be refused (403); add --sip-trunk")
+    } else {
+        log.write(.info, "sip gateway on udp \(sip), trunks " + config.sipTrunks.map {
+            "\($0.name) (\($0.blocks.map(\.description).joined(separator: ";")))"
+        }.joined(separator: ", "))
+    }
+    sipGateway = gateway
+}
 let reloader = ConfigReload(file: configFile, flags: flags, config: config, tls: httpTLS, server: server, http: http,
                             log: log, router: router)
 reloader.onApplied.append { settings in server.webhooks?.update(endpoints: settings.webhooks.endpoints) }

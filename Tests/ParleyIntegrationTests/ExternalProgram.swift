@@ -41,6 +41,8 @@ struct ExternalProgram: Sendable, CustomStringConvertible {
     static let nft = ExternalProgram(path: "/usr/sbin/nft", package: "nftables")
     /// Prometheus, scraping a relay with the sample scrape configuration (Samples/monitoring).
     static let prometheus = ExternalProgram(path: "/usr/bin/prometheus", package: "prometheus")
+    /// A SIP softphone (its aufile, g711, sndfile and alsa modules): the phone that dials the relay's SIP gateway.
+    static let baresip = ExternalProgram(path: "/usr/bin/baresip", package: "baresip-core")
     /// The unit file's check (`systemd-analyze verify`) of the package's service.
     static let systemdAnalyze = ExternalProgram(path: "/usr/bin/systemd-analyze", package: "systemd")
 
@@ -55,7 +57,7 @@ struct ExternalProgram: Sendable, CustomStringConvertible {
     static let all: [ExternalProgram] = [.curl, .python3, .ffmpeg, .ffprobe, .espeakNG, .openssl, .tcpdump,
         .gstLaunch, .tshark, .chromium, .interopPython,
                                          .redisServer, .redisCLI, .unshare, .ip, .nft, .turnserver, .turnutilsUclient,
-                                         .prometheus, .systemdAnalyze]
+                                         .prometheus, .systemdAnalyze, .baresip]
 
     var description: String { path }
 

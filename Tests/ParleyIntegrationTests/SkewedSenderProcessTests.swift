@@ -13,13 +13,16 @@ func espeakSpeech(_ text: String, path: String) throws {
 }
 
 /// PESQ-WB (`Tests/Interop/pesq_wb.py`, in the interop venv) of `recording` against `reference`, leaving out the
-/// recording's first `skip` seconds: the score (0 when the scorer failed) and the scorer's JSON line.
-func pesqWB(reference: String, recording: String, skip: Double) throws -> (score: Double, output: String) {
+/// recording's first `skip` seconds: the score (0 when the scorer failed) and the scorer's JSON line. `narrowband`:
+/// PESQ-NB (P.862.1) at 8 kHz instead, for the telephone band.
+func pesqWB(reference: String, recording: String, skip: Double, narrowband: Bool = false) throws
+    -> (score: Double, output: String) {
     let script = ExternalProgram.packageRoot + "/Tests/Interop/pesq_wb.py"
-    let scorer = try Spawned(.interopPython, [script, reference, recording, "--skip", "\(skip)"])
+    let scorer = try Spawned(.interopPython, [script, reference, recording, "--skip", "\(skip)"]
+                             + (narrowband ? ["--nb"] : []))
     #expect(scorer.wait(seconds: 60) == 0, "\(scorer.stderr)")
     let line = scorer.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-    return (jsonObject(line)["pesq_wb"] as? Double ?? 0, line)
+    return (jsonObject(line)[narrowband ? "pesq_nb" : "pesq_wb"] as? Double ?? 0, line)
 }
 
 extension ProcessTests {

@@ -1,6 +1,7 @@
 import Foundation
 import ParleyAuth
 import ParleyRelay
+import ParleyWire
 import ParleyTestSupport
 import ParleyWebRTC
 import Testing
@@ -98,6 +99,34 @@ struct RelayConfigTests {
         #expect(throws: ConfigError.self) { try environment.checkCredentials() }
         var empty = RelayConfig()
         #expect(throws: ConfigError.self) { try empty.set("api_key", "") }
+    }
+
+    @Test("sip and sip_trunks: the gateway's address and who may call")
+    func sipSettings() throws {
+        var c = RelayConfig()
+        #expect(c.sip == nil && c.sipTrunks.isEmpty)
+        try c.set("sip", "127.0.0.1:5060")
+        try c.set("sip_trunks", "office=192.0.2.0/24 carrier=203.0.113.0/28;198.51.100.7,outbound=203.0.113.1:5060")
+        try c.set("sip_trunk", "lab=10.0.0.0/8,user=u,password=p w")
+        #expect(c.sip == PeerAddress(ipv4: 127, 0, 0, 1, port: 5060))
+        #expect(c.sipTrunks.map(\.name) == ["office", "carrier", "lab"])
+        #expect(c.sipTrunks[1].blocks.count == 2 && c.sipTrunks[2].password == "p w")
+        for (key, value, message) in [
+            ("sip_trunk", "lab=10.0.0.0/8", "sip_trunk: trunk lab is named twice"),
+            ("sip_trunks", "t=10.0.0.1/8", "sip_trunk: trunk t: not an address block (a.b.c.d/n or v6/n): 10.0.0.1/8"),
+        ] {
+            var copy = c
+            do {
+                try copy.set(key, value)
+                Issue.record("\(key) \(value) was accepted")
+            } catch {
+                #expect(error.description == message)
+            }
+        }
+        #expect(throws: ConfigError.self) { try c.set("sip", "nowhere") }
+        try c.set("sip_trunks", "")
+        try c.set("sip", "")
+        #expect(c.sip == nil && c.sipTrunks.isEmpty)
     }
 
     @Test("Samples/parley-relay.json lists every setting, and loads")

@@ -23,12 +23,14 @@ struct WhereThingsLiveTests {
         "ParleyCluster": (["ParleyAuth", "ParleyCrypto"], ["CHiredis", "COpenSSL", "Foundation"]),
         "ParleyRecording": (["ParleyWire", "ParleyMedia"], ["COgg", "COpusEnc"]),
         "ParleyHistory": (["ParleyCluster", "ParleyWire"], ["CSQLite"]),
+        "ParleySIP": (["ParleyMedia", "ParleyNet", "ParleyWire"], ["CLibre", "CSpanDSP", "Glibc", "Dispatch"]),
         "ParleyRelay": (["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto", "ParleyWebRTC", "ParleyCluster", "ParleyRecording",
-                         "ParleyHistory"],
+                         "ParleyHistory", "ParleySIP"],
                         ["Foundation", "Dispatch", "CZlib", "CCurl"]),
         "ParleyHTTP": (["ParleyRelay", "ParleyHistory", "ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto", "ParleyWebRTC", "ParleyCluster"],
                        ["CMicroHTTPD", "Foundation"]),
-        "parley-relay": (["ParleyRelay", "ParleyHTTP", "ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire"], nil),
+        "parley-relay": (["ParleyRelay", "ParleyHTTP", "ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire",
+                          "ParleySIP"], nil),
         "parley": (["ParleyClientCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyMedia", "ParleyAudioIO", "ParleyCrypto"], nil),
     ]
 
@@ -53,6 +55,8 @@ struct WhereThingsLiveTests {
         "CSQLite": ["SQLite"],
         "CZlib": ["zlib"],
         "CCurl": ["libcurl"],
+        "CLibre": ["libre"],
+        "CSpanDSP": ["spandsp"],
         "Foundation": ["Foundation"],
         "Dispatch": ["Dispatch"],
     ]

@@ -1,0 +1,111 @@
+import ParleyWire
+
+/// The codecs the gateway speaks to a phone: G.711 at 8 kHz (RFC 3551's static payload types).
+public enum G711Law: Equatable, Sendable {
+    case mu, a
+    /// RFC 3551's payload type: PCMU 0, PCMA 8.
+    public var payloadType: UInt8 { self == .mu ? 0 : 8 }
+    public var encodingName: String { self == .mu ? "PCMU" : "PCMA" }
+}
+
+/// What a phone's SDP offer (RFC 4566 lines, RFC 3264 offer/answer) asks for its audio, as far as the gateway needs:
+/// where to send, which G.711 it takes, its telephone-event payload type (RFC 4733), its direction. Only the first
+/// audio stream is used; others are refused in the answer (port 0).
+public struct SIPAudioOffer: Equatable, Sendable {
+    /// Where the phone receives RTP (`c=` and the audio `m=` port).
+    public var address: PeerAddress
+    public var law: G711Law
+    public var telephoneEvent: UInt8?
+    /// `a=sendonly`/`recvonly`/`inactive` as the phone wrote it (`sendrecv` when absent): a hold is `sendonly` or
+    /// `inactive` (RFC 3264 §8.4).
+    public var direction: String
+    /// The `m=` lines after the first audio one, for the answer to refuse each with port 0.
+    public var otherMediaLines: [String]
+
+    /// Why an offer cannot be answered: the SIP response's status and reason.
+    public struct Refusal: Error, Equatable, Sendable {
+        public let status: UInt16
+        public let reason: String
+        public init(status: UInt16, reason: String) {
+            self.status = status
+            self.reason = reason
+        }
+    }
+
+    /// Parses an offer; a refusal says what the answer is (488: nothing the gateway can play).
+    public static func parse(_ sdp: String) -> Result<SIPAudioOffer, Refusal> {
+        var sessionHost: String?, mediaHost: String?
+        var port: UInt16?, profile = "", formats: [UInt8] = []
+        var rtpmap: [UInt8: String] = [:]
+        var direction = "sendrecv", inAudio = false, seenAudio = false
+        var others: [String] = []
+        for raw in sdp.split(whereSeparator: \.isNewline) where raw.count >= 2 {  // "\r\n" is one Character
+            let line = String(raw)
+            if line.hasPrefix("m=") {
+                let f = line.dropFirst(2).split(separator: " ")
+                if !seenAudio, f.count >= 4, f[0] == "audio" {
+                    seenAudio = true
+                    inAudio = true
+                    port = UInt16(f[1])
+                    profile = String(f[2])
+                    formats = f[3...].compactMap { UInt8($0) }.filter { $0 < 128 }
+                } else {
+                    inAudio = false
+                    others.append(line)
+                }
+            } else if line.hasPrefix("c=") {
+                let f = line.dropFirst(2).split(separator: " ")
+                guard f.count == 3, f[0] == "IN", f[1] == "IP4" || f[1] == "IP6" else { continue }
+                let host = String(f[2].split(separator: "/").first ?? "")
+                if !seenAudio { sessionHost = host } else if inAudio { mediaHost = host }
+            } else if inAudio, line.hasPrefix("a=rtpmap:") {
+                let f = line.dropFirst(9).split(separator: " ", maxSplits: 1)
+                if f.count == 2, let pt = UInt8(f[0]) { rtpmap[pt] = f[1].lowercased() }
+            } else if inAudio || !seenAudio,
+                      ["a=sendrecv", "a=sendonly", "a=recvonly", "a=inactive"].contains(line) {
+                direction = String(line.dropFirst(2))
+            }
+        }
+        guard seenAudio, let port else { return .failure(Refusal(status: 488, reason: "No audio stream")) }
+        guard profile == "RTP/AVP" || profile == "RTP/AVPF" else {
+            return .failure(Refusal(status: 488, reason: "Only RTP/AVP audio (\(profile) offered)"))
+        }
+        // Static payload types need no rtpmap; a dynamic one is known by its name.
+        func name(_ pt: UInt8) -> String? {
+            rtpmap[pt] ?? (pt == 0 ? "pcmu/8000" : pt == 8 ? "pcma/8000" : nil)
+        }
+        guard let chosen = formats.first(where: { name($0) == "pcmu/8000" || name($0) == "pcma/8000" }) else {
+            return .failure(Refusal(status: 488, reason: "No common codec (PCMU or PCMA at 8000 Hz)"))
+        }
+        let host = mediaHost ?? sessionHost ?? ""
+        let text = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        guard let address = PeerAddress(parsing: text) ?? (port == 0 ? PeerAddress(ipv4: 0, 0, 0, 0, port: 0) : nil)
+        else {
+            return .failure(Refusal(status: 488, reason: "No usable connection address"))
+        }
+        let event = formats.first { name($0)?.hasPrefix("telephone-event/8000") ?? false }
+        return .success(SIPAudioOffer(address: address, law: name(chosen) == "pcmu/8000" ? .mu : .a,
+                                      telephoneEvent: event, direction: direction, otherMediaLines: others))
+    }
+
+    /// The answer: the gateway's address and port, the chosen G.711 (and telephone-event when offered), 20 ms
+    /// packets, the direction that mirrors the offer's; every other `m=` line refused with port 0.
+    public func answer(host: PeerAddress, port: UInt16, sessionID: UInt64, version: UInt64) -> String {
+        let family = host.isIPv4 ? "IP4" : "IP6"
+        let mirrored = ["sendonly": "recvonly", "recvonly": "sendonly", "inactive": "inactive"][direction] ?? "sendrecv"
+        var formats = "\(law.payloadType)"
+        if let telephoneEvent { formats += " \(telephoneEvent)" }
+        var lines = ["v=0", "o=parley \(sessionID) \(version) IN \(family) \(host.bareHost)", "s=Parley",
+                     "c=IN \(family) \(host.bareHost)", "t=0 0", "m=audio \(port) RTP/AVP \(formats)",
+                     "a=rtpmap:\(law.payloadType) \(law.encodingName)/8000"]
+        if let telephoneEvent {
+            lines += ["a=rtpmap:\(telephoneEvent) telephone-event/8000", "a=fmtp:\(telephoneEvent) 0-15"]
+        }
+        lines += ["a=ptime:20", "a=\(mirrored)"]
+        for other in otherMediaLines {
+            let f = other.dropFirst(2).split(separator: " ")
+            if f.count >= 4 { lines.append("m=\(f[0]) 0 \(f[2]) \(f[3])") }
+        }
+        return lines.joined(separator: "\r\n") + "\r\n"
+    }
+}

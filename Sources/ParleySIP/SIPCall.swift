@@ -1,0 +1,145 @@
+import ParleyNet
+import ParleyWire
+
+/// Where a SIP call's audio goes in the relay: the gateway makes each call a plain-RTP member of its room (cleartext
+/// on loopback, inside this host) and removes it when the call ends.
+public protocol SIPRoomDirectory: AnyObject, Sendable {
+    /// Adds `identity` to `room` as a plain-RTP member that sends from and receives at `source`; the relay's address
+    /// for its RTP and the Opus payload type, or why not (the room does not exist, it is full).
+    func join(room: String, identity: String, name: String?, source: PeerAddress) -> Result<SIPRoomLeg, SIPRoomError>
+    func leave(room: String, identity: String)
+}
+
+/// The relay's side of a call's media: where to send the room's RTP, with which payload type.
+public struct SIPRoomLeg: Equatable, Sendable {
+    public var relay: PeerAddress
+    public var payloadType: UInt8
+    /// The RFC 6464 header extension's id the relay reads a packet's level from (speaker selection).
+    public var audioLevelExtensionID: UInt8
+    public init(relay: PeerAddress, payloadType: UInt8, audioLevelExtensionID: UInt8) {
+        self.relay = relay
+        self.payloadType = payloadType
+        self.audioLevelExtensionID = audioLevelExtensionID
+    }
+}
+
+/// Why a call could not join its room, as a SIP status.
+public struct SIPRoomError: Error, Equatable, Sendable {
+    public var status: UInt16
+    public var reason: String
+    /// For the log: what the relay said.
+    public var detail: String?
+    public init(status: UInt16, reason: String, detail: String? = nil) {
+        self.status = status
+        self.reason = reason
+        self.detail = detail
+    }
+}
+
+/// One call's media: a socket facing the phone (its port in the gateway's SDP answer) and one facing the relay on
+/// loopback; each RTP packet is transcoded as it comes (`G711OpusBridge`) and sent on with the gateway's own SSRC,
+/// sequence numbers and timestamps (8 kHz towards the phone, 48 kHz towards the room, as RFC 7587 clocks Opus).
+/// Only the phone (from the offer's host or the host its SIP came from; the port it sends from is where the room's
+/// audio goes, symmetric RTP) and the relay are listened to: anything else is counted and dropped.
+final class SIPCallMedia {
+    let phoneSocket: UDPSocket
+    let roomSocket: UDPSocket
+    let bridge: G711OpusBridge
+    var phone: PeerAddress
+    /// Where the call's SIP came from: a phone behind a NAT sends its RTP from that host, whatever its SDP says.
+    let signalling: PeerAddress
+    var latched = false
+    let room: SIPRoomLeg
+    private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2_048, alignment: 16)
+    private let out = UnsafeMutableRawBufferPointer.allocate(byteCount: 4_096, alignment: 16)
+    private var toRoom: RTPFixedHeader
+    private var toPhone: RTPFixedHeader
+    private(set) var packetsFromPhone = 0, packetsFromRoom = 0, dropped = 0
+    /// The phone put the call on hold (its re-INVITE said sendonly or inactive): nothing is sent to it.
+    var held = false
+
+    init(phoneSocket: UDPSocket, roomSocket: UDPSocket, bridge: G711OpusBridge, phone: PeerAddress,
+         signalling: PeerAddress, room: SIPRoomLeg, ssrc: UInt32) {
+        self.phoneSocket = phoneSocket
+        self.signalling = signalling
+        self.roomSocket = roomSocket
+        self.bridge = bridge
+        self.phone = phone
+        self.room = room
+        toRoom = RTPFixedHeader(payloadType: room.payloadType, sequenceNumber: UInt16.random(in: 0...UInt16.max),
+                                timestamp: UInt32.random(in: 0...UInt32.max), ssrc: ssrc)
+        toPhone = RTPFixedHeader(payloadType: bridge.law.payloadType,
+                                 sequenceNumber: UInt16.random(in: 0...UInt16.max),
+                                 timestamp: UInt32.random(in: 0...UInt32.max), ssrc: ssrc ^ 0x5A5A_5A5A)
+    }
+
+    deinit {
+        buffer.deallocate()
+        out.deallocate()
+    }
+
+    /// Everything waiting on the phone's socket, into the room.
+    func drainPhone() {
+        while let (n, from) = phoneSocket.receive(into: buffer) {
+            guard sameHost(from, phone) || sameHost(from, signalling), !isRTCP(n),
+                  let packet = try? RTPPacketView(parsing: UnsafeRawBufferPointer(rebasing: buffer[0..<n])),
+                  packet.payloadType == bridge.law.payloadType else {
+                dropped += 1
+                continue
+            }
+            if !latched || from.port != phone.port {
+                phone = from  // symmetric RTP: answer where the phone sends from (a NAT's mapping)
+                latched = true
+            }
+            let payload = UnsafeRawBufferPointer(rebasing: buffer[packet.payloadRange])
+            // The fixed header, the level (RFC 6464: the relay picks its speakers by it), then the Opus packet.
+            let start = RTPFixedHeader.size + RTPExtensionWriter.oneByteBlockSize(elements: 1, dataBytes: 1)
+            let length = bridge.opus(fromG711: payload, into: UnsafeMutableRawBufferPointer(rebasing: out[start...]))
+            guard length > 0 else { dropped += 1; continue }
+            toRoom.sequenceNumber &+= 1
+            toRoom.timestamp &+= UInt32(payload.count * 6)
+            toRoom.marker = packet.marker
+            toRoom.hasExtension = true
+            toRoom.write(into: out)
+            var levels = RTPExtensionWriter(into: out, at: RTPFixedHeader.size)
+            let level = bridge.lastLevel
+            levels.appendElement(id: room.audioLevelExtensionID,
+                                 byte: AudioLevel(voice: level <= Self.voiceLevel, level: level).byte)
+            _ = levels.finish()
+            try? roomSocket.send(UnsafeRawBufferPointer(rebasing: out[0..<(start + length)]), to: room.relay)
+            packetsFromPhone += 1
+        }
+    }
+
+    /// Everything waiting from the relay, to the phone.
+    func drainRoom() {
+        while let (n, from) = roomSocket.receive(into: buffer) {
+            guard from == room.relay, !isRTCP(n),
+                  let packet = try? RTPPacketView(parsing: UnsafeRawBufferPointer(rebasing: buffer[0..<n])) else {
+                dropped += 1
+                continue
+            }
+            guard !held else { continue }
+            let payload = UnsafeRawBufferPointer(rebasing: buffer[packet.payloadRange])
+            let body = UnsafeMutableRawBufferPointer(rebasing: out[RTPFixedHeader.size...])
+            let length = bridge.g711(fromOpus: payload, into: body)
+            guard length > 0 else { dropped += 1; continue }
+            toPhone.sequenceNumber &+= 1
+            toPhone.timestamp &+= UInt32(length)
+            toPhone.marker = packet.marker
+            toPhone.write(into: out)
+            try? phoneSocket.send(UnsafeRawBufferPointer(rebasing: out[0..<(RTPFixedHeader.size + length)]), to: phone)
+            packetsFromRoom += 1
+        }
+    }
+
+    /// The level (−dBov) at or below which a phone's packet is marked as voice.
+    static let voiceLevel: UInt8 = 50
+
+    private func sameHost(_ a: PeerAddress, _ b: PeerAddress) -> Bool { a.high == b.high && a.low == b.low }
+
+    /// RTCP on an RTP port (RFC 5761: packet types 200-204 in the second byte).
+    private func isRTCP(_ n: Int) -> Bool {
+        n >= 2 && (200...204).contains(buffer[1])
+    }
+}

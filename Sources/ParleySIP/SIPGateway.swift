@@ -1,0 +1,177 @@
+import CLibre
+import Dispatch
+import Glibc
+import ParleyNet
+import ParleyWire
+import Synchronization
+
+/// The relay's SIP gateway (issue 40, first part: phones and trunks dial into rooms). libre runs on a thread of its
+/// own — its SIP transactions, dialogs and sessions, and each call's media sockets on the same event loop — so
+/// nothing here needs a lock but the counters.
+///
+/// An INVITE is let in only from a trunk's address blocks (`SIPTrunks`): any other source is answered 403 and counted
+/// as a toll-fraud attempt, and nothing is ever forwarded to another SIP target (no open relay). `sip:room-NAME@…` joins
+/// room NAME as a plain-RTP member (`SIPRoomDirectory`); its audio is G.711 to the phone, Opus to the room
+/// (`G711OpusBridge`). Other targets are 404 for now.
+public final class SIPGateway: @unchecked Sendable {
+    public struct Settings: Sendable {
+        /// Where SIP listens (UDP).
+        public var listen: PeerAddress
+        /// The address written in SDP answers for the phone's RTP (the listen address unless it is a wildcard).
+        public var mediaHost: PeerAddress
+        public var trunks: SIPTrunks
+        public init(listen: PeerAddress, mediaHost: PeerAddress? = nil, trunks: SIPTrunks) {
+            self.listen = listen
+            self.mediaHost = mediaHost ?? listen
+            self.trunks = trunks
+        }
+    }
+
+    /// What the gateway has done, for logs and metrics.
+    public struct Counters: Sendable, Equatable {
+        public var answered = 0, ended = 0, refusedOutsideTrunks = 0, refusedOther = 0
+    }
+
+    let settings: Settings
+    let rooms: SIPRoomDirectory
+    let log: @Sendable (String) -> Void
+    private let counters = Mutex(Counters())
+    private var thread: OSThread?
+    // The libre thread's own state below: touched only from callbacks on that thread.
+    var sip: OpaquePointer?
+    var sessionSocket: OpaquePointer?
+    var calls: [ObjectIdentifier: SIPCall] = [:]
+    var nextCall = 1
+
+    public init(settings: Settings, rooms: SIPRoomDirectory, log: @escaping @Sendable (String) -> Void) {
+        self.settings = settings
+        self.rooms = rooms
+        self.log = log
+    }
+
+    public var snapshot: Counters { counters.withLock { $0 } }
+    func count(_ change: (inout Counters) -> Void) { counters.withLock { change(&$0) } }
+
+    /// Starts the SIP thread; returns once it listens, or throws why it cannot.
+    public func start() throws(SIPConfigError) {
+        let ready = DispatchSemaphore(value: 0)
+        let outcome = Mutex<String?>(nil)
+        let context = Unmanaged.passRetained(self)
+        do {
+            thread = try OSThread(name: "parley-sip") {
+                let gateway = context.takeRetainedValue()
+                if let error = gateway.setUp() {
+                    outcome.withLock { $0 = error }
+                    ready.signal()
+                    return
+                }
+                ready.signal()
+                _ = re_main(nil)
+            }
+        } catch {
+            throw SIPConfigError("cannot start the SIP thread: \(error)")
+        }
+        ready.wait()
+        if let error = outcome.withLock({ $0 }) { throw SIPConfigError(error) }
+    }
+
+    /// On the SIP thread: libre, the UDP transport and the session listener. The error, or nil.
+    private func setUp() -> String? {
+        var err = libre_init()
+        guard err == 0 else { return "libre_init failed: \(String(cString: strerror(err)))" }
+        // A DNS client libre's SIP stack requires; the gateway only ever sends to numeric addresses.
+        var dnsServer = sa()
+        _ = sa_set_str(&dnsServer, "127.0.0.1", 53)
+        var dnsc: OpaquePointer?
+        err = dnsc_alloc(&dnsc, nil, &dnsServer, 1)
+        guard err == 0 else { return "dnsc_alloc failed: \(String(cString: strerror(err)))" }
+        err = sip_alloc(&sip, dnsc, 32, 32, 32, "Parley", nil, nil)
+        guard err == 0 else { return "sip_alloc failed: \(String(cString: strerror(err)))" }
+        var local = sa()
+        err = sa_set_str(&local, settings.listen.bareHost, settings.listen.port)
+        guard err == 0 else { return "bad SIP address \(settings.listen)" }
+        err = parley_sip_transp_add_udp(sip, &local)
+        guard err == 0 else { return "cannot listen for SIP on udp \(settings.listen): \(String(cString: strerror(err)))" }
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        err = sipsess_listen(&sessionSocket, sip, 32, { msg, arg in
+            guard let msg, let arg else { return }
+            Unmanaged<SIPGateway>.fromOpaque(arg).takeUnretainedValue().incoming(msg)
+        }, me)
+        guard err == 0 else { return "sipsess_listen failed: \(String(cString: strerror(err)))" }
+        return nil
+    }
+
+    /// A new INVITE: refused, or answered and joined to its room.
+    func incoming(_ msg: UnsafePointer<sip_msg>) {
+        let source = Self.address(msg.pointee.src)
+        guard let source, settings.trunks.trunk(for: source) != nil else {
+            count { $0.refusedOutsideTrunks += 1 }
+            log("sip: 403 to an INVITE from \(source.map { "\($0)" } ?? "an unknown address"), outside every trunk")
+            _ = sip_treply(nil, sip, msg, 403, "Forbidden")
+            return
+        }
+        let user = Self.string(msg.pointee.uri.user)
+        guard user.hasPrefix("room-"), user.count > 5 else {
+            return refuse(msg, 404, "Not Found")
+        }
+        let room = String(user.dropFirst(5))
+        guard let body = Self.body(msg) else { return refuse(msg, 488, "Not Acceptable Here") }
+        let offer: SIPAudioOffer
+        switch SIPAudioOffer.parse(body) {
+        case .success(let o): offer = o
+        case .failure(let refusal): return refuse(msg, refusal.status, refusal.reason)
+        }
+        let call: SIPCall
+        switch SIPCall.open(gateway: self, room: room, offer: offer, caller: Self.string(msg.pointee.from.dname),
+                            from: source, number: nextCall) {
+        case .success(let c): call = c
+        case .failure(let e): return refuse(msg, e.status, e.reason, detail: e.detail)
+        }
+        nextCall += 1
+        guard call.accept(msg) else {
+            call.close()
+            return refuse(msg, 500, "Server Internal Error")
+        }
+        calls[ObjectIdentifier(call)] = call
+        count { $0.answered += 1 }
+        log("sip: \(call.identity) from \(source) joined room \(room) (\(offer.law.encodingName))")
+    }
+
+    func ended(_ call: SIPCall, reason: String) {
+        guard calls.removeValue(forKey: ObjectIdentifier(call)) != nil else { return }
+        call.close()
+        count { $0.ended += 1 }
+        log("sip: \(call.identity) left room \(call.room): \(reason)")
+    }
+
+    private func refuse(_ msg: UnsafePointer<sip_msg>, _ status: UInt16, _ reason: String, detail: String? = nil) {
+        count { $0.refusedOther += 1 }
+        log("sip: \(status) \(reason) to an INVITE for \(Self.string(msg.pointee.uri.user))"
+            + (detail.map { ": \($0)" } ?? ""))
+        _ = sip_treply(nil, sip, msg, status, reason)
+    }
+
+    static func string(_ text: pl) -> String {
+        guard let p = text.p, text.l > 0 else { return "" }
+        return String(decoding: UnsafeRawBufferPointer(start: p, count: text.l), as: UTF8.self)
+    }
+
+    static func body(_ msg: UnsafePointer<sip_msg>) -> String? {
+        guard let mb = msg.pointee.mb, mbuf_get_left(mb) > 0, let start = mbuf_buf(mb) else { return nil }
+        return String(decoding: UnsafeRawBufferPointer(start: start, count: mbuf_get_left(mb)), as: UTF8.self)
+    }
+
+    static func address(_ value: sa) -> PeerAddress? {
+        var a = value
+        switch sa_af(&a) {
+        case AF_INET: return PeerAddress(ipv4: sa_in(&a), port: sa_port(&a))
+        case AF_INET6:
+            var bytes = [UInt8](repeating: 0, count: 16)
+            sa_in6(&a, &bytes)
+            let high = bytes[0..<8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            let low = bytes[8..<16].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            return PeerAddress(high: high, low: low, port: sa_port(&a))
+        default: return nil
+        }
+    }
+}

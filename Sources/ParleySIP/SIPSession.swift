@@ -1,0 +1,126 @@
+import CLibre
+import Glibc
+import ParleyNet
+import ParleyWire
+
+/// One answered SIP call into a room: libre's session (its dialog: re-INVITEs, BYE), the media (`SIPCallMedia`) on
+/// the same event loop, the room membership. Lives on the SIP thread; `SIPGateway` holds it until it ends.
+final class SIPCall {
+    unowned let gateway: SIPGateway
+    let room: String
+    let identity: String
+    let media: SIPCallMedia
+    var offer: SIPAudioOffer
+    var session: OpaquePointer?
+    private var version: UInt64 = 1
+    private let sessionID = UInt64.random(in: 1...UInt64(Int64.max))
+    private var closed = false
+
+    private init(gateway: SIPGateway, room: String, identity: String, media: SIPCallMedia, offer: SIPAudioOffer) {
+        self.gateway = gateway
+        self.room = room
+        self.identity = identity
+        self.media = media
+        self.offer = offer
+    }
+
+    /// Sockets, the transcoder, the room membership; or why not, as a SIP status.
+    static func open(gateway: SIPGateway, room: String, offer: SIPAudioOffer, caller: String, from signalling: PeerAddress,
+                     number: Int)
+        -> Result<SIPCall, SIPRoomError> {
+        let host = gateway.settings.listen
+        let loopback = host.isIPv4 ? PeerAddress(ipv4: 127, 0, 0, 1, port: 0) : PeerAddress(high: 0, low: 1, port: 0)
+        let phoneSocket: UDPSocket, roomSocket: UDPSocket, bridge: G711OpusBridge
+        do {
+            phoneSocket = try UDPSocket(bindingTo: host.withPort(0), bufferBytes: 256 << 10)
+            roomSocket = try UDPSocket(bindingTo: loopback, bufferBytes: 256 << 10)
+            bridge = try G711OpusBridge(law: offer.law)
+        } catch {
+            return .failure(SIPRoomError(status: 503, reason: "Service Unavailable", detail: "\(error)"))
+        }
+        guard let source = roomSocket.localAddress else {
+            return .failure(SIPRoomError(status: 503, reason: "Service Unavailable", detail: "no local address"))
+        }
+        let identity = "sip-\(number)"
+        let name = caller.isEmpty || caller.utf8.count > 64
+            || caller.unicodeScalars.contains(where: { $0.value < 0x20 }) ? nil : caller
+        let leg: SIPRoomLeg
+        switch gateway.rooms.join(room: room, identity: identity, name: name, source: source) {
+        case .success(let l): leg = l
+        case .failure(let e): return .failure(e)
+        }
+        let media = SIPCallMedia(phoneSocket: phoneSocket, roomSocket: roomSocket, bridge: bridge,
+                                 phone: offer.address, signalling: signalling, room: leg,
+                                 ssrc: UInt32.random(in: 1...UInt32.max))
+        media.held = offer.direction == "sendonly" || offer.direction == "inactive"
+        let call = SIPCall(gateway: gateway, room: room, identity: identity, media: media, offer: offer)
+        let me = Unmanaged.passUnretained(call).toOpaque()
+        _ = fd_listen(phoneSocket.fd, Int32(FD_READ), { _, arg in
+            guard let arg else { return }
+            Unmanaged<SIPCall>.fromOpaque(arg).takeUnretainedValue().media.drainPhone()
+        }, me)
+        _ = fd_listen(roomSocket.fd, Int32(FD_READ), { _, arg in
+            guard let arg else { return }
+            Unmanaged<SIPCall>.fromOpaque(arg).takeUnretainedValue().media.drainRoom()
+        }, me)
+        return .success(call)
+    }
+
+    /// The gateway's SDP answer to the current offer.
+    private func answerBody() -> UnsafeMutablePointer<mbuf>? {
+        version += 1
+        let sdp = offer.answer(host: gateway.settings.mediaHost, port: media.phoneSocket.localAddress?.port ?? 0,
+                               sessionID: sessionID, version: version)
+        guard let mb = mbuf_alloc(sdp.utf8.count) else { return nil }
+        _ = mbuf_write_str(mb, sdp)
+        mbuf_set_pos(mb, 0)
+        return mb
+    }
+
+    /// Answers the INVITE with 200 OK and the SDP answer; false when libre could not.
+    func accept(_ msg: UnsafePointer<sip_msg>) -> Bool {
+        guard let body = answerBody() else { return false }
+        defer { _ = mem_deref(UnsafeMutableRawPointer(body)) }
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        let err = parley_sipsess_accept(&session, gateway.sessionSocket, msg, 200, "OK", "parley", body,
+            { descp, msg, arg in  // a re-INVITE with an offer: hold, resume, another address
+                guard let arg, let msg else { return EPROTO }
+                return Unmanaged<SIPCall>.fromOpaque(arg).takeUnretainedValue().reoffer(msg, answer: descp)
+            },
+            { _, _ in 0 },  // an answer to an offer of ours: the gateway makes none
+            { _, _ in },  // established (the ACK came)
+            { err, _, arg in
+                guard let arg else { return }
+                let call = Unmanaged<SIPCall>.fromOpaque(arg).takeUnretainedValue()
+                // libre closes with ECONNRESET when the other side sent BYE.
+                call.gateway.ended(call, reason: err == 0 || err == ECONNRESET ? "BYE" : String(cString: strerror(err)))
+            }, me)
+        return err == 0
+    }
+
+    /// A re-INVITE's offer: the same room, perhaps another address or direction (hold: sendonly or inactive).
+    private func reoffer(_ msg: UnsafePointer<sip_msg>, answer: UnsafeMutablePointer<UnsafeMutablePointer<mbuf>?>?) -> Int32 {
+        guard let text = SIPGateway.body(msg), case .success(let next) = SIPAudioOffer.parse(text),
+              next.law == offer.law else { return EPROTO }
+        if next.address.high != offer.address.high || next.address.low != offer.address.low
+            || next.address.port != offer.address.port {
+            media.phone = next.address
+            media.latched = false
+        }
+        offer = next
+        media.held = next.direction == "sendonly" || next.direction == "inactive"
+        answer?.pointee = answerBody()
+        return 0
+    }
+
+    /// Ends the call: BYE when libre's session is still up, the fds out of the loop, the member out of its room.
+    func close() {
+        guard !closed else { return }
+        closed = true
+        fd_close(media.phoneSocket.fd)
+        fd_close(media.roomSocket.fd)
+        if let session { _ = mem_deref(UnsafeMutableRawPointer(session)) }
+        session = nil
+        gateway.rooms.leave(room: room, identity: identity)
+    }
+}

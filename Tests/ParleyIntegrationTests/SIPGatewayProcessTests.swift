@@ -1,0 +1,119 @@
+import Foundation
+import ParleyAudioIO
+import Testing
+
+/// baresip's configuration in `dir`: its SIP on `sipPort`, `source` (an 8 kHz WAV) as its microphone, what it hears
+/// and sends dumped as WAVs into `dir/dumps` (sndfile), G.711 only, ALSA's null device as its speaker.
+func baresipConfig(in dir: String, sipPort: UInt16, source: String) throws -> String {
+    let config = dir + "/baresip"
+    try FileManager.default.createDirectory(atPath: config + "/dumps", withIntermediateDirectories: true)
+    let lines = ["poll_method epoll", "sip_listen 127.0.0.1:\(sipPort)", "audio_source aufile,\(source)",
+                 "audio_player alsa,null", "audio_alert alsa,null", "module_path /usr/lib/baresip/modules",
+                 "module g711.so", "module aufile.so", "module alsa.so", "module sndfile.so", "snd_path \(config)/dumps",
+                 "module_app account.so", "module_app menu.so", "rtp_timeout 0"]
+    try (lines.joined(separator: "\n") + "\n").write(toFile: config + "/config", atomically: true, encoding: .utf8)
+    try "<sip:phone@127.0.0.1>;regint=0;audio_codecs=PCMU\n".write(toFile: config + "/accounts", atomically: true,
+                                                                     encoding: .utf8)
+    try "".write(toFile: config + "/contacts", atomically: true, encoding: .utf8)
+    return config
+}
+
+extension ProcessTests {
+    /// Issue 40's first part: a SIP phone (baresip, G.711 µ-law) dials `sip:room-NAME@` the relay's gateway and is a
+    /// member of the room both ways; calls from outside every trunk, and to rooms that do not exist, are refused.
+    @Suite("SIP gateway: baresip dials into a room")
+    struct SIPGatewayProcessTests {
+        let dir = FileManager.default.temporaryDirectory
+            .appendingPathComponent("parley-sip-\(UInt32.random(in: 0...UInt32.max))").path
+        init() throws { try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) }
+
+        /// A relay whose gateway listens on a free port and lets in `trunk`; the relay and that port.
+        func relay(trunk: String) throws -> (Spawned, String, UInt16) {
+            let sipPort = freeUDPPort()
+            let (relay, server) = try startRelay(workers: 1, environment: ["PARLEY_SIP": "127.0.0.1:\(sipPort)",
+                                                                           "PARLEY_SIP_TRUNKS": trunk])
+            return (relay, server, sipPort)
+        }
+
+        func room(_ relay: Spawned) throws -> String {
+            let base = try #require(httpBase(of: relay))
+            let admin = try mint(["--admin", "--identity", "ops"])
+            let room = "sip-\(UInt32.random(in: 0...UInt32.max))"
+            let made = try curl("POST", base + "/v1/rooms", token: admin, body: #"{"name":"\#(room)","mode":"forward"}"#)
+            #expect(made.status == 201, "\(made.body)")
+            return room
+        }
+
+        @Test("speech both ways through G.711: PESQ-NB ≥ 3.5 each way, every run")
+        func speechBothWays() throws {
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            // espeak-ng's speech at 48 kHz for the room's member, at 8 kHz for the phone; each direction is scored on
+            // 2-8 s of it (a call starts a second or two after the member began).
+            let speech48 = dir + "/speech48.wav", speech8 = dir + "/speech8.wav"
+            try espeakSpeech(SkewedSenderProcessTests.sentences, path: speech48)
+            for (input, output, arguments) in [(speech48, speech8, ["-ar", "8000"]),
+                                               (speech48, dir + "/reference48.wav", ["-ss", "2", "-to", "8"]),
+                                               (speech8, dir + "/reference8.wav", ["-ss", "2", "-to", "8"])] {
+                let ffmpeg = try Spawned(.ffmpeg, ["-hide_banner", "-loglevel", "error", "-y", "-i", input] + arguments
+                                         + ["-ac", "1", "-c:a", "pcm_s16le", output])
+                #expect(ffmpeg.wait(seconds: 20) == 0, "\(ffmpeg.stderr)")
+            }
+            let (relay, server, sipPort) = try relay(trunk: "local=127.0.0.0/8")
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            let room = try room(relay)
+            let recording = dir + "/member.wav"
+            let member = try Spawned("parley", ["join", room, "--identity", "member", "--server", server,
+                                                "--mode", "forward", "--input", speech48, "--output", recording,
+                                                "--no-tui", "--duration", "17", "--verbose"])
+            #expect(member.waitFor(seconds: 5) { $0.contains("joined \(room)") }, "\(member.stdout)\(member.stderr)")
+            let config = try baresipConfig(in: dir, sipPort: freeUDPPort(), source: speech8)
+            let phone = try Spawned(.baresip, ["-f", config, "-e", "/dial sip:room-\(room)@127.0.0.1:\(sipPort)",
+                                               "-t", "13"])
+            #expect(phone.wait(seconds: 25) == 0, "\(phone.stderr)")
+            #expect(member.wait(seconds: 15) == 0, "\(member.stderr)")
+            let phoneSaid = phone.stdout + phone.stderr
+            #expect(phoneSaid.contains("Call established"), "\(phoneSaid.suffix(2_000))")
+            #expect(relay.waitForStderr(seconds: 5) { $0.contains("sip: sip-1 left room \(room): BYE") },
+                    "\(relay.stdout)\(relay.stderr)")
+            #expect((relay.stdout + relay.stderr).contains("joined room \(room) (PCMU)"))
+
+            // The phone's speech as the room's member heard it, and the member's as the phone heard it (sndfile's
+            // dump of what baresip decoded).
+            let (intoRoom, intoRoomLine) = try pesqWB(reference: dir + "/reference8.wav", recording: recording,
+                                                      skip: 0, narrowband: true)
+            let dumps = try FileManager.default.contentsOfDirectory(atPath: config + "/dumps")
+            let heard = try #require(dumps.first { $0.hasSuffix("-dec.wav") }, "sndfile wrote \(dumps)")
+            let (toPhone, toPhoneLine) = try pesqWB(reference: dir + "/reference48.wav",
+                                                    recording: config + "/dumps/" + heard, skip: 0, narrowband: true)
+            let received = (member.stdout + member.stderr).split(separator: "\n")
+                .last { $0.contains("received ssrc") }.map(String.init) ?? "no receive summary"
+            print("SIP gateway, G.711 µ-law: phone → room PESQ-NB \(intoRoomLine); room → phone \(toPhoneLine); \(received)")
+            #expect(intoRoom >= 3.5, "phone → room: \(intoRoomLine); \(received)")
+            #expect(toPhone >= 3.5, "room → phone: \(toPhoneLine)")
+        }
+
+        @Test("refused: a caller outside every trunk (403), a room that does not exist (404)",
+              arguments: [("far=203.0.113.0/24", true, "403 Forbidden"), ("local=127.0.0.0/8", false, "404 Not Found")])
+        func refused(trunk: String, realRoom: Bool, answer: String) throws {
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            let tone = dir + "/tone8.wav"
+            let ffmpeg = try Spawned(.ffmpeg, ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
+                                               "sine=frequency=440:duration=3", "-ar", "8000", "-ac", "1", tone])
+            #expect(ffmpeg.wait(seconds: 20) == 0, "\(ffmpeg.stderr)")
+            let (relay, _, sipPort) = try relay(trunk: trunk)
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            let room = realRoom ? try room(relay) : "nowhere"
+            let config = try baresipConfig(in: dir, sipPort: freeUDPPort(), source: tone)
+            let phone = try Spawned(.baresip, ["-f", config, "-e", "/dial sip:room-\(room)@127.0.0.1:\(sipPort)",
+                                               "-t", "3"])
+            #expect(phone.wait(seconds: 15) == 0, "\(phone.stderr)")
+            let phoneSaid = phone.stdout + phone.stderr
+            #expect(phoneSaid.contains("session closed: \(answer)"), "\(phoneSaid.suffix(2_000))")
+            #expect(!phoneSaid.contains("Call established"))
+            let relaySaid = relay.stdout + relay.stderr
+            #expect(relaySaid.contains(realRoom ? "sip: 403 to an INVITE from 127.0.0.1:" : "sip: 404 Not Found"),
+                    "\(relaySaid)")
+            #expect(!relaySaid.contains("endpoint sip-"), "a refused call became a member: \(relaySaid)")
+        }
+    }
+}
