@@ -99,7 +99,8 @@ let package = Package(
         // members and presence, and the clock-driven engine (send/receive paths, NACKs, receiver reports, FEC, rejoin).
         .target(name: "ParleyClientCore", dependencies: ["ParleyWire", "ParleyAuth", "ParleyMedia", "ParleyCrypto"]),
 
-        .executableTarget(name: "parley-relay", dependencies: ["ParleyRelay", "ParleyHTTP", "ParleyAuth", "ParleyCluster", "ParleySIP"]),
+        .executableTarget(name: "parley-relay",
+                          dependencies: ["ParleyRelay", "ParleyHTTP", "ParleyAuth", "ParleyCluster", "ParleySIP"]),
         .executableTarget(name: "parley", dependencies: ["ParleyClientCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyMedia", "ParleyAudioIO", "ParleyCrypto"]),
 
         // Benchmarks/: the in-process benchmarks and what they share; Benchmarks/tools: programs that benchmarks and

@@ -19,7 +19,8 @@ extension RelayConfig {
                 apiKeys = try Self.apiKeys(value, from: "api_keys")
                 continue
             }
-            if key == "sip_trunks", let list = value as? [String] {  // each as one sip_trunk (a password may hold spaces)
+            // Each as one sip_trunk (a password may hold spaces, which the string form splits at).
+            if key == "sip_trunks", let list = value as? [String] {
                 sipTrunks = []
                 for trunk in list { try set("sip_trunk", trunk) }
                 continue

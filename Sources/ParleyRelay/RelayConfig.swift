@@ -2,8 +2,8 @@ import Foundation
 import ParleyAuth
 import ParleyCluster
 import ParleyRelayCore
-import ParleyWebRTC
 import ParleySIP
+import ParleyWebRTC
 import ParleyWire
 
 /// Everything `parley-relay` is configured with: defaults, then a JSON file, then `PARLEY_*` environment

@@ -5,8 +5,11 @@ import ParleyMedia
 /// One call's audio between a phone's G.711 and a room's Opus, packet by packet (20 ms each way; nothing is buffered,
 /// so the room's jitter buffers and the phone's see the other side's timing unchanged). G.711 through spandsp; Opus
 /// runs at 8 kHz on both sides (libopus resamples internally, so no resampler stage sits in between): the phone's
-/// narrowband audio goes into the room as Opus at 32 kb/s with in-band FEC (PESQ-NB of espeak-ng speech through G.711 and the Opus leg: 3.87 at 32 kb/s, 3.68 at 24 kb/s, where FEC takes a larger share), the room's Opus is decoded at 8 kHz.
+/// narrowband audio goes into the room as Opus at 32 kb/s with in-band FEC (PESQ-NB of espeak-ng speech through
+/// G.711 and the Opus leg: 3.87 at 32 kb/s, 3.68 at 24 kb/s, where FEC takes a larger share), the room's Opus is
+/// decoded at 8 kHz.
 public final class G711OpusBridge {
+    /// The phone's G.711.
     public let law: G711Law
     /// Samples of one 20 ms packet at 8 kHz; also the G.711 payload's bytes.
     public static let frameSamples = 160
@@ -20,6 +23,7 @@ public final class G711OpusBridge {
     /// The level of the last packet from the phone, as RFC 6464 writes it: −dBov, 0 (loudest) … 127 (silence).
     public private(set) var lastLevel: UInt8 = 127
 
+    /// A bridge for a call whose phone speaks `law`.
     public init(law: G711Law) throws(OpusError) {
         self.law = law
         encoder = try OpusEncoder(sampleRate: 8_000, channels: 1, application: .voip)
@@ -48,7 +52,8 @@ public final class G711OpusBridge {
         for i in 0..<n { energy += Double(pcm[i]) * Double(pcm[i]) }
         let rms = (energy / Double(n)).squareRoot() / 32_768
         lastLevel = rms <= 0 ? 127 : UInt8(max(0, min(127, (-20 * log10(rms)).rounded())))
-        return (try? encoder.encode(UnsafeBufferPointer(start: pcm.baseAddress, count: n), frameSize: n, into: out)) ?? 0
+        let input = UnsafeBufferPointer(start: pcm.baseAddress, count: n)
+        return (try? encoder.encode(input, frameSize: n, into: out)) ?? 0
     }
 
     /// A room's Opus packet as G.711 in `out` (at least 480 bytes × 6: up to 120 ms decoded); its length, 0 when it

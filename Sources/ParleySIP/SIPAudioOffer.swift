@@ -2,9 +2,13 @@ import ParleyWire
 
 /// The codecs the gateway speaks to a phone: G.711 at 8 kHz (RFC 3551's static payload types).
 public enum G711Law: Equatable, Sendable {
-    case mu, a
+    /// µ-law (PCMU), North America and Japan.
+    case mu
+    /// A-law (PCMA), everywhere else.
+    case a
     /// RFC 3551's payload type: PCMU 0, PCMA 8.
     public var payloadType: UInt8 { self == .mu ? 0 : 8 }
+    /// The name SDP's `a=rtpmap` gives it.
     public var encodingName: String { self == .mu ? "PCMU" : "PCMA" }
 }
 
@@ -14,7 +18,9 @@ public enum G711Law: Equatable, Sendable {
 public struct SIPAudioOffer: Equatable, Sendable {
     /// Where the phone receives RTP (`c=` and the audio `m=` port).
     public var address: PeerAddress
+    /// The G.711 the answer takes: the first of the offer's formats that is PCMU or PCMA.
     public var law: G711Law
+    /// The payload type of the phone's `telephone-event/8000`, when it offered one.
     public var telephoneEvent: UInt8?
     /// `a=sendonly`/`recvonly`/`inactive` as the phone wrote it (`sendrecv` when absent): a hold is `sendonly` or
     /// `inactive` (RFC 3264 §8.4).
@@ -24,8 +30,11 @@ public struct SIPAudioOffer: Equatable, Sendable {
 
     /// Why an offer cannot be answered: the SIP response's status and reason.
     public struct Refusal: Error, Equatable, Sendable {
+        /// The SIP status (488).
         public let status: UInt16
+        /// Its reason phrase, saying what was missing.
         public let reason: String
+        /// A refusal with `status` and `reason`.
         public init(status: UInt16, reason: String) {
             self.status = status
             self.reason = reason

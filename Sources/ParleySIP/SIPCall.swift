@@ -12,10 +12,13 @@ public protocol SIPRoomDirectory: AnyObject, Sendable {
 
 /// The relay's side of a call's media: where to send the room's RTP, with which payload type.
 public struct SIPRoomLeg: Equatable, Sendable {
+    /// The relay's UDP address for the call's RTP (the worker port of its room).
     public var relay: PeerAddress
+    /// The payload type the relay sends and expects the room's Opus in.
     public var payloadType: UInt8
     /// The RFC 6464 header extension's id the relay reads a packet's level from (speaker selection).
     public var audioLevelExtensionID: UInt8
+    /// The relay's side of one call.
     public init(relay: PeerAddress, payloadType: UInt8, audioLevelExtensionID: UInt8) {
         self.relay = relay
         self.payloadType = payloadType
@@ -25,10 +28,13 @@ public struct SIPRoomLeg: Equatable, Sendable {
 
 /// Why a call could not join its room, as a SIP status.
 public struct SIPRoomError: Error, Equatable, Sendable {
+    /// The SIP status the INVITE is answered with.
     public var status: UInt16
+    /// Its reason phrase.
     public var reason: String
     /// For the log: what the relay said.
     public var detail: String?
+    /// A refusal with `status` and `reason`, and what the relay said for the log.
     public init(status: UInt16, reason: String, detail: String? = nil) {
         self.status = status
         self.reason = reason

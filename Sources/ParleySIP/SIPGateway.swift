@@ -10,16 +10,19 @@ import Synchronization
 /// nothing here needs a lock but the counters.
 ///
 /// An INVITE is let in only from a trunk's address blocks (`SIPTrunks`): any other source is answered 403 and counted
-/// as a toll-fraud attempt, and nothing is ever forwarded to another SIP target (no open relay). `sip:room-NAME@…` joins
-/// room NAME as a plain-RTP member (`SIPRoomDirectory`); its audio is G.711 to the phone, Opus to the room
-/// (`G711OpusBridge`). Other targets are 404 for now.
+/// as a toll-fraud attempt, and nothing is ever forwarded to another SIP target (no open relay).
+/// `sip:room-NAME@…` joins room NAME as a plain-RTP member (`SIPRoomDirectory`); its audio is G.711 to the phone,
+/// Opus to the room (`G711OpusBridge`). Other targets are 404 for now.
 public final class SIPGateway: @unchecked Sendable {
+    /// Where the gateway listens and whom it lets in.
     public struct Settings: Sendable {
         /// Where SIP listens (UDP).
         public var listen: PeerAddress
         /// The address written in SDP answers for the phone's RTP (the listen address unless it is a wildcard).
         public var mediaHost: PeerAddress
+        /// Who may call in.
         public var trunks: SIPTrunks
+        /// Settings with the SDP's address the listen address unless given.
         public init(listen: PeerAddress, mediaHost: PeerAddress? = nil, trunks: SIPTrunks) {
             self.listen = listen
             self.mediaHost = mediaHost ?? listen
@@ -29,7 +32,14 @@ public final class SIPGateway: @unchecked Sendable {
 
     /// What the gateway has done, for logs and metrics.
     public struct Counters: Sendable, Equatable {
-        public var answered = 0, ended = 0, refusedOutsideTrunks = 0, refusedOther = 0
+        /// Calls answered and joined to their room.
+        public var answered = 0
+        /// Answered calls that have ended.
+        public var ended = 0
+        /// INVITEs from outside every trunk (403): toll-fraud attempts.
+        public var refusedOutsideTrunks = 0
+        /// INVITEs refused for another reason (no such room, no codec in common, the room full).
+        public var refusedOther = 0
     }
 
     let settings: Settings
@@ -43,12 +53,14 @@ public final class SIPGateway: @unchecked Sendable {
     var calls: [ObjectIdentifier: SIPCall] = [:]
     var nextCall = 1
 
+    /// A gateway that puts calls into `rooms` and writes a line to `log` for each call and each refusal.
     public init(settings: Settings, rooms: SIPRoomDirectory, log: @escaping @Sendable (String) -> Void) {
         self.settings = settings
         self.rooms = rooms
         self.log = log
     }
 
+    /// The counters now (any thread).
     public var snapshot: Counters { counters.withLock { $0 } }
     func count(_ change: (inout Counters) -> Void) { counters.withLock { change(&$0) } }
 
@@ -91,7 +103,9 @@ public final class SIPGateway: @unchecked Sendable {
         err = sa_set_str(&local, settings.listen.bareHost, settings.listen.port)
         guard err == 0 else { return "bad SIP address \(settings.listen)" }
         err = parley_sip_transp_add_udp(sip, &local)
-        guard err == 0 else { return "cannot listen for SIP on udp \(settings.listen): \(String(cString: strerror(err)))" }
+        guard err == 0 else {
+            return "cannot listen for SIP on udp \(settings.listen): \(String(cString: strerror(err)))"
+        }
         let me = Unmanaged.passUnretained(self).toOpaque()
         err = sipsess_listen(&sessionSocket, sip, 32, { msg, arg in
             guard let msg, let arg else { return }

@@ -25,8 +25,8 @@ final class SIPCall {
     }
 
     /// Sockets, the transcoder, the room membership; or why not, as a SIP status.
-    static func open(gateway: SIPGateway, room: String, offer: SIPAudioOffer, caller: String, from signalling: PeerAddress,
-                     number: Int)
+    static func open(gateway: SIPGateway, room: String, offer: SIPAudioOffer, caller: String,
+                     from signalling: PeerAddress, number: Int)
         -> Result<SIPCall, SIPRoomError> {
         let host = gateway.settings.listen
         let loopback = host.isIPv4 ? PeerAddress(ipv4: 127, 0, 0, 1, port: 0) : PeerAddress(high: 0, low: 1, port: 0)
@@ -99,7 +99,8 @@ final class SIPCall {
     }
 
     /// A re-INVITE's offer: the same room, perhaps another address or direction (hold: sendonly or inactive).
-    private func reoffer(_ msg: UnsafePointer<sip_msg>, answer: UnsafeMutablePointer<UnsafeMutablePointer<mbuf>?>?) -> Int32 {
+    private func reoffer(_ msg: UnsafePointer<sip_msg>, answer: UnsafeMutablePointer<UnsafeMutablePointer<mbuf>?>?)
+        -> Int32 {
         guard let text = SIPGateway.body(msg), case .success(let next) = SIPAudioOffer.parse(text),
               next.law == offer.law else { return EPROTO }
         if next.address.high != offer.address.high || next.address.low != offer.address.low

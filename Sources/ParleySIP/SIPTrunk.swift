@@ -3,11 +3,14 @@ import ParleyWire
 /// An address block, `a.b.c.d/n` or `v6/n` (a bare address is one host), matched on `PeerAddress`'s 128-bit form
 /// (IPv4 as IPv4-mapped IPv6, so an IPv4 block's prefix counts from bit 96).
 public struct AddressBlock: Equatable, Sendable, CustomStringConvertible {
+    /// The block's first address (port 0).
     public let base: PeerAddress
     /// Leading bits that must match, 0...128 on the mapped form.
     public let bits: Int
+    /// The block as given (`a.b.c.d/32` for a bare address).
     public let description: String
 
+    /// Parses `a.b.c.d/n`, `v6/n` or a bare address; nil when malformed or when host bits are set.
     public init?(parsing text: String) {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count <= 2, let first = parts.first, !first.isEmpty else { return nil }
@@ -43,12 +46,18 @@ public struct AddressBlock: Equatable, Sendable, CustomStringConvertible {
 /// let in without a digest; calls out go to its outbound proxy, authenticated as `user` when it asks. Calls from
 /// outside every trunk are refused with 403 (no open relay, no toll fraud).
 public struct SIPTrunk: Equatable, Sendable {
+    /// The trunk's name, for logs.
     public var name: String
+    /// The address blocks calls from it come from.
     public var blocks: [AddressBlock]
+    /// The proxy calls out through it go to.
     public var outbound: PeerAddress?
+    /// The user calls out authenticate as (with `password`).
     public var user: String?
+    /// Never logged, never in an error.
     public var password: String?
 
+    /// A trunk from its parts.
     public init(name: String, blocks: [AddressBlock], outbound: PeerAddress? = nil, user: String? = nil,
                 password: String? = nil) {
         self.name = name
@@ -61,7 +70,8 @@ public struct SIPTrunk: Equatable, Sendable {
     /// Parses `NAME=CIDR[;CIDR…][,outbound=HOST:PORT][,user=U,password=P]`; the error says what is wrong.
     public static func parse(_ text: String) -> Result<SIPTrunk, SIPConfigError> {
         guard let eq = text.firstIndex(of: "=") else {
-            return .failure(SIPConfigError("a SIP trunk is NAME=CIDR[,outbound=HOST:PORT][,user=U,password=P]: \(text)"))
+            return .failure(SIPConfigError(
+                "a SIP trunk is NAME=CIDR[,outbound=HOST:PORT][,user=U,password=P]: \(text)"))
         }
         let name = String(text[..<eq])
         guard !name.isEmpty, name.count <= 64,
@@ -85,7 +95,8 @@ public struct SIPTrunk: Equatable, Sendable {
             switch kv[0] {
             case "outbound":
                 guard let a = PeerAddress(parsing: value), a.port != 0, !a.isWildcard else {
-                    return .failure(SIPConfigError("trunk \(name): outbound is HOST:PORT with a numeric host: \(value)"))
+                    return .failure(
+                        SIPConfigError("trunk \(name): outbound is HOST:PORT with a numeric host: \(value)"))
                 }
                 trunk.outbound = a
             case "user": trunk.user = value
@@ -103,13 +114,17 @@ public struct SIPTrunk: Equatable, Sendable {
 
 /// What is wrong with the SIP configuration, said so that the operator can fix it.
 public struct SIPConfigError: Error, Equatable, CustomStringConvertible {
+    /// The message.
     public let description: String
+    /// An error with a message.
     public init(_ description: String) { self.description = description }
 }
 
 /// The trunks of a gateway, in the order given: the first whose blocks hold a source wins.
 public struct SIPTrunks: Sendable {
+    /// The trunks, first match wins.
     public let trunks: [SIPTrunk]
+    /// The trunks in the order given.
     public init(_ trunks: [SIPTrunk]) { self.trunks = trunks }
 
     /// The trunk a request from `source` came through, or nil: not from any trunk.

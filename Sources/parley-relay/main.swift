@@ -228,7 +228,8 @@ if let sip = config.sip {
                              rooms: SIPRooms(api: api, udp: config.udp), log: { log.write(.info, $0) })
     do { try gateway.start() } catch { fail(error.description, code: 1) }
     if config.sipTrunks.isEmpty {
-        log.write(.warning, "sip gateway on udp \(sip) with no trunk: every call will be refused (403); add --sip-trunk")
+        log.write(.warning,
+                  "sip gateway on udp \(sip) with no trunk: every call will be refused (403); add --sip-trunk")
     } else {
         log.write(.info, "sip gateway on udp \(sip), trunks " + config.sipTrunks.map {
             "\($0.name) (\($0.blocks.map(\.description).joined(separator: ";")))"

@@ -9,7 +9,8 @@ func baresipConfig(in dir: String, sipPort: UInt16, source: String) throws -> St
     try FileManager.default.createDirectory(atPath: config + "/dumps", withIntermediateDirectories: true)
     let lines = ["poll_method epoll", "sip_listen 127.0.0.1:\(sipPort)", "audio_source aufile,\(source)",
                  "audio_player alsa,null", "audio_alert alsa,null", "module_path /usr/lib/baresip/modules",
-                 "module g711.so", "module aufile.so", "module alsa.so", "module sndfile.so", "snd_path \(config)/dumps",
+                 "module g711.so", "module aufile.so", "module alsa.so", "module sndfile.so",
+                 "snd_path \(config)/dumps",
                  "module_app account.so", "module_app menu.so", "rtp_timeout 0"]
     try (lines.joined(separator: "\n") + "\n").write(toFile: config + "/config", atomically: true, encoding: .utf8)
     try "<sip:phone@127.0.0.1>;regint=0;audio_codecs=PCMU\n".write(toFile: config + "/accounts", atomically: true,
@@ -39,7 +40,8 @@ extension ProcessTests {
             let base = try #require(httpBase(of: relay))
             let admin = try mint(["--admin", "--identity", "ops"])
             let room = "sip-\(UInt32.random(in: 0...UInt32.max))"
-            let made = try curl("POST", base + "/v1/rooms", token: admin, body: #"{"name":"\#(room)","mode":"forward"}"#)
+            let made = try curl("POST", base + "/v1/rooms", token: admin,
+                                body: #"{"name":"\#(room)","mode":"forward"}"#)
             #expect(made.status == 201, "\(made.body)")
             return room
         }
@@ -87,7 +89,8 @@ extension ProcessTests {
                                                     recording: config + "/dumps/" + heard, skip: 0, narrowband: true)
             let received = (member.stdout + member.stderr).split(separator: "\n")
                 .last { $0.contains("received ssrc") }.map(String.init) ?? "no receive summary"
-            print("SIP gateway, G.711 µ-law: phone → room PESQ-NB \(intoRoomLine); room → phone \(toPhoneLine); \(received)")
+            print("SIP gateway, G.711 µ-law: phone → room PESQ-NB \(intoRoomLine); room → phone \(toPhoneLine); "
+                  + received)
             #expect(intoRoom >= 3.5, "phone → room: \(intoRoomLine); \(received)")
             #expect(toPhone >= 3.5, "room → phone: \(toPhoneLine)")
         }

@@ -35,11 +35,11 @@ struct G711OpusBridgeTests {
         for frame in 0..<60 {
             let pcm = Self.tone(frame: frame)
             let n = source.encode(pcm, into: &opus)
-            let g = room.g711(fromOpus: UnsafeRawBufferPointer(start: opus, count: n), into: UnsafeMutableRawBufferPointer(
-                start: &g711, count: g711.count))
+            let g = room.g711(fromOpus: UnsafeRawBufferPointer(start: opus, count: n),
+                              into: UnsafeMutableRawBufferPointer(start: &g711, count: g711.count))
             #expect(g == 160)
-            let o = phone.opus(fromG711: UnsafeRawBufferPointer(start: g711, count: g), into: UnsafeMutableRawBufferPointer(
-                start: &opus, count: opus.count))
+            let o = phone.opus(fromG711: UnsafeRawBufferPointer(start: g711, count: g),
+                               into: UnsafeMutableRawBufferPointer(start: &opus, count: opus.count))
             #expect(o > 0 && o < 200)  // 24 kb/s: 60 bytes a packet, give or take
             #expect(phone.lastLevel < 30)  // -dBov of a tone at a quarter of full scale: 15
             let back = try listener.decode(UnsafeRawBufferPointer(start: opus, count: o))

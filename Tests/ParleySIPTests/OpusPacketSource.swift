@@ -13,8 +13,8 @@ final class OpusPacketSource {
         let count = out.count
         return pcm.withUnsafeBufferPointer { p in
             out.withUnsafeMutableBytes { o in
-                (try? encoder.encode(p, frameSize: pcm.count, into: UnsafeMutableRawBufferPointer(rebasing: o[0..<count])))
-                    ?? 0
+                let packet = UnsafeMutableRawBufferPointer(rebasing: o[0..<count])
+                return (try? encoder.encode(p, frameSize: pcm.count, into: packet)) ?? 0
             }
         }
     }

@@ -5,8 +5,8 @@ import Testing
 @Suite("SIP trunks: who may call in")
 struct SIPTrunkTests {
     @Test func parsesEveryPart() throws {
-        let trunk = try SIPTrunk.parse("carrier=203.0.113.0/24;2001:db8::/32,outbound=203.0.113.5:5060,user=u1,password=p w")
-            .get()
+        let text = "carrier=203.0.113.0/24;2001:db8::/32,outbound=203.0.113.5:5060,user=u1,password=p w"
+        let trunk = try SIPTrunk.parse(text).get()
         #expect(trunk.name == "carrier")
         #expect(trunk.blocks.map(\.description) == ["203.0.113.0/24", "2001:db8::/32"])
         #expect(trunk.outbound == PeerAddress(ipv4: 203, 0, 113, 5, port: 5060))
@@ -35,7 +35,8 @@ struct SIPTrunkTests {
         ("t=10.0.0.0/33", "trunk t: not an address block (a.b.c.d/n or v6/n): 10.0.0.0/33"),
         ("t=10.0.0.1/8", "trunk t: not an address block (a.b.c.d/n or v6/n): 10.0.0.1/8"),
         ("t=example.com", "trunk t: not an address block (a.b.c.d/n or v6/n): example.com"),
-        ("t=10.0.0.0/8,outbound=example.com:5060", "trunk t: outbound is HOST:PORT with a numeric host: example.com:5060"),
+        ("t=10.0.0.0/8,outbound=example.com:5060",
+         "trunk t: outbound is HOST:PORT with a numeric host: example.com:5060"),
         ("t=10.0.0.0/8,user=u", "trunk t: user and password go together"),
         ("t=10.0.0.0/8,secret=x", "trunk t: unknown option secret (outbound, user, password)"),
         ("t=10.0.0.0/8,password", "trunk t: expected KEY=VALUE, got password"),

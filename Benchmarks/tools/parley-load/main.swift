@@ -183,7 +183,8 @@ if let raw {
         writeLine(String(format: "parley ÷ raw fan-out, output packets per CPU-second: pooled %.0f ÷ %.0f = %.3f, median of %d block pairs %.3f (goal ≥ %@)",
                          parley.outPacketsPerCPUSecond, raw.outPacketsPerCPUSecond, parley.outPacketsPerCPUSecond / raw.outPacketsPerCPUSecond,
                          ratios.count, Blocks.median(ratios) ?? 0,
-                         options.cleartext ? "0.95, cleartext" : "0.9 with SRTP in and out; the raw forwarder is cleartext"))
+                         options.cleartext ? "0.95, cleartext"
+                             : "0.9 with SRTP in and out; the raw forwarder is cleartext"))
         let extra = Blocks.pairExtraNanoseconds(parley: parleyBlocks.map(\.outPacketsPerCPUSecond),
                                                 raw: rawBlocks.map(\.outPacketsPerCPUSecond))
         writeLine(String(format: "parley − raw per output datagram: pooled %.0f ns (%.2f µs against %.2f µs), "
