@@ -2,9 +2,9 @@ import CSpanDSP
 import Glibc
 import ParleyMedia
 
-/// One call's audio between a phone's G.711 and a room's Opus, packet by packet (20 ms each way; nothing is buffered,
-/// so the room's jitter buffers and the phone's see the other side's timing unchanged). G.711 through spandsp; Opus
-/// runs at 8 kHz on both sides (libopus resamples internally, so no resampler stage sits in between): the phone's
+/// One call's audio between a phone's G.711 and a room's Opus, as it comes (nothing waits but what does not fill a
+/// 20 ms Opus frame yet, so the room's jitter buffers and the phone's see the other side's timing). G.711 through
+/// spandsp; Opus runs at 8 kHz on both sides (libopus resamples internally, so no resampler stage sits in between): the phone's
 /// narrowband audio goes into the room as Opus at 32 kb/s with in-band FEC (PESQ-NB of espeak-ng speech through
 /// G.711 and the Opus leg: 3.87 at 32 kb/s, 3.68 at 24 kb/s, where FEC takes a larger share), the room's Opus is
 /// decoded at 8 kHz.
@@ -13,6 +13,8 @@ public final class G711OpusBridge {
     public let law: G711Law
     /// Samples of one 20 ms packet at 8 kHz; also the G.711 payload's bytes.
     public static let frameSamples = 160
+    /// The Opus encoder's complexity (0-10; libopus defaults to 10).
+    public static let complexity: Int32 = 5
     /// The longest packet a phone may send (60 ms); longer ones are dropped.
     public static let maximumSamples = 480
     private let encoder: OpusEncoder
@@ -20,6 +22,9 @@ public final class G711OpusBridge {
     private let toLinear: OpaquePointer
     private let toG711: OpaquePointer
     private let pcm = UnsafeMutableBufferPointer<Int16>.allocate(capacity: maximumSamples * 6)
+    /// The phone's audio not yet encoded (under 20 ms between packets).
+    private let pending = UnsafeMutableBufferPointer<Int16>.allocate(capacity: 2 * maximumSamples)
+    private var pendingCount = 0
     /// The level of the last packet from the phone, as RFC 6464 writes it: −dBov, 0 (loudest) … 127 (silence).
     public private(set) var lastLevel: UInt8 = 127
 
@@ -30,6 +35,7 @@ public final class G711OpusBridge {
         try encoder.setBitrate(32_000)
         try encoder.setInbandFEC(true)
         try encoder.setExpectedPacketLoss(percent: 5)
+        try encoder.setComplexity(Self.complexity)
         decoder = try OpusDecoder(sampleRate: 8_000, channels: 1)
         let mode = law == .mu ? Int32(G711_ULAW) : Int32(G711_ALAW)
         toLinear = g711_init(nil, mode)
@@ -40,21 +46,38 @@ public final class G711OpusBridge {
         g711_free(toLinear)
         g711_free(toG711)
         pcm.deallocate()
+        pending.deallocate()
     }
 
-    /// The phone's G.711 payload as one Opus packet in `out`; its length, or 0 when the payload cannot be one Opus
-    /// frame (not 10, 20, 40 or 60 ms).
-    public func opus(fromG711 payload: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> Int {
+    /// Takes the phone's G.711 payload, any whole number of samples up to 60 ms (phones send 10, 20, 30 ms…); false
+    /// when it is empty or longer. Its audio waits for `popOpus`, which takes it 20 ms at a time.
+    public func push(g711 payload: UnsafeRawBufferPointer) -> Bool {
         let n = payload.count
-        guard [80, 160, 320, 480].contains(n), let base = payload.baseAddress else { return 0 }
-        _ = g711_decode(toLinear, pcm.baseAddress, base.assumingMemoryBound(to: UInt8.self), Int32(n))
+        guard n > 0, n <= Self.maximumSamples, let base = payload.baseAddress else { return false }
+        if pendingCount + n > pending.count { pendingCount = 0 }  // not when each push is followed by popOpus
+        let start = pending.baseAddress! + pendingCount
+        _ = g711_decode(toLinear, start, base.assumingMemoryBound(to: UInt8.self), Int32(n))
         var energy = 0.0
-        for i in 0..<n { energy += Double(pcm[i]) * Double(pcm[i]) }
+        for i in 0..<n { energy += Double(start[i]) * Double(start[i]) }
         let rms = (energy / Double(n)).squareRoot() / 32_768
         lastLevel = rms <= 0 ? 127 : UInt8(max(0, min(127, (-20 * log10(rms)).rounded())))
-        let input = UnsafeBufferPointer(start: pcm.baseAddress, count: n)
-        return (try? encoder.encode(input, frameSize: n, into: out)) ?? 0
+        pendingCount += n
+        return true
     }
+
+    /// The next 20 ms of the phone's audio as one Opus packet in `out`: its length, or 0 while less than 20 ms waits
+    /// (or the encoder failed).
+    public func popOpus(into out: UnsafeMutableRawBufferPointer) -> Int {
+        let n = Self.frameSamples
+        guard pendingCount >= n else { return 0 }
+        let length = (try? encoder.encode(UnsafeBufferPointer(rebasing: pending[0..<n]), frameSize: n, into: out)) ?? 0
+        pendingCount -= n
+        if pendingCount > 0 { pending.baseAddress!.update(from: pending.baseAddress! + n, count: pendingCount) }
+        return length
+    }
+
+    /// Forgets the phone's audio still waiting (its stream jumped: a loss, or a new stream).
+    public func dropPending() { pendingCount = 0 }
 
     /// A room's Opus packet as G.711 in `out` (at least 480 bytes × 6: up to 120 ms decoded); its length, 0 when it
     /// does not decode.

@@ -59,6 +59,8 @@ final class SIPCallMedia {
     private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2_048, alignment: 16)
     private let out = UnsafeMutableRawBufferPointer.allocate(byteCount: 4_096, alignment: 16)
     private var toRoom: RTPFixedHeader
+    /// The phone's RTP timestamp the next packet should carry (its last one plus its samples).
+    private var nextPhoneTimestamp: UInt32?
     private var toPhone: RTPFixedHeader
     private(set) var packetsFromPhone = 0, packetsFromRoom = 0, dropped = 0
     /// The phone put the call on hold (its re-INVITE said sendonly or inactive): nothing is sent to it.
@@ -98,21 +100,31 @@ final class SIPCallMedia {
                 latched = true
             }
             let payload = UnsafeRawBufferPointer(rebasing: buffer[packet.payloadRange])
-            // The fixed header, the level (RFC 6464: the relay picks its speakers by it), then the Opus packet.
+            // A jump in the phone's timestamps (a loss, a new stream): what waits is dropped and the room's timeline
+            // moves by as much (at 48 kHz), within a second; anything larger is taken as a new start.
+            if let expected = nextPhoneTimestamp, packet.timestamp != expected {
+                bridge.dropPending()
+                let gap = Int32(bitPattern: packet.timestamp &- expected)
+                if gap > 0 && gap <= 8_000 { toRoom.timestamp &+= UInt32(gap) * 6 }
+            }
+            nextPhoneTimestamp = packet.timestamp &+ UInt32(payload.count)
+            guard bridge.push(g711: payload) else { dropped += 1; continue }
+            // Each 20 ms: the fixed header, the level (RFC 6464: the relay picks its speakers by it), the Opus packet.
             let start = RTPFixedHeader.size + RTPExtensionWriter.oneByteBlockSize(elements: 1, dataBytes: 1)
-            let length = bridge.opus(fromG711: payload, into: UnsafeMutableRawBufferPointer(rebasing: out[start...]))
-            guard length > 0 else { dropped += 1; continue }
-            toRoom.sequenceNumber &+= 1
-            toRoom.timestamp &+= UInt32(payload.count * 6)
-            toRoom.marker = packet.marker
-            toRoom.hasExtension = true
-            toRoom.write(into: out)
-            var levels = RTPExtensionWriter(into: out, at: RTPFixedHeader.size)
-            let level = bridge.lastLevel
-            levels.appendElement(id: room.audioLevelExtensionID,
-                                 byte: AudioLevel(voice: level <= Self.voiceLevel, level: level).byte)
-            _ = levels.finish()
-            try? roomSocket.send(UnsafeRawBufferPointer(rebasing: out[0..<(start + length)]), to: room.relay)
+            while case let length = bridge.popOpus(into: UnsafeMutableRawBufferPointer(rebasing: out[start...])),
+                  length > 0 {
+                toRoom.sequenceNumber &+= 1
+                toRoom.marker = false
+                toRoom.hasExtension = true
+                toRoom.write(into: out)
+                var levels = RTPExtensionWriter(into: out, at: RTPFixedHeader.size)
+                let level = bridge.lastLevel
+                levels.appendElement(id: room.audioLevelExtensionID,
+                                     byte: AudioLevel(voice: level <= Self.voiceLevel, level: level).byte)
+                _ = levels.finish()
+                try? roomSocket.send(UnsafeRawBufferPointer(rebasing: out[0..<(start + length)]), to: room.relay)
+                toRoom.timestamp &+= 960
+            }
             packetsFromPhone += 1
         }
     }

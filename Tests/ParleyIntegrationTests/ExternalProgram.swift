@@ -43,6 +43,8 @@ struct ExternalProgram: Sendable, CustomStringConvertible {
     static let prometheus = ExternalProgram(path: "/usr/bin/prometheus", package: "prometheus")
     /// A SIP softphone (its aufile, g711, sndfile and alsa modules): the phone that dials the relay's SIP gateway.
     static let baresip = ExternalProgram(path: "/usr/bin/baresip", package: "baresip-core")
+    /// SIPp: many SIP calls at once with RTP from a pcap (its built-in scenarios and pcaps).
+    static let sipp = ExternalProgram(path: "/usr/bin/sipp", package: "sip-tester")
     /// The unit file's check (`systemd-analyze verify`) of the package's service.
     static let systemdAnalyze = ExternalProgram(path: "/usr/bin/systemd-analyze", package: "systemd")
 
@@ -57,7 +59,7 @@ struct ExternalProgram: Sendable, CustomStringConvertible {
     static let all: [ExternalProgram] = [.curl, .python3, .ffmpeg, .ffprobe, .espeakNG, .openssl, .tcpdump,
         .gstLaunch, .tshark, .chromium, .interopPython,
                                          .redisServer, .redisCLI, .unshare, .ip, .nft, .turnserver, .turnutilsUclient,
-                                         .prometheus, .systemdAnalyze, .baresip]
+                                         .prometheus, .systemdAnalyze, .baresip, .sipp]
 
     var description: String { path }
 

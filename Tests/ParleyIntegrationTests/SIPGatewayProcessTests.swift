@@ -63,6 +63,12 @@ extension ProcessTests {
             let (relay, server, sipPort) = try relay(trunk: "local=127.0.0.0/8")
             defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
             let room = try room(relay)
+            // Everything on loopback but the relay's own port (the member's encrypted session): SIP and both RTP legs.
+            let relayPort = try #require(server.split(separator: ":").last.map(String.init))
+            let pcap = dir + "/sip.pcap"
+            let dump = try Spawned(.tcpdump, ["-i", "lo", "-n", "-U", "--immediate-mode", "-w", pcap,
+                                              "udp and not port \(relayPort)"])
+            #expect(dump.waitForStderr(seconds: 10) { $0.contains("listening on") }, "\(dump.stderr)")
             let recording = dir + "/member.wav"
             let member = try Spawned("parley", ["join", room, "--identity", "member", "--server", server,
                                                 "--mode", "forward", "--input", speech48, "--output", recording,
@@ -93,6 +99,76 @@ extension ProcessTests {
                   + received)
             #expect(intoRoom >= 3.5, "phone → room: \(intoRoomLine); \(received)")
             #expect(toPhone >= 3.5, "room → phone: \(toPhoneLine)")
+
+            // tshark reads the SIP dialog and the phone leg's RTP both ways as well-formed.
+            dump.signal(SIGKILL)  // the runner's threads block SIGINT/SIGTERM, which tcpdump inherits (CaptureTests)
+            dump.wait(seconds: 5)
+            let tshark = try Spawned(.tshark, ["-n", "-r", pcap, "--enable-heuristic", "rtp_udp", "-T", "fields",
+                                               "-e", "sip.Method", "-e", "sip.Status-Code", "-e", "rtp.p_type",
+                                               "-e", "_ws.malformed", "-Y", "sip or rtp or _ws.malformed"])
+            #expect(tshark.wait(seconds: 60) == 0, "\(tshark.stderr)")
+            let rows = tshark.stdout.split(separator: "\n")
+                .map { $0.split(separator: "\t", omittingEmptySubsequences: false) }
+            let methods = rows.compactMap { $0.first.map(String.init) }.filter { !$0.isEmpty }
+            let statuses = rows.compactMap { $0.count > 1 ? String($0[1]) : nil }.filter { !$0.isEmpty }
+            let pcmu = rows.filter { $0.count > 2 && $0[2] == "0" }.count
+            let malformed = rows.filter { $0.count > 3 && !$0[3].isEmpty }.count
+            print("tshark: SIP \(methods) answered \(statuses); \(pcmu) PCMU packets; \(malformed) malformed")
+            #expect(methods.contains("INVITE") && methods.contains("ACK") && methods.contains("BYE"), "\(methods)")
+            #expect(statuses.filter { $0 == "200" }.count >= 2, "\(statuses)")  // the INVITE's and the BYE's
+            #expect(pcmu >= 800, "PCMU packets both ways over 11 s: \(pcmu)")
+            #expect(malformed == 0)
+        }
+
+        @Test("SIPp: 50 calls at once into a room with RTP from a pcap, all answered and ended cleanly")
+        func sippFiftyCalls() throws {
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            let (relay, server, sipPort) = try relay(trunk: "local=127.0.0.0/8")
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            let base = try #require(httpBase(of: relay))
+            let admin = try mint(["--admin", "--identity", "ops"])
+            let room = "sipp-\(UInt32.random(in: 0...UInt32.max))"
+            let made = try curl("POST", base + "/v1/rooms", token: admin,
+                                body: #"{"name":"\#(room)","mode":"forward","max_members":60}"#)
+            #expect(made.status == 201, "\(made.body)")
+            let listener = try Spawned("parley", ["join", room, "--identity", "ear", "--server", server,
+                                                  "--listen-only",
+                                                  "--mode", "forward", "--output", dir + "/ear.wav", "--no-tui",
+                                                  "--duration", "14", "--verbose"])
+            #expect(listener.waitFor(seconds: 5) { $0.contains("joined \(room)") }, "\(listener.stderr)")
+            // SIPp's uac_pcap: INVITE (PCMA), ACK, 8 s of g711a.pcap (30 ms packets) and a DTMF pcap, BYE. Its pcaps
+            // are named relative to the working directory: the scenario is written out with Debian's paths.
+            let dumpScenario = try Spawned(.sipp, ["-sd", "uac_pcap"])
+            dumpScenario.wait(seconds: 10)  // exits 99 after writing the scenario
+            #expect(dumpScenario.stdout.contains("play_pcap_audio=\"pcap/g711a.pcap\""), "\(dumpScenario.stdout)")
+            let scenario = dir + "/uac_pcap.xml"
+            try dumpScenario.stdout.replacingOccurrences(of: "\"pcap/", with: "\"/usr/share/sip-tester/")
+                .write(toFile: scenario, atomically: true, encoding: .utf8)
+            let media = try freeUDPPorts(count: 220)
+            let sipp = try Spawned(.sipp, ["-sf", scenario, "-s", "room-\(room)", "127.0.0.1:\(sipPort)",
+                                           "-i", "127.0.0.1", "-p", "\(freeUDPPort())", "-mp", "\(media)",
+                                           "-m", "50", "-l", "50", "-r", "50", "-nostdin", "-trace_screen",
+                                           "-screen_file", dir + "/sipp.txt", "-timeout", "40s"])
+            let status = sipp.wait(seconds: 60)
+            let screen = (try? String(contentsOfFile: dir + "/sipp.txt", encoding: .utf8)) ?? sipp.stdout
+            #expect(status == 0, "sipp exit \(status): \(screen.suffix(3_000))")
+            #expect(screen.contains("Successful call        |        0                  |       50"),
+                    "\(screen.suffix(3_000))")
+            let ended = "left room \(room): BYE"
+            #expect(relay.waitForStderr(seconds: 5) { $0.components(separatedBy: ended).count == 51 },
+                    "\(relay.stderr.suffix(3_000))")
+            let joined = relay.stderr.components(separatedBy: "joined room \(room) (PCMA)").count - 1
+            #expect(joined == 50, "\(joined) calls joined")
+            #expect(listener.wait(seconds: 20) == 0, "\(listener.stderr)")
+            // The room's listener heard them: sound (the pcap's) for seconds, not silence.
+            let samples = try WAVReader(path: dir + "/ear.wav").readAllMono48k()
+            let loudSeconds = stride(from: 0, to: samples.count - 48_000, by: 48_000).filter { start in
+                let rms = (samples[start..<start + 48_000].reduce(0.0) { $0 + Double($1) * Double($1) } / 48_000)
+                    .squareRoot()
+                return rms > 300
+            }.count
+            print("SIPp: 50 calls; the room's listener heard sound in \(loudSeconds) seconds of its recording")
+            #expect(loudSeconds >= 4)
         }
 
         @Test("refused: a caller outside every trunk (403), a room that does not exist (404)",

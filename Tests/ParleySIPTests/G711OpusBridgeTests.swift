@@ -38,8 +38,8 @@ struct G711OpusBridgeTests {
             let g = room.g711(fromOpus: UnsafeRawBufferPointer(start: opus, count: n),
                               into: UnsafeMutableRawBufferPointer(start: &g711, count: g711.count))
             #expect(g == 160)
-            let o = phone.opus(fromG711: UnsafeRawBufferPointer(start: g711, count: g),
-                               into: UnsafeMutableRawBufferPointer(start: &opus, count: opus.count))
+            #expect(phone.push(g711: UnsafeRawBufferPointer(start: g711, count: g)))
+            let o = phone.popOpus(into: UnsafeMutableRawBufferPointer(start: &opus, count: opus.count))
             #expect(o > 0 && o < 200)  // 24 kb/s: 60 bytes a packet, give or take
             #expect(phone.lastLevel < 30)  // -dBov of a tone at a quarter of full scale: 15
             let back = try listener.decode(UnsafeRawBufferPointer(start: opus, count: o))
@@ -49,13 +49,30 @@ struct G711OpusBridgeTests {
         #expect(share > 0.9, "440 Hz share \(share)")
     }
 
-    @Test func wrongSizesAreDropped() throws {
+    @Test func anyPacketSizeIn20msFramesOut() throws {
+        let bridge = try G711OpusBridge(law: .a)
+        var out = [UInt8](repeating: 0, count: 1_500)
+        func pop() -> Int { bridge.popOpus(into: UnsafeMutableRawBufferPointer(start: &out, count: out.count)) }
+        let thirty = [UInt8](repeating: 0xD5, count: 240)  // 30 ms of A-law silence, as SIPp's pcap sends
+        var frames = 0
+        for _ in 0..<4 {
+            #expect(bridge.push(g711: UnsafeRawBufferPointer(start: thirty, count: 240)))
+            while pop() > 0 { frames += 1 }
+        }
+        #expect(frames == 6)  // 120 ms
+        #expect(bridge.push(g711: UnsafeRawBufferPointer(start: thirty, count: 100)))
+        #expect(pop() == 0)  // 100 samples wait
+        bridge.dropPending()
+        #expect(bridge.push(g711: UnsafeRawBufferPointer(start: thirty, count: 80)))
+        #expect(pop() == 0)  // 80, not 180: what waited was dropped
+    }
+
+    @Test func wrongSizesAreRefused() throws {
         let bridge = try G711OpusBridge(law: .mu)
         var out = [UInt8](repeating: 0, count: 1_500)
-        for size in [0, 1, 159, 161, 1_000] {
+        for size in [0, 481, 1_000] {
             let g = [UInt8](repeating: 0xFF, count: size)
-            #expect(bridge.opus(fromG711: UnsafeRawBufferPointer(start: g, count: size),
-                                into: UnsafeMutableRawBufferPointer(start: &out, count: out.count)) == 0)
+            #expect(!bridge.push(g711: UnsafeRawBufferPointer(start: g, count: size)))
         }
         let garbage: [UInt8] = [0xFF, 0xFF, 0xFF]
         #expect(bridge.g711(fromOpus: UnsafeRawBufferPointer(start: garbage, count: 3),
