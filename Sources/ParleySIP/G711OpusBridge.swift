@@ -4,10 +4,10 @@ import ParleyMedia
 
 /// One call's audio between a phone's G.711 and a room's Opus, as it comes (nothing waits but what does not fill a
 /// 20 ms Opus frame yet, so the room's jitter buffers and the phone's see the other side's timing). G.711 through
-/// spandsp; Opus runs at 8 kHz on both sides (libopus resamples internally, so no resampler stage sits in between): the phone's
-/// narrowband audio goes into the room as Opus at 32 kb/s with in-band FEC (PESQ-NB of espeak-ng speech through
-/// G.711 and the Opus leg: 3.87 at 32 kb/s, 3.68 at 24 kb/s, where FEC takes a larger share), the room's Opus is
-/// decoded at 8 kHz.
+/// spandsp; Opus runs at 8 kHz on both sides (libopus resamples internally, so no resampler stage sits in between).
+/// The phone's narrowband audio goes into the room as Opus at 32 kb/s with in-band FEC, complexity 5 (PESQ-NB of
+/// espeak-ng speech through G.711 and the Opus leg: 3.87 at 32 kb/s, 3.68 at 24 kb/s, where FEC takes a larger
+/// share); the room's Opus is decoded at 8 kHz.
 public final class G711OpusBridge {
     /// The phone's G.711.
     public let law: G711Law
