@@ -8,8 +8,8 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 DEBS_RUN  := pkg-config libopus-dev libasound2-dev libsodium-dev libspeexdsp-dev libmicrohttpd-dev libsrtp2-dev libssl-dev libhiredis-dev libogg-dev libopusenc-dev libsqlite3-dev zlib1g-dev libcurl4-openssl-dev libre-dev libspandsp-dev
 # FUZZ: the libFuzzer targets (Tests/Fuzz/run.sh). `swiftc -sanitize=fuzzer` links the toolchain's libclang_rt.fuzzer,
 # a C++ library, with -lstdc++ (libstdc++-12-dev; without it the link fails on undefined __cxa_* symbols); the token target
-# links libsodium, the stun and sdp targets OpenSSL (ParleyWebRTC). The fuzzers run in `make test` too.
-DEBS_FUZZ := libsodium-dev libssl-dev libstdc++-12-dev
+# links libsodium, the stun and sdp targets OpenSSL (ParleyWebRTC), the sip target libre. The fuzzers run in `make test` too.
+DEBS_FUZZ := libsodium-dev libssl-dev libstdc++-12-dev libre-dev
 DEBS_TEST := $(sort $(DEBS_RUN) $(DEBS_FUZZ) espeak-ng curl ffmpeg openssl tcpdump tshark gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad chromium python3 python3-minimal python3-venv python3-dev build-essential redis-server redis-tools util-linux mount iproute2 nftables coturn prometheus systemd baresip-core sip-tester)
 # The quality bench: speech, the ffmpeg/libopus baseline; PyPI's pesq, numpy, scipy are installed by the target.
 DEBS_QUALITY := $(DEBS_RUN) espeak-ng ffmpeg

@@ -32,6 +32,8 @@ public final class SIPGateway: @unchecked Sendable {
 
     /// What the gateway has done, for logs and metrics.
     public struct Counters: Sendable, Equatable {
+        /// INVITEs over their source's budget (`SIPRateLimit`), not answered.
+        public var rateLimited = 0
         /// Calls answered and joined to their room.
         public var answered = 0
         /// Answered calls that have ended.
@@ -52,6 +54,10 @@ public final class SIPGateway: @unchecked Sendable {
     var sessionSocket: OpaquePointer?
     var calls: [ObjectIdentifier: SIPCall] = [:]
     var nextCall = 1
+    /// A trunk's sources: 50 calls a second each after a burst of 100 (SIPp's test makes 50 at once).
+    var trunkLimit = SIPRateLimit(perSecond: 50, burst: 100)
+    /// Anyone else (refused with 403 anyway): 2 a second after 5, so a flood gets few answers.
+    var strangerLimit = SIPRateLimit(perSecond: 2, burst: 5)
 
     /// A gateway that puts calls into `rooms` and writes a line to `log` for each call and each refusal.
     public init(settings: Settings, rooms: SIPRoomDirectory, log: @escaping @Sendable (String) -> Void) {
@@ -118,7 +124,16 @@ public final class SIPGateway: @unchecked Sendable {
     /// A new INVITE: refused, or answered and joined to its room.
     func incoming(_ msg: UnsafePointer<sip_msg>) {
         let source = Self.address(msg.pointee.src)
-        guard let source, settings.trunks.trunk(for: source) != nil else {
+        let trunk = source.flatMap { settings.trunks.trunk(for: $0) }
+        if let source {
+            let now = Clock.monotonicNanoseconds()
+            let allowed = trunk == nil ? strangerLimit.allow(source, now: now) : trunkLimit.allow(source, now: now)
+            guard allowed else {
+                count { $0.rateLimited += 1 }
+                return
+            }
+        }
+        guard let source, trunk != nil else {
             count { $0.refusedOutsideTrunks += 1 }
             log("sip: 403 to an INVITE from \(source.map { "\($0)" } ?? "an unknown address"), outside every trunk")
             _ = sip_treply(nil, sip, msg, 403, "Forbidden")

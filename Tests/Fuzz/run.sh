@@ -14,10 +14,10 @@
 #   --minimize   rebuild the repo corpus from scratch instead: make_seeds.py's named seeds always stay, and the SHA-1
 #                units (the repo's and the last run's) are replaced by the smallest set that adds coverage beyond the
 #                seeds. Touches many files: worth it now and then, when the corpus has grown a lot.
-#   TARGET       any of: rtp rtcp signalling token envelope stun sdp cascade (default: all eight, in an order that keeps
+#   TARGET       any of: rtp rtcp signalling token envelope stun sdp cascade sip (default: all nine, in an order that keeps
 #                --jobs 2 balanced: rtcp on one core, token and sdp on the other, the short ones behind rtcp)
 #
-# The eight parsers and what drives each (Tests/Fuzz/NAME/main.swift says more):
+# The nine parsers and what drives each (Tests/Fuzz/NAME/main.swift says more):
 #   rtp         RTPPacketView and every accessor                        (Sources/ParleyWire)
 #   rtcp        compound iteration, SR/RR/SDES/BYE/NACK, round trips     (Sources/ParleyWire)
 #   signalling  SignalDatagram, version 1 messages, round trip          (Sources/ParleyWire)
@@ -28,6 +28,8 @@
 #   sdp         SDPOffer from (possibly invalid) UTF-8 as the HTTP route reads it, audioSections, SDPAnswer
 #               built from what it accepts and read back (Sources/ParleyWebRTC)
 #   cascade     CascadeMessage of every kind, round trips (Sources/ParleyRelayCore/CascadeMessage.swift)
+#   sip         libre's SIP message decoder on the datagram, then the gateway's SDP offer reader and answer, and its
+#               trunk and address-block parsers (Sources/ParleySIP; libre-dev)
 #
 # Each target is one swiftc invocation that compiles the fuzz entry file together with the sources of the module
 # under test into a single module (SwiftPM cannot link a libFuzzer main), e.g.
@@ -56,7 +58,7 @@ if ! command -v swiftc >/dev/null 2>&1; then
     exit 2
 fi
 
-usage() { echo "usage: $0 [--runs N | --seconds S] [--jobs J] [TARGET...] | $0 --merge|--minimize [TARGET...]   (TARGET: rtp rtcp signalling token envelope stun sdp cascade)" >&2; exit 2; }
+usage() { echo "usage: $0 [--runs N | --seconds S] [--jobs J] [TARGET...] | $0 --merge|--minimize [TARGET...]   (TARGET: rtp rtcp signalling token envelope stun sdp cascade sip)" >&2; exit 2; }
 number() { [[ "${1:-}" =~ ^[0-9]+$ ]] && [[ "$1" -ge 1 ]] || usage; }
 
 RUNS=1000000
@@ -71,13 +73,13 @@ while [[ $# -gt 0 ]]; do
         --jobs) number "${2:-}"; JOBS="$2"; shift 2 ;;
         --merge) MERGE=1; shift ;;
         --minimize) MERGE=2; shift ;;
-        rtp|rtcp|signalling|token|envelope|stun|sdp|cascade) TARGETS+=("$1"); shift ;;
+        rtp|rtcp|signalling|token|envelope|stun|sdp|cascade|sip) TARGETS+=("$1"); shift ;;
         *) usage ;;
     esac
 done
 # The default order, for --jobs 2 (each job takes the next target when one ends): rtcp (the longest) on one core, token then
 # sdp (the next two) on the other, the short ones behind rtcp, longest first.
-[[ ${#TARGETS[@]} -eq 0 ]] && TARGETS=(rtcp token sdp cascade stun envelope signalling rtp)
+[[ ${#TARGETS[@]} -eq 0 ]] && TARGETS=(rtcp token sdp sip cascade stun envelope signalling rtp)
 
 OUT="${FUZZ_OUT:-.build/fuzz}"
 mkdir -p "$OUT"
@@ -89,20 +91,22 @@ command -v ld.lld >/dev/null 2>&1 && LINKER=(-use-ld=lld)   # quieter than gold 
 target_dir() {
     case "$1" in
         rtp) echo RTP ;; rtcp) echo RTCP ;; signalling) echo Signalling ;; token) echo Token ;;
-        envelope) echo Envelope ;; stun) echo STUN ;; sdp) echo SDP ;; cascade) echo Cascade ;;
+        envelope) echo Envelope ;; stun) echo STUN ;; sdp) echo SDP ;; cascade) echo Cascade ;; sip) echo SIP ;;
     esac
 }
-target_module()  { case "$1" in stun|sdp|cascade) echo ParleyWire ;; *) echo "Fuzz$(target_dir "$1")" ;; esac; }
+target_module()  { case "$1" in stun|sdp|cascade|sip) echo ParleyWire ;; *) echo "Fuzz$(target_dir "$1")" ;; esac; }
 target_sources() {
     case "$1" in
         token) echo Sources/ParleyAuth/*.swift ;;
         stun|sdp) echo Sources/ParleyWebRTC/*.swift Sources/ParleyWire/*.swift ;;
+        sip) echo Sources/ParleySIP/SIPAudioOffer.swift Sources/ParleySIP/SIPTrunk.swift Sources/ParleyWire/*.swift ;;
         cascade) echo Sources/ParleyRelayCore/CascadeMessage.swift Sources/ParleyWire/*.swift ;;
         *) echo Sources/ParleyWire/*.swift ;;
     esac
 }
-target_flags()   { case "$1" in token) echo -I Sources/CSodium -lsodium ;; stun|sdp) echo -I Sources/COpenSSL -lssl -lcrypto ;; *) echo ;; esac; }
-target_max_len() { if [[ -n "${FUZZ_MAX_LEN:-}" ]]; then echo "$FUZZ_MAX_LEN"; elif [[ "$1" == sdp ]]; then echo 8192; else echo 1500; fi; }
+target_flags()   { case "$1" in token) echo -I Sources/CSodium -lsodium ;; stun|sdp) echo -I Sources/COpenSSL -lssl -lcrypto ;;
+                            sip) echo -I Sources/CLibre -I /usr/include/re -lre ;; *) echo ;; esac; }
+target_max_len() { if [[ -n "${FUZZ_MAX_LEN:-}" ]]; then echo "$FUZZ_MAX_LEN"; elif [[ "$1" == sdp || "$1" == sip ]]; then echo 8192; else echo 1500; fi; }
 
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 # Seconds since a now_ms reading, one decimal.
