@@ -10,6 +10,7 @@
 // libre. Invariant violations trap through `precondition`.
 import CLibre
 
+/// libFuzzer's entry: one input, every parser above.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     // libre: the datagram as its UDP transport hands it to the decoder.
