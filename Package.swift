@@ -94,7 +94,7 @@ let package = Package(
         .target(name: "ParleySIP", dependencies: ["CLibre", "CSpanDSP", "ParleyMedia", "ParleyWire", "ParleyNet"]),
         // The HTTP API: a pure router (JSON in/out, auth, validation), Prometheus metrics, libmicrohttpd at the edge.
         .target(name: "ParleyHTTP", dependencies: ["CMicroHTTPD", "ParleyRelay", "ParleyHistory", "ParleyRelayCore", "ParleyAuth", "ParleyNet", "ParleyWire", "ParleyCrypto", "ParleyWebRTC",
-                                                  "ParleyCluster"]),
+                                                  "ParleyCluster", "ParleySIP"]),
         // The client's pure core: one signalling session (handshake, reliable messages, keepalives, resume) under room
         // members and presence, and the clock-driven engine (send/receive paths, NACKs, receiver reports, FEC, rejoin).
         .target(name: "ParleyClientCore", dependencies: ["ParleyWire", "ParleyAuth", "ParleyMedia", "ParleyCrypto"]),

@@ -1,6 +1,7 @@
 import ParleyNet
 import ParleyRelay
 import ParleyRelayCore
+import ParleySIP
 import ParleyWire
 
 /// What the router needs from the relay: the workers' published snapshots and a way to run a command on
@@ -31,6 +32,8 @@ public protocol APIBackend: Sendable {
     var notReadyReason: String? { get }
     /// The webhooks' counters for `/metrics` (nil: no webhooks).
     var webhookStats: WebhookStats? { get }
+    /// Has the SIP gateway call `to` for `room` (`SIPGateway.call`); nil: the relay runs no gateway.
+    func placeSIPCall(to: SIPTarget, room: String, identity: String, name: String?) -> Result<String, SIPRoomError>?
 }
 
 extension APIBackend {
@@ -53,9 +56,17 @@ extension APIBackend {
     public var messages: TextStore? { nil }
     /// None unless the backend sends webhooks.
     public var webhookStats: WebhookStats? { nil }
+    /// No gateway unless the backend has one.
+    public func placeSIPCall(to: SIPTarget, room: String, identity: String, name: String?)
+        -> Result<String, SIPRoomError>? { nil }
 }
 
 extension RelayAPI: APIBackend {
+    /// Through the gateway `parley-relay` started (`sipGateway`), nil before or without one.
+    public func placeSIPCall(to: SIPTarget, room: String, identity: String, name: String?)
+        -> Result<String, SIPRoomError>? {
+        sipGateway.withLock { $0 }?.call(to, room: room, identity: identity, name: name)
+    }
     public var dtlsFingerprint: [UInt8]? { shared.dtls?.certificate.fingerprint }
     public func mediaHosts(for client: PeerAddress?) -> [PeerAddress] { media.hosts(for: client) }
     public var servesIPv6: Bool { !media.bound.isIPv4 }

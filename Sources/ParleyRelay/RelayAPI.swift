@@ -1,6 +1,7 @@
 import ParleyAuth
 import ParleyNet
 import ParleyRelayCore
+import ParleySIP
 import ParleyWire
 import Synchronization
 
@@ -19,6 +20,8 @@ public final class RelayAPI: Sendable {
     public let commandTimeout: Double
     /// The addresses clients are told to send media to (`MediaAddresses`).
     public let media: MediaAddresses
+    /// The SIP gateway, once started (`--sip`): what `POST /v1/rooms/NAME/sip-calls` asks to place a call.
+    public let sipGateway = Mutex<SIPGateway?>(nil)
     /// The relay's TCP port (ICE-TCP and the client's tunnel: `TCPBridge`), nil without one.
     public let tcpPort: UInt16?
     /// Which worker an ICE-TCP connection's checks go to, by the ufrag of the answer that named the TCP candidate.

@@ -97,6 +97,17 @@ public struct SIPAudioOffer: Equatable, Sendable {
                                       telephoneEvent: event, direction: direction, otherMediaLines: others))
     }
 
+    /// The gateway's own offer for a call it places: PCMU, PCMA and telephone-event, 20 ms, both ways. The phone's
+    /// answer is read with `parse` (an answer is an offer's subset, RFC 3264 §6).
+    public static func offer(host: PeerAddress, port: UInt16, sessionID: UInt64) -> String {
+        let family = host.isIPv4 ? "IP4" : "IP6"
+        let lines = ["v=0", "o=parley \(sessionID) 1 IN \(family) \(host.bareHost)", "s=Parley",
+                     "c=IN \(family) \(host.bareHost)", "t=0 0", "m=audio \(port) RTP/AVP 0 8 101",
+                     "a=rtpmap:0 PCMU/8000", "a=rtpmap:8 PCMA/8000", "a=rtpmap:101 telephone-event/8000",
+                     "a=fmtp:101 0-15", "a=ptime:20", "a=sendrecv"]
+        return lines.joined(separator: "\r\n") + "\r\n"
+    }
+
     /// The answer: the gateway's address and port, the chosen G.711 (and telephone-event when offered), 20 ms
     /// packets, the direction that mirrors the offer's; every other `m=` line refused with port 0.
     public func answer(host: PeerAddress, port: UInt16, sessionID: UInt64, version: UInt64) -> String {

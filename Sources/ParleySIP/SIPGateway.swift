@@ -38,10 +38,12 @@ public final class SIPGateway: @unchecked Sendable {
         public var answered = 0
         /// Answered calls that have ended.
         public var ended = 0
-        /// INVITEs from outside every trunk (403): toll-fraud attempts.
+        /// INVITEs from outside every trunk (403), and calls out no trunk allows: toll-fraud attempts.
         public var refusedOutsideTrunks = 0
         /// INVITEs refused for another reason (no such room, no codec in common, the room full).
         public var refusedOther = 0
+        /// Calls the gateway placed that ended before an answer (busy, unavailable, no answer).
+        public var unanswered = 0
     }
 
     let settings: Settings
@@ -53,6 +55,10 @@ public final class SIPGateway: @unchecked Sendable {
     var sip: OpaquePointer?
     var sessionSocket: OpaquePointer?
     var calls: [ObjectIdentifier: SIPCall] = [:]
+    /// Calls the gateway placed, from the INVITE until they end.
+    var outbound: [ObjectIdentifier: SIPOutboundCall] = [:]
+    /// libre's thread-safe queue into the SIP thread: dial requests (`dial`).
+    private var mailbox: OpaquePointer?
     var nextCall = 1
     /// A trunk's sources: 50 calls a second each after a burst of 100 (SIPp's test makes 50 at once).
     var trunkLimit = SIPRateLimit(perSecond: 50, burst: 100)
@@ -118,6 +124,12 @@ public final class SIPGateway: @unchecked Sendable {
             Unmanaged<SIPGateway>.fromOpaque(arg).takeUnretainedValue().incoming(msg)
         }, me)
         guard err == 0 else { return "sipsess_listen failed: \(String(cString: strerror(err)))" }
+        err = mqueue_alloc(&mailbox, { _, data, arg in
+            guard let data, let arg else { return }
+            let request = Unmanaged<SIPDialRequest>.fromOpaque(data).takeRetainedValue()
+            Unmanaged<SIPGateway>.fromOpaque(arg).takeUnretainedValue().place(request)
+        }, me)
+        guard err == 0 else { return "mqueue_alloc failed: \(String(cString: strerror(err)))" }
         return nil
     }
 
@@ -164,6 +176,39 @@ public final class SIPGateway: @unchecked Sendable {
         calls[ObjectIdentifier(call)] = call
         count { $0.answered += 1 }
         log("sip: \(call.identity) from \(source) joined room \(room) (\(offer.law.encodingName))")
+    }
+
+    /// Calls `target` through the trunk that lets it out and, when it answers, makes it a member of `room` as
+    /// `identity` (named `name`). Returns at once, from any thread: the trunk's name, or why the call is not placed
+    /// (403: no trunk lets it out). How it goes is logged; an answered call is seen in the room's members.
+    public func call(_ target: SIPTarget, room: String, identity: String, name: String?)
+        -> Result<String, SIPRoomError> {
+        guard let (trunk, _) = settings.trunks.outbound(for: target) else {
+            count { $0.refusedOutsideTrunks += 1 }
+            let why = "no trunk lets a call out to \(target)"
+            return .failure(SIPRoomError(status: 403, reason: "Forbidden", detail: why))
+        }
+        guard let mailbox else { return .failure(SIPRoomError(status: 503, reason: "Service Unavailable")) }
+        let request = Unmanaged.passRetained(SIPDialRequest(target: target, room: room, identity: identity, name: name))
+        guard mqueue_push(mailbox, 1, request.toOpaque()) == 0 else {
+            request.release()
+            return .failure(SIPRoomError(status: 503, reason: "Service Unavailable"))
+        }
+        return .success(trunk.name)
+    }
+
+    /// On the SIP thread: the trunk, the phone's socket, the INVITE.
+    func place(_ request: SIPDialRequest) {
+        guard let (trunk, nextHop) = settings.trunks.outbound(for: request.target),
+              let phoneSocket = try? UDPSocket(bindingTo: settings.listen.withPort(0), bufferBytes: 256 << 10) else {
+            return log("sip: \(request.identity), the call to \(request.target), could not be placed")
+        }
+        let call = SIPOutboundCall(gateway: self, request: request, trunk: trunk, phoneSocket: phoneSocket)
+        guard call.start(nextHop: nextHop) else {
+            return log("sip: \(request.identity), the call to \(request.target): libre could not send the INVITE")
+        }
+        outbound[ObjectIdentifier(call)] = call
+        log("sip: calling \(request.target) for room \(request.room) through trunk \(trunk.name) (via \(nextHop))")
     }
 
     func ended(_ call: SIPCall, reason: String) {

@@ -28,11 +28,25 @@ final class SIPCall {
     static func open(gateway: SIPGateway, room: String, offer: SIPAudioOffer, caller: String,
                      from signalling: PeerAddress, number: Int)
         -> Result<SIPCall, SIPRoomError> {
+        let phoneSocket: UDPSocket
+        do {
+            phoneSocket = try UDPSocket(bindingTo: gateway.settings.listen.withPort(0), bufferBytes: 256 << 10)
+        } catch {
+            return .failure(SIPRoomError(status: 503, reason: "Service Unavailable", detail: "\(error)"))
+        }
+        return join(gateway: gateway, room: room, offer: offer, caller: caller, from: signalling,
+                    identity: "sip-\(number)", phoneSocket: phoneSocket)
+    }
+
+    /// The call's room side, once its phone side is known: the loopback socket, the transcoder, the membership, both
+    /// sockets on the event loop. A call placed by the gateway comes here at its answer (`SIPOutboundCall`).
+    static func join(gateway: SIPGateway, room: String, offer: SIPAudioOffer, caller: String,
+                     from signalling: PeerAddress, identity: String, phoneSocket: UDPSocket)
+        -> Result<SIPCall, SIPRoomError> {
         let host = gateway.settings.listen
         let loopback = host.isIPv4 ? PeerAddress(ipv4: 127, 0, 0, 1, port: 0) : PeerAddress(high: 0, low: 1, port: 0)
-        let phoneSocket: UDPSocket, roomSocket: UDPSocket, bridge: G711OpusBridge
+        let roomSocket: UDPSocket, bridge: G711OpusBridge
         do {
-            phoneSocket = try UDPSocket(bindingTo: host.withPort(0), bufferBytes: 256 << 10)
             roomSocket = try UDPSocket(bindingTo: loopback, bufferBytes: 256 << 10)
             bridge = try G711OpusBridge(law: offer.law)
         } catch {
@@ -41,7 +55,6 @@ final class SIPCall {
         guard let source = roomSocket.localAddress else {
             return .failure(SIPRoomError(status: 503, reason: "Service Unavailable", detail: "no local address"))
         }
-        let identity = "sip-\(number)"
         let name = caller.isEmpty || caller.utf8.count > 64
             || caller.unicodeScalars.contains(where: { $0.value < 0x20 }) ? nil : caller
         let leg: SIPRoomLeg
@@ -99,7 +112,7 @@ final class SIPCall {
     }
 
     /// A re-INVITE's offer: the same room, perhaps another address or direction (hold: sendonly or inactive).
-    private func reoffer(_ msg: UnsafePointer<sip_msg>, answer: UnsafeMutablePointer<UnsafeMutablePointer<mbuf>?>?)
+    func reoffer(_ msg: UnsafePointer<sip_msg>, answer: UnsafeMutablePointer<UnsafeMutablePointer<mbuf>?>?)
         -> Int32 {
         guard let text = SIPGateway.body(msg), case .success(let next) = SIPAudioOffer.parse(text),
               next.law == offer.law else { return EPROTO }

@@ -236,6 +236,7 @@ if let sip = config.sip {
         }.joined(separator: ", "))
     }
     sipGateway = gateway
+    api.sipGateway.withLock { $0 = gateway }
 }
 let reloader = ConfigReload(file: configFile, flags: flags, config: config, tls: httpTLS, server: server, http: http,
                             log: log, router: router)

@@ -4,7 +4,7 @@ import Testing
 
 /// baresip's configuration in `dir`: its SIP on `sipPort`, `source` (an 8 kHz WAV) as its microphone, what it hears
 /// and sends dumped as WAVs into `dir/dumps` (sndfile), G.711 only, ALSA's null device as its speaker.
-func baresipConfig(in dir: String, sipPort: UInt16, source: String) throws -> String {
+func baresipConfig(in dir: String, sipPort: UInt16, source: String, autoAnswer: Bool = false) throws -> String {
     let config = dir + "/baresip"
     try FileManager.default.createDirectory(atPath: config + "/dumps", withIntermediateDirectories: true)
     let lines = ["poll_method epoll", "sip_listen 127.0.0.1:\(sipPort)", "audio_source aufile,\(source)",
@@ -13,8 +13,8 @@ func baresipConfig(in dir: String, sipPort: UInt16, source: String) throws -> St
                  "snd_path \(config)/dumps",
                  "module_app account.so", "module_app menu.so", "rtp_timeout 0"]
     try (lines.joined(separator: "\n") + "\n").write(toFile: config + "/config", atomically: true, encoding: .utf8)
-    try "<sip:phone@127.0.0.1>;regint=0;audio_codecs=PCMU\n".write(toFile: config + "/accounts", atomically: true,
-                                                                     encoding: .utf8)
+    try "<sip:phone@127.0.0.1>;regint=0;audio_codecs=PCMU\(autoAnswer ? ";answermode=auto" : "")\n"
+        .write(toFile: config + "/accounts", atomically: true, encoding: .utf8)
     try "".write(toFile: config + "/contacts", atomically: true, encoding: .utf8)
     return config
 }
@@ -118,6 +118,61 @@ extension ProcessTests {
             #expect(statuses.filter { $0 == "200" }.count >= 2, "\(statuses)")  // the INVITE's and the BYE's
             #expect(pcmu >= 800, "PCMU packets both ways over 11 s: \(pcmu)")
             #expect(malformed == 0)
+        }
+
+        @Test("a backend has the relay call a phone into a room: speech both ways, PESQ-NB ≥ 3.5; no trunk out is 403")
+        func callOut() throws {
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            let speech48 = dir + "/speech48.wav", speech8 = dir + "/speech8.wav"
+            try espeakSpeech(SkewedSenderProcessTests.sentences, path: speech48)
+            for (input, output, arguments) in [(speech48, speech8, ["-ar", "8000"]),
+                                               (speech48, dir + "/reference48.wav", ["-ss", "2", "-to", "8"]),
+                                               (speech8, dir + "/reference8.wav", ["-ss", "2", "-to", "8"])] {
+                let ffmpeg = try Spawned(.ffmpeg, ["-hide_banner", "-loglevel", "error", "-y", "-i", input] + arguments
+                                         + ["-ac", "1", "-c:a", "pcm_s16le", output])
+                #expect(ffmpeg.wait(seconds: 20) == 0, "\(ffmpeg.stderr)")
+            }
+            let (relay, server, _) = try relay(trunk: "local=127.0.0.0/8")
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            let base = try #require(httpBase(of: relay))
+            let admin = try mint(["--admin", "--identity", "ops"])
+            let room = try room(relay)
+            // The phone: baresip answering by itself, its microphone the 8 kHz speech.
+            let phonePort = freeUDPPort()
+            let config = try baresipConfig(in: dir, sipPort: phonePort, source: speech8, autoAnswer: true)
+            let phone = try Spawned(.baresip, ["-f", config, "-t", "16"])
+            #expect(phone.waitFor(seconds: 10) { $0.contains("baresip is ready") }, "\(phone.stdout)\(phone.stderr)")
+            let recording = dir + "/member.wav"
+            let member = try Spawned("parley", ["join", room, "--identity", "member", "--server", server,
+                                                "--mode", "forward", "--input", speech48, "--output", recording,
+                                                "--no-tui", "--duration", "15", "--verbose"])
+            #expect(member.waitFor(seconds: 5) { $0.contains("joined \(room)") }, "\(member.stdout)\(member.stderr)")
+            let placed = try curl("POST", base + "/v1/rooms/\(room)/sip-calls", token: admin,
+                                  body: #"{"to":"sip:phone@127.0.0.1:\#(phonePort)","name":"Desk phone"}"#)
+            #expect(placed.status == 202, "\(placed.body)")
+            let identity = try #require(jsonObject(placed.body)["identity"] as? String, "\(placed.body)")
+            #expect(jsonObject(placed.body)["trunk"] as? String == "local")
+            let answered = "sip: \(identity) (sip:phone@127.0.0.1:\(phonePort)) answered and joined room \(room)"
+            #expect(relay.waitForStderr(seconds: 10) { $0.contains(answered) },
+                    "\(relay.stderr.suffix(2_000))")
+            // Nowhere a trunk lets calls out to: refused before anything is sent.
+            let refused = try curl("POST", base + "/v1/rooms/\(room)/sip-calls", token: admin,
+                                   body: #"{"to":"sip:x@192.0.2.9"}"#)
+            #expect(refused.status == 403 && refused.body.contains("no_trunk"), "\(refused.status) \(refused.body)")
+            #expect(member.wait(seconds: 20) == 0, "\(member.stderr)")
+            #expect(phone.wait(seconds: 20) == 0, "\(phone.stderr)")
+            #expect(relay.waitForStderr(seconds: 5) { $0.contains("sip: \(identity) left room \(room): BYE") },
+                    "\(relay.stderr.suffix(2_000))")
+
+            let (intoRoom, intoRoomLine) = try pesqWB(reference: dir + "/reference8.wav", recording: recording,
+                                                      skip: 0, narrowband: true)
+            let dumps = try FileManager.default.contentsOfDirectory(atPath: config + "/dumps")
+            let heard = try #require(dumps.first { $0.hasSuffix("-dec.wav") }, "sndfile wrote \(dumps)")
+            let (toPhone, toPhoneLine) = try pesqWB(reference: dir + "/reference48.wav",
+                                                    recording: config + "/dumps/" + heard, skip: 0, narrowband: true)
+            print("SIP call out, G.711 µ-law: phone → room PESQ-NB \(intoRoomLine); room → phone \(toPhoneLine)")
+            #expect(intoRoom >= 3.5, "phone → room: \(intoRoomLine)")
+            #expect(toPhone >= 3.5, "room → phone: \(toPhoneLine)")
         }
 
         @Test("SIPp: 50 calls at once into a room with RTP from a pcap, all answered and ended cleanly")

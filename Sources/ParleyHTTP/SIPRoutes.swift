@@ -1,0 +1,54 @@
+// `POST /v1/rooms/NAME/sip-calls`: the relay's SIP gateway calls a phone and, when it answers, makes it a member of
+// the room (docs/sip.md).
+
+import ParleySIP
+import ParleyWire
+
+extension API {
+    /// `POST /v1/rooms/NAME/sip-calls`.
+    public struct SIPCallRequest: Codable, Sendable {
+        /// `sip:USER@HOST[:PORT]`, a numeric host.
+        public var to: String
+        /// The member's display name (default none).
+        public var name: String?
+    }
+
+    /// The answer to a call placed: 202, ringing.
+    public struct SIPCallPlaced: Codable, Sendable {
+        /// The room the call joins when answered.
+        public var room: String
+        /// The member the call becomes when answered.
+        public var identity: String
+        /// The target as the INVITE names it (`sip:USER@HOST:PORT`).
+        public var to: String
+        /// The trunk it goes out through.
+        public var trunk: String
+    }
+}
+
+extension HTTPRouter {
+    /// Places the call (admin): 202 at once with the identity the call will have in the room; the phone rings and an
+    /// answer joins the room (a member named `identity`), a refusal or no answer is logged. 404 without the room, 403
+    /// when no trunk lets the call out, 501 without a gateway.
+    func placeSIPCall(room: String, _ body: [UInt8]) throws(APIError) -> HTTPResponse {
+        let r = try Self.decode(API.SIPCallRequest.self, body)
+        guard let target = SIPTarget(parsing: r.to) else {
+            throw APIError(400, "invalid_field", "to must be sip:USER@HOST[:PORT] with a numeric host, got \"\(r.to)\"")
+        }
+        if let name = r.name { _ = try Self.validName(name, field: "name") }
+        guard findRoom(room) != nil else { throw Self.noRoom(room) }
+        let identity = "sip-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        guard let placed = backend.placeSIPCall(to: target, room: room, identity: identity, name: r.name) else {
+            throw APIError(501, "no_sip_gateway", "this relay runs no SIP gateway (--sip)")
+        }
+        switch placed {
+        case .success(let trunk):
+            return Self.json(API.SIPCallPlaced(room: room, identity: identity, to: target.description, trunk: trunk),
+                             status: 202)
+        case .failure(let e) where e.status == 403:
+            throw APIError(403, "no_trunk", e.detail ?? "no trunk lets this call out")
+        case .failure(let e):
+            throw APIError(503, "unavailable", e.detail ?? e.reason)
+        }
+    }
+}
