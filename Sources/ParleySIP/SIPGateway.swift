@@ -60,8 +60,9 @@ public final class SIPGateway: @unchecked Sendable {
     /// libre's thread-safe queue into the SIP thread: dial requests (`dial`).
     private var mailbox: OpaquePointer?
     var nextCall = 1
-    /// A trunk's sources: 50 calls a second each after a burst of 100 (SIPp's test makes 50 at once).
-    var trunkLimit = SIPRateLimit(perSecond: 50, burst: 100)
+    /// A trunk's sources: 500 calls a second each after a burst of 500 (a carrier sends all its calls from a few
+    /// hosts; this stops a loop, not a busy trunk).
+    var trunkLimit = SIPRateLimit(perSecond: 500, burst: 500)
     /// Anyone else (refused with 403 anyway): 2 a second after 5, so a flood gets few answers.
     var strangerLimit = SIPRateLimit(perSecond: 2, burst: 5)
 

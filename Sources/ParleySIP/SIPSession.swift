@@ -45,23 +45,33 @@ final class SIPCall {
         -> Result<SIPCall, SIPRoomError> {
         let host = gateway.settings.listen
         let loopback = host.isIPv4 ? PeerAddress(ipv4: 127, 0, 0, 1, port: 0) : PeerAddress(high: 0, low: 1, port: 0)
-        let roomSocket: UDPSocket, bridge: G711OpusBridge
+        let bridge: G711OpusBridge
         do {
-            roomSocket = try UDPSocket(bindingTo: loopback, bufferBytes: 256 << 10)
             bridge = try G711OpusBridge(law: offer.law)
         } catch {
             return .failure(SIPRoomError(status: 503, reason: "Service Unavailable", detail: "\(error)"))
         }
-        guard let source = roomSocket.localAddress else {
-            return .failure(SIPRoomError(status: 503, reason: "Service Unavailable", detail: "no local address"))
-        }
         let name = caller.isEmpty || caller.utf8.count > 64
             || caller.unicodeScalars.contains(where: { $0.value < 0x20 }) ? nil : caller
-        let leg: SIPRoomLeg
-        switch gateway.rooms.join(room: room, identity: identity, name: name, source: source) {
-        case .success(let l): leg = l
-        case .failure(let e): return .failure(e)
+        // The room side's own loopback port. A port an ended call let go of may still be its member's address for a
+        // moment (the relay removes that member after the call closed the socket): then another port, the refused
+        // ones held open meanwhile so that the kernel does not hand the same one back.
+        var refusedSockets: [UDPSocket] = []
+        var joined: (UDPSocket, SIPRoomLeg)?
+        while joined == nil {
+            guard let socket = try? UDPSocket(bindingTo: loopback, bufferBytes: 256 << 10),
+                  let source = socket.localAddress else {
+                return .failure(SIPRoomError(status: 503, reason: "Service Unavailable", detail: "no loopback socket"))
+            }
+            switch gateway.rooms.join(room: room, identity: identity, name: name, source: source) {
+            case .success(let l): joined = (socket, l)
+            case .failure(let e) where e.detail?.hasSuffix("is already a member's address") == true
+                && refusedSockets.count < 3:
+                refusedSockets.append(socket)
+            case .failure(let e): return .failure(e)
+            }
         }
+        let (roomSocket, leg) = joined!
         let media = SIPCallMedia(phoneSocket: phoneSocket, roomSocket: roomSocket, bridge: bridge,
                                  phone: offer.address, signalling: signalling, room: leg,
                                  ssrc: UInt32.random(in: 1...UInt32.max))
