@@ -46,11 +46,9 @@ extension ProcessTests {
             return room
         }
 
-        @Test("speech both ways through G.711: PESQ-NB ≥ 3.5 each way, every run")
-        func speechBothWays() throws {
-            defer { try? FileManager.default.removeItem(atPath: dir) }
-            // espeak-ng's speech at 48 kHz for the room's member, at 8 kHz for the phone; each direction is scored on
-            // 2-8 s of it (a call starts a second or two after the member began).
+        /// espeak-ng's speech at 48 kHz for the room's member and at 8 kHz for the phone, and the 2-8 s of each that
+        /// is scored (a call starts a second or two after the member began).
+        func speech() throws -> (speech48: String, speech8: String) {
             let speech48 = dir + "/speech48.wav", speech8 = dir + "/speech8.wav"
             try espeakSpeech(SkewedSenderProcessTests.sentences, path: speech48)
             for (input, output, arguments) in [(speech48, speech8, ["-ar", "8000"]),
@@ -60,6 +58,25 @@ extension ProcessTests {
                                          + ["-ac", "1", "-c:a", "pcm_s16le", output])
                 #expect(ffmpeg.wait(seconds: 20) == 0, "\(ffmpeg.stderr)")
             }
+            return (speech48, speech8)
+        }
+
+        /// PESQ-NB of the phone's speech as the room's member recorded it (`member`), and of the member's as the phone
+        /// heard it (sndfile's dump of what baresip decoded, in the config directory `phone`): scores and JSON lines.
+        func scoreBothWays(member: String, phone: String) throws -> (Double, String, Double, String) {
+            let (intoRoom, intoRoomLine) = try pesqWB(reference: dir + "/reference8.wav", recording: member,
+                                                      skip: 0, narrowband: true)
+            let dumps = try FileManager.default.contentsOfDirectory(atPath: phone + "/dumps")
+            let heard = try #require(dumps.first { $0.hasSuffix("-dec.wav") }, "sndfile wrote \(dumps)")
+            let (toPhone, toPhoneLine) = try pesqWB(reference: dir + "/reference48.wav",
+                                                    recording: phone + "/dumps/" + heard, skip: 0, narrowband: true)
+            return (intoRoom, intoRoomLine, toPhone, toPhoneLine)
+        }
+
+        @Test("speech both ways through G.711: PESQ-NB ≥ 3.5 each way, every run")
+        func speechBothWays() throws {
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            let (speech48, speech8) = try speech()
             let (relay, server, sipPort) = try relay(trunk: "local=127.0.0.0/8")
             defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
             let room = try room(relay)
@@ -85,14 +102,7 @@ extension ProcessTests {
                     "\(relay.stdout)\(relay.stderr)")
             #expect((relay.stdout + relay.stderr).contains("joined room \(room) (PCMU)"))
 
-            // The phone's speech as the room's member heard it, and the member's as the phone heard it (sndfile's
-            // dump of what baresip decoded).
-            let (intoRoom, intoRoomLine) = try pesqWB(reference: dir + "/reference8.wav", recording: recording,
-                                                      skip: 0, narrowband: true)
-            let dumps = try FileManager.default.contentsOfDirectory(atPath: config + "/dumps")
-            let heard = try #require(dumps.first { $0.hasSuffix("-dec.wav") }, "sndfile wrote \(dumps)")
-            let (toPhone, toPhoneLine) = try pesqWB(reference: dir + "/reference48.wav",
-                                                    recording: config + "/dumps/" + heard, skip: 0, narrowband: true)
+            let (intoRoom, intoRoomLine, toPhone, toPhoneLine) = try scoreBothWays(member: recording, phone: config)
             let received = (member.stdout + member.stderr).split(separator: "\n")
                 .last { $0.contains("received ssrc") }.map(String.init) ?? "no receive summary"
             print("SIP gateway, G.711 µ-law: phone → room PESQ-NB \(intoRoomLine); room → phone \(toPhoneLine); "
@@ -123,15 +133,7 @@ extension ProcessTests {
         @Test("a backend has the relay call a phone into a room: speech both ways, PESQ-NB ≥ 3.5; no trunk out is 403")
         func callOut() throws {
             defer { try? FileManager.default.removeItem(atPath: dir) }
-            let speech48 = dir + "/speech48.wav", speech8 = dir + "/speech8.wav"
-            try espeakSpeech(SkewedSenderProcessTests.sentences, path: speech48)
-            for (input, output, arguments) in [(speech48, speech8, ["-ar", "8000"]),
-                                               (speech48, dir + "/reference48.wav", ["-ss", "2", "-to", "8"]),
-                                               (speech8, dir + "/reference8.wav", ["-ss", "2", "-to", "8"])] {
-                let ffmpeg = try Spawned(.ffmpeg, ["-hide_banner", "-loglevel", "error", "-y", "-i", input] + arguments
-                                         + ["-ac", "1", "-c:a", "pcm_s16le", output])
-                #expect(ffmpeg.wait(seconds: 20) == 0, "\(ffmpeg.stderr)")
-            }
+            let (speech48, speech8) = try speech()
             let (relay, server, _) = try relay(trunk: "local=127.0.0.0/8")
             defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
             let base = try #require(httpBase(of: relay))
@@ -164,12 +166,7 @@ extension ProcessTests {
             #expect(relay.waitForStderr(seconds: 5) { $0.contains("sip: \(identity) left room \(room): BYE") },
                     "\(relay.stderr.suffix(2_000))")
 
-            let (intoRoom, intoRoomLine) = try pesqWB(reference: dir + "/reference8.wav", recording: recording,
-                                                      skip: 0, narrowband: true)
-            let dumps = try FileManager.default.contentsOfDirectory(atPath: config + "/dumps")
-            let heard = try #require(dumps.first { $0.hasSuffix("-dec.wav") }, "sndfile wrote \(dumps)")
-            let (toPhone, toPhoneLine) = try pesqWB(reference: dir + "/reference48.wav",
-                                                    recording: config + "/dumps/" + heard, skip: 0, narrowband: true)
+            let (intoRoom, intoRoomLine, toPhone, toPhoneLine) = try scoreBothWays(member: recording, phone: config)
             print("SIP call out, G.711 µ-law: phone → room PESQ-NB \(intoRoomLine); room → phone \(toPhoneLine)")
             #expect(intoRoom >= 3.5, "phone → room: \(intoRoomLine)")
             #expect(toPhone >= 3.5, "room → phone: \(toPhoneLine)")
