@@ -48,7 +48,7 @@ webhook-signature). Each event is stored in the state directory's webhooks.db fi
 webhook_retry_s (default 86400 s), with the same id. docs/webhooks.md says more.
 --sip HOST:PORT runs the SIP gateway there (UDP): a phone or trunk calling sip:room-NAME@HOST joins room NAME
 (G.711 to the phone, Opus in the room). Calls are let in only from a --sip-trunk's address blocks (repeat the flag
-for several; sip_trunks in the config file); any other INVITE is answered 403 and counted. docs/sip.md says more.
+for several; sip_trunks in the config file); any other INVITE is answered 403 and logged. docs/sip.md says more.
 `parley-relay drain` (with the running node's settings) asks that node to drain before a restart: it takes no new
 joins and its members move to other nodes of the cluster.
 --log-format json writes one JSON object per line (time, level, msg, node, and room, identity, member where a line is
