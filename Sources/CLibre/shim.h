@@ -47,4 +47,19 @@ static inline int parley_sipsess_progress(struct sipsess *sess, uint16_t scode, 
 static inline int parley_sipsess_reject(struct sipsess *sess, uint16_t scode, const char *reason) {
     return sipsess_reject(sess, scode, reason, NULL);
 }
+
+// A response with extra header lines (each ending in CRLF: a digest challenge, a registration's Contact) and no body.
+static inline int parley_sip_reply(struct sip *sip, const struct sip_msg *msg, uint16_t scode, const char *reason,
+                                   const char *headers) {
+    return sip_replyf(sip, msg, scode, reason, "%sContent-Length: 0\r\n\r\n", headers);
+}
+
+// A provisional answer that keeps the INVITE's server transaction for the final one (sipsess_answer/_reject).
+static inline int parley_sipsess_accept_provisional(struct sipsess **sessp, struct sipsess_sock *sock,
+                                                    const struct sip_msg *msg, uint16_t scode, const char *reason,
+                                                    sipsess_offer_h *offerh, sipsess_answer_h *answerh,
+                                                    sipsess_estab_h *estabh, sipsess_close_h *closeh, void *arg) {
+    return sipsess_accept(sessp, sock, msg, scode, reason, "parley", "application/sdp", NULL, NULL, NULL, false,
+                          offerh, answerh, estabh, NULL, NULL, closeh, arg, NULL);
+}
 #endif

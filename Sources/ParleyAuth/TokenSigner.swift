@@ -18,4 +18,10 @@ public struct TokenSigner: Sendable {
         let signature = Crypto.hmacSHA256(key: secret, message: Array(signingInput.utf8))
         return signingInput + "." + Base64URL.encode(signature)
     }
+
+    /// A key for another use of the same secret (`purpose` names it; each purpose gets an unrelated key): HMAC-SHA256
+    /// of the purpose under the API secret. The SIP gateway's digest credentials are keyed by one.
+    public func derivedKey(purpose: String) -> [UInt8] {
+        Crypto.hmacSHA256(key: secret, message: Array(("parley derived key: " + purpose).utf8))
+    }
 }

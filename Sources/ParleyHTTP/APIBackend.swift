@@ -34,6 +34,9 @@ public protocol APIBackend: Sendable {
     var webhookStats: WebhookStats? { get }
     /// Has the SIP gateway call `to` for `room` (`SIPGateway.call`); nil: the relay runs no gateway.
     func placeSIPCall(to: SIPTarget, room: String, identity: String, name: String?) -> Result<String, SIPRoomError>?
+    /// Digest credentials for a SIP device of `identity` and the registrar's URI (`SIPGateway.credentials`); nil: no
+    /// gateway; a nil `minted`: the gateway mints none (no API secret, or an identity SIP cannot carry).
+    func sipCredentials(identity: String, lifetime: Int64) -> (minted: SIPCredentials.Minted?, registrar: String)?
 }
 
 extension APIBackend {
@@ -59,6 +62,9 @@ extension APIBackend {
     /// No gateway unless the backend has one.
     public func placeSIPCall(to: SIPTarget, room: String, identity: String, name: String?)
         -> Result<String, SIPRoomError>? { nil }
+    /// No gateway unless the backend has one.
+    public func sipCredentials(identity: String, lifetime: Int64)
+        -> (minted: SIPCredentials.Minted?, registrar: String)? { nil }
 }
 
 extension RelayAPI: APIBackend {
@@ -66,6 +72,12 @@ extension RelayAPI: APIBackend {
     public func placeSIPCall(to: SIPTarget, room: String, identity: String, name: String?)
         -> Result<String, SIPRoomError>? {
         sipGateway.withLock { $0 }?.call(to, room: room, identity: identity, name: name)
+    }
+    /// From the gateway `parley-relay` started, nil before or without one.
+    public func sipCredentials(identity: String, lifetime: Int64)
+        -> (minted: SIPCredentials.Minted?, registrar: String)? {
+        guard let gateway = sipGateway.withLock({ $0 }) else { return nil }
+        return (gateway.credentials(for: identity, lifetime: lifetime), gateway.registrarURI)
     }
     public var dtlsFingerprint: [UInt8]? { shared.dtls?.certificate.fingerprint }
     public func mediaHosts(for client: PeerAddress?) -> [PeerAddress] { media.hosts(for: client) }

@@ -92,6 +92,8 @@ extension HTTPRouter {
             let body = try Self.decode(API.MessageRequest.self, request.body).checked()
             let room = try Self.validName(p[1], field: "room name")
             return try sendRoomText { .message(room: room, text: body.text, attachments: body.attachments, keepRequest: $0) }
+        case ("POST", ["sip", "credentials"]):
+            return try mintSIPCredentials(request.body)
         case ("POST", let p) where p.count == 3 && p[0] == "rooms" && p[2] == "sip-calls":
             return try placeSIPCall(room: try Self.validName(p[1], field: "room name"), request.body)
         case ("POST", let p) where p.count == 3 && p[0] == "rooms" && p[2] == "rtp-endpoints":

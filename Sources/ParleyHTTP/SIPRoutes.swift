@@ -1,5 +1,5 @@
 // `POST /v1/rooms/NAME/sip-calls`: the relay's SIP gateway calls a phone and, when it answers, makes it a member of
-// the room (docs/sip.md).
+// the room; `POST /v1/sip/credentials`: digest credentials a SIP device registers and calls with (docs/sip.md).
 
 import ParleySIP
 import ParleyWire
@@ -23,6 +23,38 @@ extension API {
         public var to: String
         /// The trunk it goes out through.
         public var trunk: String
+    }
+
+    /// `POST /v1/sip/credentials`.
+    public struct SIPCredentialsRequest: Codable, Sendable {
+        /// The identity the device will be (1-64 letters, digits, `-_.@+`).
+        public var identity: String
+        /// How long they last, seconds (default a day, 60 s to a week).
+        public var ttlS: Int64?
+        enum CodingKeys: String, CodingKey {
+            case identity
+            case ttlS = "ttl_s"
+        }
+    }
+
+    /// Digest credentials for one SIP device.
+    public struct SIPCredentialsGranted: Codable, Sendable {
+        /// The identity whose device registers with them (its address of record: `sip:IDENTITY@` the registrar).
+        public var identity: String
+        /// The digest username.
+        public var username: String
+        /// The digest password.
+        public var password: String
+        /// The digest realm.
+        public var realm: String
+        /// Where to register: the gateway's `sip:HOST:PORT`.
+        public var registrar: String
+        /// When they lapse (Unix seconds).
+        public var expiresAt: Int64
+        enum CodingKeys: String, CodingKey {
+            case identity, username, password, realm, registrar
+            case expiresAt = "expires_at"
+        }
     }
 }
 
@@ -50,5 +82,28 @@ extension HTTPRouter {
         case .failure(let e):
             throw APIError(503, "unavailable", e.detail ?? e.reason)
         }
+    }
+}
+
+extension HTTPRouter {
+    /// Mints a device's credentials (admin): 201 with them; 400 for an identity SIP cannot carry, 501 without a
+    /// gateway or an API secret to key them with.
+    func mintSIPCredentials(_ body: [UInt8]) throws(APIError) -> HTTPResponse {
+        let r = try Self.decode(API.SIPCredentialsRequest.self, body)
+        guard SIPCredentials.validIdentity(r.identity) else {
+            throw APIError(400, "invalid_field",
+                           "identity must be 1-64 letters, digits and -_.@+ for SIP, got \"\(r.identity)\"")
+        }
+        let lifetime = r.ttlS ?? SIPCredentials.defaultLifetimeSeconds
+        guard let (minted, registrar) = backend.sipCredentials(identity: r.identity, lifetime: lifetime) else {
+            throw APIError(501, "no_sip_gateway", "this relay runs no SIP gateway (--sip)")
+        }
+        guard let minted else {
+            throw APIError(501, "no_sip_credentials", "the relay has no API secret to key SIP credentials with")
+        }
+        let granted = API.SIPCredentialsGranted(identity: r.identity, username: minted.username,
+                                                password: minted.password, realm: "parley", registrar: registrar,
+                                                expiresAt: minted.expiresAt)
+        return Self.json(granted, status: 201)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import ParleyRelayCore
+import Synchronization
 
 /// The relay's recent events for the HTTP event stream: workers append, stream connections read from a
 /// sequence number on without waiting; one thread of the HTTP server waits for more and wakes them. Bounded: a slow
@@ -15,6 +16,15 @@ public final class EventHub: @unchecked Sendable {
     /// dispatcher: it must take them at once and never wait). Set before any worker starts.
     nonisolated(unsafe) public var observer: (@Sendable ([RelayEvent]) -> Void)?
 
+    /// Handed every batch published, as `observer` is, but added at any time (the SIP gateway's notices: it starts
+    /// after the workers).
+    private let lateObservers = Mutex<[@Sendable ([RelayEvent]) -> Void]>([])
+
+    /// Adds an observer of every batch published from now on (any thread; it must never wait).
+    public func addObserver(_ observer: @escaping @Sendable ([RelayEvent]) -> Void) {
+        lateObservers.withLock { $0.append(observer) }
+    }
+
     /// A hub keeping `capacity` events.
     public init(capacity: Int = 4096) { self.capacity = max(1, capacity) }
 
@@ -22,6 +32,7 @@ public final class EventHub: @unchecked Sendable {
     public func publish(_ events: [RelayEvent]) {
         guard !events.isEmpty else { return }
         observer?(events)
+        for late in lateObservers.withLock({ $0 }) { late(events) }
         condition.lock()
         for e in events {
             if ring.count == capacity { ring.removeFirst() }

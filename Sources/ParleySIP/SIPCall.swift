@@ -7,7 +7,48 @@ public protocol SIPRoomDirectory: AnyObject, Sendable {
     /// Adds `identity` to `room` as a plain-RTP member that sends from and receives at `source`; the relay's address
     /// for its RTP and the Opus payload type, or why not (the room does not exist, it is full).
     func join(room: String, identity: String, name: String?, source: PeerAddress) -> Result<SIPRoomLeg, SIPRoomError>
+    /// Removes the call's member from its room.
     func leave(room: String, identity: String)
+
+    // The relay's calls (`CallRouter`): a SIP party is a device online for calls under a presence `stream` of the
+    // gateway's (`SIPGateway.firstStream` on); what the relay tells it comes back as `SIPCallNotice`s.
+
+    /// Puts `identity` online under `stream` (a registered device, or a caller for its call); false when refused.
+    func openPresence(stream: UInt64, identity: String, name: String) -> Bool
+    /// Takes `stream` offline (a call it takes part in ends for the other party).
+    func closePresence(stream: UInt64)
+    /// `stream` calls `callee`: the id its notices carry, or nil when the relay did not take the call.
+    func placeCall(stream: UInt64, identity: String, callee: String) -> UInt32?
+    /// `stream` accepts or declines the call `callID` ringing on it.
+    func answerCall(stream: UInt64, identity: String, callID: UInt32, accept: Bool)
+    /// `stream` hangs up (cancels) its call `callID`.
+    func hangUp(stream: UInt64, identity: String, callID: UInt32)
+}
+
+/// What the relay tells a SIP party about a call (the events a web page online for calls gets).
+public struct SIPCallNotice: Equatable, Sendable {
+    /// What happened.
+    public enum Kind: Equatable, Sendable {
+        /// A call rings on this device: from whom (identity, display name).
+        case incoming(from: String, name: String)
+        /// The call's state (`ringing`, `answered`, `declined`, `no_answer`, `unavailable`, `ended`, `failed`), why,
+        /// and once answered its private room.
+        case status(state: String, reason: String, room: String)
+    }
+
+    /// The presence stream it is for.
+    public var stream: UInt64
+    /// The call it is about.
+    public var callID: UInt32
+    /// What happened.
+    public var kind: Kind
+
+    /// A notice for `stream` about call `callID`.
+    public init(stream: UInt64, callID: UInt32, kind: Kind) {
+        self.stream = stream
+        self.callID = callID
+        self.kind = kind
+    }
 }
 
 /// The relay's side of a call's media: where to send the room's RTP, with which payload type.

@@ -22,11 +22,15 @@ public final class SIPGateway: @unchecked Sendable {
         public var mediaHost: PeerAddress
         /// Who may call in.
         public var trunks: SIPTrunks
+        /// The digest credentials devices register and call with (nil: no device may register).
+        public var credentials: SIPCredentials?
         /// Settings with the SDP's address the listen address unless given.
-        public init(listen: PeerAddress, mediaHost: PeerAddress? = nil, trunks: SIPTrunks) {
+        public init(listen: PeerAddress, mediaHost: PeerAddress? = nil, trunks: SIPTrunks,
+                    credentials: SIPCredentials? = nil) {
             self.listen = listen
             self.mediaHost = mediaHost ?? listen
             self.trunks = trunks
+            self.credentials = credentials
         }
     }
 
@@ -44,7 +48,14 @@ public final class SIPGateway: @unchecked Sendable {
         public var refusedOther = 0
         /// Calls the gateway placed that ended before an answer (busy, unavailable, no answer).
         public var unanswered = 0
+        /// REGISTERs and INVITEs whose credentials were wrong, unknown or lapsed (403).
+        public var authenticationFailures = 0
+        /// Devices registered now.
+        public var registeredDevices = 0
     }
+
+    /// The first presence stream id of the gateway's SIP parties (the HTTP API's event streams count up from 1).
+    public static let firstStream: UInt64 = 1 << 62
 
     let settings: Settings
     let rooms: SIPRoomDirectory
@@ -58,8 +69,18 @@ public final class SIPGateway: @unchecked Sendable {
     /// Calls the gateway placed, from the INVITE until they end.
     var outbound: [ObjectIdentifier: SIPOutboundCall] = [:]
     /// libre's thread-safe queue into the SIP thread: dial requests (`dial`).
-    private var mailbox: OpaquePointer?
+    var mailbox: OpaquePointer?
     var nextCall = 1
+    /// Calls to and from identities, by the SIP party's presence stream (`SIPRoutedCall`).
+    var routed: [UInt64: SIPRoutedCall] = [:]
+    var nextStream = SIPGateway.firstStream
+    /// Registered devices (`SIPGateway+Registrar.swift`).
+    var registrations = SIPRegistrations()
+    var nonces = SIPNonces()
+    var registrar: OpaquePointer?
+    let sweepTimer = UnsafeMutablePointer<tmr>.allocate(capacity: 1)
+    /// REGISTERs and authenticated INVITEs per source: 20 a second after 40.
+    var registerLimit = SIPRateLimit(perSecond: 20, burst: 40)
     /// A trunk's sources: 500 calls a second each after a burst of 500 (a carrier sends all its calls from a few
     /// hosts; this stops a loop, not a busy trunk).
     var trunkLimit = SIPRateLimit(perSecond: 500, burst: 500)
@@ -125,36 +146,69 @@ public final class SIPGateway: @unchecked Sendable {
             Unmanaged<SIPGateway>.fromOpaque(arg).takeUnretainedValue().incoming(msg)
         }, me)
         guard err == 0 else { return "sipsess_listen failed: \(String(cString: strerror(err)))" }
-        err = mqueue_alloc(&mailbox, { _, data, arg in
+        err = mqueue_alloc(&mailbox, { id, data, arg in
             guard let data, let arg else { return }
-            let request = Unmanaged<SIPDialRequest>.fromOpaque(data).takeRetainedValue()
-            Unmanaged<SIPGateway>.fromOpaque(arg).takeUnretainedValue().place(request)
+            let gateway = Unmanaged<SIPGateway>.fromOpaque(arg).takeUnretainedValue()
+            if id == SIPGateway.noticeMessage {
+                gateway.handle(Unmanaged<SIPNoticeBox>.fromOpaque(data).takeRetainedValue().notice)
+            } else {
+                gateway.place(Unmanaged<SIPDialRequest>.fromOpaque(data).takeRetainedValue())
+            }
         }, me)
         guard err == 0 else { return "mqueue_alloc failed: \(String(cString: strerror(err)))" }
+        err = sip_listen(&registrar, sip, true, { msg, arg in
+            guard let msg, let arg else { return false }
+            return Unmanaged<SIPGateway>.fromOpaque(arg).takeUnretainedValue().request(msg)
+        }, me)
+        guard err == 0 else { return "sip_listen failed: \(String(cString: strerror(err)))" }
+        tmr_init(sweepTimer)
+        scheduleSweep()
         return nil
     }
 
-    /// A new INVITE: refused, or answered and joined to its room.
+    /// A new INVITE: from a trunk's address blocks, or from a device with the backend's credentials (challenged when
+    /// it sent none and registered from that host); anything else 403. To `sip:room-NAME@…`: answered and joined to
+    /// the room; to `sip:IDENTITY@…`: rung as a call to that identity (`SIPRoutedCall`).
     func incoming(_ msg: UnsafePointer<sip_msg>) {
         let source = Self.address(msg.pointee.src)
         let trunk = source.flatMap { settings.trunks.trunk(for: $0) }
-        if let source {
-            let now = Clock.monotonicNanoseconds()
-            let allowed = trunk == nil ? strangerLimit.allow(source, now: now) : trunkLimit.allow(source, now: now)
-            guard allowed else {
-                count { $0.rateLimited += 1 }
+        guard let source else {
+            count { $0.refusedOutsideTrunks += 1 }
+            _ = sip_treply(nil, sip, msg, 403, "Forbidden")
+            return
+        }
+        let device = trunk == nil && (Self.hasCredentials(msg) || registrations.hasDevice(at: source))
+        let now = Clock.monotonicNanoseconds()
+        let allowed = trunk != nil ? trunkLimit.allow(source, now: now)
+            : device ? registerLimit.allow(source, now: now) : strangerLimit.allow(source, now: now)
+        guard allowed else {
+            count { $0.rateLimited += 1 }
+            return
+        }
+        let caller: (identity: String, name: String)
+        let fromName = Self.string(msg.pointee.from.dname)
+        if let trunk {
+            let user = Self.userPart(Self.string(msg.pointee.from.uri.user))
+            caller = ("sip:\(user.isEmpty ? "anonymous" : user)@\(trunk.name)", fromName)
+        } else if device {
+            switch authenticate(msg) {
+            case .identity(let identity): caller = (identity, fromName)
+            case .challenge(let stale): return challenge(msg, stale: stale)
+            case .refused(let why):
+                count { $0.authenticationFailures += 1 }
+                log("sip: 403 to an INVITE from \(source): \(why)")
+                _ = sip_treply(nil, sip, msg, 403, "Forbidden")
                 return
             }
-        }
-        guard let source, trunk != nil else {
+        } else {
             count { $0.refusedOutsideTrunks += 1 }
-            log("sip: 403 to an INVITE from \(source.map { "\($0)" } ?? "an unknown address"), outside every trunk")
+            log("sip: 403 to an INVITE from \(source), outside every trunk")
             _ = sip_treply(nil, sip, msg, 403, "Forbidden")
             return
         }
         let user = Self.string(msg.pointee.uri.user)
         guard user.hasPrefix("room-"), user.count > 5 else {
-            return refuse(msg, 404, "Not Found")
+            return callIdentity(msg, callee: user, caller: caller, source: source)
         }
         let room = String(user.dropFirst(5))
         guard let body = Self.body(msg) else { return refuse(msg, 488, "Not Acceptable Here") }
@@ -219,7 +273,7 @@ public final class SIPGateway: @unchecked Sendable {
         log("sip: \(call.identity) left room \(call.room): \(reason)")
     }
 
-    private func refuse(_ msg: UnsafePointer<sip_msg>, _ status: UInt16, _ reason: String, detail: String? = nil) {
+    func refuse(_ msg: UnsafePointer<sip_msg>, _ status: UInt16, _ reason: String, detail: String? = nil) {
         count { $0.refusedOther += 1 }
         log("sip: \(status) \(reason) to an INVITE for \(Self.string(msg.pointee.uri.user))"
             + (detail.map { ": \($0)" } ?? ""))

@@ -47,7 +47,7 @@ final class SIPOutboundCall {
         mbuf_set_pos(body, 0)
         let host = listen.isWildcard ? media : listen
         let from = "sip:parley@\(host.host):\(listen.port)"
-        let route: String? = nextHop == request.target.host ? nil : "<sip:\(nextHop.host):\(nextHop.port);lr>"
+        let route: String? = nextHop == request.target.host ? nil : "sip:\(nextHop.host):\(nextHop.port);lr"
         let me = Unmanaged.passUnretained(self).toOpaque()
         var started: OpaquePointer?
         let err = request.target.description.withCString { to in

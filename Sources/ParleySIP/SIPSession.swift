@@ -121,6 +121,14 @@ final class SIPCall {
         return err == 0
     }
 
+    /// Answers an INVITE kept ringing (`SIPRoutedCall`: its session came from a provisional accept) with 200 OK and
+    /// the SDP answer; false when libre could not.
+    func answerRinging() -> Bool {
+        guard let session, let body = answerBody() else { return false }
+        defer { _ = mem_deref(UnsafeMutableRawPointer(body)) }
+        return parley_sipsess_answer(session, 200, "OK", body) == 0
+    }
+
     /// A re-INVITE's offer: the same room, perhaps another address or direction (hold: sendonly or inactive).
     func reoffer(_ msg: UnsafePointer<sip_msg>, answer: UnsafeMutablePointer<UnsafeMutablePointer<mbuf>?>?)
         -> Int32 {

@@ -224,12 +224,15 @@ cluster?.start()
 var sipGateway: SIPGateway?
 if let sip = config.sip {
     let media = sip.isWildcard ? server.media.hosts(for: nil)[0] : sip
-    let gateway = SIPGateway(settings: .init(listen: sip, mediaHost: media, trunks: SIPTrunks(config.sipTrunks)),
+    // Devices' digest credentials are keyed by the API secret: they hold across restarts and on every node.
+    let credentials = api.signer.map { SIPCredentials(key: $0.derivedKey(purpose: "sip digest credentials")) }
+    let gateway = SIPGateway(settings: .init(listen: sip, mediaHost: media, trunks: SIPTrunks(config.sipTrunks),
+                                             credentials: credentials),
                              rooms: SIPRooms(api: api, udp: config.udp), log: { log.write(.info, $0) })
     do { try gateway.start() } catch { fail(error.description, code: 1) }
     if config.sipTrunks.isEmpty {
-        log.write(.warning,
-                  "sip gateway on udp \(sip) with no trunk: every call will be refused (403); add --sip-trunk")
+        log.write(.warning, "sip gateway on udp \(sip) with no trunk: only devices registered with credentials from "
+                  + "POST /v1/sip/credentials may call; anything else is refused (403); add --sip-trunk")
     } else {
         log.write(.info, "sip gateway on udp \(sip), trunks " + config.sipTrunks.map {
             "\($0.name) (\($0.blocks.map(\.description).joined(separator: ";")))"

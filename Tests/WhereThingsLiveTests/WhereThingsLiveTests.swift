@@ -23,7 +23,7 @@ struct WhereThingsLiveTests {
         "ParleyCluster": (["ParleyAuth", "ParleyCrypto"], ["CHiredis", "COpenSSL", "Foundation"]),
         "ParleyRecording": (["ParleyWire", "ParleyMedia"], ["COgg", "COpusEnc"]),
         "ParleyHistory": (["ParleyCluster", "ParleyWire"], ["CSQLite"]),
-        "ParleySIP": (["ParleyMedia", "ParleyNet", "ParleyWire"], ["CLibre", "CSpanDSP", "Glibc", "Dispatch"]),
+        "ParleySIP": (["ParleyMedia", "ParleyNet", "ParleyWire", "ParleyAuth"], ["CLibre", "CSpanDSP", "Glibc", "Dispatch"]),
         "ParleyRelay": (["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto", "ParleyWebRTC", "ParleyCluster", "ParleyRecording",
                          "ParleyHistory", "ParleySIP"],
                         ["Foundation", "Dispatch", "CZlib", "CCurl"]),

@@ -1,0 +1,108 @@
+import CLibre
+import Glibc
+import ParleyNet
+import ParleyWire
+
+/// A notice on its way to the SIP thread (libre's message queue carries pointers).
+final class SIPNoticeBox: @unchecked Sendable {
+    let notice: SIPCallNotice
+    init(_ notice: SIPCallNotice) { self.notice = notice }
+}
+
+/// Calls to and from identities: a phone's INVITE to `sip:IDENTITY@…` placed as a call in the relay, the relay's
+/// notices to the gateway's presence streams (`SIPRoutedCall`), a call ringing on a registered device.
+extension SIPGateway {
+    /// The message queue's id for a notice (1 is a dial request).
+    static let noticeMessage: Int32 = 2
+
+    /// Hands the relay's notice for one of the gateway's streams to the SIP thread (any thread; never waits).
+    public func deliver(_ notice: SIPCallNotice) {
+        guard let mailbox else { return }
+        let box = Unmanaged.passRetained(SIPNoticeBox(notice))
+        if mqueue_push(mailbox, Self.noticeMessage, box.toOpaque()) != 0 { box.release() }
+    }
+
+    /// A fresh presence stream id (the gateway's own range).
+    func newStream() -> UInt64 {
+        defer { nextStream &+= 1 }
+        return nextStream
+    }
+
+    /// On the SIP thread: a notice to the call it is about, or a call ringing on a registered device.
+    func handle(_ notice: SIPCallNotice) {
+        if let routed = routed[notice.stream] {
+            if case .incoming = notice.kind {  // one call at a time per device: the relay says busy before this
+                return rooms.answerCall(stream: notice.stream, identity: routed.identity, callID: notice.callID,
+                                        accept: false)
+            }
+            return routed.notice(notice)
+        }
+        guard case .incoming(let from, let name) = notice.kind,
+              let device = registrations.binding(stream: notice.stream) else { return }
+        guard let phoneSocket = try? UDPSocket(bindingTo: settings.listen.withPort(0), bufferBytes: 256 << 10) else {
+            return rooms.answerCall(stream: notice.stream, identity: device.identity, callID: notice.callID,
+                                    accept: false)
+        }
+        let call = SIPRoutedCall(gateway: self, side: .device, stream: device.stream, identity: device.identity,
+                                 name: device.identity, peer: from, ownsStream: false, phoneSocket: phoneSocket,
+                                 signalling: device.source)
+        call.callID = notice.callID
+        guard call.ring(contact: device.contact, callerIdentity: from, callerName: name) else {
+            log("sip: \(device.identity)'s device \(device.contact): libre could not send the INVITE")
+            call.finish("not rung")
+            return rooms.answerCall(stream: notice.stream, identity: device.identity, callID: notice.callID,
+                                    accept: false)
+        }
+        routed[device.stream] = call
+        log("sip: ringing \(device.identity)'s device \(device.contact) at \(device.source) for a call from \(from)")
+    }
+
+    /// A phone calls `callee` (an identity): its offer kept, the INVITE held, the call placed in the relay.
+    func callIdentity(_ msg: UnsafePointer<sip_msg>, callee: String, caller: (identity: String, name: String),
+                      source: PeerAddress) {
+        guard SIPCredentials.validIdentity(callee) else { return refuse(msg, 404, "Not Found") }
+        guard let body = Self.body(msg) else { return refuse(msg, 488, "Not Acceptable Here") }
+        let offer: SIPAudioOffer
+        switch SIPAudioOffer.parse(body) {
+        case .success(let o): offer = o
+        case .failure(let refusal): return refuse(msg, refusal.status, refusal.reason)
+        }
+        guard let phoneSocket = try? UDPSocket(bindingTo: settings.listen.withPort(0), bufferBytes: 256 << 10) else {
+            return refuse(msg, 503, "Service Unavailable")
+        }
+        let stream = newStream()
+        guard rooms.openPresence(stream: stream, identity: caller.identity, name: caller.name) else {
+            return refuse(msg, 503, "Service Unavailable", detail: "the relay did not put the caller online")
+        }
+        let call = SIPRoutedCall(gateway: self, side: .caller, stream: stream, identity: caller.identity,
+                                 name: caller.name, peer: callee, ownsStream: true, phoneSocket: phoneSocket,
+                                 signalling: source)
+        call.phoneSDP = offer
+        guard call.hold(msg) else {
+            call.finish("libre could not hold the INVITE")
+            return refuse(msg, 500, "Server Internal Error")
+        }
+        routed[stream] = call
+        guard let id = rooms.placeCall(stream: stream, identity: caller.identity, callee: callee) else {
+            if let session = call.session { _ = parley_sipsess_reject(session, 500, "Server Internal Error") }
+            return call.finish("the relay did not take the call")
+        }
+        call.callID = id
+        log("sip: \(caller.identity) from \(source) calls \(callee) (\(offer.law.encodingName))")
+    }
+
+    /// A relay identity as a SIP user part: RFC 3261's unreserved characters kept, anything else `-`, 64 at most.
+    static func userPart(_ identity: String) -> String {
+        String(String.UnicodeScalarView(identity.unicodeScalars.prefix(64).map { c in
+            c.isASCII && (c.properties.isAlphabetic || ("0"..."9").contains(c)
+                          || "-_.!~*'()+".unicodeScalars.contains(c)) ? c : "-"
+        }))
+    }
+
+    /// A display name as a quoted string's content: printable, no quotes or backslashes, 64 characters at most.
+    static func displayName(_ name: String) -> String {
+        String(String.UnicodeScalarView(name.unicodeScalars.prefix(64).filter {
+            $0.value >= 0x20 && $0 != "\"" && $0 != "\\"
+        }))
+    }
+}
