@@ -5,14 +5,17 @@ import ParleyMedia
 /// One call's audio between a phone's G.711 and a room's Opus, as it comes (nothing waits but what does not fill a
 /// 20 ms Opus frame yet, so the room's jitter buffers and the phone's see the other side's timing). G.711 through
 /// spandsp; Opus runs at 8 kHz on both sides (libopus resamples internally, so no resampler stage sits in between).
-/// The phone's narrowband audio goes into the room as Opus at 32 kb/s with in-band FEC, complexity 5 (PESQ-NB of
-/// espeak-ng speech through G.711 and the Opus leg: 3.87 at 32 kb/s, 3.68 at 24 kb/s, where FEC takes a larger
-/// share); the room's Opus is decoded at 8 kHz.
+/// The phone's narrowband audio goes into the room as Opus at 48 kb/s with in-band FEC, complexity 5; the room's Opus
+/// is decoded at 8 kHz. PESQ-NB of espeak-ng speech from one phone to another through the relay (G.711 → Opus →
+/// G.711): 3.58 at 32 kb/s, 3.68 at 48, 3.70 at 64 (`SIPIdentityCallProcessTests`); one phone into a room through
+/// G.711 and the Opus leg: 3.87 at 32 kb/s, 3.68 at 24, where FEC takes a larger share.
 public final class G711OpusBridge {
     /// The phone's G.711.
     public let law: G711Law
     /// Samples of one 20 ms packet at 8 kHz; also the G.711 payload's bytes.
     public static let frameSamples = 160
+    /// The Opus leg's bitrate (bits a second).
+    public static let bitrate: Int32 = 48_000
     /// The Opus encoder's complexity (0-10; libopus defaults to 10).
     public static let complexity: Int32 = 5
     /// The longest packet a phone may send (60 ms); longer ones are dropped.
@@ -32,7 +35,7 @@ public final class G711OpusBridge {
     public init(law: G711Law) throws(OpusError) {
         self.law = law
         encoder = try OpusEncoder(sampleRate: 8_000, channels: 1, application: .voip)
-        try encoder.setBitrate(32_000)
+        try encoder.setBitrate(Self.bitrate)
         try encoder.setInbandFEC(true)
         try encoder.setExpectedPacketLoss(percent: 5)
         try encoder.setComplexity(Self.complexity)

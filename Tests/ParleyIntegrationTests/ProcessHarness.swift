@@ -40,8 +40,10 @@ final class Spawned: @unchecked Sendable {
     static let relayStateDirectory = NSTemporaryDirectory() + "parley-tests-\(geteuid())/relay-state"
 
     /// Starts a program from a Debian package; throws `MissingProgram`, naming the package, when it is not installed.
-    convenience init(_ program: ExternalProgram, _ arguments: [String], environment: [String: String] = [:]) throws {
-        try self.init(url: program.url(), arguments, environment: environment)
+    /// With `input`, its stdin is a pipe the test writes with `send`.
+    convenience init(_ program: ExternalProgram, _ arguments: [String], environment: [String: String] = [:],
+                     input: Bool = false) throws {
+        try self.init(url: program.url(), arguments, environment: environment, input: input)
     }
 
     private init(url: URL, _ arguments: [String], environment: [String: String], input: Bool = false) throws {
