@@ -181,11 +181,12 @@ public struct RelayConfig: Sendable {
             webRoot = value
         case "workers": workers = try int(0...256)
         case "sip":  // "" = no gateway
-            if value.isEmpty { sip = nil; break }
+            if value.isEmpty { sip = nil; core.sipCallees = false; break }
             guard let a = PeerAddress(parsing: value), a.port != 0 else {
                 throw ConfigError("sip must be HOST:PORT (e.g. 127.0.0.1:5060), got \"\(value)\"")
             }
             sip = a
+            core.sipCallees = true
         case "sip_trunks":  // the list, whitespace between trunks (a file's array passes each as sip_trunk); "" = none
             sipTrunks = []
             for trunk in value.split(whereSeparator: \.isWhitespace) { try set("sip_trunk", String(trunk)) }

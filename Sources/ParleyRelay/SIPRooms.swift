@@ -34,7 +34,7 @@ public final class SIPRooms: SIPRoomDirectory {
         switch e.kind {
         case .incomingCall:
             return SIPCallNotice(stream: e.recipient, callID: call.callID,
-                                 kind: .incoming(from: e.identity, name: e.detail))
+                                 kind: .incoming(from: e.identity, name: e.detail, callee: call.callee))
         case .callStatus:
             return SIPCallNotice(stream: e.recipient, callID: call.callID,
                                  kind: .status(state: call.state, reason: call.reason, room: e.room))

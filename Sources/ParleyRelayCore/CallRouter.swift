@@ -25,6 +25,14 @@ final class CallRouter: TimedWork {
     /// by its node: the caller's node passes the invitation and the caller's hang-up there, and its statuses back.
     var onlineElsewhere: ((String) -> UInt64?)?
     var sendToNode: ((CascadeMessage, UInt64) -> Void)?
+    /// With `sipCallees`: a call to a `sip:` address nobody is online as rings a stand-in device made here for it —
+    /// a presence in the SIP gateway's stream range (`firstStandInStream` on), in the directory only for its call —,
+    /// whose notices the gateway takes: it places the call through a trunk and answers, declines or hangs up for the
+    /// phone. Set by the core.
+    var sipStandIn: ((_ identity: String, _ stream: UInt64) -> Presence)?
+    private var lastStandInStream = CallRouter.firstStandInStream
+    /// The stand-ins' streams: within the SIP gateway's (`SIPGateway.firstStream`, 2⁶², on), clear of its own.
+    static let firstStandInStream: UInt64 = 3 << 61
     private var config: RelayCoreConfig { outbox.config }
     private var log: LogSink { outbox.log }
 
@@ -53,7 +61,11 @@ final class CallRouter: TimedWork {
         guard caller.call == nil, caller.remoteCall == nil else { return reply(.failed, "you are already in a call") }
         guard !directory.isInCall(caller.identity) else { return reply(.failed, "you are already in a call on another device") }
         guard identity != caller.identity else { return reply(.failed, "you cannot call yourself") }
-        let callees = directory.sessions(of: identity)
+        var callees = directory.sessions(of: identity)
+        if callees.isEmpty, config.sipCallees, identity.hasPrefix("sip:"), let sipStandIn {
+            lastStandInStream &+= 1
+            callees = [sipStandIn(identity, lastStandInStream)]
+        }
         if callees.isEmpty, !caller.isRemote, let node = onlineElsewhere?(identity), let sendToNode {
             // Online on another node of the cluster: that node rings and runs the call; its statuses come back here.
             caller.remoteCall = (node, callID)
@@ -153,6 +165,7 @@ final class CallRouter: TimedWork {
     private func decline(_ call: Call, by callee: Presence, now: Moment) {
         call.ringing.removeAll { $0 === callee }
         if callee.call === call { callee.call = nil }
+        if callee.isSIPStandIn { directory.remove(callee) }
         guard call.ringing.isEmpty else {
             if log.threshold <= .info { log.write(.info, "call \(call.id): declined on one device, \(call.ringing.count) still ringing") }
             return
@@ -244,6 +257,7 @@ final class CallRouter: TimedWork {
     private func finishCall(_ call: Call, _ reason: CallEndReason, detail: String, now: Moment) {
         active[call.id] = nil
         for p in call.parties where p.call === call { p.call = nil }
+        for p in call.parties where p.isSIPStandIn { directory.remove(p) }  // still told how it ended
         record(.ended, call.id, call.caller.identity, call.calleeIdentity, room: call.room ?? "", reason: reason, detail: detail, now: now)
         if log.threshold <= .info { log.write(.info, "call \(call.id) ended: \(detail)") }
     }

@@ -31,6 +31,8 @@ final class Presence {
     var lastWebCallID: UInt32 = 0
     /// In a cluster: the call this session placed to an identity online on another node, which runs it there.
     var remoteCall: (node: UInt64, callID: UInt32)?
+    /// A `sip:` address called through the SIP gateway (`CallRouter.sipStandIn`): online only for its one call.
+    var isSIPStandIn = false
 
     init(id: UInt32, session: RelaySession, registeredAt: Int64) {
         self.id = id

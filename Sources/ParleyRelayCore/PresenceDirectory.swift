@@ -65,7 +65,9 @@ final class PresenceDirectory {
     }
 
     /// Whether `p` is still one of its identity's live sessions (false once it went offline or was replaced).
-    func isOnline(_ p: Presence) -> Bool { p.isRemote || byIdentity[p.identity]?.contains { $0 === p } ?? false }
+    func isOnline(_ p: Presence) -> Bool {
+        p.isRemote || p.isSIPStandIn || byIdentity[p.identity]?.contains { $0 === p } ?? false
+    }
 
     /// Whether any session of `identity` takes part in a call (ringing, calling or answered): one call per identity.
     func isInCall(_ identity: String) -> Bool { byIdentity[identity]?.contains { $0.call != nil || $0.remoteCall != nil } ?? false }
@@ -133,7 +135,7 @@ final class PresenceDirectory {
         switch message {
         case .incomingCall(let callID, let fromIdentity, let fromName, _, _):
             return RelayEvent(kind: .incomingCall, room: "", identity: fromIdentity, detail: fromName, unixMilliseconds: now.unixMilliseconds,
-                              recipient: stream, call: .init(callID: callID, state: "ringing", reason: "", token: ""))
+                              recipient: stream, call: .init(callID: callID, state: "ringing", reason: "", token: "", callee: p.identity))
         case .callStatus(let status):
             return RelayEvent(kind: .callStatus, room: status.room, identity: p.identity, unixMilliseconds: now.unixMilliseconds,
                               recipient: stream, call: .init(callID: status.callID, state: status.state.label, reason: status.reason, token: status.token))

@@ -101,6 +101,13 @@ public final class RelayCore {
                                 relayKey: shared.cluster == nil ? shared.verifier.relayKey : nil,
                                 random: random)
         paths = PathValidator(sessions: sessions, outbox: outbox, challenges: shared.pathChallenges)
+        calls.sipStandIn = { [presence, shared] identity, stream in
+            let p = Presence(id: shared.nextMemberID(), webStream: stream, identity: identity, name: identity,
+                             registeredAt: 0)
+            p.isSIPStandIn = true
+            presence.add(p)
+            return p
+        }
         cluster.start()
     }
 

@@ -134,6 +134,9 @@ public struct RelayCoreConfig: Sendable, Equatable {
     /// Presence sessions (devices) one identity may have online at once; a register beyond it replaces the oldest
     /// (`goodbye: replaced`, saying so). Calls ring, and direct texts reach, every one of them.
     public var maxPresenceSessionsPerIdentity = 8
+    /// A call to a `sip:` address rings the relay's SIP gateway (set when it runs one, `--sip`): the callee is a
+    /// stand-in device the gateway answers for (`CallRouter.sipStandIn`). Off: such a call is `unavailable`.
+    public var sipCallees = false
     /// A call not answered within this long ends: the caller hears `noAnswer`.
     public var ringTimeout: Interval = .seconds(30)
     /// Lifetime of the join tokens the relay mints for a call room, in seconds.

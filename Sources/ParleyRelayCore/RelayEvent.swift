@@ -46,9 +46,12 @@ public struct RelayEvent: Sendable, Equatable {
         public var reason: String
         /// With `answered`: the page's join token for the call room (`room`).
         public var token: String
+        /// With an incoming call: the identity called (the device's own; for the SIP gateway's stand-in, the address).
+        public var callee: String
 
         /// A call notice.
-        public init(callID: UInt32, state: String, reason: String, token: String) {
+        public init(callID: UInt32, state: String, reason: String, token: String, callee: String = "") {
+            self.callee = callee
             self.callID = callID
             self.state = state
             self.reason = reason

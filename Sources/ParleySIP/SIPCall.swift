@@ -29,8 +29,9 @@ public protocol SIPRoomDirectory: AnyObject, Sendable {
 public struct SIPCallNotice: Equatable, Sendable {
     /// What happened.
     public enum Kind: Equatable, Sendable {
-        /// A call rings on this device: from whom (identity, display name).
-        case incoming(from: String, name: String)
+        /// A call rings on this device: from whom (identity, display name), to whom (the device's identity; for a
+        /// stand-in the relay made for a call to a `sip:` address, that address).
+        case incoming(from: String, name: String, callee: String)
         /// The call's state (`ringing`, `answered`, `declined`, `no_answer`, `unavailable`, `ended`, `failed`), why,
         /// and once answered its private room.
         case status(state: String, reason: String, room: String)

@@ -37,8 +37,10 @@ extension SIPGateway {
             }
             return routed.notice(notice)
         }
-        guard case .incoming(let from, let name) = notice.kind,
-              let device = registrations.binding(stream: notice.stream) else { return }
+        guard case .incoming(let from, let name, let callee) = notice.kind else { return }
+        guard let device = registrations.binding(stream: notice.stream) else {
+            return dial(callee, from: from, name: name, notice: notice)
+        }
         guard let phoneSocket = try? UDPSocket(bindingTo: settings.listen.withPort(0), bufferBytes: 256 << 10) else {
             return rooms.answerCall(stream: notice.stream, identity: device.identity, callID: notice.callID,
                                     accept: false)
@@ -55,6 +57,33 @@ extension SIPGateway {
         }
         routed[device.stream] = call
         log("sip: ringing \(device.identity)'s device \(device.contact) at \(device.source) for a call from \(from)")
+    }
+
+    /// A Parley identity calls a `sip:` address: the relay rang a stand-in for it (`notice.stream`), and the gateway
+    /// places the call through the trunk that lets it out (`SIPTrunks.outbound`), or declines it: no trunk, no call.
+    func dial(_ callee: String, from: String, name: String, notice: SIPCallNotice) {
+        func decline(_ why: String) {
+            log("sip: the call from \(from) to \(callee) is not placed: \(why)")
+            rooms.answerCall(stream: notice.stream, identity: callee, callID: notice.callID, accept: false)
+        }
+        guard notice.stream >= SIPGateway.firstStandInStream else { return decline("not a stand-in") }
+        guard let target = SIPTarget(parsing: callee) else { return decline("not sip:USER@HOST[:PORT], a numeric host") }
+        guard let (trunk, nextHop) = settings.trunks.outbound(for: target) else {
+            count { $0.refusedOutsideTrunks += 1 }
+            return decline("no trunk lets a call out to \(target)")
+        }
+        guard let phoneSocket = try? UDPSocket(bindingTo: settings.listen.withPort(0), bufferBytes: 256 << 10) else {
+            return decline("no socket")
+        }
+        let call = SIPRoutedCall(gateway: self, side: .device, stream: notice.stream, identity: callee, name: callee,
+                                 peer: from, ownsStream: false, phoneSocket: phoneSocket, signalling: nextHop)
+        call.callID = notice.callID
+        guard call.ring(contact: target.description, callerIdentity: from, callerName: name) else {
+            call.finish("not placed")
+            return decline("libre could not send the INVITE")
+        }
+        routed[notice.stream] = call
+        log("sip: calling \(target) for \(from) through trunk \(trunk.name) (via \(nextHop))")
     }
 
     /// A phone calls `callee` (an identity): its offer kept, the INVITE held, the call placed in the relay.

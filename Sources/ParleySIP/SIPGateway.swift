@@ -56,6 +56,8 @@ public final class SIPGateway: @unchecked Sendable {
 
     /// The first presence stream id of the gateway's SIP parties (the HTTP API's event streams count up from 1).
     public static let firstStream: UInt64 = 1 << 62
+    /// The first of the streams the relay gives the stand-ins of `sip:` addresses called (`CallRouter`'s).
+    public static let firstStandInStream: UInt64 = 3 << 61
 
     let settings: Settings
     let rooms: SIPRoomDirectory

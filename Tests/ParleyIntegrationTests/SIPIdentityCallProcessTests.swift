@@ -147,5 +147,38 @@ extension ProcessTests {
             #expect(relay.stderr.contains("sip: 403 to a REGISTER from 127.0.0.1:"), "\(relay.stderr)")
             #expect(!relay.stderr.contains("mallory registered"))
         }
+
+        @Test("parley call sip:… rings a baresip answering by itself: speech both ways PESQ-NB ≥ 3.5; no trunk: declined")
+        func parleyCallsAPhone() throws {
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            _ = try speech()
+            let (relay, server, _, _) = try relay(trunk: "local=127.0.0.0/8")
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            let phonePort = freeUDPPort()
+            let phone = try baresipConfig(in: dir, name: "phone", sipPort: phonePort, source: dir + "/speech8-late.wav",
+                                          autoAnswer: true)
+            let baresip = try Spawned(.baresip, ["-f", phone, "-t", "18"])
+            #expect(baresip.waitFor(seconds: 10) { $0.contains("baresip is ready") }, "\(baresip.stdout)\(baresip.stderr)")
+            let target = "sip:phone@127.0.0.1:\(phonePort)"
+            let dave = try Spawned("parley", ["call", target, "--identity", "dave", "--server", server,
+                                              "--input", dir + "/speech48.wav", "--output", dir + "/dave.wav",
+                                              "--no-tui", "--hangup-after", "11"])
+            #expect(dave.wait(seconds: 25) == 0, "\(dave.stdout)\(dave.stderr)")
+            #expect(dave.stdout.contains("joined the call with \(target)"), "\(dave.stdout)")
+            #expect(relay.stderr.contains("sip: calling \(target) for dave through trunk local"), "\(relay.stderr)")
+            // Nowhere a trunk lets calls out to: declined, nothing sent.
+            let nowhere = try Spawned("parley", ["call", "sip:x@192.0.2.9", "--identity", "dave", "--server", server,
+                                                 "--tone", "440", "--no-playback", "--no-tui", "--hangup-after", "2"])
+            #expect(nowhere.wait(seconds: 15) == 6, "\(nowhere.stdout)\(nowhere.stderr)")
+            #expect(relay.waitForStderr(seconds: 5) { $0.contains("no trunk lets a call out to sip:x@192.0.2.9:5060") },
+                    "\(relay.stderr.suffix(2_000))")
+            #expect(baresip.wait(seconds: 20) == 0)
+            let (toPhone, toPhoneLine) = try heard(by: phone)
+            let (toDave, toDaveLine) = try pesqWB(reference: dir + "/reference8.wav", recording: dir + "/dave.wav",
+                                                  skip: 0, narrowband: true)
+            print("parley call sip:… ⇄ baresip: dave → phone PESQ-NB \(toPhoneLine); phone → dave \(toDaveLine)")
+            #expect(toPhone >= 3.5, "dave → phone: \(toPhoneLine)")
+            #expect(toDave >= 3.5, "phone → dave: \(toDaveLine)")
+        }
     }
 }
