@@ -32,6 +32,8 @@ public protocol APIBackend: Sendable {
     var notReadyReason: String? { get }
     /// The webhooks' counters for `/metrics` (nil: no webhooks).
     var webhookStats: WebhookStats? { get }
+    /// The SIP gateway's counters for `/metrics` (nil: no gateway).
+    var sipCounters: SIPGateway.Counters? { get }
     /// Has the SIP gateway call `to` for `room` (`SIPGateway.call`); nil: the relay runs no gateway.
     func placeSIPCall(to: SIPTarget, room: String, identity: String, name: String?) -> Result<String, SIPRoomError>?
     /// Digest credentials for a SIP device of `identity` and the registrar's URI (`SIPGateway.credentials`); nil: no
@@ -60,6 +62,8 @@ extension APIBackend {
     /// None unless the backend sends webhooks.
     public var webhookStats: WebhookStats? { nil }
     /// No gateway unless the backend has one.
+    public var sipCounters: SIPGateway.Counters? { nil }
+    /// No gateway unless the backend has one.
     public func placeSIPCall(to: SIPTarget, room: String, identity: String, name: String?)
         -> Result<String, SIPRoomError>? { nil }
     /// No gateway unless the backend has one.
@@ -73,6 +77,8 @@ extension RelayAPI: APIBackend {
         -> Result<String, SIPRoomError>? {
         sipGateway.withLock { $0 }?.call(to, room: room, identity: identity, name: name)
     }
+    /// The gateway's counters, nil before or without one.
+    public var sipCounters: SIPGateway.Counters? { sipGateway.withLock { $0 }?.snapshot }
     /// From the gateway `parley-relay` started, nil before or without one.
     public func sipCredentials(identity: String, lifetime: Int64)
         -> (minted: SIPCredentials.Minted?, registrar: String)? {

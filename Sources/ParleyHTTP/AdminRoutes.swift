@@ -36,7 +36,8 @@ extension HTTPRouter {
             return HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8",
                                 body: Array((PrometheusExporter.render(backend.snapshots(), config: config,
                                     http: httpStats?.snapshot)
-                                                   + (backend.webhookStats?.prometheus() ?? "")).utf8))
+                                                   + (backend.webhookStats?.prometheus() ?? "")
+                                                   + (backend.sipCounters?.prometheus() ?? "")).utf8))
         default:
             break
         }

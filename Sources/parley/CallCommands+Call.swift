@@ -12,6 +12,8 @@ extension CallCommands {
     \(AudioOptions.usage)
 
     Calls NAME and shows progress (ringing, answered, declined, no answer after 30 s, unavailable). h hangs up.
+    NAME may be a phone: sip:USER@HOST[:PORT] (a numeric host) is called through the relay's SIP gateway and the
+    trunk that lets it out (docs/sip.md); such calls are not end-to-end encrypted.
     The call is end-to-end encrypted when both clients can: both sides print the same "safety code" to compare by
     voice; otherwise both say the call is NOT end-to-end encrypted. --no-e2ee sends no key share (for tests).
     --verbose also shows the relay's key when the call's room is joined.

@@ -249,6 +249,10 @@ extension ProcessTests {
             #expect(relaySaid.contains(realRoom ? "sip: 403 to an INVITE from 127.0.0.1:" : "sip: 404 Not Found"),
                     "\(relaySaid)")
             #expect(!relaySaid.contains("endpoint sip-"), "a refused call became a member: \(relaySaid)")
+            // Counted on /metrics: a toll-fraud attempt, or a refusal of another kind.
+            let metrics = try curl("GET", try #require(httpBase(of: relay)) + "/metrics").body
+            let counted = realRoom ? "parley_sip_refused_outside_trunks_total 1\n" : "parley_sip_refused_other_total 1\n"
+            #expect(metrics.contains(counted), "\(metrics.split(separator: "\n").filter { $0.hasPrefix("parley_sip") })")
         }
     }
 }
