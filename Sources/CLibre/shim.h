@@ -27,12 +27,12 @@ static inline int parley_sipsess_accept(struct sipsess **sessp, struct sipsess_s
 
 static inline int parley_sipsess_connect(struct sipsess **sessp, struct sipsess_sock *sock, const char *to_uri,
                                          const char *from_name, const char *from_uri, const char *cuser,
-                                         const char *route, struct mbuf *desc, sipsess_offer_h *offerh,
-                                         sipsess_answer_h *answerh, sipsess_progr_h *progrh,
+                                         const char *route, struct mbuf *desc, sip_auth_h *authh, void *aarg,
+                                         sipsess_offer_h *offerh, sipsess_answer_h *answerh, sipsess_progr_h *progrh,
                                          sipsess_estab_h *estabh, sipsess_close_h *closeh, void *arg) {
     const char *routev[1] = {route};
     return sipsess_connect(sessp, sock, to_uri, from_name, from_uri, cuser, route ? routev : NULL, route ? 1 : 0,
-                           "application/sdp", desc, NULL, NULL, false, offerh, answerh, progrh, estabh, NULL, NULL,
+                           "application/sdp", desc, authh, aarg, false, offerh, answerh, progrh, estabh, NULL, NULL,
                            closeh, arg, NULL);
 }
 

@@ -78,7 +78,8 @@ extension SIPGateway {
         let call = SIPRoutedCall(gateway: self, side: .device, stream: notice.stream, identity: callee, name: callee,
                                  peer: from, ownsStream: false, phoneSocket: phoneSocket, signalling: nextHop)
         call.callID = notice.callID
-        guard call.ring(contact: target.description, callerIdentity: from, callerName: name) else {
+        guard call.ring(contact: target.description, callerIdentity: from, callerName: name,
+                        auth: SIPTrunkAuth(trunk)) else {
             call.finish("not placed")
             return decline("libre could not send the INVITE")
         }

@@ -28,12 +28,15 @@ final class SIPOutboundCall {
     var session: OpaquePointer?
     /// Once answered.
     var call: SIPCall?
+    /// The trunk's credentials, when it challenges.
+    let auth: SIPTrunkAuth?
 
     init(gateway: SIPGateway, request: SIPDialRequest, trunk: SIPTrunk, phoneSocket: UDPSocket) {
         self.gateway = gateway
         self.request = request
         self.trunk = trunk
         self.phoneSocket = phoneSocket
+        auth = SIPTrunkAuth(trunk)
     }
 
     /// Sends the INVITE to `nextHop` (the target, or the trunk's proxy as a loose route); false when libre could not.
@@ -53,6 +56,7 @@ final class SIPOutboundCall {
         let err = request.target.description.withCString { to in
             withOptionalCString(route) { route in
                 parley_sipsess_connect(&started, gateway.sessionSocket, to, "Parley", from, "parley", route, body,
+                                       auth == nil ? nil : SIPTrunkAuth.answer, auth?.pointer,
                     { descp, msg, arg in  // a re-INVITE once answered
                         guard let arg, let msg,
                               let call = Unmanaged<SIPOutboundCall>.fromOpaque(arg).takeUnretainedValue().call

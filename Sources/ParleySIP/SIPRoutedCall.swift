@@ -41,6 +41,8 @@ final class SIPRoutedCall {
     var phoneSDP: SIPAudioOffer?
     /// In the call's room, once answered.
     var call: SIPCall?
+    /// A trunk's credentials for a call placed through it, when it challenges.
+    private(set) var auth: SIPTrunkAuth?
     private var finished = false
 
     init(gateway: SIPGateway, side: Side, stream: UInt64, identity: String, name: String, peer: String,
@@ -80,7 +82,8 @@ final class SIPRoutedCall {
     // MARK: A registered device rung
 
     /// Sends the INVITE to the device's contact (through the address it registered from); false when libre could not.
-    func ring(contact: String, callerIdentity: String, callerName: String) -> Bool {
+    func ring(contact: String, callerIdentity: String, callerName: String, auth: SIPTrunkAuth? = nil) -> Bool {
+        self.auth = auth
         let listen = gateway.settings.listen, media = gateway.settings.mediaHost
         let sdp = SIPAudioOffer.offer(host: media, port: phoneSocket.localAddress?.port ?? 0,
                                       sessionID: UInt64.random(in: 1...UInt64(Int64.max)))
@@ -98,7 +101,8 @@ final class SIPRoutedCall {
         let me = Unmanaged.passUnretained(self).toOpaque()
         var started: OpaquePointer?
         let err = parley_sipsess_connect(&started, gateway.sessionSocket, contact, SIPGateway.displayName(display),
-                                         from, "parley", route, body,
+                                         from, "parley", route, body, auth == nil ? nil : SIPTrunkAuth.answer,
+                                         auth?.pointer,
             { descp, msg, arg in
                 guard let arg, let msg, let call = Unmanaged<SIPRoutedCall>.fromOpaque(arg).takeUnretainedValue().call
                 else { return EPROTO }

@@ -1,3 +1,5 @@
+import CLibre
+import Glibc
 import ParleyWire
 
 /// A SIP address the gateway may call: `sip:USER@HOST[:PORT]` with a numeric host (the gateway resolves no names),
@@ -44,4 +46,32 @@ extension SIPTrunks {
         if let t = trunks.first(where: { $0.outbound != nil }) { return (t, t.outbound!) }
         return nil
     }
+}
+
+/// A trunk's credentials for the digest challenges of the calls placed through it (its `user` and `password`), kept
+/// alive by the call; libre asks `answer` for them when the trunk answers 401 or 407.
+final class SIPTrunkAuth {
+    let user: String
+    let password: String
+
+    /// The trunk's credentials, or nil when it has none.
+    init?(_ trunk: SIPTrunk) {
+        guard let user = trunk.user, let password = trunk.password else { return nil }
+        self.user = user
+        self.password = password
+    }
+
+    /// libre's authentication handler (`sip_auth_h`): the credentials for any realm, copied for libre to free.
+    static let answer: @convention(c) (UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                                       UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                                       UnsafePointer<CChar>?, UnsafeMutableRawPointer?) -> Int32 = {
+        username, password, _, arg in
+        guard let username, let password, let arg else { return EINVAL }
+        let auth = Unmanaged<SIPTrunkAuth>.fromOpaque(arg).takeUnretainedValue()
+        let err = str_dup(username, auth.user)
+        return err != 0 ? err : str_dup(password, auth.password)
+    }
+
+    /// The pointer libre hands back to `answer`.
+    var pointer: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
 }

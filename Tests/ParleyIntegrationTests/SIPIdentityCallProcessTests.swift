@@ -180,5 +180,26 @@ extension ProcessTests {
             #expect(toPhone >= 3.5, "dave → phone: \(toPhoneLine)")
             #expect(toDave >= 3.5, "phone → dave: \(toDaveLine)")
         }
+
+        @Test("a trunk that asks for digest credentials gets the trunk's (SIPp verifies them); wrong ones fail the call",
+              arguments: [("trunksecret", true), ("wrong", false)])
+        func trunkDigest(password: String, good: Bool) throws {
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            let (relay, server, _, _) = try relay(trunk: "carrier=127.0.0.0/8,user=trunkuser,password=\(password)")
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            let port = freeUDPPort()
+            let scenario = ExternalProgram.packageRoot + "/Tests/Interop/sipp_trunk_digest.xml"
+            let sipp = try Spawned(.sipp, ["-sf", scenario, "-i", "127.0.0.1", "-p", "\(port)",
+                                           "-mp", "\(try freeUDPPorts(count: 4))", "-m", "1", "-nostdin",
+                                           "-trace_screen", "-screen_file", dir + "/sipp.txt", "-timeout", "15s"])
+            Thread.sleep(forTimeInterval: 0.5)
+            let dave = try Spawned("parley", ["call", "sip:x@127.0.0.1:\(port)", "--identity", "dave", "--server", server,
+                                              "--tone", "440", "--no-playback", "--no-tui", "--hangup-after", "2"])
+            #expect(dave.wait(seconds: 15) == (good ? 0 : 6), "\(dave.stdout)\(dave.stderr)")
+            let status = sipp.wait(seconds: 20)
+            let screen = (try? String(contentsOfFile: dir + "/sipp.txt", encoding: .utf8)) ?? sipp.stdout
+            #expect(status == (good ? 0 : 1), "sipp exit \(status): \(screen.suffix(2_000))")
+            #expect(relay.stderr.contains("through trunk carrier"), "\(relay.stderr)")
+        }
     }
 }
