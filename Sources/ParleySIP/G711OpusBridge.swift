@@ -60,12 +60,24 @@ public final class G711OpusBridge {
         if pendingCount + n > pending.count { pendingCount = 0 }  // not when each push is followed by popOpus
         let start = pending.baseAddress! + pendingCount
         _ = g711_decode(toLinear, start, base.assumingMemoryBound(to: UInt8.self), Int32(n))
-        var energy = 0.0
-        for i in 0..<n { energy += Double(start[i]) * Double(start[i]) }
-        let rms = (energy / Double(n)).squareRoot() / 32_768
-        lastLevel = rms <= 0 ? 127 : UInt8(max(0, min(127, (-20 * log10(rms)).rounded())))
+        lastLevel = Self.level(UnsafeBufferPointer(start: start, count: n))
         pendingCount += n
         return true
+    }
+
+    /// The level of a phone's own Opus packet (a call with Opus straight through), decoded at 8 kHz only for this:
+    /// RFC 6464's −dBov, 127 when it does not decode.
+    public func level(ofOpus payload: UnsafeRawBufferPointer) -> UInt8 {
+        guard let samples = try? decoder.decode(payload, into: pcm), samples > 0 else { return 127 }
+        return Self.level(UnsafeBufferPointer(rebasing: pcm[0..<samples]))
+    }
+
+    /// RFC 6464's level of `samples`: −dBov of their RMS, 0 (loudest) … 127 (silence).
+    static func level(_ samples: UnsafeBufferPointer<Int16>) -> UInt8 {
+        var energy = 0.0
+        for s in samples { energy += Double(s) * Double(s) }
+        let rms = (energy / Double(max(1, samples.count))).squareRoot() / 32_768
+        return rms <= 0 ? 127 : UInt8(max(0, min(127, (-20 * log10(rms)).rounded())))
     }
 
     /// The next 20 ms of the phone's audio as one Opus packet in `out`: its length, or 0 while less than 20 ms waits

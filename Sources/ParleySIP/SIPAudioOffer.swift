@@ -13,13 +13,20 @@ public enum G711Law: Equatable, Sendable {
 }
 
 /// What a phone's SDP offer (RFC 4566 lines, RFC 3264 offer/answer) asks for its audio, as far as the gateway needs:
-/// where to send, which G.711 it takes, its telephone-event payload type (RFC 4733), its direction. Only the first
-/// audio stream is used; others are refused in the answer (port 0).
+/// where to send, which codec it takes — Opus straight through (RFC 7587) or G.711, whichever the phone lists first —,
+/// its telephone-event payload type (RFC 4733), its direction. Only the first audio stream is used; others are
+/// refused in the answer (port 0).
 public struct SIPAudioOffer: Equatable, Sendable {
     /// Where the phone receives RTP (`c=` and the audio `m=` port).
     public var address: PeerAddress
-    /// The G.711 the answer takes: the first of the offer's formats that is PCMU or PCMA.
+    /// The G.711 the answer takes: the first of the offer's formats that is PCMU or PCMA (µ-law when it offers only
+    /// Opus, unused then).
     public var law: G711Law
+    /// The phone's payload type for `opus/48000/2` when the answer takes Opus: its packets go to the room and the
+    /// room's to it as they are, no transcoding.
+    public var opus: UInt8?
+    /// The codec's name for logs: `opus`, `PCMU` or `PCMA`.
+    public var codecName: String { opus == nil ? law.encodingName : "opus" }
     /// The payload type of the phone's `telephone-event/8000`, when it offered one.
     public var telephoneEvent: UInt8?
     /// `a=sendonly`/`recvonly`/`inactive` as the phone wrote it (`sendrecv` when absent): a hold is `sendonly` or
@@ -83,9 +90,12 @@ public struct SIPAudioOffer: Equatable, Sendable {
         func name(_ pt: UInt8) -> String? {
             rtpmap[pt] ?? (pt == 0 ? "pcmu/8000" : pt == 8 ? "pcma/8000" : nil)
         }
-        guard let chosen = formats.first(where: { name($0) == "pcmu/8000" || name($0) == "pcma/8000" }) else {
-            return .failure(Refusal(status: 488, reason: "No common codec (PCMU or PCMA at 8000 Hz)"))
+        func isG711(_ pt: UInt8) -> Bool { name(pt) == "pcmu/8000" || name(pt) == "pcma/8000" }
+        func isOpus(_ pt: UInt8) -> Bool { name(pt)?.hasPrefix("opus/48000") ?? false }
+        guard let first = formats.first(where: { isG711($0) || isOpus($0) }) else {
+            return .failure(Refusal(status: 488, reason: "No common codec (Opus, or PCMU or PCMA at 8000 Hz)"))
         }
+        let chosen = isOpus(first) ? formats.first(where: isG711) : first
         let host = mediaHost ?? sessionHost ?? ""
         let text = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         guard let address = PeerAddress(parsing: text) ?? (port == 0 ? PeerAddress(ipv4: 0, 0, 0, 0, port: 0) : nil)
@@ -93,31 +103,37 @@ public struct SIPAudioOffer: Equatable, Sendable {
             return .failure(Refusal(status: 488, reason: "No usable connection address"))
         }
         let event = formats.first { name($0)?.hasPrefix("telephone-event/8000") ?? false }
-        return .success(SIPAudioOffer(address: address, law: name(chosen) == "pcmu/8000" ? .mu : .a,
-                                      telephoneEvent: event, direction: direction, otherMediaLines: others))
+        return .success(SIPAudioOffer(address: address, law: chosen.map { name($0) == "pcma/8000" ? .a : .mu } ?? .mu,
+                                      opus: isOpus(first) ? first : nil, telephoneEvent: event, direction: direction,
+                                      otherMediaLines: others))
     }
 
-    /// The gateway's own offer for a call it places: PCMU, PCMA and telephone-event, 20 ms, both ways. The phone's
-    /// answer is read with `parse` (an answer is an offer's subset, RFC 3264 §6).
+    /// The gateway's own offer for a call it places: Opus (straight through when the phone takes it), PCMU, PCMA and
+    /// telephone-event, 20 ms, both ways. The phone's answer is read with `parse` (an answer is an offer's subset,
+    /// RFC 3264 §6).
     public static func offer(host: PeerAddress, port: UInt16, sessionID: UInt64) -> String {
         let family = host.isIPv4 ? "IP4" : "IP6"
         let lines = ["v=0", "o=parley \(sessionID) 1 IN \(family) \(host.bareHost)", "s=Parley",
-                     "c=IN \(family) \(host.bareHost)", "t=0 0", "m=audio \(port) RTP/AVP 0 8 101",
-                     "a=rtpmap:0 PCMU/8000", "a=rtpmap:8 PCMA/8000", "a=rtpmap:101 telephone-event/8000",
+                     "c=IN \(family) \(host.bareHost)", "t=0 0", "m=audio \(port) RTP/AVP 96 0 8 101",
+                     "a=rtpmap:96 opus/48000/2", "a=fmtp:96 useinbandfec=1", "a=rtpmap:0 PCMU/8000", "a=rtpmap:8 PCMA/8000", "a=rtpmap:101 telephone-event/8000",
                      "a=fmtp:101 0-15", "a=ptime:20", "a=sendrecv"]
         return lines.joined(separator: "\r\n") + "\r\n"
     }
 
-    /// The answer: the gateway's address and port, the chosen G.711 (and telephone-event when offered), 20 ms
+    /// The answer: the gateway's address and port, the chosen codec (and telephone-event when offered), 20 ms
     /// packets, the direction that mirrors the offer's; every other `m=` line refused with port 0.
     public func answer(host: PeerAddress, port: UInt16, sessionID: UInt64, version: UInt64) -> String {
         let family = host.isIPv4 ? "IP4" : "IP6"
         let mirrored = ["sendonly": "recvonly", "recvonly": "sendonly", "inactive": "inactive"][direction] ?? "sendrecv"
-        var formats = "\(law.payloadType)"
+        var formats = "\(opus ?? law.payloadType)"
         if let telephoneEvent { formats += " \(telephoneEvent)" }
         var lines = ["v=0", "o=parley \(sessionID) \(version) IN \(family) \(host.bareHost)", "s=Parley",
-                     "c=IN \(family) \(host.bareHost)", "t=0 0", "m=audio \(port) RTP/AVP \(formats)",
-                     "a=rtpmap:\(law.payloadType) \(law.encodingName)/8000"]
+                     "c=IN \(family) \(host.bareHost)", "t=0 0", "m=audio \(port) RTP/AVP \(formats)"]
+        if let opus {
+            lines += ["a=rtpmap:\(opus) opus/48000/2", "a=fmtp:\(opus) useinbandfec=1"]
+        } else {
+            lines.append("a=rtpmap:\(law.payloadType) \(law.encodingName)/8000")
+        }
         if let telephoneEvent {
             lines += ["a=rtpmap:\(telephoneEvent) telephone-event/8000", "a=fmtp:\(telephoneEvent) 0-15"]
         }

@@ -107,9 +107,14 @@ final class SIPCallMedia {
     private(set) var packetsFromPhone = 0, packetsFromRoom = 0, dropped = 0
     /// The phone put the call on hold (its re-INVITE said sendonly or inactive): nothing is sent to it.
     var held = false
+    /// The phone's Opus payload type when its packets and the room's pass as they are (no transcoding).
+    let opus: UInt8?
+    /// Added to the phone's RTP timestamps into the room (Opus straight through: both clocks are 48 kHz).
+    private let timestampOffset = UInt32.random(in: 0...UInt32.max)
 
     init(phoneSocket: UDPSocket, roomSocket: UDPSocket, bridge: G711OpusBridge, phone: PeerAddress,
-         signalling: PeerAddress, room: SIPRoomLeg, ssrc: UInt32) {
+         signalling: PeerAddress, room: SIPRoomLeg, ssrc: UInt32, opus: UInt8? = nil) {
+        self.opus = opus
         self.phoneSocket = phoneSocket
         self.signalling = signalling
         self.roomSocket = roomSocket
@@ -118,7 +123,7 @@ final class SIPCallMedia {
         self.room = room
         toRoom = RTPFixedHeader(payloadType: room.payloadType, sequenceNumber: UInt16.random(in: 0...UInt16.max),
                                 timestamp: UInt32.random(in: 0...UInt32.max), ssrc: ssrc)
-        toPhone = RTPFixedHeader(payloadType: bridge.law.payloadType,
+        toPhone = RTPFixedHeader(payloadType: opus ?? bridge.law.payloadType,
                                  sequenceNumber: UInt16.random(in: 0...UInt16.max),
                                  timestamp: UInt32.random(in: 0...UInt32.max), ssrc: ssrc ^ 0x5A5A_5A5A)
     }
@@ -133,7 +138,7 @@ final class SIPCallMedia {
         while let (n, from) = phoneSocket.receive(into: buffer) {
             guard sameHost(from, phone) || sameHost(from, signalling), !isRTCP(n),
                   let packet = try? RTPPacketView(parsing: UnsafeRawBufferPointer(rebasing: buffer[0..<n])),
-                  packet.payloadType == bridge.law.payloadType else {
+                  packet.payloadType == opus ?? bridge.law.payloadType else {
                 dropped += 1
                 continue
             }
@@ -142,6 +147,10 @@ final class SIPCallMedia {
                 latched = true
             }
             let payload = UnsafeRawBufferPointer(rebasing: buffer[packet.payloadRange])
+            if opus != nil {
+                passToRoom(payload, timestamp: packet.timestamp, marker: packet.marker)
+                continue
+            }
             // A jump in the phone's timestamps (a loss, a new stream): what waits is dropped and the room's timeline
             // moves by as much (at 48 kHz), within a second; anything larger is taken as a new start.
             if let expected = nextPhoneTimestamp, packet.timestamp != expected {
@@ -171,6 +180,26 @@ final class SIPCallMedia {
         }
     }
 
+    /// A phone's Opus packet into the room as it is: the gateway's header (its SSRC and numbering, the phone's
+    /// timestamp moved by a fixed offset), the level the relay selects speakers by.
+    private func passToRoom(_ payload: UnsafeRawBufferPointer, timestamp: UInt32, marker: Bool) {
+        let start = RTPFixedHeader.size + RTPExtensionWriter.oneByteBlockSize(elements: 1, dataBytes: 1)
+        guard start + payload.count <= out.count, let base = payload.baseAddress else { dropped += 1; return }
+        toRoom.sequenceNumber &+= 1
+        toRoom.timestamp = timestamp &+ timestampOffset
+        toRoom.marker = marker
+        toRoom.hasExtension = true
+        toRoom.write(into: out)
+        var levels = RTPExtensionWriter(into: out, at: RTPFixedHeader.size)
+        let level = bridge.level(ofOpus: payload)
+        levels.appendElement(id: room.audioLevelExtensionID,
+                             byte: AudioLevel(voice: level <= Self.voiceLevel, level: level).byte)
+        _ = levels.finish()
+        (out.baseAddress! + start).copyMemory(from: base, byteCount: payload.count)
+        try? roomSocket.send(UnsafeRawBufferPointer(rebasing: out[0..<(start + payload.count)]), to: room.relay)
+        packetsFromPhone += 1
+    }
+
     /// Everything waiting from the relay, to the phone.
     func drainRoom() {
         while let (n, from) = roomSocket.receive(into: buffer) {
@@ -182,6 +211,18 @@ final class SIPCallMedia {
             guard !held else { continue }
             let payload = UnsafeRawBufferPointer(rebasing: buffer[packet.payloadRange])
             let body = UnsafeMutableRawBufferPointer(rebasing: out[RTPFixedHeader.size...])
+            if opus != nil {  // as it is: the relay's stream to this member is already one continuous stream
+                guard payload.count <= body.count, let base = payload.baseAddress else { dropped += 1; continue }
+                body.baseAddress!.copyMemory(from: base, byteCount: payload.count)
+                toPhone.sequenceNumber &+= 1
+                toPhone.timestamp = packet.timestamp
+                toPhone.marker = packet.marker
+                toPhone.write(into: out)
+                try? phoneSocket.send(UnsafeRawBufferPointer(rebasing: out[0..<(RTPFixedHeader.size + payload.count)]),
+                                      to: phone)
+                packetsFromRoom += 1
+                continue
+            }
             let length = bridge.g711(fromOpus: payload, into: body)
             guard length > 0 else { dropped += 1; continue }
             toPhone.sequenceNumber &+= 1

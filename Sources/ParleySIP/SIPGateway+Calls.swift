@@ -118,7 +118,7 @@ extension SIPGateway {
             return call.finish("the relay did not take the call")
         }
         call.callID = id
-        log("sip: \(caller.identity) from \(source) calls \(callee) (\(offer.law.encodingName))")
+        log("sip: \(caller.identity) from \(source) calls \(callee) (\(offer.codecName))")
     }
 
     /// A relay identity as a SIP user part: RFC 3261's unreserved characters kept, anything else `-`, 64 at most.

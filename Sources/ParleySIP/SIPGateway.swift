@@ -232,7 +232,7 @@ public final class SIPGateway: @unchecked Sendable {
         }
         calls[ObjectIdentifier(call)] = call
         count { $0.answered += 1 }
-        log("sip: \(call.identity) from \(source) joined room \(room) (\(offer.law.encodingName))")
+        log("sip: \(call.identity) from \(source) joined room \(room) (\(offer.codecName))")
     }
 
     /// Calls `target` through the trunk that lets it out and, when it answers, makes it a member of `room` as

@@ -96,7 +96,7 @@ final class SIPOutboundCall {
             gateway.calls[ObjectIdentifier(joined)] = joined  // from now on it ends as any call does
             gateway.count { $0.answered += 1 }
             gateway.log("sip: \(joined.identity) (\(request.target)) answered and joined room \(request.room) "
-                        + "through trunk \(trunk.name) (\(answer.law.encodingName))")
+                        + "through trunk \(trunk.name) (\(answer.codecName))")
             return 0
         case .failure(let e):
             gateway.log("sip: \(request.target) answered but cannot join room \(request.room): \(e.detail ?? e.reason)")

@@ -182,7 +182,7 @@ final class SIPRoutedCall {
             call = joined
             if side == .caller, !joined.answerRinging() { return finish("libre could not answer the INVITE") }
             gateway.count { $0.answered += 1 }
-            gateway.log("sip: \(identity) in a call with \(peer) (room \(room), \(offer.law.encodingName))")
+            gateway.log("sip: \(identity) in a call with \(peer) (room \(room), \(offer.codecName))")
         case .failure(let e):
             if side == .caller, let session { _ = parley_sipsess_reject(session, e.status, e.reason) }
             finish("cannot join the call's room: \(e.detail ?? e.reason)")

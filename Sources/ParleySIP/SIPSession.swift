@@ -74,7 +74,7 @@ final class SIPCall {
         let (roomSocket, leg) = joined!
         let media = SIPCallMedia(phoneSocket: phoneSocket, roomSocket: roomSocket, bridge: bridge,
                                  phone: offer.address, signalling: signalling, room: leg,
-                                 ssrc: UInt32.random(in: 1...UInt32.max))
+                                 ssrc: UInt32.random(in: 1...UInt32.max), opus: offer.opus)
         media.held = offer.direction == "sendonly" || offer.direction == "inactive"
         let call = SIPCall(gateway: gateway, room: room, identity: identity, media: media, offer: offer)
         let me = Unmanaged.passUnretained(call).toOpaque()
@@ -133,7 +133,7 @@ final class SIPCall {
     func reoffer(_ msg: UnsafePointer<sip_msg>, answer: UnsafeMutablePointer<UnsafeMutablePointer<mbuf>?>?)
         -> Int32 {
         guard let text = SIPGateway.body(msg), case .success(let next) = SIPAudioOffer.parse(text),
-              next.law == offer.law else { return EPROTO }
+              next.law == offer.law, next.opus == offer.opus else { return EPROTO }
         if next.address.high != offer.address.high || next.address.low != offer.address.low
             || next.address.port != offer.address.port {
             media.phone = next.address

@@ -5,18 +5,18 @@ import Testing
 /// baresip's configuration in `dir` (`name`, default `baresip`): its SIP on `sipPort`, `source` (an 8 kHz WAV) as its
 /// microphone, what it hears and sends dumped as WAVs into `dumps` (sndfile), G.711 only, ALSA's null device as its
 /// speaker. `account`: the accounts line (default an unregistered `sip:phone@127.0.0.1`); `console`: commands from
-/// stdin (stdio), so a test can dial once the phone registered.
+/// stdin (stdio), so a test can dial once the phone registered; `opus`: Opus only (its source then a 48 kHz stereo WAV).
 func baresipConfig(in dir: String, name: String = "baresip", sipPort: UInt16, source: String, autoAnswer: Bool = false,
-                   account: String? = nil, console: Bool = false) throws -> String {
+                   account: String? = nil, console: Bool = false, opus: Bool = false) throws -> String {
     let config = dir + "/" + name
     try FileManager.default.createDirectory(atPath: config + "/dumps", withIntermediateDirectories: true)
     let lines = ["poll_method epoll", "sip_listen 127.0.0.1:\(sipPort)", "audio_source aufile,\(source)",
                  "audio_player alsa,null", "audio_alert alsa,null", "module_path /usr/lib/baresip/modules",
                  "module g711.so", "module aufile.so", "module alsa.so", "module sndfile.so",
-                 "snd_path \(config)/dumps"] + (console ? ["module stdio.so"] : [])
+                 "snd_path \(config)/dumps"] + (console ? ["module stdio.so"] : []) + (opus ? ["module opus.so"] : [])
         + ["module_app account.so", "module_app menu.so", "rtp_timeout 0"]
     try (lines.joined(separator: "\n") + "\n").write(toFile: config + "/config", atomically: true, encoding: .utf8)
-    let line = account ?? "<sip:phone@127.0.0.1>;regint=0;audio_codecs=PCMU"
+    let line = account ?? "<sip:phone@127.0.0.1>;regint=0;audio_codecs=\(opus ? "opus/48000/2" : "PCMU")"
     try (line + (autoAnswer ? ";answermode=auto" : "") + "\n")
         .write(toFile: config + "/accounts", atomically: true, encoding: .utf8)
     try "".write(toFile: config + "/contacts", atomically: true, encoding: .utf8)
@@ -132,6 +132,40 @@ extension ProcessTests {
             #expect(statuses.filter { $0 == "200" }.count >= 2, "\(statuses)")  // the INVITE's and the BYE's
             #expect(pcmu >= 800, "PCMU packets both ways over 11 s: \(pcmu)")
             #expect(malformed == 0)
+        }
+
+        @Test("Opus straight through (baresip offering only Opus): PESQ-NB ≥ 4.0 each way")
+        func opusStraightThrough() throws {
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            let (speech48, _) = try speech()
+            let stereo = dir + "/speech48-stereo.wav"
+            let ffmpeg = try Spawned(.ffmpeg, ["-hide_banner", "-loglevel", "error", "-y", "-i", speech48, "-ac", "2",
+                                               stereo])
+            #expect(ffmpeg.wait(seconds: 20) == 0, "\(ffmpeg.stderr)")
+            let (relay, server, sipPort) = try relay(trunk: "local=127.0.0.0/8")
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            let room = try room(relay)
+            let recording = dir + "/member.wav"
+            let member = try Spawned("parley", ["join", room, "--identity", "member", "--server", server,
+                                                "--mode", "forward", "--input", speech48, "--output", recording,
+                                                "--no-tui", "--duration", "16"])
+            #expect(member.waitFor(seconds: 5) { $0.contains("joined \(room)") }, "\(member.stdout)\(member.stderr)")
+            let config = try baresipConfig(in: dir, sipPort: freeUDPPort(), source: stereo, opus: true)
+            let phone = try Spawned(.baresip, ["-f", config, "-e", "/dial sip:room-\(room)@127.0.0.1:\(sipPort)",
+                                               "-t", "12"])
+            #expect(phone.wait(seconds: 25) == 0, "\(phone.stderr)")
+            #expect(member.wait(seconds: 15) == 0, "\(member.stderr)")
+            #expect((phone.stdout + phone.stderr).contains("Call established"), "\(phone.stdout.suffix(2_000))")
+            #expect(relay.stderr.contains("joined room \(room) (opus)"), "\(relay.stderr.suffix(2_000))")
+            let (intoRoom, intoRoomLine) = try pesqWB(reference: dir + "/reference48.wav", recording: recording,
+                                                      skip: 0, narrowband: true)
+            let dumps = try FileManager.default.contentsOfDirectory(atPath: config + "/dumps")
+            let heard = try #require(dumps.first { $0.hasSuffix("-dec.wav") }, "sndfile wrote \(dumps)")
+            let (toPhone, toPhoneLine) = try pesqWB(reference: dir + "/reference48.wav",
+                                                    recording: config + "/dumps/" + heard, skip: 0, narrowband: true)
+            print("SIP gateway, Opus straight through: phone → room PESQ-NB \(intoRoomLine); room → phone \(toPhoneLine)")
+            #expect(intoRoom >= 4.0, "phone → room: \(intoRoomLine)")
+            #expect(toPhone >= 4.0, "room → phone: \(toPhoneLine)")
         }
 
         @Test("a backend has the relay call a phone into a room: speech both ways, PESQ-NB ≥ 3.5; no trunk out is 403")

@@ -25,6 +25,26 @@ struct SIPAudioOfferTests {
 
         """
 
+    @Test("Opus offered first is taken straight through; listed after G.711, G.711 is; the gateway offers Opus first")
+    func opus() throws {
+        let both = "v=0\r\nc=IN IP4 192.0.2.2\r\nt=0 0\r\nm=audio 5004 RTP/AVP 111 8 101\r\n"
+            + "a=rtpmap:111 opus/48000/2\r\na=fmtp:111 stereo=1;sprop-stereo=1\r\na=rtpmap:101 telephone-event/8000\r\n"
+        let offer = try SIPAudioOffer.parse(both).get()
+        #expect(offer.opus == 111 && offer.law == .a && offer.codecName == "opus" && offer.telephoneEvent == 101)
+        let answer = offer.answer(host: PeerAddress(ipv4: 198, 51, 100, 7, port: 0), port: 40_000, sessionID: 5,
+                                  version: 2)
+        #expect(answer.contains("m=audio 40000 RTP/AVP 111 101\r\na=rtpmap:111 opus/48000/2\r\n"
+                                + "a=fmtp:111 useinbandfec=1\r\n"), "\(answer)")
+        #expect(!answer.contains("PCMA"))
+        let g711First = try SIPAudioOffer.parse(both.replacingOccurrences(of: "RTP/AVP 111 8", with: "RTP/AVP 8 111")).get()
+        #expect(g711First.opus == nil && g711First.codecName == "PCMA")
+        let opusOnly = try SIPAudioOffer.parse("v=0\nc=IN IP4 192.0.2.2\nm=audio 5004 RTP/AVP 96\na=rtpmap:96 OPUS/48000/2\n").get()
+        #expect(opusOnly.opus == 96)
+        let ours = SIPAudioOffer.offer(host: PeerAddress(ipv4: 198, 51, 100, 7, port: 0), port: 40_000, sessionID: 1)
+        #expect(ours.contains("m=audio 40000 RTP/AVP 96 0 8 101\r\na=rtpmap:96 opus/48000/2\r\n"))
+        #expect(try SIPAudioOffer.parse(ours).get().opus == 96)  // read back as a phone's answer would be
+    }
+
     @Test func baresipsOffer() throws {
         let offer = try SIPAudioOffer.parse(Self.baresip).get()
         #expect(offer.address == PeerAddress(ipv4: 192, 0, 2, 2, port: 16680))
@@ -64,7 +84,7 @@ struct SIPAudioOfferTests {
     @Test(arguments: [
         ("v=0\nc=IN IP4 10.1.2.3\nm=video 5004 RTP/AVP 96\n", "No audio stream"),
         ("v=0\nc=IN IP4 10.1.2.3\nm=audio 5004 RTP/SAVP 0\n", "Only RTP/AVP audio (RTP/SAVP offered)"),
-        ("v=0\nc=IN IP4 10.1.2.3\nm=audio 5004 RTP/AVP 9 18\n", "No common codec (PCMU or PCMA at 8000 Hz)"),
+        ("v=0\nc=IN IP4 10.1.2.3\nm=audio 5004 RTP/AVP 9 18\n", "No common codec (Opus, or PCMU or PCMA at 8000 Hz)"),
         ("v=0\nm=audio 5004 RTP/AVP 0\n", "No usable connection address"),
         ("", "No audio stream"),
     ])
