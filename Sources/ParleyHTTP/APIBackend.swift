@@ -32,6 +32,8 @@ public protocol APIBackend: Sendable {
     var notReadyReason: String? { get }
     /// The webhooks' counters for `/metrics` (nil: no webhooks).
     var webhookStats: WebhookStats? { get }
+    /// Sets (nil: removes) a room's PIN for phones calling in (`SIPGateway.setPIN`); false: no gateway.
+    func setSIPRoomPIN(_ pin: String?, room: String) -> Bool
     /// The SIP gateway's counters for `/metrics` (nil: no gateway).
     var sipCounters: SIPGateway.Counters? { get }
     /// Has the SIP gateway call `to` for `room` (`SIPGateway.call`); nil: the relay runs no gateway.
@@ -62,6 +64,8 @@ extension APIBackend {
     /// None unless the backend sends webhooks.
     public var webhookStats: WebhookStats? { nil }
     /// No gateway unless the backend has one.
+    public func setSIPRoomPIN(_ pin: String?, room: String) -> Bool { false }
+    /// No gateway unless the backend has one.
     public var sipCounters: SIPGateway.Counters? { nil }
     /// No gateway unless the backend has one.
     public func placeSIPCall(to: SIPTarget, room: String, identity: String, name: String?)
@@ -76,6 +80,12 @@ extension RelayAPI: APIBackend {
     public func placeSIPCall(to: SIPTarget, room: String, identity: String, name: String?)
         -> Result<String, SIPRoomError>? {
         sipGateway.withLock { $0 }?.call(to, room: room, identity: identity, name: name)
+    }
+    /// Through the gateway `parley-relay` started; false before or without one.
+    public func setSIPRoomPIN(_ pin: String?, room: String) -> Bool {
+        guard let gateway = sipGateway.withLock({ $0 }) else { return false }
+        gateway.setPIN(pin, for: room)
+        return true
     }
     /// The gateway's counters, nil before or without one.
     public var sipCounters: SIPGateway.Counters? { sipGateway.withLock { $0 }?.snapshot }

@@ -66,6 +66,8 @@ public enum API {
         public var emptyTimeout: Int64?
         /// Listeners (members without publish) are audience: counted, not announced one by one.
         public var audience: Bool?
+        /// 4-12 digits a phone calling in through the SIP gateway keys (DTMF) before it joins.
+        public var sipPin: String?
     }
 
     /// `POST .../mute`.

@@ -6,6 +6,7 @@ import ParleyAuth
 import ParleyCrypto
 import ParleyRelay
 import ParleyRelayCore
+import ParleySIP
 import ParleyWire
 
 extension HTTPRouter {
@@ -187,10 +188,17 @@ extension HTTPRouter {
         let mode = try Self.roomMode(r.mode)
         if let m = r.maxMembers, !(1...100_000).contains(m) { throw APIError(400, "invalid_field", "max_members must be 1–100000") }
         if let t = r.emptyTimeout, !(0...86_400).contains(t) { throw APIError(400, "invalid_field", "empty_timeout must be 0–86400 seconds") }
+        if let pin = r.sipPin {
+            guard SIPRoomPINs.valid(pin) else { throw APIError(400, "invalid_field", "sip_pin must be 4–12 digits") }
+            guard backend.sipCounters != nil else {
+                throw APIError(501, "no_sip_gateway", "this relay runs no SIP gateway (--sip): sip_pin has no use")
+            }
+        }
         _ = try run(.createRoom(name: name, mode: mode, maxMembers: r.maxMembers,
                                 emptyTimeout: r.emptyTimeout.map { .seconds($0) },
                                 audience: r.audience ?? false))
         guard let room = rooms().first(where: { $0.name == name }) else { throw APIError(503, "unavailable", "room \(name) vanished") }
+        _ = backend.setSIPRoomPIN(r.sipPin, room: name)  // a room made again without one loses its old PIN
         return Self.json(room, status: 201)
     }
 

@@ -121,6 +121,30 @@ extension SIPGateway {
         log("sip: \(caller.identity) from \(source) calls \(callee) (\(offer.codecName))")
     }
 
+    /// Sets (nil: removes) `room`'s PIN, 4-12 digits (any thread): a phone calling into it keys it before it joins.
+    public func setPIN(_ pin: String?, for room: String) {
+        pins.withLock { $0.set(pin, for: room) }
+    }
+
+    /// A call into a room with a PIN: answered, and a member only once the phone keyed it (RFC 4733).
+    func enterLobby(_ msg: UnsafePointer<sip_msg>, room: String, pin: String, offer: SIPAudioOffer,
+                    source: PeerAddress) {
+        guard offer.telephoneEvent != nil else {
+            return refuse(msg, 488, "Not Acceptable Here", detail: "room \(room) has a PIN and the phone offers no "
+                          + "telephone-event to key it with")
+        }
+        guard let phoneSocket = try? UDPSocket(bindingTo: settings.listen.withPort(0), bufferBytes: 256 << 10) else {
+            return refuse(msg, 503, "Service Unavailable")
+        }
+        let lobby = SIPLobby(gateway: self, room: room, pin: pin, offer: offer,
+                             caller: Self.string(msg.pointee.from.dname), signalling: source,
+                             identity: "sip-\(nextCall)", phoneSocket: phoneSocket)
+        nextCall += 1
+        guard lobby.accept(msg) else { return refuse(msg, 500, "Server Internal Error") }
+        lobbies[ObjectIdentifier(lobby)] = lobby
+        log("sip: \(lobby.identity) from \(source) for room \(room): waiting for its PIN")
+    }
+
     /// A relay identity as a SIP user part: RFC 3261's unreserved characters kept, anything else `-`, 64 at most.
     static func userPart(_ identity: String) -> String {
         String(String.UnicodeScalarView(identity.unicodeScalars.prefix(64).map { c in

@@ -73,6 +73,10 @@ public final class SIPGateway: @unchecked Sendable {
     /// libre's thread-safe queue into the SIP thread: dial requests (`dial`).
     var mailbox: OpaquePointer?
     var nextCall = 1
+    /// Calls into rooms with a PIN, until they end (`SIPLobby`).
+    var lobbies: [ObjectIdentifier: SIPLobby] = [:]
+    /// Rooms' PINs (set from the HTTP API's threads, read on the SIP thread).
+    let pins = Mutex(SIPRoomPINs())
     /// Calls to and from identities, by the SIP party's presence stream (`SIPRoutedCall`).
     var routed: [UInt64: SIPRoutedCall] = [:]
     var nextStream = SIPGateway.firstStream
@@ -218,6 +222,9 @@ public final class SIPGateway: @unchecked Sendable {
         switch SIPAudioOffer.parse(body) {
         case .success(let o): offer = o
         case .failure(let refusal): return refuse(msg, refusal.status, refusal.reason)
+        }
+        if let pin = pins.withLock({ $0.pin(for: room) }) {
+            return enterLobby(msg, room: room, pin: pin, offer: offer, source: source)
         }
         let call: SIPCall
         switch SIPCall.open(gateway: self, room: room, offer: offer, caller: Self.string(msg.pointee.from.dname),

@@ -111,3 +111,45 @@ struct SIPRegistrarTests {
         #expect(SIPRegistrations.granted(0) == 60 && SIPRegistrations.granted(1_000_000) == 3_600)
     }
 }
+
+@Suite("SIP: DTMF (RFC 4733) and rooms' PINs")
+struct SIPDTMFTests {
+    /// One telephone-event payload: event, end bit, volume 10, duration.
+    func event(_ code: UInt8, end: Bool, duration: UInt16 = 800) -> [UInt8] {
+        [code, (end ? 0x80 : 0) | 10, UInt8(duration >> 8), UInt8(duration & 0xFF)]
+    }
+
+    @Test func eachPressIsOneDigitWhateverItsRepeats() {
+        var dtmf = DTMFCollector(capacity: 4)
+        var seen: [Character] = []
+        for (ts, code) in [(UInt32(100), UInt8(1)), (900, 2), (1700, 11)] {
+            for packet in [event(code, end: false, duration: 160), event(code, end: false, duration: 320),
+                           event(code, end: true), event(code, end: true), event(code, end: true)] {
+                packet.withUnsafeBytes { if let d = dtmf.take($0, timestamp: ts) { seen.append(d) } }
+            }
+        }
+        #expect(seen == ["1", "2", "#"] && dtmf.digits == ["1", "2", "#"])
+        // Too short, or no event code: nothing.
+        let none1 = [UInt8(1), 0, 0].withUnsafeBytes { dtmf.take($0, timestamp: 5) }
+        let none2 = [UInt8(16), 0, 0, 0].withUnsafeBytes { dtmf.take($0, timestamp: 6) }
+        #expect(none1 == nil && none2 == nil)
+        for ts in UInt32(10)..<UInt32(20) { _ = event(7, end: true).withUnsafeBytes { dtmf.take($0, timestamp: ts) } }
+        #expect(dtmf.digits.count == 4)  // bounded
+    }
+
+    @Test func pinTries() {
+        #expect(SIPRoomPINs.judge(["1", "2"], pin: "1234") == .more)
+        #expect(SIPRoomPINs.judge(["1", "2", "3", "4"], pin: "1234") == .right)
+        #expect(SIPRoomPINs.judge(["1", "2", "3", "4", "#"], pin: "1234") == .right)
+        #expect(SIPRoomPINs.judge(["1", "2", "#"], pin: "1234") == .wrong)
+        #expect(SIPRoomPINs.judge(["1", "2", "3", "5"], pin: "1234") == .wrong)
+        #expect(SIPRoomPINs.judge(["#"], pin: "1234") == .wrong)
+        #expect(SIPRoomPINs.valid("0042") && SIPRoomPINs.valid("123456789012"))
+        for bad in ["123", "1234567890123", "12a4", "١٢٣٤", ""] { #expect(!SIPRoomPINs.valid(bad), "\(bad)") }
+        var pins = SIPRoomPINs()
+        pins.set("1234", for: "r")
+        #expect(pins.pin(for: "r") == "1234" && pins.pin(for: "s") == nil)
+        pins.set(nil, for: "r")
+        #expect(pins.pin(for: "r") == nil)
+    }
+}

@@ -1,0 +1,77 @@
+/// RFC 4733 telephone-events from a phone, read into the digits a caller keys (a room's PIN). Each key press is one
+/// event: packets sharing an RTP timestamp, the last ones (repeated) with the end bit. Pure.
+public struct DTMFCollector: Sendable {
+    /// Digits keyed so far (`0`-`9`, `*`, `#`, `A`-`D`), at most `capacity`.
+    public private(set) var digits: [Character] = []
+    /// Digits kept at most (older ones dropped).
+    public let capacity: Int
+    private var lastEvent: UInt32?
+
+    /// A collector keeping at most `capacity` digits.
+    public init(capacity: Int = 32) { self.capacity = max(1, capacity) }
+
+    /// The events' names by code (RFC 4733 §3.2: 0-9, `*` 10, `#` 11, A-D 12-15).
+    static let names: [Character] = Array("0123456789*#ABCD")
+
+    /// Takes one telephone-event packet's payload and its RTP timestamp; the digit when it starts a new key press.
+    public mutating func take(_ payload: UnsafeRawBufferPointer, timestamp: UInt32) -> Character? {
+        guard payload.count >= 4, payload[0] < 16 else { return nil }
+        guard lastEvent != timestamp else { return nil }  // the same press (its updates and repeated ends)
+        lastEvent = timestamp
+        let digit = Self.names[Int(payload[0])]
+        if digits.count == capacity { digits.removeFirst() }
+        digits.append(digit)
+        return digit
+    }
+
+    /// Forgets the digits keyed (a try ended).
+    public mutating func clear() { digits.removeAll() }
+}
+
+/// The PINs of rooms a phone must key before it joins (`POST /v1/rooms {sip_pin}`), and how a caller's tries end.
+/// A try ends with `#` or once as many digits as the PIN has were keyed; three wrong tries or 30 s end the call.
+public struct SIPRoomPINs: Sendable {
+    private var pins: [String: String] = [:]
+    /// Wrong tries a call gets.
+    public static let tries = 3
+    /// How long a caller has to key the PIN (nanoseconds).
+    public static let deadlineNanoseconds: Int64 = 30_000_000_000
+
+    /// No PINs.
+    public init() {}
+
+    /// Whether `pin` can be a PIN: 4-12 digits.
+    public static func valid(_ pin: String) -> Bool {
+        (4...12).contains(pin.count) && pin.allSatisfy { $0.isASCII && $0.isNumber }
+    }
+
+    /// Sets (or with nil removes) `room`'s PIN.
+    public mutating func set(_ pin: String?, for room: String) { pins[room] = pin }
+
+    /// `room`'s PIN, if it has one.
+    public func pin(for room: String) -> String? { pins[room] }
+
+    /// What the digits keyed so far mean for a room whose PIN is `pin`.
+    public enum Verdict: Equatable, Sendable {
+        /// Not done keying.
+        case more
+        /// The PIN.
+        case right
+        /// A finished try that is not the PIN.
+        case wrong
+    }
+
+    /// Judges `digits` (the keys of this try) against `pin`, comparing without an early exit.
+    public static func judge(_ digits: [Character], pin: String) -> Verdict {
+        let ended = digits.last == "#"
+        let keyed = ended ? Array(digits.dropLast()) : digits
+        guard ended || keyed.count >= pin.count else { return .more }
+        let expected = Array(pin)
+        var difference = keyed.count ^ expected.count
+        for i in 0..<max(keyed.count, expected.count) {
+            let a = i < keyed.count ? keyed[i].asciiValue ?? 0 : 0, b = i < expected.count ? expected[i].asciiValue ?? 0 : 0
+            difference |= Int(a ^ b)
+        }
+        return difference == 0 ? .right : .wrong
+    }
+}
