@@ -135,7 +135,8 @@ final class PresenceDirectory {
         switch message {
         case .incomingCall(let callID, let fromIdentity, let fromName, _, _):
             return RelayEvent(kind: .incomingCall, room: "", identity: fromIdentity, detail: fromName, unixMilliseconds: now.unixMilliseconds,
-                              recipient: stream, call: .init(callID: callID, state: "ringing", reason: "", token: "", callee: p.identity))
+                              recipient: stream,
+                              call: .init(callID: callID, state: "ringing", reason: "", token: "", callee: p.identity))
         case .callStatus(let status):
             return RelayEvent(kind: .callStatus, room: status.room, identity: p.identity, unixMilliseconds: now.unixMilliseconds,
                               recipient: stream, call: .init(callID: status.callID, state: status.state.label, reason: status.reason, token: status.token))

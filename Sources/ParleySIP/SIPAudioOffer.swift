@@ -115,7 +115,8 @@ public struct SIPAudioOffer: Equatable, Sendable {
         let family = host.isIPv4 ? "IP4" : "IP6"
         let lines = ["v=0", "o=parley \(sessionID) 1 IN \(family) \(host.bareHost)", "s=Parley",
                      "c=IN \(family) \(host.bareHost)", "t=0 0", "m=audio \(port) RTP/AVP 96 0 8 101",
-                     "a=rtpmap:96 opus/48000/2", "a=fmtp:96 useinbandfec=1", "a=rtpmap:0 PCMU/8000", "a=rtpmap:8 PCMA/8000", "a=rtpmap:101 telephone-event/8000",
+                     "a=rtpmap:96 opus/48000/2", "a=fmtp:96 useinbandfec=1", "a=rtpmap:0 PCMU/8000",
+                     "a=rtpmap:8 PCMA/8000", "a=rtpmap:101 telephone-event/8000",
                      "a=fmtp:101 0-15", "a=ptime:20", "a=sendrecv"]
         return lines.joined(separator: "\r\n") + "\r\n"
     }

@@ -69,7 +69,8 @@ public struct SIPRoomPINs: Sendable {
         let expected = Array(pin)
         var difference = keyed.count ^ expected.count
         for i in 0..<max(keyed.count, expected.count) {
-            let a = i < keyed.count ? keyed[i].asciiValue ?? 0 : 0, b = i < expected.count ? expected[i].asciiValue ?? 0 : 0
+            let a = i < keyed.count ? keyed[i].asciiValue ?? 0 : 0
+            let b = i < expected.count ? expected[i].asciiValue ?? 0 : 0
             difference |= Int(a ^ b)
         }
         return difference == 0 ? .right : .wrong

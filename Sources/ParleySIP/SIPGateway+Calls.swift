@@ -67,7 +67,9 @@ extension SIPGateway {
             rooms.answerCall(stream: notice.stream, identity: callee, callID: notice.callID, accept: false)
         }
         guard notice.stream >= SIPGateway.firstStandInStream else { return decline("not a stand-in") }
-        guard let target = SIPTarget(parsing: callee) else { return decline("not sip:USER@HOST[:PORT], a numeric host") }
+        guard let target = SIPTarget(parsing: callee) else {
+            return decline("not sip:USER@HOST[:PORT], a numeric host")
+        }
         guard let (trunk, nextHop) = settings.trunks.outbound(for: target) else {
             count { $0.refusedOutsideTrunks += 1 }
             return decline("no trunk lets a call out to \(target)")

@@ -5,7 +5,8 @@ import Testing
 /// baresip's configuration in `dir` (`name`, default `baresip`): its SIP on `sipPort`, `source` (an 8 kHz WAV) as its
 /// microphone, what it hears and sends dumped as WAVs into `dumps` (sndfile), G.711 only, ALSA's null device as its
 /// speaker. `account`: the accounts line (default an unregistered `sip:phone@127.0.0.1`); `console`: commands from
-/// stdin (stdio), so a test can dial once the phone registered; `opus`: Opus only (its source then a 48 kHz stereo WAV).
+/// stdin (stdio), so a test can dial once the phone registered; `opus`: Opus only (its source then a 48 kHz stereo
+/// WAV).
 func baresipConfig(in dir: String, name: String = "baresip", sipPort: UInt16, source: String, autoAnswer: Bool = false,
                    account: String? = nil, console: Bool = false, opus: Bool = false) throws -> String {
     let config = dir + "/" + name
@@ -163,7 +164,8 @@ extension ProcessTests {
             let heard = try #require(dumps.first { $0.hasSuffix("-dec.wav") }, "sndfile wrote \(dumps)")
             let (toPhone, toPhoneLine) = try pesqWB(reference: dir + "/reference48.wav",
                                                     recording: config + "/dumps/" + heard, skip: 0, narrowband: true)
-            print("SIP gateway, Opus straight through: phone → room PESQ-NB \(intoRoomLine); room → phone \(toPhoneLine)")
+            print("SIP gateway, Opus straight through: phone → room PESQ-NB \(intoRoomLine); "
+                  + "room → phone \(toPhoneLine)")
             #expect(intoRoom >= 4.0, "phone → room: \(intoRoomLine)")
             #expect(toPhone >= 4.0, "room → phone: \(toPhoneLine)")
         }
@@ -285,8 +287,10 @@ extension ProcessTests {
             #expect(!relaySaid.contains("endpoint sip-"), "a refused call became a member: \(relaySaid)")
             // Counted on /metrics: a toll-fraud attempt, or a refusal of another kind.
             let metrics = try curl("GET", try #require(httpBase(of: relay)) + "/metrics").body
-            let counted = realRoom ? "parley_sip_refused_outside_trunks_total 1\n" : "parley_sip_refused_other_total 1\n"
-            #expect(metrics.contains(counted), "\(metrics.split(separator: "\n").filter { $0.hasPrefix("parley_sip") })")
+            let counted = realRoom ? "parley_sip_refused_outside_trunks_total 1\n"
+                : "parley_sip_refused_other_total 1\n"
+            let sipLines = metrics.split(separator: "\n").filter { $0.hasPrefix("parley_sip") }
+            #expect(metrics.contains(counted), "\(sipLines)")
         }
     }
 }

@@ -27,7 +27,8 @@ extension ProcessTests {
                                    body: #"{"identity":"\#(identity)","ttl_s":600}"#)
             #expect(granted.status == 201, "\(granted.body)")
             let json = jsonObject(granted.body)
-            let username = try #require(json["username"] as? String), password = try #require(json["password"] as? String)
+            let username = try #require(json["username"] as? String)
+            let password = try #require(json["password"] as? String)
             #expect(json["registrar"] as? String == "sip:127.0.0.1:\(sipPort)")
             return "<sip:\(identity)@127.0.0.1:\(sipPort)>;auth_user=\(username);auth_pass=\(password);regint=600;"
                 + "audio_codecs=PCMU"
@@ -40,7 +41,8 @@ extension ProcessTests {
             try espeakSpeech(SkewedSenderProcessTests.sentences, path: speech48)
             for (input, output, arguments) in [(speech48, speech8, ["-ar", "8000"]),
                                                (speech48, dir + "/speech8-late.wav", ["-ss", "1", "-ar", "8000"]),
-                                               (speech48, dir + "/reference8.wav", ["-ss", "2", "-to", "8", "-ar", "8000"])] {
+                                               (speech48, dir + "/reference8.wav",
+                                                ["-ss", "2", "-to", "8", "-ar", "8000"])] {
                 let ffmpeg = try Spawned(.ffmpeg, ["-hide_banner", "-loglevel", "error", "-y", "-i", input] + arguments
                                          + ["-ac", "1", "-c:a", "pcm_s16le", output])
                 #expect(ffmpeg.wait(seconds: 20) == 0, "\(ffmpeg.stderr)")
@@ -122,7 +124,8 @@ extension ProcessTests {
             phone.send("/hangup\n")
             #expect(carol.waitFor(seconds: 5) { $0.contains("call ended") }, "\(carol.stdout)")
             // A Parley client calls alice: her SIP phone rings and answers.
-            let dave = try Spawned("parley", ["call", "alice", "--identity", "dave", "--server", server, "--tone", "440",
+            let dave = try Spawned("parley", ["call", "alice", "--identity", "dave", "--server", server,
+                                              "--tone", "440",
                                               "--no-playback", "--no-tui", "--hangup-after", "4"])
             #expect(dave.wait(seconds: 15) == 0, "\(dave.stdout)\(dave.stderr)")
             #expect(dave.stdout.contains("joined the call with alice"), "\(dave.stdout)")
@@ -148,7 +151,7 @@ extension ProcessTests {
             #expect(!relay.stderr.contains("mallory registered"))
         }
 
-        @Test("parley call sip:… rings a baresip answering by itself: speech both ways PESQ-NB ≥ 3.5; no trunk: declined")
+        @Test("parley call sip:… rings an auto-answering baresip: PESQ-NB ≥ 3.5 both ways; no trunk: declined")
         func parleyCallsAPhone() throws {
             defer { try? FileManager.default.removeItem(atPath: dir) }
             _ = try speech()
@@ -158,7 +161,8 @@ extension ProcessTests {
             let phone = try baresipConfig(in: dir, name: "phone", sipPort: phonePort, source: dir + "/speech8-late.wav",
                                           autoAnswer: true)
             let baresip = try Spawned(.baresip, ["-f", phone, "-t", "18"])
-            #expect(baresip.waitFor(seconds: 10) { $0.contains("baresip is ready") }, "\(baresip.stdout)\(baresip.stderr)")
+            #expect(baresip.waitFor(seconds: 10) { $0.contains("baresip is ready") },
+                    "\(baresip.stdout)\(baresip.stderr)")
             let target = "sip:phone@127.0.0.1:\(phonePort)"
             let dave = try Spawned("parley", ["call", target, "--identity", "dave", "--server", server,
                                               "--input", dir + "/speech48.wav", "--output", dir + "/dave.wav",
@@ -181,7 +185,7 @@ extension ProcessTests {
             #expect(toDave >= 3.5, "phone → dave: \(toDaveLine)")
         }
 
-        @Test("a trunk that asks for digest credentials gets the trunk's (SIPp verifies them); wrong ones fail the call",
+        @Test("a trunk that asks for digest credentials gets the trunk's (SIPp verifies them); wrong ones fail it",
               arguments: [("trunksecret", true), ("wrong", false)])
         func trunkDigest(password: String, good: Bool) throws {
             defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -193,7 +197,8 @@ extension ProcessTests {
                                            "-mp", "\(try freeUDPPorts(count: 4))", "-m", "1", "-nostdin",
                                            "-trace_screen", "-screen_file", dir + "/sipp.txt", "-timeout", "15s"])
             Thread.sleep(forTimeInterval: 0.5)
-            let dave = try Spawned("parley", ["call", "sip:x@127.0.0.1:\(port)", "--identity", "dave", "--server", server,
+            let dave = try Spawned("parley", ["call", "sip:x@127.0.0.1:\(port)", "--identity", "dave",
+                                              "--server", server,
                                               "--tone", "440", "--no-playback", "--no-tui", "--hangup-after", "2"])
             #expect(dave.wait(seconds: 15) == (good ? 0 : 6), "\(dave.stdout)\(dave.stderr)")
             let status = sipp.wait(seconds: 20)

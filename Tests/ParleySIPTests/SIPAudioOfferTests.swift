@@ -36,9 +36,11 @@ struct SIPAudioOfferTests {
         #expect(answer.contains("m=audio 40000 RTP/AVP 111 101\r\na=rtpmap:111 opus/48000/2\r\n"
                                 + "a=fmtp:111 useinbandfec=1\r\n"), "\(answer)")
         #expect(!answer.contains("PCMA"))
-        let g711First = try SIPAudioOffer.parse(both.replacingOccurrences(of: "RTP/AVP 111 8", with: "RTP/AVP 8 111")).get()
+        let swapped = both.replacingOccurrences(of: "RTP/AVP 111 8", with: "RTP/AVP 8 111")
+        let g711First = try SIPAudioOffer.parse(swapped).get()
         #expect(g711First.opus == nil && g711First.codecName == "PCMA")
-        let opusOnly = try SIPAudioOffer.parse("v=0\nc=IN IP4 192.0.2.2\nm=audio 5004 RTP/AVP 96\na=rtpmap:96 OPUS/48000/2\n").get()
+        let opusOnly = try SIPAudioOffer.parse("v=0\nc=IN IP4 192.0.2.2\nm=audio 5004 RTP/AVP 96\n"
+                                               + "a=rtpmap:96 OPUS/48000/2\n").get()
         #expect(opusOnly.opus == 96)
         let ours = SIPAudioOffer.offer(host: PeerAddress(ipv4: 198, 51, 100, 7, port: 0), port: 40_000, sessionID: 1)
         #expect(ours.contains("m=audio 40000 RTP/AVP 96 0 8 101\r\na=rtpmap:96 opus/48000/2\r\n"))
