@@ -99,7 +99,7 @@ target_sources() {
     case "$1" in
         token) echo Sources/ParleyAuth/*.swift ;;
         stun|sdp) echo Sources/ParleyWebRTC/*.swift Sources/ParleyWire/*.swift ;;
-        sip) echo Sources/ParleySIP/SIPAudioOffer.swift Sources/ParleySIP/SIPTrunk.swift Sources/ParleyWire/*.swift ;;
+        sip) echo Sources/ParleySIP/SIPAudioOffer.swift Sources/ParleySIP/SIPTrunk.swift Sources/ParleySIP/SIPDTMF.swift Sources/ParleyWire/*.swift ;;
         cascade) echo Sources/ParleyRelayCore/CascadeMessage.swift Sources/ParleyWire/*.swift ;;
         *) echo Sources/ParleyWire/*.swift ;;
     esac

@@ -1,11 +1,13 @@
 // libFuzzer target for what reaches the SIP gateway from its socket (Sources/ParleySIP): libre's SIP message decoder
 // (`sip_msg_decode`, the stack's first parser of every datagram; a crash there is a crash of the relay), then the
 // gateway's own parsers of what a decoded INVITE carries: the SDP offer (`SIPAudioOffer`, from the body as
-// possibly invalid UTF-8) and, for the configuration, `SIPTrunk`/`AddressBlock`. An accepted offer must yield an
-// answer that is CRLF text with one audio line at the port given and the chosen G.711; an accepted address block
-// must read back from its own description as the same block.
+// possibly invalid UTF-8), the RFC 4733 events a phone keys a room's PIN with (`DTMFCollector`, `SIPRoomPINs`) and,
+// for the configuration, `SIPTrunk`/`AddressBlock`. An accepted offer must yield an answer that is CRLF text with one
+// audio line at the port given and the chosen codec (Opus straight through, or G.711); the digits collected must be
+// keys, at most the collector's capacity; an accepted address block must read back from its own description as the
+// same block.
 //
-// Compiled by Tests/Fuzz/run.sh together with Sources/ParleySIP/SIPAudioOffer.swift, SIPTrunk.swift and
+// Compiled by Tests/Fuzz/run.sh together with Sources/ParleySIP/SIPAudioOffer.swift, SIPTrunk.swift, SIPDTMF.swift and
 // Sources/ParleyWire/*.swift into one module named ParleyWire, with `-I Sources/CLibre -I /usr/include/re -lre` for
 // libre. Invariant violations trap through `precondition`.
 import CLibre
@@ -33,10 +35,25 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         for (i, c) in scalars.enumerated() where c == "\n" { precondition(i > 0 && scalars[i - 1] == "\r") }
         let lines = answer.split(separator: "\r\n").map(String.init)
         let audio = lines.filter { $0.hasPrefix("m=audio ") }
-        precondition(audio.first?.hasPrefix("m=audio 40000 RTP/AVP \(offer.law.payloadType)") == true, answer)
-        precondition(lines.contains("a=rtpmap:\(offer.law.payloadType) \(offer.law.encodingName)/8000"))
+        let payloadType = offer.opus ?? offer.law.payloadType
+        precondition(audio.first?.hasPrefix("m=audio 40000 RTP/AVP \(payloadType)") == true, answer)
+        precondition(lines.contains(offer.opus == nil ? "a=rtpmap:\(payloadType) \(offer.law.encodingName)/8000"
+                                    : "a=rtpmap:\(payloadType) opus/48000/2"), answer)
     } else if case .failure(let refusal) = SIPAudioOffer.parse(text) {
         precondition(refusal.status == 488)
+    }
+    // The input as telephone-event payloads of 4 bytes, a new press every other one.
+    var dtmf = DTMFCollector(capacity: 8)
+    var timestamp: UInt32 = 0
+    var offset = 0
+    while offset + 4 <= size {
+        timestamp &+= UInt32(data[offset] & 1)
+        if let digit = dtmf.take(UnsafeRawBufferPointer(start: data + offset, count: 4), timestamp: timestamp) {
+            precondition("0123456789*#ABCD".contains(digit))
+        }
+        precondition(dtmf.digits.count <= 8)
+        _ = SIPRoomPINs.judge(dtmf.digits, pin: "2468")
+        offset += 4
     }
     for line in text.split(whereSeparator: \.isNewline).prefix(4) {
         if let block = AddressBlock(parsing: String(line)) {
