@@ -129,6 +129,7 @@ enum CallCommands {
         let played = engine.receiver.streams.values.reduce(0) { $0 + $1.audio.jitter.stats.played }
         p.ui.event("call audio: received \(engine.packetsReceived) packets, played \(played) frames"
                    + (endToEnd == nil ? " (not end-to-end encrypted)" : ", \(engine.framesRefusedEndToEnd) refused by end-to-end decryption"))
+        if roomCall.verbose { JoinCommand.summary(roomCall) }  // per stream: how its jitter buffer played it
         if !over {  // we left the room some other way (q, Ctrl-C, lost contact): end the call for the other side too
             p.session.hangUp(callID, now: Clock.monotonic())
             p.flush()
