@@ -92,7 +92,8 @@ let package = Package(
         // The SIP gateway: phones and trunks into rooms (libre on a thread of its own, G.711 ⇄ Opus per call, each call
         // a plain-RTP member of its room).
         .target(name: "ParleySIP",
-                dependencies: ["CLibre", "CSpanDSP", "ParleyMedia", "ParleyWire", "ParleyNet", "ParleyAuth"]),
+                dependencies: ["CLibre", "CSpanDSP", "ParleyMedia", "ParleyWire", "ParleyNet", "ParleyAuth",
+                               "ParleyCrypto"]),
         // The HTTP API: a pure router (JSON in/out, auth, validation), Prometheus metrics, libmicrohttpd at the edge.
         .target(name: "ParleyHTTP", dependencies: ["CMicroHTTPD", "ParleyRelay", "ParleyHistory", "ParleyRelayCore", "ParleyAuth", "ParleyNet", "ParleyWire", "ParleyCrypto", "ParleyWebRTC",
                                                   "ParleyCluster", "ParleySIP"]),

@@ -34,6 +34,23 @@ public struct SIPAudioOffer: Equatable, Sendable {
     public var direction: String
     /// The `m=` lines after the first audio one, for the answer to refuse each with port 0.
     public var otherMediaLines: [String]
+    /// The phone's SDES key (RFC 4568) when its offer is RTP/SAVP: the call is SRTP both ways
+    /// (AES_CM_128_HMAC_SHA1_80), the gateway's own key in the answer. Nil: plain RTP.
+    public var srtp: SDES? = nil
+
+    /// One `a=crypto` line the gateway takes: its tag and its `inline:` key (base64 text, checked when the call's
+    /// SRTP is set up).
+    public struct SDES: Equatable, Sendable {
+        /// The line's tag, which the answer's line repeats.
+        public var tag: Int
+        /// The master key and salt, base64.
+        public var key: String
+        /// A line's tag and key.
+        public init(tag: Int, key: String) {
+            self.tag = tag
+            self.key = key
+        }
+    }
 
     /// Why an offer cannot be answered: the SIP response's status and reason.
     public struct Refusal: Error, Equatable, Sendable {
@@ -55,6 +72,7 @@ public struct SIPAudioOffer: Equatable, Sendable {
         var rtpmap: [UInt8: String] = [:]
         var direction = "sendrecv", inAudio = false, seenAudio = false
         var others: [String] = []
+        var cryptos: [SDES] = []
         for raw in sdp.split(whereSeparator: \.isNewline) where raw.count >= 2 {  // "\r\n" is one Character
             let line = String(raw)
             if line.hasPrefix("m=") {
@@ -74,6 +92,8 @@ public struct SIPAudioOffer: Equatable, Sendable {
                 guard f.count == 3, f[0] == "IN", f[1] == "IP4" || f[1] == "IP6" else { continue }
                 let host = String(f[2].split(separator: "/").first ?? "")
                 if !seenAudio { sessionHost = host } else if inAudio { mediaHost = host }
+            } else if inAudio, line.hasPrefix("a=crypto:") {
+                if let sdes = Self.crypto(line) { cryptos.append(sdes) }
             } else if inAudio, line.hasPrefix("a=rtpmap:") {
                 let f = line.dropFirst(9).split(separator: " ", maxSplits: 1)
                 if f.count == 2, let pt = UInt8(f[0]) { rtpmap[pt] = f[1].lowercased() }
@@ -83,8 +103,13 @@ public struct SIPAudioOffer: Equatable, Sendable {
             }
         }
         guard seenAudio, let port else { return .failure(Refusal(status: 488, reason: "No audio stream")) }
-        guard profile == "RTP/AVP" || profile == "RTP/AVPF" else {
-            return .failure(Refusal(status: 488, reason: "Only RTP/AVP audio (\(profile) offered)"))
+        let secure = profile == "RTP/SAVP" || profile == "RTP/SAVPF"
+        guard profile == "RTP/AVP" || profile == "RTP/AVPF" || secure else {
+            return .failure(Refusal(status: 488, reason: "Only RTP/AVP or RTP/SAVP audio (\(profile) offered)"))
+        }
+        guard !secure || !cryptos.isEmpty else {
+            return .failure(Refusal(status: 488,
+                                    reason: "No SRTP crypto the gateway takes (AES_CM_128_HMAC_SHA1_80, no MKI)"))
         }
         // Static payload types need no rtpmap; a dynamic one is known by its name.
         func name(_ pt: UInt8) -> String? {
@@ -105,7 +130,19 @@ public struct SIPAudioOffer: Equatable, Sendable {
         let event = formats.first { name($0)?.hasPrefix("telephone-event/8000") ?? false }
         return .success(SIPAudioOffer(address: address, law: chosen.map { name($0) == "pcma/8000" ? .a : .mu } ?? .mu,
                                       opus: isOpus(first) ? first : nil, telephoneEvent: event, direction: direction,
-                                      otherMediaLines: others))
+                                      otherMediaLines: others, srtp: secure ? cryptos.first : nil))
+    }
+
+    /// An `a=crypto:TAG AES_CM_128_HMAC_SHA1_80 inline:KEY[|LIFETIME]` line; nil for another suite, a key with an
+    /// MKI, several keys or session parameters.
+    static func crypto(_ line: String) -> SDES? {
+        let f = line.dropFirst(9).split(separator: " ")
+        guard f.count == 3, let tag = Int(f[0]), (0...999_999_999).contains(tag), f[1] == "AES_CM_128_HMAC_SHA1_80",
+              f[2].hasPrefix("inline:"), !f[2].contains(";") else { return nil }
+        let parts = f[2].dropFirst(7).split(separator: "|", omittingEmptySubsequences: false)
+        guard let key = parts.first, !key.isEmpty, key.count <= 64, parts.count <= 2,
+              parts.dropFirst().allSatisfy({ !$0.contains(":") }) else { return nil }
+        return SDES(tag: tag, key: String(key))
     }
 
     /// The gateway's own offer for a call it places: Opus (straight through when the phone takes it), PCMU, PCMA and
@@ -123,13 +160,16 @@ public struct SIPAudioOffer: Equatable, Sendable {
 
     /// The answer: the gateway's address and port, the chosen codec (and telephone-event when offered), 20 ms
     /// packets, the direction that mirrors the offer's; every other `m=` line refused with port 0.
-    public func answer(host: PeerAddress, port: UInt16, sessionID: UInt64, version: UInt64) -> String {
+    /// With SRTP (`srtp`), the profile is RTP/SAVP and `localKey` (the gateway's SDES key, base64) is its crypto line.
+    public func answer(host: PeerAddress, port: UInt16, sessionID: UInt64, version: UInt64,
+                       localKey: String? = nil) -> String {
         let family = host.isIPv4 ? "IP4" : "IP6"
         let mirrored = ["sendonly": "recvonly", "recvonly": "sendonly", "inactive": "inactive"][direction] ?? "sendrecv"
         var formats = "\(opus ?? law.payloadType)"
         if let telephoneEvent { formats += " \(telephoneEvent)" }
         var lines = ["v=0", "o=parley \(sessionID) \(version) IN \(family) \(host.bareHost)", "s=Parley",
-                     "c=IN \(family) \(host.bareHost)", "t=0 0", "m=audio \(port) RTP/AVP \(formats)"]
+                     "c=IN \(family) \(host.bareHost)", "t=0 0",
+                     "m=audio \(port) \(srtp == nil ? "RTP/AVP" : "RTP/SAVP") \(formats)"]
         if let opus {
             lines += ["a=rtpmap:\(opus) opus/48000/2", "a=fmtp:\(opus) useinbandfec=1"]
         } else {
@@ -138,6 +178,7 @@ public struct SIPAudioOffer: Equatable, Sendable {
         if let telephoneEvent {
             lines += ["a=rtpmap:\(telephoneEvent) telephone-event/8000", "a=fmtp:\(telephoneEvent) 0-15"]
         }
+        if let srtp, let localKey { lines.append("a=crypto:\(srtp.tag) AES_CM_128_HMAC_SHA1_80 inline:\(localKey)") }
         lines += ["a=ptime:20", "a=\(mirrored)"]
         for other in otherMediaLines {
             let f = other.dropFirst(2).split(separator: " ")

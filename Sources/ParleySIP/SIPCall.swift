@@ -1,3 +1,4 @@
+import ParleyCrypto
 import ParleyNet
 import ParleyWire
 
@@ -109,12 +110,19 @@ final class SIPCallMedia {
     var held = false
     /// The phone's Opus payload type when its packets and the room's pass as they are (no transcoding).
     let opus: UInt8?
+    /// SDES-SRTP with the phone (RTP/SAVP): its packets are checked and decrypted with its key, the gateway's
+    /// encrypted with its own. Nil: plain RTP.
+    var srtpIn: LibSRTPSession?
+    let srtpOut: LibSRTPSession?
     /// Added to the phone's RTP timestamps into the room (Opus straight through: both clocks are 48 kHz).
     private let timestampOffset = UInt32.random(in: 0...UInt32.max)
 
     init(phoneSocket: UDPSocket, roomSocket: UDPSocket, bridge: G711OpusBridge, phone: PeerAddress,
-         signalling: PeerAddress, room: SIPRoomLeg, ssrc: UInt32, opus: UInt8? = nil) {
+         signalling: PeerAddress, room: SIPRoomLeg, ssrc: UInt32, opus: UInt8? = nil,
+         srtp: (remote: SDESKey, local: SDESKey)? = nil) {
         self.opus = opus
+        srtpIn = srtp.flatMap { LibSRTPSession(key: $0.remote, direction: .inbound) }
+        srtpOut = srtp.flatMap { LibSRTPSession(key: $0.local, direction: .outbound) }
         self.phoneSocket = phoneSocket
         self.signalling = signalling
         self.roomSocket = roomSocket
@@ -135,7 +143,12 @@ final class SIPCallMedia {
 
     /// Everything waiting on the phone's socket, into the room.
     func drainPhone() {
-        while let (n, from) = phoneSocket.receive(into: buffer) {
+        while let (received, from) = phoneSocket.receive(into: buffer) {
+            var n = received
+            if let srtpIn, !isRTCP(n) {  // a packet that fails its check is dropped before anything reads it
+                guard let plain = try? srtpIn.unprotectRTP(buffer, length: n) else { dropped += 1; continue }
+                n = plain
+            }
             guard sameHost(from, phone) || sameHost(from, signalling), !isRTCP(n),
                   let packet = try? RTPPacketView(parsing: UnsafeRawBufferPointer(rebasing: buffer[0..<n])),
                   packet.payloadType == opus ?? bridge.law.payloadType else {
@@ -218,9 +231,7 @@ final class SIPCallMedia {
                 toPhone.timestamp = packet.timestamp
                 toPhone.marker = packet.marker
                 toPhone.write(into: out)
-                try? phoneSocket.send(UnsafeRawBufferPointer(rebasing: out[0..<(RTPFixedHeader.size + payload.count)]),
-                                      to: phone)
-                packetsFromRoom += 1
+                sendToPhone(RTPFixedHeader.size + payload.count)
                 continue
             }
             let length = bridge.g711(fromOpus: payload, into: body)
@@ -229,9 +240,19 @@ final class SIPCallMedia {
             toPhone.timestamp &+= UInt32(length)
             toPhone.marker = packet.marker
             toPhone.write(into: out)
-            try? phoneSocket.send(UnsafeRawBufferPointer(rebasing: out[0..<(RTPFixedHeader.size + length)]), to: phone)
-            packetsFromRoom += 1
+            sendToPhone(RTPFixedHeader.size + length)
         }
+    }
+
+    /// `out[0..<length]` (an RTP packet) to the phone, encrypted first with SRTP.
+    private func sendToPhone(_ length: Int) {
+        var n = length
+        if let srtpOut {
+            guard let protected = try? srtpOut.protectRTP(out, length: n) else { dropped += 1; return }
+            n = protected
+        }
+        try? phoneSocket.send(UnsafeRawBufferPointer(rebasing: out[0..<n]), to: phone)
+        packetsFromRoom += 1
     }
 
     /// The level (−dBov) at or below which a phone's packet is marked as voice.

@@ -239,7 +239,8 @@ public final class SIPGateway: @unchecked Sendable {
         }
         calls[ObjectIdentifier(call)] = call
         count { $0.answered += 1 }
-        log("sip: \(call.identity) from \(source) joined room \(room) (\(offer.codecName))")
+        log("sip: \(call.identity) from \(source) joined room \(room) (\(offer.codecName))"
+            + (offer.srtp == nil ? "" : " with SRTP"))
     }
 
     /// Calls `target` through the trunk that lets it out and, when it answers, makes it a member of `room` as

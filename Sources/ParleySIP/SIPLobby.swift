@@ -1,5 +1,6 @@
 import CLibre
 import Glibc
+import ParleyCrypto
 import ParleyNet
 import ParleyWire
 
@@ -20,6 +21,9 @@ final class SIPLobby {
     /// In the room, once the PIN was right.
     var call: SIPCall?
     private var dtmf = DTMFCollector()
+    /// With SRTP: the gateway's key (in the answer, then the call's) and the phone's, to read its keys with.
+    private let localKey: SDESKey?
+    private let srtpIn: LibSRTPSession?
     private var wrongTries = 0
     private var ended = false
     private let timer = UnsafeMutablePointer<tmr>.allocate(capacity: 1)
@@ -35,6 +39,8 @@ final class SIPLobby {
         self.signalling = signalling
         self.identity = identity
         self.phoneSocket = phoneSocket
+        localKey = offer.srtp == nil ? nil : SDESKey.random()
+        srtpIn = offer.srtp.flatMap { SDESKey(base64: $0.key) }.flatMap { LibSRTPSession(key: $0, direction: .inbound) }
         tmr_init(timer)
     }
 
@@ -46,8 +52,9 @@ final class SIPLobby {
     /// Answers the INVITE, listens for the phone's keys, starts the 30 s; false when libre could not answer.
     func accept(_ msg: UnsafePointer<sip_msg>) -> Bool {
         let sdp = offer.answer(host: gateway.settings.mediaHost, port: phoneSocket.localAddress?.port ?? 0,
-                               sessionID: UInt64.random(in: 1...UInt64(Int64.max)), version: 1)
-        guard let body = mbuf_alloc(sdp.utf8.count) else { return false }
+                               sessionID: UInt64.random(in: 1...UInt64(Int64.max)), version: 1,
+                               localKey: localKey?.base64)
+        guard offer.srtp == nil || srtpIn != nil, let body = mbuf_alloc(sdp.utf8.count) else { return false }
         defer { _ = mem_deref(UnsafeMutableRawPointer(body)) }
         _ = mbuf_write_str(body, sdp)
         mbuf_set_pos(body, 0)
@@ -83,7 +90,13 @@ final class SIPLobby {
 
     /// The phone's packets before the PIN: only its telephone-events are read; its audio goes nowhere.
     private func drain() {
-        while call == nil, !ended, let (n, from) = phoneSocket.receive(into: buffer) {
+        while call == nil, !ended, let (received, from) = phoneSocket.receive(into: buffer) {
+            var n = received
+            if let srtpIn {
+                guard received >= 2, !(200...204).contains(buffer[1]),
+                      let plain = try? srtpIn.unprotectRTP(buffer, length: received) else { continue }
+                n = plain
+            }
             guard from.high == signalling.high && from.low == signalling.low
                     || from.high == offer.address.high && from.low == offer.address.low,
                   let packet = try? RTPPacketView(parsing: UnsafeRawBufferPointer(rebasing: buffer[0..<n])),
@@ -107,7 +120,7 @@ final class SIPLobby {
         tmr_cancel(timer)
         fd_close(phoneSocket.fd)
         switch SIPCall.join(gateway: gateway, room: room, offer: offer, caller: caller, from: signalling,
-                            identity: identity, phoneSocket: phoneSocket) {
+                            identity: identity, phoneSocket: phoneSocket, localKey: localKey) {
         case .success(let joined):
             joined.session = session
             call = joined

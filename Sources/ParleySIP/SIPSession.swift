@@ -1,5 +1,6 @@
 import CLibre
 import Glibc
+import ParleyCrypto
 import ParleyNet
 import ParleyWire
 
@@ -16,7 +17,12 @@ final class SIPCall {
     private let sessionID = UInt64.random(in: 1...UInt64(Int64.max))
     private var closed = false
 
-    private init(gateway: SIPGateway, room: String, identity: String, media: SIPCallMedia, offer: SIPAudioOffer) {
+    /// The gateway's SDES key with the phone (SRTP), named in each answer.
+    let localKey: SDESKey?
+
+    private init(gateway: SIPGateway, room: String, identity: String, media: SIPCallMedia, offer: SIPAudioOffer,
+                 localKey: SDESKey?) {
+        self.localKey = localKey
         self.gateway = gateway
         self.room = room
         self.identity = identity
@@ -39,10 +45,19 @@ final class SIPCall {
     }
 
     /// The call's room side, once its phone side is known: the loopback socket, the transcoder, the membership, both
-    /// sockets on the event loop. A call placed by the gateway comes here at its answer (`SIPOutboundCall`).
+    /// sockets on the event loop. A call placed by the gateway comes here at its answer (`SIPOutboundCall`). With
+    /// SRTP, `localKey` is the key an answer already named (a random one otherwise).
     static func join(gateway: SIPGateway, room: String, offer: SIPAudioOffer, caller: String,
-                     from signalling: PeerAddress, identity: String, phoneSocket: UDPSocket)
+                     from signalling: PeerAddress, identity: String, phoneSocket: UDPSocket, localKey: SDESKey? = nil)
         -> Result<SIPCall, SIPRoomError> {
+        var keys: (remote: SDESKey, local: SDESKey)?
+        if let sdes = offer.srtp {
+            guard let remote = SDESKey(base64: sdes.key) else {
+                return .failure(SIPRoomError(status: 488, reason: "Not Acceptable Here",
+                                             detail: "the phone's SRTP key is not 30 bytes of base64"))
+            }
+            keys = (remote, localKey ?? SDESKey.random())
+        }
         let host = gateway.settings.listen
         let loopback = host.isIPv4 ? PeerAddress(ipv4: 127, 0, 0, 1, port: 0) : PeerAddress(high: 0, low: 1, port: 0)
         let bridge: G711OpusBridge
@@ -74,9 +89,10 @@ final class SIPCall {
         let (roomSocket, leg) = joined!
         let media = SIPCallMedia(phoneSocket: phoneSocket, roomSocket: roomSocket, bridge: bridge,
                                  phone: offer.address, signalling: signalling, room: leg,
-                                 ssrc: UInt32.random(in: 1...UInt32.max), opus: offer.opus)
+                                 ssrc: UInt32.random(in: 1...UInt32.max), opus: offer.opus, srtp: keys)
         media.held = offer.direction == "sendonly" || offer.direction == "inactive"
-        let call = SIPCall(gateway: gateway, room: room, identity: identity, media: media, offer: offer)
+        let call = SIPCall(gateway: gateway, room: room, identity: identity, media: media, offer: offer,
+                           localKey: keys?.local)
         let me = Unmanaged.passUnretained(call).toOpaque()
         _ = fd_listen(phoneSocket.fd, Int32(FD_READ), { _, arg in
             guard let arg else { return }
@@ -93,7 +109,7 @@ final class SIPCall {
     private func answerBody() -> UnsafeMutablePointer<mbuf>? {
         version += 1
         let sdp = offer.answer(host: gateway.settings.mediaHost, port: media.phoneSocket.localAddress?.port ?? 0,
-                               sessionID: sessionID, version: version)
+                               sessionID: sessionID, version: version, localKey: localKey?.base64)
         guard let mb = mbuf_alloc(sdp.utf8.count) else { return nil }
         _ = mbuf_write_str(mb, sdp)
         mbuf_set_pos(mb, 0)
@@ -133,7 +149,13 @@ final class SIPCall {
     func reoffer(_ msg: UnsafePointer<sip_msg>, answer: UnsafeMutablePointer<UnsafeMutablePointer<mbuf>?>?)
         -> Int32 {
         guard let text = SIPGateway.body(msg), case .success(let next) = SIPAudioOffer.parse(text),
-              next.law == offer.law, next.opus == offer.opus else { return EPROTO }
+              next.law == offer.law, next.opus == offer.opus, (next.srtp == nil) == (offer.srtp == nil)
+        else { return EPROTO }
+        if let sdes = next.srtp, sdes.key != offer.srtp?.key {  // the phone's new key (RFC 4568 §7.1.4)
+            guard let key = SDESKey(base64: sdes.key), let inbound = LibSRTPSession(key: key, direction: .inbound)
+            else { return EPROTO }
+            media.srtpIn = inbound
+        }
         if next.address.high != offer.address.high || next.address.low != offer.address.low
             || next.address.port != offer.address.port {
             media.phone = next.address

@@ -6,19 +6,21 @@ import Testing
 /// microphone, what it hears and sends dumped as WAVs into `dumps` (sndfile), G.711 only, ALSA's null device as its
 /// speaker. `account`: the accounts line (default an unregistered `sip:phone@127.0.0.1`); `console`: commands from
 /// stdin (stdio), so a test can dial once the phone registered; `opus`: Opus only (its source then a 48 kHz stereo
-/// WAV).
+/// WAV); `srtp`: SDES-SRTP required (RTP/SAVP).
 func baresipConfig(in dir: String, name: String = "baresip", sipPort: UInt16, source: String, autoAnswer: Bool = false,
-                   account: String? = nil, console: Bool = false, opus: Bool = false) throws -> String {
+                   account: String? = nil, console: Bool = false, opus: Bool = false,
+                   srtp: Bool = false) throws -> String {
     let config = dir + "/" + name
     try FileManager.default.createDirectory(atPath: config + "/dumps", withIntermediateDirectories: true)
     let lines = ["poll_method epoll", "sip_listen 127.0.0.1:\(sipPort)", "audio_source aufile,\(source)",
                  "audio_player alsa,null", "audio_alert alsa,null", "module_path /usr/lib/baresip/modules",
                  "module g711.so", "module aufile.so", "module alsa.so", "module sndfile.so",
                  "snd_path \(config)/dumps"] + (console ? ["module stdio.so"] : []) + (opus ? ["module opus.so"] : [])
+        + (srtp ? ["module srtp.so"] : [])
         + ["module_app account.so", "module_app menu.so", "rtp_timeout 0"]
     try (lines.joined(separator: "\n") + "\n").write(toFile: config + "/config", atomically: true, encoding: .utf8)
     let line = account ?? "<sip:phone@127.0.0.1>;regint=0;audio_codecs=\(opus ? "opus/48000/2" : "PCMU")"
-    try (line + (autoAnswer ? ";answermode=auto" : "") + "\n")
+    try (line + (autoAnswer ? ";answermode=auto" : "") + (srtp ? ";mediaenc=srtp-mand" : "") + "\n")
         .write(toFile: config + "/accounts", atomically: true, encoding: .utf8)
     try "".write(toFile: config + "/contacts", atomically: true, encoding: .utf8)
     return config

@@ -47,6 +47,33 @@ struct SIPAudioOfferTests {
         #expect(try SIPAudioOffer.parse(ours).get().opus == 96)  // read back as a phone's answer would be
     }
 
+    @Test("RTP/SAVP with an AES_CM_128_HMAC_SHA1_80 key: SRTP, the answer RTP/SAVP with the gateway's key")
+    func sdes() throws {
+        let key = "WVNfX19zZW1jdGwgKCkgewkyMjA7fQp9CnVubGVzcyAoZ"
+        let sdp = "v=0\r\nc=IN IP4 192.0.2.2\r\nt=0 0\r\nm=audio 5004 RTP/SAVP 0 101\r\n"
+            + "a=crypto:2 AES_CM_128_HMAC_SHA1_32 inline:AAAA\r\n"
+            + "a=crypto:3 AES_CM_128_HMAC_SHA1_80 inline:\(key)|2^20\r\na=rtpmap:101 telephone-event/8000\r\n"
+        let offer = try SIPAudioOffer.parse(sdp).get()
+        #expect(offer.srtp == SIPAudioOffer.SDES(tag: 3, key: key))
+        let answer = offer.answer(host: PeerAddress(ipv4: 198, 51, 100, 7, port: 0), port: 40_000, sessionID: 5,
+                                  version: 2, localKey: "OURKEY")
+        #expect(answer.contains("m=audio 40000 RTP/SAVP 0 101\r\n"), "\(answer)")
+        #expect(answer.contains("a=crypto:3 AES_CM_128_HMAC_SHA1_80 inline:OURKEY\r\n"), "\(answer)")
+        // SAVP with no key the gateway takes (another suite, an MKI, session parameters): 488.
+        for line in ["a=crypto:1 AES_CM_128_HMAC_SHA1_32 inline:\(key)",
+                     "a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(key)|2^20|1:4",
+                     "a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(key) UNENCRYPTED_SRTP"] {
+            let refused = SIPAudioOffer.parse("v=0\nc=IN IP4 192.0.2.2\nm=audio 5004 RTP/SAVP 0\n\(line)\n")
+            let why = "No SRTP crypto the gateway takes (AES_CM_128_HMAC_SHA1_80, no MKI)"
+            #expect(refused == .failure(.init(status: 488, reason: why)), "\(line)")
+        }
+        // A crypto line in a plain RTP/AVP offer changes nothing.
+        let plain = try SIPAudioOffer.parse(sdp.replacingOccurrences(of: "RTP/SAVP", with: "RTP/AVP")).get()
+        #expect(plain.srtp == nil)
+        #expect(plain.answer(host: PeerAddress(ipv4: 198, 51, 100, 7, port: 0), port: 1, sessionID: 1, version: 1,
+                             localKey: "OURKEY").contains("RTP/AVP 0 101"))
+    }
+
     @Test func baresipsOffer() throws {
         let offer = try SIPAudioOffer.parse(Self.baresip).get()
         #expect(offer.address == PeerAddress(ipv4: 192, 0, 2, 2, port: 16680))
@@ -85,7 +112,10 @@ struct SIPAudioOfferTests {
 
     @Test(arguments: [
         ("v=0\nc=IN IP4 10.1.2.3\nm=video 5004 RTP/AVP 96\n", "No audio stream"),
-        ("v=0\nc=IN IP4 10.1.2.3\nm=audio 5004 RTP/SAVP 0\n", "Only RTP/AVP audio (RTP/SAVP offered)"),
+        ("v=0\nc=IN IP4 10.1.2.3\nm=audio 5004 UDP/TLS/RTP/SAVPF 0\n",
+         "Only RTP/AVP or RTP/SAVP audio (UDP/TLS/RTP/SAVPF offered)"),
+        ("v=0\nc=IN IP4 10.1.2.3\nm=audio 5004 RTP/SAVP 0\n",
+         "No SRTP crypto the gateway takes (AES_CM_128_HMAC_SHA1_80, no MKI)"),
         ("v=0\nc=IN IP4 10.1.2.3\nm=audio 5004 RTP/AVP 9 18\n", "No common codec (Opus, or PCMU or PCMA at 8000 Hz)"),
         ("v=0\nm=audio 5004 RTP/AVP 0\n", "No usable connection address"),
         ("", "No audio stream"),

@@ -23,7 +23,7 @@ struct WhereThingsLiveTests {
         "ParleyCluster": (["ParleyAuth", "ParleyCrypto"], ["CHiredis", "COpenSSL", "Foundation"]),
         "ParleyRecording": (["ParleyWire", "ParleyMedia"], ["COgg", "COpusEnc"]),
         "ParleyHistory": (["ParleyCluster", "ParleyWire"], ["CSQLite"]),
-        "ParleySIP": (["ParleyMedia", "ParleyNet", "ParleyWire", "ParleyAuth"],
+        "ParleySIP": (["ParleyMedia", "ParleyNet", "ParleyWire", "ParleyAuth", "ParleyCrypto"],
                       ["CLibre", "CSpanDSP", "Glibc", "Dispatch"]),
         "ParleyRelay": (["ParleyRelayCore", "ParleyNet", "ParleyAuth", "ParleyWire", "ParleyCrypto", "ParleyWebRTC", "ParleyCluster", "ParleyRecording",
                          "ParleyHistory", "ParleySIP"],

@@ -36,7 +36,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         let lines = answer.split(separator: "\r\n").map(String.init)
         let audio = lines.filter { $0.hasPrefix("m=audio ") }
         let payloadType = offer.opus ?? offer.law.payloadType
-        precondition(audio.first?.hasPrefix("m=audio 40000 RTP/AVP \(payloadType)") == true, answer)
+        let profile = offer.srtp == nil ? "RTP/AVP" : "RTP/SAVP"
+        precondition(audio.first?.hasPrefix("m=audio 40000 \(profile) \(payloadType)") == true, answer)
         precondition(lines.contains(offer.opus == nil ? "a=rtpmap:\(payloadType) \(offer.law.encodingName)/8000"
                                     : "a=rtpmap:\(payloadType) opus/48000/2"), answer)
     } else if case .failure(let refusal) = SIPAudioOffer.parse(text) {
