@@ -41,7 +41,7 @@ extension SIPGateway {
         guard let device = registrations.binding(stream: notice.stream) else {
             return dial(callee, from: from, name: name, notice: notice)
         }
-        guard let phoneSocket = try? UDPSocket(bindingTo: settings.listen.withPort(0), bufferBytes: 256 << 10) else {
+        guard let phoneSocket = newPhoneSocket() else {
             return rooms.answerCall(stream: notice.stream, identity: device.identity, callID: notice.callID,
                                     accept: false)
         }
@@ -66,7 +66,6 @@ extension SIPGateway {
             log("sip: the call from \(from) to \(callee) is not placed: \(why)")
             rooms.answerCall(stream: notice.stream, identity: callee, callID: notice.callID, accept: false)
         }
-        guard notice.stream >= SIPGateway.firstStandInStream else { return decline("not a stand-in") }
         guard let target = SIPTarget(parsing: callee) else {
             return decline("not sip:USER@HOST[:PORT], a numeric host")
         }
@@ -74,7 +73,7 @@ extension SIPGateway {
             count { $0.refusedOutsideTrunks += 1 }
             return decline("no trunk lets a call out to \(target)")
         }
-        guard let phoneSocket = try? UDPSocket(bindingTo: settings.listen.withPort(0), bufferBytes: 256 << 10) else {
+        guard let phoneSocket = newPhoneSocket() else {
             return decline("no socket")
         }
         let call = SIPRoutedCall(gateway: self, side: .device, stream: notice.stream, identity: callee, name: callee,
@@ -99,7 +98,7 @@ extension SIPGateway {
         case .success(let o): offer = o
         case .failure(let refusal): return refuse(msg, refusal.status, refusal.reason)
         }
-        guard let phoneSocket = try? UDPSocket(bindingTo: settings.listen.withPort(0), bufferBytes: 256 << 10) else {
+        guard let phoneSocket = newPhoneSocket() else {
             return refuse(msg, 503, "Service Unavailable")
         }
         let stream = newStream()
@@ -135,7 +134,7 @@ extension SIPGateway {
             return refuse(msg, 488, "Not Acceptable Here", detail: "room \(room) has a PIN and the phone offers no "
                           + "telephone-event to key it with")
         }
-        guard let phoneSocket = try? UDPSocket(bindingTo: settings.listen.withPort(0), bufferBytes: 256 << 10) else {
+        guard let phoneSocket = newPhoneSocket() else {
             return refuse(msg, 503, "Service Unavailable")
         }
         let lobby = SIPLobby(gateway: self, room: room, pin: pin, offer: offer,
@@ -145,6 +144,25 @@ extension SIPGateway {
         guard lobby.accept(msg) else { return refuse(msg, 500, "Server Internal Error") }
         lobbies[ObjectIdentifier(lobby)] = lobby
         log("sip: \(lobby.identity) from \(source) for room \(room): waiting for its PIN")
+    }
+
+    /// A socket facing a phone: on the SIP address's host, a port of the kernel's choosing; nil when none is left.
+    func newPhoneSocket() -> UDPSocket? {
+        try? UDPSocket(bindingTo: settings.listen.withPort(0), bufferBytes: 256 << 10)
+    }
+
+    /// `sdp` in a libre buffer read from its start (the caller derefs it); nil when it cannot be allocated.
+    static func buffer(_ sdp: String) -> UnsafeMutablePointer<mbuf>? {
+        guard let mb = mbuf_alloc(sdp.utf8.count) else { return nil }
+        _ = mbuf_write_str(mb, sdp)
+        mbuf_set_pos(mb, 0)
+        return mb
+    }
+
+    /// The gateway's own offer (a call it places, or a device it rings) for the phone socket `socket`, in a buffer.
+    func offerBody(for socket: UDPSocket) -> UnsafeMutablePointer<mbuf>? {
+        Self.buffer(SIPAudioOffer.offer(host: settings.mediaHost, port: socket.localAddress?.port ?? 0,
+                                        sessionID: UInt64.random(in: 1...UInt64(Int64.max))))
     }
 
     /// A relay identity as a SIP user part: RFC 3261's unreserved characters kept, anything else `-`, 64 at most.

@@ -56,8 +56,6 @@ public final class SIPGateway: @unchecked Sendable {
 
     /// The first presence stream id of the gateway's SIP parties (the HTTP API's event streams count up from 1).
     public static let firstStream: UInt64 = 1 << 62
-    /// The first of the streams the relay gives the stand-ins of `sip:` addresses called (`CallRouter`'s).
-    public static let firstStandInStream: UInt64 = 3 << 61
 
     let settings: Settings
     let rooms: SIPRoomDirectory
@@ -265,7 +263,7 @@ public final class SIPGateway: @unchecked Sendable {
     /// On the SIP thread: the trunk, the phone's socket, the INVITE.
     func place(_ request: SIPDialRequest) {
         guard let (trunk, nextHop) = settings.trunks.outbound(for: request.target),
-              let phoneSocket = try? UDPSocket(bindingTo: settings.listen.withPort(0), bufferBytes: 256 << 10) else {
+              let phoneSocket = newPhoneSocket() else {
             return log("sip: \(request.identity), the call to \(request.target), could not be placed")
         }
         let call = SIPOutboundCall(gateway: self, request: request, trunk: trunk, phoneSocket: phoneSocket)

@@ -54,10 +54,8 @@ final class SIPLobby {
         let sdp = offer.answer(host: gateway.settings.mediaHost, port: phoneSocket.localAddress?.port ?? 0,
                                sessionID: UInt64.random(in: 1...UInt64(Int64.max)), version: 1,
                                localKey: localKey?.base64)
-        guard offer.srtp == nil || srtpIn != nil, let body = mbuf_alloc(sdp.utf8.count) else { return false }
+        guard offer.srtp == nil || srtpIn != nil, let body = SIPGateway.buffer(sdp) else { return false }
         defer { _ = mem_deref(UnsafeMutableRawPointer(body)) }
-        _ = mbuf_write_str(body, sdp)
-        mbuf_set_pos(body, 0)
         let me = Unmanaged.passUnretained(self).toOpaque()
         let err = parley_sipsess_accept(&session, gateway.sessionSocket, msg, 200, "OK", "parley", body,
             { descp, msg, arg in

@@ -42,12 +42,8 @@ final class SIPOutboundCall {
     /// Sends the INVITE to `nextHop` (the target, or the trunk's proxy as a loose route); false when libre could not.
     func start(nextHop: PeerAddress) -> Bool {
         let listen = gateway.settings.listen, media = gateway.settings.mediaHost
-        let sdp = SIPAudioOffer.offer(host: media, port: phoneSocket.localAddress?.port ?? 0,
-                                      sessionID: UInt64.random(in: 1...UInt64(Int64.max)))
-        guard let body = mbuf_alloc(sdp.utf8.count) else { return false }
+        guard let body = gateway.offerBody(for: phoneSocket) else { return false }
         defer { _ = mem_deref(UnsafeMutableRawPointer(body)) }
-        _ = mbuf_write_str(body, sdp)
-        mbuf_set_pos(body, 0)
         let host = listen.isWildcard ? media : listen
         let from = "sip:parley@\(host.host):\(listen.port)"
         let route: String? = nextHop == request.target.host ? nil : "sip:\(nextHop.host):\(nextHop.port);lr"

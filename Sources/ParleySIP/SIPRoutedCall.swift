@@ -85,12 +85,8 @@ final class SIPRoutedCall {
     func ring(contact: String, callerIdentity: String, callerName: String, auth: SIPTrunkAuth? = nil) -> Bool {
         self.auth = auth
         let listen = gateway.settings.listen, media = gateway.settings.mediaHost
-        let sdp = SIPAudioOffer.offer(host: media, port: phoneSocket.localAddress?.port ?? 0,
-                                      sessionID: UInt64.random(in: 1...UInt64(Int64.max)))
-        guard let body = mbuf_alloc(sdp.utf8.count) else { return false }
+        guard let body = gateway.offerBody(for: phoneSocket) else { return false }
         defer { _ = mem_deref(UnsafeMutableRawPointer(body)) }
-        _ = mbuf_write_str(body, sdp)
-        mbuf_set_pos(body, 0)
         let host = listen.isWildcard ? media : listen
         let user = SIPGateway.userPart(callerIdentity)
         let from = "sip:\(user)@\(host.host):\(listen.port)"

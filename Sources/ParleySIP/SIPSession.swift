@@ -110,10 +110,7 @@ final class SIPCall {
         version += 1
         let sdp = offer.answer(host: gateway.settings.mediaHost, port: media.phoneSocket.localAddress?.port ?? 0,
                                sessionID: sessionID, version: version, localKey: localKey?.base64)
-        guard let mb = mbuf_alloc(sdp.utf8.count) else { return nil }
-        _ = mbuf_write_str(mb, sdp)
-        mbuf_set_pos(mb, 0)
-        return mb
+        return SIPGateway.buffer(sdp)
     }
 
     /// Answers the INVITE with 200 OK and the SDP answer; false when libre could not.
