@@ -148,10 +148,14 @@ extension ProcessTests {
             let (relay, server, sipPort) = try relay(trunk: "local=127.0.0.0/8")
             defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
             let room = try room(relay)
+            // The member holds 40 ms: what is scored is the gateway passing Opus through, not how the member's adaptive
+            // buffer meets baresip's own send timing. On a loaded machine baresip's packets bunch by 10-30 ms, and the
+            // buffer, adapting at a 5-10 ms target, stretched speech: 3.98 and 4.02 where 4.38 is usual (one
+            // acceleration, five expansions). A gateway fault (a lost or reordered packet) still shows as concealment.
             let recording = dir + "/member.wav"
             let member = try Spawned("parley", ["join", room, "--identity", "member", "--server", server,
                                                 "--mode", "forward", "--input", speech48, "--output", recording,
-                                                "--no-tui", "--duration", "16"])
+                                                "--no-tui", "--duration", "16", "--verbose", "--min-delay", "40"])
             #expect(member.waitFor(seconds: 5) { $0.contains("joined \(room)") }, "\(member.stdout)\(member.stderr)")
             let config = try baresipConfig(in: dir, sipPort: freeUDPPort(), source: stereo, opus: true)
             let phone = try Spawned(.baresip, ["-f", config, "-e", "/dial sip:room-\(room)@127.0.0.1:\(sipPort)",
@@ -166,9 +170,11 @@ extension ProcessTests {
             let heard = try #require(dumps.first { $0.hasSuffix("-dec.wav") }, "sndfile wrote \(dumps)")
             let (toPhone, toPhoneLine) = try pesqWB(reference: dir + "/reference48.wav",
                                                     recording: config + "/dumps/" + heard, skip: 0, narrowband: true)
+            let received = (member.stdout + member.stderr).split(separator: "\n")
+                .last { $0.contains("received ssrc") }.map(String.init) ?? "no receive summary"
             print("SIP gateway, Opus straight through: phone → room PESQ-NB \(intoRoomLine); "
-                  + "room → phone \(toPhoneLine)")
-            #expect(intoRoom >= 4.0, "phone → room: \(intoRoomLine)")
+                  + "room → phone \(toPhoneLine); " + received)
+            #expect(intoRoom >= 4.0, "phone → room: \(intoRoomLine); \(received)")
             #expect(toPhone >= 4.0, "room → phone: \(toPhoneLine)")
         }
 
