@@ -29,6 +29,20 @@ extension SIPGateway {
     }
 
     /// On the SIP thread: a request outside any dialog; true when the gateway answered it here (REGISTER).
+    /// Whether `msg` was malformed and is done with: answered 400/483 (within its source's budget) or, an ACK,
+    /// dropped. False: whole, on to the other listeners.
+    func refuseMalformed(_ msg: UnsafePointer<sip_msg>) -> Bool {
+        let verdict = SIPRequestCheck.judge(SIPRequestCheck.Fields(msg))
+        guard verdict != .pass else { return false }
+        count { $0.malformed += 1 }
+        guard case .answer(let status, let reason, let why) = verdict,
+              let source = Self.address(msg.pointee.src),
+              malformedLimit.allow(source, now: Clock.monotonicNanoseconds()) else { return true }
+        log("sip: \(status) \(reason) to \(Self.string(msg.pointee.met).prefix(32)) from \(source): \(why)")
+        _ = parley_sip_reply(sip, msg, status, reason, "")
+        return true
+    }
+
     func request(_ msg: UnsafePointer<sip_msg>) -> Bool {
         guard Self.string(msg.pointee.met) == "REGISTER" else { return false }
         guard let source = Self.address(msg.pointee.src) else { return true }

@@ -52,6 +52,8 @@ public final class SIPGateway: @unchecked Sendable {
         public var authenticationFailures = 0
         /// Devices registered now.
         public var registeredDevices = 0
+        /// Requests missing what RFC 3261 requires (400, or 483 at Max-Forwards 0), not acted on.
+        public var malformed = 0
     }
 
     /// The first presence stream id of the gateway's SIP parties (the HTTP API's event streams count up from 1).
@@ -82,6 +84,8 @@ public final class SIPGateway: @unchecked Sendable {
     var registrations = SIPRegistrations()
     var nonces = SIPNonces()
     var registrar: OpaquePointer?
+    /// The listener that turns away malformed requests before the others see them.
+    var checker: OpaquePointer?
     let sweepTimer = UnsafeMutablePointer<tmr>.allocate(capacity: 1)
     /// REGISTERs and authenticated INVITEs per source: 20 a second after 40.
     var registerLimit = SIPRateLimit(perSecond: 20, burst: 40)
@@ -90,6 +94,9 @@ public final class SIPGateway: @unchecked Sendable {
     var trunkLimit = SIPRateLimit(perSecond: 500, burst: 500)
     /// Anyone else (refused with 403 anyway): 2 a second after 5, so a flood gets few answers.
     var strangerLimit = SIPRateLimit(perSecond: 2, burst: 5)
+    /// Malformed requests answered per source: 2 a second after 5 (a 400 is as long as the request it answers, so a
+    /// spoofed flood reflects no more than it sends, and little of that).
+    var malformedLimit = SIPRateLimit(perSecond: 2, burst: 5)
 
     /// A gateway that puts calls into `rooms` and writes a line to `log` for each call and each refusal.
     public init(settings: Settings, rooms: SIPRoomDirectory, log: @escaping @Sendable (String) -> Void) {
@@ -145,6 +152,12 @@ public final class SIPGateway: @unchecked Sendable {
             return "cannot listen for SIP on udp \(settings.listen): \(String(cString: strerror(err)))"
         }
         let me = Unmanaged.passUnretained(self).toOpaque()
+        // First of the listeners: a request without what RFC 3261 requires goes no further (`SIPRequestCheck`).
+        err = sip_listen(&checker, sip, true, { msg, arg in
+            guard let msg, let arg else { return true }
+            return Unmanaged<SIPGateway>.fromOpaque(arg).takeUnretainedValue().refuseMalformed(msg)
+        }, me)
+        guard err == 0 else { return "sip_listen failed: \(String(cString: strerror(err)))" }
         err = sipsess_listen(&sessionSocket, sip, 32, { msg, arg in
             guard let msg, let arg else { return }
             Unmanaged<SIPGateway>.fromOpaque(arg).takeUnretainedValue().incoming(msg)

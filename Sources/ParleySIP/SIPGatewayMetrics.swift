@@ -17,6 +17,9 @@ extension SIPGateway.Counters {
              "REGISTERs and INVITEs with wrong, unknown or lapsed credentials (403).", authenticationFailures),
             ("parley_sip_calls_unanswered_total", "counter",
              "Calls the gateway placed into rooms that ended before an answer.", unanswered),
+            ("parley_sip_malformed_total", "counter",
+             "Requests without what RFC 3261 requires, answered 400 (483 at Max-Forwards 0) and not acted on.",
+             malformed),
             ("parley_sip_registered_devices", "gauge", "SIP devices registered now.", registeredDevices),
         ]
         return families.map { name, type, help, value in

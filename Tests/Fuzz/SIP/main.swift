@@ -1,15 +1,16 @@
 // libFuzzer target for what reaches the SIP gateway from its socket (Sources/ParleySIP): libre's SIP message decoder
-// (`sip_msg_decode`, the stack's first parser of every datagram; a crash there is a crash of the relay), then the
-// gateway's own parsers of what a decoded INVITE carries: the SDP offer (`SIPAudioOffer`, from the body as
-// possibly invalid UTF-8), the RFC 4733 events a phone keys a room's PIN with (`DTMFCollector`, `SIPRoomPINs`) and,
-// for the configuration, `SIPTrunk`/`AddressBlock`. An accepted offer must yield an answer that is CRLF text with one
-// audio line at the port given and the chosen codec (Opus straight through, or G.711); the digits collected must be
-// keys, at most the collector's capacity; an accepted address block must read back from its own description as the
-// same block.
+// (`sip_msg_decode`, the stack's first parser of every datagram; a crash there is a crash of the relay) and the
+// gateway's check of what a decoded request must carry (`SIPRequestCheck`: 400 or 483 if anything), then the
+// gateway's own parsers of what a decoded INVITE carries: the SDP offer (`SIPAudioOffer`, from the body as possibly
+// invalid UTF-8), the RFC 4733 events a phone keys a room's PIN with (`DTMFCollector`, `SIPRoomPINs`) and, for the
+// configuration, `SIPTrunk`/`AddressBlock`. An accepted offer must yield an answer that is CRLF text with one audio
+// line at the port given and the chosen codec (Opus straight through, or G.711); the digits collected must be keys,
+// at most the collector's capacity; an accepted address block must read back from its own description as the same
+// block.
 //
-// Compiled by Tests/Fuzz/run.sh together with Sources/ParleySIP/SIPAudioOffer.swift, SIPTrunk.swift, SIPDTMF.swift and
-// Sources/ParleyWire/*.swift into one module named ParleyWire, with `-I Sources/CLibre -I /usr/include/re -lre` for
-// libre. Invariant violations trap through `precondition`.
+// Compiled by Tests/Fuzz/run.sh together with Sources/ParleySIP/SIPAudioOffer.swift, SIPTrunk.swift, SIPDTMF.swift,
+// SIPRequestCheck.swift and Sources/ParleyWire/*.swift into one module named ParleyWire, with
+// `-I Sources/CLibre -I /usr/include/re -lre` for libre. Invariant violations trap through `precondition`.
 import CLibre
 
 /// libFuzzer's entry: one input, every parser above.
@@ -21,6 +22,10 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         mbuf_set_pos(mb, 0)
         var msg: UnsafeMutablePointer<sip_msg>?
         if sip_msg_decode(&msg, mb) == 0, let msg {
+            // The gateway's first look at every decoded request (`SIPRequestCheck`): 400 or 483, or on.
+            if msg.pointee.req, case .answer(let status, _, _) = SIPRequestCheck.judge(.init(UnsafePointer(msg))) {
+                precondition(status == 400 || status == 483)
+            }
             _ = mem_deref(UnsafeMutableRawPointer(msg))
         }
         _ = mem_deref(UnsafeMutableRawPointer(mb))
