@@ -91,7 +91,7 @@ public struct SIPRoomError: Error, Equatable, Sendable {
 /// Only the phone (from the offer's host or the host its SIP came from; the port it sends from is where the room's
 /// audio goes, symmetric RTP) and the relay are listened to: anything else is counted and dropped.
 final class SIPCallMedia {
-    let phoneSocket: UDPSocket
+    let phoneSocket: PhoneSocket
     let roomSocket: UDPSocket
     let bridge: G711OpusBridge
     var phone: PeerAddress
@@ -116,8 +116,12 @@ final class SIPCallMedia {
     let srtpOut: LibSRTPSession?
     /// Added to the phone's RTP timestamps into the room (Opus straight through: both clocks are 48 kHz).
     private let timestampOffset = UInt32.random(in: 0...UInt32.max)
+    /// RTCP with the phone: its reports and ours (`SIPCallRTCP`).
+    private(set) var rtcp: SIPCallRTCP
+    /// Where the phone's RTCP comes from once it came (symmetric, as its RTP); until then its RTP port's next.
+    private var phoneRTCP: PeerAddress?
 
-    init(phoneSocket: UDPSocket, roomSocket: UDPSocket, bridge: G711OpusBridge, phone: PeerAddress,
+    init(phoneSocket: PhoneSocket, roomSocket: UDPSocket, bridge: G711OpusBridge, phone: PeerAddress,
          signalling: PeerAddress, room: SIPRoomLeg, ssrc: UInt32, opus: UInt8? = nil,
          srtp: (remote: SDESKey, local: SDESKey)? = nil) {
         self.opus = opus
@@ -134,6 +138,7 @@ final class SIPCallMedia {
         toPhone = RTPFixedHeader(payloadType: opus ?? bridge.law.payloadType,
                                  sequenceNumber: UInt16.random(in: 0...UInt16.max),
                                  timestamp: UInt32.random(in: 0...UInt32.max), ssrc: ssrc ^ 0x5A5A_5A5A)
+        rtcp = SIPCallRTCP(ssrc: ssrc ^ 0x5A5A_5A5A, clockRate: opus == nil ? 8_000 : 48_000)
     }
 
     deinit {
@@ -145,11 +150,15 @@ final class SIPCallMedia {
     func drainPhone() {
         while let (received, from) = phoneSocket.receive(into: buffer) {
             var n = received
-            if let srtpIn, !isRTCP(n) {  // a packet that fails its check is dropped before anything reads it
+            if isRTCP(n) {  // RTCP on the RTP port (RFC 5761)
+                takeRTCP(n, from: from)
+                continue
+            }
+            if let srtpIn {  // a packet that fails its check is dropped before anything reads it
                 guard let plain = try? srtpIn.unprotectRTP(buffer, length: n) else { dropped += 1; continue }
                 n = plain
             }
-            guard sameHost(from, phone) || sameHost(from, signalling), !isRTCP(n),
+            guard sameHost(from, phone) || sameHost(from, signalling),
                   let packet = try? RTPPacketView(parsing: UnsafeRawBufferPointer(rebasing: buffer[0..<n])),
                   packet.payloadType == opus ?? bridge.law.payloadType else {
                 dropped += 1
@@ -159,6 +168,8 @@ final class SIPCallMedia {
                 phone = from  // symmetric RTP: answer where the phone sends from (a NAT's mapping)
                 latched = true
             }
+            rtcp.received(ssrc: packet.ssrc, sequence: packet.sequenceNumber, timestamp: packet.timestamp,
+                          now: Clock.monotonicNanoseconds())
             let payload = UnsafeRawBufferPointer(rebasing: buffer[packet.payloadRange])
             if opus != nil {
                 passToRoom(payload, timestamp: packet.timestamp, marker: packet.marker)
@@ -253,6 +264,42 @@ final class SIPCallMedia {
         }
         try? phoneSocket.send(UnsafeRawBufferPointer(rebasing: out[0..<n]), to: phone)
         packetsFromRoom += 1
+        rtcp.sent(timestamp: toPhone.timestamp, payloadBytes: length - RTPFixedHeader.size,
+                  now: Clock.monotonicNanoseconds())
+    }
+
+    /// Everything waiting on the phone's RTCP port.
+    func drainRTCP() {
+        while let (n, from) = phoneSocket.rtcp.receive(into: buffer) { takeRTCP(n, from: from) }
+    }
+
+    /// `buffer[0..<n]`, RTCP from `from`: from the phone's hosts only, checked and decrypted first with SRTP (SRTCP).
+    private func takeRTCP(_ received: Int, from: PeerAddress) {
+        guard sameHost(from, phone) || sameHost(from, signalling) else { dropped += 1; return }
+        var n = received
+        if let srtpIn {
+            guard let plain = try? srtpIn.unprotectRTCP(buffer, length: n) else { dropped += 1; return }
+            n = plain
+        }
+        let now = Clock.monotonicNanoseconds()
+        guard rtcp.take(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), now: now,
+                        unixMilliseconds: Clock.unixMilliseconds()) else { dropped += 1; return }
+        phoneRTCP = from
+    }
+
+    /// The gateway's report to the phone (`SIPCallRTCP.report`), SRTCP when the call is SRTP; nothing while held.
+    func sendReport(cname: String) {
+        guard !held else { return }
+        let room = UnsafeMutableRawBufferPointer(rebasing: out[0..<256])
+        var n = rtcp.report(into: room, now: Clock.monotonicNanoseconds(), unixMilliseconds: Clock.unixMilliseconds(),
+                            cname: cname)
+        guard n > 0 else { return }
+        if let srtpOut {
+            guard let protected = try? srtpOut.protectRTCP(out, length: n) else { return }
+            n = protected
+        }
+        let to = phoneRTCP ?? phone.withPort(phone.port &+ 1)
+        try? phoneSocket.rtcp.send(UnsafeRawBufferPointer(rebasing: out[0..<n]), to: to)
     }
 
     /// The level (−dBov) at or below which a phone's packet is marked as voice.

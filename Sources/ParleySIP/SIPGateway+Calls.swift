@@ -147,8 +147,8 @@ extension SIPGateway {
     }
 
     /// A socket facing a phone: on the SIP address's host, a port of the kernel's choosing; nil when none is left.
-    func newPhoneSocket() -> UDPSocket? {
-        try? UDPSocket(bindingTo: settings.listen.withPort(0), bufferBytes: 256 << 10)
+    func newPhoneSocket() -> PhoneSocket? {
+        PhoneSocket.open(on: settings.listen)
     }
 
     /// `sdp` in a libre buffer read from its start (the caller derefs it); nil when it cannot be allocated.
@@ -160,7 +160,7 @@ extension SIPGateway {
     }
 
     /// The gateway's own offer (a call it places, or a device it rings) for the phone socket `socket`, in a buffer.
-    func offerBody(for socket: UDPSocket) -> UnsafeMutablePointer<mbuf>? {
+    func offerBody(for socket: PhoneSocket) -> UnsafeMutablePointer<mbuf>? {
         Self.buffer(SIPAudioOffer.offer(host: settings.mediaHost, port: socket.localAddress?.port ?? 0,
                                         sessionID: UInt64.random(in: 1...UInt64(Int64.max))))
     }

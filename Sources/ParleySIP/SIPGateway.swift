@@ -291,7 +291,7 @@ public final class SIPGateway: @unchecked Sendable {
         guard calls.removeValue(forKey: ObjectIdentifier(call)) != nil else { return }
         call.close()
         count { $0.ended += 1 }
-        log("sip: \(call.identity) left room \(call.room): \(reason)")
+        log("sip: \(call.identity) left room \(call.room): \(reason); \(call.media.rtcp.summary)")
     }
 
     func refuse(_ msg: UnsafePointer<sip_msg>, _ status: UInt16, _ reason: String, detail: String? = nil) {

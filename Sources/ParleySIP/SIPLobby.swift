@@ -16,7 +16,7 @@ final class SIPLobby {
     let caller: String
     let signalling: PeerAddress
     let identity: String
-    let phoneSocket: UDPSocket
+    let phoneSocket: PhoneSocket
     var session: OpaquePointer?
     /// In the room, once the PIN was right.
     var call: SIPCall?
@@ -30,7 +30,7 @@ final class SIPLobby {
     private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2_048, alignment: 16)
 
     init(gateway: SIPGateway, room: String, pin: String, offer: SIPAudioOffer, caller: String, signalling: PeerAddress,
-         identity: String, phoneSocket: UDPSocket) {
+         identity: String, phoneSocket: PhoneSocket) {
         self.gateway = gateway
         self.room = room
         self.pin = pin

@@ -24,14 +24,14 @@ final class SIPOutboundCall {
     unowned let gateway: SIPGateway
     let request: SIPDialRequest
     let trunk: SIPTrunk
-    let phoneSocket: UDPSocket
+    let phoneSocket: PhoneSocket
     var session: OpaquePointer?
     /// Once answered.
     var call: SIPCall?
     /// The trunk's credentials, when it challenges.
     let auth: SIPTrunkAuth?
 
-    init(gateway: SIPGateway, request: SIPDialRequest, trunk: SIPTrunk, phoneSocket: UDPSocket) {
+    init(gateway: SIPGateway, request: SIPDialRequest, trunk: SIPTrunk, phoneSocket: PhoneSocket) {
         self.gateway = gateway
         self.request = request
         self.trunk = trunk

@@ -32,7 +32,7 @@ final class SIPRoutedCall {
     let peer: String
     /// The caller's stream is this call's own (closed at its end); a device's is its registration's.
     let ownsStream: Bool
-    let phoneSocket: UDPSocket
+    let phoneSocket: PhoneSocket
     /// Where the SIP party's signalling comes from.
     var signalling: PeerAddress
     var callID: UInt32?
@@ -46,7 +46,7 @@ final class SIPRoutedCall {
     private var finished = false
 
     init(gateway: SIPGateway, side: Side, stream: UInt64, identity: String, name: String, peer: String,
-         ownsStream: Bool, phoneSocket: UDPSocket, signalling: PeerAddress) {
+         ownsStream: Bool, phoneSocket: PhoneSocket, signalling: PeerAddress) {
         self.gateway = gateway
         self.side = side
         self.stream = stream

@@ -16,6 +16,8 @@ final class SIPCall {
     private var version: UInt64 = 1
     private let sessionID = UInt64.random(in: 1...UInt64(Int64.max))
     private var closed = false
+    /// The RTCP report timer (RFC 3550's 5 s, randomized by half either way).
+    private let reportTimer = UnsafeMutablePointer<tmr>.allocate(capacity: 1)
 
     /// The gateway's SDES key with the phone (SRTP), named in each answer.
     let localKey: SDESKey?
@@ -34,11 +36,8 @@ final class SIPCall {
     static func open(gateway: SIPGateway, room: String, offer: SIPAudioOffer, caller: String,
                      from signalling: PeerAddress, number: Int)
         -> Result<SIPCall, SIPRoomError> {
-        let phoneSocket: UDPSocket
-        do {
-            phoneSocket = try UDPSocket(bindingTo: gateway.settings.listen.withPort(0), bufferBytes: 256 << 10)
-        } catch {
-            return .failure(SIPRoomError(status: 503, reason: "Service Unavailable", detail: "\(error)"))
+        guard let phoneSocket = gateway.newPhoneSocket() else {
+            return .failure(SIPRoomError(status: 503, reason: "Service Unavailable", detail: "no even RTP port free"))
         }
         return join(gateway: gateway, room: room, offer: offer, caller: caller, from: signalling,
                     identity: "sip-\(number)", phoneSocket: phoneSocket)
@@ -48,7 +47,7 @@ final class SIPCall {
     /// sockets on the event loop. A call placed by the gateway comes here at its answer (`SIPOutboundCall`). With
     /// SRTP, `localKey` is the key an answer already named (a random one otherwise).
     static func join(gateway: SIPGateway, room: String, offer: SIPAudioOffer, caller: String,
-                     from signalling: PeerAddress, identity: String, phoneSocket: UDPSocket, localKey: SDESKey? = nil)
+                     from signalling: PeerAddress, identity: String, phoneSocket: PhoneSocket, localKey: SDESKey? = nil)
         -> Result<SIPCall, SIPRoomError> {
         var keys: (remote: SDESKey, local: SDESKey)?
         if let sdes = offer.srtp {
@@ -102,6 +101,12 @@ final class SIPCall {
             guard let arg else { return }
             Unmanaged<SIPCall>.fromOpaque(arg).takeUnretainedValue().media.drainRoom()
         }, me)
+        _ = fd_listen(phoneSocket.rtcp.fd, Int32(FD_READ), { _, arg in
+            guard let arg else { return }
+            Unmanaged<SIPCall>.fromOpaque(arg).takeUnretainedValue().media.drainRTCP()
+        }, me)
+        tmr_init(call.reportTimer)
+        call.scheduleReport()
         return .success(call)
     }
 
@@ -164,11 +169,27 @@ final class SIPCall {
         return 0
     }
 
-    /// Ends the call: BYE when libre's session is still up, the fds out of the loop, the member out of its room.
+    /// The next RTCP report in 2.5-7.5 s (RFC 3550 §6.3.1's 5 s minimum, randomized).
+    private func scheduleReport() {
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        tmr_start(reportTimer, UInt64.random(in: 2_500...7_500), { arg in
+            guard let arg else { return }
+            let call = Unmanaged<SIPCall>.fromOpaque(arg).takeUnretainedValue()
+            call.media.sendReport(cname: "\(call.identity)@parley")
+            call.scheduleReport()
+        }, me)
+    }
+
+    deinit { reportTimer.deallocate() }
+
+    /// Ends the call: BYE when libre's session is still up, the fds and the report timer out of the loop, the member
+    /// out of its room.
     func close() {
         guard !closed else { return }
         closed = true
+        tmr_cancel(reportTimer)
         fd_close(media.phoneSocket.fd)
+        fd_close(media.phoneSocket.rtcp.fd)
         fd_close(media.roomSocket.fd)
         if let session { _ = mem_deref(UnsafeMutableRawPointer(session)) }
         session = nil

@@ -107,6 +107,10 @@ extension ProcessTests {
             #expect(phoneSaid.contains("Call established"), "\(phoneSaid.suffix(2_000))")
             #expect(relay.waitForStderr(seconds: 5) { $0.contains("sip: sip-1 left room \(room): BYE") },
                     "\(relay.stdout)\(relay.stderr)")
+            // What RTCP said, both ways: baresip's reports on the gateway's stream give a round trip.
+            let left = relay.stderr.split(separator: "\n").first { $0.contains("sip: sip-1 left room") } ?? ""
+            print(left)
+            #expect(left.contains("the phone saw 0 of") && left.contains("round trip"), "\(left)")
             #expect((relay.stdout + relay.stderr).contains("joined room \(room) (PCMU)"))
 
             let (intoRoom, intoRoomLine, toPhone, toPhoneLine) = try scoreBothWays(member: recording, phone: config)
@@ -122,7 +126,8 @@ extension ProcessTests {
             dump.wait(seconds: 5)
             let tshark = try Spawned(.tshark, ["-n", "-r", pcap, "--enable-heuristic", "rtp_udp", "-T", "fields",
                                                "-e", "sip.Method", "-e", "sip.Status-Code", "-e", "rtp.p_type",
-                                               "-e", "_ws.malformed", "-Y", "sip or rtp or _ws.malformed"])
+                                               "-e", "_ws.malformed", "-e", "rtcp.pt", "-e", "rtcp.sdes.text",
+                                               "-Y", "sip or rtp or rtcp or _ws.malformed"])
             #expect(tshark.wait(seconds: 60) == 0, "\(tshark.stderr)")
             let rows = tshark.stdout.split(separator: "\n")
                 .map { $0.split(separator: "\t", omittingEmptySubsequences: false) }
@@ -130,7 +135,12 @@ extension ProcessTests {
             let statuses = rows.compactMap { $0.count > 1 ? String($0[1]) : nil }.filter { !$0.isEmpty }
             let pcmu = rows.filter { $0.count > 2 && $0[2] == "0" }.count
             let malformed = rows.filter { $0.count > 3 && !$0[3].isEmpty }.count
-            print("tshark: SIP \(methods) answered \(statuses); \(pcmu) PCMU packets; \(malformed) malformed")
+            // RTCP both ways (RFC 3550): the gateway's compounds carry its CNAME, IDENTITY@parley.
+            let rtcp = rows.filter { $0.count > 4 && !$0[4].isEmpty }
+            let gatewayRTCP = rtcp.filter { $0.count > 5 && $0[5].contains("@parley") }.count
+            print("tshark: SIP \(methods) answered \(statuses); \(pcmu) PCMU packets; \(malformed) malformed; RTCP "
+                  + "compounds \(rtcp.count), the gateway's \(gatewayRTCP)")
+            #expect(gatewayRTCP >= 1 && rtcp.count > gatewayRTCP, "RTCP: \(rtcp)")
             #expect(methods.contains("INVITE") && methods.contains("ACK") && methods.contains("BYE"), "\(methods)")
             #expect(statuses.filter { $0 == "200" }.count >= 2, "\(statuses)")  // the INVITE's and the BYE's
             #expect(pcmu >= 800, "PCMU packets both ways over 11 s: \(pcmu)")
