@@ -36,6 +36,8 @@ public protocol APIBackend: Sendable {
     func setSIPRoomPIN(_ pin: String?, room: String) -> Bool
     /// The SIP gateway's counters for `/metrics` (nil: no gateway).
     var sipCounters: SIPGateway.Counters? { get }
+    /// Has the SIP gateway key `digits` to the phone of the call `identity` in `room`; nil: no gateway.
+    func sendSIPDigits(_ digits: String, room: String, identity: String) -> Result<Void, SIPGateway.DigitsRefusal>?
     /// Has the SIP gateway call `to` for `room` (`SIPGateway.call`); nil: the relay runs no gateway.
     func placeSIPCall(to: SIPTarget, room: String, identity: String, name: String?) -> Result<String, SIPRoomError>?
     /// Digest credentials for a SIP device of `identity` and the registrar's URI (`SIPGateway.credentials`); nil: no
@@ -68,6 +70,9 @@ extension APIBackend {
     /// No gateway unless the backend has one.
     public var sipCounters: SIPGateway.Counters? { nil }
     /// No gateway unless the backend has one.
+    public func sendSIPDigits(_ digits: String, room: String, identity: String)
+        -> Result<Void, SIPGateway.DigitsRefusal>? { nil }
+    /// No gateway unless the backend has one.
     public func placeSIPCall(to: SIPTarget, room: String, identity: String, name: String?)
         -> Result<String, SIPRoomError>? { nil }
     /// No gateway unless the backend has one.
@@ -89,6 +94,11 @@ extension RelayAPI: APIBackend {
     }
     /// The gateway's counters, nil before or without one.
     public var sipCounters: SIPGateway.Counters? { sipGateway.withLock { $0 }?.snapshot }
+    /// Through the gateway `parley-relay` started, nil before or without one.
+    public func sendSIPDigits(_ digits: String, room: String, identity: String)
+        -> Result<Void, SIPGateway.DigitsRefusal>? {
+        sipGateway.withLock { $0 }?.sendDigits(digits, room: room, identity: identity)
+    }
     /// From the gateway `parley-relay` started, nil before or without one.
     public func sipCredentials(identity: String, lifetime: Int64)
         -> (minted: SIPCredentials.Minted?, registrar: String)? {

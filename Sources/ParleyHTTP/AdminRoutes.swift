@@ -96,6 +96,9 @@ extension HTTPRouter {
             return try sendRoomText { .message(room: room, text: body.text, attachments: body.attachments, keepRequest: $0) }
         case ("POST", ["sip", "credentials"]):
             return try mintSIPCredentials(request.body)
+        case ("POST", let p) where p.count == 5 && p[0] == "rooms" && p[2] == "sip-calls" && p[4] == "dtmf":
+            return try sendSIPDigits(room: try Self.validName(p[1], field: "room name"),
+                                     identity: try Self.validName(p[3], field: "identity"), request.body)
         case ("POST", let p) where p.count == 3 && p[0] == "rooms" && p[2] == "sip-calls":
             return try placeSIPCall(room: try Self.validName(p[1], field: "room name"), request.body)
         case ("POST", let p) where p.count == 3 && p[0] == "rooms" && p[2] == "rtp-endpoints":

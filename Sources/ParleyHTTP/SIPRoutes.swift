@@ -1,5 +1,6 @@
 // `POST /v1/rooms/NAME/sip-calls`: the relay's SIP gateway calls a phone and, when it answers, makes it a member of
-// the room; `POST /v1/sip/credentials`: digest credentials a SIP device registers and calls with (docs/sip.md).
+// the room; `POST /v1/rooms/NAME/sip-calls/IDENTITY/dtmf`: keys digits to a phone in a room;
+// `POST /v1/sip/credentials`: digest credentials a SIP device registers and calls with (docs/sip.md).
 
 import ParleySIP
 import ParleyWire
@@ -23,6 +24,20 @@ extension API {
         public var to: String
         /// The trunk it goes out through.
         public var trunk: String
+    }
+
+    /// `POST /v1/rooms/NAME/sip-calls/IDENTITY/dtmf`.
+    public struct SIPDigitsRequest: Codable, Sendable {
+        /// 1-32 keys: `0`-`9`, `*`, `#`, `A`-`D`.
+        public var digits: String
+    }
+
+    /// The answer to digits queued: 202.
+    public struct SIPDigitsQueued: Codable, Sendable {
+        /// The call's room and member.
+        public var room: String, identity: String
+        /// The digits, as they will be keyed.
+        public var digits: String
     }
 
     /// `POST /v1/sip/credentials`.
@@ -105,5 +120,29 @@ extension HTTPRouter {
                                                 password: minted.password, realm: "parley", registrar: registrar,
                                                 expiresAt: minted.expiresAt)
         return Self.json(granted, status: 201)
+    }
+}
+
+extension HTTPRouter {
+    /// Keys digits to a phone in a room (admin): 202 once they are queued (each takes 160 ms: 100 ms of event, 60 ms
+    /// apart). 400 for anything but 1-32 keys, 404 when no SIP call of that identity is in the room, 409 when its
+    /// phone offered no telephone-event or its call is Opus, 501 without a gateway.
+    func sendSIPDigits(room: String, identity: String, _ body: [UInt8]) throws(APIError) -> HTTPResponse {
+        let r = try Self.decode(API.SIPDigitsRequest.self, body)
+        guard let sent = backend.sendSIPDigits(r.digits, room: room, identity: identity) else {
+            throw APIError(501, "no_sip_gateway", "this relay runs no SIP gateway (--sip)")
+        }
+        switch sent {
+        case .success:
+            return Self.json(API.SIPDigitsQueued(room: room, identity: identity, digits: r.digits.uppercased()),
+                             status: 202)
+        case .failure(.invalid):
+            throw APIError(400, "invalid_field", "digits must be 1-\(SIPGateway.maximumDigits) of 0-9 * # A-D")
+        case .failure(.noCall):
+            throw APIError(404, "not_found", "no SIP call \(identity) in room \(room)")
+        case .failure(.noTelephoneEvent):
+            throw APIError(409, "no_telephone_event",
+                           "\(identity)'s phone offered no telephone-event, or its call is Opus: no digits can be sent")
+        }
     }
 }

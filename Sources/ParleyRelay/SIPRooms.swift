@@ -1,3 +1,4 @@
+import ParleyNet
 import ParleyRelayCore
 import ParleySIP
 import ParleyWire
@@ -68,6 +69,12 @@ public final class SIPRooms: SIPRoomDirectory {
             return .failure(SIPRoomError(status: 503, reason: "Service Unavailable", detail: why))
         default: return .failure(SIPRoomError(status: 503, reason: "Service Unavailable", detail: "\(result!)"))
         }
+    }
+
+    /// Publishes the key pressed as a `dtmf` event of the room.
+    public func keyed(room: String, identity: String, digit: Character) {
+        api.events.publish([RelayEvent(kind: .dtmf, room: room, identity: identity, detail: String(digit),
+                                       unixMilliseconds: Int64(Clock.unixMilliseconds()))])
     }
 
     /// Removes the call's member (without waiting for the worker).

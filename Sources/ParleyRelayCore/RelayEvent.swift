@@ -17,6 +17,10 @@ public struct RelayEvent: Sendable, Equatable {
         case recordingStarted = "recording_started"
         /// The room's recording ended (`detail`: "id: why").
         case recordingStopped = "recording_stopped"
+        /// A SIP phone in the room pressed a key (RFC 4733): `identity` the call's member, `detail` the key (`0`-`9`,
+        /// `*`, `#`, `A`-`D`). On the room's event streams only (no webhook, not logged: keys may be a PIN or a card
+        /// number meant for whoever reads them).
+        case dtmf = "dtmf"
 
         // Private events: only the web page whose presence stream `recipient` names sees them.
         /// The page is online for calls and direct texts: `detail` is its presence stream's id, which its requests name.

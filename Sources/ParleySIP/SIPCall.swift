@@ -10,6 +10,8 @@ public protocol SIPRoomDirectory: AnyObject, Sendable {
     func join(room: String, identity: String, name: String?, source: PeerAddress) -> Result<SIPRoomLeg, SIPRoomError>
     /// Removes the call's member from its room.
     func leave(room: String, identity: String)
+    /// The call's phone pressed a key in its room (RFC 4733): an event for the room's readers.
+    func keyed(room: String, identity: String, digit: Character)
 
     // The relay's calls (`CallRouter`): a SIP party is a device online for calls under a presence `stream` of the
     // gateway's (`SIPGateway.firstStream` on); what the relay tells it comes back as `SIPCallNotice`s.
@@ -120,11 +122,20 @@ final class SIPCallMedia {
     private(set) var rtcp: SIPCallRTCP
     /// Where the phone's RTCP comes from once it came (symmetric, as its RTP); until then its RTP port's next.
     private var phoneRTCP: PeerAddress?
+    /// The phone's telephone-event payload type (RFC 4733), when its offer had one.
+    let telephoneEvent: UInt8?
+    /// The keys the phone presses once in its room: each new press to `onDigit`.
+    private var keys = DTMFCollector(capacity: 1)
+    var onDigit: ((Character) -> Void)?
+    /// Digits to send the phone (`sendDTMF`, one tick per 20 ms), and the current event's RTP timestamp.
+    var digitsOut = DTMFSender(clockRate: 8_000)
+    private var eventTimestamp: UInt32 = 0
 
     init(phoneSocket: PhoneSocket, roomSocket: UDPSocket, bridge: G711OpusBridge, phone: PeerAddress,
          signalling: PeerAddress, room: SIPRoomLeg, ssrc: UInt32, opus: UInt8? = nil,
-         srtp: (remote: SDESKey, local: SDESKey)? = nil) {
+         srtp: (remote: SDESKey, local: SDESKey)? = nil, telephoneEvent: UInt8? = nil) {
         self.opus = opus
+        self.telephoneEvent = telephoneEvent
         srtpIn = srtp.flatMap { LibSRTPSession(key: $0.remote, direction: .inbound) }
         srtpOut = srtp.flatMap { LibSRTPSession(key: $0.local, direction: .outbound) }
         self.phoneSocket = phoneSocket
@@ -159,8 +170,16 @@ final class SIPCallMedia {
                 n = plain
             }
             guard sameHost(from, phone) || sameHost(from, signalling),
-                  let packet = try? RTPPacketView(parsing: UnsafeRawBufferPointer(rebasing: buffer[0..<n])),
-                  packet.payloadType == opus ?? bridge.law.payloadType else {
+                  let packet = try? RTPPacketView(parsing: UnsafeRawBufferPointer(rebasing: buffer[0..<n])) else {
+                dropped += 1
+                continue
+            }
+            if let telephoneEvent, packet.payloadType == telephoneEvent {  // a key pressed (RFC 4733)
+                let event = UnsafeRawBufferPointer(rebasing: buffer[packet.payloadRange])
+                if let digit = keys.take(event, timestamp: packet.timestamp) { onDigit?(digit) }
+                continue
+            }
+            guard packet.payloadType == opus ?? bridge.law.payloadType else {
                 dropped += 1
                 continue
             }
@@ -266,6 +285,26 @@ final class SIPCallMedia {
         packetsFromRoom += 1
         rtcp.sent(timestamp: toPhone.timestamp, payloadBytes: length - RTPFixedHeader.size,
                   now: Clock.monotonicNanoseconds())
+    }
+
+    /// Whether digits can be sent to this phone: it offered telephone-event, and the call is G.711 (its events are
+    /// clocked at 8 kHz, as the audio then is; an Opus call's audio runs at 48 kHz).
+    var sendsDigits: Bool { telephoneEvent != nil && opus == nil }
+
+    /// One 20 ms tick of the digits being sent (`digitsOut`): an RFC 4733 packet in the audio's stream (its SSRC and
+    /// numbering; the event's timestamp is the stream's time at its start), or nothing between digits or on hold.
+    func sendDTMF() {
+        guard let telephoneEvent, let packet = digitsOut.tick(), !held else { return }
+        if packet.starts { eventTimestamp = toPhone.timestamp }
+        toPhone.sequenceNumber &+= 1
+        var header = toPhone
+        header.payloadType = telephoneEvent
+        header.timestamp = eventTimestamp
+        header.marker = packet.starts
+        header.hasExtension = false
+        header.write(into: out)
+        for (i, byte) in packet.payload.enumerated() { out[RTPFixedHeader.size + i] = byte }
+        sendToPhone(RTPFixedHeader.size + 4)
     }
 
     /// Everything waiting on the phone's RTCP port.

@@ -123,7 +123,8 @@ struct SIPCallRTCP {
         var parts = ["RTCP: \(reportsSent) reports sent, \(compoundsReceived) received"]
         if phoneSSRC != nil {
             parts.append("from the phone \(fromPhone.packetsReceived) packets, "
-                         + "\(max(0, fromPhone.cumulativeLost)) lost, jitter \(Int((Double(fromPhone.jitter) / ms).rounded())) ms")
+                         + "\(max(0, fromPhone.cumulativeLost)) lost, "
+                         + "jitter \(Int((Double(fromPhone.jitter) / ms).rounded())) ms")
         }
         if let phoneReport {
             parts.append("the phone saw \(max(0, phoneReport.cumulativeLost)) of \(sentPackets) lost, jitter "

@@ -76,3 +76,82 @@ public struct SIPRoomPINs: Sendable {
         return difference == 0 ? .right : .wrong
     }
 }
+
+/// RFC 4733 telephone-events to a phone, paced by the caller's 20 ms ticks: each digit 100 ms of event packets (the
+/// first with the marker, the duration growing by a tick each), its end sent three times (§2.5.1.4), then 60 ms of
+/// nothing before the next digit. Pure.
+public struct DTMFSender: Sendable {
+    /// One packet's event fields; the caller adds the RTP header (the event's timestamp, fixed while it lasts).
+    public struct Packet: Equatable, Sendable {
+        /// The event code (0-15).
+        public var event: UInt8
+        /// The end bit.
+        public var end: Bool
+        /// The event's duration so far, in RTP clock units.
+        public var duration: UInt16
+        /// The event's first packet (marker bit; its timestamp is the stream's time now).
+        public var starts: Bool
+
+        /// The 4-byte payload: event, E bit and volume 10 (−10 dBm0), duration.
+        public var payload: [UInt8] {
+            [event, (end ? 0x80 : 0) | 10, UInt8(duration >> 8), UInt8(duration & 0xFF)]
+        }
+    }
+
+    /// RTP clock units per 20 ms tick.
+    public let tickUnits: UInt16
+    /// Digits queued at most.
+    public static let capacity = 64
+    static let toneTicks = 5, endRepeats = 3, gapTicks = 3
+    private var queue: [UInt8] = []
+    private var current: (event: UInt8, step: Int)?
+    private var gap = 0
+
+    /// A sender for a stream whose RTP clock is `clockRate` Hz (8000 for G.711).
+    public init(clockRate: Int) { tickUnits = UInt16(clamping: clockRate / 50) }
+
+    /// The codes of `digits` (`0`-`9`, `*`, `#`, `A`-`D` in either case), or nil when one is none of them.
+    public static func codes(_ digits: String) -> [UInt8]? {
+        var codes: [UInt8] = []
+        for c in digits.uppercased() {
+            guard let i = DTMFCollector.names.firstIndex(of: c) else { return nil }
+            codes.append(UInt8(i))
+        }
+        return codes
+    }
+
+    /// Queues `digits`; false (nothing queued) when one is not a key or the queue would pass `capacity`.
+    public mutating func enqueue(_ digits: String) -> Bool {
+        guard let codes = Self.codes(digits), queue.count + codes.count <= Self.capacity else { return false }
+        queue += codes
+        return true
+    }
+
+    /// Nothing queued or being sent (the gap after the last digit included).
+    public var idle: Bool { queue.isEmpty && current == nil && gap == 0 }
+
+    /// What to send at this tick: a packet, or nil (between digits, or idle).
+    public mutating func tick() -> Packet? {
+        if gap > 0 {
+            gap -= 1
+            return nil
+        }
+        if current == nil {
+            guard !queue.isEmpty else { return nil }
+            current = (queue.removeFirst(), 0)
+        }
+        guard let (event, step) = current else { return nil }
+        let full = UInt16(Self.toneTicks) * tickUnits
+        if step < Self.toneTicks {
+            current = (event, step + 1)
+            return Packet(event: event, end: false, duration: UInt16(step + 1) * tickUnits, starts: step == 0)
+        }
+        if step + 1 == Self.toneTicks + Self.endRepeats {
+            current = nil
+            gap = Self.gapTicks
+        } else {
+            current = (event, step + 1)
+        }
+        return Packet(event: event, end: true, duration: full, starts: false)
+    }
+}

@@ -77,6 +77,8 @@ public final class SIPGateway: @unchecked Sendable {
     var lobbies: [ObjectIdentifier: SIPLobby] = [:]
     /// Rooms' PINs (set from the HTTP API's threads, read on the SIP thread).
     let pins = Mutex(SIPRoomPINs())
+    /// The calls in rooms by room and identity, and whether each can be sent digits (`sendDigits`).
+    let digitCalls = Mutex<[String: Bool]>([:])
     /// Calls to and from identities, by the SIP party's presence stream (`SIPRoutedCall`).
     var routed: [UInt64: SIPRoutedCall] = [:]
     var nextStream = SIPGateway.firstStream
@@ -168,6 +170,8 @@ public final class SIPGateway: @unchecked Sendable {
             let gateway = Unmanaged<SIPGateway>.fromOpaque(arg).takeUnretainedValue()
             if id == SIPGateway.noticeMessage {
                 gateway.handle(Unmanaged<SIPNoticeBox>.fromOpaque(data).takeRetainedValue().notice)
+            } else if id == SIPGateway.digitsMessage {
+                gateway.keyDigits(Unmanaged<DigitsBox>.fromOpaque(data).takeRetainedValue())
             } else {
                 gateway.place(Unmanaged<SIPDialRequest>.fromOpaque(data).takeRetainedValue())
             }

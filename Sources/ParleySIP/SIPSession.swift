@@ -18,6 +18,8 @@ final class SIPCall {
     private var closed = false
     /// The RTCP report timer (RFC 3550's 5 s, randomized by half either way).
     private let reportTimer = UnsafeMutablePointer<tmr>.allocate(capacity: 1)
+    /// Ticks every 20 ms while digits are being sent to the phone.
+    private let digitTimer = UnsafeMutablePointer<tmr>.allocate(capacity: 1)
 
     /// The gateway's SDES key with the phone (SRTP), named in each answer.
     let localKey: SDESKey?
@@ -88,7 +90,8 @@ final class SIPCall {
         let (roomSocket, leg) = joined!
         let media = SIPCallMedia(phoneSocket: phoneSocket, roomSocket: roomSocket, bridge: bridge,
                                  phone: offer.address, signalling: signalling, room: leg,
-                                 ssrc: UInt32.random(in: 1...UInt32.max), opus: offer.opus, srtp: keys)
+                                 ssrc: UInt32.random(in: 1...UInt32.max), opus: offer.opus, srtp: keys,
+                                 telephoneEvent: offer.telephoneEvent)
         media.held = offer.direction == "sendonly" || offer.direction == "inactive"
         let call = SIPCall(gateway: gateway, room: room, identity: identity, media: media, offer: offer,
                            localKey: keys?.local)
@@ -106,7 +109,12 @@ final class SIPCall {
             Unmanaged<SIPCall>.fromOpaque(arg).takeUnretainedValue().media.drainRTCP()
         }, me)
         tmr_init(call.reportTimer)
+        tmr_init(call.digitTimer)
         call.scheduleReport()
+        media.onDigit = { [unowned call] digit in
+            call.gateway.rooms.keyed(room: call.room, identity: call.identity, digit: digit)
+        }
+        gateway.reachable(room: room, identity: identity, sendsDigits: media.sendsDigits)
         return .success(call)
     }
 
@@ -180,7 +188,27 @@ final class SIPCall {
         }, me)
     }
 
-    deinit { reportTimer.deallocate() }
+    /// Queues `digits` for the phone and starts the ticks; false when they cannot be queued (see `DTMFSender`).
+    func sendDigits(_ digits: String) -> Bool {
+        guard !closed, media.sendsDigits, media.digitsOut.enqueue(digits) else { return false }
+        if !tmr_isrunning(digitTimer) { scheduleDigit() }
+        return true
+    }
+
+    private func scheduleDigit() {
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        tmr_start(digitTimer, 20, { arg in
+            guard let arg else { return }
+            let call = Unmanaged<SIPCall>.fromOpaque(arg).takeUnretainedValue()
+            call.media.sendDTMF()
+            if !call.media.digitsOut.idle { call.scheduleDigit() }
+        }, me)
+    }
+
+    deinit {
+        reportTimer.deallocate()
+        digitTimer.deallocate()
+    }
 
     /// Ends the call: BYE when libre's session is still up, the fds and the report timer out of the loop, the member
     /// out of its room.
@@ -188,6 +216,8 @@ final class SIPCall {
         guard !closed else { return }
         closed = true
         tmr_cancel(reportTimer)
+        tmr_cancel(digitTimer)
+        gateway.reachable(room: room, identity: identity, sendsDigits: nil)
         fd_close(media.phoneSocket.fd)
         fd_close(media.phoneSocket.rtcp.fd)
         fd_close(media.roomSocket.fd)

@@ -56,7 +56,8 @@ extension ProcessTests {
             #expect(toPhone >= 3.5, "room → phone: \(toPhoneLine)")
             // RTCP as SRTCP both ways: the phone's reports decrypted and read (a round trip from its block on the
             // gateway's stream), the gateway's encrypted (baresip drops what fails its check, and reports nothing).
-            #expect(relay.waitForStderr(seconds: 5) { $0.contains("left room \(room)") }, "\(relay.stderr.suffix(2_000))")
+            #expect(relay.waitForStderr(seconds: 5) { $0.contains("left room \(room)") },
+                    "\(relay.stderr.suffix(2_000))")
             let left = relay.stderr.split(separator: "\n").first { $0.contains("left room \(room)") } ?? ""
             print(left)
             #expect(left.contains("the phone saw 0 of") && left.contains("round trip"), "\(left)")

@@ -1,6 +1,7 @@
-@testable import ParleySIP
 import ParleyWire
 import Testing
+
+@testable import ParleySIP
 
 @Suite("SIP: RTCP with a phone — the gateway's SR/RR and block, the phone's reports read, the round trip")
 struct SIPCallRTCPTests {

@@ -1,0 +1,103 @@
+import Foundation
+import Testing
+
+extension ProcessTests {
+    /// Issue 40's "DTMF as RFC 4733 telephone-events both ways": keys a phone in a room presses reach the room's event
+    /// stream; digits a backend sends (`POST /v1/rooms/NAME/sip-calls/IDENTITY/dtmf`) reach the phone.
+    @Suite("SIP gateway: DTMF both ways with a phone in a room")
+    struct SIPDTMFProcessTests {
+        let dir = FileManager.default.temporaryDirectory
+            .appendingPathComponent("parley-sipdtmf-\(UInt32.random(in: 0...UInt32.max))").path
+        init() throws { try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) }
+
+        @Test("baresip's keys are dtmf events of the room; the API's digits reach baresip (tshark reads them)")
+        func bothWays() throws {
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            let tone = dir + "/tone8.wav"
+            let ffmpeg = try Spawned(.ffmpeg, ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
+                                               "sine=frequency=440:duration=20", "-ar", "8000", "-ac", "1", tone])
+            #expect(ffmpeg.wait(seconds: 20) == 0, "\(ffmpeg.stderr)")
+            let sipPort = freeUDPPort()
+            let (relay, server) = try startRelay(workers: 1, environment: ["PARLEY_SIP": "127.0.0.1:\(sipPort)",
+                                                                          "PARLEY_SIP_TRUNKS": "local=127.0.0.0/8"])
+            defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
+            let base = try #require(httpBase(of: relay))
+            let admin = try mint(["--admin", "--identity", "ops"])
+            let room = "dtmf-\(UInt32.random(in: 0...UInt32.max))"
+            let made = try curl("POST", base + "/v1/rooms", token: admin, body: #"{"name":"\#(room)"}"#)
+            #expect(made.status == 201, "\(made.body)")
+            let events = try Spawned(.curl, ["-sN", "--max-time", "14", "-H", "Authorization: Bearer \(admin)",
+                                             base + "/v1/rooms/\(room)/events"])
+            // The phone leg on the wire (not the relay's own port): what the gateway sends baresip.
+            let relayPort = try #require(server.split(separator: ":").last.map(String.init))
+            let pcap = dir + "/dtmf.pcap"
+            let dump = try Spawned(.tcpdump, ["-i", "lo", "-n", "-U", "--immediate-mode", "-w", pcap,
+                                              "udp and not port \(relayPort) and not port \(sipPort)"])
+            #expect(dump.waitForStderr(seconds: 10) { $0.contains("listening on") }, "\(dump.stderr)")
+
+            // A member speaking, so that the room's audio flows to the phone: baresip's jitter buffer hands an event's
+            // last packets on only when later ones come.
+            let tone48 = dir + "/tone48.wav"
+            let sine = try Spawned(.ffmpeg, ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
+                                             "sine=frequency=600:duration=12", "-ar", "48000", "-ac", "1", tone48])
+            #expect(sine.wait(seconds: 20) == 0, "\(sine.stderr)")
+            let member = try Spawned("parley", ["join", room, "--identity", "member", "--server", server,
+                                                "--mode", "forward", "--input", tone48, "--no-playback", "--no-tui",
+                                                "--duration", "12"])
+            #expect(member.waitFor(seconds: 5) { $0.contains("joined \(room)") }, "\(member.stdout)\(member.stderr)")
+            let config = try baresipConfig(in: dir, sipPort: freeUDPPort(), source: tone, console: true)
+            let phone = try Spawned(.baresip, ["-f", config, "-t", "12"], input: true)
+            #expect(phone.waitFor(seconds: 10) { $0.contains("baresip is ready") }, "\(phone.stdout)\(phone.stderr)")
+            phone.send("/dial sip:room-\(room)@127.0.0.1:\(sipPort)\n")
+            #expect(phone.waitFor(seconds: 5) { $0.contains("Call established") }, "\(phone.stdout.suffix(2_000))")
+            #expect(relay.waitForStderr(seconds: 5) { $0.contains("joined room \(room) (PCMU)") },
+                    "\(relay.stderr.suffix(2_000))")
+            for d in "42#" {
+                phone.send(String(d))
+                Thread.sleep(forTimeInterval: 0.5)
+            }
+            // The room's readers see each key once, as the phone's member.
+            #expect(events.waitFor(seconds: 5) { $0.components(separatedBy: #""type":"dtmf""#).count >= 4 },
+                    "\(events.stdout)")
+            let keyed = events.stdout.split(separator: "\n").filter { $0.contains(#""type":"dtmf""#) }
+            print("the room's events: \(keyed.first ?? "none")")
+            #expect(keyed.count == 3 && keyed.allSatisfy { $0.contains(#""identity":"sip-1""#) }, "\(keyed)")
+            #expect(["4", "2", "#"].allSatisfy { d in keyed.contains { $0.contains(##""detail":"\##(d)""##) } })
+            #expect(!relay.stderr.contains("42#"), "keys are not logged")
+
+            let url = base + "/v1/rooms/\(room)/sip-calls/sip-1/dtmf"
+            let sent = try curl("POST", url, token: admin, body: #"{"digits":"1*9"}"#)
+            #expect(sent.status == 202, "\(sent.body)")
+            #expect(try curl("POST", url, token: admin, body: #"{"digits":"12x"}"#).status == 400)
+            #expect(try curl("POST", base + "/v1/rooms/\(room)/sip-calls/sip-9/dtmf", token: admin,
+                             body: #"{"digits":"1"}"#).status == 404)
+            // baresip says each event it receives, its start and its end.
+            let heard = ["1", "*", "9"].map { "received event: '\($0)' (end=1)" }
+            #expect(phone.waitFor(seconds: 5) { out in heard.allSatisfy { out.contains($0) } },
+                    "\(phone.stdout.suffix(1_500))")
+            phone.send("/hangup\n")
+            #expect(relay.waitForStderr(seconds: 5) { $0.contains("left room \(room)") },
+                    "\(relay.stderr.suffix(2_000))")
+            phone.closeInput()
+            #expect(phone.wait(seconds: 20) == 0)
+            member.signal(SIGTERM)
+            member.wait(seconds: 5)
+
+            dump.signal(SIGKILL)
+            dump.wait(seconds: 5)
+            let tshark = try Spawned(.tshark, ["-n", "-r", pcap, "--enable-heuristic", "rtp_udp",
+                                               "-o", "rtpevent.event_payload_type_value:101", "-T", "fields",
+                                               "-e", "ip.src", "-e", "udp.dstport", "-e", "rtpevent.event_id",
+                                               "-e", "rtpevent.end_of_event", "-e", "rtp.marker", "-Y", "rtpevent"])
+            #expect(tshark.wait(seconds: 60) == 0, "\(tshark.stderr)")
+            let rows = tshark.stdout.split(separator: "\n").map { $0.split(separator: "\t").map(String.init) }
+            print("tshark: \(rows.count) telephone-event packets")
+            // Starts (marker) by destination port: the phone's keys went to the gateway, the API's to the phone.
+            let starts = rows.filter { $0.count >= 5 && $0[4] == "1" }
+            let ports = Set(starts.map { $0[1] })
+            let byPort = Dictionary(grouping: starts, by: { $0[1] }).mapValues { $0.map { $0[2] } }
+            #expect(ports.count == 2, "\(rows)")
+            #expect(byPort.values.contains(["4", "2", "11"]) && byPort.values.contains(["1", "10", "9"]), "\(byPort)")
+        }
+    }
+}
