@@ -130,6 +130,12 @@ final class SIPCallMedia {
     /// Digits to send the phone (`sendDTMF`, one tick per 20 ms), and the current event's RTP timestamp.
     var digitsOut = DTMFSender(clockRate: 8_000)
     private var eventTimestamp: UInt32 = 0
+    /// When the last packet went to the phone (monotonic ns): a G.711 stream silent longer than `fillAfter` is
+    /// filled with silence (`fillSilence`).
+    private var lastToPhone: Int64 = 0
+    /// Whether the last packet to the phone was fill: the room's next packet starts a talkspurt (marker).
+    private var filling = false
+    static let fillAfter: Int64 = 60_000_000
 
     init(phoneSocket: PhoneSocket, roomSocket: UDPSocket, bridge: G711OpusBridge, phone: PeerAddress,
          signalling: PeerAddress, room: SIPRoomLeg, ssrc: UInt32, opus: UInt8? = nil,
@@ -268,14 +274,16 @@ final class SIPCallMedia {
             guard length > 0 else { dropped += 1; continue }
             toPhone.sequenceNumber &+= 1
             toPhone.timestamp &+= UInt32(length)
-            toPhone.marker = packet.marker
+            toPhone.marker = packet.marker || filling
+            filling = false
             toPhone.write(into: out)
             sendToPhone(RTPFixedHeader.size + length)
         }
     }
 
-    /// `out[0..<length]` (an RTP packet) to the phone, encrypted first with SRTP.
-    private func sendToPhone(_ length: Int) {
+    /// `out[0..<length]` (an RTP packet: audio, or with `audio` false a telephone-event) to the phone, encrypted
+    /// first with SRTP.
+    private func sendToPhone(_ length: Int, audio: Bool = true) {
         var n = length
         if let srtpOut {
             guard let protected = try? srtpOut.protectRTP(out, length: n) else { dropped += 1; return }
@@ -283,8 +291,26 @@ final class SIPCallMedia {
         }
         try? phoneSocket.send(UnsafeRawBufferPointer(rebasing: out[0..<n]), to: phone)
         packetsFromRoom += 1
-        rtcp.sent(timestamp: toPhone.timestamp, payloadBytes: length - RTPFixedHeader.size,
-                  now: Clock.monotonicNanoseconds())
+        let now = Clock.monotonicNanoseconds()
+        if audio { lastToPhone = now }  // the events of a digit go beside the audio (silence fill included)
+        rtcp.sent(timestamp: toPhone.timestamp, payloadBytes: length - RTPFixedHeader.size, now: now)
+    }
+
+    /// At each 20 ms tick: when nothing went to a G.711 phone for `fillAfter` (its room is silent: a forward room
+    /// sends nothing while nobody speaks), 20 ms of G.711 silence on the stream's timeline, so that the phone's
+    /// stream never stops (trunks and PBXs end calls whose RTP stops; a jitter buffer holds its last packets until
+    /// later ones come). Not on hold, not before the phone's address is known, not for Opus (whose DTX is silence).
+    func fillSilence() {
+        guard opus == nil, !held, Clock.monotonicNanoseconds() - lastToPhone >= Self.fillAfter else { return }
+        toPhone.sequenceNumber &+= 1
+        toPhone.timestamp &+= 160
+        toPhone.marker = false
+        toPhone.write(into: out)
+        let silence: UInt8 = bridge.law == .mu ? 0xFF : 0xD5
+        for i in 0..<160 { out[RTPFixedHeader.size + i] = silence }
+        filling = true
+        sendToPhone(RTPFixedHeader.size + 160)
+        lastToPhone -= 45_000_000  // the next tick fills again (even one 5 ms early): every 20 ms till the room speaks
     }
 
     /// Whether digits can be sent to this phone: it offered telephone-event, and the call is G.711 (its events are
@@ -304,7 +330,7 @@ final class SIPCallMedia {
         header.hasExtension = false
         header.write(into: out)
         for (i, byte) in packet.payload.enumerated() { out[RTPFixedHeader.size + i] = byte }
-        sendToPhone(RTPFixedHeader.size + 4)
+        sendToPhone(RTPFixedHeader.size + 4, audio: false)
     }
 
     /// Everything waiting on the phone's RTCP port.

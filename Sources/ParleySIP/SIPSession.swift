@@ -18,8 +18,8 @@ final class SIPCall {
     private var closed = false
     /// The RTCP report timer (RFC 3550's 5 s, randomized by half either way).
     private let reportTimer = UnsafeMutablePointer<tmr>.allocate(capacity: 1)
-    /// Ticks every 20 ms while digits are being sent to the phone.
-    private let digitTimer = UnsafeMutablePointer<tmr>.allocate(capacity: 1)
+    /// Ticks every 20 ms while the call lasts: digits being sent to the phone, silence when its room is.
+    private let paceTimer = UnsafeMutablePointer<tmr>.allocate(capacity: 1)
 
     /// The gateway's SDES key with the phone (SRTP), named in each answer.
     let localKey: SDESKey?
@@ -109,8 +109,9 @@ final class SIPCall {
             Unmanaged<SIPCall>.fromOpaque(arg).takeUnretainedValue().media.drainRTCP()
         }, me)
         tmr_init(call.reportTimer)
-        tmr_init(call.digitTimer)
+        tmr_init(call.paceTimer)
         call.scheduleReport()
+        call.schedulePace()
         media.onDigit = { [unowned call] digit in
             call.gateway.rooms.keyed(room: call.room, identity: call.identity, digit: digit)
         }
@@ -188,26 +189,25 @@ final class SIPCall {
         }, me)
     }
 
-    /// Queues `digits` for the phone and starts the ticks; false when they cannot be queued (see `DTMFSender`).
+    /// Queues `digits` for the phone (sent at the next ticks); false when they cannot be (see `DTMFSender`).
     func sendDigits(_ digits: String) -> Bool {
-        guard !closed, media.sendsDigits, media.digitsOut.enqueue(digits) else { return false }
-        if !tmr_isrunning(digitTimer) { scheduleDigit() }
-        return true
+        !closed && media.sendsDigits && media.digitsOut.enqueue(digits)
     }
 
-    private func scheduleDigit() {
+    private func schedulePace() {
         let me = Unmanaged.passUnretained(self).toOpaque()
-        tmr_start(digitTimer, 20, { arg in
+        tmr_start(paceTimer, 20, { arg in
             guard let arg else { return }
             let call = Unmanaged<SIPCall>.fromOpaque(arg).takeUnretainedValue()
+            call.schedulePace()
             call.media.sendDTMF()
-            if !call.media.digitsOut.idle { call.scheduleDigit() }
+            call.media.fillSilence()
         }, me)
     }
 
     deinit {
         reportTimer.deallocate()
-        digitTimer.deallocate()
+        paceTimer.deallocate()
     }
 
     /// Ends the call: BYE when libre's session is still up, the fds and the report timer out of the loop, the member
@@ -216,7 +216,7 @@ final class SIPCall {
         guard !closed else { return }
         closed = true
         tmr_cancel(reportTimer)
-        tmr_cancel(digitTimer)
+        tmr_cancel(paceTimer)
         gateway.reachable(room: room, identity: identity, sendsDigits: nil)
         fd_close(media.phoneSocket.fd)
         fd_close(media.phoneSocket.rtcp.fd)
