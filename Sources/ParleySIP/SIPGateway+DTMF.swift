@@ -49,7 +49,7 @@ extension SIPGateway {
 
     /// On the SIP thread: the digits to their call, if it is still there.
     func keyDigits(_ box: DigitsBox) {
-        let call = calls.values.first { $0.room == box.room && $0.identity == box.identity }
+        let call = live.values.first { $0.room == box.room && $0.identity == box.identity }
         if call?.sendDigits(box.digits) != true { log("sip: digits for \(box.identity) in \(box.room) not sent") }
     }
 
@@ -60,4 +60,20 @@ extension SIPGateway {
     }
 
     private static func key(_ room: String, _ identity: String) -> String { room + "\n" + identity }
+
+    /// Every 20 ms on the SIP thread, for each call with media up: a tick of the digits it is sending, and silence
+    /// when its room says nothing (`SIPCallMedia.sendDTMF`, `fillSilence`). One timer for the gateway: a timer per
+    /// call woke the SIP thread 50 times a second per call and cost 10-17 µs per call per 20 ms (SIPp, 50 calls).
+    func pace() {
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        tmr_start(paceTimer, 20, { arg in
+            guard let arg else { return }
+            let gateway = Unmanaged<SIPGateway>.fromOpaque(arg).takeUnretainedValue()
+            gateway.pace()
+            for call in gateway.live.values {
+                call.media.sendDTMF()
+                call.media.fillSilence()
+            }
+        }, me)
+    }
 }

@@ -68,6 +68,10 @@ public final class SIPGateway: @unchecked Sendable {
     var sip: OpaquePointer?
     var sessionSocket: OpaquePointer?
     var calls: [ObjectIdentifier: SIPCall] = [:]
+    /// Every call with media up (into a room, routed, past a PIN), for the 20 ms tick and digits to send.
+    var live: [ObjectIdentifier: SIPCall] = [:]
+    /// The gateway's one 20 ms tick for all calls (`pace`): one wakeup of the SIP thread, not one per call.
+    let paceTimer = UnsafeMutablePointer<tmr>.allocate(capacity: 1)
     /// Calls the gateway placed, from the INVITE until they end.
     var outbound: [ObjectIdentifier: SIPOutboundCall] = [:]
     /// libre's thread-safe queue into the SIP thread: dial requests (`dial`).
@@ -184,6 +188,8 @@ public final class SIPGateway: @unchecked Sendable {
         guard err == 0 else { return "sip_listen failed: \(String(cString: strerror(err)))" }
         tmr_init(sweepTimer)
         scheduleSweep()
+        tmr_init(paceTimer)
+        pace()
         return nil
     }
 

@@ -18,8 +18,6 @@ final class SIPCall {
     private var closed = false
     /// The RTCP report timer (RFC 3550's 5 s, randomized by half either way).
     private let reportTimer = UnsafeMutablePointer<tmr>.allocate(capacity: 1)
-    /// Ticks every 20 ms while the call lasts: digits being sent to the phone, silence when its room is.
-    private let paceTimer = UnsafeMutablePointer<tmr>.allocate(capacity: 1)
 
     /// The gateway's SDES key with the phone (SRTP), named in each answer.
     let localKey: SDESKey?
@@ -109,9 +107,8 @@ final class SIPCall {
             Unmanaged<SIPCall>.fromOpaque(arg).takeUnretainedValue().media.drainRTCP()
         }, me)
         tmr_init(call.reportTimer)
-        tmr_init(call.paceTimer)
         call.scheduleReport()
-        call.schedulePace()
+        gateway.live[ObjectIdentifier(call)] = call  // the gateway's 20 ms tick: digits, silence fill
         media.onDigit = { [unowned call] digit in
             call.gateway.rooms.keyed(room: call.room, identity: call.identity, digit: digit)
         }
@@ -189,26 +186,12 @@ final class SIPCall {
         }, me)
     }
 
-    /// Queues `digits` for the phone (sent at the next ticks); false when they cannot be (see `DTMFSender`).
+    /// Queues `digits` for the phone (sent at the gateway's next ticks); false when they cannot be (`DTMFSender`).
     func sendDigits(_ digits: String) -> Bool {
         !closed && media.sendsDigits && media.digitsOut.enqueue(digits)
     }
 
-    private func schedulePace() {
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        tmr_start(paceTimer, 20, { arg in
-            guard let arg else { return }
-            let call = Unmanaged<SIPCall>.fromOpaque(arg).takeUnretainedValue()
-            call.schedulePace()
-            call.media.sendDTMF()
-            call.media.fillSilence()
-        }, me)
-    }
-
-    deinit {
-        reportTimer.deallocate()
-        paceTimer.deallocate()
-    }
+    deinit { reportTimer.deallocate() }
 
     /// Ends the call: BYE when libre's session is still up, the fds and the report timer out of the loop, the member
     /// out of its room.
@@ -216,7 +199,7 @@ final class SIPCall {
         guard !closed else { return }
         closed = true
         tmr_cancel(reportTimer)
-        tmr_cancel(paceTimer)
+        gateway.live.removeValue(forKey: ObjectIdentifier(self))
         gateway.reachable(room: room, identity: identity, sendsDigits: nil)
         fd_close(media.phoneSocket.fd)
         fd_close(media.phoneSocket.rtcp.fd)

@@ -46,8 +46,9 @@ extension ProcessTests {
         }
 
         /// Decodes the capture's RTP with Opus as a listener on the path would: one decoder per SSRC, each packet once
-        /// (the uplink and forwarded copies of a packet share SSRC and sequence number), a RED packet's primary. Returns each stream's share of
-        /// `frequency` (the best of them), how many payloads libopus refused, and how many packets there were.
+        /// (the uplink and forwarded copies of a packet share SSRC and sequence number; RED: its primary). Returns
+        /// each stream's share of `frequency` (the best of them), how many payloads libopus refused, and how many
+        /// packets there were.
         static func decodeRTP(_ datagrams: [[UInt8]], frequency: Double) throws -> (bestShare: Double, refused: Int, packets: Int) {
             var decoders: [UInt32: OpusDecoder] = [:], samples: [UInt32: [Int16]] = [:], seen = Set<UInt64>()
             var refused = 0, packets = 0
@@ -60,7 +61,7 @@ extension ProcessTests {
                     if decoders[view.ssrc] == nil { decoders[view.ssrc] = try OpusDecoder(sampleRate: 48_000, channels: 1) }
                     let decoder = decoders[view.ssrc]!
                     // The primary frame of an RFC 2198 RED packet (a sender adds earlier frames where its path shows
-                    // loss, as a loaded machine's loopback may: one full run saw 216 of 353 packets refused without this).
+                    // loss, as a loaded machine's loopback may: one full run saw 216 of 353 packets refused).
                     let frame = RedundantFrames.unpack(view, redPayloadType: RedundantAudio.defaultPayloadType,
                                                        frameSamples: 960) { _, _, _ in } ?? view.payload
                     let n = pcm.withUnsafeMutableBufferPointer { try? decoder.decode(frame, into: $0) }
