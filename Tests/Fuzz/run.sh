@@ -28,8 +28,9 @@
 #   sdp         SDPOffer from (possibly invalid) UTF-8 as the HTTP route reads it, audioSections, SDPAnswer
 #               built from what it accepts and read back (Sources/ParleyWebRTC)
 #   cascade     CascadeMessage of every kind, round trips (Sources/ParleyRelayCore/CascadeMessage.swift)
-#   sip         libre's SIP message decoder on the datagram and the gateway's request check, then the gateway's SDP
-#               offer reader and answer, its DTMF reader, and its trunk and address-block parsers
+#   sip         libre's SIP message decoder on the datagram and the gateway's request check, then a phone's RTCP as
+#               the gateway reads it, its SDP offer reader and answer, its DTMF reader, and its trunk and address-block
+#               parsers
 #               (Sources/ParleySIP; libre-dev)
 #
 # Each target is one swiftc invocation that compiles the fuzz entry file together with the sources of the module
@@ -100,7 +101,7 @@ target_sources() {
     case "$1" in
         token) echo Sources/ParleyAuth/*.swift ;;
         stun|sdp) echo Sources/ParleyWebRTC/*.swift Sources/ParleyWire/*.swift ;;
-        sip) echo Sources/ParleySIP/SIPAudioOffer.swift Sources/ParleySIP/SIPTrunk.swift Sources/ParleySIP/SIPDTMF.swift Sources/ParleySIP/SIPRequestCheck.swift Sources/ParleyWire/*.swift ;;
+        sip) echo Sources/ParleySIP/SIPAudioOffer.swift Sources/ParleySIP/SIPTrunk.swift Sources/ParleySIP/SIPDTMF.swift Sources/ParleySIP/SIPRequestCheck.swift Sources/ParleySIP/SIPCallRTCP.swift Sources/ParleyWire/*.swift ;;
         cascade) echo Sources/ParleyRelayCore/CascadeMessage.swift Sources/ParleyWire/*.swift ;;
         *) echo Sources/ParleyWire/*.swift ;;
     esac

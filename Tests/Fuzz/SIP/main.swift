@@ -1,15 +1,15 @@
 // libFuzzer target for what reaches the SIP gateway from its socket (Sources/ParleySIP): libre's SIP message decoder
 // (`sip_msg_decode`, the stack's first parser of every datagram; a crash there is a crash of the relay) and the
-// gateway's check of what a decoded request must carry (`SIPRequestCheck`: 400 or 483 if anything), then the
-// gateway's own parsers of what a decoded INVITE carries: the SDP offer (`SIPAudioOffer`, from the body as possibly
-// invalid UTF-8), the RFC 4733 events a phone keys a room's PIN with (`DTMFCollector`, `SIPRoomPINs`) and, for the
-// configuration, `SIPTrunk`/`AddressBlock`. An accepted offer must yield an answer that is CRLF text with one audio
-// line at the port given and the chosen codec (Opus straight through, or G.711); the digits collected must be keys,
-// at most the collector's capacity; an accepted address block must read back from its own description as the same
-// block.
+// gateway's check of what a decoded request must carry (`SIPRequestCheck`: 400 or 483 if anything), then what the
+// gateway reads from a phone's RTCP (`SIPCallRTCP`), and its own parsers of what a decoded INVITE carries: the SDP
+// offer (`SIPAudioOffer`, from the body as possibly invalid UTF-8), the RFC 4733 events a phone keys a room's PIN with
+// (`DTMFCollector`, `SIPRoomPINs`) and, for the configuration, `SIPTrunk`/`AddressBlock`. An accepted offer must yield
+// an answer that is CRLF text with one audio line at the port given and the chosen codec (Opus straight through, or
+// G.711); the digits collected must be keys, at most the collector's capacity; an accepted address block must read back
+// from its own description as the same block.
 //
 // Compiled by Tests/Fuzz/run.sh together with Sources/ParleySIP/SIPAudioOffer.swift, SIPTrunk.swift, SIPDTMF.swift,
-// SIPRequestCheck.swift and Sources/ParleyWire/*.swift into one module named ParleyWire, with
+// SIPRequestCheck.swift, SIPCallRTCP.swift and Sources/ParleyWire/*.swift into one module named ParleyWire, with
 // `-I Sources/CLibre -I /usr/include/re -lre` for libre. Invariant violations trap through `precondition`.
 import CLibre
 
@@ -48,6 +48,24 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     } else if case .failure(let refusal) = SIPAudioOffer.parse(text) {
         precondition(refusal.status == 488)
     }
+    // The input as RTCP from a phone (`SIPCallRTCP`): read whole or not at all; the report after it well-formed.
+    var rtcp = SIPCallRTCP(ssrc: 0xAAAA, clockRate: 8_000)
+    rtcp.received(ssrc: 0xB0B, sequence: 1, timestamp: 0, now: 0)
+    let took = rtcp.take(UnsafeRawBufferPointer(start: data, count: size), now: 1_000_000,
+                         unixMilliseconds: 1_796_000_000_000)
+    precondition(took || rtcp.compoundsReceived == 0)
+    if let rtt = rtcp.roundTrip { precondition(rtt.nanoseconds >= 0 && rtt < .seconds(10)) }
+    let report = UnsafeMutableRawBufferPointer.allocate(byteCount: 256, alignment: 4)
+    let length = rtcp.report(into: report, now: 2_000_000, unixMilliseconds: 1_796_000_000_001, cname: "sip-1@parley")
+    var packets = rtcpPackets(in: UnsafeRawBufferPointer(rebasing: report[0..<length]))
+    var count = 0
+    while let packet = try? packets.next() {  // an RR (nothing sent yet) and the CNAME
+        count += 1
+        precondition(packet.packetType == 201 || packet.packetType == 202)
+    }
+    precondition(length > 0 && count == 2)
+    report.deallocate()
+    _ = rtcp.summary
     // The input as telephone-event payloads of 4 bytes, a new press every other one.
     var dtmf = DTMFCollector(capacity: 8)
     var timestamp: UInt32 = 0
