@@ -145,6 +145,6 @@ final class SIPLobby {
         if let session { _ = mem_deref(UnsafeMutableRawPointer(session)) }
         session = nil
         gateway.lobbies.removeValue(forKey: ObjectIdentifier(self))
-        gateway.log("sip: \(identity) left room \(room): \(why)")
+        gateway.log("sip: \(identity) left room \(room): \(why)" + (call.map { "; \($0.media.rtcp.summary)" } ?? ""))
     }
 }

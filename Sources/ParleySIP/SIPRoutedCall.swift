@@ -218,6 +218,7 @@ final class SIPRoutedCall {
         session = nil
         if ownsStream { gateway.rooms.closePresence(stream: stream) }
         gateway.routed.removeValue(forKey: stream)
-        gateway.log("sip: \(identity)'s call with \(peer) ended: \(why)")
+        let rtcp = call.map { "; \($0.media.rtcp.summary)" } ?? ""
+        gateway.log("sip: \(identity)'s call with \(peer) ended: \(why)\(rtcp)")
     }
 }
