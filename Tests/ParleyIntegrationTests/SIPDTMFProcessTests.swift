@@ -14,14 +14,9 @@ extension ProcessTests {
         func bothWays() throws {
             defer { try? FileManager.default.removeItem(atPath: dir) }
             let tone = dir + "/tone8.wav"
-            let ffmpeg = try Spawned(.ffmpeg, ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
-                                               "sine=frequency=440:duration=20", "-ar", "8000", "-ac", "1", tone])
-            #expect(ffmpeg.wait(seconds: 20) == 0, "\(ffmpeg.stderr)")
-            let sipPort = freeUDPPort()
-            let (relay, server) = try startRelay(workers: 1, environment: ["PARLEY_SIP": "127.0.0.1:\(sipPort)",
-                                                                          "PARLEY_SIP_TRUNKS": "local=127.0.0.0/8"])
+            try phoneTone(tone, seconds: 20)
+            let (relay, server, sipPort, base) = try startSIPRelay()
             defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
-            let base = try #require(httpBase(of: relay))
             let admin = try mint(["--admin", "--identity", "ops"])
             let room = "dtmf-\(UInt32.random(in: 0...UInt32.max))"
             let made = try curl("POST", base + "/v1/rooms", token: admin, body: #"{"name":"\#(room)"}"#)

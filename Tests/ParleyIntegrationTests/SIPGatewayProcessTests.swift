@@ -26,6 +26,23 @@ func baresipConfig(in dir: String, name: String = "baresip", sipPort: UInt16, so
     return config
 }
 
+/// A relay (one worker) whose SIP gateway listens on a free UDP port and lets in `trunk`: the relay, its UDP server,
+/// the SIP port and its HTTP API's base URL.
+func startSIPRelay(trunk: String = "local=127.0.0.0/8") throws
+    -> (relay: Spawned, server: String, sipPort: UInt16, base: String) {
+    let sipPort = freeUDPPort()
+    let (relay, server) = try startRelay(workers: 1, environment: ["PARLEY_SIP": "127.0.0.1:\(sipPort)",
+                                                                  "PARLEY_SIP_TRUNKS": trunk])
+    return (relay, server, sipPort, try #require(httpBase(of: relay)))
+}
+
+/// `seconds` of a 440 Hz tone at 8 kHz mono in `path`: a phone's microphone where what it says does not matter.
+func phoneTone(_ path: String, seconds: Int) throws {
+    let ffmpeg = try Spawned(.ffmpeg, ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
+                                       "sine=frequency=440:duration=\(seconds)", "-ar", "8000", "-ac", "1", path])
+    #expect(ffmpeg.wait(seconds: 20) == 0, "\(ffmpeg.stderr)")
+}
+
 extension ProcessTests {
     /// Issue 40's first part: a SIP phone (baresip, G.711 µ-law) dials `sip:room-NAME@` the relay's gateway and is a
     /// member of the room both ways; calls from outside every trunk, and to rooms that do not exist, are refused.
@@ -37,9 +54,7 @@ extension ProcessTests {
 
         /// A relay whose gateway listens on a free port and lets in `trunk`; the relay and that port.
         func relay(trunk: String) throws -> (Spawned, String, UInt16) {
-            let sipPort = freeUDPPort()
-            let (relay, server) = try startRelay(workers: 1, environment: ["PARLEY_SIP": "127.0.0.1:\(sipPort)",
-                                                                           "PARLEY_SIP_TRUNKS": trunk])
+            let (relay, server, sipPort, _) = try startSIPRelay(trunk: trunk)
             return (relay, server, sipPort)
         }
 
@@ -286,9 +301,7 @@ extension ProcessTests {
         func refused(trunk: String, realRoom: Bool, answer: String) throws {
             defer { try? FileManager.default.removeItem(atPath: dir) }
             let tone = dir + "/tone8.wav"
-            let ffmpeg = try Spawned(.ffmpeg, ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
-                                               "sine=frequency=440:duration=3", "-ar", "8000", "-ac", "1", tone])
-            #expect(ffmpeg.wait(seconds: 20) == 0, "\(ffmpeg.stderr)")
+            try phoneTone(tone, seconds: 3)
             let (relay, _, sipPort) = try relay(trunk: trunk)
             defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
             let room = realRoom ? try room(relay) : "nowhere"

@@ -14,10 +14,7 @@ extension ProcessTests {
         /// A relay with the gateway on a free port letting in `trunk`; the relay, its UDP address, the gateway's port
         /// and the HTTP base.
         func relay(trunk: String) throws -> (Spawned, String, UInt16, String) {
-            let sipPort = freeUDPPort()
-            let (relay, server) = try startRelay(workers: 1, environment: ["PARLEY_SIP": "127.0.0.1:\(sipPort)",
-                                                                           "PARLEY_SIP_TRUNKS": trunk])
-            return (relay, server, sipPort, try #require(httpBase(of: relay)))
+            try startSIPRelay(trunk: trunk)
         }
 
         /// `identity`'s credentials from the API, as a baresip account line registering with the gateway.

@@ -77,11 +77,8 @@ extension ProcessTests {
 
         @Test("each malformed INVITE is 400 or 483, logged and counted; no member is made; a whole one is answered")
         func malformed() throws {
-            let sipPort = freeUDPPort()
-            let (relay, _) = try startRelay(workers: 1, environment: ["PARLEY_SIP": "127.0.0.1:\(sipPort)",
-                                                                      "PARLEY_SIP_TRUNKS": "local=127.0.0.0/8"])
+            let (relay, _, sipPort, base) = try startSIPRelay()
             defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
-            let base = try #require(httpBase(of: relay))
             let admin = try mint(["--admin", "--identity", "ops"])
             let room = "sip-\(UInt32.random(in: 0...UInt32.max))"
             #expect(try curl("POST", base + "/v1/rooms", token: admin, body: #"{"name":"\#(room)"}"#).status == 201)

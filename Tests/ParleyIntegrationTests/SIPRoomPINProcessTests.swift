@@ -20,14 +20,9 @@ extension ProcessTests {
         func pin() throws {
             defer { try? FileManager.default.removeItem(atPath: dir) }
             let tone = dir + "/tone8.wav"
-            let ffmpeg = try Spawned(.ffmpeg, ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
-                                               "sine=frequency=440:duration=20", "-ar", "8000", "-ac", "1", tone])
-            #expect(ffmpeg.wait(seconds: 20) == 0, "\(ffmpeg.stderr)")
-            let sipPort = freeUDPPort()
-            let (relay, _) = try startRelay(workers: 1, environment: ["PARLEY_SIP": "127.0.0.1:\(sipPort)",
-                                                                     "PARLEY_SIP_TRUNKS": "local=127.0.0.0/8"])
+            try phoneTone(tone, seconds: 20)
+            let (relay, _, sipPort, base) = try startSIPRelay()
             defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
-            let base = try #require(httpBase(of: relay))
             let admin = try mint(["--admin", "--identity", "ops"])
             let bad = try curl("POST", base + "/v1/rooms", token: admin, body: #"{"name":"x","sip_pin":"12a4"}"#)
             #expect(bad.status == 400, "\(bad.body)")

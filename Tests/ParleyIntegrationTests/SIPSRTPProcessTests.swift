@@ -22,11 +22,8 @@ extension ProcessTests {
                                          + ["-ac", "1", "-c:a", "pcm_s16le", output])
                 #expect(ffmpeg.wait(seconds: 20) == 0, "\(ffmpeg.stderr)")
             }
-            let sipPort = freeUDPPort()
-            let (relay, server) = try startRelay(workers: 1, environment: ["PARLEY_SIP": "127.0.0.1:\(sipPort)",
-                                                                         "PARLEY_SIP_TRUNKS": "local=127.0.0.0/8"])
+            let (relay, server, sipPort, base) = try startSIPRelay()
             defer { relay.signal(SIGTERM); relay.wait(seconds: 5) }
-            let base = try #require(httpBase(of: relay))
             let admin = try mint(["--admin", "--identity", "ops"])
             let room = "srtp-\(UInt32.random(in: 0...UInt32.max))"
             let made = try curl("POST", base + "/v1/rooms", token: admin,
