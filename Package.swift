@@ -111,7 +111,9 @@ let package = Package(
         .target(name: "CAllocCounter", path: "Benchmarks/CAllocCounter"),
         // What the in-process benchmarks share: clocks (a manual one for the core), allocation counts, output helpers.
         .target(name: "BenchmarkSupport", dependencies: ["ParleyRelayCore", "CAllocCounter"], path: "Benchmarks/BenchmarkSupport"),
-        .executableTarget(name: "forward-bench", dependencies: ["BenchmarkSupport", "ParleyRelayCore", "ParleyClientCore", "ParleyCrypto", "ParleyWire", "ParleyAuth", "ParleyWebRTC", "CAllocCounter"],
+        .executableTarget(name: "forward-bench",
+                          dependencies: ["BenchmarkSupport", "ParleyRelayCore", "ParleyClientCore", "ParleyCrypto",
+                                         "ParleyNet", "ParleyWire", "ParleyAuth", "ParleyWebRTC", "CAllocCounter"],
                           path: "Benchmarks/forward-bench"),
 
         // A real sender's timing (capture stalls, clock drift): one model for jitter-bench's traces and impair-proxy.

@@ -18,9 +18,14 @@ struct Options {
     var runs = 3
     /// Print only the JSON line.
     var jsonOnly = false
+    /// Megabytes written between 20 ms rounds to evict the caches (`ColdCaches`); 0: warm.
+    var coldMegabytes = 0
+    /// Each 20 ms round starts by prefetching the lines the last one noted, as the worker does (`HotLines`).
+    var prefetch = true
 
     static let usage = """
-        usage: forward-bench [--rooms N] [--members N] [--speakers N] [--packets N] [--warmup N] [--runs N] [--json]
+        usage: forward-bench [--rooms N] [--members N] [--speakers N] [--packets N] [--warmup N] [--runs N]
+                             [--cold MB [--no-prefetch]] [--json]
           Measures the relay core's per-packet parse + route cost (ns and allocations per packet) against a
           baseline of the bare work (parse, sender lookup, one queue entry per listener) measured in the same run.
         """
@@ -37,6 +42,8 @@ struct Options {
             case "--packets": options.packets = line.integer(flag, next)
             case "--warmup": options.warmup = line.integer(flag, next)
             case "--runs": options.runs = line.integer(flag, next)
+            case "--cold": options.coldMegabytes = line.integer(flag, next)
+            case "--no-prefetch": options.prefetch = false
             default: line.fail("unknown option \(flag)")
             }
         }.json

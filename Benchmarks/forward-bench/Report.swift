@@ -53,7 +53,7 @@ struct Results {
         let c = median(core), b = median(baseline)
         let fields: [(String, String)] = [
             ("rooms", "\(options.rooms)"), ("members", "\(options.members)"), ("speakers", "\(options.speakers)"),
-            ("runs", "\(options.runs)"),
+            ("runs", "\(options.runs)"), ("cold_mb", "\(options.coldMegabytes)"),
             ("packets_in", "\(c.packetsIn)"), ("packets_forwarded", "\(c.forwarded)"),
             ("ns_per_packet_in", fixed(c.nanosecondsPerPacketIn, 1)),
             ("ns_per_forwarded_packet", fixed(c.nanosecondsPerForwarded, 2)),
@@ -89,6 +89,10 @@ struct Results {
         lines.append("forward-bench: RelayCore parse + route, \(o.rooms) rooms × \(o.members) members, \(o.speakers) speakers per room")
         lines.append("\(o.packets) packets per run, \(o.runs) runs (median shown), \(o.warmup) packets warm-up; " +
                      "manual clock +20 ms / \(o.rooms * o.speakers) streams per packet, tick every 20 ms")
+        if o.coldMegabytes > 0 {
+            lines.append("cold caches: \(o.coldMegabytes) MB written between 20 ms rounds (untimed), as the worker's "
+                         + "sendmmsg does")
+        }
         lines.append("")
         let widths = [34, 14, 14, 14, 18]
         func row(_ cells: [String]) -> String {

@@ -1,6 +1,7 @@
 import BenchmarkSupport
 import ParleyAuth
 import ParleyCrypto
+import ParleyNet
 import ParleyRelayCore
 import ParleyWire
 
@@ -99,6 +100,9 @@ final class Scenario {
     private var nextTick: Instant
     /// Called after each tick, untimed (what other parties send on their own schedule).
     var onTick: (() -> Void)?
+    /// Each 20 ms round starts with `HotLines.prefetch` of the core's lines, as the worker's wakeup does (timed).
+    nonisolated(unsafe) static var prefetch = true
+    private var prefetch: Bool { Self.prefetch }
 
     /// Builds the relay and joins `shape.rooms × shape.membersPerRoom` clients; the first `speakersPerRoom`
     /// members of each room speak.
@@ -150,6 +154,7 @@ final class Scenario {
         while i < train.count {
             let allocationsBefore = Allocations.count
             let start = monotonicNanoseconds()
+            if prefetch { core.hotLines.prefetch() }
             while i < train.count, clock.monotonic < nextTick {
                 clock.advance(by: step)
                 if speaker == watchedSpeaker {
@@ -188,6 +193,7 @@ final class Scenario {
         answerSignalling(queuedFrom: queuedBefore)
         sendDuePings()
         onTick?()
+        ColdCaches.evict()
         return figures
     }
 

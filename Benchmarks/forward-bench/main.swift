@@ -8,6 +8,8 @@ import ParleyRelayCore
 import ParleyWire
 
 let options = Options.parseOrExit(CommandLine.arguments.dropFirst())
+ColdCaches.bytes = options.coldMegabytes << 20
+Scenario.prefetch = options.prefetch
 let config = RelayCoreConfig()
 var problems: [String] = []
 

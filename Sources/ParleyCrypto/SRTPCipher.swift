@@ -1,4 +1,5 @@
 import CSodium
+import ParleyWire
 
 /// AEAD_AES_256_GCM for SRTP (RFC 7714) through libsodium's `crypto_aead_aes256gcm_*_afternm`: the key is expanded
 /// once into an aligned `crypto_aead_aes256gcm_state` (wiped and freed in `deinit`), the IV is built per packet in a
@@ -38,6 +39,12 @@ final class SRTPCipher {
         sodium_memzero(scratch, Self.scratchBytes)
         UnsafeMutableRawPointer(state).deallocate()
         scratch.deallocate()
+    }
+
+    /// Notes the lines a packet's sealing or opening reads: the expanded key and the IV scratch (`HotLines`).
+    func noteLines(_ hot: HotLines) {
+        hot.note(UnsafeRawPointer(state), bytes: stateBytes)
+        hot.note(UnsafeRawPointer(scratch), bytes: Self.scratchBytes)
     }
 
     /// The SRTP IV (RFC 7714 §8.1): `(00 00 ‖ SSRC ‖ ROC ‖ SEQ) XOR salt`.

@@ -1,3 +1,5 @@
+import ParleyWire
+
 /// The sending half of an SRTP/SRTCP crypto context with AEAD_AES_256_GCM (RFC 7714): protects RTP and RTCP
 /// packets of up to `maxStreams` SSRCs under one key and salt, into caller-owned buffers, without allocating.
 ///
@@ -24,6 +26,13 @@ public final class SRTPSender {
     public init(key: [UInt8], salt: [UInt8], maxStreams: Int = 16) throws(SRTPError) {
         cipher = try SRTPCipher(key: key, salt: salt)
         streams = SRTPStreamTable(capacity: maxStreams)
+    }
+
+    /// Notes the lines handling one of its packets reads (`HotLines`): this context, its cipher and its streams.
+    public func noteLines(_ hot: HotLines) {
+        hot.note(object: self, bytes: 64)
+        cipher.noteLines(hot)
+        streams.noteLines(hot)
     }
 
     /// Protects the RTP packet in `packet` into `out` (which may be the same memory, with `rtpOverhead` bytes to

@@ -1,3 +1,5 @@
+import ParleyWire
+
 /// What an SRTP context remembers per SSRC: the replay windows of its RTP packet indices (whose highest gives the
 /// rollover counter) and of its SRTCP indices. A bounded table, reserved up front: finding or adding a stream never
 /// allocates, and a stream is added only when its first packet authenticated (or, sending, was protected).
@@ -19,6 +21,14 @@ struct SRTPStreamTable {
         self.capacity = capacity
         streams = []
         streams.reserveCapacity(capacity)
+    }
+
+    /// Notes the streams' storage (`HotLines`).
+    func noteLines(_ hot: HotLines) {
+        streams.withUnsafeBufferPointer { b in
+            guard let base = b.baseAddress else { return }
+            hot.note(UnsafeRawPointer(base), bytes: b.count * MemoryLayout<Stream>.stride)
+        }
     }
 
     /// Where a packet's stream is: an existing slot, or a new one to add once the packet is accepted.

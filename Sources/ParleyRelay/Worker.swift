@@ -136,6 +136,7 @@ final class Worker: @unchecked Sendable {
             poller.watchWritable(0, batch.pendingCount > 0)
             poller.wait(timeoutMilliseconds: Int32(min((wait + millisecond - .nanoseconds(1)) / millisecond, 1000)))  // rounded up
             let busyStart = Clock.monotonicNanoseconds()
+            core.hotLines.prefetch()  // the speakers' state, fetched while the socket is read
             if batch.pendingCount > 0, poller.isWritable(0) { batch.sendPending() }
             if stopping.load(ordering: .acquiring) {
                 core.shutdown(now: Self.moment())

@@ -48,6 +48,13 @@ final class FanOutTable {
         var bytesOut: UInt64
     }
 
+    /// Notes this table and the start of its entries (`HotLines`): a big room's further entries are read in order,
+    /// which the CPU's own prefetcher follows, and would take every line a wakeup may note.
+    func noteLines(_ hot: HotLines) {
+        hot.note(object: self, bytes: 128)
+        hot.note(UnsafeRawPointer(entries), bytes: min(count, 16) * MemoryLayout<Entry>.stride)
+    }
+
     /// The entries (valid until the next `refresh`).
     private(set) var entries: UnsafeMutablePointer<Entry>
     /// Entries in use.

@@ -1,3 +1,5 @@
+import ParleyWire
+
 /// The last packets of one stream, kept to answer NACKs (RFC 4585): a ring of fixed slots indexed by
 /// sequence number, allocated once. A slot answers only for the exact sequence number stored in it.
 public final class PacketHistory {
@@ -33,6 +35,15 @@ public final class PacketHistory {
         (storage + i * slotSize).copyMemory(from: base, byteCount: bytes.count)
         lengths[i] = Int32(bytes.count)
         sequences[i] = sequence
+    }
+
+    /// Notes the lines storing the packet after `sequence` will write (`HotLines`): its slot's first `bytes` and its
+    /// length and number.
+    func noteNextSlot(after sequence: UInt16, bytes: Int, in hot: HotLines) {
+        let i = (Int(sequence) + 1) % slots
+        hot.note(UnsafeRawPointer(storage + i * slotSize), bytes: min(bytes, slotSize))
+        hot.note(UnsafeRawPointer(lengths + i), bytes: 4)
+        hot.note(UnsafeRawPointer(sequences + i), bytes: 2)
     }
 
     /// The stored packet with this sequence number, if still held (valid until the next `store`).

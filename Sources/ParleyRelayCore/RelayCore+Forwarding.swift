@@ -182,6 +182,7 @@ extension RelayCore {
                 outbox.counters.forwardedByOtherWorkers &+= UInt64(table.shares[k].count)
             }
         }
+        noteHotLines(member, room: room, history: history, sequence: packet.sequenceNumber, bytes: protected.count)
         outbox.counters.forwarded &+= sent
         outbox.counters.packetsQueued &+= sent
         outbox.counters.bytesQueued &+= sentBytes
@@ -279,5 +280,19 @@ extension RelayCore {
         sessions.bySSRC[ssrc] = member
         if log.threshold <= .info { log.write(.info, "RTP endpoint \(member.identity) in \(member.room.name) sends as ssrc \(ssrc)") }
         return true
+    }
+
+    /// Notes what forwarding a speaker's packet read and wrote, for the worker to prefetch at its next wakeup
+    /// (`HotLines`): the speaker, its session, gaps and SRTP context, its room, the room's fan-out table and key, and
+    /// the history slot its next packet takes.
+    private func noteHotLines(_ member: Member, room: Room, history: PacketHistory, sequence: UInt16, bytes: Int) {
+        hotLines.note(object: member, bytes: 512)
+        hotLines.note(object: member.session, bytes: 128)
+        if let gaps = member.uplink.gaps { hotLines.note(object: gaps, bytes: 128) }
+        member.srtpIn?.noteLines(hotLines)
+        hotLines.note(object: room, bytes: 256)
+        room.fanOut.noteLines(hotLines)
+        room.downstream?.noteLines(hotLines)
+        history.noteNextSlot(after: sequence, bytes: bytes, in: hotLines)
     }
 }

@@ -19,6 +19,8 @@ public final class RelayCore {
     /// Forwarded packets for other workers to send to their share of a room's listeners (`FanOutTable.shares`): the
     /// bytes (valid until `outputSent`) and the share's addresses. The worker passes them on (`FanOutRing`).
     public internal(set) var spread: [(worker: Int, bytes: UnsafeRawBufferPointer, addresses: [PeerAddress])] = []
+    /// The lines this wakeup's forwarded packets used, for the worker to prefetch at its next wakeup.
+    public let hotLines = HotLines()
     /// Counters.
     public var counters: RelayCounters { outbox.counters }
     /// The SSRC the relay uses for its own RTCP on this worker.

@@ -179,6 +179,33 @@ struct EncryptionTests {
         #expect(net.core.counters.drops(.srtpRejected) == 2)
     }
 
+    @Test("a forwarded packet notes the speaker's state for the worker's next prefetch; a dropped one notes nothing")
+    func forwardedPacketsNoteHotLines() throws {
+        let net = FakeNetwork(encrypted: true)
+        let alice = net.addClient("alice"), bob = net.addClient("bob")
+        net.joinAll()
+        let port = alice.session.destination.port
+        let member = try #require(net.core.member(identity: "alice"))
+        let packet = alice.rtp(level: 20)
+        var tampered = packet
+        tampered[tampered.count - 1] ^= 0x80
+        net.core.hotLines.clear()
+        net.deliverToRelay(tampered, from: alice.address, port: port)
+        #expect(net.core.hotLines.count == 0)
+        net.deliverToRelay(packet, from: alice.address, port: port)
+        let perPacket = net.core.hotLines.count
+        #expect(perPacket > 20, "the speaker, its SRTP context, the room, its table and key: \(perPacket) lines")
+        let speaker = UInt(bitPattern: Unmanaged.passUnretained(member).toOpaque()) & ~63
+        #expect((0..<perPacket).contains { net.core.hotLines.lines[$0] == UnsafeRawPointer(bitPattern: speaker) })
+        net.deliverToRelay(packet, from: alice.address, port: port)  // replayed: dropped
+        #expect(net.core.hotLines.count == perPacket)
+        net.deliverToRelay(alice.rtp(level: 20), from: alice.address, port: port)
+        // As many again, give or take a line where the next history slot's bytes start in another line.
+        #expect(abs(net.core.hotLines.count - 2 * perPacket) <= 2, "\(net.core.hotLines.count) after \(perPacket)")
+        net.exchange()
+        #expect(bob.media[alice.ssrc]?.count == 2)
+    }
+
     @Test("a mix room encrypts each listener's mix with that listener's own key")
     func mixIsEncryptedPerListener() throws {
         let net = FakeNetwork(encrypted: true)

@@ -60,4 +60,10 @@ int parley_malloc_trim(void);
 /// pthread_setname_np(3) for the calling thread (`name` at most 15 bytes); returns 0 or an errno value.
 int parley_set_thread_name(const char *name);
 
+/// Asks the CPU to bring the cache lines of `count` addresses toward its caches (no fault for any address, freed or
+/// unmapped: a prefetch is only a hint), so the next use finds them there.
+static inline void parley_prefetch_lines(const void *const *lines, int count) {
+    for (int i = 0; i < count; i++) __builtin_prefetch(lines[i], 1, 3);
+}
+
 #endif
