@@ -62,7 +62,7 @@ let package = Package(
         .target(name: "ParleyAuth", dependencies: ["CSodium"]),
         // Session cryptography on libsodium: X25519 keys, the AEADs, the handshake and SRTP (issue 15, being built);
         // libsrtp2 for the plain-RTP endpoints' SDES profile (`SDESSession`).
-        .target(name: "ParleyCrypto", dependencies: ["CSodium", "CSRTP", "ParleyWire"]),
+        .target(name: "ParleyCrypto", dependencies: ["CSodium", "CSRTP", "ParleyWire"], swiftSettings: perPacketPath),
         // Every syscall, through one shim tests can replace (`SystemCalls`): sockets, addresses, batched datagram I/O,
         // poll, eventfd, clocks, threads, termination signals.
         .target(name: "ParleyNet", dependencies: ["CParleySys", "ParleyWire"], swiftSettings: perPacketPath),

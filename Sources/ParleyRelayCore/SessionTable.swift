@@ -31,8 +31,11 @@ final class SessionTable {
         }
     }
 
-    /// Sessions by the address their datagrams come from.
+    /// Sessions by the address their datagrams come from (every change goes through `add`, `link`, `unlink` or
+    /// `removeAll`, which keep `recentSenders` in step).
     private(set) var byAddress: [PeerAddress: Entry] = [:]
+    /// The members found at an address lately, for the media path (`RecentSenders`).
+    private let recentSenders = RecentSenders()
     /// Sessions by connection id.
     private(set) var byConnection: [UInt32: Entry] = [:]
     /// Members by SSRC (RTCP and NACKs name streams by SSRC).
@@ -50,7 +53,9 @@ final class SessionTable {
     /// The member whose datagrams come from `address`, if that is a member (the media path's one lookup).
     @inline(__always)
     func member(at address: PeerAddress) -> Member? {
+        if let m = recentSenders.member(at: address) { return m }
         guard case .member(let m)? = byAddress[address] else { return nil }
+        recentSenders.remember(m, at: address)
         return m
     }
 
@@ -66,7 +71,7 @@ final class SessionTable {
 
     /// Adds a session, reachable at `address` (nil: by connection id only, as a receive-only RTP endpoint).
     func add(_ entry: Entry, at address: PeerAddress?) {
-        if let address { byAddress[address] = entry }
+        if let address { link(address, to: entry) }
         byConnection[entry.session.connectionID] = entry
         if case .member = entry { memberCount += 1 }
     }
@@ -78,11 +83,16 @@ final class SessionTable {
     }
 
     /// Points `address` at `entry`.
-    func link(_ address: PeerAddress, to entry: Entry) { byAddress[address] = entry }
+    func link(_ address: PeerAddress, to entry: Entry) {
+        recentSenders.forget(address)
+        byAddress[address] = entry
+    }
 
     /// Forgets `address` if it leads to `entry`.
     func unlink(_ address: PeerAddress, from entry: Entry) {
-        if byAddress[address]?.isSame(as: entry) == true { byAddress[address] = nil }
+        guard byAddress[address]?.isSame(as: entry) == true else { return }
+        recentSenders.forget(address)
+        byAddress[address] = nil
     }
 
     /// Forgets every session.
@@ -90,6 +100,7 @@ final class SessionTable {
         bySSRC.removeAll()
         byICEUfrag.removeAll()
         byAddress.removeAll()
+        recentSenders.forgetAll()
         byConnection.removeAll()
         memberCount = 0
     }
