@@ -21,6 +21,8 @@ struct RunResult {
     var latency = LatencyHistogram()
     var joinMilliseconds: [Double] = []
     var targetCPUSeconds = 0.0
+    /// The target's context switches while media flowed (every thread): waits, and preemptions mid-work.
+    var targetSwitches = (voluntary: 0, involuntary: 0)
     var targetRSSMegabytes = 0.0
     var generatorCPUSeconds = 0.0
     /// How late each of the generator's 20 ms send ticks ran.
@@ -60,6 +62,8 @@ struct RunResult {
             p.latency.merge(r.latency)
             p.joinMilliseconds += r.joinMilliseconds
             p.targetCPUSeconds += r.targetCPUSeconds
+            p.targetSwitches.voluntary += r.targetSwitches.voluntary
+            p.targetSwitches.involuntary += r.targetSwitches.involuntary
             p.targetRSSMegabytes = max(p.targetRSSMegabytes, r.targetRSSMegabytes)
             p.generatorCPUSeconds += r.generatorCPUSeconds
             p.tickLateness.merge(r.tickLateness)
@@ -319,6 +323,7 @@ final class LoadRun {
         let start = Clock.monotonicNanoseconds()
         let end = start + Int64(seconds * 1e9)
         let cpu0 = targetCPU(), gen0 = Clock.processCPUSeconds()
+        let switches0 = target.probe?.contextSwitches()
         let signer = self.signer, unixNow = Clock.unixSeconds()
         let rampNanoseconds = Int64(options.ramp * 1e9)
         var nextJoin = 0
@@ -359,6 +364,9 @@ final class LoadRun {
         result.missingReasons += storm.compactMap { $0.joinedAt == nil ? $0.refused ?? "not admitted by the end of the run" : nil }
         result.durationSeconds = seconds
         result.targetCPUSeconds = targetCPU() - cpu0
+        if let before = switches0, let after = target.probe?.contextSwitches() {
+            result.targetSwitches = (after.voluntary - before.voluntary, after.involuntary - before.involuntary)
+        }
         result.generatorCPUSeconds = Clock.processCPUSeconds() - gen0
         result.targetRSSMegabytes = target.probe?.rssMegabytes() ?? 0
         result.packetsSent = speakers.reduce(0) { $0 + $1.packetsSent }

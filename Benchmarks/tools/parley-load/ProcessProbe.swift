@@ -31,6 +31,24 @@ struct ProcessProbe {
         return (user + system) / Self.ticksPerSecond
     }
 
+    /// Context switches so far, summed over the process's threads (/proc/<pid>/task/<tid>/status): those it made
+    /// waiting (voluntary: its poll slept) and those forced on it (involuntary: another task took its CPU mid-work).
+    func contextSwitches() -> (voluntary: Int, involuntary: Int) {
+        var total = (voluntary: 0, involuntary: 0)
+        let directory = "/proc/\(pid)/task"
+        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return total }
+        for t in tasks {
+            guard let text = readProcFile("/proc/\(pid)/task/\(t)/status") else { continue }
+            for line in text.split(separator: "\n") {
+                let parts = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+                guard parts.count == 2, let n = Int(parts[1]) else { continue }
+                if parts[0].hasPrefix("voluntary_ctxt_switches") { total.voluntary += n }
+                if parts[0].hasPrefix("nonvoluntary_ctxt_switches") { total.involuntary += n }
+            }
+        }
+        return total
+    }
+
     /// Resident set size in MB.
     func rssMegabytes() -> Double? {
         guard let text = readProcFile("/proc/\(pid)/status") else { return nil }

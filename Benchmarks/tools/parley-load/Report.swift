@@ -23,6 +23,10 @@ enum Report {
             String(format: "%.2f/%.2f/%.2f", $0.latency.quantileMilliseconds(0.5), $0.latency.quantileMilliseconds(0.99), $0.latency.maxMilliseconds)
         }
         row("target CPU s (all its threads)") { String(format: "%.2f", $0.targetCPUSeconds) }
+        row("target switches per s: waiting / preempted") {
+            String(format: "%.0f / %.0f", Double($0.targetSwitches.voluntary) / max($0.durationSeconds, 1e-9),
+                   Double($0.targetSwitches.involuntary) / max($0.durationSeconds, 1e-9))
+        }
         row("target RSS MB") { $0.targetRSSMegabytes > 0 ? String(format: "%.1f", $0.targetRSSMegabytes) : "-" }
         row("out pps (received by members)") { String(format: "%.0f", $0.outPacketsPerSecond) }
         row("out pkts per target CPU-second") { String(format: "%.0f", $0.outPacketsPerCPUSecond) }
@@ -40,9 +44,14 @@ enum Report {
         for (k, side) in order.enumerated() {
             let r: RunResult
             if side == .parley { r = parley[next.parley]; next.parley += 1 } else { r = raw[next.raw]; next.raw += 1 }
-            lines.append(String(format: "block %d %@ %.0f s: out %.0f pps, CPU %.2f s, %.0f out pkts per CPU-second, delivery %.4f %%, tick lateness p99 %.2f max %.2f ms",
-                                k + 1, (side == .parley ? "parley" : "raw   "), r.durationSeconds, r.outPacketsPerSecond, r.targetCPUSeconds,
-                                r.outPacketsPerCPUSecond, r.deliveryRatio * 100, r.sendLatenessP99Milliseconds, r.sendLatenessMaxMilliseconds))
+            let format = "block %d %@ %.0f s: out %.0f pps, CPU %.2f s, %.0f out pkts per CPU-second, "
+                + "delivery %.4f %%, tick lateness p99 %.2f max %.2f ms, switches per s %.0f waiting + %.0f preempted"
+            lines.append(String(format: format, k + 1, (side == .parley ? "parley" : "raw   "), r.durationSeconds,
+                                r.outPacketsPerSecond, r.targetCPUSeconds, r.outPacketsPerCPUSecond,
+                                r.deliveryRatio * 100,
+                                r.sendLatenessP99Milliseconds, r.sendLatenessMaxMilliseconds,
+                                Double(r.targetSwitches.voluntary) / r.durationSeconds,
+                                Double(r.targetSwitches.involuntary) / r.durationSeconds))
         }
         let ratios = Blocks.pairRatios(parley: parley.map(\.outPacketsPerCPUSecond), raw: raw.map(\.outPacketsPerCPUSecond))
         lines.append("parley ÷ raw per block pair: " + ratios.map { String(format: "%.3f", $0) }.joined(separator: ", "))
@@ -67,7 +76,9 @@ enum Report {
             "latency_p50_ms": p.latency.quantileMilliseconds(0.5), "latency_p99_ms": p.latency.quantileMilliseconds(0.99),
             "latency_max_ms": p.latency.maxMilliseconds,
             "latency_kind": options.mode == "mix" ? "delay relative to the first mixed packet (mix RTP clock); not one-way" : "one-way, send timestamp in RTP extension id 2",
-            "relay_cpu_s": p.targetCPUSeconds, "relay_rss_mb": p.targetRSSMegabytes, "out_pps": p.outPacketsPerSecond,
+            "relay_cpu_s": p.targetCPUSeconds, "relay_switches_waiting": p.targetSwitches.voluntary,
+            "relay_switches_preempted": p.targetSwitches.involuntary,
+            "relay_rss_mb": p.targetRSSMegabytes, "out_pps": p.outPacketsPerSecond,
             "out_pkts_per_relay_cpu_s": p.outPacketsPerCPUSecond, "join_p50_ms": p.joinQuantile(0.5), "join_p99_ms": p.joinQuantile(0.99),
             "loadgen_cpu_s": p.generatorCPUSeconds, "send_tick_lateness_max_ms": p.sendLatenessMaxMilliseconds,
             "send_tick_lateness_p99_ms": p.sendLatenessP99Milliseconds, "send_ticks_late": p.lateTicks, "max_tick_lateness_ms": options.maxTickLatenessMilliseconds,
@@ -78,6 +89,8 @@ enum Report {
             o["raw_pkts_received"] = raw.packetsReceived
             o["raw_delivery_ratio"] = raw.deliveryRatio
             o["raw_cpu_s"] = raw.targetCPUSeconds
+            o["raw_switches_waiting"] = raw.targetSwitches.voluntary
+            o["raw_switches_preempted"] = raw.targetSwitches.involuntary
             o["raw_out_pkts_per_cpu_s"] = raw.outPacketsPerCPUSecond
             o["raw_latency_p99_ms"] = raw.latency.quantileMilliseconds(0.99)
             o["raw_loadgen_cpu_s"] = raw.generatorCPUSeconds

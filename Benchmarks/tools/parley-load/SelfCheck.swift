@@ -1,3 +1,4 @@
+import Glibc
 import ParleyNet
 
 /// `parley-load --self-check`: the pure rules of the report — what is expected of members asked for, the verdict
@@ -79,12 +80,20 @@ enum SelfCheck {
         a.members = 10; a.joined = 10; a.packetsExpected = 100; a.packetsReceived = 100; a.tickLateness.add(2_000_000)
         b.members = 10; b.joined = 8; b.packetsExpected = 100; b.packetsReceived = 80; b.tickLateness.add(12_000_000)
         b.missingReasons = ["full", "full"]
+        a.targetSwitches = (voluntary: 50, involuntary: 3); b.targetSwitches = (voluntary: 40, involuntary: 7)
         let p = RunResult.pooled([a, b])
         expect(p.deliveryRatio, 0.9, "pooled delivery")
         expect(p.joined, 8, "pooled joined, the worst block")
         expect(p.presentAtStart, 8, "pooled present at start")
         expect(p.sendLatenessMaxMilliseconds, 12, "pooled lateness, the worst")
         expect(p.tickLateness.total, 2, "pooled ticks")
+        expect([p.targetSwitches.voluntary, p.targetSwitches.involuntary], [90, 10], "pooled context switches")
+
+        // The context-switch probe reads this process's threads: a millisecond's sleep is one wait at least.
+        let before = ProcessProbe(pid: getpid()).contextSwitches()
+        usleep(1_000)
+        let own = ProcessProbe(pid: getpid()).contextSwitches()
+        expect(own.voluntary > before.voluntary, true, "context switches read from /proc")
 
         for f in failures { writeLine("self-check FAILED: \(f)", fd: 2) }
         writeLine("self-check: \(checks - failures.count) of \(checks) checks passed")
