@@ -16,14 +16,20 @@ struct RecentSendersTests {
         }
     }
 
-    @Test("a member that spoke and left is a stranger at its old address")
-    func leaverIsForgotten() {
+    /// Alice and bob in a room, bob heard once: his address is remembered.
+    func bobSpokeOnce() -> (FakeNetwork, alice: FakeClient, bob: FakeClient) {
         let net = FakeNetwork()
         let alice = net.addClient("alice"), bob = net.addClient("bob")
         net.joinAll()
         bob.speak(level: 20)
         net.exchange()
-        #expect(alice.media[bob.ssrc]?.count == 1)  // bob's address is now remembered
+        #expect(alice.media[bob.ssrc]?.count == 1)
+        return (net, alice, bob)
+    }
+
+    @Test("a member that spoke and left is a stranger at its old address")
+    func leaverIsForgotten() {
+        let (net, alice, bob) = bobSpokeOnce()
         let late = bob.rtp(level: 20)
         bob.session.leave(now: net.instant)
         net.exchange()
@@ -35,11 +41,7 @@ struct RecentSendersTests {
 
     @Test("a member that spoke and moved is found at its new address only; a newcomer at the old one is itself")
     func moverAndNewcomer() {
-        let net = FakeNetwork()
-        let alice = net.addClient("alice"), bob = net.addClient("bob")
-        net.joinAll()
-        bob.speak(level: 20)
-        net.exchange()
+        let (net, alice, bob) = bobSpokeOnce()
         let old = bob.address
         bob.address = PeerAddress(ipv4: 198, 51, 100, 7, port: 61_000)  // NAT rebinding
         net.advance(milliseconds: 6_000, stepMilliseconds: 100)
